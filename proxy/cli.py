@@ -1,0 +1,61 @@
+"""The ``trustgate`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from .app import create_app
+from .config import ConfigError, default_config_path, load_settings
+from .local_upstream import LocalUpstreamError, packaged_model_path
+
+__all__ = ["main"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config or default_config_path())
+    server = settings.trustgate.server
+    uvicorn.run(create_app(settings), host=args.host or server.host,
+                port=args.port if args.port is not None else server.port,
+                log_level=args.log_level, access_log=args.access_log)
+    return 0
+
+
+def _model_path(args: argparse.Namespace) -> int:
+    print(packaged_model_path())
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trustgate", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", help="YAML config (default: the embedded local-model config)")
+    serve.add_argument("--host", help="bind address (default: from config, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default: from config, 4000)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True)
+    serve.set_defaults(handler=_serve)
+
+    model = commands.add_parser("model-path", help="print the packaged SmolLM2 GGUF path")
+    model.set_defaults(handler=_model_path)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.handler(args))
+    except (ConfigError, LocalUpstreamError) as exc:
+        print(f"trustgate: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Validate a chat-completions body and build the upstream keyword arguments from an allowlist.
+
+Only OpenAI's documented request parameters pass. Anything that would let a
+client steer the gateway itself — ``api_base``, ``base_url``, ``api_key``,
+``extra_headers``, ``fallbacks``, ``custom_llm_provider``, ``mock_response`` and
+the like, which were SSRF and key-leak holes in LiteLLM's own proxy — is not
+on the list and is refused with a 400 naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InvalidRequest
+
+__all__ = ["ALLOWED_PARAMS", "ChatRequest", "parse_chat_request"]
+
+ALLOWED_PARAMS = frozenset({
+    "model", "messages", "stream", "stream_options", "temperature", "top_p", "n", "stop",
+    "max_tokens", "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias",
+    "logprobs", "top_logprobs", "user", "seed", "tools", "tool_choice", "parallel_tool_calls",
+    "response_format", "functions", "function_call", "reasoning_effort", "modalities", "audio",
+    "prediction", "service_tier", "store", "verbosity", "prompt_cache_key", "safety_identifier",
+    "web_search_options",
+})
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatRequest(BaseModel):
+    """The typed view used for checks; the forwarded body is the client's own dict."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    n: int | None = Field(default=None, ge=1, le=128)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    stop: str | list[str] | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    seed: int | None = None
+    user: str | None = None
+
+
+def _first_error(exc: ValidationError) -> tuple[str, str | None]:
+    error = exc.errors()[0]
+    location = ".".join(str(part) for part in error["loc"])
+    return f"Invalid value for '{location}': {error['msg']}", location or None
+
+
+def parse_chat_request(raw: bytes) -> tuple[ChatRequest, dict[str, Any]]:
+    """Return the typed request and the body to forward; raise ``InvalidRequest`` otherwise."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from exc
+    if not isinstance(body, dict):
+        raise InvalidRequest("Request body must be a JSON object", code="invalid_json")
+    unknown = sorted(set(body) - ALLOWED_PARAMS)
+    if unknown:
+        raise InvalidRequest(f"Unrecognized request argument supplied: {', '.join(unknown)}",
+                             param=unknown[0], code="unsupported_parameter")
+    try:
+        request = ChatRequest.model_validate(body)
+    except ValidationError as exc:
+        message, param = _first_error(exc)
+        raise InvalidRequest(message, param=param, code="invalid_value") from exc
+    return request, body

@@ -1,0 +1,128 @@
+"""UpstreamClient: the one door through which every upstream call passes.
+
+User traffic and, later, the scorers' own re-asks both call ``complete`` /
+``open_stream`` with a model group name. Each group goes either to the
+pass-through backend (all its deployments speak OpenAI's wire format) or to
+litellm's Router. Retries within a group follow ``router_settings`` for the
+pass-through path (litellm's Router retries its own); fallbacks to other groups
+are applied here for both, so the behaviour of a config does not depend on
+which path serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import httpx
+
+from .completion import Completion, UpstreamStream
+from .config import Deployment, GatewaySettings
+from .errors import ModelNotFound, UpstreamError
+from .litellm_backend import LitellmBackend
+from .passthrough import PassthroughBackend
+
+__all__ = ["UpstreamClient"]
+
+T = TypeVar("T")
+
+
+class UpstreamClient:
+    def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient) -> None:
+        self._groups = settings.model_groups()
+        self._router_settings = settings.router_settings
+        self._http = http
+        self._passthrough = PassthroughBackend(
+            http, default_timeout=settings.router_settings.timeout, secrets=settings.secrets())
+        self._fast_groups = {
+            name for name, deployments in self._groups.items()
+            if settings.trustgate.passthrough and all(d.is_openai_compatible for d in deployments)
+        }
+        slow_groups = set(self._groups) - self._fast_groups
+        self._litellm = LitellmBackend(settings, slow_groups) if slow_groups else None
+        self._cursor = itertools.count()
+
+    @property
+    def model_groups(self) -> list[str]:
+        return list(self._groups)
+
+    def uses_passthrough(self, group: str) -> bool:
+        return group in self._fast_groups
+
+    def require_group(self, group: str) -> None:
+        if group not in self._groups:
+            raise ModelNotFound(f"The model `{group}` does not exist", param="model",
+                                code="model_not_found")
+
+    async def complete(self, group: str, body: dict[str, Any]) -> Completion:
+        """A non-streamed completion from ``group`` (or its fallbacks)."""
+        self.require_group(group)
+        return await self._with_fallbacks(group, lambda g: self._complete_in_group(g, body))
+
+    async def open_stream(self, group: str, body: dict[str, Any]) -> UpstreamStream:
+        """An opened stream from ``group`` (or its fallbacks); errors before the first byte raise."""
+        self.require_group(group)
+        return await self._with_fallbacks(group, lambda g: self._stream_in_group(g, body))
+
+    async def _with_fallbacks(self, group: str, call: Callable[[str], Awaitable[T]]) -> T:
+        candidates = [group, *self._router_settings.fallbacks_for(group)]
+        for index, candidate in enumerate(candidates):
+            try:
+                return await call(candidate)
+            except UpstreamError as exc:
+                if exc.client_fault or index == len(candidates) - 1:
+                    raise
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    async def _complete_in_group(self, group: str, body: dict[str, Any]) -> Completion:
+        if self._litellm is not None and group not in self._fast_groups:
+            return await self._litellm.complete(group, body)
+        return await self._retrying(group, lambda d: self._passthrough.complete(d, body))
+
+    async def _stream_in_group(self, group: str, body: dict[str, Any]) -> UpstreamStream:
+        if self._litellm is not None and group not in self._fast_groups:
+            return await self._litellm.open_stream(group, body)
+        return await self._retrying(group, lambda d: self._passthrough.open_stream(d, body))
+
+    async def _retrying(self, group: str, call: Callable[[Deployment], Awaitable[T]]) -> T:
+        """Round-robin over the group's deployments, retrying what LiteLLM would retry."""
+        deployments = self._groups[group]
+        start = next(self._cursor)
+        attempts = self._router_settings.num_retries + 1
+        for attempt in range(attempts):
+            try:
+                return await call(deployments[(start + attempt) % len(deployments)])
+            except UpstreamError as exc:
+                if not exc.retryable or attempt == attempts - 1:
+                    raise
+                await asyncio.sleep(self._router_settings.retry_after)
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    async def check_ready(self, timeout: float = 2.0) -> dict[str, str]:
+        """Per model group: "ok", "unreachable", or "unchecked" for litellm-only providers."""
+        async def probe(deployments: list[Deployment]) -> str:
+            bases = [d for d in deployments if d.api_base]
+            if not bases:
+                return "unchecked"
+            for deployment in bases:
+                headers = {}
+                if deployment.api_key is not None:
+                    headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
+                try:
+                    response = await self._http.get(f"{deployment.api_base}/models", headers=headers,
+                                                    timeout=timeout)
+                except httpx.HTTPError:
+                    continue
+                if response.status_code < 500:
+                    return "ok"
+            return "unreachable"
+
+        names = list(self._groups)
+        results = await asyncio.gather(*(probe(self._groups[n]) for n in names))
+        return dict(zip(names, results, strict=True))
+
+    async def aclose(self) -> None:
+        if self._litellm is not None:
+            await self._litellm.aclose()

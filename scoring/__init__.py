@@ -1,0 +1,1 @@
+"""Scoring: trust scores for answers (consistency, fact check, combination) and their queue."""

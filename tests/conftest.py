@@ -1,0 +1,79 @@
+"""Shared fixtures: the fake upstream and gateways, each a real server on a loopback socket."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from prometheus_client import CollectorRegistry  # noqa: E402
+
+from proxy import create_app, settings_from_dict  # noqa: E402
+from tests.fake_upstream import FakeUpstream, echo  # noqa: E402
+from tests.servers import ServerThread  # noqa: E402
+
+MASTER_KEY = "sk-test-master"
+
+
+@pytest.fixture(scope="session")
+def _fake_server() -> Iterator[tuple[FakeUpstream, ServerThread]]:
+    fake = FakeUpstream()
+    with ServerThread(fake.app()) as server:
+        yield fake, server
+
+
+@pytest.fixture
+def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[FakeUpstream]:
+    """The session's fake upstream, reset to its echo behaviour for each test."""
+    fake, server = _fake_server
+    fake.responder, fake.api_key, fake.delay_ms = echo, None, 0.0
+    fake.requests.clear()
+    fake.headers.clear()
+    fake.stream_disconnects = 0
+    fake.url = server.url  # type: ignore[attr-defined]
+    yield fake
+
+
+def gateway_config(upstream_url: str, **overrides: Any) -> dict[str, Any]:
+    """A config dict as a user would write it, pointing model ``fake`` at the fake upstream.
+
+    The deployment names an OpenAI catalog model so that litellm's Router (the
+    non-pass-through path) forwards every OpenAI parameter: for models outside
+    its catalog litellm drops ``user`` on purpose.
+    """
+    config: dict[str, Any] = {
+        "model_list": [{"model_name": "fake", "litellm_params": {
+            "model": "openai/gpt-4o-mini", "api_base": f"{upstream_url}/v1", "api_key": "sk-upstream-secret",
+            "timeout": 5}}],
+        "router_settings": {"num_retries": 0, "timeout": 5},
+        "general_settings": {"master_key": MASTER_KEY},
+    }
+    config.update(overrides)
+    return config
+
+
+@pytest.fixture
+def start_gateway() -> Iterator[Callable[..., ServerThread]]:
+    """Factory: start a gateway for a config dict; returns the running server (``.app`` attached)."""
+    started: list[ServerThread] = []
+
+    def start(config: dict[str, Any], environ: dict[str, str] | None = None) -> ServerThread:
+        app = create_app(settings_from_dict(config, environ or {}), registry=CollectorRegistry())
+        server = ServerThread(app).start()
+        server.app = app  # type: ignore[attr-defined]
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    return start_gateway(gateway_config(fake_upstream.url))  # type: ignore[attr-defined]

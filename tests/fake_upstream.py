@@ -1,0 +1,168 @@
+"""A deterministic OpenAI-compatible upstream, served for real over loopback.
+
+Tests (and the benchmarks) talk to it through sockets exactly as the gateway
+talks to a real provider. Its answer is chosen by ``responder(messages)``
+(default: an echo); directives in the last user message make it misbehave:
+
+    [fail:503]      answer with that HTTP status and an OpenAI error body
+    [stall:2.5]     wait that many seconds before answering
+    [stall-stream]  stream one chunk, then hang until the client goes away
+    [delay-ms:15]   answer after that many milliseconds
+
+Every request is recorded (headers and body) so tests can assert what the
+gateway forwarded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+Responder = Callable[[list[dict[str, Any]]], str]
+
+_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|delay-ms)(?::([\d.]+))?\]")
+
+
+def echo(messages: list[dict[str, Any]]) -> str:
+    return f"You said: {last_user_text(messages)}"
+
+
+def last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            return str(content or "")
+    return ""
+
+
+def token_logprobs(text: str, top: int) -> list[dict[str, Any]]:
+    """Deterministic per-word log-probabilities, with ``top`` alternatives each."""
+    entries = []
+    for index, token in enumerate(text.split(" ")):
+        logprob = -0.05 * (index % 7)
+        alternatives = [{"token": token, "logprob": logprob, "bytes": list(token.encode())}]
+        alternatives += [{"token": f"alt{k}", "logprob": logprob - 1.0 - k, "bytes": list(f"alt{k}".encode())}
+                         for k in range(max(top - 1, 0))]
+        entries.append({"token": token, "logprob": logprob, "bytes": list(token.encode()),
+                        "top_logprobs": alternatives[:top]})
+    return entries
+
+
+@dataclass
+class FakeUpstream:
+    responder: Responder = echo
+    api_key: str | None = None
+    model: str = "fake-model"
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    stream_disconnects: int = 0
+    record: bool = True
+    delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
+
+    def app(self) -> Starlette:
+        return Starlette(routes=[
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/v1/models", self._models, methods=["GET"]),
+        ])
+
+    async def _models(self, request: Request) -> Response:
+        return _json({"object": "list", "data": [{"id": self.model, "object": "model", "created": 0,
+                                                  "owned_by": "fake"}]})
+
+    async def _chat(self, request: Request) -> Response:
+        body = orjson.loads(await request.body())
+        if self.record:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
+        if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided: " + request.headers.get("authorization", ""))
+        messages = body.get("messages", [])
+        directives = dict(_DIRECTIVE.findall(last_user_text(messages)))
+        if "fail" in directives:
+            return _error(int(float(directives["fail"])), f"fake upstream failure {directives['fail']}")
+        if "stall" in directives:
+            await asyncio.sleep(float(directives["stall"]))
+        delay_ms = float(directives.get("delay-ms") or self.delay_ms)
+        if delay_ms:
+            await asyncio.sleep(delay_ms / 1000)
+        text = self.responder(messages)
+        top = int(body.get("top_logprobs") or 1)
+        logprobs = {"content": token_logprobs(text, top)} if body.get("logprobs") else None
+        if body.get("stream"):
+            return StreamingResponse(self._stream(body, text, logprobs, "stall-stream" in directives),
+                                     media_type="text/event-stream")
+        return _json(self._completion(body, text, logprobs))
+
+    def _completion(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None) -> dict[str, Any]:
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        choices = [{"index": i, "message": {"role": "assistant", "content": text},
+                    "logprobs": logprobs, "finish_reason": "stop"} for i in range(int(body.get("n") or 1))]
+        return {"id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion",
+                "created": int(time.time()), "model": body.get("model", self.model), "choices": choices,
+                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                          "total_tokens": prompt_tokens + len(text.split())}}
+
+    async def _stream(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None, stall: bool):  # type: ignore[no-untyped-def]
+        base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": body.get("model", self.model)}
+        words = text.split(" ")
+        try:
+            yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                             "finish_reason": None}]})
+            for index, word in enumerate(words):
+                piece = word if index == 0 else " " + word
+                choice: dict[str, Any] = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+                if logprobs:
+                    choice["logprobs"] = {"content": [logprobs["content"][index]]}
+                yield _sse({**base, "choices": [choice]})
+                if stall:
+                    await asyncio.sleep(3600)
+            yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            if (body.get("stream_options") or {}).get("include_usage"):
+                yield _sse({**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": len(words),
+                                                              "total_tokens": 1 + len(words)}})
+            yield b"data: [DONE]\n\n"
+        except asyncio.CancelledError:
+            self.stream_disconnects += 1
+            raise
+
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def _json(payload: dict[str, Any], status: int = 200) -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type="application/json")
+
+
+def _error(status: int, message: str) -> Response:
+    return _json({"error": {"message": message, "type": "fake_error", "param": None, "code": None}}, status)
+
+
+def main() -> None:
+    """Serve the fake upstream as its own process (used by the benchmarks)."""
+    import uvicorn
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--delay-ms", type=float, default=0.0)
+    args = parser.parse_args()
+    fake = FakeUpstream(record=False, delay_ms=args.delay_ms)
+    uvicorn.run(fake.app(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+
+
+if __name__ == "__main__":
+    main()

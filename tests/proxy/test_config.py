@@ -1,0 +1,70 @@
+"""The LiteLLM-style config file: env references, secrets, validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy import ConfigError, default_config_path, load_settings, settings_from_dict
+
+MINIMAL = {"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/x", "api_base": "http://h/v1",
+                                                                 "api_key": "os.environ/UPSTREAM_KEY"}}],
+           "general_settings": {"master_key": "os.environ/MASTER"}}
+
+
+def test_env_references_resolve_to_secrets() -> None:
+    settings = settings_from_dict(MINIMAL, {"UPSTREAM_KEY": "sk-up", "MASTER": "sk-master"})
+    deployment = settings.model_list[0]
+    assert deployment.api_key is not None and deployment.api_key.get_secret_value() == "sk-up"
+    assert "sk-up" not in repr(settings) and "sk-master" not in repr(settings)
+    assert sorted(settings.secrets()) == ["sk-master", "sk-up"]
+
+
+def test_missing_env_variable_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="UPSTREAM_KEY"):
+        settings_from_dict(MINIMAL, {"MASTER": "m"})
+
+
+def test_auth_is_required_unless_explicitly_opened() -> None:
+    open_config = {"model_list": MINIMAL["model_list"], "trustgate": {"allow_unauthenticated": True}}
+    with pytest.raises(ConfigError, match="master_key"):
+        settings_from_dict({"model_list": MINIMAL["model_list"]}, {"UPSTREAM_KEY": "k"})
+    assert settings_from_dict(open_config, {"UPSTREAM_KEY": "k"}).trustgate.allow_unauthenticated
+
+
+def test_litellm_proxy_config_file_loads(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "model_list:\n"
+        "  - model_name: gpt-4o\n"
+        "    litellm_params:\n"
+        "      model: azure/gpt-4o\n"
+        "      api_base: https://example.invalid\n"
+        "      api_key: os.environ/AZURE_KEY\n"
+        "      api_version: '2024-06-01'\n"
+        "router_settings:\n"
+        "  num_retries: 3\n"
+        "  fallbacks: [{gpt-4o: [local]}]\n"
+        "general_settings:\n"
+        "  master_key: sk-1234\n"
+        "litellm_settings:\n"
+        "  drop_params: true\n")
+    settings = load_settings(path, {"AZURE_KEY": "k"})
+    assert settings.router_settings.fallbacks_for("gpt-4o") == ["local"]
+    assert not settings.model_list[0].is_openai_compatible  # azure goes through litellm
+    assert settings.model_list[0].litellm_params_plain()["api_key"] == "k"
+
+
+def test_default_config_routes_local_to_the_embedded_model() -> None:
+    settings = load_settings(default_config_path(), {})
+    assert settings.trustgate.local_upstream.enabled
+    assert settings.model_groups()["local"][0].is_openai_compatible
+
+
+@pytest.mark.parametrize("text", ["[]", "model_list: []\ngeneral_settings: {master_key: k}", "::: not yaml"])
+def test_invalid_files_are_config_errors(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError):
+        load_settings(path, {})

@@ -1,0 +1,63 @@
+"""Models list, health probes and Prometheus metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import MASTER_KEY, gateway_config
+from tests.fake_upstream import FakeUpstream
+from tests.servers import ServerThread
+
+AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
+
+
+def samples(server: ServerThread) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = httpx.get(f"{server.url}/metrics").text
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_models_lists_configured_groups(gateway: ServerThread) -> None:
+    body = httpx.get(f"{gateway.url}/v1/models", headers=AUTH).json()
+    assert body["object"] == "list"
+    assert [m["id"] for m in body["data"]] == ["fake"]
+    assert httpx.get(f"{gateway.url}/v1/models").status_code == 401
+
+
+def test_liveness(gateway: ServerThread) -> None:
+    assert httpx.get(f"{gateway.url}/health/liveness").json() == {"status": "ok"}
+
+
+def test_readiness_follows_the_upstream(gateway: ServerThread, start_gateway: Callable[..., ServerThread]) -> None:
+    ready = httpx.get(f"{gateway.url}/health/readiness")
+    assert ready.status_code == 200 and ready.json()["models"] == {"fake": "ok"}
+    down = start_gateway(gateway_config("http://127.0.0.1:9"))
+    not_ready = httpx.get(f"{down.url}/health/readiness")
+    assert not_ready.status_code == 503 and not_ready.json()["models"] == {"fake": "unreachable"}
+
+
+def test_request_metrics_count_by_model_and_status(gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    url = f"{gateway.url}/v1/chat/completions"
+    for content in ["a", "b", "[fail:429]"]:
+        httpx.post(url, headers=AUTH, json={"model": "fake", "messages": [{"role": "user", "content": content}]})
+    httpx.post(url, headers=AUTH, json={"model": "fake", "stream": True,
+                                        "messages": [{"role": "user", "content": "s"}]})
+    httpx.post(url, headers=AUTH, json={"model": "nope", "messages": [{"role": "user", "content": "x"}]})
+    httpx.post(url, json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
+    found = samples(gateway)
+
+    def count(model: str, status: str, mode: str) -> float:
+        labels = frozenset({"model": model, "status": status, "mode": mode}.items())
+        return found.get(("trustgate_requests_total", labels), 0.0)
+
+    assert count("fake", "200", "unary") == 2
+    assert count("fake", "429", "unary") == 1
+    assert count("fake", "200", "stream") == 1
+    assert count("unknown", "404", "unary") == 1  # unknown names never become label values
+    assert count("unknown", "401", "unary") == 1
+    duration = found[("trustgate_request_duration_seconds_count",
+                      frozenset({"model": "fake", "mode": "unary"}.items()))]
+    assert duration == 3
