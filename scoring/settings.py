@@ -1,0 +1,51 @@
+"""Scoring's part of the typed config (the ``trustgate.scoring`` section).
+
+Each scorer family owns its sub-model here; the proxy passes the whole object
+down at start-up, and nothing in scoring reads the environment itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ConsistencySettings", "FactCheckSettings", "ScoringSettings"]
+
+
+class ConsistencySettings(BaseModel):
+    """Trust_BC: distractors and multiple-choice re-asks of the answering deployment."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    max_checks: int = Field(default=10, ge=1, le=50)
+    mode: Literal["binary", "graded", "adaptive"] = "adaptive"
+    concurrency: int = Field(default=4, ge=1, le=64)
+    sparql_endpoint: str | None = None  # None: the embedded Oxigraph server
+    graph_profile: Literal["local", "dbpedia"] = "local"
+    sparql_timeout: float = Field(default=5.0, gt=0)
+    vectors_path: str | None = None  # None: the vectors built at install time
+    seed: int | None = None
+
+
+class FactCheckSettings(BaseModel):
+    """Trust_FC: BM25 evidence retrieval and an entailment judge."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    top_k: int = Field(default=10, ge=1, le=100)
+    judge_model: str | None = None  # None: the model that answered
+    nli_model_dir: str | None = None
+    nli_labels: dict[str, str] = Field(default_factory=dict)
+    rerank: bool = False
+
+
+class ScoringSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    data_dir: Path = Path("var/trustgate")
+    consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
+    factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)

@@ -1,0 +1,91 @@
+"""The seams between scoring and its neighbours: jobs in, component results and trust records out.
+
+Every exporter and the result API read a ``TrustRecord``; it is the same JSON
+shape in memory, in SQLite and in Redis. Scorers see only a ``ScoringJob`` and
+an ``Ask`` callable, never HTTP types, so they run the same in the gateway, in
+a worker process and in tests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "Ask",
+    "ComponentResult",
+    "Reply",
+    "Scorer",
+    "ScoringJob",
+    "TrustRecord",
+    "TrustStatus",
+]
+
+TrustStatus = Literal["pending", "done", "failed", "shed", "skipped"]
+
+
+class Reply(BaseModel):
+    """One upstream answer as a scorer needs it."""
+
+    text: str
+    # Per generated token, its top alternatives as {token: logprob}; None when the
+    # upstream returns no log-probabilities.
+    top_logprobs: list[dict[str, float]] | None = None
+
+
+class Ask(Protocol):
+    """Ask the *same* deployment that produced the answer; each call is one upstream call."""
+
+    def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
+                 logprobs: bool = False, top_logprobs: int | None = None) -> Awaitable[Reply]: ...
+
+
+class ScoringJob(BaseModel):
+    id: str
+    model: str
+    question: str
+    answer: str
+    context: list[dict[str, Any]] = Field(default_factory=list)  # the conversation before the answer
+    answer_logprobs: list[float] | None = None
+    documents: list[dict[str, Any]] | None = None
+    policy: dict[str, Any] = Field(default_factory=dict)
+    created_at: float = Field(default_factory=time.time)
+
+
+class ComponentResult(BaseModel):
+    """One scorer's verdict: a value in [0, 1] (None when it could not score) and why."""
+
+    component: str
+    value: float | None = Field(default=None, ge=0.0, le=1.0)
+    label: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    upstream_calls: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+
+
+class Scorer(Protocol):
+    name: str
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult: ...
+
+
+class TrustRecord(BaseModel):
+    id: str
+    status: TrustStatus
+    model: str | None = None
+    components: dict[str, ComponentResult] = Field(default_factory=dict)
+    score: float | None = None  # Trust_OV (or the best available component)
+    probability: float | None = None  # calibrated, when a calibration file is loaded
+    label: str | None = None  # trusted / uncertain / untrusted
+    error: str | None = None
+    created_at: float = Field(default_factory=time.time)
+    finished_at: float | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def upstream_calls(self) -> int:
+        return sum(c.upstream_calls for c in self.components.values())
