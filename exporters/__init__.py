@@ -1,5 +1,19 @@
 """Exporters: functions of what the gateway and scorers produce; they never compute scores."""
 
+from .headers import sse_trust_chunk, trust_headers, trust_summary
+from .otel import Telemetry, configure_telemetry, disabled_telemetry
 from .prometheus import GatewayMetrics, build_metrics
+from .store import RecordStore, SqliteRecordStore
 
-__all__ = ["GatewayMetrics", "build_metrics"]
+__all__ = [
+    "GatewayMetrics",
+    "RecordStore",
+    "SqliteRecordStore",
+    "Telemetry",
+    "build_metrics",
+    "configure_telemetry",
+    "disabled_telemetry",
+    "sse_trust_chunk",
+    "trust_headers",
+    "trust_summary",
+]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from scoring.types import TrustRecord
+
 __all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "SCORE_BUCKETS", "build_metrics"]
 
 NAMESPACE = "trustgate"
@@ -37,6 +39,24 @@ class GatewayMetrics:
         mode = "stream" if stream else "unary"
         self.requests.labels(model=model, status=str(status), mode=mode).inc()
         self.request_duration.labels(model=model, mode=mode).observe(seconds)
+
+    def observe_record(self, record: TrustRecord) -> None:
+        """A finished, shed or skipped scoring job: its outcome, scores, label and errors."""
+        model = record.model or "unknown"
+        self.scoring_jobs.labels(model=model, status=record.status).inc()
+        if record.status == "shed":
+            self.scoring_shed_jobs.labels(model=model).inc()
+        for component in record.components.values():
+            if component.value is not None:
+                self.trust_score.labels(model=model, component=component.component).observe(component.value)
+            if component.error is not None:
+                self.scorer_errors.labels(model=model, component=component.component).inc()
+        if record.label is not None:
+            self.trust_labels.labels(model=model, label=record.label).inc()
+            if record.label == "untrusted":
+                self.low_trust_responses.labels(model=model).inc()
+        if "scoring_s" in record.timings:
+            self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
 
 
 def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from scoring.settings import ScoringSettings
 
 __all__ = [
     "ApiKey",
@@ -135,6 +137,22 @@ class LocalUpstreamSettings(BaseModel):
     startup_timeout: float = Field(default=120.0, gt=0)
 
 
+class StoreSettings(BaseModel):
+    """Where finished trust records are kept for GET /v1/trust/{id}, and for how long."""
+
+    backend: Literal["sqlite"] = "sqlite"
+    path: Path = Path("var/trustgate/trust-records.sqlite3")
+    max_age_days: float = Field(default=7.0, gt=0)
+    max_records: int = Field(default=1_000_000, ge=1)
+
+
+class TelemetrySettings(BaseModel):
+    """OpenTelemetry export, off by default; endpoint and headers come from the standard OTEL_* variables."""
+
+    enabled: bool = False
+    service_name: str = "trustgate"
+
+
 class TrustGateSection(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -145,6 +163,9 @@ class TrustGateSection(BaseModel):
     # this is set: an open LLM proxy is a bill waiting to happen.
     allow_unauthenticated: bool = False
     local_upstream: LocalUpstreamSettings = Field(default_factory=LocalUpstreamSettings)
+    scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
 
 class GatewaySettings(BaseModel):

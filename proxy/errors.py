@@ -5,7 +5,8 @@
     │   ├── InvalidRequest          400 invalid_request_error
     │   ├── AuthenticationFailed    401 authentication_error
     │   ├── PermissionDenied        403 permission_error
-    │   └── ModelNotFound           404 not_found_error
+    │   └── NotFound                404 not_found_error
+    │       └── ModelNotFound
     └── UpstreamError               the upstream's own status, passed on
         ├── UpstreamAuthFailed      401
         ├── UpstreamRateLimited     429
@@ -26,6 +27,7 @@ __all__ = [
     "GatewayError",
     "InvalidRequest",
     "ModelNotFound",
+    "NotFound",
     "PermissionDenied",
     "RequestRejected",
     "UpstreamAuthFailed",
@@ -73,9 +75,13 @@ class PermissionDenied(RequestRejected):
     error_type = "permission_error"
 
 
-class ModelNotFound(RequestRejected):
+class NotFound(RequestRejected):
     status_code = 404
     error_type = "not_found_error"
+
+
+class ModelNotFound(NotFound):
+    pass
 
 
 class UpstreamError(GatewayError):

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from exporters import sse_trust_chunk, trust_headers
+
 from .completion import UpstreamStream
-from .errors import GatewayError, InvalidRequest
+from .errors import GatewayError, InvalidRequest, NotFound
 from .request import parse_chat_request
+from .sse import DONE_EVENT, SseTap
+from .trust import Answer, TrustPlan
 
 if TYPE_CHECKING:
     from .app import Gateway
@@ -51,27 +55,60 @@ async def chat_completions(request: Request) -> Response:
         gateway.upstream.require_group(chat.model)
         model_label = chat.model
         caller.require_model(chat.model)
-        if stream:
-            opened = await gateway.upstream.open_stream(chat.model, body)
-            return StreamingResponse(_metered_stream(gateway, opened, model_label, started),
-                                     media_type="text/event-stream",
-                                     headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
-        completion = await gateway.upstream.complete(chat.model, body)
+        plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers)
+        gateway.metrics.upstream_calls.labels(model=chat.model, purpose="user").inc()
+        with gateway.telemetry.request_span(chat.model, stream):
+            if stream:
+                opened = await gateway.upstream.open_stream(chat.model, body)
+                return _stream_response(gateway, opened, plan, body["messages"], started)
+            completion = await gateway.upstream.complete(chat.model, body)
     except GatewayError as exc:
         gateway.metrics.observe_request(model=model_label, status=exc.status_code, stream=stream,
                                         seconds=time.perf_counter() - started)
         raise
+    headers: dict[str, str] = {}
+    if plan.decision.sampled:
+        record = gateway.trust.submit(plan, body["messages"], Answer.from_completion(completion.data))
+        headers = trust_headers(await gateway.trust.settle(plan, record))
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
-    return Response(completion.raw, media_type="application/json")
+    return Response(completion.raw, media_type="application/json", headers=headers)
 
 
-async def _metered_stream(gateway: Gateway, opened: UpstreamStream, model: str,
+def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan,
+                     messages: list[dict[str, Any]], started: float) -> StreamingResponse:
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    if plan.decision.sampled:
+        headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
+        chunks = _scored_stream(gateway, opened, plan, messages)
+    else:
+        chunks = aiter(opened)
+    return StreamingResponse(_metered_stream(gateway, chunks, plan.model, started),
+                             media_type="text/event-stream", headers=headers)
+
+
+async def _scored_stream(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan,
+                         messages: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+    """Forward events; once the answer is complete, score it and (sync mode) send a trust chunk before [DONE]."""
+    tap = SseTap()
+    async for chunk in opened:
+        for event in tap.feed(chunk):
+            yield event
+    if tap.rest():
+        yield tap.rest()
+    record = await gateway.trust.settle(plan, gateway.trust.submit(plan, messages, tap.answer()))
+    if plan.decision.mode == "sync":
+        yield sse_trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model)
+    if tap.done:
+        yield DONE_EVENT
+
+
+async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], model: str,
                           started: float) -> AsyncIterator[bytes]:
-    """Forward the upstream's SSE bytes; a failure mid-stream becomes a final error event."""
+    """Forward the stream; a failure mid-stream becomes a final error event."""
     status = 200
     try:
-        async for chunk in opened:
+        async for chunk in chunks:
             yield chunk
     except GatewayError as exc:
         status = exc.status_code
@@ -79,6 +116,16 @@ async def _metered_stream(gateway: Gateway, opened: UpstreamStream, model: str,
     finally:
         gateway.metrics.observe_request(model=model, status=status, stream=True,
                                         seconds=time.perf_counter() - started)
+
+
+@router.get("/v1/trust/{record_id}")
+async def get_trust_record(record_id: str, request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.keys.authenticate(request.headers.get("authorization"))
+    record = await gateway.trust.lookup(record_id)
+    if record is None:
+        raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")
+    return Response(record.model_dump_json(), media_type="application/json")
 
 
 @router.get("/v1/models")

@@ -11,7 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ConsistencySettings", "FactCheckSettings", "ScoringSettings"]
+__all__ = ["ConsistencySettings", "FactCheckSettings", "PolicySettings", "QueueSettings", "ScoringSettings"]
+
+ScoringMode = Literal["sync", "async", "off"]
 
 
 class ConsistencySettings(BaseModel):
@@ -43,9 +45,37 @@ class FactCheckSettings(BaseModel):
     rerank: bool = False
 
 
+class PolicySettings(BaseModel):
+    """When and how a response is scored; per-key and per-model entries override these."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: ScoringMode | None = None
+    sample_rate: float | None = Field(default=None, ge=0.0, le=1.0)
+    sync_timeout: float | None = Field(default=None, gt=0)
+
+
+class QueueSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["memory"] = "memory"
+    max_size: int = Field(default=1000, ge=1)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    scorer_timeout: float = Field(default=60.0, gt=0)
+
+
 class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     data_dir: Path = Path("var/trustgate")
+    mode: ScoringMode = "async"
+    sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
+    sync_timeout: float = Field(default=30.0, gt=0)
+    # Trust_OV at or above `trusted` is "trusted", below `untrusted` is "untrusted".
+    trusted_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    untrusted_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
+    per_model: dict[str, PolicySettings] = Field(default_factory=dict)
+    per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
+    queue: QueueSettings = Field(default_factory=QueueSettings)
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,12 +59,19 @@ def gateway_config(upstream_url: str, **overrides: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def start_gateway() -> Iterator[Callable[..., ServerThread]]:
-    """Factory: start a gateway for a config dict; returns the running server (``.app`` attached)."""
+def start_gateway(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
+    """Factory: start a gateway for a config dict; returns the running server (``.app`` attached).
+
+    Its trust records go to a fresh SQLite file under ``tmp_path`` unless the config names one;
+    keyword arguments go to ``create_app`` (``scorers=``, ``telemetry=``).
+    """
     started: list[ServerThread] = []
 
-    def start(config: dict[str, Any], environ: dict[str, str] | None = None) -> ServerThread:
-        app = create_app(settings_from_dict(config, environ or {}), registry=CollectorRegistry())
+    def start(config: dict[str, Any], environ: dict[str, str] | None = None, **app_args: Any) -> ServerThread:
+        section = config.setdefault("trustgate", {})
+        section.setdefault("store", {"path": str(tmp_path / f"records-{len(started)}.sqlite3")})
+        app_args.setdefault("scorers", [])
+        app = create_app(settings_from_dict(config, environ or {}), registry=CollectorRegistry(), **app_args)
         server = ServerThread(app).start()
         server.app = app  # type: ignore[attr-defined]
         started.append(server)

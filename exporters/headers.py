@@ -1,0 +1,40 @@
+"""Trust results as response headers and as the final SSE chunk of a stream."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from scoring.types import TrustRecord
+
+__all__ = ["sse_trust_chunk", "trust_headers", "trust_summary"]
+
+
+def _fmt(value: float | None) -> str | None:
+    return None if value is None else f"{value:.4f}"
+
+
+def trust_headers(record: TrustRecord) -> dict[str, str]:
+    headers = {"x-trust-id": record.id, "x-trust-status": record.status}
+    bc, fc = record.components.get("bc"), record.components.get("fc")
+    values = {"x-trust-score": _fmt(record.score), "x-trust-bc": _fmt(bc.value if bc else None),
+              "x-trust-fc": _fmt(fc.value if fc else None), "x-trust-label": record.label,
+              "x-trust-probability": _fmt(record.probability)}
+    headers.update({name: value for name, value in values.items() if value is not None})
+    return headers
+
+
+def trust_summary(record: TrustRecord) -> dict[str, Any]:
+    """The compact form sent in-band: the full record is at GET /v1/trust/{id}."""
+    return {"id": record.id, "status": record.status, "score": record.score, "label": record.label,
+            "probability": record.probability,
+            "components": {name: c.value for name, c in record.components.items()}}
+
+
+def sse_trust_chunk(record: TrustRecord, *, completion_id: str, model: str) -> bytes:
+    """A chat.completion.chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it."""
+    chunk = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+             "model": model, "choices": [], "trust": trust_summary(record)}
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"

@@ -1,0 +1,101 @@
+"""The result store: trust records kept for look-up by id, with retention by age and count.
+
+SQLite is the embedded default. All database work runs on one dedicated
+thread, so the event loop never blocks on disk and the connection is only
+ever used from the thread that owns it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from scoring.types import TrustRecord
+
+__all__ = ["RecordStore", "SqliteRecordStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trust_records (
+    id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trust_records_created ON trust_records (created_at);
+"""
+
+
+class RecordStore(Protocol):
+    async def put(self, record: TrustRecord) -> None: ...
+    async def get(self, record_id: str) -> TrustRecord | None: ...
+    async def close(self) -> None: ...
+
+
+class SqliteRecordStore:
+    def __init__(self, path: Path, *, max_age_s: float, max_records: int, prune_every: int = 100) -> None:
+        self._path = path
+        self._max_age_s = max_age_s
+        self._max_records = max_records
+        self._prune_every = prune_every
+        self._puts = 0
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trust-store")
+        self._db: sqlite3.Connection | None = None
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, self._call, fn)
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._db is None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self._path)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        with self._db:
+            return fn(self._db)
+
+    async def open(self) -> None:
+        await self._run(lambda db: None)
+
+    async def put(self, record: TrustRecord) -> None:
+        self._puts += 1
+        prune = self._puts % self._prune_every == 0
+
+        def write(db: sqlite3.Connection) -> None:
+            db.execute("INSERT OR REPLACE INTO trust_records (id, created_at, record) VALUES (?, ?, ?)",
+                       (record.id, record.created_at, record.model_dump_json()))
+            if prune:
+                self._prune(db)
+
+        await self._run(write)
+
+    async def get(self, record_id: str) -> TrustRecord | None:
+        row = await self._run(lambda db: db.execute(
+            "SELECT record FROM trust_records WHERE id = ?", (record_id,)).fetchone())
+        return TrustRecord.model_validate_json(row[0]) if row else None
+
+    async def prune(self) -> None:
+        await self._run(self._prune)
+
+    def _prune(self, db: sqlite3.Connection) -> None:
+        db.execute("DELETE FROM trust_records WHERE created_at < ?", (time.time() - self._max_age_s,))
+        db.execute("DELETE FROM trust_records WHERE id NOT IN "
+                   "(SELECT id FROM trust_records ORDER BY created_at DESC LIMIT ?)", (self._max_records,))
+
+    async def count(self) -> int:
+        return int(await self._run(lambda db: db.execute("SELECT COUNT(*) FROM trust_records").fetchone()[0]))
+
+    async def close(self) -> None:
+        def shut(db: sqlite3.Connection) -> None:
+            db.commit()
+
+        if self._db is not None:
+            await self._run(shut)
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._db.close)
+            self._db = None
+        self._thread.shutdown(wait=True)

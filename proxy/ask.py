@@ -1,0 +1,47 @@
+"""The scorers' door to the upstream: an ``Ask`` bound to one model group and a purpose.
+
+Scoring calls go through the same UpstreamClient as user traffic (same
+retries, timeouts, fallbacks) and are counted by purpose, so dashboards can
+tell user calls from scoring calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from exporters import GatewayMetrics
+from scoring.types import Reply
+
+from .upstream import UpstreamClient
+
+__all__ = ["UpstreamAsk", "reply_from_completion"]
+
+
+def reply_from_completion(data: dict[str, Any]) -> Reply:
+    choices = data.get("choices") or [{}]
+    choice = choices[0] if isinstance(choices[0], dict) else {}
+    text = str((choice.get("message") or {}).get("content") or "")
+    entries = (choice.get("logprobs") or {}).get("content")
+    if not entries:
+        return Reply(text=text)
+    top = [{alt["token"]: float(alt["logprob"]) for alt in (entry.get("top_logprobs") or [entry])}
+           for entry in entries]
+    return Reply(text=text, top_logprobs=top)
+
+
+class UpstreamAsk:
+    def __init__(self, upstream: UpstreamClient, metrics: GatewayMetrics, model: str, purpose: str) -> None:
+        self._upstream = upstream
+        self._metrics = metrics
+        self._model = model
+        self._purpose = purpose
+
+    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
+                       logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
+        body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
+        if logprobs:
+            body["logprobs"] = True
+            body["top_logprobs"] = top_logprobs or 5
+        self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
+        completion = await self._upstream.complete(self._model, body)
+        return reply_from_completion(completion.data)

@@ -1,0 +1,128 @@
+"""TrustService: the proxy's side of scoring — decide, hand the job over, report the record.
+
+The request path only decides and enqueues; the queue's workers run the
+scorers; finished records are published to the store, Prometheus and
+OpenTelemetry. Nothing here can fail the user's request except an invalid
+``x-trustgate-mode`` header (a 400, before any upstream call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from exporters import GatewayMetrics, RecordStore, Telemetry
+from scoring.jobs import scoring_job
+from scoring.pipeline import ScoringPipeline
+from scoring.policy import Decision, decide, skip_reason
+from scoring.queue import MemoryJobQueue
+from scoring.settings import ScoringSettings
+from scoring.types import ScoringJob, TrustRecord
+
+from .errors import InvalidRequest
+
+__all__ = ["Answer", "TrustPlan", "TrustService"]
+
+MODE_HEADER = "x-trustgate-mode"
+_MODES = ("sync", "async", "off")
+_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+@dataclass(frozen=True)
+class TrustPlan:
+    record_id: str
+    model: str
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str | None
+    has_tool_calls: bool = False
+    logprobs: list[float] | None = None
+
+    @classmethod
+    def from_completion(cls, data: dict[str, Any]) -> Answer:
+        choice = (data.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        entries = (choice.get("logprobs") or {}).get("content") or []
+        return cls(text=message.get("content"), has_tool_calls=bool(message.get("tool_calls")),
+                   logprobs=[float(e["logprob"]) for e in entries if "logprob" in e] or None)
+
+
+class TrustService:
+    def __init__(self, settings: ScoringSettings, pipeline: ScoringPipeline, store: RecordStore,
+                 metrics: GatewayMetrics, telemetry: Telemetry) -> None:
+        self._settings = settings
+        self._pipeline = pipeline
+        self._store = store
+        self._metrics = metrics
+        self._telemetry = telemetry
+        self._queue = MemoryJobQueue(self._process, self.publish, max_size=settings.queue.max_size,
+                                     concurrency=settings.queue.concurrency,
+                                     on_depth=metrics.scoring_queue_depth.set)
+        self._background: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        await self._queue.start()
+
+    async def stop(self) -> None:
+        await self._queue.stop()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    def plan(self, *, model: str, key_name: str, headers: dict[str, str]) -> TrustPlan:
+        mode_header = headers.get(MODE_HEADER)
+        if mode_header is not None and mode_header not in _MODES:
+            raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
+                                 code="invalid_trust_mode")
+        record_id = f"trust-{uuid.uuid4().hex}"
+        client_id = headers.get("x-request-id", "")
+        request_key = client_id if _CLIENT_REQUEST_ID.match(client_id) else record_id
+        decision = decide(self._settings, model=model, key_name=key_name, request_key=request_key,
+                          mode_header=mode_header if self._pipeline.has_scorers else "off")
+        return TrustPlan(record_id=record_id, model=model, decision=decision)
+
+    def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
+        """Hand a sampled request's answer to scoring; returns the record as it stands now."""
+        reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
+        if reason is not None:
+            return self._publish_later(TrustRecord(id=plan.record_id, status="skipped", model=plan.model,
+                                                   error=f"skipped: {reason}"))
+        job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs,
+                          policy={"mode": plan.decision.mode})
+        if not self._queue.submit(job):
+            return self._publish_later(TrustRecord(id=job.id, status="shed", model=job.model,
+                                                   error="scoring queue full"))
+        return self._queue.pending(job.id) or TrustRecord(id=job.id, status="pending", model=job.model)
+
+    async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:
+        """In sync mode, wait for the finished record up to the timeout; otherwise return it as is."""
+        if record.status != "pending" or plan.decision.mode != "sync":
+            return record
+        return await self._queue.wait(record.id, plan.decision.sync_timeout) or record
+
+    async def lookup(self, record_id: str) -> TrustRecord | None:
+        return self._queue.pending(record_id) or await self._store.get(record_id)
+
+    async def publish(self, record: TrustRecord) -> None:
+        self._metrics.observe_record(record)
+        self._telemetry.emit_evaluations(record)
+        await self._store.put(record)
+
+    async def _process(self, job: ScoringJob) -> TrustRecord:
+        with self._telemetry.scoring_span(job.id, job.model) as span:
+            record = await self._pipeline.run(job)
+            span.set_attribute("trustgate.trust.status", record.status)
+            if record.score is not None:
+                span.set_attribute("trustgate.trust.score", record.score)
+            return record
+
+    def _publish_later(self, record: TrustRecord) -> TrustRecord:
+        task = asyncio.create_task(self.publish(record))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return record

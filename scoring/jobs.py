@@ -1,0 +1,27 @@
+"""Turn a chat request and its answer into a ScoringJob (pure: plain dicts in, a job out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .types import ScoringJob
+
+__all__ = ["message_text", "scoring_job"]
+
+
+def message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content
+                        if isinstance(part, dict) and part.get("type", "text") == "text")
+    return str(content or "")
+
+
+def scoring_job(job_id: str, model: str, messages: list[dict[str, Any]], answer: str,
+                answer_logprobs: list[float] | None = None, policy: dict[str, Any] | None = None) -> ScoringJob:
+    """The question is the last user message; everything before it is context."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+    question = message_text(messages[last_user]) if last_user is not None else ""
+    context = messages[:last_user] if last_user is not None else list(messages)
+    return ScoringJob(id=job_id, model=model, question=question, answer=answer, context=context,
+                      answer_logprobs=answer_logprobs, policy=policy or {})

@@ -1,0 +1,79 @@
+"""Run the configured scorers on one job and fold their results into a TrustRecord.
+
+A scorer that raises or overruns its timeout yields a component with ``error``
+set; the record still completes with whatever the other scorers found. The
+record is "failed" only when no component produced a value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+from .settings import ScoringSettings
+from .types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
+
+__all__ = ["AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
+
+AskFactory = Callable[[str, str], Ask]  # (model group, purpose) -> Ask bound to that deployment
+Combiner = Callable[[ComponentResult | None, ComponentResult | None], ComponentResult]
+
+
+def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
+    if score is None:
+        return None
+    if score >= settings.trusted_threshold:
+        return "trusted"
+    if score < settings.untrusted_threshold:
+        return "untrusted"
+    return "uncertain"
+
+
+class ScoringPipeline:
+    def __init__(self, scorers: Sequence[Scorer], ask_for: AskFactory, settings: ScoringSettings,
+                 combine: Combiner | None = None) -> None:
+        self._scorers = list(scorers)
+        self._ask_for = ask_for
+        self._settings = settings
+        self._combine = combine
+
+    @property
+    def has_scorers(self) -> bool:
+        return bool(self._scorers)
+
+    def _target_model(self, scorer: Scorer, job: ScoringJob) -> str:
+        """The scorers re-ask the deployment that answered, except a judge configured elsewhere."""
+        return getattr(scorer, "judge_model", None) or job.model
+
+    async def _run_one(self, scorer: Scorer, job: ScoringJob) -> ComponentResult:
+        started = time.perf_counter()
+        ask = self._ask_for(self._target_model(scorer, job), scorer.name)
+        try:
+            result = await asyncio.wait_for(scorer.score(job, ask), self._settings.queue.scorer_timeout)
+        except TimeoutError:
+            return ComponentResult(component=scorer.name, error="timeout",
+                                   duration_s=time.perf_counter() - started)
+        except Exception as exc:  # a scorer's failure is recorded, never propagated to the user
+            return ComponentResult(component=scorer.name, error=f"{type(exc).__name__}: {exc}"[:500],
+                                   duration_s=time.perf_counter() - started)
+        return result
+
+    async def run(self, job: ScoringJob) -> TrustRecord:
+        started, queued_s = time.perf_counter(), max(0.0, time.time() - job.created_at)
+        results = await asyncio.gather(*(self._run_one(s, job) for s in self._scorers))
+        components = {r.component: r for r in results}
+        scored = [r for r in results if r.value is not None]
+        if self._combine is not None and scored:
+            overall = self._combine(components.get("bc"), components.get("fc"))
+            components[overall.component] = overall
+            score = overall.value
+        else:
+            score = scored[0].value if scored else None
+        errors = [f"{r.component}: {r.error}" for r in results if r.error]
+        return TrustRecord(
+            id=job.id, status="done" if scored else "failed", model=job.model, components=components,
+            score=score, label=trust_label(score, self._settings), error="; ".join(errors) or None,
+            created_at=job.created_at, finished_at=time.time(),
+            timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},
+        )
