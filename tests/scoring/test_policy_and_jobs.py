@@ -1,0 +1,46 @@
+"""Scoring decisions and job building: pure functions, plain asserts."""
+
+from __future__ import annotations
+
+import pytest
+
+from scoring.jobs import scoring_job
+from scoring.policy import decide, in_sample, skip_reason
+from scoring.settings import ScoringSettings
+
+
+def test_sampling_rate_is_respected_and_stable() -> None:
+    ids = [f"id-{i}" for i in range(4000)]
+    share = sum(in_sample(i, 0.25) for i in ids) / len(ids)
+    assert 0.22 < share < 0.28
+    assert [in_sample(i, 0.25) for i in ids] == [in_sample(i, 0.25) for i in ids]
+    assert all(in_sample(i, 1.0) for i in ids[:10]) and not any(in_sample(i, 0.0) for i in ids[:10])
+
+
+def test_header_beats_key_beats_model_beats_default() -> None:
+    settings = ScoringSettings(mode="async", per_model={"m": {"mode": "off", "sync_timeout": 3}},
+                               per_key={"k": {"mode": "sync"}})
+    assert decide(settings, model="other", key_name="x", request_key="r", mode_header=None).mode == "async"
+    assert decide(settings, model="m", key_name="x", request_key="r", mode_header=None).mode == "off"
+    by_key = decide(settings, model="m", key_name="k", request_key="r", mode_header=None)
+    assert (by_key.mode, by_key.sync_timeout, by_key.sampled) == ("sync", 3, True)
+    assert decide(settings, model="m", key_name="k", request_key="r", mode_header="off").sampled is False
+
+
+@pytest.mark.parametrize("answer, tools, reason", [
+    ("Paris.", False, None), ("", False, "empty"), ("   ", False, "empty"), (None, True, "tool_calls"),
+    ("I'm sorry, but I can't help with that.", False, "refusal"), ("As an AI, I cannot know.", False, "refusal"),
+    ("I don't know.", False, "refusal"), ("Sorry to hear it: the capital is Paris.", False, None),
+])
+def test_skip_reasons(answer: str | None, tools: bool, reason: str | None) -> None:
+    assert skip_reason(answer, has_tool_calls=tools) == reason
+
+
+def test_job_takes_the_last_user_message_as_question() -> None:
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "first"},
+                {"role": "assistant", "content": "one"},
+                {"role": "user", "content": [{"type": "text", "text": "Who wrote"}, {"type": "image_url"},
+                                             {"type": "text", "text": "Hamlet?"}]}]
+    job = scoring_job("j1", "m", messages, "Shakespeare")
+    assert job.question == "Who wrote Hamlet?"
+    assert job.context == messages[:3] and job.answer == "Shakespeare"
