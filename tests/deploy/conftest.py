@@ -1,0 +1,44 @@
+"""Fixtures shared by the deploy tests: the exported series and the parsed deploy files."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.deploy.promql import DEPLOY, exported_series, labels_of, metric_names
+
+RULES = DEPLOY / "prometheus" / "rules" / "trustgate.rules.yml"
+RULES_TEST = DEPLOY / "prometheus" / "rules" / "trustgate.rules.test.yml"
+
+
+@pytest.fixture(scope="session")
+def exported() -> dict[str, frozenset[str]]:
+    return exported_series()
+
+
+@pytest.fixture(scope="session")
+def rules() -> dict[str, Any]:
+    return yaml.safe_load(RULES.read_text())
+
+
+@pytest.fixture(scope="session")
+def recorded(rules: dict[str, Any], exported: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
+    """Series the recording rules create, with the labels of the metrics they are built from."""
+    return {rule["record"]: labels_of(metric_names(rule["expr"]), exported)
+            for group in rules["groups"] for rule in group["rules"] if "record" in rule}
+
+
+@pytest.fixture(scope="session")
+def compose() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.skip("promtool is not installed (Debian package `prometheus`; `make install` installs it)")
+    return path

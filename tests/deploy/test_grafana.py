@@ -1,0 +1,152 @@
+"""The Grafana dashboard and its provisioning: valid JSON, a target on every panel,
+only exported series, and provisioning paths that the compose mounts provide."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.deploy.compose import host_path, interpolate
+from tests.deploy.promql import DEPLOY, labels_of, metric_names, unknown_references
+
+DASHBOARD = DEPLOY / "grafana" / "dashboards" / "trustgate.json"
+PROVISIONING = DEPLOY / "grafana" / "provisioning"
+ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
+
+# What the dashboard must show (the deploy issue's panel list), as the series each needs.
+REQUIRED_SERIES = {
+    "trust-score distribution": "trustgate_trust_score_bucket",
+    "low-trust rate": "trustgate_low_trust_responses_total",
+    "label mix": "trustgate_trust_labels_total",
+    "scoring latency": "trustgate_scoring_duration_seconds_bucket",
+    "queue depth": "trustgate_scoring_queue_depth",
+    "shed jobs": "trustgate_scoring_shed_jobs_total",
+    "scorer errors": "trustgate_scorer_errors_total",
+    "scoring cost by purpose": "trustgate_upstream_calls_total",
+    "request rate": "trustgate_requests_total",
+    "request latency": "trustgate_request_duration_seconds_bucket",
+}
+
+
+@pytest.fixture(scope="module")
+def dashboard() -> dict[str, Any]:
+    return json.loads(DASHBOARD.read_text())
+
+
+@pytest.fixture(scope="module")
+def datasource() -> dict[str, Any]:
+    config = yaml.safe_load((PROVISIONING / "datasources" / "prometheus.yml").read_text())
+    assert config["apiVersion"] == 1
+    (source,) = config["datasources"]
+    return source
+
+
+def _panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for panel in panels:
+        yield panel
+        yield from _panels(panel.get("panels", []))
+
+
+def _queries(dashboard: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(where, PromQL) for every panel target and every query variable."""
+    for panel in _panels(dashboard["panels"]):
+        for target in panel.get("targets", []):
+            yield f"panel {panel['title']!r} target {target.get('refId')}", target.get("expr", "")
+    for variable in dashboard["templating"]["list"]:
+        if variable["type"] == "query":
+            query = variable["query"]
+            yield f"variable {variable['name']}", query["query"] if isinstance(query, dict) else query
+
+
+def test_dashboard_shape(dashboard: dict[str, Any]) -> None:
+    assert dashboard["uid"] and dashboard["title"] and isinstance(dashboard["schemaVersion"], int)
+    ids = [p["id"] for p in _panels(dashboard["panels"])]
+    assert len(ids) == len(set(ids)), "panel ids must be unique"
+    for panel in _panels(dashboard["panels"]):
+        assert {"h", "w", "x", "y"} <= set(panel["gridPos"]), panel["title"]
+        assert panel["gridPos"]["x"] + panel["gridPos"]["w"] <= 24, panel["title"]
+
+
+def test_every_panel_has_a_target(dashboard: dict[str, Any]) -> None:
+    for panel in _panels(dashboard["panels"]):
+        if panel["type"] == "row":
+            continue
+        assert panel.get("targets"), f"panel {panel['title']!r} has no target"
+        for target in panel["targets"]:
+            assert target.get("expr", "").strip(), f"panel {panel['title']!r} has an empty target"
+
+
+def test_panels_use_the_provisioned_datasource(dashboard: dict[str, Any], datasource: dict[str, Any]) -> None:
+    for panel in _panels(dashboard["panels"]):
+        for owner in [panel, *panel.get("targets", [])]:
+            if "datasource" in owner:
+                assert owner["datasource"] == {"type": "prometheus", "uid": datasource["uid"]}, panel["title"]
+
+
+def test_dashboard_queries_only_exported_series(dashboard: dict[str, Any],
+                                                exported: dict[str, frozenset[str]]) -> None:
+    problems = [f"{where}: {problem}" for where, expr in _queries(dashboard)
+                for problem in unknown_references(expr, exported)]
+    assert not problems, "\n".join(problems)
+
+
+def test_dashboard_shows_every_required_series(dashboard: dict[str, Any]) -> None:
+    used = set().union(*(metric_names(expr) for _, expr in _queries(dashboard)))
+    missing = {what: series for what, series in REQUIRED_SERIES.items() if series not in used}
+    assert not missing, f"no panel for {missing}"
+
+
+def test_trust_score_panels_cover_each_component(dashboard: dict[str, Any]) -> None:
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert set(variables["component"]["query"].split(",")) == {"bc", "fc", "ov"}
+    heatmaps = [p for p in _panels(dashboard["panels"]) if p["type"] == "heatmap"]
+    assert heatmaps and all(p.get("repeat") == "component" for p in heatmaps)
+    for panel in heatmaps:
+        for target in panel["targets"]:
+            assert "trustgate_trust_score_bucket" in target["expr"] and target.get("format") == "heatmap"
+
+
+def test_model_variable_filters_every_model_labelled_query(dashboard: dict[str, Any],
+                                                           exported: dict[str, frozenset[str]]) -> None:
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    model = variables["model"]
+    assert model["type"] == "query" and model["multi"] and model["includeAll"]
+    query = model["query"]["query"]
+    match = re.fullmatch(r"label_values\((trustgate_[a-z_]+),\s*model\)", query)
+    assert match and "model" in exported[match.group(1)], query
+    for where, expr in _queries(dashboard):
+        if where.startswith("panel") and "model" in labels_of(metric_names(expr), exported):
+            for selector in re.findall(r"trustgate_[a-z_]+(\{[^}]*\})?", expr):
+                assert 'model=~"$model"' in selector, f"{where}: not filtered by $model: {expr}"
+
+
+def test_legends_name_labels_the_queries_have(dashboard: dict[str, Any], exported: dict[str, frozenset[str]]) -> None:
+    for panel in _panels(dashboard["panels"]):
+        for target in panel.get("targets", []):
+            available = labels_of(metric_names(target["expr"]), exported)
+            for label in re.findall(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}", target.get("legendFormat", "")):
+                assert label in available, f"panel {panel['title']!r}: legend uses {label}"
+
+
+def test_provisioning_points_at_mounted_paths(compose: dict[str, Any], datasource: dict[str, Any]) -> None:
+    grafana = compose["services"]["grafana"]
+    assert host_path("/etc/grafana/provisioning/datasources", grafana, ENV) == "grafana/provisioning/datasources"
+    assert host_path("/etc/grafana/provisioning/dashboards", grafana, ENV) == "grafana/provisioning/dashboards"
+    providers = yaml.safe_load((PROVISIONING / "dashboards" / "dashboards.yml").read_text())
+    assert providers["apiVersion"] == 1
+    for provider in providers["providers"]:
+        assert provider["type"] == "file"
+        source = host_path(provider["options"]["path"], grafana, ENV)
+        assert source is not None, f"dashboard path {provider['options']['path']} is not mounted into grafana"
+        assert (DEPLOY / source / DASHBOARD.name).is_file()
+    home = interpolate(grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"], ENV)
+    assert DEPLOY / str(host_path(home, grafana, ENV)) == DASHBOARD
+    # The datasource URL names the compose prometheus service on its port.
+    assert datasource["type"] == "prometheus"
+    assert re.fullmatch(r"http://prometheus:9090/?", datasource["url"])
+    assert "prometheus" in compose["services"]
