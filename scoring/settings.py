@@ -40,9 +40,17 @@ class FactCheckSettings(BaseModel):
     enabled: bool = True
     top_k: int = Field(default=10, ge=1, le=100)
     judge_model: str | None = None  # None: the model that answered
+    # Not supported yet: the scorer refuses to start when these are set (see scoring/factcheck).
     nli_model_dir: str | None = None
     nli_labels: dict[str, str] = Field(default_factory=dict)
     rerank: bool = False
+    # The packaged corpora indexed at install time; user corpora are added with `trustgate corpus add`.
+    default_corpora: list[Literal["wikipedia", "wordnet"]] = Field(default_factory=lambda: ["wikipedia", "wordnet"])
+    wordnet_dir: Path = Path("/usr/share/wordnet")  # Debian's wordnet-base
+    passage_words: int = Field(default=100, ge=10, le=1000)  # the paper's corpus uses ~100-word passages
+    # Ask the judge for log-probabilities, so that Trust_FC is graded; off for upstreams that refuse them.
+    judge_logprobs: bool = True
+    judge_top_logprobs: int = Field(default=5, ge=1, le=20)
 
 
 class PolicySettings(BaseModel):

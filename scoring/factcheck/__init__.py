@@ -1,0 +1,33 @@
+"""Trust_FC: retrieval-backed fact checking of answers (TrustScore §2.2, Appendix A.5.2).
+
+What the gateway uses:
+
+- ``scoring.factcheck.assets``: ``build_factcheck_assets(settings)`` at install
+  time (idempotent; also ``python -m scoring.factcheck.assets``),
+  ``load_evidence_index(settings)`` once at start (None: no evidence source),
+  ``add_corpus(settings, path, name=...)`` and ``remove_corpus(settings, name)``
+  for ``trustgate corpus add|remove``. It is not imported here, so that
+  ``python -m`` runs it without importing it twice.
+- ``FactCheckScorer(index, settings.factcheck)``: the ``Scorer`` named "fc".
+"""
+
+from .index import Evidence, EvidenceIndex
+from .judge import LABELS, Label, judge_prompt, label_probabilities, label_value, parse_judge_label
+from .scorer import FactCheckScorer
+from .sources import CorpusError
+from .text import evidence_query, tokenize
+
+__all__ = [
+    "LABELS",
+    "CorpusError",
+    "Evidence",
+    "EvidenceIndex",
+    "FactCheckScorer",
+    "Label",
+    "evidence_query",
+    "judge_prompt",
+    "label_probabilities",
+    "label_value",
+    "parse_judge_label",
+    "tokenize",
+]

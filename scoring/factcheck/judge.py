@@ -1,0 +1,127 @@
+"""The entailment judge: the paper's Table 6 prompt, and what its reply means. Pure functions.
+
+The judge is an LLM reached through ``Ask``; this module only writes the
+prompt and reads the reply, so every rule here is tested without a model.
+Replies are messy ("Supported.", "B) contradict", "The evidence does not
+support..."): the label is the first label word that is not negated, and a
+reply with none is "neutral", the paper's label for evidence that settles
+nothing. When the reply starts with a label token and carries its
+log-probabilities, the alternatives at that token give each label's
+probability, which makes Trust_FC graded rather than three-valued.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Literal, cast
+
+from .index import Evidence
+
+__all__ = [
+    "LABELS",
+    "LABEL_VALUES",
+    "Label",
+    "judge_prompt",
+    "label_probabilities",
+    "label_value",
+    "parse_judge_label",
+]
+
+Label = Literal["support", "contradict", "neutral"]
+LABELS: tuple[Label, ...] = ("support", "contradict", "neutral")
+LABEL_VALUES: dict[Label, float] = {"support": 1.0, "neutral": 0.5, "contradict": 0.0}
+
+# Table 6 of the paper, word for word; only the placeholders are filled in.
+PROMPT = (
+    "INSTRUCTION: Assess whether the provided evidence aligns with or contradicts the given question-answer "
+    "pair, and categorize the relationship as either 'support', 'contradict', or 'neutral'.\n"
+    "Evidence: {evidence}\n"
+    "Question: {question}\n"
+    "Answer: {answer}\n"
+    "Relation:"
+)
+
+_LABEL_WORD = re.compile(
+    r"\b(unsupported|support\w*|entail\w*|confirm\w*|consistent|inconsistent|contradict\w*|refut\w*"
+    r"|neutral\w*|neither|insufficient|irrelevant|unrelated)\b")
+_NEGATION = re.compile(r"\b(not|no|never|cannot|nor|without)\b|n't\b")
+_NEGATION_REACH = 24  # characters before a label word in which a negation applies to it ...
+_CLAUSE_BREAK = re.compile(r"[,.;:!?()\n]")  # ... unless punctuation ends the negation's clause first
+_LETTERS = re.compile(r"[^a-z]")
+
+
+def judge_prompt(evidence: Sequence[Evidence], question: str, answer: str) -> str:
+    """Table 6 with the passages as evidence, one per line, each led by its title."""
+    lines = (e.text if e.text.lower().startswith(e.title.lower()) else f"{e.title}: {e.text}" for e in evidence)
+    return PROMPT.format(evidence="\n".join(lines), question=question, answer=answer)
+
+
+def _word_label(word: str) -> Label:
+    if word.startswith(("support", "entail", "confirm", "consistent")):
+        return "support"
+    if word.startswith(("contradict", "refut", "inconsistent")):
+        return "contradict"
+    return "neutral"
+
+
+def parse_judge_label(reply: str) -> Label:
+    """The first label word of ``reply`` that no "not"/"n't"/"no" just before negates; else "neutral".
+
+    A negated label ("does not support") says the evidence does not settle the
+    answer, which is the paper's "neutral", so it is skipped rather than flipped.
+    """
+    text = reply.lower()
+    for match in _LABEL_WORD.finditer(text):
+        before = _CLAUSE_BREAK.split(text[max(0, match.start() - _NEGATION_REACH):match.start()])[-1]
+        if match.group(1) == "unsupported" or _NEGATION.search(before):
+            continue
+        return _word_label(match.group(1))
+    return "neutral"
+
+
+def _token_label(token: str) -> Label | None:
+    """The label a token starts or abbreviates ("Support", " contr", "neutral"); None for other tokens."""
+    word = _LETTERS.sub("", token.lower())
+    if len(word) < 3:
+        return None
+    for label in LABELS:
+        if label.startswith(word) or word.startswith(label):
+            return label
+    return None
+
+
+def _favourite(alternatives: dict[str, float]) -> str:
+    return max(alternatives, key=alternatives.__getitem__)
+
+
+def label_probabilities(top_logprobs: Sequence[dict[str, float]] | None, label: Label) -> dict[Label, float] | None:
+    """Each label's probability from the alternatives of the reply's first word token.
+
+    Only when the reply opens with a label token: its alternatives are then the
+    judge's own distribution over the answer it was asked for. The mass of the
+    alternatives naming each label is summed and normalised over the three
+    labels. None when there are no log-probabilities, when the first word is
+    not a label, or when the distribution's favourite disagrees with the
+    parsed ``label`` (a token such as "Con" can begin "consistent").
+    """
+    first = next((alternatives for alternatives in top_logprobs or ()
+                  if alternatives and _LETTERS.sub("", _favourite(alternatives).lower())), None)
+    if first is None or _token_label(_favourite(first)) is None:
+        return None
+    mass = dict.fromkeys(LABELS, 0.0)
+    for token, logprob in first.items():
+        token_label = _token_label(token)
+        if token_label is not None:
+            mass[token_label] += math.exp(logprob)
+    total = sum(mass.values())
+    probabilities = cast(dict[Label, float], {name: mass[name] / total for name in LABELS})
+    return probabilities if max(probabilities, key=probabilities.__getitem__) == label else None
+
+
+def label_value(label: Label, probabilities: dict[Label, float] | None = None) -> float:
+    """Trust_FC: support 1, neutral 0.5, contradict 0, or its expectation under ``probabilities``."""
+    if probabilities is None:
+        return LABEL_VALUES[label]
+    return sum(LABEL_VALUES[name] * p for name, p in probabilities.items())

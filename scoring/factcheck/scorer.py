@@ -1,0 +1,72 @@
+"""Trust_FC: retrieve evidence for an answer, ask the judge whether it supports it (paper §2.2, A.5.2).
+
+The scorer holds the loaded index and the settings, nothing per request. The
+judge is whatever ``Ask`` the pipeline binds (``judge_model``, by default the
+deployment that answered). Retrieval runs in a worker thread because a query
+over a large user corpus takes milliseconds of CPU that the event loop, which
+also serves user traffic, should not spend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from ..settings import FactCheckSettings
+from ..types import Ask, ComponentResult, ScoringJob
+from .index import Evidence, EvidenceIndex
+from .judge import LABELS, Label, judge_prompt, label_probabilities, label_value, parse_judge_label
+from .text import evidence_query, tokenize
+
+__all__ = ["FactCheckScorer"]
+
+JUDGE_MAX_TOKENS = 16  # the label, and room for a judge that words it as a sentence
+
+
+class FactCheckScorer:
+    """``score(job, ask)`` -> the "fc" component: the judge's label on the top-k passages.
+
+    ``details`` holds ``label`` and ``label_probs`` (what ``scoring.combine``
+    reads), the query, the evidence (ids, titles, BM25 scores), where the
+    probabilities came from, and the judge's raw reply. With no passage
+    sharing a word with the query the label is "neutral" and no judge is asked.
+    """
+
+    name = "fc"
+
+    def __init__(self, index: EvidenceIndex, settings: FactCheckSettings) -> None:
+        if settings.nli_model_dir or settings.rerank:
+            raise ValueError("factcheck.nli_model_dir and factcheck.rerank are not supported yet: "
+                             "the judge is the LLM configured by factcheck.judge_model")
+        self._index = index
+        self._settings = settings
+        self.judge_model = settings.judge_model  # the pipeline asks this model group; None: the answerer
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        started = time.perf_counter()
+        query = evidence_query(job.question, job.answer)
+        evidence = await asyncio.to_thread(self._index.search, tokenize(query), self._settings.top_k)
+        details: dict[str, Any] = {
+            "query": query,
+            "evidence": [{"id": e.id, "title": e.title, "score": round(e.score, 4)} for e in evidence],
+        }
+        if evidence:
+            label, probabilities, reply = await self._judge(evidence, job, ask)
+            details["judge_reply"] = reply
+        else:
+            label, probabilities = "neutral", None
+        details.update(label=label, label_probs=probabilities or {name: float(name == label) for name in LABELS},
+                       probs_from="logprobs" if probabilities else "label")
+        return ComponentResult(component=self.name, value=label_value(label, probabilities), label=label,
+                               details=details, upstream_calls=1 if evidence else 0,
+                               duration_s=time.perf_counter() - started)
+
+    async def _judge(self, evidence: list[Evidence], job: ScoringJob,
+                     ask: Ask) -> tuple[Label, dict[Label, float] | None, str]:
+        prompt = judge_prompt(evidence, job.question, job.answer)
+        logprobs = self._settings.judge_logprobs
+        reply = await ask([{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS, temperature=0.0,
+                          logprobs=logprobs, top_logprobs=self._settings.judge_top_logprobs if logprobs else None)
+        label = parse_judge_label(reply.text)
+        return label, label_probabilities(reply.top_logprobs, label), reply.text
