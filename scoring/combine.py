@@ -55,15 +55,14 @@ def graded_trust(graded_bc: float, label_probs: dict[str, float]) -> float:
     return min(1.0, max(0.0, facts + _CONSISTENCY_WEIGHT * graded_bc))
 
 
-def _usable(result: ComponentResult | None) -> bool:
-    return result is not None and result.value is not None and result.error is None
+def _usable(result: ComponentResult | None) -> ComponentResult | None:
+    """The result if it counts: present, with a value and no error."""
+    return result if result is not None and result.value is not None and result.error is None else None
 
 
-def _bc_verdict(bc: ComponentResult) -> tuple[bool, float]:
+def _bc_verdict(bc: ComponentResult, value: float) -> tuple[bool, float]:
     """(consistent, graded) from Trust_BC's details; its value stands in for a missing key."""
-    assert bc.value is not None
-    graded = float(bc.details.get("graded", bc.value))
-    return bool(bc.details.get("binary", bc.value >= 0.5)), graded
+    return bool(bc.details.get("binary", value >= 0.5)), float(bc.details.get("graded", value))
 
 
 def _fc_verdict(fc: ComponentResult) -> tuple[FactLabel, dict[str, float]]:
@@ -88,17 +87,17 @@ def combine(bc: ComponentResult | None, fc: ComponentResult | None, *, graded: b
     only (no evidence source, or the fact check failed) Trust_OV is Trust_BC's
     value; with Trust_FC only, Trust_FC's value; with neither, None.
     """
-    if _usable(bc) and _usable(fc):
-        assert bc is not None and fc is not None
-        return _both(bc, fc, graded)
-    only = bc if _usable(bc) else fc if _usable(fc) else None
+    bc, fc = _usable(bc), _usable(fc)
+    if bc is not None and bc.value is not None and fc is not None:
+        return _both(bc, bc.value, fc, graded)
+    only = bc or fc
     if only is None:
         return ComponentResult(component="ov", details={"source": None})
     return ComponentResult(component="ov", value=only.value, label=only.label, details={"source": only.component})
 
 
-def _both(bc: ComponentResult, fc: ComponentResult, graded: bool) -> ComponentResult:
-    consistent, graded_bc = _bc_verdict(bc)
+def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: bool) -> ComponentResult:
+    consistent, graded_bc = _bc_verdict(bc, bc_value)
     label, probs = _fc_verdict(fc)
     table3 = table3_trust(consistent, label)
     graded_value = graded_trust(graded_bc, probs)

@@ -40,10 +40,11 @@ class FactCheckSettings(BaseModel):
     enabled: bool = True
     top_k: int = Field(default=10, ge=1, le=100)
     judge_model: str | None = None  # None: the model that answered
-    # Not supported yet: the scorer refuses to start when these are set (see scoring/factcheck).
+    # A local NLI model directory judges instead of the LLM (needs `trustgate[nli]`: torch, transformers);
+    # nli_labels maps its label names to support / contradict / neutral where they are not the usual ones.
     nli_model_dir: str | None = None
     nli_labels: dict[str, str] = Field(default_factory=dict)
-    rerank: bool = False
+    rerank: bool = False  # not supported: the scorer refuses it (bench/retrieval.py shows nothing to gain)
     # The packaged corpora indexed at install time; user corpora are added with `trustgate corpus add`.
     default_corpora: list[Literal["wikipedia", "wordnet"]] = Field(default_factory=lambda: ["wikipedia", "wordnet"])
     wordnet_dir: Path = Path("/usr/share/wordnet")  # Debian's wordnet-base

@@ -34,6 +34,7 @@ from ..settings import FactCheckSettings, ScoringSettings
 from .index import B, K1, EvidenceIndex, write_index
 from .passages import Passage
 from .sources import (
+    WORDNET_FILES,
     CorpusError,
     read_stored_corpus,
     read_user_corpus,
@@ -91,7 +92,7 @@ def _sources(settings: ScoringSettings) -> list[Source]:
         else:
             sources.append(Source("wikipedia", (path,), wikipedia_passages(path, config.passage_words)))
     if "wordnet" in config.default_corpora:
-        files = tuple(config.wordnet_dir / name for name in ("data.noun", "data.verb", "data.adj", "data.adv"))
+        files = tuple(config.wordnet_dir / name for name in WORDNET_FILES)
         if not all(file.is_file() for file in files):
             log.warning("WordNet not found in %s (Debian package wordnet-base); left out", config.wordnet_dir)
         else:
