@@ -3,11 +3,15 @@
 from .headers import sse_trust_chunk, trust_headers, trust_summary
 from .otel import Telemetry, configure_telemetry, disabled_telemetry
 from .prometheus import GatewayMetrics, build_metrics
+from .publish import RecordPublisher
+from .redis_store import RedisRecordStore
 from .store import RecordStore, SqliteRecordStore
 
 __all__ = [
     "GatewayMetrics",
+    "RecordPublisher",
     "RecordStore",
+    "RedisRecordStore",
     "SqliteRecordStore",
     "Telemetry",
     "build_metrics",

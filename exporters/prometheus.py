@@ -34,6 +34,7 @@ class GatewayMetrics:
     scoring_shed_jobs: Counter
     scorer_errors: Counter
     upstream_calls: Counter
+    dead_letters: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -88,4 +89,6 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                               ["model", "component"]),
         upstream_calls=counter("upstream_calls", "Upstream calls, by purpose (user or a scorer's).",
                                ["model", "purpose"]),
+        dead_letters=counter("scoring_dead_letters", "Scoring jobs moved to the dead-letter stream after "
+                             "failing repeatedly.", ["model"]),
     )

@@ -18,24 +18,18 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from exporters import (
-    GatewayMetrics,
-    SqliteRecordStore,
-    Telemetry,
-    build_metrics,
-    configure_telemetry,
-    disabled_telemetry,
-)
-from scoring.pipeline import ScoringPipeline
+from exporters import GatewayMetrics, Telemetry, build_metrics
+from scoring.queue import JobQueue, MemoryJobQueue
+from scoring.redis_queue import RedisJobQueue
 from scoring.types import Scorer
 
 from .auth import KeyRing
 from .config import GatewaySettings
 from .errors import GatewayError, error_body
-from .ask import UpstreamAsk
+from .assembly import build_processor, build_publisher, build_telemetry, open_redis
 from .local_upstream import run_local_upstream
 from .routes import router
-from .scorers import build_scorers, combiner
+from .scorers import scoring_configured
 from .trust import TrustService
 from .upstream import UpstreamClient
 
@@ -56,27 +50,10 @@ class Gateway:
     telemetry: Telemetry
 
 
-def _http_client() -> httpx.AsyncClient:
+def http_client() -> httpx.AsyncClient:
     # One pooled client for all upstream traffic; timeouts are set per request.
     limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=30)
     return httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60.0, connect=5.0))
-
-
-def _telemetry(settings: GatewaySettings, stack: contextlib.AsyncExitStack) -> Telemetry:
-    if not settings.trustgate.telemetry.enabled:
-        return disabled_telemetry()
-    telemetry, providers = configure_telemetry(settings.trustgate.telemetry.service_name)
-    for provider in providers:
-        stack.callback(provider.shutdown)  # type: ignore[attr-defined]
-    return telemetry
-
-
-async def _record_store(settings: GatewaySettings, stack: contextlib.AsyncExitStack) -> SqliteRecordStore:
-    config = settings.trustgate.store
-    store = SqliteRecordStore(config.path, max_age_s=config.max_age_days * 86400, max_records=config.max_records)
-    await store.open()
-    stack.push_async_callback(store.close)
-    return store
 
 
 def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
@@ -90,14 +67,22 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
         async with contextlib.AsyncExitStack() as stack:
             if settings.trustgate.local_upstream.enabled:
                 await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
-            http = await stack.enter_async_context(_http_client())
+            http = await stack.enter_async_context(http_client())
             upstream = UpstreamClient(settings, http)
             stack.push_async_callback(upstream.aclose)
-            tracing = telemetry or _telemetry(settings, stack)
-            active = list(scorers) if scorers is not None else await build_scorers(scoring, stack)
-            pipeline = ScoringPipeline(active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose),
-                                       scoring, combine=combiner(active))
-            trust = TrustService(scoring, pipeline, await _record_store(settings, stack), metrics, tracing)
+            tracing = telemetry or build_telemetry(settings, stack)
+            redis = await open_redis(settings, stack)
+            publisher = await build_publisher(settings, metrics, tracing, redis, stack)
+            queue: JobQueue
+            if redis is not None:  # workers score; this process only needs to know whether anything will
+                queue = RedisJobQueue(redis, publisher.store, scoring.queue)
+                has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
+            else:
+                process, has_scorers = await build_processor(settings, upstream, metrics, tracing, scorers, stack)
+                queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
+                                       concurrency=scoring.queue.concurrency,
+                                       on_depth=metrics.scoring_queue_depth.set)
+            trust = TrustService(scoring, queue, publisher, has_scorers=has_scorers)
             await trust.start()
             stack.push_async_callback(trust.stop)
             app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing)

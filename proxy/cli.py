@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import sys
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ import uvicorn
 from .app import create_app
 from .config import ConfigError, default_config_path, load_settings
 from .local_upstream import LocalUpstreamError, packaged_model_path
+from .worker import run_worker
 
 __all__ = ["main"]
 
@@ -22,6 +24,13 @@ def _serve(args: argparse.Namespace) -> int:
     uvicorn.run(create_app(settings), host=args.host or server.host,
                 port=args.port if args.port is not None else server.port,
                 log_level=args.log_level, access_log=args.access_log)
+    return 0
+
+
+def _worker(args: argparse.Namespace) -> int:
+    settings = load_settings(args.config or default_config_path())
+    asyncio.run(run_worker(settings, metrics_host=args.metrics_host,
+                           metrics_port=None if args.metrics_port == 0 else args.metrics_port))
     return 0
 
 
@@ -41,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True)
     serve.set_defaults(handler=_serve)
+
+    worker = commands.add_parser("worker", help="score jobs from the Redis Stream (queue backend: redis)")
+    worker.add_argument("--config", help="YAML config (the gateway's)")
+    worker.add_argument("--metrics-host", default="127.0.0.1", help="bind address of /metrics")
+    worker.add_argument("--metrics-port", type=int, default=9400, help="port of /metrics (0: none)")
+    worker.set_defaults(handler=_worker)
 
     model = commands.add_parser("model-path", help="print the packaged SmolLM2 GGUF path")
     model.set_defaults(handler=_model_path)

@@ -68,7 +68,7 @@ async def chat_completions(request: Request) -> Response:
         raise
     headers: dict[str, str] = {}
     if plan.decision.sampled:
-        record = gateway.trust.submit(plan, body["messages"], Answer.from_completion(completion.data))
+        record = await gateway.trust.submit(plan, body["messages"], Answer.from_completion(completion.data))
         headers = trust_headers(await gateway.trust.settle(plan, record))
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
@@ -96,7 +96,7 @@ async def _scored_stream(gateway: Gateway, opened: UpstreamStream, plan: TrustPl
             yield event
     if tap.rest():
         yield tap.rest()
-    record = await gateway.trust.settle(plan, gateway.trust.submit(plan, messages, tap.answer()))
+    record = await gateway.trust.settle(plan, await gateway.trust.submit(plan, messages, tap.answer()))
     if plan.decision.mode == "sync":
         yield sse_trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model)
     if tap.done:

@@ -8,7 +8,12 @@ from scoring.pipeline import Combiner
 from scoring.settings import ScoringSettings
 from scoring.types import Scorer
 
-__all__ = ["build_scorers", "combiner"]
+__all__ = ["build_scorers", "combiner", "scoring_configured"]
+
+
+def scoring_configured(settings: ScoringSettings) -> bool:
+    """Whether any scorer is enabled, without loading one (a gateway whose workers score)."""
+    return settings.consistency.enabled or settings.factcheck.enabled
 
 
 async def build_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitStack) -> list[Scorer]:

@@ -9,22 +9,26 @@ OpenTelemetry. Nothing here can fail the user's request except an invalid
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import uuid
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-from exporters import GatewayMetrics, RecordStore, Telemetry
+from exporters import RecordPublisher, Telemetry
 from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
-from scoring.queue import MemoryJobQueue
+from scoring.queue import JobQueue, Process
 from scoring.settings import ScoringSettings
 from scoring.types import ScoringJob, TrustRecord
 
 from .errors import InvalidRequest
 
-__all__ = ["Answer", "TrustPlan", "TrustService"]
+__all__ = ["Answer", "TrustPlan", "TrustService", "traced"]
+
+log = logging.getLogger("trustgate.trust")
 
 MODE_HEADER = "x-trustgate-mode"
 _MODES = ("sync", "async", "off")
@@ -53,17 +57,26 @@ class Answer:
                    logprobs=[float(e["logprob"]) for e in entries if "logprob" in e] or None)
 
 
+def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
+    """The queue's job processor: the pipeline, inside a scoring span."""
+    async def process(job: ScoringJob) -> TrustRecord:
+        with telemetry.scoring_span(job.id, job.model) as span:
+            record = await pipeline.run(job)
+            span.set_attribute("trustgate.trust.status", record.status)
+            if record.score is not None:
+                span.set_attribute("trustgate.trust.score", record.score)
+            return record
+
+    return process
+
+
 class TrustService:
-    def __init__(self, settings: ScoringSettings, pipeline: ScoringPipeline, store: RecordStore,
-                 metrics: GatewayMetrics, telemetry: Telemetry) -> None:
+    def __init__(self, settings: ScoringSettings, queue: JobQueue, publisher: RecordPublisher, *,
+                 has_scorers: bool) -> None:
         self._settings = settings
-        self._pipeline = pipeline
-        self._store = store
-        self._metrics = metrics
-        self._telemetry = telemetry
-        self._queue = MemoryJobQueue(self._process, self.publish, max_size=settings.queue.max_size,
-                                     concurrency=settings.queue.concurrency,
-                                     on_depth=metrics.scoring_queue_depth.set)
+        self._queue = queue
+        self._publisher = publisher
+        self._has_scorers = has_scorers
         self._background: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -74,7 +87,7 @@ class TrustService:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 
-    def plan(self, *, model: str, key_name: str, headers: dict[str, str]) -> TrustPlan:
+    def plan(self, *, model: str, key_name: str, headers: Mapping[str, str]) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None and mode_header not in _MODES:
             raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
@@ -83,10 +96,10 @@ class TrustService:
         client_id = headers.get("x-request-id", "")
         request_key = client_id if _CLIENT_REQUEST_ID.match(client_id) else record_id
         decision = decide(self._settings, model=model, key_name=key_name, request_key=request_key,
-                          mode_header=mode_header if self._pipeline.has_scorers else "off")
+                          mode_header=mode_header if self._has_scorers else "off")
         return TrustPlan(record_id=record_id, model=model, decision=decision)
 
-    def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
+    async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:
@@ -94,10 +107,11 @@ class TrustService:
                                                    error=f"skipped: {reason}"))
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs,
                           policy={"mode": plan.decision.mode})
-        if not self._queue.submit(job):
-            return self._publish_later(TrustRecord(id=job.id, status="shed", model=job.model,
-                                                   error="scoring queue full"))
-        return self._queue.pending(job.id) or TrustRecord(id=job.id, status="pending", model=job.model)
+        outcome = await self._queue.submit(job)
+        if outcome != "accepted":
+            error = "scoring queue full" if outcome == "shed" else "scoring queue unavailable"
+            return self._publish_later(TrustRecord(id=job.id, status="shed", model=job.model, error=error))
+        return TrustRecord(id=job.id, status="pending", model=job.model, created_at=job.created_at)
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:
         """In sync mode, wait for the finished record up to the timeout; otherwise return it as is."""
@@ -106,23 +120,16 @@ class TrustService:
         return await self._queue.wait(record.id, plan.decision.sync_timeout) or record
 
     async def lookup(self, record_id: str) -> TrustRecord | None:
-        return self._queue.pending(record_id) or await self._store.get(record_id)
-
-    async def publish(self, record: TrustRecord) -> None:
-        self._metrics.observe_record(record)
-        self._telemetry.emit_evaluations(record)
-        await self._store.put(record)
-
-    async def _process(self, job: ScoringJob) -> TrustRecord:
-        with self._telemetry.scoring_span(job.id, job.model) as span:
-            record = await self._pipeline.run(job)
-            span.set_attribute("trustgate.trust.status", record.status)
-            if record.score is not None:
-                span.set_attribute("trustgate.trust.score", record.score)
-            return record
+        return await self._queue.pending(record_id) or await self._publisher.store.get(record_id)
 
     def _publish_later(self, record: TrustRecord) -> TrustRecord:
-        task = asyncio.create_task(self.publish(record))
+        task = asyncio.create_task(self._publish_quietly(record))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return record
+
+    async def _publish_quietly(self, record: TrustRecord) -> None:
+        try:
+            await self._publisher.publish(record)
+        except Exception as exc:  # e.g. the store is down: counted in metrics already, never raised to users
+            log.warning("could not store trust record %s: %s", record.id, type(exc).__name__)

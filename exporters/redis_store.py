@@ -1,0 +1,34 @@
+"""Trust records in Redis: one hash per id with a TTL, shared by every gateway replica and worker."""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+
+from scoring.types import TrustRecord
+
+__all__ = ["RedisRecordStore", "record_key"]
+
+
+def record_key(prefix: str, record_id: str) -> str:
+    return f"{prefix}:record:{record_id}"
+
+
+class RedisRecordStore:
+    def __init__(self, redis: Redis, *, prefix: str, ttl_s: int) -> None:
+        self._redis = redis
+        self._prefix = prefix
+        self._ttl_s = ttl_s
+
+    async def put(self, record: TrustRecord) -> None:
+        key = record_key(self._prefix, record.id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping={"status": record.status, "record": record.model_dump_json()})
+            pipe.expire(key, self._ttl_s)
+            await pipe.execute()
+
+    async def get(self, record_id: str) -> TrustRecord | None:
+        raw = await self._redis.hget(record_key(self._prefix, record_id), "record")
+        return TrustRecord.model_validate_json(raw) if raw else None
+
+    async def close(self) -> None:
+        """The Redis client belongs to whoever created it."""

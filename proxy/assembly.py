@@ -1,0 +1,78 @@
+"""Build the scoring side of a process — shared by the gateway (create_app) and ``trustgate worker``.
+
+Each function takes what it needs and registers clean-up on the given exit
+stack, so the two entry points assemble the same parts the same way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+from redis.asyncio import Redis
+
+from exporters import (
+    GatewayMetrics,
+    RecordPublisher,
+    RedisRecordStore,
+    SqliteRecordStore,
+    Telemetry,
+    configure_telemetry,
+    disabled_telemetry,
+)
+from scoring.pipeline import ScoringPipeline
+from scoring.queue import Process
+from scoring.types import Scorer
+
+from .ask import UpstreamAsk
+from .config import GatewaySettings
+from .scorers import build_scorers, combiner
+from .trust import traced
+from .upstream import UpstreamClient
+
+__all__ = ["build_processor", "build_publisher", "build_telemetry", "open_redis"]
+
+
+def build_telemetry(settings: GatewaySettings, stack: contextlib.AsyncExitStack) -> Telemetry:
+    if not settings.trustgate.telemetry.enabled:
+        return disabled_telemetry()
+    telemetry, providers = configure_telemetry(settings.trustgate.telemetry.service_name)
+    for provider in providers:
+        stack.callback(provider.shutdown)  # type: ignore[attr-defined]
+    return telemetry
+
+
+async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack) -> Redis | None:
+    """The shared Redis client when the queue backend is Redis, else None."""
+    queue = settings.trustgate.scoring.queue
+    if queue.backend != "redis":
+        return None
+    redis = Redis.from_url(queue.redis_url, decode_responses=True, socket_timeout=queue.redis_timeout,
+                           socket_connect_timeout=queue.redis_timeout, health_check_interval=10)
+    stack.push_async_callback(redis.aclose)
+    return redis
+
+
+async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, telemetry: Telemetry,
+                          redis: Redis | None, stack: contextlib.AsyncExitStack) -> RecordPublisher:
+    """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite."""
+    queue = settings.trustgate.scoring.queue
+    if redis is not None:
+        return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s),
+                               metrics, telemetry)
+    config = settings.trustgate.store
+    store = SqliteRecordStore(config.path, max_age_s=config.max_age_days * 86400, max_records=config.max_records)
+    await store.open()
+    stack.push_async_callback(store.close)
+    return RecordPublisher(store, metrics, telemetry)
+
+
+async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, metrics: GatewayMetrics,
+                          telemetry: Telemetry, scorers: Sequence[Scorer] | None,
+                          stack: contextlib.AsyncExitStack) -> tuple[Process, bool]:
+    """The job processor (scorers → record, traced) and whether any scorer is active."""
+    scoring = settings.trustgate.scoring
+    active = list(scorers) if scorers is not None else await build_scorers(scoring, stack)
+    pipeline = ScoringPipeline(active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose),
+                               scoring, combine=combiner(active))
+    return traced(pipeline, telemetry), pipeline.has_scorers

@@ -1,0 +1,71 @@
+"""``trustgate worker``: score jobs from the Redis Stream, with the same config and scorers as the gateway.
+
+A worker re-asks upstreams through its own UpstreamClient (same retries,
+timeouts, fallbacks), writes records to Redis and serves its own ``/metrics``.
+SIGTERM/SIGINT stop reading new jobs and let in-flight ones finish for a grace
+period; what is still unfinished then stays pending in the consumer group for
+another worker to reclaim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry, start_http_server
+
+from exporters import build_metrics
+from scoring.redis_queue import RedisStreamWorker
+from scoring.types import Scorer
+
+from .app import http_client
+from .assembly import build_processor, build_publisher, build_telemetry, open_redis
+from .config import ConfigError, GatewaySettings
+from .upstream import UpstreamClient
+
+__all__ = ["run_worker"]
+
+log = logging.getLogger("trustgate.worker")
+
+
+def _consumer_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | None = None,
+                     metrics_host: str = "127.0.0.1", metrics_port: int | None = 9400,
+                     stop: asyncio.Event | None = None, grace_s: float = 30.0) -> None:
+    if settings.trustgate.scoring.queue.backend != "redis":
+        raise ConfigError("trustgate worker needs trustgate.scoring.queue.backend: redis")
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signum, stop.set)
+    registry = CollectorRegistry()
+    metrics = build_metrics(registry)
+    async with contextlib.AsyncExitStack() as stack:
+        if metrics_port is not None:
+            server, thread = start_http_server(metrics_port, addr=metrics_host, registry=registry)
+            stack.callback(thread.join, 5)
+            stack.callback(server.shutdown)
+        http = await stack.enter_async_context(http_client())
+        upstream = UpstreamClient(settings, http)
+        stack.push_async_callback(upstream.aclose)
+        telemetry = build_telemetry(settings, stack)
+        redis = await open_redis(settings, stack)
+        assert redis is not None  # the backend was checked above
+        publisher = await build_publisher(settings, metrics, telemetry, redis, stack)
+        process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, stack)
+        worker = RedisStreamWorker(
+            redis, publisher.store, settings.trustgate.scoring.queue, process=process, publish=publisher.publish,
+            consumer=_consumer_name(), on_dead_letter=lambda job: metrics.dead_letters.labels(model=job.model).inc())
+        log.info("scoring worker started")
+        await worker.run(stop, grace_s=grace_s)
+        log.info("scoring worker stopped")

@@ -1,0 +1,241 @@
+"""Scoring on Redis Streams: gateways append jobs, ``trustgate worker`` processes consume them.
+
+Delivery is at-least-once. Workers read through one consumer group; a job
+whose worker died stays pending in the group and is taken over by another
+worker with ``XAUTOCLAIM`` once idle for ``claim_idle_ms``; a job delivered
+more than ``max_attempts`` times goes to a dead-letter stream with its last
+error. Scoring is idempotent per id: a job whose record is already final is
+acknowledged without being scored again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError, ResponseError
+
+from .queue import Process, Publish, SubmitResult
+from .settings import QueueSettings
+from .types import ScoringJob, TrustRecord
+
+__all__ = ["RedisJobQueue", "RedisStreamWorker", "StreamKeys"]
+
+log = logging.getLogger("trustgate.scoring.redis")
+
+FINAL_STATUSES = ("done", "failed")
+
+# Backpressure, atomically: a full stream sheds the new job rather than trimming
+# (and so losing) an old one. Acknowledged entries are deleted, so the length is
+# the backlog plus the jobs in hand.
+_APPEND_UNLESS_FULL = """
+if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('XADD', KEYS[1], '*', 'job', ARGV[2])
+return 1
+"""
+
+
+class Records(Protocol):
+    async def put(self, record: TrustRecord) -> None: ...
+    async def get(self, record_id: str) -> TrustRecord | None: ...
+
+
+@dataclass(frozen=True)
+class StreamKeys:
+    prefix: str
+
+    @property
+    def stream(self) -> str:
+        return f"{self.prefix}:jobs"
+
+    @property
+    def dead_letters(self) -> str:
+        return f"{self.prefix}:jobs:dead"
+
+    @property
+    def group(self) -> str:
+        return "scoring-workers"
+
+    @property
+    def errors(self) -> str:
+        return f"{self.prefix}:job-errors"
+
+    def done(self, job_id: str) -> str:
+        return f"{self.prefix}:done:{job_id}"
+
+
+class RedisJobQueue:
+    """The gateway's side: submit jobs, read pending/finished records, wait for one."""
+
+    def __init__(self, redis: Redis, records: Records, settings: QueueSettings) -> None:
+        self._redis = redis
+        self._records = records
+        self._settings = settings
+        self._keys = StreamKeys(settings.redis_prefix)
+        self._append = redis.register_script(_APPEND_UNLESS_FULL)
+
+    async def start(self) -> None:
+        """Nothing to start: the gateway only writes; workers consume."""
+
+    async def stop(self) -> None:
+        """Nothing to stop: jobs already appended are the workers' now."""
+
+    async def submit(self, job: ScoringJob) -> SubmitResult:
+        try:
+            # The pending record goes first so that a fast worker's final record is never overwritten.
+            await self._records.put(TrustRecord(id=job.id, status="pending", model=job.model,
+                                                created_at=job.created_at))
+            appended = await self._append(keys=[self._keys.stream],
+                                          args=[self._settings.max_size, job.model_dump_json()])
+        except RedisError as exc:
+            log.warning("scoring queue unavailable: %s", type(exc).__name__)
+            return "unavailable"
+        return "accepted" if appended else "shed"
+
+    async def pending(self, job_id: str) -> TrustRecord | None:
+        """Records live in Redis for every replica; the store answers for pending ones too."""
+        return None
+
+    async def wait(self, job_id: str, timeout: float) -> TrustRecord | None:
+        deadline = time.monotonic() + timeout
+        try:
+            while (remaining := deadline - time.monotonic()) > 0:
+                # Short blocking pops: each stays under the client's socket timeout.
+                step = min(remaining, self._settings.redis_timeout / 2)
+                if await self._redis.blpop([self._keys.done(job_id)], timeout=step):
+                    record = await self._records.get(job_id)
+                    return record if record is not None and record.status in FINAL_STATUSES else None
+        except RedisError:
+            return None
+        return None
+
+
+class RedisStreamWorker:
+    """The worker's side: read, reclaim, score, publish, acknowledge — or dead-letter."""
+
+    def __init__(self, redis: Redis, records: Records, settings: QueueSettings, *, process: Process,
+                 publish: Publish, consumer: str, on_dead_letter: Callable[[ScoringJob], None] = lambda job: None,
+                 block_ms: int = 1000) -> None:
+        self._redis = redis
+        self._records = records
+        self._settings = settings
+        self._process = process
+        self._publish = publish
+        self._consumer = consumer
+        self._on_dead_letter = on_dead_letter
+        self._block_ms = min(block_ms, int(settings.redis_timeout * 500))
+        self._keys = StreamKeys(settings.redis_prefix)
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def ensure_group(self) -> None:
+        try:
+            await self._redis.xgroup_create(self._keys.stream, self._keys.group, id="0", mkstream=True)
+        except ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    async def run(self, stop: asyncio.Event, *, grace_s: float = 30.0) -> None:
+        """Consume until ``stop`` is set, then finish in-flight jobs for up to ``grace_s``.
+
+        Jobs still running after the grace period are cancelled unacknowledged:
+        they stay pending in the group and another worker reclaims them.
+        """
+        await self.ensure_group()
+        while not stop.is_set():
+            try:
+                await self._fill_slots()
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                await self.ensure_group()  # Redis restarted empty: the group must be made again
+            except RedisError as exc:
+                log.warning("redis unavailable (%s); retrying", type(exc).__name__)
+                await asyncio.sleep(0.5)
+        if self._tasks:
+            _, unfinished = await asyncio.wait(self._tasks, timeout=grace_s)
+            for task in unfinished:
+                task.cancel()
+            await asyncio.gather(*unfinished, return_exceptions=True)
+
+    async def _fill_slots(self) -> None:
+        free = self._settings.concurrency - len(self._tasks)
+        if free <= 0:
+            await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+            return
+        entries = await self._reclaim(free) or await self._read(free)
+        for entry_id, fields in entries:
+            task = asyncio.create_task(self._handle(entry_id, fields))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _reclaim(self, count: int) -> list[tuple[str, dict[str, str]]]:
+        reply = await self._redis.xautoclaim(self._keys.stream, self._keys.group, self._consumer,
+                                             min_idle_time=self._settings.claim_idle_ms, start_id="0-0",
+                                             count=count)
+        return [(entry_id, fields) for entry_id, fields in reply[1] if fields]
+
+    async def _read(self, count: int) -> list[tuple[str, dict[str, str]]]:
+        reply = await self._redis.xreadgroup(self._keys.group, self._consumer, {self._keys.stream: ">"},
+                                             count=count, block=self._block_ms)
+        return [entry for _, entries in reply or [] for entry in entries]
+
+    async def _deliveries(self, entry_id: str) -> int:
+        pending = await self._redis.xpending_range(self._keys.stream, self._keys.group, min=entry_id,
+                                                   max=entry_id, count=1)
+        return int(pending[0]["times_delivered"]) if pending else 1
+
+    async def _handle(self, entry_id: str, fields: dict[str, str]) -> None:
+        try:
+            job = ScoringJob.model_validate_json(fields["job"])
+        except (KeyError, ValueError):
+            await self._dead_letter(entry_id, fields, "malformed job entry", attempts=1)
+            await self._ack(entry_id)
+            return
+        try:
+            existing = await self._records.get(job.id)
+            if existing is not None and existing.status in FINAL_STATUSES:
+                await self._ack(entry_id)  # a retried delivery of a job already scored
+                return
+            attempts = await self._deliveries(entry_id)
+            if attempts > self._settings.max_attempts:
+                await self._give_up(entry_id, fields, job, attempts)
+                return
+            record = await self._process(job)
+            await self._publish(record)
+            await self._ack(entry_id, job.id)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # left unacknowledged: reclaimed and retried after claim_idle_ms
+            log.warning("scoring job %s failed: %s", entry_id, type(exc).__name__)
+            with contextlib.suppress(RedisError):
+                await self._redis.hset(self._keys.errors, job.id, f"{type(exc).__name__}: {exc}"[:500])
+
+    async def _ack(self, entry_id: str, job_id: str | None = None) -> None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.xack(self._keys.stream, self._keys.group, entry_id)
+            pipe.xdel(self._keys.stream, entry_id)
+            if job_id is not None:
+                pipe.rpush(self._keys.done(job_id), "1")
+                pipe.expire(self._keys.done(job_id), 300)
+                pipe.hdel(self._keys.errors, job_id)
+            await pipe.execute()
+
+    async def _give_up(self, entry_id: str, fields: dict[str, str], job: ScoringJob, attempts: int) -> None:
+        error = await self._redis.hget(self._keys.errors, job.id) or "unknown error"
+        await self._dead_letter(entry_id, fields, error, attempts=attempts)
+        await self._publish(TrustRecord(id=job.id, status="failed", model=job.model, created_at=job.created_at,
+                                        error=f"dead-lettered after {attempts - 1} attempts: {error}"))
+        self._on_dead_letter(job)
+        await self._ack(entry_id, job.id)
+
+    async def _dead_letter(self, entry_id: str, fields: dict[str, Any], error: str, *, attempts: int) -> None:
+        await self._redis.xadd(self._keys.dead_letters, {**fields, "error": error, "attempts": str(attempts),
+                                                         "entry_id": entry_id},
+                               maxlen=self._settings.max_size, approximate=True)
