@@ -125,7 +125,7 @@ def test_oxigraph_service(compose: dict[str, Any]) -> None:
 def test_worker_service_scales(compose: dict[str, Any]) -> None:
     worker = compose["services"]["worker"]
     assert worker["profiles"] == ["redis"]
-    assert _command(worker) == ["trustgate", "worker", "--config", CONFIG_PATH]
+    assert _command(worker) == ["trustgate", "worker", "--config", CONFIG_PATH, "--metrics-host", "0.0.0.0"]
     assert _mounted_config(worker) == _mounted_config(compose["services"]["gateway"])
     assert "TRUSTGATE_MASTER_KEY" in worker["environment"]
     assert "container_name" not in worker and "ports" not in worker, "a fixed name or host port prevents --scale"
@@ -163,3 +163,15 @@ def test_compose_config_loads_and_points_at_the_services(compose: dict[str, Any]
     assert (sparql.hostname, sparql.port, sparql.path) == ("oxigraph", 7878, "/query")
     data = [m for m in mounts(services["gateway"], ENV) if m.target == str(scoring.data_dir)]
     assert data and not data[0].bind, "the scoring data_dir is a named volume"
+
+
+def test_redis_config_points_the_queue_at_the_redis_service(compose: dict[str, Any]) -> None:
+    raw = yaml.safe_load((DEPLOY / "config.redis.yaml").read_text())
+    settings = settings_from_dict(raw, environ=ENV)
+    queue = settings.trustgate.scoring.queue
+    url = urlsplit(queue.redis_url)
+    assert queue.backend == "redis" and (url.hostname, url.port) == ("redis", 6379)
+    assert "redis" in compose["services"]
+    compose_default = yaml.safe_load((DEPLOY / "config.compose.yaml").read_text())
+    assert {k: v for k, v in raw.items() if k != "trustgate"} == \
+           {k: v for k, v in compose_default.items() if k != "trustgate"}

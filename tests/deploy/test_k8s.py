@@ -162,7 +162,8 @@ def test_local_llm_serves_the_packaged_model(objects: dict[tuple[str, str], dict
 def test_workers_scale(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
     worker = objects["Deployment", "trustgate-worker"]
     container = _container(objects, "trustgate-worker")
-    assert container["command"] == ["trustgate", "worker", "--config", "/etc/trustgate/config.yaml"]
+    assert container["command"] == ["trustgate", "worker", "--config", "/etc/trustgate/config.yaml",
+                                    "--metrics-host", "0.0.0.0"]  # else Prometheus cannot reach it
     assert "replicas" not in worker["spec"], "the HorizontalPodAutoscaler owns the replica count"
     hpa = objects["HorizontalPodAutoscaler", "trustgate-worker"]["spec"]
     assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "trustgate-worker"}
