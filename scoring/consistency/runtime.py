@@ -1,0 +1,76 @@
+"""Load the consistency scorer's heavy parts once per process, and serve the local graph.
+
+The gateway enters ``open_consistency_scorer(settings)`` in its lifespan: it
+starts the embedded Oxigraph server when no SPARQL endpoint is configured,
+loads the spaCy pipeline, vectors and vocabulary, and yields a ready
+``ConsistencyScorer``. Requests then only use what was loaded here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import spacy
+from gensim.models import KeyedVectors
+from spacy.language import Language
+
+from ..settings import ConsistencySettings, ScoringSettings
+from .distractors import DistractorGenerator
+from .embedding import WordEmbeddings, read_vocabulary
+from .knowledge import KnowledgeGraph
+from .oxigraph import serve_oxigraph
+from .paths import AssetPaths, asset_paths
+from .queries import PROFILES
+from .scorer import ConsistencyScorer
+from .substitution import SubstituteSources
+
+__all__ = ["load_embeddings", "load_nlp", "local_sparql_endpoint", "make_generator", "open_consistency_scorer"]
+
+
+def load_nlp(model: str) -> Language:
+    """The answer parser: tagger, lemmatizer and NER; the dependency parser is not needed."""
+    return spacy.load(model, exclude=["parser"])
+
+
+def load_vectors(path: Path) -> KeyedVectors:
+    """A user's vectors file: word2vec binary (.bin), word2vec text (.txt, .vec) or gensim's own format."""
+    if path.suffix == ".bin":
+        return KeyedVectors.load_word2vec_format(str(path), binary=True)
+    if path.suffix in (".txt", ".vec"):
+        return KeyedVectors.load_word2vec_format(str(path), binary=False)
+    return KeyedVectors.load(str(path))
+
+
+def load_embeddings(settings: ConsistencySettings, paths: AssetPaths) -> WordEmbeddings:
+    vectors_file = Path(settings.vectors_path) if settings.vectors_path else paths.vectors
+    return WordEmbeddings(load_vectors(vectors_file), read_vocabulary(paths.vocabulary))
+
+
+def make_generator(nlp: Language, embeddings: WordEmbeddings | None, endpoint: str | None,
+                   settings: ConsistencySettings) -> DistractorGenerator:
+    graph = (KnowledgeGraph(endpoint, PROFILES[settings.graph_profile], timeout=settings.sparql_timeout)
+             if endpoint else None)
+    return DistractorGenerator(nlp, SubstituteSources(graph, embeddings, datetime.date.today().year))
+
+
+@contextlib.asynccontextmanager
+async def local_sparql_endpoint(settings: ScoringSettings) -> AsyncIterator[str]:
+    """The configured endpoint, or the embedded Oxigraph server over the built store."""
+    if settings.consistency.sparql_endpoint:
+        yield settings.consistency.sparql_endpoint
+        return
+    async with serve_oxigraph(asset_paths(settings).store, port=settings.consistency.oxigraph_port) as url:
+        yield url
+
+
+@contextlib.asynccontextmanager
+async def open_consistency_scorer(settings: ScoringSettings) -> AsyncIterator[ConsistencyScorer]:
+    """A ready Trust_BC scorer for the gateway's lifetime (assets must be built first)."""
+    consistency = settings.consistency
+    nlp = load_nlp(consistency.spacy_model)
+    embeddings = load_embeddings(consistency, asset_paths(settings))
+    async with local_sparql_endpoint(settings) as endpoint:
+        yield ConsistencyScorer(consistency, make_generator(nlp, embeddings, endpoint, consistency))

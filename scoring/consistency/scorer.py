@@ -1,0 +1,136 @@
+"""Trust_BC: does the model pick its own answer again among distractors? (TrustScore, §2.1)
+
+For one job: build the distractor pool once (in a worker thread: it parses and
+queries), then run multiple-choice checks against the deployment that answered,
+through the ``Ask`` the pipeline binds. Each check gets fresh distractors and a
+new position for the original. Checks are sent in waves no larger than
+``concurrency`` and never larger than the number the stop rule is sure to need,
+so parallelism never costs an extra upstream call.
+
+The result's value is the binary Trust_BC (``mode: binary``) or the fraction
+of consistent checks (``graded``, ``adaptive``); the details carry both, the
+log-probability score when the upstream returned log-probabilities, and every
+check's options, letters and raw reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..settings import ConsistencySettings
+from ..types import Ask, ComponentResult, Reply, ScoringJob
+from .distractors import DistractorDeck, DistractorGenerator, DistractorPool
+from .mcq import MultipleChoice, build_choice, letter_probabilities, parse_choice, render_prompt
+from .stopping import StopRule, checks_before_possible_stop, decide_stop, settled_label
+
+__all__ = ["ConsistencyScorer"]
+
+DISTRACTORS_PER_CHECK = 3
+TOP_LOGPROBS = 5
+REPLY_CHARS_KEPT = 300
+
+
+@dataclass(frozen=True)
+class Check:
+    choice: MultipleChoice
+    reply: Reply
+
+    @property
+    def chosen(self) -> str | None:
+        return parse_choice(self.reply.text, self.choice)
+
+    @property
+    def consistent(self) -> bool:
+        return self.chosen == self.choice.original
+
+    @property
+    def original_probability(self) -> float | None:
+        probabilities = letter_probabilities(self.reply.top_logprobs, self.choice.letters)
+        return None if probabilities is None else probabilities[self.choice.original]
+
+    def details(self) -> dict[str, Any]:
+        return {"options": list(self.choice.options), "original": self.choice.original, "chosen": self.chosen,
+                "consistent": self.consistent, "original_probability": self.original_probability,
+                "reply": self.reply.text[:REPLY_CHARS_KEPT]}
+
+
+class ConsistencyScorer:
+    """The ``bc`` component. Holds only read-only collaborators; safe to share across jobs."""
+
+    name = "bc"
+
+    def __init__(self, settings: ConsistencySettings, generator: DistractorGenerator) -> None:
+        self._settings = settings
+        self._generator = generator
+        self._rule = StopRule(settings.mode, settings.max_checks, settings.adaptive_low, settings.adaptive_high,
+                              settings.adaptive_credibility)
+
+    def _rng(self, job: ScoringJob) -> random.Random:
+        """Seeded per job when a seed is configured, so a re-scored job sees the same checks."""
+        return random.Random(f"{self._settings.seed}:{job.id}") if self._settings.seed is not None \
+            else random.Random()
+
+    async def _ask(self, ask: Ask, choice: MultipleChoice) -> Check:
+        messages = [{"role": "user", "content": render_prompt(choice)}]
+        want = self._settings.logprobs
+        reply = await ask(messages, max_tokens=self._settings.answer_max_tokens, temperature=0.0, logprobs=want,
+                          top_logprobs=TOP_LOGPROBS if want else None)
+        return Check(choice, reply)
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        started = time.perf_counter()
+        rng = self._rng(job)
+        wanted = DISTRACTORS_PER_CHECK * self._settings.max_checks
+        pool = await asyncio.to_thread(self._generator.generate, job.question, job.answer, wanted, rng)
+        if not pool.distractors:
+            return ComponentResult(component=self.name, details=self._pool_details(pool, None),
+                                   label="unscored", duration_s=time.perf_counter() - started)
+        deck = DistractorDeck(pool.distractors, rng)
+        checks: list[Check] = []
+        calls, error = 0, None
+        while (reason := decide_stop(self._rule, sum(c.consistent for c in checks), len(checks))) is None:
+            wave = min(self._settings.concurrency,
+                       checks_before_possible_stop(self._rule, sum(c.consistent for c in checks), len(checks)))
+            choices = [build_choice(job.question, job.answer, [d.text for d in deck.draw(DISTRACTORS_PER_CHECK)],
+                                    rng) for _ in range(wave)]
+            calls += wave
+            outcomes = await asyncio.gather(*(self._ask(ask, c) for c in choices), return_exceptions=True)
+            failures = [o for o in outcomes if isinstance(o, BaseException)]
+            checks += [o for o in outcomes if isinstance(o, Check)]
+            if failures:  # an upstream failure ends scoring; what was asked is still reported
+                error = f"upstream: {type(failures[0]).__name__}: {failures[0]}"[:500]
+                break
+        return self._result(pool, deck, checks, calls, reason, error, time.perf_counter() - started)
+
+    def _pool_details(self, pool: DistractorPool, deck: DistractorDeck | None) -> dict[str, Any]:
+        return {"distractor_sources": pool.sources(), "distractors_available": len(pool.distractors),
+                "fewer_than_3_distractors": len(pool.distractors) < DISTRACTORS_PER_CHECK,
+                "distractors_reused": bool(deck and deck.reused), "substitution_level": pool.level,
+                "generation_s": round(pool.duration_s, 4), "source_errors": pool.errors,
+                "reason": None if pool.distractors else "no_distractors"}
+
+    def _result(self, pool: DistractorPool, deck: DistractorDeck, checks: list[Check], calls: int,
+                reason: str | None, error: str | None, duration_s: float) -> ComponentResult:
+        done, consistent = len(checks), sum(c.consistent for c in checks)
+        binary = 1.0 if done and consistent == done else 0.0
+        graded = consistent / done if done else None
+        probabilities = [p for p in (c.original_probability for c in checks) if p is not None]
+        details: dict[str, Any] = {
+            "mode": self._settings.mode, "binary": binary if done else None, "graded": graded,
+            "logprob": sum(probabilities) / len(probabilities) if probabilities else None,
+            "checks_run": done, "stop_reason": reason if error is None else "error",
+            "checks": [c.details() for c in checks], **self._pool_details(pool, deck),
+        }
+        if error is not None or not done:
+            return ComponentResult(component=self.name, details=details, upstream_calls=calls,
+                                   duration_s=duration_s, error=error)
+        if self._settings.mode == "binary":
+            value, label = binary, "consistent" if binary else "inconsistent"
+        else:
+            value, label = graded, settled_label(self._rule, consistent, done)
+        return ComponentResult(component=self.name, value=value, label=label, details=details,
+                               upstream_calls=calls, duration_s=duration_s)
