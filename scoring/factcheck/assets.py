@@ -256,8 +256,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m scoring.factcheck.assets", description=main.__doc__)
     parser.add_argument("--data-dir", type=Path, default=ScoringSettings().data_dir)
     args = parser.parse_args(argv)
-    logging.basicConfig(format="%(message)s")
-    logging.getLogger("scoring").setLevel(logging.INFO)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its logger to DEBUG when imported
     build_factcheck_assets(ScoringSettings(data_dir=args.data_dir))
 
 
