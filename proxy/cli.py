@@ -7,8 +7,12 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import uvicorn
+
+from scoring.factcheck import CorpusError
+from scoring.settings import ScoringSettings
 
 from .app import create_app
 from .config import ConfigError, default_config_path, load_settings
@@ -31,6 +35,38 @@ def _worker(args: argparse.Namespace) -> int:
     settings = load_settings(args.config or default_config_path())
     asyncio.run(run_worker(settings, metrics_host=args.metrics_host,
                            metrics_port=None if args.metrics_port == 0 else args.metrics_port))
+    return 0
+
+
+def _scoring_settings(args: argparse.Namespace) -> ScoringSettings:
+    return load_settings(args.config or default_config_path()).trustgate.scoring
+
+
+def _build_assets(args: argparse.Namespace) -> int:
+    from scoring.consistency.assets import build_consistency_assets
+    from scoring.factcheck.assets import build_factcheck_assets
+
+    settings = _scoring_settings(args)
+    build_consistency_assets(settings)
+    build_factcheck_assets(settings)
+    return 0
+
+
+def _corpus_add(args: argparse.Namespace) -> int:
+    from scoring.factcheck.assets import add_corpus
+
+    added = add_corpus(_scoring_settings(args), Path(args.path), name=args.name)
+    print(f"corpus {added.name}: {added.passages} passages; the evidence index now holds {added.index_passages}")
+    return 0
+
+
+def _corpus_remove(args: argparse.Namespace) -> int:
+    from scoring.factcheck.assets import remove_corpus
+
+    if not remove_corpus(_scoring_settings(args), args.name):
+        print(f"trustgate: no corpus named {args.name}", file=sys.stderr)
+        return 1
+    print(f"corpus {args.name} removed; evidence index rebuilt")
     return 0
 
 
@@ -57,6 +93,22 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--metrics-port", type=int, default=9400, help="port of /metrics (0: none)")
     worker.set_defaults(handler=_worker)
 
+    assets = commands.add_parser("build-assets", help="build the knowledge graph, word vectors and evidence index")
+    assets.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
+    assets.set_defaults(handler=_build_assets)
+
+    corpus = commands.add_parser("corpus", help="manage the fact-check evidence corpora")
+    corpus_commands = corpus.add_subparsers(dest="corpus_command", required=True)
+    add = corpus_commands.add_parser("add", help="add a JSONL of {id, title, text} or a folder of .txt files")
+    add.add_argument("path")
+    add.add_argument("--name", help="corpus name (default: the file or folder name)")
+    add.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
+    add.set_defaults(handler=_corpus_add)
+    remove = corpus_commands.add_parser("remove", help="remove a user corpus and rebuild the index")
+    remove.add_argument("name")
+    remove.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
+    remove.set_defaults(handler=_corpus_remove)
+
     model = commands.add_parser("model-path", help="print the packaged SmolLM2 GGUF path")
     model.set_defaults(handler=_model_path)
     return parser
@@ -67,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return int(args.handler(args))
-    except (ConfigError, LocalUpstreamError) as exc:
+    except (ConfigError, LocalUpstreamError, CorpusError) as exc:
         print(f"trustgate: {exc}", file=sys.stderr)
         return 2
 

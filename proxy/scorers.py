@@ -1,14 +1,27 @@
-"""Which scorers a gateway runs, built once at start-up from the scoring settings."""
+"""Which scorers a gateway (or worker) runs, built once at start-up from the scoring settings."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 
+from scoring.combine import combine
+from scoring.consistency import open_consistency_scorer
+from scoring.factcheck import FactCheckScorer
+from scoring.factcheck.assets import load_evidence_index
 from scoring.pipeline import Combiner
 from scoring.settings import ScoringSettings
 from scoring.types import Scorer
 
+from .config import ConfigError
+
 __all__ = ["build_scorers", "combiner", "scoring_configured"]
+
+log = logging.getLogger("trustgate.scorers")
+
+BUILD_HINT = "build them with `make install` (or `python -m scoring.consistency.assets` and " \
+             "`python -m scoring.factcheck.assets`)"
 
 
 def scoring_configured(settings: ScoringSettings) -> bool:
@@ -18,8 +31,21 @@ def scoring_configured(settings: ScoringSettings) -> bool:
 
 async def build_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitStack) -> list[Scorer]:
     """Load each enabled scorer's models and indexes once; services they need live on ``stack``."""
-    return []
+    scorers: list[Scorer] = []
+    if settings.consistency.enabled:
+        try:
+            scorers.append(await stack.enter_async_context(open_consistency_scorer(settings)))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"Trust_BC assets are missing ({exc.filename}): {BUILD_HINT}") from exc
+    if settings.factcheck.enabled:
+        index = await asyncio.to_thread(load_evidence_index, settings)
+        if index is None:
+            log.warning("no evidence index under %s: Trust_FC is off; %s", settings.data_dir, BUILD_HINT)
+        else:
+            scorers.append(FactCheckScorer(index, settings.factcheck))
+    return scorers
 
 
 def combiner(scorers: list[Scorer]) -> Combiner | None:
-    return None
+    """Trust_OV (paper Table 3, graded) whenever Trust_BC or Trust_FC runs."""
+    return combine if {s.name for s in scorers} & {"bc", "fc"} else None
