@@ -15,6 +15,7 @@ import pytest
 from proxy import default_config_path, load_settings
 from proxy.local_upstream import packaged_model_path
 from tests.conftest import MASTER_KEY
+from tests.e2e.test_trust_scores import DATA_DIR
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.slow
@@ -31,17 +32,21 @@ def test_packaged_model_file_is_found() -> None:
     assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
 
 
-def test_real_completion_through_the_gateway(start_gateway: Callable[..., ServerThread]) -> None:
+def local_model_config(**trustgate: object) -> dict[str, object]:
+    """The embedded defaults, on a free port so tests never collide with a running `make serve`."""
     settings = load_settings(default_config_path(), {})
     port = free_port()
-    config = {
+    return {
         "model_list": [{"model_name": "local", "litellm_params": {
             "model": f"openai/{settings.trustgate.local_upstream.model_alias}",
             "api_base": f"http://127.0.0.1:{port}/v1", "api_key": "none", "timeout": 120}}],
         "general_settings": {"master_key": MASTER_KEY},
-        "trustgate": {"local_upstream": {"enabled": True, "port": port, "n_ctx": 1024}},
+        "trustgate": {"local_upstream": {"enabled": True, "port": port, "n_ctx": 2048}, **trustgate},
     }
-    server = start_gateway(config)
+
+
+def test_real_completion_through_the_gateway(start_gateway: Callable[..., ServerThread]) -> None:
+    server = start_gateway(local_model_config())
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=120)
     messages = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
     reply = client.chat.completions.create(model="local", messages=messages, max_tokens=16, temperature=0)
@@ -51,3 +56,19 @@ def test_real_completion_through_the_gateway(start_gateway: Callable[..., Server
                                             stream=True)
     text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text.strip()
+
+
+@pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists(), reason="scoring assets not built")
+def test_real_model_gets_real_trust_scores(start_gateway: Callable[..., ServerThread]) -> None:
+    """The whole product on the demo model: answer, re-ask the same model, fact-check, combine."""
+    scoring = {"data_dir": str(DATA_DIR), "mode": "sync", "sync_timeout": 240,
+               "consistency": {"max_checks": 3, "seed": 1}}
+    server = start_gateway(local_model_config(scoring=scoring), scorers=None)
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=300)
+    raw = client.chat.completions.with_raw_response.create(
+        model="local", messages=[{"role": "user", "content": "Who wrote Romeo and Juliet?"}], max_tokens=24,
+        temperature=0)
+    assert raw.headers["x-trust-status"] == "done"
+    for header in ("x-trust-score", "x-trust-bc", "x-trust-fc"):
+        assert 0.0 <= float(raw.headers[header]) <= 1.0
+    assert raw.headers["x-trust-label"] in {"trusted", "uncertain", "untrusted"}
