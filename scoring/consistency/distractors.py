@@ -79,6 +79,10 @@ class DistractorGenerator:
         self._sources = sources
         self._parse_lock = threading.Lock()
 
+    @property
+    def sources(self) -> SubstituteSources:
+        return self._sources
+
     def generate(self, question: str, answer: str, num: int, rng: random.Random) -> DistractorPool:
         started = time.perf_counter()
         with self._parse_lock:

@@ -25,10 +25,11 @@ from pathlib import Path
 from gensim.models import KeyedVectors
 from spacy.lang.en.stop_words import STOP_WORDS
 
-__all__ = ["Vocabulary", "WordEmbeddings", "coarse_pos", "near_duplicate", "read_vocabulary", "same_word", "stem",
-           "tag_fits"]
+__all__ = ["Vocabulary", "WordEmbeddings", "WordSet", "coarse_pos", "near_duplicate", "read_vocabulary", "same_word",
+           "stem", "tag_fits"]
 
 MAX_SIMILARITY = 0.9
+MIN_SIMILARITY = 0.3  # below this a "neighbour" is unrelated: the random source's job, not this one's
 SPELLING_RATIO = 0.8
 MIN_RANDOM_COUNT = 5
 _WORDLIKE = re.compile(r"^[A-Za-z][A-Za-z'-]*[A-Za-z]$")
@@ -57,6 +58,24 @@ def same_word(a: str, b: str) -> bool:
     """One contains the other ("state", "states") or they share a stem: cheap enough for every pair."""
     x, y = a.lower().strip(), b.lower().strip()
     return not x or not y or x in y or y in x or stem(x) == stem(y)
+
+
+class WordSet:
+    """Words kept so far, answering ``same_word`` against all of them without re-stemming each."""
+
+    def __init__(self, words: Iterable[str] = ()) -> None:
+        self._lowered: list[str] = []
+        self._stems: set[str] = set()
+        for word in words:
+            self.add(word)
+
+    def add(self, word: str) -> None:
+        self._lowered.append(word.lower().strip())
+        self._stems.add(stem(word.strip()))
+
+    def clashes(self, word: str) -> bool:
+        x = word.lower().strip()
+        return not x or stem(x) in self._stems or any(x in y or y in x for y in self._lowered)
 
 
 def near_duplicate(a: str, b: str) -> bool:
@@ -104,9 +123,11 @@ class Vocabulary:
         if len(pool) < 10 * num:
             pool = self.by_coarse.get(coarse_pos(tag), pool)
         picked: list[str] = []
+        kept = WordSet()
         for word in rng.sample(pool, min(len(pool), 4 * num)):
-            if not near_duplicate(word, original) and not any(same_word(word, p) for p in picked):
+            if not near_duplicate(word, original) and not kept.clashes(word):
                 picked.append(word)
+                kept.add(word)
             if len(picked) == num:
                 break
         return picked
@@ -140,25 +161,28 @@ class WordEmbeddings:
     def has(self, word: str) -> bool:
         return self._known(word) is not None
 
+    def nearest(self, words: Sequence[str], topn: int) -> list[tuple[str, float]]:
+        """The ``topn`` words nearest the mean of ``words``' vectors, unfiltered (empty if none known)."""
+        keys = [k for k in (self._known(w) for w in words) if k]
+        return self._vectors.most_similar(positive=keys, topn=topn) if keys else []
+
     def neighbours(self, words: Sequence[str], tag: str, num: int, original: str) -> list[str]:
         """Up to ``num`` substitutes for ``original`` (made of ``words``), nearest first."""
-        keys = [k for k in (self._known(w) for w in words) if k]
-        if not keys:
-            return []
         picked: list[str] = []
-        for word, similarity in self._vectors.most_similar(positive=keys, topn=max(50, 4 * num)):
+        kept = WordSet(original.split())
+        for word, similarity in self.nearest(words, max(50, 4 * num)):
+            if similarity < MIN_SIMILARITY:
+                break
             if similarity >= MAX_SIMILARITY or not _WORDLIKE.match(word) or word.lower() in STOP_WORDS:
                 continue
             known = self.vocabulary.tags.get(word)
             if known is not None and not tag_fits(known, tag):
                 continue
-            if near_duplicate(word, original) or any(same_word(word, p) for p in _parts(original, picked)):
+            if near_duplicate(word, original) or kept.clashes(word):
                 continue
             picked.append(word)
+            kept.add(word)
             if len(picked) == num:
                 break
         return picked
 
-
-def _parts(original: str, picked: Iterable[str]) -> list[str]:
-    return [*original.split(), *picked]

@@ -78,7 +78,7 @@ class GraphCandidate:
     iri: str
     label: str
     popularity: float
-    required_types: int  # how many of the original's types it was required to share
+    relaxed: int  # how many depth levels of the original's types were dropped to find it (0: none)
 
 
 def _value(binding: dict[str, Any], name: str) -> str | None:
@@ -188,13 +188,14 @@ class KnowledgeGraph:
         """Up to ``num`` other entities sharing as many of ``entity``'s types as possible."""
         chosen: list[GraphCandidate] = []
         seen = {entity.label.lower(), *exclude_labels}
-        for types in relaxation_levels(entity.types, self.profile.min_type_depth)[:MAX_RELAXATIONS]:
+        levels = relaxation_levels(entity.types, self.profile.min_type_depth)[:MAX_RELAXATIONS]
+        for relaxed, types in enumerate(levels):
             rows = self.select(self.profile.candidates(types, [entity.iri], limit=2 * num))
             fresh: dict[str, GraphCandidate] = {}
             for row in rows:
                 label, iri = _value(row, "label"), _value(row, "entity")
                 if label and iri and label.lower() not in seen and label.lower() not in fresh:
-                    fresh[label.lower()] = GraphCandidate(iri, label, _number(_value(row, "popularity")), len(types))
+                    fresh[label.lower()] = GraphCandidate(iri, label, _number(_value(row, "popularity")), relaxed)
             picked = rng.sample(list(fresh.values()), min(len(fresh), num - len(chosen)))
             chosen += sorted(picked, key=lambda c: -c.popularity)
             seen |= {c.label.lower() for c in picked}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,10 @@ class ConsistencyScorer:
         self._rule = StopRule(settings.mode, settings.max_checks, settings.adaptive_low, settings.adaptive_high,
                               settings.adaptive_credibility)
 
+    @property
+    def generator(self) -> DistractorGenerator:
+        return self._generator
+
     def _rng(self, job: ScoringJob) -> random.Random:
         """Seeded per job when a seed is configured, so a re-scored job sees the same checks."""
         return random.Random(f"{self._settings.seed}:{job.id}") if self._settings.seed is not None \
@@ -119,10 +124,13 @@ class ConsistencyScorer:
         binary = 1.0 if done and consistent == done else 0.0
         graded = consistent / done if done else None
         probabilities = [p for p in (c.original_probability for c in checks) if p is not None]
+        source_of = {d.text: d.source for d in pool.distractors}
+        shown = Counter(source_of[o] for c in checks for o in c.choice.options if o in source_of)
         details: dict[str, Any] = {
             "mode": self._settings.mode, "binary": binary if done else None, "graded": graded,
             "logprob": sum(probabilities) / len(probabilities) if probabilities else None,
             "checks_run": done, "stop_reason": reason if error is None else "error",
+            "distractor_sources_shown": dict(shown),
             "checks": [c.details() for c in checks], **self._pool_details(pool, deck),
         }
         if error is not None or not done:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .embedding import WordEmbeddings, near_duplicate, same_word
+from .embedding import WordEmbeddings, WordSet, near_duplicate
 from .knowledge import KnowledgeGraph, KnowledgeGraphError, compatible_with
 from .numeric import numeric_substitutes
 from .selection import TITLES, Levels, Target
@@ -73,15 +73,16 @@ class CandidateSet:
         both kings); numbers only when equal (1983 and 1984 are different years).
         """
         existing = self.by_target.setdefault(target, [])
+        exact = {c.text.lower() for c in existing}
+        words = WordSet(c.text for c in existing)
         for text in texts:
             if source != "numeric" and near_duplicate(text, target.text):
                 continue
-            if source in ("numeric", "knowledge_graph"):
-                repeated = any(text.lower() == c.text.lower() for c in existing)
-            else:
-                repeated = any(same_word(text, c.text) for c in existing)
+            repeated = text.lower() in exact if source in ("numeric", "knowledge_graph") else words.clashes(text)
             if not repeated:
                 existing.append(Candidate(target, text, source))
+                exact.add(text.lower())
+                words.add(text)
 
     def merge(self, other: CandidateSet) -> None:
         for target, candidates in other.by_target.items():
@@ -106,8 +107,8 @@ def link_forms(target: Target) -> list[str]:
 
 def _graph_candidates(target: Target, num: int, sources: SubstituteSources, rng: random.Random,
                       found: CandidateSet) -> None:
-    if sources.graph is None:
-        return
+    if sources.graph is None or any(e.startswith("knowledge_graph") for e in found.errors):
+        return  # after one failure (e.g. a timeout) the endpoint is not asked again for this answer
     try:
         linked = compatible_with(sources.graph.link(link_forms(target)), target.label)
         for entity in linked[:LINKED_ENTITIES_TRIED]:

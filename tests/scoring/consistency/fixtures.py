@@ -61,6 +61,7 @@ ENTITIES: list[tuple[str, tuple[str, ...], str, int]] = [
     ("Rome", (), "capital", 100),
     ("Madrid", (), "capital", 60),
     ("Lyon", (), "city", 20),
+    ("Paris", (), "king", 3),  # a second "Paris" (the prince of Troy, promoted): linking must choose
 ]
 
 
@@ -68,8 +69,8 @@ def type_iri(name: str) -> str:
     return f"{TG}test-type-{name}"
 
 
-def entity_iri(label: str) -> str:
-    return f"{TG}test-{label.replace(' ', '_')}"
+def entity_iri(label: str, kind: str) -> str:
+    return f"{TG}test-{kind}-{label.replace(' ', '_')}"
 
 
 def _closure(name: str) -> set[str]:
@@ -79,9 +80,9 @@ def _closure(name: str) -> set[str]:
 def write_test_graph(path: Path) -> None:
     types = [TypeRecord(type_iri(n), label, depth, tuple(type_iri(p) for p in parents))
              for n, (label, depth, parents) in TYPES.items()]
-    entities = [EntityRecord(entity_iri(label), label, aliases, {type_iri(t) for t in _closure(kind)})
+    entities = [EntityRecord(entity_iri(label, kind), label, aliases, {type_iri(t) for t in _closure(kind)})
                 for label, aliases, kind, _ in ENTITIES]
-    popularity = {entity_iri(label): pop for label, _, _, pop in ENTITIES}
+    popularity = {entity_iri(label, kind): pop for label, _, kind, pop in ENTITIES}
     write_ntriples(path, entities, types, popularity)
 
 
