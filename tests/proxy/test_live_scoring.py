@@ -30,13 +30,13 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 class AskingScorer:
     """Re-asks the upstream once (as the real scorers do) and scores by what it heard."""
 
-    def __init__(self, name: str, value: float, delay: float = 0.0) -> None:
-        self.name, self.value, self.delay = name, value, delay
+    def __init__(self, name: str, value: float, delay: float = 0.0, label: str = "neutral") -> None:
+        self.name, self.value, self.delay, self.label = name, value, delay, label
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         await asyncio.sleep(self.delay)
         reply = await ask([{"role": "user", "content": f"check: {job.answer}"}])
-        return ComponentResult(component=self.name, value=self.value, label="ok", upstream_calls=1,
+        return ComponentResult(component=self.name, value=self.value, label=self.label, upstream_calls=1,
                                details={"heard": reply.text, "question": job.question})
 
 
@@ -92,7 +92,9 @@ def test_async_mode_returns_at_once_and_the_record_lands(scored_gateway: ServerT
     assert record["status"] == "done" and record["model"] == "fake"
     assert record["components"]["bc"]["details"]["question"] == "Who built the first temple?"
     assert record["components"]["bc"]["details"]["heard"].startswith("You said: check: You said:")
-    assert record["score"] == 0.9 and record["label"] == "trusted"
+    # Trust_OV, graded Table 3: a neutral fact check (0.4) plus 0.2 × Trust_BC 0.9
+    assert record["score"] == pytest.approx(0.58) and record["label"] == "uncertain"
+    assert record["components"]["ov"]["details"]["table3"] == 0.6
     assert set(record["timings"]) == {"queued_s", "scoring_s"}
 
 
@@ -100,8 +102,8 @@ def test_sync_mode_waits_and_carries_the_scores(scored_gateway: ServerThread) ->
     response = chat(scored_gateway, headers={"x-trustgate-mode": "sync"})
     headers = response.headers
     assert headers["x-trust-status"] == "done"
-    assert (headers["x-trust-score"], headers["x-trust-bc"], headers["x-trust-fc"]) == ("0.9000", "0.9000", "0.5000")
-    assert headers["x-trust-label"] == "trusted" and headers["x-trust-id"].startswith("trust-")
+    assert (headers["x-trust-score"], headers["x-trust-bc"], headers["x-trust-fc"]) == ("0.5800", "0.9000", "0.5000")
+    assert headers["x-trust-label"] == "uncertain" and headers["x-trust-id"].startswith("trust-")
     assert response.json()["choices"][0]["message"]["content"] == "You said: Who built the first temple?"
 
 
@@ -137,7 +139,7 @@ def test_streaming_sync_sends_a_trust_chunk_before_done(scored_gateway: ServerTh
     assert text == "You said: stream me"
     trust = chunks[-1].model_extra["trust"]  # type: ignore[index]
     assert chunks[-1].choices == []
-    assert trust["status"] == "done" and trust["components"] == {"bc": 0.9, "fc": 0.5}
+    assert trust["status"] == "done" and trust["components"] == {"bc": 0.9, "fc": 0.5, "ov": pytest.approx(0.58)}
     with httpx.stream("POST", f"{scored_gateway.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "sync"},
                       json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "x"}]}) as raw:
         events = [line for line in raw.iter_lines() if line.startswith("data: ")]
@@ -226,7 +228,8 @@ def test_metrics_after_known_traffic(scored_gateway: ServerThread) -> None:
 
     assert value("trustgate_trust_score_count", model="fake", component="bc") == 3
     assert value("trustgate_trust_score_sum", model="fake", component="fc") == pytest.approx(1.5)
-    assert value("trustgate_trust_labels_total", model="fake", label="trusted") == 3
+    assert value("trustgate_trust_labels_total", model="fake", label="uncertain") == 3
+    assert value("trustgate_trust_score_count", model="fake", component="ov") == 3
     assert value("trustgate_low_trust_responses_total", model="fake") == 0
     assert value("trustgate_scoring_jobs_total", model="fake", status="done") == 3
     assert value("trustgate_upstream_calls_total", model="fake", purpose="user") == 3
@@ -273,5 +276,6 @@ def test_spans_and_evaluation_events(fake_upstream: FakeUpstream,
     assert {e.event_name for e in events} == {"gen_ai.evaluation.result"}
     by_name = {e.attributes["gen_ai.evaluation.name"]: e.attributes for e in events}  # type: ignore[index]
     assert by_name["trustgate.trust_bc"]["gen_ai.evaluation.score.value"] == 0.9
-    assert by_name["trustgate.trust_fc"]["gen_ai.evaluation.score.label"] == "ok"
+    assert by_name["trustgate.trust_fc"]["gen_ai.evaluation.score.label"] == "neutral"
+    assert by_name["trustgate.trust_ov"]["gen_ai.evaluation.score.label"] == "uncertain"
     assert all(a["gen_ai.response.id"] == record_id for a in by_name.values())
