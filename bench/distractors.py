@@ -168,8 +168,9 @@ def compare_vectors(paths: AssetPaths, generator: DistractorGenerator, graph: Kn
     for item in answers:
         levels = select_targets(nlp.make_doc(item.question), nlp(item.answer), 2025)
         targets += [t for t in (*levels.ents_1, *levels.nncds_1, *levels.vbjjs_1) if not t.numeric]
-    options = {"skip-gram, 10 epochs (built)": VectorOptions(), "skip-gram, 5 epochs": VectorOptions(epochs=5),
-               "CBOW, 10 epochs": VectorOptions(sg=0), "CBOW, 20 epochs": VectorOptions(sg=0, epochs=20)}
+    options = {"CBOW, 20 epochs (built)": VectorOptions(), "CBOW, 10 epochs": VectorOptions(epochs=10),
+               "skip-gram, 10 epochs": VectorOptions(sg=1, epochs=10),
+               "skip-gram, 20 epochs": VectorOptions(sg=1, epochs=20)}
     rows = []
     for name, option in options.items():
         started = time.perf_counter()

@@ -20,6 +20,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..settings import ConsistencySettings
@@ -40,7 +41,7 @@ class Check:
     choice: MultipleChoice
     reply: Reply
 
-    @property
+    @cached_property
     def chosen(self) -> str | None:
         return parse_choice(self.reply.text, self.choice)
 
@@ -48,7 +49,7 @@ class Check:
     def consistent(self) -> bool:
         return self.chosen == self.choice.original
 
-    @property
+    @cached_property
     def original_probability(self) -> float | None:
         probabilities = letter_probabilities(self.reply.top_logprobs, self.choice.letters)
         return None if probabilities is None else probabilities[self.choice.original]

@@ -36,6 +36,9 @@ Source = Literal["numeric", "knowledge_graph", "embedding", "embedding_word", "p
 SOURCE_TIER: dict[str, int] = {"numeric": 1, "knowledge_graph": 1, "embedding": 2, "embedding_word": 2,
                                "pos_random": 3}
 LINKED_ENTITIES_TRIED = 2
+# A long answer can name dozens of entities; each costs graph queries, and a few already give
+# more candidates than ten checks can show. The first ones (in answer order) are used.
+MAX_TARGETS = 6
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,7 @@ def _replace_word(text: str, word: str, replacement: str) -> str:
 def candidates_for_entities(entities: Sequence[Target], num: int, sources: SubstituteSources,
                             rng: random.Random) -> CandidateSet:
     found = CandidateSet()
+    entities = entities[:MAX_TARGETS]
     plain = [e for e in entities if not e.numeric]
     for entity in entities:
         if entity.numeric:
@@ -161,6 +165,7 @@ def candidates_for_entities(entities: Sequence[Target], num: int, sources: Subst
 def candidates_for_words(words: Sequence[Target], num: int, sources: SubstituteSources,
                          rng: random.Random) -> CandidateSet:
     found = CandidateSet()
+    words = words[:MAX_TARGETS]
     embeddings = sources.embeddings
     for word in words:
         if word.numeric:
