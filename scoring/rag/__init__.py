@@ -1,0 +1,33 @@
+"""RAG trust (Trust-Eval): refusal groundedness, citation recall and precision, claim correctness.
+
+What the gateway uses:
+
+- ``prepare_rag_request(body) -> (forward_body, RagRequest | None)`` on every
+  chat request, before the allowlist check: it removes the extension fields
+  ``documents``, ``answerable`` and ``reference_claims`` (``RAG_FIELDS``),
+  appends field-only documents to the prompt, and raises ``InvalidRagField``
+  (``.param``) for a malformed one. None: closed-book, TrustScore applies.
+- For a RAG request, the scoring job carries ``RagRequest.job_documents()``
+  in ``documents`` and ``RagRequest.labels.as_policy()`` at
+  ``policy[LABELS_KEY]``.
+- ``RagScorer(judge_model=..., nli=...)``: the ``Scorer`` named "rag".
+"""
+
+from .documents import Document, documents_in_messages, format_passages
+from .labels import LABELS_KEY, RagLabels
+from .request import RAG_FIELDS, InvalidRagField, RagRequest, prepare_rag_request
+from .scorer import RagScorer, trust_value
+
+__all__ = [
+    "LABELS_KEY",
+    "RAG_FIELDS",
+    "Document",
+    "InvalidRagField",
+    "RagLabels",
+    "RagRequest",
+    "RagScorer",
+    "documents_in_messages",
+    "format_passages",
+    "prepare_rag_request",
+    "trust_value",
+]
