@@ -11,8 +11,13 @@ What the gateway uses:
   in ``documents`` and ``RagRequest.labels.as_policy()`` at
   ``policy[LABELS_KEY]``.
 - ``RagScorer(judge_model=..., nli=...)``: the ``Scorer`` named "rag".
+
+``python -m scoring.rag.report`` (``report.py``, not imported here so that
+``-m`` does not import it twice) prints the offline report; ``rag_report`` is
+its pure part.
 """
 
+from .aggregate import rag_report
 from .documents import Document, documents_in_messages, format_passages
 from .labels import LABELS_KEY, RagLabels
 from .request import RAG_FIELDS, InvalidRagField, RagRequest, prepare_rag_request
@@ -29,5 +34,6 @@ __all__ = [
     "documents_in_messages",
     "format_passages",
     "prepare_rag_request",
+    "rag_report",
     "trust_value",
 ]
