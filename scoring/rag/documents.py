@@ -29,10 +29,10 @@ __all__ = [
 MIN_BARE_WORDS = 5  # a bare "[n] ..." line this short is more likely a numbered list than a passage
 DOCUMENT_ROLES = frozenset({"system", "developer", "user"})
 
-_MARKER = re.compile(
-    r"^\s*(?P<label>(?:document|doc|passage|source)\s*)?\[(?P<number>\d{1,3})\]\s*"
-    r"(?:\(\s*title:\s*(?P<title>.*?)\)\s*:|\(\s*title:\s*(?P<bare_title>(?:[^()]|\([^()]*\))*)\))?\s*:?\s*(?P<text>.*)$",
-    re.IGNORECASE)
+# "(Title: T):" where T may hold parentheses, else "(Title: T)" with at most one level of them.
+_TITLE = r"\(\s*title:\s*(?:(?P<title>.*?)\)\s*:|(?P<bare_title>(?:[^()]|\([^()]*\))*)\))"
+_MARKER = re.compile(rf"^\s*(?P<label>(?:document|doc|passage|source)\s*)?\[(?P<number>\d{{1,3}})\]\s*"
+                     rf"(?:{_TITLE})?\s*:?\s*(?P<text>.*)$", re.IGNORECASE)
 _SECTION = re.compile(r"^\s*(?:question|answer|instruction|query|response)\s*:", re.IGNORECASE)
 
 

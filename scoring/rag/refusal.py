@@ -3,16 +3,19 @@
 Trust-Eval calls an output a refusal when its refusal sentence ("I apologize,
 but I couldn't find an answer") fuzzily appears in it: ``fuzz.partial_ratio``
 over normalised text above 85. We keep that test and threshold, with more
-template sentences because live models word refusals freely, and add a
-pattern for the other common form, "the documents do not contain/mention
-...". Matching is done per statement, against the template only (a statement
-shorter than a template is compared whole), so that a short "I apologize." is
-not a refusal merely because it is part of the template.
+template sentences because live models word refusals freely, and add
+patterns for the forms no template can cover: "the documents do not
+contain/mention ...", "none of the passages ...", "I cannot answer/determine
+...", "I don't know". Matching is done per statement, against the template
+only (a statement shorter than a template is compared whole), so that a short
+"I apologize." is not a refusal merely because it is part of the template.
 
 A statement that cites a document is never a refusal: it asserts something
 from the documents. The answer is a refusal when it has a refusal statement
 and says nothing else of substance; an answer that refuses in part and
 answers in part is a partial refusal, and its answering statements are judged.
+(Trust-Eval counts any output with its flag in it as refused; a gateway cares
+whether the user got an answer.)
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
 
 THRESHOLD = 85  # Trust-Eval's rejection_threshold: a match scores above it
 RefusalKind = Literal["answer", "partial", "refusal"]
+MAX_REFUSAL_CHARS = 400
 FILLER_WORDS = 4  # a statement this short beside a refusal ("I'm sorry.") adds nothing to it
 
 # Trust-Eval's rejection flag first, then phrasings live models use for the same thing.
@@ -101,15 +105,31 @@ def partial_ratio(template: str, text: str) -> int:
 _NORMALIZED_TEMPLATES = tuple(normalize(template) for template in REFUSAL_TEMPLATES)
 
 
+def _may_match(template: str, words: set[str]) -> bool:
+    """A cheap bound: text sharing under half of a template's words cannot be 85% like it.
+
+    ``partial_ratio`` runs a sequence match per aligned window; without this
+    an answer of a few hundred uncited sentences costs seconds of the event
+    loop the gateway serves traffic on.
+    """
+    needed = template.split()
+    return 2 * sum(word in words for word in needed) >= len(needed)
+
+
 def is_refusal_statement(statement: Statement) -> bool:
-    """An uncited statement that declines: it matches a template, or says the documents lack the answer."""
-    if statement.citations:
+    """An uncited statement that declines: it matches a template, or says the documents lack the answer.
+
+    Statements longer than ``MAX_REFUSAL_CHARS`` are not refusals: a refusal is a sentence, not a page.
+    """
+    if statement.citations or len(statement.claim) > MAX_REFUSAL_CHARS:
         return False
     claim = statement.claim.replace("\u2019", "'")
     if _ABSENCE.search(claim):
         return True
     text = normalize(claim)
-    return any(partial_ratio(template, text) > THRESHOLD for template in _NORMALIZED_TEMPLATES)
+    words = set(text.split())
+    return any(_may_match(template, words) and partial_ratio(template, text) > THRESHOLD
+               for template in _NORMALIZED_TEMPLATES)
 
 
 def _is_filler(statement: Statement) -> bool:

@@ -65,3 +65,8 @@ def test_a_refusal_beside_an_answer_is_partial() -> None:
     assert kind("Unfortunately, the documents do not mention the date. The bridge was designed by Smith [2].") == (
         "partial")
     assert kind("I don't know the date. The bridge was designed by Smith in Rome.") == "partial"
+
+
+def test_a_page_long_sentence_is_not_a_refusal_even_with_the_flag_in_it() -> None:
+    sentence = "I apologize, but I couldn't find an answer, " + "and the tower is tall, " * 20 + "so there."
+    assert kind(sentence) == "answer"
