@@ -9,8 +9,10 @@ import pytest
 
 from scoring.factcheck.index import Evidence
 from scoring.factcheck.judge import Label, judge_prompt
+from scoring.pipeline import ScoringPipeline
 from scoring.rag import LABELS_KEY, RagLabels, RagScorer
-from scoring.types import ComponentResult, ScoringJob
+from scoring.settings import ScoringSettings
+from scoring.types import ComponentResult, ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
 
 from .judging import MARKER, marker_judge, with_gateway_ask
@@ -183,3 +185,12 @@ def test_the_local_nli_judge_reads_cited_passages_as_one_premise(fake_upstream: 
     assert details["groundedness"] == pytest.approx(GROUNDEDNESS)
     joint = [p for p in nli.premises if len(p) == 1 and p[0].startswith("Title: Tower\n")]
     assert joint and "Title: Bridge\n" in joint[0][0]  # [1][2] together: one premise in Trust-Eval's format
+
+
+def test_the_scoring_pipeline_runs_it_and_records_a_json_safe_result(fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = marker_judge
+    job = ScoringJob(id="job-1", model="fake", question=QUESTION, answer=ANSWER, documents=DOCUMENTS)
+    record = with_gateway_ask(fake_upstream, lambda ask: ScoringPipeline(
+        [RagScorer()], lambda model, purpose: ask, ScoringSettings()).run(job))
+    assert (record.status, record.score, record.upstream_calls) == ("done", pytest.approx(13 / 21), CALLS)
+    assert TrustRecord.model_validate_json(record.model_dump_json()) == record
