@@ -9,7 +9,8 @@ What the gateway uses:
   (``.param``) for a malformed one. None: closed-book, TrustScore applies.
 - For a RAG request, the scoring job carries ``RagRequest.job_documents()``
   in ``documents`` and ``RagRequest.labels.as_policy()`` at
-  ``policy[LABELS_KEY]``.
+  ``policy[LABELS_KEY]``; its question comes from the client's own messages,
+  not the forwarded ones, which may end with the appended passages.
 - ``RagScorer(judge_model=..., nli=...)``: the ``Scorer`` named "rag".
 
 ``python -m scoring.rag.report`` (``report.py``, not imported here so that
