@@ -45,7 +45,11 @@ def load_vectors(path: Path) -> KeyedVectors:
 
 
 def load_embeddings(settings: ConsistencySettings, paths: AssetPaths) -> WordEmbeddings:
+    """The configured vectors (or the built ones) with the built vocabulary's POS tags."""
     vectors_file = Path(settings.vectors_path) if settings.vectors_path else paths.vectors
+    for needed in (vectors_file, paths.vocabulary):
+        if not needed.exists():
+            raise FileNotFoundError(f"{needed} is missing: run `python -m scoring.consistency.assets`")
     return WordEmbeddings(load_vectors(vectors_file), read_vocabulary(paths.vocabulary))
 
 

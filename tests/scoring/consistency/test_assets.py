@@ -15,7 +15,7 @@ from scoring.consistency.assets import build_consistency_assets
 from scoring.consistency.knowledge import KnowledgeGraph, compatible_with
 from scoring.consistency.paths import asset_paths
 from scoring.consistency.queries import PROFILES
-from scoring.consistency.runtime import open_consistency_scorer
+from scoring.consistency.runtime import load_embeddings, open_consistency_scorer
 from scoring.consistency.vectors_build import (TaggedCorpus, VectorOptions, read_sentences, tag_corpus,
                                                train_vectors, write_sentences, write_vocabulary)
 from scoring.settings import ConsistencySettings, ScoringSettings
@@ -32,6 +32,12 @@ def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
         path.write_text("kept")
     build_consistency_assets(ScoringSettings(data_dir=tmp_path))
     assert paths.graph.read_text() == paths.vectors.read_text() == "kept" and not paths.manifest.exists()
+
+
+def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> None:
+    settings = ScoringSettings(data_dir=tmp_path)
+    with pytest.raises(FileNotFoundError, match="scoring.consistency.assets"):
+        load_embeddings(settings.consistency, asset_paths(settings))
 
 
 def test_tagging_and_training_on_a_small_corpus(nlp: Language, tmp_path: Path) -> None:
