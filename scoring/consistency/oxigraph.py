@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import shutil
 import socket
 import subprocess
@@ -103,10 +104,12 @@ async def serve_oxigraph(store_dir: Path, *, port: int = 0) -> AsyncIterator[str
     """Serve ``store_dir`` on 127.0.0.1 (``port`` 0: a free one); yields the SPARQL query URL.
 
     The server is a child process, stopped when the context exits. With ``port``
-    0 a lost race for the picked port is retried on another.
+    0 a lost race for the picked port is retried on another. A missing store is a
+    ``FileNotFoundError`` naming it; a server that does not come up, ``OxigraphError``.
     """
     if not (store_dir / "CURRENT").exists():
-        raise OxigraphError(f"no Oxigraph store at {store_dir}: run `python -m scoring.consistency.assets`")
+        raise FileNotFoundError(errno.ENOENT, "no Oxigraph store: run `python -m scoring.consistency.assets`",
+                                str(store_dir))
     with tempfile.TemporaryFile() as log:
         for attempt in range(3):
             try:

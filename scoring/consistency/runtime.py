@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import errno
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def load_embeddings(settings: ConsistencySettings, paths: AssetPaths) -> WordEmb
     vectors_file = Path(settings.vectors_path) if settings.vectors_path else paths.vectors
     for needed in (vectors_file, paths.vocabulary):
         if not needed.exists():
-            raise FileNotFoundError(f"{needed} is missing: run `python -m scoring.consistency.assets`")
+            raise FileNotFoundError(errno.ENOENT, "run `python -m scoring.consistency.assets`", str(needed))
     return WordEmbeddings(load_vectors(vectors_file), read_vocabulary(paths.vocabulary))
 
 

@@ -36,8 +36,9 @@ def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
 
 def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> None:
     settings = ScoringSettings(data_dir=tmp_path)
-    with pytest.raises(FileNotFoundError, match="scoring.consistency.assets"):
+    with pytest.raises(FileNotFoundError, match="scoring.consistency.assets") as raised:
         load_embeddings(settings.consistency, asset_paths(settings))
+    assert raised.value.filename == str(asset_paths(settings).vectors)
 
 
 def test_tagging_and_training_on_a_small_corpus(nlp: Language, tmp_path: Path) -> None:

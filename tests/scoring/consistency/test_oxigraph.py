@@ -39,8 +39,9 @@ def test_a_missing_store_is_a_clear_error(tmp_path: Path) -> None:
         async with serve_oxigraph(tmp_path / "nothing"):
             pass
 
-    with pytest.raises(OxigraphError, match="scoring.consistency.assets"):
+    with pytest.raises(FileNotFoundError, match="scoring.consistency.assets") as raised:
         asyncio.run(run())
+    assert raised.value.filename == str(tmp_path / "nothing")
 
 
 def test_a_broken_graph_file_fails_to_load(tmp_path: Path) -> None:
