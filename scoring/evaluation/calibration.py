@@ -1,0 +1,136 @@
+"""Calibrated probabilities from trust scores: the file the gateway loads, and the object it gets.
+
+A calibration file maps a raw Trust_OV score to the probability that the answer
+is correct, as measured on a labeled set by ``trustgate eval``. The gateway
+calls ``load_calibration(path)`` once at start-up and ``.probability(score)``
+per record (for ``x-trust-probability``). This module only reads, writes and
+applies the file, with the standard library: loading it costs the gateway no
+scientific imports. Fitting lives in ``fitting.py``.
+
+File format (JSON)::
+
+    {"format": "trustgate-calibration", "version": 1, "method": "isotonic",
+     "score": "ov", "x": [0.0, 0.4, 0.8], "y": [0.02, 0.1, 0.6], "fitted_on": {...}}
+
+    {"format": "trustgate-calibration", "version": 1, "method": "platt",
+     "score": "ov", "a": 4.2, "b": -2.1, "fitted_on": {...}}
+
+Isotonic: piecewise-linear through the (x, y) thresholds, flat beyond the ends
+(scikit-learn's ``IsotonicRegression(out_of_bounds="clip").predict``). Platt:
+``1 / (1 + exp(-(a·score + b)))``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "FORMAT",
+    "CalibrationError",
+    "Calibrator",
+    "IsotonicCalibrator",
+    "PlattCalibrator",
+    "load_calibration",
+    "save_calibration",
+]
+
+FORMAT = "trustgate-calibration"
+VERSION = 1
+
+
+class CalibrationError(ValueError):
+    """A calibration file is missing, malformed or of an unknown method."""
+
+
+class Calibrator(Protocol):
+    """Raw score (which component: ``score``) -> probability that the answer is correct."""
+
+    score: str
+
+    def probability(self, score: float) -> float: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class IsotonicCalibrator:
+    x: tuple[float, ...]  # increasing score thresholds
+    y: tuple[float, ...]  # non-decreasing probabilities at those thresholds
+    score: str = "ov"
+    fitted_on: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.x or len(self.x) != len(self.y):
+            raise CalibrationError("isotonic calibration needs as many y as x thresholds, at least one")
+        if any(b < a for a, b in zip(self.x, self.x[1:])) or any(b < a for a, b in zip(self.y, self.y[1:])):
+            raise CalibrationError("isotonic thresholds must be non-decreasing")
+        if not all(0.0 <= p <= 1.0 for p in self.y):
+            raise CalibrationError("isotonic probabilities must lie in [0, 1]")
+
+    def probability(self, score: float) -> float:
+        x, y = self.x, self.y
+        if score <= x[0]:
+            return y[0]
+        if score >= x[-1]:
+            return y[-1]
+        right = bisect.bisect_right(x, score)
+        x0, x1, y0, y1 = x[right - 1], x[right], y[right - 1], y[right]
+        return y0 if x1 == x0 else y0 + (y1 - y0) * (score - x0) / (x1 - x0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "method": "isotonic", "score": self.score,
+                "x": list(self.x), "y": list(self.y), "fitted_on": self.fitted_on}
+
+
+@dataclass(frozen=True)
+class PlattCalibrator:
+    a: float
+    b: float
+    score: str = "ov"
+    fitted_on: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def probability(self, score: float) -> float:
+        z = self.a * score + self.b
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "method": "platt", "score": self.score,
+                "a": self.a, "b": self.b, "fitted_on": self.fitted_on}
+
+
+def _from_json(data: Any) -> Calibrator:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CalibrationError(f"not a {FORMAT} file")
+    if data.get("version") != VERSION:
+        raise CalibrationError(f"unsupported calibration version {data.get('version')!r}")
+    common = {"score": str(data.get("score", "ov")), "fitted_on": dict(data.get("fitted_on") or {})}
+    try:
+        if data.get("method") == "isotonic":
+            return IsotonicCalibrator(tuple(map(float, data["x"])), tuple(map(float, data["y"])), **common)
+        if data.get("method") == "platt":
+            return PlattCalibrator(float(data["a"]), float(data["b"]), **common)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CalibrationError(f"malformed calibration: {exc}") from exc
+    raise CalibrationError(f"unknown calibration method {data.get('method')!r}")
+
+
+def load_calibration(path: str | Path) -> Calibrator:
+    """Read a calibration file written by ``trustgate eval --calibration-out``."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CalibrationError(f"cannot read calibration {path}: {exc}") from exc
+    return _from_json(data)
+
+
+def save_calibration(calibrator: Calibrator, path: str | Path) -> None:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".partial")
+    partial.write_text(json.dumps(calibrator.to_json(), indent=2) + "\n", encoding="utf-8")
+    partial.replace(target)

@@ -1,0 +1,169 @@
+"""How well a score predicts a 0/1 correctness label. Pure functions of two arrays.
+
+Pearson's r against binary labels (the point-biserial correlation) is what the
+TrustScore paper reports (Table 1). It mixes ranking and scale, so the report
+adds rank measures (Spearman, AUROC, AUPRC) and, for scores that claim to be
+probabilities, the expected calibration error. Every function returns NaN where
+the measure is undefined (a constant score, a single class), never raises, so a
+bootstrap resample that happens to be degenerate is skipped rather than fatal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.stats import rankdata
+
+__all__ = [
+    "ConfidenceInterval",
+    "Metric",
+    "ReliabilityBin",
+    "auprc",
+    "auroc",
+    "bootstrap_ci",
+    "brier_score",
+    "cohen_kappa",
+    "expected_calibration_error",
+    "pearson",
+    "reliability_bins",
+    "roc_points",
+    "spearman",
+]
+
+Metric = Callable[[NDArray[np.float64], NDArray[np.float64]], float]
+NAN = float("nan")
+
+
+def _arrays(scores: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=float)
+    if s.shape != y.shape or s.ndim != 1:
+        raise ValueError(f"scores and labels must be 1-d and the same length, got {s.shape} and {y.shape}")
+    return s, y
+
+
+def _both_classes(y: NDArray[np.float64]) -> bool:
+    return 0 < y.sum() < len(y)
+
+
+def pearson(scores: ArrayLike, labels: ArrayLike) -> float:
+    s, y = _arrays(scores, labels)
+    if len(s) < 2 or np.ptp(s) == 0 or np.ptp(y) == 0:
+        return NAN
+    ds, dy = s - s.mean(), y - y.mean()
+    return float(np.clip((ds @ dy) / np.sqrt((ds @ ds) * (dy @ dy)), -1.0, 1.0))
+
+
+def spearman(scores: ArrayLike, labels: ArrayLike) -> float:
+    """Pearson's r of the average ranks (ties share their mean rank)."""
+    s, y = _arrays(scores, labels)
+    return pearson(rankdata(s), rankdata(y))
+
+
+def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
+    """P(score of a correct answer > score of a wrong one), ties counting half (Mann-Whitney U)."""
+    s, y = _arrays(scores, labels)
+    if not _both_classes(y):
+        return NAN
+    positives = y == 1
+    n_pos, n_neg = positives.sum(), (~positives).sum()
+    rank_sum = rankdata(s)[positives].sum()
+    return float((rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _threshold_counts(s: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+    """True and false positives when predicting "correct" at or above each distinct score, highest first."""
+    order = np.argsort(-s, kind="mergesort")
+    s, y = s[order], y[order]
+    last_of_each = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]
+    tps = np.cumsum(y)[last_of_each]
+    fps = last_of_each + 1 - tps
+    return tps, fps, s[last_of_each]
+
+
+def auprc(scores: ArrayLike, labels: ArrayLike) -> float:
+    """Average precision: precision at each threshold weighted by the recall it adds (no interpolation)."""
+    s, y = _arrays(scores, labels)
+    if y.sum() == 0:
+        return NAN
+    tps, fps, _ = _threshold_counts(s, y)
+    precision, recall = tps / (tps + fps), tps / tps[-1]
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+
+def roc_points(scores: ArrayLike, labels: ArrayLike) -> tuple[list[float], list[float]]:
+    """(false positive rates, true positive rates) from (0, 0) through every distinct threshold."""
+    s, y = _arrays(scores, labels)
+    if not _both_classes(y):
+        return [], []
+    tps, fps, _ = _threshold_counts(s, y)
+    return [0.0, *(fps / fps[-1]).tolist()], [0.0, *(tps / tps[-1]).tolist()]
+
+
+@dataclass(frozen=True)
+class ReliabilityBin:
+    low: float
+    high: float
+    count: int
+    mean_score: float
+    accuracy: float
+
+
+def reliability_bins(scores: ArrayLike, labels: ArrayLike, bins: int = 10) -> list[ReliabilityBin]:
+    """Equal-width bins over [0, 1] (the last one closed); empty bins are left out."""
+    s, y = _arrays(scores, labels)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.digitize(s, edges[1:-1], right=False), 0, bins - 1)
+    return [ReliabilityBin(float(edges[b]), float(edges[b + 1]), int(inside.sum()), float(s[inside].mean()),
+                           float(y[inside].mean()))
+            for b in range(bins) if (inside := index == b).any()]
+
+
+def expected_calibration_error(scores: ArrayLike, labels: ArrayLike, bins: int = 10) -> float:
+    """Σ_bins (n_b / n)·|accuracy_b − mean score_b| over equal-width bins; scores must lie in [0, 1]."""
+    s, y = _arrays(scores, labels)
+    if len(s) == 0:
+        return NAN
+    if s.min() < 0.0 or s.max() > 1.0:
+        raise ValueError("calibration error needs scores in [0, 1]")
+    return float(sum(b.count * abs(b.accuracy - b.mean_score) for b in reliability_bins(s, y, bins)) / len(s))
+
+
+def brier_score(scores: ArrayLike, labels: ArrayLike) -> float:
+    """Mean squared distance between the probability and the 0/1 outcome."""
+    s, y = _arrays(scores, labels)
+    return float(np.mean((s - y) ** 2)) if len(s) else NAN
+
+
+def cohen_kappa(a: ArrayLike, b: ArrayLike) -> float:
+    """Agreement of two 0/1 labelings beyond chance; NaN when chance agreement is total."""
+    x, y = _arrays(a, b)
+    if len(x) == 0:
+        return NAN
+    chance = float(x.mean() * y.mean() + (1 - x.mean()) * (1 - y.mean()))
+    return NAN if chance == 1.0 else (float(np.mean(x == y)) - chance) / (1 - chance)
+
+
+@dataclass(frozen=True)
+class ConfidenceInterval:
+    low: float
+    high: float
+    resamples: int  # resamples where the metric was defined
+
+
+def bootstrap_ci(metric: Metric, scores: ArrayLike, labels: ArrayLike, *, resamples: int = 1000,
+                 level: float = 0.95, seed: int = 0) -> ConfidenceInterval:
+    """Percentile interval of ``metric`` over item resamples drawn with a seeded generator."""
+    s, y = _arrays(scores, labels)
+    if len(s) < 2:
+        return ConfidenceInterval(NAN, NAN, 0)
+    rng = np.random.default_rng(seed)
+    values = np.array([metric(s[rows], y[rows]) for rows in rng.integers(0, len(s), (resamples, len(s)))])
+    values = values[~np.isnan(values)]
+    if len(values) == 0:
+        return ConfidenceInterval(NAN, NAN, 0)
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return ConfidenceInterval(float(low), float(high), len(values))

@@ -1,0 +1,78 @@
+"""Calibration: fit, save, load, and the loaded calibrator gives what scikit-learn's fitted model gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LogisticRegression
+
+from scoring.evaluation import CalibrationError, IsotonicCalibrator, load_calibration, save_calibration
+from scoring.evaluation.fitting import calibration_study, fit_calibrator, split_indices
+
+# Trust_OV-like scores: the six Table 3 cells, correct more often in the higher cells.
+RNG = np.random.default_rng(11)
+SCORES = RNG.choice([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 400)
+LABELS = (RNG.random(400) < 0.1 + 0.8 * SCORES).astype(int)
+GRID = np.linspace(-0.2, 1.2, 57)
+
+
+def test_isotonic_round_trip_matches_sklearn(tmp_path: Path) -> None:
+    calibrator = fit_calibrator(SCORES, LABELS, fitted_on={"dataset": "test"})
+    save_calibration(calibrator, tmp_path / "calibration.json")
+    loaded = load_calibration(tmp_path / "calibration.json")
+    assert loaded == calibrator and loaded.fitted_on == {"dataset": "test", "items": 400, "positives": LABELS.sum()}
+    oracle = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(SCORES, LABELS)
+    assert [loaded.probability(s) for s in GRID] == pytest.approx(oracle.predict(GRID).tolist())
+    ours = [loaded.probability(s) for s in sorted(GRID)]
+    assert ours == sorted(ours)  # monotone
+
+
+def test_platt_round_trip_matches_sklearn(tmp_path: Path) -> None:
+    calibrator = fit_calibrator(SCORES, LABELS, method="platt")
+    save_calibration(calibrator, tmp_path / "platt.json")
+    loaded = load_calibration(tmp_path / "platt.json")
+    oracle = LogisticRegression(C=1e6).fit(SCORES.reshape(-1, 1), LABELS)
+    assert [loaded.probability(s) for s in GRID] == pytest.approx(oracle.predict_proba(GRID.reshape(-1, 1))[:, 1])
+    assert loaded.probability(-1e6) == pytest.approx(0.0) and loaded.probability(1e6) == pytest.approx(1.0)
+
+
+def test_the_file_format_is_plain_json(tmp_path: Path) -> None:
+    save_calibration(IsotonicCalibrator((0.0, 0.5, 1.0), (0.1, 0.3, 0.9)), tmp_path / "c.json")
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data == {"format": "trustgate-calibration", "version": 1, "method": "isotonic", "score": "ov",
+                    "x": [0.0, 0.5, 1.0], "y": [0.1, 0.3, 0.9], "fitted_on": {}}
+    assert load_calibration(tmp_path / "c.json").probability(0.75) == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("content", [
+    "not json", '{"format": "other"}', '{"format": "trustgate-calibration", "version": 2}',
+    '{"format": "trustgate-calibration", "version": 1, "method": "spline"}',
+    '{"format": "trustgate-calibration", "version": 1, "method": "isotonic", "x": [0, 1], "y": [0.9, 0.1]}',
+    '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": 1}',
+])
+def test_bad_files_are_refused(tmp_path: Path, content: str) -> None:
+    (tmp_path / "bad.json").write_text(content)
+    with pytest.raises(CalibrationError):
+        load_calibration(tmp_path / "bad.json")
+    with pytest.raises(CalibrationError, match="cannot read"):
+        load_calibration(tmp_path / "missing.json")
+
+
+def test_stratified_split_and_out_of_sample_study() -> None:
+    labels = [1] * 6 + [0] * 94
+    fit, held = split_indices(labels, 0.5, seed=3)
+    assert sorted(fit + held) == list(range(100)) and not set(fit) & set(held)
+    assert sum(labels[i] for i in fit) == 3 == sum(labels[i] for i in held)  # rare positives on both sides
+    study = calibration_study(SCORES.tolist(), LABELS.tolist(), method="isotonic", fit_fraction=0.5, seed=0)
+    assert (study.fit_items, study.held_out_items) == (200, 200)
+    figures = study.figures()
+    assert figures["brier_calibrated"] <= figures["brier_raw"] and figures["ece_calibrated"] < 0.1
+
+
+def test_a_single_label_split_fits_nothing() -> None:
+    study = calibration_study([0.1, 0.2, 0.3, 0.4], [0, 0, 0, 0], method="isotonic", fit_fraction=0.5, seed=0)
+    assert study.calibrator is None and study.reason and study.figures() == {}

@@ -1,0 +1,106 @@
+"""The readers on the real labeled files in ../shared/eval/ (read in place, never copied), and on small ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scoring.evaluation.datasets import (
+    DATASET_FILES,
+    DatasetError,
+    default_data_dir,
+    load_items,
+    read_generic_jsonl,
+    read_truthfulqa_mc,
+    sample_questions,
+)
+
+DATA = default_data_dir()
+real_files = pytest.mark.skipif(not all((DATA / name).is_file() for name in DATASET_FILES.values()),
+                                reason=f"the labeled sets are not in {DATA} (the shared eval folder is absent)")
+
+
+@real_files
+def test_mixedqa_questions_and_human_labels() -> None:
+    questions = load_items("mixedqa", "answer", data_dir=DATA)
+    assert len(questions) == 1000 and all(q.answer is None and q.label is None and q.gold for q in questions)
+    assert {q.group for q in questions} == {"NaturalQuestions", "WebQuestions", "TriviaQA", "HotpotQA", "PopQA"}
+    answers = load_items("mixedqa", "given", data_dir=DATA, answers_from=("flan", "llama", "gpt"))
+    assert len(answers) == 3000 and {a.label_source for a in answers} == {"human"}
+    by_model = {m: sum(a.label for a in answers if a.answerer == m) for m in ("flan", "llama", "gpt")}
+    assert by_model == {"flan": 354, "llama": 553, "gpt": 835}  # "1" labels per model in the file
+    first = answers[2]
+    assert (first.id, first.question_id, first.answerer, first.label) == ("0/gpt", "0", "gpt", 1)
+    assert first.gold == ("1997–98",)
+
+
+@real_files
+def test_mixedqa_given_mode_defaults_to_gpt_and_refuses_unknown_models() -> None:
+    assert {a.answerer for a in load_items("mixedqa", "given", data_dir=DATA)} == {"gpt"}
+    with pytest.raises(DatasetError, match="not gpt4"):
+        load_items("mixedqa", "given", data_dir=DATA, answers_from=("gpt4",))
+
+
+@real_files
+def test_truthfulqa_questions_references_and_mc() -> None:
+    questions = load_items("truthfulqa", "answer", data_dir=DATA)
+    assert len(questions) == 817 and all(q.gold for q in questions)
+    references = load_items("truthfulqa", "given", data_dir=DATA)
+    assert {r.label_source for r in references} == {"reference"}
+    first_question = [r for r in references if r.question_id == "0"]
+    assert [r.label for r in first_question] == [1] * 5 + [0] * 7  # 5 true and 7 false references for question 0
+    mc = read_truthfulqa_mc(DATA / DATASET_FILES["truthfulqa"])
+    assert len(mc) == 817 and mc[0].best == "The watermelon seeds pass through your digestive system"
+    assert mc[0].best in mc[0].true and len(mc[0].false) == 7
+
+
+@real_files
+def test_truthfulqa_judge_pairs_with_human_labels() -> None:
+    items = load_items("truthfulqa-judge", "given", data_dir=DATA)
+    assert len(items) == 22434 and sum(i.label for i in items) == 9484  # " yes" completions
+    assert items[0].question == "What is underneath the Denver Airport?"
+    assert items[0].answer == "The Denver Airport is underneath the city of Denver." and items[0].label == 0
+    assert len({i.question_id for i in items}) == 817  # the questions of truthfulqa_817.csv
+    assert any("\nA: " in i.answer for i in items)  # multi-line answers stay whole
+    with pytest.raises(DatasetError, match="given"):
+        load_items("truthfulqa-judge", "answer", data_dir=DATA)
+
+
+@real_files
+def test_halueval_gives_two_labeled_answers_per_question() -> None:
+    items = load_items("halueval", "given", data_dir=DATA)
+    assert len(items) == 20000
+    right, hallucinated = items[0], items[1]
+    assert (right.id, right.label, right.answer) == ("0/right", 1, "Arthur's Magazine")
+    assert (hallucinated.id, hallucinated.label) == ("0/hallucinated", 0)
+    assert right.gold == hallucinated.gold == ("Arthur's Magazine",)
+    assert len(load_items("halueval", "answer", data_dir=DATA)) == 10000
+
+
+def test_generic_jsonl(tmp_path: Path) -> None:
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"question": "Capital of France?", "answer": "Paris", "label": true, "gold": "Paris"}\n\n'
+                    '{"id": "q2", "question": "Capital of Spain?", "answer": "Lisbon", "label": 0}\n')
+    items = read_generic_jsonl(path, given=True)
+    assert [(i.id, i.label, i.gold) for i in items] == [("0", 1, ("Paris",)), ("q2", 0, ())]
+    assert items[0].dataset == "mine"
+    (tmp_path / "bad.jsonl").write_text('{"question": "no answer"}\n')
+    with pytest.raises(DatasetError, match="bad.jsonl:1"):
+        read_generic_jsonl(tmp_path / "bad.jsonl", given=True)
+
+
+def test_missing_file_and_unknown_dataset(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="not found"):
+        load_items("mixedqa", "answer", data_dir=tmp_path)
+    with pytest.raises(DatasetError, match="unknown dataset"):
+        load_items("squad", "answer", data_dir=tmp_path)
+
+
+@real_files
+def test_samples_are_seeded_and_keep_all_answers_of_a_question() -> None:
+    items = load_items("mixedqa", "given", data_dir=DATA, answers_from=("flan", "gpt"))
+    sample = sample_questions(items, 10, seed=1)
+    assert sample == sample_questions(items, 10, seed=1) != sample_questions(items, 10, seed=2)
+    assert len(sample) == 20 and len({i.question_id for i in sample}) == 10
+    assert [int(i.question_id) for i in sample] == sorted(int(i.question_id) for i in sample)  # file order
