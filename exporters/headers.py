@@ -16,12 +16,22 @@ def _fmt(value: float | None) -> str | None:
     return None if value is None else f"{value:.4f}"
 
 
+def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
+    rag = record.components.get("rag")
+    if rag is None:
+        return {}
+    refusal = rag.details.get("refusal")
+    return {"x-trust-citation-recall": _fmt(rag.details.get("citation_recall")),
+            "x-trust-citation-precision": _fmt(rag.details.get("citation_precision")),
+            "x-trust-refusal": None if refusal is None else str(bool(refusal)).lower()}
+
+
 def trust_headers(record: TrustRecord) -> dict[str, str]:
     headers = {"x-trust-id": record.id, "x-trust-status": record.status}
     bc, fc = record.components.get("bc"), record.components.get("fc")
     values = {"x-trust-score": _fmt(record.score), "x-trust-bc": _fmt(bc.value if bc else None),
               "x-trust-fc": _fmt(fc.value if fc else None), "x-trust-label": record.label,
-              "x-trust-probability": _fmt(record.probability)}
+              "x-trust-probability": _fmt(record.probability), **_rag_headers(record)}
     headers.update({name: value for name, value in values.items() if value is not None})
     return headers
 

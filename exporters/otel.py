@@ -21,10 +21,13 @@ from opentelemetry.trace import NoOpTracerProvider, Span, Tracer
 
 from scoring.types import TrustRecord
 
+from .prometheus import RAG_METRICS
+
 __all__ = ["Telemetry", "configure_telemetry", "disabled_telemetry"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
-COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov"}
+COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
+                   "rag": "trustgate.rag_trust"}
 
 
 @dataclass(frozen=True)
@@ -48,19 +51,25 @@ class Telemetry:
             yield span
 
     def emit_evaluations(self, record: TrustRecord) -> None:
+        """One event per score: each component's, and the RAG component's Trust-Eval metrics."""
         for component in record.components.values():
-            if component.value is None:
-                continue
-            attributes: dict[str, str | float] = {
-                "gen_ai.evaluation.name": COMPONENT_NAMES.get(component.component, component.component),
-                "gen_ai.evaluation.score.value": component.value,
-                "gen_ai.response.id": record.id,
-            }
             label = record.label if component.component == "ov" else component.label
-            if label is not None:
-                attributes["gen_ai.evaluation.score.label"] = label
-            self.logger.emit(LogRecord(event_name=EVALUATION_EVENT, attributes=attributes,
-                                       body=f"{attributes['gen_ai.evaluation.name']}={component.value:.4f}"))
+            self._emit(record.id, COMPONENT_NAMES.get(component.component, component.component),
+                       component.value, label)
+            if component.component == "rag":
+                for metric in RAG_METRICS:
+                    value = component.details.get(metric)
+                    self._emit(record.id, f"trustgate.{metric}", value if isinstance(value, float) else None, None)
+
+    def _emit(self, response_id: str, name: str, value: float | None, label: str | None) -> None:
+        if value is None:
+            return
+        attributes: dict[str, str | float] = {"gen_ai.evaluation.name": name,
+                                              "gen_ai.evaluation.score.value": value,
+                                              "gen_ai.response.id": response_id}
+        if label is not None:
+            attributes["gen_ai.evaluation.score.label"] = label
+        self.logger.emit(LogRecord(event_name=EVALUATION_EVENT, attributes=attributes, body=f"{name}={value:.4f}"))
 
 
 def disabled_telemetry() -> Telemetry:

@@ -13,11 +13,13 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from scoring.types import TrustRecord
 
-__all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "SCORE_BUCKETS", "build_metrics"]
+__all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "RAG_METRICS", "SCORE_BUCKETS", "build_metrics"]
 
 NAMESPACE = "trustgate"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+# The RAG component's details that are exported as histograms (Trust-Eval's metrics).
+RAG_METRICS = ("citation_recall", "citation_precision", "groundedness", "claim_correctness")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class GatewayMetrics:
     scorer_errors: Counter
     upstream_calls: Counter
     dead_letters: Counter
+    rag_metric: Histogram
+    rag_refusals: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -56,8 +60,19 @@ class GatewayMetrics:
             self.trust_labels.labels(model=model, label=record.label).inc()
             if record.label == "untrusted":
                 self.low_trust_responses.labels(model=model).inc()
+        if "rag" in record.components:
+            self._observe_rag(model, record.components["rag"].details)
         if "scoring_s" in record.timings:
             self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
+
+
+    def _observe_rag(self, model: str, details: dict[str, object]) -> None:
+        for name in RAG_METRICS:
+            value = details.get(name)
+            if isinstance(value, (int, float)):
+                self.rag_metric.labels(model=model, metric=name).observe(value)
+        if details.get("refusal") is True:
+            self.rag_refusals.labels(model=model).inc()
 
 
 def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
@@ -91,4 +106,7 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                ["model", "purpose"]),
         dead_letters=counter("scoring_dead_letters", "Scoring jobs moved to the dead-letter stream after "
                              "failing repeatedly.", ["model"]),
+        rag_metric=histogram("rag_metric", "RAG answers' Trust-Eval metrics (citation recall and precision, "
+                             "groundedness, claim correctness).", ["model", "metric"], SCORE_BUCKETS),
+        rag_refusals=counter("rag_refusals", "RAG answers that refused to answer.", ["model"]),
     )

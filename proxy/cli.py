@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
+from threadpoolctl import threadpool_limits
 
+from scoring.evaluation.cli import add_eval_arguments
 from scoring.factcheck import CorpusError
 from scoring.settings import ScoringSettings
 
@@ -22,7 +24,13 @@ from .worker import run_worker
 __all__ = ["main"]
 
 
+def _one_blas_thread() -> None:
+    """Scoring's small vector maths gains no speed from BLAS threads, only CPU use (bench/distractors.py)."""
+    threadpool_limits(1, user_api="blas")
+
+
 def _serve(args: argparse.Namespace) -> int:
+    _one_blas_thread()
     settings = load_settings(args.config or default_config_path())
     server = settings.trustgate.server
     uvicorn.run(create_app(settings), host=args.host or server.host,
@@ -32,6 +40,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    _one_blas_thread()
     settings = load_settings(args.config or default_config_path())
     asyncio.run(run_worker(settings, metrics_host=args.metrics_host,
                            metrics_port=None if args.metrics_port == 0 else args.metrics_port))
@@ -68,6 +77,12 @@ def _corpus_remove(args: argparse.Namespace) -> int:
         return 1
     print(f"corpus {args.name} removed; evidence index rebuilt")
     return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from scoring.evaluation.command import run_eval_command
+
+    return run_eval_command(args)
 
 
 def _model_path(args: argparse.Namespace) -> int:
@@ -108,6 +123,10 @@ def _parser() -> argparse.ArgumentParser:
     remove.add_argument("name")
     remove.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
     remove.set_defaults(handler=_corpus_remove)
+
+    evaluation = commands.add_parser("eval", help="measure how well trust scores predict correctness on labeled data")
+    add_eval_arguments(evaluation)
+    evaluation.set_defaults(handler=_eval)
 
     model = commands.add_parser("model-path", help="print the packaged SmolLM2 GGUF path")
     model.set_defaults(handler=_model_path)

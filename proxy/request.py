@@ -9,14 +9,17 @@ on the list and is refused with a 400 naming it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scoring.rag import InvalidRagField, RagRequest, prepare_rag_request
+
 from .errors import InvalidRequest
 
-__all__ = ["ALLOWED_PARAMS", "ChatRequest", "parse_chat_request"]
+__all__ = ["ALLOWED_PARAMS", "ChatRequest", "ParsedRequest", "parse_chat_request"]
 
 ALLOWED_PARAMS = frozenset({
     "model", "messages", "stream", "stream_options", "temperature", "top_p", "n", "stop",
@@ -62,14 +65,32 @@ def _first_error(exc: ValidationError) -> tuple[str, str | None]:
     return f"Invalid value for '{location}': {error['msg']}", location or None
 
 
-def parse_chat_request(raw: bytes) -> tuple[ChatRequest, dict[str, Any]]:
-    """Return the typed request and the body to forward; raise ``InvalidRequest`` otherwise."""
+@dataclass(frozen=True)
+class ParsedRequest:
+    chat: ChatRequest
+    body: dict[str, Any]  # what goes upstream: the client's body less TrustGate's extension fields
+    messages: list[dict[str, Any]]  # the client's own messages (the question is read from these)
+    rag: RagRequest | None  # documents came with the request: RAG trust applies
+
+
+def parse_chat_request(raw: bytes) -> ParsedRequest:
+    """Validate a body and split it into what goes upstream and what scoring needs; 400 otherwise.
+
+    TrustGate's RAG extension fields (``documents``, ``answerable``,
+    ``reference_claims``) are taken out before the allowlist check, and
+    documents sent only in the field are appended to the prompt so the
+    upstream sees them.
+    """
     try:
-        body = orjson.loads(raw)
+        original = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from exc
-    if not isinstance(body, dict):
+    if not isinstance(original, dict):
         raise InvalidRequest("Request body must be a JSON object", code="invalid_json")
+    try:
+        body, rag = prepare_rag_request(original)
+    except InvalidRagField as exc:
+        raise InvalidRequest(str(exc), param=exc.param, code="invalid_documents") from exc
     unknown = sorted(set(body) - ALLOWED_PARAMS)
     if unknown:
         raise InvalidRequest(f"Unrecognized request argument supplied: {', '.join(unknown)}",
@@ -79,4 +100,5 @@ def parse_chat_request(raw: bytes) -> tuple[ChatRequest, dict[str, Any]]:
     except ValidationError as exc:
         message, param = _first_error(exc)
         raise InvalidRequest(message, param=param, code="invalid_value") from exc
-    return request, body
+    messages = original.get("messages") if isinstance(original.get("messages"), list) else body["messages"]
+    return ParsedRequest(request, body, messages, rag)

@@ -50,17 +50,18 @@ async def chat_completions(request: Request) -> Response:
     model_label, stream = "unknown", False
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
-        chat, body = parse_chat_request(await _read_body(request, gateway.settings.trustgate.server.max_body_bytes))
+        parsed = parse_chat_request(await _read_body(request, gateway.settings.trustgate.server.max_body_bytes))
+        chat, body = parsed.chat, parsed.body
         stream = chat.stream
         gateway.upstream.require_group(chat.model)
         model_label = chat.model
         caller.require_model(chat.model)
-        plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers)
+        plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers, rag=parsed.rag)
         gateway.metrics.upstream_calls.labels(model=chat.model, purpose="user").inc()
         with gateway.telemetry.request_span(chat.model, stream):
             if stream:
                 opened = await gateway.upstream.open_stream(chat.model, body)
-                return _stream_response(gateway, opened, plan, body["messages"], started)
+                return _stream_response(gateway, opened, plan, parsed.messages, started)
             completion = await gateway.upstream.complete(chat.model, body)
     except GatewayError as exc:
         gateway.metrics.observe_request(model=model_label, status=exc.status_code, stream=stream,
@@ -68,7 +69,7 @@ async def chat_completions(request: Request) -> Response:
         raise
     headers: dict[str, str] = {}
     if plan.decision.sampled:
-        record = await gateway.trust.submit(plan, body["messages"], Answer.from_completion(completion.data))
+        record = await gateway.trust.submit(plan, parsed.messages, Answer.from_completion(completion.data))
         headers = trust_headers(await gateway.trust.settle(plan, record))
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)

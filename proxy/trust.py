@@ -21,6 +21,7 @@ from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
 from scoring.queue import JobQueue, Process
+from scoring.rag import LABELS_KEY, RagRequest
 from scoring.settings import ScoringSettings
 from scoring.types import ScoringJob, TrustRecord
 
@@ -40,6 +41,7 @@ class TrustPlan:
     record_id: str
     model: str
     decision: Decision
+    rag: RagRequest | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,8 @@ class TrustService:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 
-    def plan(self, *, model: str, key_name: str, headers: Mapping[str, str]) -> TrustPlan:
+    def plan(self, *, model: str, key_name: str, headers: Mapping[str, str],
+             rag: RagRequest | None = None) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None and mode_header not in _MODES:
             raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
@@ -97,7 +100,7 @@ class TrustService:
         request_key = client_id if _CLIENT_REQUEST_ID.match(client_id) else record_id
         decision = decide(self._settings, model=model, key_name=key_name, request_key=request_key,
                           mode_header=mode_header if self._has_scorers else "off")
-        return TrustPlan(record_id=record_id, model=model, decision=decision)
+        return TrustPlan(record_id=record_id, model=model, decision=decision, rag=rag)
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""
@@ -105,8 +108,11 @@ class TrustService:
         if reason is not None:
             return self._publish_later(TrustRecord(id=plan.record_id, status="skipped", model=plan.model,
                                                    error=f"skipped: {reason}"))
-        job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs,
-                          policy={"mode": plan.decision.mode})
+        policy: dict[str, Any] = {"mode": plan.decision.mode}
+        if plan.rag is not None:
+            policy[LABELS_KEY] = plan.rag.labels.as_policy()
+        job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
+                          documents=plan.rag.job_documents() if plan.rag is not None else None)
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             error = "scoring queue full" if outcome == "shed" else "scoring queue unavailable"

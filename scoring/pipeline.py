@@ -59,20 +59,29 @@ class ScoringPipeline:
                                    duration_s=time.perf_counter() - started)
         return result
 
+    def _applicable(self, job: ScoringJob) -> list[Scorer]:
+        """Document scorers for a request that carried documents (when any is configured), else the others."""
+        with_documents = [s for s in self._scorers if getattr(s, "handles_documents", False)]
+        if job.documents and with_documents:
+            return with_documents
+        return [s for s in self._scorers if not getattr(s, "handles_documents", False)]
+
     async def run(self, job: ScoringJob) -> TrustRecord:
         started, queued_s = time.perf_counter(), max(0.0, time.time() - job.created_at)
-        results = await asyncio.gather(*(self._run_one(s, job) for s in self._scorers))
+        results = await asyncio.gather(*(self._run_one(s, job) for s in self._applicable(job)))
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]
-        if self._combine is not None and scored:
+        if self._combine is not None and ("bc" in components or "fc" in components):
             overall = self._combine(components.get("bc"), components.get("fc"))
             components[overall.component] = overall
             score = overall.value
         else:
             score = scored[0].value if scored else None
         errors = [f"{r.component}: {r.error}" for r in results if r.error]
+        # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
+        status = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
         return TrustRecord(
-            id=job.id, status="done" if scored else "failed", model=job.model, components=components,
+            id=job.id, status=status, model=job.model, components=components,
             score=score, label=trust_label(score, self._settings), error="; ".join(errors) or None,
             created_at=job.created_at, finished_at=time.time(),
             timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},

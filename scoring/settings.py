@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ConsistencySettings", "FactCheckSettings", "PolicySettings", "QueueSettings", "ScoringSettings"]
+__all__ = ["ConsistencySettings", "FactCheckSettings", "PolicySettings", "QueueSettings", "RagSettings",
+           "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 
@@ -64,6 +65,19 @@ class FactCheckSettings(BaseModel):
     judge_top_logprobs: int = Field(default=5, ge=1, le=20)
 
 
+class RagSettings(BaseModel):
+    """RAG trust (Trust-Eval) for requests that carry documents: citations, groundedness, refusals."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    judge_model: str | None = None  # None: the model that answered
+    judge: Literal["llm", "nli"] = "llm"  # nli: factcheck.nli_model_dir's local model, no upstream calls
+    max_statements: int = Field(default=20, ge=1, le=200)
+    max_citations: int = Field(default=3, ge=1, le=20)
+    judge_concurrency: int = Field(default=4, ge=1, le=64)
+
+
 class PolicySettings(BaseModel):
     """When and how a response is scored; per-key and per-model entries override these."""
 
@@ -107,3 +121,4 @@ class ScoringSettings(BaseModel):
     queue: QueueSettings = Field(default_factory=QueueSettings)
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
+    rag: RagSettings = Field(default_factory=RagSettings)

@@ -128,6 +128,7 @@ class RagScorer:
     """
 
     name = "rag"
+    handles_documents = True  # the pipeline runs it, instead of the closed-book scorers, on jobs with documents
 
     def __init__(self, *, judge_model: str | None = None, nli: NLIJudge | None = None,
                  max_statements: int = MAX_STATEMENTS, max_citations: int = MAX_CITATIONS,

@@ -1,0 +1,28 @@
+"""GenAI evaluation events for every score, RAG metrics included."""
+
+from __future__ import annotations
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.trace import NoOpTracerProvider
+
+from exporters import Telemetry
+from scoring.types import ComponentResult, TrustRecord
+
+
+def test_rag_component_emits_its_trust_eval_metrics() -> None:
+    logs = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    telemetry = Telemetry(NoOpTracerProvider().get_tracer("t"), provider.get_logger("t"))
+    rag = ComponentResult(component="rag", value=0.75, label="answer",
+                          details={"citation_recall": 0.5, "citation_precision": 1.0, "groundedness": 0.75,
+                                   "claim_correctness": None, "refusal": False})
+    telemetry.emit_evaluations(TrustRecord(id="trust-1", status="done", components={"rag": rag}))
+    events = {r.log_record.attributes["gen_ai.evaluation.name"]: r.log_record for r in logs.get_finished_logs()}  # type: ignore[index]
+    assert set(events) == {"trustgate.rag_trust", "trustgate.citation_recall", "trustgate.citation_precision",
+                           "trustgate.groundedness"}
+    assert events["trustgate.rag_trust"].attributes["gen_ai.evaluation.score.label"] == "answer"  # type: ignore[index]
+    assert events["trustgate.citation_recall"].attributes["gen_ai.evaluation.score.value"] == 0.5  # type: ignore[index]
+    assert all(e.event_name == "gen_ai.evaluation.result" and e.attributes["gen_ai.response.id"] == "trust-1"  # type: ignore[index]
+               for e in events.values())

@@ -1,0 +1,90 @@
+"""RAG traffic through the gateway: documents are detected, stripped, shown to the model, and scored."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from proxy.scorers import rag_scorer
+from scoring.settings import ScoringSettings
+from tests.conftest import MASTER_KEY, gateway_config
+from tests.fake_upstream import FakeUpstream, last_user_text
+from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
+from tests.proxy.test_service_endpoints import samples
+from tests.scoring.rag.judging import marker_judge
+from tests.servers import ServerThread
+
+DOCUMENTS = [{"id": "d1", "title": "Alpha", "text": "The ALPHA fact holds."},
+             {"id": "d2", "title": "Beta", "text": "The BETA fact holds."}]
+
+
+def answering(answer: str) -> Callable[[list[dict[str, Any]]], str]:
+    """The model answers ``answer``; asked as judge, it rules by marker words (see tests.scoring.rag.judging)."""
+    def respond(messages: list[dict[str, Any]]) -> str:
+        if last_user_text(messages).startswith("INSTRUCTION: Assess whether"):
+            return marker_judge(messages)
+        return answer
+    return respond
+
+
+@pytest.fixture
+def rag_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"] = {"scoring": {"mode": "sync"}}
+    return start_gateway(config, scorers=[AskingScorer("bc", 0.9), rag_scorer(ScoringSettings())])
+
+
+def client(server: ServerThread) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0)
+
+
+def test_documents_field_is_stripped_shown_to_the_model_and_scored(rag_gateway: ServerThread,
+                                                                    fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = answering("ALPHA holds [1]. BETA holds [1].")
+    raw = client(rag_gateway).chat.completions.with_raw_response.create(
+        model="fake", messages=[{"role": "user", "content": "What holds?"}], extra_body={"documents": DOCUMENTS})
+    forwarded = fake_upstream.requests[0]
+    assert "documents" not in forwarded
+    assert "Document [1](Title: Alpha)" in last_user_text(forwarded["messages"])
+    headers = raw.headers
+    # statement 1 is supported by its citation, statement 2 cites the wrong document
+    assert (headers["x-trust-citation-recall"], headers["x-trust-refusal"]) == ("0.5000", "false")
+    assert headers["x-trust-citation-precision"] == "0.5000"
+    assert "x-trust-bc" not in headers  # closed-book scorers do not run on RAG answers
+    record = wait_for_record(rag_gateway, headers["x-trust-id"])
+    assert set(record["components"]) == {"rag"}
+    assert record["components"]["rag"]["details"]["groundedness"] == 1.0
+    found = samples(rag_gateway)
+    recall = ("trustgate_rag_metric_sum", frozenset({"model": "fake", "metric": "citation_recall"}.items()))
+    assert found[recall] == 0.5
+    assert found[("trustgate_upstream_calls_total", frozenset({"model": "fake", "purpose": "rag"}.items()))] >= 2
+
+
+def test_numbered_passages_in_the_prompt_are_detected(rag_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = answering("The documents do not contain the answer.")
+    system = ("Answer from the documents, citing them.\n[1] The ALPHA fact holds in every known case.\n"
+              "[2] The BETA fact holds in every known case.")
+    raw = client(rag_gateway).chat.completions.with_raw_response.create(
+        model="fake", messages=[{"role": "system", "content": system}, {"role": "user", "content": "What holds?"}])
+    assert raw.headers["x-trust-refusal"] == "true"
+    assert fake_upstream.requests[0]["messages"][0]["content"] == system  # nothing appended
+
+
+def test_closed_book_requests_keep_trustscore(rag_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    raw = client(rag_gateway).chat.completions.with_raw_response.create(
+        model="fake", messages=[{"role": "user", "content": "Who built the temple?"}])
+    assert raw.headers["x-trust-bc"] == "0.9000" and "x-trust-citation-recall" not in raw.headers
+
+
+@pytest.mark.parametrize("documents, param", [("not a list", "documents"), ([{"title": "no text"}], "documents[0]")])
+def test_malformed_documents_are_400(rag_gateway: ServerThread, fake_upstream: FakeUpstream, documents: Any,
+                                     param: str) -> None:
+    response = httpx.post(f"{rag_gateway.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER_KEY}"},
+                          json={"model": "fake", "messages": [{"role": "user", "content": "q"}],
+                                "documents": documents})
+    assert response.status_code == 400 and response.json()["error"]["param"].startswith(param)
+    assert fake_upstream.requests == []
