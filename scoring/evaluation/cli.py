@@ -1,0 +1,81 @@
+"""``trustgate eval``'s arguments. Imports nothing heavy: the gateway's CLI builds its parser from this
+at every start, and the work itself is imported only when ``eval`` runs (``command.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+from .datasets import DATASET_FILES
+
+__all__ = ["add_eval_arguments", "command_line"]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="gateway YAML config (default: the embedded local-model config)")
+    parser.add_argument("--model", help="model group that answers and is re-asked (default: the config's first)")
+    parser.add_argument("--data-dir", type=Path, help="folder of the labeled sets (default: ../shared/eval)")
+    parser.add_argument("--file", type=Path, help="a dataset file to read instead (required for jsonl)")
+    parser.add_argument("--limit", type=int, help="evaluate a seeded sample of this many questions")
+    parser.add_argument("--sample-seed", type=int, default=0, help="seed of that sample (default 0)")
+    parser.add_argument("--cache", type=Path, help="SQLite cache of replies and results "
+                                                   "(default: <data_dir>/eval/cache.sqlite3); reruns resume from it")
+    parser.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/<run>)")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per interval")
+    parser.add_argument("--seed", type=int, default=0, help="seed of bootstrap, calibration split and Trust_BC")
+    parser.add_argument("--concurrency", type=int, default=1, help="items in flight (1 suits a local model)")
+    parser.add_argument("--title", help="report title")
+    parser.add_argument("--note", action="append", default=[], help="a line for the report's caveats (repeatable)")
+
+
+def _run_arguments(run: argparse.ArgumentParser) -> None:
+    run.add_argument("--dataset", default="mixedqa", choices=[*DATASET_FILES, "jsonl"])
+    run.add_argument("--mode", default="answer", choices=["answer", "given"],
+                     help="answer: the model answers each question, then the full TrustScore; "
+                          "given: score the dataset's own answers")
+    run.add_argument("--answers", default="gpt", help="given mode on MixedQA: whose answers, e.g. flan,llama,gpt")
+    run.add_argument("--components", help="scorers to run, e.g. bc,fc (default: answer mode bc,fc; given mode fc)")
+    run.add_argument("--bc-mode", choices=["binary", "graded", "adaptive"], help="Trust_BC stop rule (default: config)")
+    run.add_argument("--max-checks", type=int, help="Trust_BC checks per answer (default: config)")
+    run.add_argument("--no-verbal-confidence", dest="verbal_confidence", action="store_false",
+                     help="skip the verbalised-confidence baseline (answer mode)")
+    run.add_argument("--calibration-out", type=Path, help="write the fitted Trust_OV calibration here (JSON)")
+    run.add_argument("--calibration-method", default="isotonic", choices=["isotonic", "platt"])
+    run.add_argument("--calibration-fit", type=float, default=0.5, help="fraction of items to fit on (rest: held out)")
+    _common(run)
+
+
+TASKS = {"run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
+         "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common)}
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    """``trustgate eval run ...`` (trust scores against labels) and ``trustgate eval truthfulqa-mc ...``."""
+    tasks = parser.add_subparsers(dest="eval_task", required=True)
+    for name, (help_text, add) in TASKS.items():
+        add(tasks.add_parser(name, help=help_text))
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The ``trustgate eval`` command that gives ``args``: its task, then each option not at its default.
+
+    Reports print it at the top. It is rebuilt from the parsed arguments
+    rather than taken from ``sys.argv``, which holds something else when the
+    CLI is called as a function.
+    """
+    parser = argparse.ArgumentParser(add_help=False)
+    TASKS[args.eval_task][1](parser)
+    words = ["trustgate", "eval", args.eval_task]
+    for action in parser._actions:  # argparse keeps its option table here; it has no public accessor
+        value = getattr(args, action.dest)
+        if value == action.default:
+            continue
+        if isinstance(action, argparse._StoreFalseAction | argparse._StoreTrueAction):
+            words.append(action.option_strings[0])
+        elif isinstance(action, argparse._AppendAction):
+            for item in value:
+                words += [action.option_strings[0], str(item)]
+        else:
+            words += [action.option_strings[0], str(value)]
+    return shlex.join(words)

@@ -1,0 +1,79 @@
+"""One evaluated item, and the scores read off it. Pure data and pure functions.
+
+An ``ItemOutcome`` keeps every component result as the scorers returned it
+(details included), plus the correctness label and where it came from. The
+metrics never look at component internals directly: each ``Signal`` says how
+to read one number off an outcome, whether that number claims to be a
+probability (then calibration error and the reliability diagram apply), and
+which row of the paper's Table 1 it corresponds to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..types import ComponentResult
+
+__all__ = ["SIGNALS", "ItemOutcome", "Signal", "signal_values"]
+
+
+class ItemOutcome(BaseModel):
+    item_id: str
+    question_id: str
+    answerer: str | None = None  # who wrote the answer: a MixedQA model, "reference", or the model group
+    group: str | None = None
+    answer: str
+    label: int  # 1 correct, 0 incorrect
+    label_source: str  # "human" | "reference" | "gold-match"
+    gold_match: bool | None = None  # the matching label too, where gold answers exist (agreement with humans)
+    components: dict[str, ComponentResult] = Field(default_factory=dict)
+
+    def detail(self, component: str, key: str) -> Any:
+        result = self.components.get(component)
+        return None if result is None or result.error else result.details.get(key)
+
+    def value(self, component: str) -> float | None:
+        result = self.components.get(component)
+        return None if result is None or result.error else result.value
+
+
+@dataclass(frozen=True)
+class Signal:
+    key: str
+    title: str
+    probability: bool  # a value in [0, 1] meant as a probability of being correct
+    paper_row: str | None  # "bc" / "fc" / "ov": the Table 1 row it reproduces
+    read: Callable[[ItemOutcome], float | None]
+
+
+def _both_scored(outcome: ItemOutcome, key: str) -> float | None:
+    """A Trust_OV figure only where Trust_OV combined both components (else it repeats one of them)."""
+    return outcome.detail("ov", key) if outcome.detail("ov", "source") == "bc+fc" else None
+
+
+def _words(outcome: ItemOutcome) -> float:
+    return float(len(outcome.answer.split()))
+
+
+SIGNALS: tuple[Signal, ...] = (
+    Signal("bc_binary", "Trust_BC (binary)", True, "bc", lambda o: o.detail("bc", "binary")),
+    Signal("bc_graded", "Trust_BC (graded)", True, None, lambda o: o.detail("bc", "graded")),
+    Signal("bc_letter_probability", "Trust_BC (letter probability)", True, None, lambda o: o.detail("bc", "logprob")),
+    Signal("fc", "Trust_FC", True, "fc", lambda o: o.value("fc")),
+    Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: _both_scored(o, "table3")),
+    Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: _both_scored(o, "graded")),
+    Signal("answer_words", "baseline: answer length (words)", False, None, _words),
+    Signal("mean_logprob", "baseline: mean token log-probability", False, None,
+           lambda o: o.detail("answer", "mean_logprob")),
+    Signal("verbal_confidence", "baseline: verbalised confidence", True, None, lambda o: o.value("verbal")),
+)
+
+
+def signal_values(signal: Signal, outcomes: list[ItemOutcome]) -> tuple[list[float], list[int]]:
+    """(scores, labels) over the outcomes where the signal has a value."""
+    pairs = [(float(v), o.label) for o in outcomes if (v := signal.read(o)) is not None]
+    return [s for s, _ in pairs], [y for _, y in pairs]

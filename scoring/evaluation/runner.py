@@ -1,0 +1,192 @@
+"""Evaluate items: answer (or take the given answer), score it as the gateway would, label it.
+
+Per item, in order, each step a component whose result is cached on its own
+(see ``cache.py``), so an interrupted run resumes mid-item:
+
+* ``answer`` (answer mode): the model group answers with the paper's
+  closed-book prompt (Table 4), greedy, with token log-probabilities for the
+  mean-log-probability baseline;
+* ``verbal`` (answer mode): the verbalised-confidence baseline;
+* ``bc`` / ``fc``: the gateway's own scorers, each run through a
+  ``ScoringPipeline`` (its timeout and error containment) with an ``Ask`` on
+  the cache; the scorers run one after the other, because a local upstream
+  serves one request at a time and interleaving them only costs it its
+  prompt cache;
+* ``ov``: ``scoring.combine.combine`` of the two (no upstream call).
+
+The label is the dataset's where it has one for this answer (given mode),
+else gold-answer matching. Component results carrying an error are not
+cached, so a rerun retries them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from ..combine import combine
+from ..pipeline import ScoringPipeline
+from ..settings import ScoringSettings
+from ..types import ComponentResult, Scorer, ScoringJob
+from .asking import CachedAsk, CallCounter, Complete, chosen_tokens
+from .cache import CallSite, EvalCache
+from .datasets import EvalItem
+from .matching import gold_match
+from .outcome import ItemOutcome
+from .prompts import CLOSED_BOOK_PROMPT, CONFIDENCE_PROMPT, answer_end, clean_answer, closed_book_prompt, \
+    confidence_prompt, parse_confidence
+
+__all__ = ["Evaluator", "ItemFailure", "RunSpec", "evaluate_items", "mean_logprob"]
+
+Mode = Literal["answer", "given"]
+VERBAL_MAX_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What one evaluation run does."""
+
+    mode: Mode
+    model: str  # the model group that answers (answer mode), is re-asked for Trust_BC and judges by default
+    components: tuple[str, ...] = ("bc", "fc")
+    verbal_confidence: bool = True  # answer mode only: it asks the model that answered
+    answer_max_tokens: int = 64
+    answer_logprobs: bool = True
+
+
+@dataclass(frozen=True)
+class ItemFailure:
+    item_id: str
+    error: str
+
+
+def mean_logprob(tokens: Sequence[tuple[str, float]], end: int) -> float | None:
+    """Mean log-probability of the tokens that start before character ``end`` of the reply."""
+    kept, offset = [], 0
+    for token, logprob in tokens:
+        if offset >= end:
+            break
+        kept.append(logprob)
+        offset += len(token)
+    return sum(kept) / len(kept) if kept else None
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+@dataclass
+class Evaluator:
+    """Turns one item into an ``ItemOutcome``; holds the run's collaborators and call counters."""
+
+    spec: RunSpec
+    complete: Complete
+    cache: EvalCache
+    scorers: Mapping[str, Scorer]
+    settings: ScoringSettings
+    counters: dict[str, CallCounter] = field(default_factory=dict)
+    reused: int = 0  # component results read from the cache, their calls not even looked up
+
+    def _ask(self, item: EvalItem, component: str, model: str) -> CachedAsk:
+        counter = self.counters.setdefault(component, CallCounter())
+        return CachedAsk(self.complete, self.cache, CallSite(item.dataset, item.id, component, model), counter)
+
+    async def _cached(self, item: EvalItem, component: str, model: str, fingerprint: str,
+                      produce: Callable[[CachedAsk], Awaitable[ComponentResult]]) -> ComponentResult:
+        site = CallSite(item.dataset, item.id, component, model)
+        found = self.cache.result(site, fingerprint)
+        if found is not None:
+            self.reused += 1
+            return found
+        result = await produce(self._ask(item, component, model))
+        if result.error is None:
+            self.cache.store_result(site, fingerprint, result)
+        return result
+
+    async def _answer(self, item: EvalItem, ask: CachedAsk) -> ComponentResult:
+        started = time.perf_counter()
+        body: dict[str, Any] = {"messages": [{"role": "user", "content": closed_book_prompt(item.question)}],
+                                "max_tokens": self.spec.answer_max_tokens, "temperature": 0.0}
+        if self.spec.answer_logprobs:
+            body.update(logprobs=True, top_logprobs=1)
+        data = await ask.completion(body)
+        reply = str(((data.get("choices") or [{}])[0].get("message") or {}).get("content") or "")
+        tokens = chosen_tokens(data)
+        return ComponentResult(
+            component="answer", upstream_calls=1, duration_s=time.perf_counter() - started,
+            details={"answer": clean_answer(reply), "reply": reply[:1000], "tokens": len(tokens or ()),
+                     "mean_logprob": mean_logprob(tokens, answer_end(reply)) if tokens else None})
+
+    async def _verbal(self, item: EvalItem, answer: str, ask: CachedAsk) -> ComponentResult:
+        started = time.perf_counter()
+        reply = await ask([{"role": "user", "content": confidence_prompt(item.question, answer)}],
+                          max_tokens=VERBAL_MAX_TOKENS, temperature=0.0)
+        return ComponentResult(component="verbal", value=parse_confidence(reply.text), upstream_calls=1,
+                               details={"reply": reply.text[:200]}, duration_s=time.perf_counter() - started)
+
+    async def _score(self, scorer: Scorer, job: ScoringJob, ask: CachedAsk) -> ComponentResult:
+        record = await ScoringPipeline([scorer], lambda model, purpose: ask, self.settings).run(job)
+        return record.components[scorer.name]
+
+    def _scorer_fingerprint(self, name: str, answer: str) -> str:
+        section = self.settings.consistency if name == "bc" else self.settings.factcheck
+        return _digest(name, section.model_dump(mode="json"), answer)
+
+    async def evaluate(self, item: EvalItem) -> ItemOutcome:
+        model, components = self.spec.model, {}
+        if self.spec.mode == "answer":
+            fingerprint = _digest(CLOSED_BOOK_PROMPT, self.spec.answer_max_tokens, self.spec.answer_logprobs)
+            components["answer"] = await self._cached(item, "answer", model, fingerprint,
+                                                      lambda ask: self._answer(item, ask))
+            answer = str(components["answer"].details.get("answer") or "")
+            if self.spec.verbal_confidence:
+                components["verbal"] = await self._cached(item, "verbal", model, _digest(CONFIDENCE_PROMPT, answer),
+                                                          lambda ask: self._verbal(item, answer, ask))
+        else:
+            answer = item.answer or ""
+        job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer)
+        for name in self.spec.components:
+            scorer = self.scorers[name]
+            target = getattr(scorer, "judge_model", None) or model
+            components[name] = await self._cached(item, name, target, self._scorer_fingerprint(name, answer),
+                                                  lambda ask, scorer=scorer: self._score(scorer, job, ask))
+        components["ov"] = combine(components.get("bc"), components.get("fc"))
+        matched = gold_match(answer, item.gold) if item.gold else None
+        if item.label is not None and item.label_source is not None:
+            label, source = item.label, item.label_source
+        else:
+            label, source = int(bool(matched)), "gold-match"
+        return ItemOutcome(item_id=item.id, question_id=item.question_id, answerer=item.answerer or model,
+                           group=item.group, answer=answer, label=label, label_source=source, gold_match=matched,
+                           components=components)
+
+
+async def evaluate_items(evaluator: Evaluator, items: Sequence[EvalItem], *, concurrency: int = 1,
+                         on_done: Callable[[ItemOutcome | ItemFailure], None] | None = None,
+                         ) -> tuple[list[ItemOutcome], list[ItemFailure]]:
+    """Evaluate ``items`` with at most ``concurrency`` in flight; outcomes in item order.
+
+    An item whose own steps fail (the upstream refused the answer call, say)
+    becomes an ``ItemFailure`` and the run goes on; nothing of it is cached
+    except the replies it did get, so a rerun tries it again.
+    """
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(item: EvalItem) -> ItemOutcome | ItemFailure:
+        async with slots:
+            try:
+                done: ItemOutcome | ItemFailure = await evaluator.evaluate(item)
+            except Exception as exc:  # one bad item must not sink an hours-long run
+                done = ItemFailure(item.id, f"{type(exc).__name__}: {exc}"[:500])
+        if on_done is not None:
+            on_done(done)
+        return done
+
+    results = await asyncio.gather(*(one(item) for item in items))
+    return ([r for r in results if isinstance(r, ItemOutcome)], [r for r in results if isinstance(r, ItemFailure)])

@@ -1,0 +1,155 @@
+"""A small end-to-end evaluation against the fake upstream, with metrics worked out by hand, and resuming."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy import GatewaySettings
+from scoring.evaluation.asking import Complete
+from scoring.evaluation.cache import EvalCache
+from scoring.evaluation.datasets import EvalItem
+from scoring.evaluation.gateway import open_upstream
+from scoring.evaluation.outcome import ItemOutcome
+from scoring.evaluation.runner import Evaluator, ItemFailure, RunSpec, evaluate_items
+from scoring.evaluation.summary import summarise
+from scoring.settings import ScoringSettings
+from scoring.types import Scorer
+from tests.fake_upstream import FakeUpstream
+
+from .scripted import ALBUMS, ScriptedModel
+
+ITEMS = [EvalItem(dataset="albums", id=str(n), question_id=str(n), question=s.question, gold=(s.gold,))
+         for n, s in enumerate(ALBUMS)]
+SPEC = RunSpec(mode="answer", model="fake")
+CALLS_PER_ITEM = {"answer": 1, "verbal": 1, "bc": 2, "fc": 1}
+
+
+class Interrupted(BaseException):
+    """Stands in for a killed process: not an ``Exception``, so nothing on the way catches it."""
+
+
+def run(gateway: GatewaySettings, settings: ScoringSettings, scorers: dict[str, Scorer], cache: Path,
+        items: list[EvalItem], spec: RunSpec = SPEC, calls_allowed: int | None = None,
+        ) -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
+    async def scenario() -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
+        async with open_upstream(gateway) as complete:
+            with EvalCache(cache) as store:
+                evaluator = Evaluator(spec, limited(complete, calls_allowed), store, scorers, settings)
+                outcomes, failures = await evaluate_items(evaluator, items)
+                return outcomes, failures, evaluator
+
+    return asyncio.run(scenario())
+
+
+def limited(complete: Complete, calls_allowed: int | None) -> Complete:
+    made = 0
+
+    async def call(group: str, body: dict[str, Any]) -> dict[str, Any]:
+        nonlocal made
+        if calls_allowed is not None and made >= calls_allowed:
+            raise Interrupted
+        made += 1
+        return await complete(group, body)
+
+    return call
+
+
+def timeless(outcome: ItemOutcome) -> dict[str, Any]:
+    """The outcome without its timings, which differ between any two runs."""
+    dumped = outcome.model_dump(exclude={"components": {name: {"duration_s"} for name in outcome.components}})
+    for component in dumped["components"].values():
+        component["details"].pop("generation_s", None)
+    return dumped
+
+
+def test_answer_and_score_with_hand_computed_metrics(gateway: GatewaySettings, evidence_settings: ScoringSettings,
+                                                    scorers: dict[str, Scorer], fake_upstream: FakeUpstream,
+                                                    tmp_path: Path) -> None:
+    fake_upstream.responder = ScriptedModel(ALBUMS)
+    outcomes, failures, evaluator = run(gateway, evidence_settings, scorers, tmp_path / "cache.sqlite3", ITEMS)
+    assert not failures
+    assert [o.answer for o in outcomes] == [s.answer for s in ALBUMS]  # the continuation is cut off
+    assert [(o.label, o.label_source) for o in outcomes] == [(1, "gold-match"), (0, "gold-match")] * 2
+    assert [o.value("bc") for o in outcomes] == [1.0, 0.0, 0.0, 1.0]
+    assert [o.value("fc") for o in outcomes] == [1.0, 0.0, 1.0, 0.5]
+    assert [o.detail("ov", "table3") for o in outcomes] == [1.0, 0.0, 0.8, 0.6]
+    assert [o.value("verbal") for o in outcomes] == [0.9, 0.8, 0.6, 0.7]
+    # The fake's token log-probabilities are -0.05·(position mod 7), one token per word.
+    words = [len(s.answer.split()) for s in ALBUMS]
+    assert [o.detail("answer", "mean_logprob") for o in outcomes] == \
+        pytest.approx([-0.05 * sum(i % 7 for i in range(n)) / n for n in words])
+    assert len(fake_upstream.requests) == 4 * sum(CALLS_PER_ITEM.values())
+    assert {name: c.made for name, c in evaluator.counters.items()} == {k: 4 * v for k, v in CALLS_PER_ITEM.items()}
+
+    group = summarise(outcomes, resamples=200, seed=0)["fake"]
+    assert group["calls_per_item"] == CALLS_PER_ITEM and group["accuracy"] == 0.5
+    signals = group["signals"]
+    # Trust_BC binary 1 0 0 1 against labels 1 0 1 0: one of each cell, so no association at all.
+    assert signals["bc_binary"]["pearson"]["value"] == 0.0 and signals["bc_binary"]["auroc"]["value"] == 0.5
+    # Trust_FC 1 0 1 .5: both correct answers above both wrong ones; r = 0.75 / √0.6875 (deviations from .625, .5).
+    assert signals["fc"]["auroc"]["value"] == 1.0 and signals["fc"]["auprc"]["value"] == 1.0
+    assert signals["fc"]["pearson"]["value"] == pytest.approx(0.75 / 0.6875 ** 0.5, abs=1e-4)
+    assert signals["fc"]["ece"]["value"] == pytest.approx(0.125)  # only the 0.5 bin is off, by 0.5, for 1 of 4
+    assert signals["ov_table3"]["auroc"]["value"] == 1.0
+    # Confidence .9 .8 .6 .7: the correct .9 beats both wrong ones, the correct .6 neither: AUROC 2/4.
+    assert signals["verbal_confidence"]["auroc"]["value"] == 0.5
+    # Lengths 7 5 5 7 words: one win, two ties, one loss.
+    assert signals["answer_words"]["auroc"]["value"] == 0.5 and signals["answer_words"]["ece"] is None
+
+
+def test_rerun_after_interruption_repeats_no_upstream_call(gateway: GatewaySettings,
+                                                           evidence_settings: ScoringSettings,
+                                                           scorers: dict[str, Scorer], fake_upstream: FakeUpstream,
+                                                           tmp_path: Path) -> None:
+    fake_upstream.responder = ScriptedModel(ALBUMS)
+    cache = tmp_path / "cache.sqlite3"
+    first, _, _ = run(gateway, evidence_settings, scorers, cache, ITEMS[:2])  # stopped after two items
+    assert len(first) == 2 and len(fake_upstream.requests) == 10
+    with pytest.raises(Interrupted):  # killed in the middle of the third item's Trust_BC checks
+        run(gateway, evidence_settings, scorers, cache, ITEMS, calls_allowed=3)
+    assert len(fake_upstream.requests) == 13
+    outcomes, failures, evaluator = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    assert not failures and len(outcomes) == 4
+    bodies = [orjson.dumps(body, option=orjson.OPT_SORT_KEYS) for body in fake_upstream.requests]
+    assert len(bodies) == len(set(bodies)) == 4 * sum(CALLS_PER_ITEM.values())  # every call made exactly once
+    assert sum(c.made for c in evaluator.counters.values()) == 7  # the rest of item 3, and item 4
+    fresh, _, _ = run(gateway, evidence_settings, scorers, tmp_path / "fresh.sqlite3", ITEMS)
+    assert [timeless(o) for o in outcomes] == [timeless(o) for o in fresh]  # resuming changes no result
+
+
+def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(gateway: GatewaySettings,
+                                                                       evidence_settings: ScoringSettings,
+                                                                       scorers: dict[str, Scorer],
+                                                                       fake_upstream: FakeUpstream,
+                                                                       tmp_path: Path) -> None:
+    fake_upstream.responder = ScriptedModel(ALBUMS)
+    items = [EvalItem(dataset="albums", id=f"{n}/human", question_id=str(n), question=s.question, gold=(s.gold,),
+                      answer=s.answer, label=1 - n % 2, label_source="human", answerer="someone")
+             for n, s in enumerate(ALBUMS)]
+    outcomes, failures, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", items,
+                                RunSpec(mode="given", model="fake", components=("fc",)))
+    assert not failures and [o.value("fc") for o in outcomes] == [1.0, 0.0, 1.0, 0.5]
+    assert {o.answerer for o in outcomes} == {"someone"} and {o.label_source for o in outcomes} == {"human"}
+    assert [o.gold_match for o in outcomes] == [True, False, True, False]
+    assert all(o.detail("ov", "source") == "fc" for o in outcomes)  # Trust_OV is Trust_FC alone here
+    assert len(fake_upstream.requests) == 4  # one judge call each: no answering, no checks, no confidence
+    group = summarise(outcomes, resamples=50)["someone"]
+    assert set(group["signals"]) == {"fc", "answer_words"}
+    assert group["label_agreement"] == {"items": 4, "accuracy": 1.0, "kappa": 1.0, "matched_correct_rate": 0.5}
+
+
+def test_an_item_whose_answer_call_fails_is_reported_and_retried(gateway: GatewaySettings,
+                                                                 evidence_settings: ScoringSettings,
+                                                                 scorers: dict[str, Scorer],
+                                                                 fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+    fake_upstream.responder = ScriptedModel(ALBUMS)
+    broken = EvalItem(dataset="albums", id="broken", question_id="9", question="[fail:500] Who?", gold=("x",))
+    outcomes, failures, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", [ITEMS[0], broken])
+    assert [o.item_id for o in outcomes] == ["0"]
+    assert [f.item_id for f in failures] == ["broken"] and "500" in failures[0].error
+
