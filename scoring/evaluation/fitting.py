@@ -72,7 +72,8 @@ class CalibrationStudy:
         if self.calibrator is None or not self.held_out_labels:
             return {}
         raw, calibrated, y = self.held_out_scores, self.held_out_probabilities, self.held_out_labels
-        return {"ece_raw": expected_calibration_error(raw, y), "ece_calibrated": expected_calibration_error(calibrated, y),
+        return {"ece_raw": expected_calibration_error(raw, y),
+                "ece_calibrated": expected_calibration_error(calibrated, y),
                 "brier_raw": brier_score(raw, y), "brier_calibrated": brier_score(calibrated, y)}
 
 

@@ -7,7 +7,9 @@ dropped, whitespace collapsed), it equals a gold answer or contains one as a
 whole-word run. This is a proxy: it misses paraphrases ("1997-1998 season" for
 "1997–98") and accepts an answer that names the gold one among others, which is
 why reports say which labels came from matching and how often matching agrees
-with human labels where both exist.
+with human labels where both exist. A gold answer that the question itself
+contains ("What is the capital of Lamphun?" -> "Lamphun") must be matched
+exactly: an answer that merely restates the question contains it too.
 """
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ def normalise_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", kept).split())
 
 
-def gold_match(answer: str, gold: Iterable[str]) -> bool:
-    """Whether ``answer`` equals or contains (as whole words) any non-empty normalised gold answer."""
-    said = f" {normalise_answer(answer)} "
-    return any(g and f" {g} " in said for g in map(normalise_answer, gold))
+def gold_match(answer: str, gold: Iterable[str], question: str = "") -> bool:
+    """Whether ``answer`` equals, or contains as whole words, a non-empty normalised gold answer.
+
+    Containment does not count for a gold answer found in ``question``.
+    """
+    said, asked = normalise_answer(answer), f" {normalise_answer(question)} "
+    for expected in filter(None, map(normalise_answer, gold)):
+        if said == expected or (f" {expected} " in f" {said} " and f" {expected} " not in asked):
+            return True
+    return False

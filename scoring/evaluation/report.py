@@ -3,7 +3,8 @@
 ``render_markdown`` is a pure function of the run's context and summary; the
 writer puts the three kinds of file in one folder. The JSON holds per-item
 scores and labels by item id (never the dataset's questions or answers, which
-stay in their own files) so that any figure can be recomputed.
+stay in their own files; only answers the evaluated model wrote itself) so
+that any figure can be recomputed.
 """
 
 from __future__ import annotations
@@ -161,8 +162,9 @@ def write_figures(outcomes: list[ItemOutcome], calibration_curve: Curve | None, 
 
 
 def _item_rows(outcomes: list[ItemOutcome]) -> list[dict[str, Any]]:
+    """Per item: ids, label, scores, calls; the answer text only where the evaluated model wrote it."""
     return [{"id": o.item_id, "answerer": o.answerer, "label": o.label, "label_source": o.label_source,
-             "gold_match": o.gold_match,
+             "gold_match": o.gold_match, **({"answer": o.answer} if o.label_source == "gold-match" else {}),
              "calls": {name: r.upstream_calls for name, r in o.components.items() if r.upstream_calls},
              "errors": {name: r.error for name, r in o.components.items() if r.error},
              "scores": {s.key: s.read(o) for s in SIGNALS}} for o in outcomes]
@@ -204,8 +206,9 @@ reproduced exactly."""
 
 
 def render_mc_markdown(context: ReportContext, summary: dict[str, Any], run: dict[str, Any]) -> str:
-    rows = [f"| {name} | {summary[key]['mc1']['n']} | {_with_ci(summary[key]['mc1'])} | {_with_ci(summary[key]['mc2'])} |"
-            for key, name in (("all", "all questions"), ("complete", "complete (every candidate reproduced)"))]
+    rows = [f"| {name} | {part['mc1']['n']} | {_with_ci(part['mc1'])} | {_with_ci(part['mc2'])} |"
+            for name, part in (("all questions", summary["all"]),
+                               ("complete (every candidate reproduced)", summary["complete"]))]
     lines = [f"# {context.title}", "", "Produced by:", "", "```bash", context.command, "```", "",
              f"Model group `{context.model}`; {context.created_at}"
              + (f", commit {context.git_commit}" if context.git_commit else "") + ".", ""]

@@ -157,7 +157,7 @@ class Evaluator:
             components[name] = await self._cached(item, name, target, self._scorer_fingerprint(name, answer),
                                                   lambda ask, scorer=scorer: self._score(scorer, job, ask))
         components["ov"] = combine(components.get("bc"), components.get("fc"))
-        matched = gold_match(answer, item.gold) if item.gold else None
+        matched = gold_match(answer, item.gold, item.question) if item.gold else None
         if item.label is not None and item.label_source is not None:
             label, source = item.label, item.label_source
         else:

@@ -59,7 +59,8 @@ def _calls_per_item(outcomes: list[ItemOutcome]) -> dict[str, float]:
 
 def _label_agreement(outcomes: list[ItemOutcome]) -> dict[str, Any] | None:
     """How often gold-answer matching agrees with the dataset's own labels, where both exist."""
-    pairs = [(o.label, int(o.gold_match)) for o in outcomes if o.gold_match is not None and o.label_source != "gold-match"]
+    pairs = [(o.label, int(o.gold_match)) for o in outcomes
+             if o.gold_match is not None and o.label_source != "gold-match"]
     if not pairs:
         return None
     given, matched = zip(*pairs, strict=True)

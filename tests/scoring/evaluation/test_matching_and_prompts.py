@@ -31,6 +31,13 @@ def test_gold_match(answer: str, gold: list[str], matched: bool) -> None:
     assert gold_match(answer, gold) is matched
 
 
+def test_a_gold_answer_inside_the_question_must_be_matched_exactly() -> None:
+    question = "What is the capital of Lamphun?"
+    assert not gold_match("The capital of Lamphun is Lampedusa.", ["Lamphun"], question)
+    assert gold_match("Lamphun", ["Lamphun"], question)
+    assert gold_match("The capital of Lamphun is Lamphun.", ["Lamphun"])  # without the question: contained
+
+
 def test_closed_book_prompt_is_the_papers_table_4() -> None:
     prompt = closed_book_prompt("  who wrote moby dick? ")
     assert prompt.startswith("INSTRUCTION: Please give answers to the following questions about knowledge.\n")
