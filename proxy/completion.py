@@ -25,7 +25,11 @@ class Completion:
 
     @cached_property
     def data(self) -> dict[str, Any]:
-        parsed = orjson.loads(self.raw)
+        """The parsed body; ``{}`` when the upstream sent something that is not a JSON object."""
+        try:
+            parsed = orjson.loads(self.raw)
+        except orjson.JSONDecodeError:
+            return {}
         return parsed if isinstance(parsed, dict) else {}
 
 

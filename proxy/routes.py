@@ -69,8 +69,7 @@ async def chat_completions(request: Request) -> Response:
         raise
     headers: dict[str, str] = {}
     if plan.decision.sampled:
-        record = await gateway.trust.submit(plan, parsed.messages, Answer.from_completion(completion.data))
-        headers = trust_headers(await gateway.trust.settle(plan, record))
+        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, Answer.from_completion(completion.data)))
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
     return Response(completion.raw, media_type="application/json", headers=headers)
@@ -97,7 +96,7 @@ async def _scored_stream(gateway: Gateway, opened: UpstreamStream, plan: TrustPl
             yield event
     if tap.rest():
         yield tap.rest()
-    record = await gateway.trust.settle(plan, await gateway.trust.submit(plan, messages, tap.answer()))
+    record = await gateway.trust.score(plan, messages, tap.answer())
     if plan.decision.mode == "sync":
         yield sse_trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model)
     if tap.done:

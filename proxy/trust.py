@@ -52,11 +52,15 @@ class Answer:
 
     @classmethod
     def from_completion(cls, data: dict[str, Any]) -> Answer:
-        choice = (data.get("choices") or [{}])[0]
-        message = choice.get("message") or {}
-        entries = (choice.get("logprobs") or {}).get("content") or []
-        return cls(text=message.get("content"), has_tool_calls=bool(message.get("tool_calls")),
-                   logprobs=[float(e["logprob"]) for e in entries if "logprob" in e] or None)
+        """The first choice's answer; an upstream body of another shape reads as an empty answer."""
+        choices = data.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+        entries = logprobs.get("content") if isinstance(logprobs.get("content"), list) else []
+        content = message.get("content")
+        return cls(text=content if isinstance(content, str) else None, has_tool_calls=bool(message.get("tool_calls")),
+                   logprobs=[float(e["logprob"]) for e in entries if isinstance(e, dict) and "logprob" in e] or None)
 
 
 def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
@@ -101,6 +105,14 @@ class TrustService:
         decision = decide(self._settings, model=model, key_name=key_name, request_key=request_key,
                           mode_header=mode_header if self._has_scorers else "off")
         return TrustPlan(record_id=record_id, model=model, decision=decision, rag=rag)
+
+    async def score(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
+        """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response."""
+        try:
+            return await self.settle(plan, await self.submit(plan, messages, answer))
+        except Exception as exc:
+            log.exception("scoring hand-off failed for %s", plan.record_id)
+            return TrustRecord(id=plan.record_id, status="failed", model=plan.model, error=type(exc).__name__)
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""

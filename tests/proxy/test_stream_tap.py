@@ -44,3 +44,12 @@ def test_crlf_framing_and_tool_calls() -> None:
 def test_answer_from_a_completion_with_tool_calls() -> None:
     data = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [{"id": "t"}]}}]}
     assert Answer.from_completion(data) == Answer(text=None, has_tool_calls=True, logprobs=None)
+
+
+def test_answers_of_unexpected_shapes_read_as_empty() -> None:
+    for data in ({}, {"choices": []}, {"choices": ["x"]}, {"choices": [{"message": "x"}]},
+                 {"choices": [{"message": {"content": 7}, "logprobs": {"content": ["x", {"logprob": -1}]}}]}):
+        answer = Answer.from_completion(data)  # type: ignore[arg-type]
+        assert answer.text is None and not answer.has_tool_calls
+    assert Answer.from_completion({"choices": [{"message": {"content": "x"}, "logprobs": {
+        "content": ["junk", {"logprob": -1}]}}]}).logprobs == [-1.0]
