@@ -181,15 +181,23 @@ class ServerProcess:
         raise BenchError(f"{self.name} not ready at {url} after {timeout:.0f}s:\n{self.log_tail()}")
 
     def stop(self) -> None:
-        """SIGTERM the group, then SIGKILL whatever is left after a grace period."""
-        if self.popen is None or self.popen.poll() is not None:
+        """SIGTERM the group, give it a grace period, then SIGKILL whatever of it is left.
+
+        The group, not only the process: a server that forked workers must not
+        leave them behind, even when the server itself has already exited.
+        """
+        if self.popen is None:
             return
-        for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.popen.wait(timeout=grace)
-                return
+        self._signal_group(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=10.0)
+        self._signal_group(signal.SIGKILL)
+        self.popen.wait(timeout=5.0)
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        assert self.popen is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, sig)
 
 
 @contextlib.contextmanager
@@ -242,8 +250,8 @@ def fake_upstream(port: int, delay_ms: float, workdir: Path) -> ServerProcess:
 def trustgate_server(port: int, upstream_port: int, workdir: Path) -> ServerProcess:
     """The gateway core alone: pass-through path, scoring off, its record store in the temp dir.
 
-    Scoring is off because this measures what the proxy adds, as LiteLLM's proxy
-    does not score; scoring runs off the request path (async mode) anyway.
+    Scoring is off because this measures what the proxy itself adds, like for
+    like with LiteLLM's proxy, which does not score.
     """
     config = write_yaml(workdir / "trustgate.yaml", {
         "model_list": model_list(upstream_port),
