@@ -6,7 +6,10 @@ Ctrl-C stops a run; rerunning the same command resumes it from the cache.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 
 from .calibration import CalibrationError
 from .datasets import DatasetError
@@ -18,9 +21,25 @@ from .scorers import MissingAssets
 __all__ = ["run_eval_command"]
 
 
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM raise KeyboardInterrupt, even where the shell ignored SIGINT (background jobs).
+
+    The interrupt unwinds the run, so the local model server it started is
+    stopped and everything finished so far stays in the cache.
+    """
+    previous = {signum: signal.signal(signum, signal.default_int_handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def run_eval_command(args: argparse.Namespace) -> int:
     try:
-        return eval_run(args) if args.eval_task == "run" else eval_truthfulqa_mc(args)
+        with _stop_on_signals():
+            return eval_run(args) if args.eval_task == "run" else eval_truthfulqa_mc(args)
     except KeyboardInterrupt:
         print("trustgate eval: interrupted; rerun the same command to resume from the cache", file=sys.stderr)
         return 130

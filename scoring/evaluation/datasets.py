@@ -233,9 +233,15 @@ Q = TypeVar("Q", bound=_HasQuestion)
 
 
 def sample_questions(items: Sequence[Q], size: int | None, seed: int) -> list[Q]:
-    """A seeded sample of ``size`` questions, keeping every item of each sampled question, in file order."""
+    """A seeded sample of ``size`` questions, keeping every item of each sampled question, in file order.
+
+    The sample is the first ``size`` questions of one seeded shuffle, so with
+    the same seed a larger sample contains every smaller one: a run can be
+    extended, and its cached results reused, by raising ``--limit``.
+    """
     question_ids = list(dict.fromkeys(item.question_id for item in items))
     if size is None or size >= len(question_ids):
         return list(items)
-    chosen = set(random.Random(seed).sample(question_ids, size))
+    random.Random(seed).shuffle(question_ids)
+    chosen = set(question_ids[:size])
     return [item for item in items if item.question_id in chosen]

@@ -9,7 +9,9 @@ whole-word run. This is a proxy: it misses paraphrases ("1997-1998 season" for
 why reports say which labels came from matching and how often matching agrees
 with human labels where both exist. A gold answer that the question itself
 contains ("What is the capital of Lamphun?" -> "Lamphun") must be matched
-exactly: an answer that merely restates the question contains it too.
+exactly: an answer that merely restates the question contains it too. Gold
+answers taken from Wikipedia or Freebase titles carry qualifiers in
+parentheses ("Orion (constellation)"); the name without them counts as well.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Iterable
 __all__ = ["gold_match", "normalise_answer"]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
+_QUALIFIER = re.compile(r"\s*\([^)]*\)")
 
 
 def _is_punctuation(char: str) -> bool:
@@ -40,7 +43,8 @@ def gold_match(answer: str, gold: Iterable[str], question: str = "") -> bool:
     Containment does not count for a gold answer found in ``question``.
     """
     said, asked = normalise_answer(answer), f" {normalise_answer(question)} "
-    for expected in filter(None, map(normalise_answer, gold)):
+    names = {form for g in gold for form in (g, _QUALIFIER.sub("", g))}
+    for expected in filter(None, map(normalise_answer, names)):
         if said == expected or (f" {expected} " in f" {said} " and f" {expected} " not in asked):
             return True
     return False

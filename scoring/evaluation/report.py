@@ -26,6 +26,7 @@ PAPER_MODELS = ("FLAN-T5", "LLaMA", "GPT-3.5")
 # TrustScore, Table 1: Pearson's r against human judgements on MixedQA.
 PAPER_TABLE1 = {"bc": (0.313, 0.133, 0.353), "fc": (0.593, 0.533, 0.449), "ov": (0.613, 0.539, 0.484)}
 PAPER_ROW_TITLES = {"bc": "Trust_BC", "fc": "Trust_FC", "ov": "Trust_OV"}
+FEW_LABELS = 10  # below this many correct (or incorrect) answers, the figures rest on too few items
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,14 @@ def _group_section(answerer: str, group: dict[str, Any]) -> list[str]:
     sources = ", ".join(f"{name}: {count}" for name, count in group["label_sources"].items())
     lines = [f"### Answers by {answerer}", "",
              f"{group['items']} items, {group['correct']} correct ({_fmt(group['accuracy'])}); labels from {sources}.",
-             "", *_metrics_table(group), ""]
+             ""]
+    fewer = min(group["correct"], group["items"] - group["correct"])
+    if fewer < FEW_LABELS:
+        lines += [f"**Only {fewer} {'correct' if fewer == group['correct'] else 'incorrect'} answer(s)**: every "
+                  "figure below turns on those few items, and the bootstrap intervals (drawn from the resamples "
+                  "where a figure is defined) understate the uncertainty. Read them as a smoke test, not a "
+                  "measurement.", ""]
+    lines += [*_metrics_table(group), ""]
     calls = ", ".join(f"{name} {count:g}" for name, count in group["calls_per_item"].items())
     lines += [f"Upstream calls per item, by component: {calls or 'none'}.", ""]
     agreement = group.get("label_agreement")
@@ -120,10 +128,12 @@ def render_markdown(context: ReportContext, summary: dict[str, dict[str, Any]], 
         lines += ["## Read this first", "", *(f"- {note}" for note in context.notes), ""]
     lines += ["## Pearson r beside the paper's Table 1", "",
               "Pearson's r between each score and the correctness label, with a 95% bootstrap interval; the "
-              "paper's figures are against human labels of FLAN-T5, LLaMA-7B and GPT-3.5 answers.", "",
+              "paper's figures are against human labels of FLAN-T5, LLaMA-7B and GPT-3.5 answers. – where r is "
+              "undefined (a constant score, or a single label class).", "",
               *_paper_table(summary), "", "## All metrics", "",
-              "Each cell: value [95% bootstrap interval]. ECE only for scores meant as probabilities. Rows count "
-              "the items where that score exists.", ""]
+              "Each cell: value [95% bootstrap interval]; – where undefined (a constant score, or a single label "
+              "class). ECE only for scores meant as probabilities. Rows count the items where that score exists.",
+              ""]
     for answerer, group in summary.items():
         lines += _group_section(answerer, group)
     lines += _calibration_section(calibration)

@@ -31,7 +31,8 @@ def metric_with_ci(metric: Metric, scores: Sequence[float], labels: Sequence[int
                    seed: int) -> dict[str, Any]:
     s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=float)
     ci = bootstrap_ci(metric, s, y, resamples=resamples, seed=seed)
-    return {"value": _number(metric(s, y)), "ci95": [_number(ci.low), _number(ci.high)]}
+    return {"value": _number(metric(s, y)), "ci95": [_number(ci.low), _number(ci.high)],
+            "defined_resamples": ci.resamples}
 
 
 def summarise_signal(signal: Signal, outcomes: list[ItemOutcome], resamples: int, seed: int) -> dict[str, Any] | None:

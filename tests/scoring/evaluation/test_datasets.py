@@ -104,3 +104,4 @@ def test_samples_are_seeded_and_keep_all_answers_of_a_question() -> None:
     assert sample == sample_questions(items, 10, seed=1) != sample_questions(items, 10, seed=2)
     assert len(sample) == 20 and len({i.question_id for i in sample}) == 10
     assert [int(i.question_id) for i in sample] == sorted(int(i.question_id) for i in sample)  # file order
+    assert set(sample) < set(sample_questions(items, 25, seed=1))  # a larger sample extends a smaller one

@@ -26,6 +26,8 @@ def test_normalisation() -> None:
     ("It came out in 1983.", ["1983"], True),
     ("It came out in 19831.", ["1983"], False),
     ("Paris", ["", "The"], False),  # empty after normalisation: never matches
+    ("Rigel is in Orion.", ["Orion (constellation)"], True),  # a title's qualifier is optional
+    ("Rigel is in Orion constellation.", ["Orion (constellation)"], True),
 ])
 def test_gold_match(answer: str, gold: list[str], matched: bool) -> None:
     assert gold_match(answer, gold) is matched
