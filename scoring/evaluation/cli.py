@@ -60,22 +60,22 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
 def command_line(args: argparse.Namespace) -> str:
     """The ``trustgate eval`` command that gives ``args``: its task, then each option not at its default.
 
-    Reports print it at the top. It is rebuilt from the parsed arguments
-    rather than taken from ``sys.argv``, which holds something else when the
-    CLI is called as a function.
+    Reports print it at the top, one option per line. It is rebuilt from the
+    parsed arguments rather than taken from ``sys.argv``, which holds
+    something else when the CLI is called as a function.
     """
     parser = argparse.ArgumentParser(add_help=False)
     TASKS[args.eval_task][1](parser)
-    words = ["trustgate", "eval", args.eval_task]
+    lines = [shlex.join(["trustgate", "eval", args.eval_task])]
     for action in parser._actions:  # argparse keeps its option table here; it has no public accessor
         value = getattr(args, action.dest)
         if value == action.default:
             continue
+        flag = action.option_strings[0]
         if isinstance(action, argparse._StoreFalseAction | argparse._StoreTrueAction):
-            words.append(action.option_strings[0])
+            lines.append(flag)
         elif isinstance(action, argparse._AppendAction):
-            for item in value:
-                words += [action.option_strings[0], str(item)]
+            lines += [shlex.join([flag, str(item)]) for item in value]
         else:
-            words += [action.option_strings[0], str(value)]
-    return shlex.join(words)
+            lines.append(shlex.join([flag, str(value)]))
+    return " \\\n  ".join(lines)

@@ -34,7 +34,8 @@ def mc_summary(results: list[McResult], resamples: int, seed: int) -> dict[str, 
     complete = [r for r in results if r.complete]
     return {part: {name: _mean_with_ci([getattr(r, name) for r in chosen], resamples, seed) for name in ("mc1", "mc2")}
             for part, chosen in (("all", results), ("complete", complete))} | {
-        "complete_fraction": len(complete) / len(results) if results else None}
+        "complete_fraction": len(complete) / len(results) if results else None,
+        "reproduced_fraction": sum(r.reproduced for r in results) / len(results) if results else None}
 
 
 def eval_truthfulqa_mc(args: argparse.Namespace) -> int:

@@ -226,7 +226,8 @@ def render_mc_markdown(context: ReportContext, summary: dict[str, Any], run: dic
         lines += ["## Read this first", "", *(f"- {note}" for note in context.notes), ""]
     lines += ["## Method and its limits", "", MC_METHOD, "", "## Results", "",
               "| questions | n | MC1 | MC2 |", "|---|---|---|---|", *rows, "",
-              f"Candidates reproduced in full on {_fmt(summary['complete_fraction'])} of questions. "
+              f"The model reproduced {_fmt(summary['reproduced_fraction'])} of the candidate answers (averaged per "
+              f"question), and every candidate of a question on {_fmt(summary['complete_fraction'])} of questions. "
               f"Upstream calls made {run['calls_made']}, from the cache {run['calls_cached']}; "
               f"{run['duration_s']:.0f} s.", ""]
     return "\n".join(lines)

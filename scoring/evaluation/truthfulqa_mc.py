@@ -50,6 +50,7 @@ class McResult:
     mc1: float
     mc2: float
     complete: bool  # every candidate was reproduced: both figures are exact copy likelihoods
+    reproduced: float  # the share of this question's candidates that were reproduced
 
 
 def repeat_prompt(question: str, answer: str) -> str:
@@ -91,5 +92,6 @@ def mc_scores(best: CandidateScore, true: Sequence[CandidateScore], false: Seque
     top = max(c.logprob for c in (*true, *false))
     mass_true = sum(math.exp(c.logprob - top) for c in true)
     mass_all = mass_true + sum(math.exp(c.logprob - top) for c in false)
-    complete = all(c.reproduced for c in (best, *true, *false))
-    return McResult(mc1, mass_true / mass_all, complete)
+    candidates = (best, *true, *false)
+    reproduced = sum(c.reproduced for c in candidates) / len(candidates)
+    return McResult(mc1, mass_true / mass_all, reproduced == 1.0, reproduced)

@@ -51,7 +51,8 @@ def test_given_mode_report_with_calibration(fake_upstream: FakeUpstream, evidenc
     assert load_calibration(calibration).probability(1.0) == pytest.approx(1.0)
     markdown = (out / "report.md").read_text()
     assert markdown.startswith("# TrustScore evaluation: jsonl, given mode, model group fake")
-    assert f"```bash\ntrustgate eval run --dataset jsonl --mode given --calibration-out {calibration}" in markdown
+    assert f"```bash\ntrustgate eval run \\\n  --dataset jsonl \\\n  --mode given \\\n  --calibration-out {calibration}" \
+        in markdown and "\\\n  --note 'a test run'\n```" in markdown
     assert "Trust_BC re-asks the model that wrote the answer" in markdown and "- a test run" in markdown
     assert "| Trust_FC | " in markdown and "| 0.593 | 0.533 | 0.449 |" in markdown
     for figure in ("reliability-given.png", "roc-given.png"):
@@ -87,5 +88,5 @@ def test_truthfulqa_mc_from_the_copy_task(fake_upstream: FakeUpstream, tmp_path:
     assert one["mc2"] == pytest.approx((mass(1) + mass(3)) / (mass(1) + mass(3) + mass(3) + mass(5)))
     assert two["mc1"] == 0.0 and two["mc2"] == pytest.approx(mass(4) / (mass(4) + mass(1)))
     assert one["complete"] and two["complete"]
-    assert results["summary"]["all"]["mc1"]["value"] == 0.5
+    assert results["summary"]["all"]["mc1"]["value"] == 0.5 and results["summary"]["reproduced_fraction"] == 1.0
     assert "copy task" in (out / "report.md").read_text()

@@ -36,7 +36,8 @@ def test_mc1_and_mc2() -> None:
     result = mc_scores(best, [best, other_true], false)
     mass = [math.exp(-1.0), math.exp(-2.0), math.exp(-1.5), math.exp(-3.0)]
     assert result.mc1 == 1.0 and result.mc2 == pytest.approx(sum(mass[:2]) / sum(mass)) and result.complete
-    assert mc_scores(other_true, [best], [*false, CandidateScore(-0.5, 1, False)]).mc1 == 0.0
+    partly = mc_scores(other_true, [best], [*false, CandidateScore(-0.5, 1, False)])
+    assert partly.mc1 == 0.0 and not partly.complete and partly.reproduced == 0.8
 
 
 def test_repeat_prompt() -> None:
