@@ -138,9 +138,10 @@ def render_markdown(context: ReportContext, summary: dict[str, dict[str, Any]], 
         lines += _group_section(answerer, group)
     lines += _calibration_section(calibration)
     lines += ["## Run", "",
-              f"{run['items']} items scored, {len(run['failures'])} failed; upstream calls made by this run "
+              f"This invocation: {run['items']} items scored, {len(run['failures'])} failed; upstream calls made "
               f"{run['calls_made']}, replies read from the cache {run['calls_cached']}, component results reused "
-              f"from the cache {run['results_reused']}; {run['duration_s']:.0f} s.", ""]
+              f"from the cache {run['results_reused']} (computed by earlier invocations of the same command); "
+              f"{run['duration_s']:.0f} s.", ""]
     lines += ["## Figures", "", *(f"![{name}]({name})" for name in figures), ""]
     return "\n".join(lines)
 
@@ -228,6 +229,6 @@ def render_mc_markdown(context: ReportContext, summary: dict[str, Any], run: dic
               "| questions | n | MC1 | MC2 |", "|---|---|---|---|", *rows, "",
               f"The model reproduced {_fmt(summary['reproduced_fraction'])} of the candidate answers (averaged per "
               f"question), and every candidate of a question on {_fmt(summary['complete_fraction'])} of questions. "
-              f"Upstream calls made {run['calls_made']}, from the cache {run['calls_cached']}; "
-              f"{run['duration_s']:.0f} s.", ""]
+              f"This invocation: upstream calls made {run['calls_made']}, replies read from the cache "
+              f"{run['calls_cached']}; {run['duration_s']:.0f} s.", ""]
     return "\n".join(lines)
