@@ -140,7 +140,7 @@ def render_markdown(context: ReportContext, summary: dict[str, dict[str, Any]], 
     lines += ["## Run", "",
               f"This invocation: {run['items']} items scored, {len(run['failures'])} failed; upstream calls made "
               f"{run['calls_made']}, replies read from the cache {run['calls_cached']}, component results reused "
-              f"from the cache {run['results_reused']} (computed by earlier invocations of the same command); "
+              f"from the cache {run['results_reused']} (computed by earlier runs on the same items and settings); "
               f"{run['duration_s']:.0f} s.", ""]
     lines += ["## Figures", "", *(f"![{name}]({name})" for name in figures), ""]
     return "\n".join(lines)
