@@ -18,7 +18,7 @@ from proxy.ask import reply_from_completion
 from ..types import Reply
 from .cache import CallSite, EvalCache
 
-__all__ = ["CachedAsk", "CallCounter", "Complete", "alternatives", "chosen_tokens"]
+__all__ = ["CachedAsk", "CallCounter", "Complete", "alternatives", "chosen_tokens", "reply_text"]
 
 Complete = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]  # (model group, body) -> completion JSON
 
@@ -70,3 +70,7 @@ def chosen_tokens(data: dict[str, Any]) -> list[tuple[str, float]] | None:
 def alternatives(data: dict[str, Any]) -> list[dict[str, float]]:
     """Per generated token, its top alternatives as {token: logprob} (as the scorers see them)."""
     return reply_from_completion(data).top_logprobs or []
+
+
+def reply_text(data: dict[str, Any]) -> str:
+    return reply_from_completion(data).text

@@ -40,6 +40,8 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--max-checks", type=int, help="Trust_BC checks per answer (default: config)")
     run.add_argument("--no-verbal-confidence", dest="verbal_confidence", action="store_false",
                      help="skip the verbalised-confidence baseline (answer mode)")
+    run.add_argument("--no-logprobs", dest="logprobs", action="store_false",
+                     help="do not ask for the answer's log-probabilities (for upstreams that refuse them)")
     run.add_argument("--calibration-out", type=Path, help="write the fitted Trust_OV calibration here (JSON)")
     run.add_argument("--calibration-method", default="isotonic", choices=["isotonic", "platt"])
     run.add_argument("--calibration-fit", type=float, default=0.5, help="fraction of items to fit on (rest: held out)")

@@ -23,7 +23,7 @@ from .gateway import gateway_settings, open_upstream
 from .outcome import ItemOutcome
 from .progress import progress_bar
 from .report import ReportContext, write_report
-from .runner import Evaluator, ItemFailure, RunSpec, evaluate_items
+from .runner import ANSWER_MAX_TOKENS, Evaluator, ItemFailure, RunSpec, evaluate_items
 from .scorers import open_scorers
 from .summary import summarise
 
@@ -34,7 +34,8 @@ def _spec(args: argparse.Namespace, model: str) -> RunSpec:
     default = ("bc", "fc") if args.mode == "answer" else ("fc",)
     return RunSpec(mode=args.mode, model=model,
                    components=tuple(args.components.split(",")) if args.components else default,
-                   verbal_confidence=args.verbal_confidence and args.mode == "answer")
+                   verbal_confidence=args.verbal_confidence and args.mode == "answer",
+                   answer_logprobs=args.logprobs)
 
 
 async def _evaluate(settings: GatewaySettings, scoring: ScoringSettings, spec: RunSpec, items: list[EvalItem],
@@ -87,9 +88,9 @@ def _describe(args: argparse.Namespace, settings: GatewaySettings, scoring: Scor
         "items": f"{items} (seeded sample of {args.limit} questions, seed {args.sample_seed})" if args.limit else items,
         "model group": f"{spec.model} ({deployments})", "components": ", ".join(spec.components)}
     if spec.mode == "answer":
-        described["answering"] = (f"closed-book prompt of the paper's Table 4, greedy, at most "
-                                  f"{spec.answer_max_tokens} tokens; verbalised confidence "
-                                  f"{'asked' if spec.verbal_confidence else 'off'}")
+        described["answering"] = (f"closed-book prompt of the paper's Table 4, greedy, at most {ANSWER_MAX_TOKENS} "
+                                  f"tokens, log-probabilities {'asked' if spec.answer_logprobs else 'off'}; "
+                                  f"verbalised confidence {'asked' if spec.verbal_confidence else 'off'}")
     if "bc" in spec.components:
         bc = scoring.consistency
         described["Trust_BC"] = f"mode {bc.mode}, max_checks {bc.max_checks}, seed {bc.seed}"

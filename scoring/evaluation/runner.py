@@ -34,7 +34,7 @@ from ..combine import combine
 from ..pipeline import ScoringPipeline
 from ..settings import ScoringSettings
 from ..types import ComponentResult, Scorer, ScoringJob
-from .asking import CachedAsk, CallCounter, Complete, chosen_tokens
+from .asking import CachedAsk, CallCounter, Complete, chosen_tokens, reply_text
 from .cache import CallSite, EvalCache
 from .datasets import EvalItem
 from .matching import gold_match
@@ -42,9 +42,10 @@ from .outcome import ItemOutcome
 from .prompts import CLOSED_BOOK_PROMPT, CONFIDENCE_PROMPT, answer_end, clean_answer, closed_book_prompt, \
     confidence_prompt, parse_confidence
 
-__all__ = ["Evaluator", "ItemFailure", "RunSpec", "evaluate_items", "mean_logprob"]
+__all__ = ["ANSWER_MAX_TOKENS", "Evaluator", "ItemFailure", "RunSpec", "evaluate_items", "mean_logprob"]
 
 Mode = Literal["answer", "given"]
+ANSWER_MAX_TOKENS = 64  # a one-sentence answer, as the paper's examples give
 VERBAL_MAX_TOKENS = 8
 
 
@@ -56,8 +57,7 @@ class RunSpec:
     model: str  # the model group that answers (answer mode), is re-asked for Trust_BC and judges by default
     components: tuple[str, ...] = ("bc", "fc")
     verbal_confidence: bool = True  # answer mode only: it asks the model that answered
-    answer_max_tokens: int = 64
-    answer_logprobs: bool = True
+    answer_logprobs: bool = True  # off for upstreams that refuse `logprobs` (no mean-log-probability baseline)
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,6 @@ class Evaluator:
     counters: dict[str, CallCounter] = field(default_factory=dict)
     reused: int = 0  # component results read from the cache, their calls not even looked up
 
-    def _ask(self, item: EvalItem, component: str, model: str) -> CachedAsk:
-        counter = self.counters.setdefault(component, CallCounter())
-        return CachedAsk(self.complete, self.cache, CallSite(item.dataset, item.id, component, model), counter)
-
     async def _cached(self, item: EvalItem, component: str, model: str, fingerprint: str,
                       produce: Callable[[CachedAsk], Awaitable[ComponentResult]]) -> ComponentResult:
         site = CallSite(item.dataset, item.id, component, model)
@@ -104,7 +100,8 @@ class Evaluator:
         if found is not None:
             self.reused += 1
             return found
-        result = await produce(self._ask(item, component, model))
+        counter = self.counters.setdefault(component, CallCounter())
+        result = await produce(CachedAsk(self.complete, self.cache, site, counter))
         if result.error is None:
             self.cache.store_result(site, fingerprint, result)
         return result
@@ -112,12 +109,11 @@ class Evaluator:
     async def _answer(self, item: EvalItem, ask: CachedAsk) -> ComponentResult:
         started = time.perf_counter()
         body: dict[str, Any] = {"messages": [{"role": "user", "content": closed_book_prompt(item.question)}],
-                                "max_tokens": self.spec.answer_max_tokens, "temperature": 0.0}
+                                "max_tokens": ANSWER_MAX_TOKENS, "temperature": 0.0}
         if self.spec.answer_logprobs:
             body.update(logprobs=True, top_logprobs=1)
         data = await ask.completion(body)
-        reply = str(((data.get("choices") or [{}])[0].get("message") or {}).get("content") or "")
-        tokens = chosen_tokens(data)
+        reply, tokens = reply_text(data), chosen_tokens(data)
         return ComponentResult(
             component="answer", upstream_calls=1, duration_s=time.perf_counter() - started,
             details={"answer": clean_answer(reply), "reply": reply[:1000], "tokens": len(tokens or ()),
@@ -141,7 +137,7 @@ class Evaluator:
     async def evaluate(self, item: EvalItem) -> ItemOutcome:
         model, components = self.spec.model, {}
         if self.spec.mode == "answer":
-            fingerprint = _digest(CLOSED_BOOK_PROMPT, self.spec.answer_max_tokens, self.spec.answer_logprobs)
+            fingerprint = _digest(CLOSED_BOOK_PROMPT, ANSWER_MAX_TOKENS, self.spec.answer_logprobs)
             components["answer"] = await self._cached(item, "answer", model, fingerprint,
                                                       lambda ask: self._answer(item, ask))
             answer = str(components["answer"].details.get("answer") or "")

@@ -153,3 +153,13 @@ def test_an_item_whose_answer_call_fails_is_reported_and_retried(gateway: Gatewa
     assert [o.item_id for o in outcomes] == ["0"]
     assert [f.item_id for f in failures] == ["broken"] and "500" in failures[0].error
 
+
+
+def test_without_logprobs_the_answer_call_asks_for_none(gateway: GatewaySettings, evidence_settings: ScoringSettings,
+                                                        scorers: dict[str, Scorer], fake_upstream: FakeUpstream,
+                                                        tmp_path: Path) -> None:
+    fake_upstream.responder = ScriptedModel(ALBUMS)
+    spec = RunSpec(mode="answer", model="fake", components=(), verbal_confidence=False, answer_logprobs=False)
+    (outcome,), _, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", ITEMS[:1], spec)
+    assert "logprobs" not in fake_upstream.requests[0] and len(fake_upstream.requests) == 1
+    assert outcome.detail("answer", "mean_logprob") is None and outcome.value("ov") is None
