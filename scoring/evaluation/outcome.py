@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from ..types import ComponentResult
 
-__all__ = ["SIGNALS", "ItemOutcome", "Signal", "signal_values"]
+__all__ = ["SIGNALS", "ItemOutcome", "Signal", "by_answerer", "signal_values"]
 
 
 class ItemOutcome(BaseModel):
@@ -77,3 +77,11 @@ def signal_values(signal: Signal, outcomes: list[ItemOutcome]) -> tuple[list[flo
     """(scores, labels) over the outcomes where the signal has a value."""
     pairs = [(float(v), o.label) for o in outcomes if (v := signal.read(o)) is not None]
     return [s for s, _ in pairs], [y for _, y in pairs]
+
+
+def by_answerer(outcomes: list[ItemOutcome]) -> dict[str, list[ItemOutcome]]:
+    """Outcomes grouped by who wrote the answer, groups in order of first appearance."""
+    groups: dict[str, list[ItemOutcome]] = {}
+    for outcome in outcomes:
+        groups.setdefault(outcome.answerer or "?", []).append(outcome)
+    return groups

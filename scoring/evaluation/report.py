@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .figures import Curve, reliability_diagram, roc_curves
-from .outcome import SIGNALS, ItemOutcome, signal_values
+from .outcome import SIGNALS, ItemOutcome, by_answerer, signal_values
 
 __all__ = ["PAPER_MODELS", "PAPER_TABLE1", "ReportContext", "render_markdown", "render_mc_markdown", "write_json",
            "write_report"]
@@ -159,11 +159,10 @@ def _curves(outcomes: list[ItemOutcome], probability_only: bool) -> list[Curve]:
 
 def write_figures(outcomes: list[ItemOutcome], calibration_curve: Curve | None, folder: Path) -> list[str]:
     """A reliability diagram and an ROC plot per answerer; file names relative to ``folder``."""
-    names = []
-    for answerer in dict.fromkeys(o.answerer or "?" for o in outcomes):
-        mine = [o for o in outcomes if (o.answerer or "?") == answerer]
+    names, groups = [], by_answerer(outcomes)
+    for answerer, mine in groups.items():
         curves = _curves(mine, probability_only=True)
-        if calibration_curve is not None and len(dict.fromkeys(o.answerer for o in outcomes)) == 1:
+        if calibration_curve is not None and len(groups) == 1:  # fitted on the pooled answers of all groups
             curves.append(calibration_curve)
         reliability_diagram(curves, folder / f"reliability-{answerer}.png", title=f"Reliability: answers by {answerer}")
         roc_curves(_curves(mine, probability_only=False), folder / f"roc-{answerer}.png",

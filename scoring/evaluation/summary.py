@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .metrics import Metric, auprc, auroc, bootstrap_ci, cohen_kappa, expected_calibration_error, pearson, spearman
-from .outcome import SIGNALS, ItemOutcome, Signal, signal_values
+from .outcome import SIGNALS, ItemOutcome, Signal, by_answerer, signal_values
 
 __all__ = ["RANK_METRICS", "metric_with_ci", "summarise", "summarise_group", "summarise_signal"]
 
@@ -80,6 +80,4 @@ def summarise_group(outcomes: list[ItemOutcome], resamples: int, seed: int) -> d
 
 def summarise(outcomes: list[ItemOutcome], *, resamples: int = 1000, seed: int = 0) -> dict[str, dict[str, Any]]:
     """Per answerer: counts, accuracy, calls per item per component, and every signal's metrics."""
-    answerers = list(dict.fromkeys(o.answerer or "?" for o in outcomes))
-    return {name: summarise_group([o for o in outcomes if (o.answerer or "?") == name], resamples, seed)
-            for name in answerers}
+    return {name: summarise_group(group, resamples, seed) for name, group in by_answerer(outcomes).items()}

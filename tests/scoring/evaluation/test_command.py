@@ -51,8 +51,8 @@ def test_given_mode_report_with_calibration(fake_upstream: FakeUpstream, evidenc
     assert load_calibration(calibration).probability(1.0) == pytest.approx(1.0)
     markdown = (out / "report.md").read_text()
     assert markdown.startswith("# TrustScore evaluation: jsonl, given mode, model group fake")
-    assert f"```bash\ntrustgate eval run \\\n  --dataset jsonl \\\n  --mode given \\\n  --calibration-out {calibration}" \
-        in markdown and "\\\n  --note 'a test run'\n```" in markdown
+    command = "trustgate eval run \\\n  --dataset jsonl \\\n  --mode given \\\n  --calibration-out"
+    assert f"```bash\n{command} {calibration}" in markdown and "\\\n  --note 'a test run'\n```" in markdown
     assert "Trust_BC re-asks the model that wrote the answer" in markdown and "- a test run" in markdown
     assert "| Trust_FC | " in markdown and "| 0.593 | 0.533 | 0.449 |" in markdown
     for figure in ("reliability-given.png", "roc-given.png"):
