@@ -14,7 +14,17 @@ from scoring.types import Reply
 
 from .upstream import UpstreamClient
 
-__all__ = ["UpstreamAsk", "reply_from_completion"]
+__all__ = ["UpstreamAsk", "ask_body", "reply_from_completion"]
+
+
+def ask_body(messages: list[dict[str, Any]], *, max_tokens: int, temperature: float, logprobs: bool,
+             top_logprobs: int | None) -> dict[str, Any]:
+    """The chat request an ``Ask`` sends; every Ask implementation builds it here."""
+    body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
+    if logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = top_logprobs or 5
+    return body
 
 
 def reply_from_completion(data: dict[str, Any]) -> Reply:
@@ -38,10 +48,8 @@ class UpstreamAsk:
 
     async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
                        logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
-        body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
-        if logprobs:
-            body["logprobs"] = True
-            body["top_logprobs"] = top_logprobs or 5
+        body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
+                        top_logprobs=top_logprobs)
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
         completion = await self._upstream.complete(self._model, body)
         return reply_from_completion(completion.data)

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.ask import reply_from_completion
+from proxy.ask import ask_body, reply_from_completion
 
 from ..types import Reply
 from .cache import CallSite, EvalCache
@@ -51,10 +51,8 @@ class CachedAsk:
 
     async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
                        logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
-        body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
-        if logprobs:
-            body["logprobs"] = True
-            body["top_logprobs"] = top_logprobs or 5
+        body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
+                        top_logprobs=top_logprobs)
         return reply_from_completion(await self.completion(body))
 
 
