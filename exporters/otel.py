@@ -51,7 +51,7 @@ class Telemetry:
             yield span
 
     def emit_evaluations(self, record: TrustRecord) -> None:
-        """One event per score: each component's, and the RAG component's Trust-Eval metrics."""
+        """One event per score: each component's, the RAG component's Trust-Eval metrics, the calibrated probability."""
         for component in record.components.values():
             label = record.label if component.component == "ov" else component.label
             self._emit(record.id, COMPONENT_NAMES.get(component.component, component.component),
@@ -60,6 +60,7 @@ class Telemetry:
                 for metric in RAG_METRICS:
                     value = component.details.get(metric)
                     self._emit(record.id, f"trustgate.{metric}", value if isinstance(value, float) else None, None)
+        self._emit(record.id, "trustgate.trust_probability", record.probability, None)
 
     def _emit(self, response_id: str, name: str, value: float | None, label: str | None) -> None:
         if value is None:

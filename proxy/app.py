@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
@@ -26,8 +25,14 @@ from scoring.types import Scorer
 from .auth import KeyRing
 from .config import GatewaySettings
 from .errors import GatewayError, error_body
-from .assembly import build_processor, build_publisher, build_telemetry, open_redis
-from .local_upstream import run_local_upstream
+from .assembly import (
+    build_processor,
+    build_publisher,
+    build_telemetry,
+    load_calibrator,
+    open_redis,
+    open_upstream_client,
+)
 from .routes import router
 from .scorers import scoring_configured
 from .trust import TrustService
@@ -50,26 +55,17 @@ class Gateway:
     telemetry: Telemetry
 
 
-def http_client() -> httpx.AsyncClient:
-    # One pooled client for all upstream traffic; timeouts are set per request.
-    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=30)
-    return httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60.0, connect=5.0))
-
-
 def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
                scorers: Sequence[Scorer] | None = None, telemetry: Telemetry | None = None) -> FastAPI:
     """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding)."""
     metrics = build_metrics(registry if registry is not None else CollectorRegistry())
     scoring = settings.trustgate.scoring
+    calibrator = load_calibrator(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            if settings.trustgate.local_upstream.enabled:
-                await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
-            http = await stack.enter_async_context(http_client())
-            upstream = UpstreamClient(settings, http)
-            stack.push_async_callback(upstream.aclose)
+            upstream = await open_upstream_client(settings, stack)
             tracing = telemetry or build_telemetry(settings, stack)
             redis = await open_redis(settings, stack)
             publisher = await build_publisher(settings, metrics, tracing, redis, stack)
@@ -78,7 +74,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 queue = RedisJobQueue(redis, publisher.store, scoring.queue)
                 has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
-                process, has_scorers = await build_processor(settings, upstream, metrics, tracing, scorers, stack)
+                process, has_scorers = await build_processor(
+                    settings, upstream, metrics, tracing, scorers, calibrator, stack)
                 queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency,
                                        on_depth=metrics.scoring_queue_depth.set)

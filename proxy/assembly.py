@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
+import httpx
 from redis.asyncio import Redis
 
 from exporters import (
@@ -20,17 +21,41 @@ from exporters import (
     configure_telemetry,
     disabled_telemetry,
 )
+from scoring.evaluation.calibration import CalibrationError, Calibrator, load_calibration
 from scoring.pipeline import ScoringPipeline
 from scoring.queue import Process
 from scoring.types import Scorer
 
 from .ask import UpstreamAsk
-from .config import GatewaySettings
+from .config import ConfigError, GatewaySettings
+from .local_upstream import run_local_upstream
 from .scorers import build_scorers, combiner
 from .trust import traced
 from .upstream import UpstreamClient
 
-__all__ = ["build_processor", "build_publisher", "build_telemetry", "open_redis"]
+__all__ = ["build_processor", "build_publisher", "build_telemetry", "http_client", "load_calibrator", "open_redis",
+           "open_upstream_client"]
+
+
+def http_client() -> httpx.AsyncClient:
+    # One pooled client for all upstream traffic; timeouts are set per request.
+    limits = httpx.Limits(max_connections=1000, max_keepalive_connections=200, keepalive_expiry=30)
+    return httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60.0, connect=5.0))
+
+
+async def open_upstream_client(settings: GatewaySettings, stack: contextlib.AsyncExitStack, *,
+                               start_local: bool = True) -> UpstreamClient:
+    """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
+
+    ``start_local=False`` for a process that uses the model server a gateway
+    on the same host started (a worker).
+    """
+    if start_local and settings.trustgate.local_upstream.enabled:
+        await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
+    http = await stack.enter_async_context(http_client())
+    upstream = UpstreamClient(settings, http)
+    stack.push_async_callback(upstream.aclose)
+    return upstream
 
 
 def build_telemetry(settings: GatewaySettings, stack: contextlib.AsyncExitStack) -> Telemetry:
@@ -68,11 +93,22 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, te
 
 
 async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, metrics: GatewayMetrics,
-                          telemetry: Telemetry, scorers: Sequence[Scorer] | None,
+                          telemetry: Telemetry, scorers: Sequence[Scorer] | None, calibrator: Calibrator | None,
                           stack: contextlib.AsyncExitStack) -> tuple[Process, bool]:
-    """The job processor (scorers → record, traced) and whether any scorer is active."""
+    """The job processor (scorers → record, calibrated, traced) and whether any scorer is active."""
     scoring = settings.trustgate.scoring
     active = list(scorers) if scorers is not None else await build_scorers(scoring, stack)
     pipeline = ScoringPipeline(active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose),
-                               scoring, combine=combiner(active))
+                               scoring, combine=combiner(active), calibrator=calibrator)
     return traced(pipeline, telemetry), pipeline.has_scorers
+
+
+def load_calibrator(settings: GatewaySettings) -> Calibrator | None:
+    """The configured calibration, read before the server starts: a bad file is a config error, not a crash."""
+    path = settings.trustgate.scoring.calibration_path
+    if path is None:
+        return None
+    try:
+        return load_calibration(path)
+    except CalibrationError as exc:
+        raise ConfigError(f"trustgate.scoring.calibration_path: {exc}") from exc

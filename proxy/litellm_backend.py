@@ -15,7 +15,7 @@ import orjson
 
 from .completion import Completion, UpstreamStream
 from .config import GatewaySettings
-from .errors import GatewayError, UpstreamError, UpstreamTimeout, UpstreamUnavailable
+from .errors import GatewayError, UpstreamTimeout, UpstreamUnavailable
 from .upstream_errors import error_for_status, scrub
 
 __all__ = ["LitellmBackend"]

@@ -24,10 +24,15 @@ from exporters import build_metrics
 from scoring.redis_queue import RedisStreamWorker
 from scoring.types import Scorer
 
-from .app import http_client
-from .assembly import build_processor, build_publisher, build_telemetry, open_redis
+from .assembly import (
+    build_processor,
+    build_publisher,
+    build_telemetry,
+    load_calibrator,
+    open_redis,
+    open_upstream_client,
+)
 from .config import ConfigError, GatewaySettings
-from .upstream import UpstreamClient
 
 __all__ = ["run_worker"]
 
@@ -43,6 +48,7 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
                      stop: asyncio.Event | None = None, grace_s: float = 30.0) -> None:
     if settings.trustgate.scoring.queue.backend != "redis":
         raise ConfigError("trustgate worker needs trustgate.scoring.queue.backend: redis")
+    calibrator = load_calibrator(settings)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -55,14 +61,12 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
             server, thread = start_http_server(metrics_port, addr=metrics_host, registry=registry)
             stack.callback(thread.join, 5)
             stack.callback(server.shutdown)
-        http = await stack.enter_async_context(http_client())
-        upstream = UpstreamClient(settings, http)
-        stack.push_async_callback(upstream.aclose)
+        upstream = await open_upstream_client(settings, stack, start_local=False)
         telemetry = build_telemetry(settings, stack)
         redis = await open_redis(settings, stack)
         assert redis is not None  # the backend was checked above
         publisher = await build_publisher(settings, metrics, telemetry, redis, stack)
-        process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, stack)
+        process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack)
         worker = RedisStreamWorker(
             redis, publisher.store, settings.trustgate.scoring.queue, process=process, publish=publisher.publish,
             consumer=_consumer_name(), on_dead_letter=lambda job: metrics.dead_letters.labels(model=job.model).inc())

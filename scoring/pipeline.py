@@ -10,9 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .settings import ScoringSettings
 from .types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
+
+if TYPE_CHECKING:
+    from .evaluation.calibration import Calibrator
 
 __all__ = ["AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
 
@@ -32,11 +36,12 @@ def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
 
 class ScoringPipeline:
     def __init__(self, scorers: Sequence[Scorer], ask_for: AskFactory, settings: ScoringSettings,
-                 combine: Combiner | None = None) -> None:
+                 combine: Combiner | None = None, calibrator: Calibrator | None = None) -> None:
         self._scorers = list(scorers)
         self._ask_for = ask_for
         self._settings = settings
         self._combine = combine
+        self._calibrator = calibrator
 
     @property
     def has_scorers(self) -> bool:
@@ -66,6 +71,17 @@ class ScoringPipeline:
             return with_documents
         return [s for s in self._scorers if not getattr(s, "handles_documents", False)]
 
+    def _probability(self, components: dict[str, ComponentResult]) -> float | None:
+        """The calibrated probability, from the component the calibration was fitted on (Trust_OV as a rule).
+
+        A record without that component (a RAG request, a failed scorer) gets
+        none rather than a probability fitted on a different score.
+        """
+        fitted_on = components.get(self._calibrator.score) if self._calibrator is not None else None
+        if self._calibrator is None or fitted_on is None or fitted_on.value is None:
+            return None
+        return self._calibrator.probability(fitted_on.value)
+
     async def run(self, job: ScoringJob) -> TrustRecord:
         started, queued_s = time.perf_counter(), max(0.0, time.time() - job.created_at)
         results = await asyncio.gather(*(self._run_one(s, job) for s in self._applicable(job)))
@@ -82,7 +98,8 @@ class ScoringPipeline:
         status = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
         return TrustRecord(
             id=job.id, status=status, model=job.model, components=components,
-            score=score, label=trust_label(score, self._settings), error="; ".join(errors) or None,
+            score=score, label=trust_label(score, self._settings), probability=self._probability(components),
+            error="; ".join(errors) or None,
             created_at=job.created_at, finished_at=time.time(),
             timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},
         )

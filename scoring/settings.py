@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["ConsistencySettings", "FactCheckSettings", "PolicySettings", "QueueSettings", "RagSettings",
            "ScoringSettings"]
@@ -116,9 +116,18 @@ class ScoringSettings(BaseModel):
     # Trust_OV at or above `trusted` is "trusted", below `untrusted` is "untrusted".
     trusted_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     untrusted_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
+    # A file from `trustgate eval run --calibration-out`: records then carry a calibrated probability
+    # (x-trust-probability) beside the raw score. Fit it on your own model and traffic.
+    calibration_path: Path | None = None
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
     queue: QueueSettings = Field(default_factory=QueueSettings)
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
     rag: RagSettings = Field(default_factory=RagSettings)
+
+    @model_validator(mode="after")
+    def _nli_judge_has_a_model(self) -> ScoringSettings:
+        if self.rag.enabled and self.rag.judge == "nli" and not self.factcheck.nli_model_dir:
+            raise ValueError("rag.judge: nli needs factcheck.nli_model_dir")
+        return self

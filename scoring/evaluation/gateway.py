@@ -2,7 +2,7 @@
 
 An evaluation must call models exactly as the gateway does (same routing,
 pass-through or litellm, retries, timeouts, fallbacks), so it opens the same
-parts ``proxy.app`` opens in its lifespan, from the same YAML config. This
+parts the gateway opens in its lifespan (``proxy.assembly``), from the same YAML config. This
 module and ``asking.py`` are the only ones here that import ``proxy``: the
 harness is a client of the gateway, not part of its request path.
 """
@@ -14,10 +14,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from proxy.app import http_client
+from proxy.assembly import open_upstream_client
 from proxy.config import GatewaySettings, default_config_path, load_settings
-from proxy.local_upstream import run_local_upstream
-from proxy.upstream import UpstreamClient
 
 from .asking import Complete
 
@@ -37,11 +35,7 @@ async def open_upstream(settings: GatewaySettings) -> AsyncIterator[Complete]:
     stops it on exit, as the gateway does.
     """
     async with contextlib.AsyncExitStack() as stack:
-        if settings.trustgate.local_upstream.enabled:
-            await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
-        http = await stack.enter_async_context(http_client())
-        upstream = UpstreamClient(settings, http)
-        stack.push_async_callback(upstream.aclose)
+        upstream = await open_upstream_client(settings, stack)
 
         async def complete(group: str, body: dict[str, Any]) -> dict[str, Any]:
             return (await upstream.complete(group, body)).data

@@ -1,4 +1,4 @@
-"""GenAI evaluation events for every score, RAG metrics included."""
+"""GenAI evaluation events for every score, RAG metrics and the calibrated probability included."""
 
 from __future__ import annotations
 
@@ -26,3 +26,18 @@ def test_rag_component_emits_its_trust_eval_metrics() -> None:
     assert events["trustgate.citation_recall"].attributes["gen_ai.evaluation.score.value"] == 0.5  # type: ignore[index]
     assert all(e.event_name == "gen_ai.evaluation.result" and e.attributes["gen_ai.response.id"] == "trust-1"  # type: ignore[index]
                for e in events.values())
+
+
+def test_a_calibrated_record_emits_its_probability() -> None:
+    logs = InMemoryLogRecordExporter()
+    provider = LoggerProvider()
+    provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    telemetry = Telemetry(NoOpTracerProvider().get_tracer("t"), provider.get_logger("t"))
+    ov = ComponentResult(component="ov", value=0.58)
+    telemetry.emit_evaluations(TrustRecord(id="trust-2", status="done", components={"ov": ov}, score=0.58,
+                                           probability=0.28, label="uncertain"))
+    events = {r.log_record.attributes["gen_ai.evaluation.name"]: r.log_record.attributes  # type: ignore[index]
+              for r in logs.get_finished_logs()}
+    assert set(events) == {"trustgate.trust_ov", "trustgate.trust_probability"}
+    assert events["trustgate.trust_probability"]["gen_ai.evaluation.score.value"] == 0.28
+    assert events["trustgate.trust_ov"]["gen_ai.evaluation.score.label"] == "uncertain"

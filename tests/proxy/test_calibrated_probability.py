@@ -1,0 +1,97 @@
+"""A calibration file from ``trustgate eval`` turns each record's raw Trust_OV into ``x-trust-probability``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import yaml
+
+from proxy import ConfigError, settings_from_dict
+from proxy.app import create_app
+from proxy.cli import main
+from proxy.worker import run_worker
+from scoring.evaluation import IsotonicCalibrator, save_calibration
+from scoring.pipeline import ScoringPipeline
+from scoring.settings import ScoringSettings
+from scoring.types import Ask, ComponentResult, ScoringJob
+from tests.conftest import MASTER_KEY
+from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
+from tests.servers import ServerThread
+
+# Trust_OV of bc 0.9 with a neutral fc is 0.58 (graded Table 3); on this curve 0.58 lies 90 % of the
+# way from (0.4, 0.1) to (0.6, 0.3), so its probability is 0.1 + 0.9 × 0.2 = 0.28.
+CURVE = IsotonicCalibrator(x=(0.4, 0.6, 0.8), y=(0.1, 0.3, 0.9))
+
+
+@pytest.fixture
+def calibration(tmp_path: Path) -> Path:
+    path = tmp_path / "calibration.json"
+    save_calibration(CURVE, path)
+    return path
+
+
+def test_headers_record_and_trust_chunk_carry_the_calibrated_probability(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], calibration: Path) -> None:
+    server = start_gateway(scoring_config(fake_upstream.url, calibration_path=str(calibration)),  # type: ignore[attr-defined]
+                           scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    response = chat(server, headers={"x-trustgate-mode": "sync"})
+    assert (response.headers["x-trust-score"], response.headers["x-trust-probability"]) == ("0.5800", "0.2800")
+    record = wait_for_record(server, response.headers["x-trust-id"])
+    assert record["score"] == pytest.approx(0.58) and record["probability"] == pytest.approx(0.28)
+
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0,
+                           default_headers={"x-trustgate-mode": "sync"})
+    chunks = list(client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}],
+                                                 stream=True))
+    assert chunks[-1].model_extra["trust"]["probability"] == pytest.approx(0.28)  # type: ignore[index]
+
+
+def test_without_a_calibration_the_probability_is_absent(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    server = start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+                           scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    response = chat(server, headers={"x-trustgate-mode": "sync"})
+    assert response.headers["x-trust-score"] == "0.5800" and "x-trust-probability" not in response.headers
+    assert wait_for_record(server, response.headers["x-trust-id"])["probability"] is None
+
+
+class FixedScorer:
+    def __init__(self, name: str, value: float) -> None:
+        self.name, self.value = name, value
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        return ComponentResult(component=self.name, value=self.value)
+
+
+def test_a_record_without_the_calibrated_component_gets_no_probability() -> None:
+    """A calibration fitted on Trust_OV says nothing about a RAG score: no number rather than a wrong one."""
+    pipeline = ScoringPipeline([FixedScorer("rag", 0.7)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
+                               ScoringSettings(), calibrator=CURVE)
+    record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
+    assert record.score == 0.7 and record.probability is None
+
+
+@pytest.mark.parametrize("content", ['{"format": "something-else"}', "not json", None])
+def test_a_bad_calibration_file_stops_the_start_with_a_config_error(
+        tmp_path: Path, fake_upstream: FakeUpstream, content: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "calibration.json"
+    if content is not None:
+        path.write_text(content)
+    config: dict[str, Any] = scoring_config(fake_upstream.url, calibration_path=str(path))
+    with pytest.raises(ConfigError, match="calibration_path"):
+        create_app(settings_from_dict(config, {}))
+
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(config))
+    assert main(["serve", "--config", str(config_file)]) == 2
+    assert "trustgate.scoring.calibration_path" in capsys.readouterr().err
+
+    config["trustgate"]["scoring"]["queue"]["backend"] = "redis"
+    with pytest.raises(ConfigError, match="calibration_path"):  # before any Redis connection is tried
+        asyncio.run(run_worker(settings_from_dict(config, {}), metrics_port=None))
