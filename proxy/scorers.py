@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from pathlib import Path
 
 from scoring.combine import combine
 from scoring.consistency import open_consistency_scorer
 from scoring.factcheck import FactCheckScorer
 from scoring.factcheck.assets import load_evidence_index
 from scoring.pipeline import Combiner
-from scoring.rag import RagScorer
+from scoring.rag import build_rag_scorer
 from scoring.settings import ScoringSettings
 from scoring.types import Scorer
 
@@ -46,21 +45,8 @@ async def build_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSt
         else:
             scorers.append(FactCheckScorer(index, settings.factcheck))
     if settings.rag.enabled:
-        scorers.append(rag_scorer(settings))
+        scorers.append(build_rag_scorer(settings))
     return scorers
-
-
-def rag_scorer(settings: ScoringSettings) -> RagScorer:
-    rag = settings.rag
-    nli = None
-    if rag.judge == "nli":
-        if not settings.factcheck.nli_model_dir:
-            raise ConfigError("scoring.rag.judge: nli needs scoring.factcheck.nli_model_dir")
-        from scoring.factcheck.nli import LocalNLIJudge  # torch and transformers are optional
-
-        nli = LocalNLIJudge(Path(settings.factcheck.nli_model_dir), settings.factcheck.nli_labels)
-    return RagScorer(judge_model=rag.judge_model, nli=nli, max_statements=rag.max_statements,
-                     max_citations=rag.max_citations, judge_concurrency=rag.judge_concurrency)
 
 
 def combiner(scorers: list[Scorer]) -> Combiner | None:

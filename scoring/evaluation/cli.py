@@ -12,21 +12,34 @@ from .datasets import DATASET_FILES
 __all__ = ["add_eval_arguments", "command_line"]
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _gateway_and_output(parser: argparse.ArgumentParser) -> None:
+    """Where the models are and where the results go: every task takes these."""
     parser.add_argument("--config", type=Path, help="gateway YAML config (default: the embedded local-model config)")
-    parser.add_argument("--model", help="model group that answers and is re-asked (default: the config's first)")
+    parser.add_argument("--model", help="model group under evaluation (default: the config's first)")
+    parser.add_argument("--cache", type=Path, help="SQLite cache of replies and results "
+                                                   "(default: <data_dir>/eval/cache.sqlite3); reruns resume from it")
+    parser.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/<run>)")
+    parser.add_argument("--concurrency", type=int, default=1, help="items in flight (1 suits a local model)")
+    parser.add_argument("--title", help="report title")
+    parser.add_argument("--note", action="append", default=[], help="a line for the report's caveats (repeatable)")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    """The labeled-set tasks: which set, which sample, how the statistics are seeded."""
     parser.add_argument("--data-dir", type=Path, help="folder of the labeled sets (default: ../shared/eval)")
     parser.add_argument("--file", type=Path, help="a dataset file to read instead (required for jsonl)")
     parser.add_argument("--limit", type=int, help="evaluate a seeded sample of this many questions")
     parser.add_argument("--sample-seed", type=int, default=0, help="seed of that sample (default 0)")
-    parser.add_argument("--cache", type=Path, help="SQLite cache of replies and results "
-                                                   "(default: <data_dir>/eval/cache.sqlite3); reruns resume from it")
-    parser.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/<run>)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per interval")
     parser.add_argument("--seed", type=int, default=0, help="seed of bootstrap, calibration split and Trust_BC")
-    parser.add_argument("--concurrency", type=int, default=1, help="items in flight (1 suits a local model)")
-    parser.add_argument("--title", help="report title")
-    parser.add_argument("--note", action="append", default=[], help="a line for the report's caveats (repeatable)")
+    _gateway_and_output(parser)
+
+
+def _rag_arguments(rag: argparse.ArgumentParser) -> None:
+    rag.add_argument("--file", type=Path, required=True,
+                     help="JSONL of RAG cases: question, documents, answer; optional id, answerable, "
+                          "reference_claims")
+    _gateway_and_output(rag)
 
 
 def _run_arguments(run: argparse.ArgumentParser) -> None:
@@ -49,11 +62,12 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
 
 
 TASKS = {"run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
-         "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common)}
+         "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common),
+         "rag": ("Trust-Eval's report (refusals, citations, claims) over a JSONL of RAG cases", _rag_arguments)}
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """``trustgate eval run ...`` (trust scores against labels) and ``trustgate eval truthfulqa-mc ...``."""
+    """``trustgate eval run``, ``truthfulqa-mc`` and ``rag``, each with its own arguments (``TASKS``)."""
     tasks = parser.add_subparsers(dest="eval_task", required=True)
     for name, (help_text, add) in TASKS.items():
         add(tasks.add_parser(name, help=help_text))

@@ -9,16 +9,21 @@ import argparse
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from ..rag.cases import CaseError
 from .calibration import CalibrationError
 from .datasets import DatasetError
 from .mc_command import eval_truthfulqa_mc
 from .mc_runner import NoLogprobs
+from .rag_command import eval_rag
 from .run_command import eval_run
 from .scorers import MissingAssets
 
 __all__ = ["run_eval_command"]
+
+TASKS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": eval_run, "truthfulqa-mc": eval_truthfulqa_mc, "rag": eval_rag}
 
 
 @contextlib.contextmanager
@@ -39,10 +44,10 @@ def _stop_on_signals() -> Iterator[None]:
 def run_eval_command(args: argparse.Namespace) -> int:
     try:
         with _stop_on_signals():
-            return eval_run(args) if args.eval_task == "run" else eval_truthfulqa_mc(args)
+            return TASKS[args.eval_task](args)
     except KeyboardInterrupt:
         print("trustgate eval: interrupted; rerun the same command to resume from the cache", file=sys.stderr)
         return 130
-    except (DatasetError, MissingAssets, NoLogprobs, CalibrationError) as exc:
+    except (DatasetError, MissingAssets, NoLogprobs, CalibrationError, CaseError) as exc:
         print(f"trustgate eval: {exc}", file=sys.stderr)
         return 2

@@ -19,8 +19,8 @@ from typing import Any
 from .figures import Curve, reliability_diagram, roc_curves
 from .outcome import SIGNALS, ItemOutcome, by_answerer, signal_values
 
-__all__ = ["PAPER_MODELS", "PAPER_TABLE1", "ReportContext", "render_markdown", "render_mc_markdown", "write_json",
-           "write_report"]
+__all__ = ["PAPER_MODELS", "PAPER_TABLE1", "ReportContext", "render_markdown", "render_mc_markdown",
+           "render_rag_markdown", "write_json", "write_report"]
 
 PAPER_MODELS = ("FLAN-T5", "LLaMA", "GPT-3.5")
 # TrustScore, Table 1: Pearson's r against human judgements on MixedQA.
@@ -230,4 +230,38 @@ def render_mc_markdown(context: ReportContext, summary: dict[str, Any], run: dic
               f"question), and every candidate of a question on {_fmt(summary['complete_fraction'])} of questions. "
               f"This invocation: upstream calls made {run['calls_made']}, replies read from the cache "
               f"{run['calls_cached']}; {run['duration_s']:.0f} s.", ""]
+    return "\n".join(lines)
+
+
+RAG_SECTIONS = {
+    "Cases": ("num_samples", "skipped_num", "answered_num", "answered_ratio", "answerable_num", "labelled_num",
+              "overlapped_num", "regular_length", "answered_length"),
+    "Refusal groundedness": ("reject_rec", "reject_prec", "reject_f1", "answerable_rec", "answerable_prec",
+                             "answerable_f1", "macro_avg", "macro_f1"),
+    "Citations": ("regular_citation_rec", "regular_citation_prec", "regular_citation_f1", "answered_citation_rec",
+                  "answered_citation_prec", "answered_citation_f1"),
+    "Claims and grounding": ("answered_claims_nli", "calib_answered_claims_nli", "calib_answerable_claims_nli",
+                             "calib_claims_nli_f1", "answered_groundedness"),
+    "Overall": ("trust_score", "judge_failures", "judge_calls"),
+}
+
+
+def _cell(value: Any) -> str:
+    return _fmt(value) if value is None or isinstance(value, float) else str(value)
+
+
+def render_rag_markdown(context: ReportContext, report: dict[str, Any], run: dict[str, Any]) -> str:
+    """Trust-Eval's report, its metrics grouped as its paper groups them, fractions rather than percentages."""
+    lines = [f"# {context.title}", "", "Produced by:", "", "```bash", context.command, "```", "",
+             f"Cases `{context.dataset}`, judge {context.model}; {context.created_at}"
+             + (f", commit {context.git_commit}" if context.git_commit else "") + ".", ""]
+    if context.notes:
+        lines += ["## Read this first", "", *(f"- {note}" for note in context.notes), ""]
+    for section, keys in RAG_SECTIONS.items():
+        lines += [f"## {section}", "", "| metric | value |", "|---|---|"]
+        lines += [f"| {key} | {_cell(report.get(key))} |" for key in keys]
+        lines.append("")
+    lines += [f"Metric names are Trust-Eval's; None (–) where no case could inform a metric. This invocation: "
+              f"upstream calls made {run['calls_made']}, replies read from the cache {run['calls_cached']}; "
+              f"{run['duration_s']:.0f} s.", ""]
     return "\n".join(lines)

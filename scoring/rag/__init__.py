@@ -11,18 +11,17 @@ What the gateway uses:
   in ``documents`` and ``RagRequest.labels.as_policy()`` at
   ``policy[LABELS_KEY]``; its question comes from the client's own messages,
   not the forwarded ones, which may end with the appended passages.
-- ``RagScorer(judge_model=..., nli=...)``: the ``Scorer`` named "rag".
+- ``build_rag_scorer(settings)``: the ``Scorer`` named "rag" (``RagScorer``).
 
-``python -m scoring.rag.report`` (``report.py``, not imported here so that
-``-m`` does not import it twice) prints the offline report; ``rag_report`` is
-its pure part.
+``trustgate eval rag`` scores a JSONL of cases (``cases.py``) and aggregates
+them with ``rag_report``, Trust-Eval's offline report.
 """
 
 from .aggregate import rag_report
 from .documents import Document, documents_in_messages, format_passages
 from .labels import LABELS_KEY, RagLabels
 from .request import RAG_FIELDS, InvalidRagField, RagRequest, prepare_rag_request
-from .scorer import RagScorer, trust_value
+from .scorer import RagScorer, build_rag_scorer, trust_value
 
 __all__ = [
     "LABELS_KEY",
@@ -32,6 +31,7 @@ __all__ = [
     "RagLabels",
     "RagRequest",
     "RagScorer",
+    "build_rag_scorer",
     "documents_in_messages",
     "format_passages",
     "prepare_rag_request",

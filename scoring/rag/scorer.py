@@ -14,9 +14,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..factcheck.index import Evidence
+from ..settings import ScoringSettings
 from ..types import Ask, ComponentResult, ScoringJob
 from .documents import Document, documents_from_job, evidence
 from .entailment import EntailmentJudge, NLIJudge, Verdict
@@ -34,7 +36,7 @@ from .metrics import (
 from .refusal import RefusalKind, is_refusal_statement, refusal_kind
 from .statements import Statement, split_statements, strip_citations
 
-__all__ = ["RagScorer", "trust_parts", "trust_value"]
+__all__ = ["RagScorer", "build_rag_scorer", "trust_parts", "trust_value"]
 
 MAX_STATEMENTS = 20  # statements judged per answer; each costs one to seven judge calls
 MAX_CITATIONS = 3  # Trust-Eval's at_most_citations: later citations of a statement are not judged
@@ -190,3 +192,15 @@ class RagScorer:
             "words": len(answer.split()),
             "judge_errors": judge.errors,
         }
+
+
+def build_rag_scorer(settings: ScoringSettings) -> RagScorer:
+    """The scorer the settings describe; the settings have checked that an NLI judge has its model."""
+    rag = settings.rag
+    nli = None
+    if rag.judge == "nli" and settings.factcheck.nli_model_dir:
+        from ..factcheck.nli import LocalNLIJudge  # torch and transformers are optional
+
+        nli = LocalNLIJudge(Path(settings.factcheck.nli_model_dir), settings.factcheck.nli_labels)
+    return RagScorer(judge_model=rag.judge_model, nli=nli, max_statements=rag.max_statements,
+                     max_citations=rag.max_citations, judge_concurrency=rag.judge_concurrency)

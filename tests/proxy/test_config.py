@@ -68,3 +68,11 @@ def test_invalid_files_are_config_errors(tmp_path: Path, text: str) -> None:
     path.write_text(text)
     with pytest.raises(ConfigError):
         load_settings(path, {})
+
+
+def test_an_nli_rag_judge_without_a_model_is_a_config_error() -> None:
+    config = {**MINIMAL, "trustgate": {"scoring": {"rag": {"judge": "nli"}}}}
+    with pytest.raises(ConfigError, match="nli_model_dir"):
+        settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"})
+    config["trustgate"]["scoring"]["factcheck"] = {"nli_model_dir": "/models/nli"}  # type: ignore[index]
+    assert settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"}).trustgate.scoring.rag.judge == "nli"

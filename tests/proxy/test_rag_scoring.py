@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from proxy.scorers import rag_scorer
+from scoring.rag import build_rag_scorer
 from scoring.settings import ScoringSettings
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
@@ -35,7 +35,7 @@ def answering(answer: str) -> Callable[[list[dict[str, Any]]], str]:
 def rag_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"scoring": {"mode": "sync"}}
-    return start_gateway(config, scorers=[AskingScorer("bc", 0.9), rag_scorer(ScoringSettings())])
+    return start_gateway(config, scorers=[AskingScorer("bc", 0.9), build_rag_scorer(ScoringSettings())])
 
 
 def client(server: ServerThread) -> openai.OpenAI:

@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 import yaml
 
+from proxy.cli import main
 from scoring.rag import RagScorer, rag_report
-from scoring.rag.report import CaseError, load_cases, main, score_cases
+from scoring.rag.cases import CaseError, load_cases, score_cases
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 
@@ -55,7 +56,7 @@ EXPECTED = {
 def test_the_report_on_the_labelled_fixture(fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = marker_judge
     jobs = load_cases(CASES, "fake")
-    cases = with_gateway_ask(fake_upstream, lambda ask: score_cases(jobs, RagScorer(), ask, concurrency=2))
+    cases = with_gateway_ask(fake_upstream, lambda ask: score_cases(jobs, RagScorer(), lambda job: ask, concurrency=2))
 
     assert [c["id"] for c in cases] == ["cited", "wrong-refusal", "right-refusal", "parametric", "over-cited",
                                         "uncited"]
@@ -86,20 +87,41 @@ def test_a_case_whose_judge_failed_is_left_out_of_that_metric_and_counted() -> N
         1.0, 1.0, 1)
 
 
-def test_the_command_line(fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_trustgate_eval_rag_writes_the_report_and_resumes_from_its_cache(
+        fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     fake_upstream.responder = marker_judge
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(gateway_config(fake_upstream.url)))  # type: ignore[attr-defined]
-    output = tmp_path / "report.json"
+    out, cache = tmp_path / "report", tmp_path / "cache.sqlite3"
+    arguments = ["eval", "rag", "--file", str(CASES), "--config", str(config), "--model", "fake",
+                 "--cache", str(cache), "--out", str(out), "--concurrency", "2", "--note", "a fixture"]
 
-    assert main([str(CASES), "--config", str(config), "--model", "fake", "--output", str(output)]) == 0
-    printed = json.loads(capsys.readouterr().out)
-    assert printed == pytest.approx(EXPECTED)
-    written = json.loads(output.read_text())
-    assert written["report"] == printed and len(written["cases"]) == 6
+    assert main(arguments) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["report"] == pytest.approx(EXPECTED)
+    assert [c["id"] for c in results["cases"]] == ["cited", "wrong-refusal", "right-refusal", "parametric",
+                                                   "over-cited", "uncited"]
+    assert (results["run"]["calls_made"], results["run"]["calls_cached"]) == (11, 0)
+    markdown = (out / "report.md").read_text()
+    assert markdown.startswith("# RAG trust (Trust-Eval): cases.jsonl, judge fake")
+    assert f"trustgate eval rag \\\n  --file {CASES}" in markdown and "- a fixture" in markdown
+    assert f"| trust_score | {EXPECTED['trust_score']:.3f} |" in markdown
+    assert "| reject_f1 | 0.500 |" in markdown and "| judge_calls | 11 |" in markdown
+    assert len(fake_upstream.requests) == 11
 
-    assert main([str(CASES), "--config", str(config), "--model", "nope"]) == 2
+    assert main(arguments) == 0  # a rerun asks the judge nothing: every reply comes from the cache
+    rerun = json.loads((out / "results.json").read_text())
+    assert rerun["report"] == results["report"] and (rerun["run"]["calls_made"], rerun["run"]["calls_cached"]) == (
+        0, 11)
+    assert len(fake_upstream.requests) == 11
+    capsys.readouterr()
+
+    assert main([*arguments[:-4], "--model", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q", "answer": "a", "documents": []}\n')
+    assert main(["eval", "rag", "--file", str(bad), "--config", str(config), "--cache", str(cache)]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("line", "message"), [
