@@ -44,8 +44,10 @@ PROMPT = (
 )
 
 _LABEL_WORD = re.compile(
-    r"\b(unsupported|support\w*|entail\w*|confirm\w*|consistent|inconsistent|contradict\w*|refut\w*"
-    r"|neutral\w*|neither|insufficient|irrelevant|unrelated)\b")
+    r"\b(unsupported|support\w*|entail\w*|confirm\w*|consistent|align\w*|agree\w*|inconsistent|contradict\w*"
+    r"|refut\w*|disagree\w*|neutral\w*|neither|insufficient|irrelevant|unrelated)\b")
+# A weak judge may repeat the instruction, whose "aligns with or contradicts" names two labels at once.
+_INSTRUCTION = PROMPT.split("\n", 1)[0].lower().removeprefix("instruction: ")
 _NEGATION = re.compile(r"\b(not|no|never|cannot|nor|without)\b|n't\b")
 _NEGATION_REACH = 24  # characters before a label word in which a negation applies to it ...
 _CLAUSE_BREAK = re.compile(r"[,.;:!?()\n]")  # ... unless punctuation ends the negation's clause first
@@ -59,9 +61,9 @@ def judge_prompt(evidence: Sequence[Evidence], question: str, answer: str) -> st
 
 
 def _word_label(word: str) -> Label:
-    if word.startswith(("support", "entail", "confirm", "consistent")):
+    if word.startswith(("support", "entail", "confirm", "consistent", "align", "agree")):
         return "support"
-    if word.startswith(("contradict", "refut", "inconsistent")):
+    if word.startswith(("contradict", "refut", "inconsistent", "disagree")):
         return "contradict"
     return "neutral"
 
@@ -71,8 +73,9 @@ def parse_judge_label(reply: str) -> Label:
 
     A negated label ("does not support") says the evidence does not settle the
     answer, which is the paper's "neutral", so it is skipped rather than flipped.
+    Table 6's own verb counts: "the evidence aligns with the answer" is support.
     """
-    text = reply.lower()
+    text = reply.lower().replace(_INSTRUCTION, " ")
     for match in _LABEL_WORD.finditer(text):
         before = _CLAUSE_BREAK.split(text[max(0, match.start() - _NEGATION_REACH):match.start()])[-1]
         if match.group(1) == "unsupported" or _NEGATION.search(before):

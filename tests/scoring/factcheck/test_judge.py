@@ -25,6 +25,14 @@ from scoring.factcheck.judge import judge_prompt, label_probabilities, label_val
     ("The evidence does not support the answer.", "neutral"),
     ("It doesn't contradict it; it supports it.", "support"),
     ("unsupported", "neutral"),
+    ("The evidence aligns with the answer.", "support"),
+    ("The evidence does not align with the answer.", "neutral"),
+    ("The evidence disagrees with the answer.", "contradict"),
+    ("INSTRUCTION: Assess whether the provided evidence aligns with or contradicts the given question-answer "
+     "pair, and categorize the relationship as either 'support', 'contradict', or 'neutral'.", "neutral"),
+    ("Assess whether the provided evidence aligns with or contradicts the given question-answer pair, and "
+     "categorize the relationship as either 'support', 'contradict', or 'neutral'. Relation: contradict",
+     "contradict"),
     ("", "neutral"),
     ("asdf 42 ???", "neutral"),
 ])
