@@ -1,4 +1,4 @@
-"""Build the scoring side of a process — shared by the gateway (create_app) and ``trustgate worker``.
+"""Build the parts of a process — shared by the gateway (create_app), ``trustgate worker`` and ``trustgate eval``.
 
 Each function takes what it needs and registers clean-up on the given exit
 stack, so the two entry points assemble the same parts the same way.
@@ -7,6 +7,7 @@ stack, so the two entry points assemble the same parts the same way.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Sequence
 
 import httpx
@@ -35,6 +36,8 @@ from .upstream import UpstreamClient
 
 __all__ = ["build_processor", "build_publisher", "build_telemetry", "http_client", "load_calibrator", "open_redis",
            "open_upstream_client"]
+
+log = logging.getLogger("trustgate.assembly")
 
 
 def http_client() -> httpx.AsyncClient:
@@ -98,9 +101,21 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
     """The job processor (scorers → record, calibrated, traced) and whether any scorer is active."""
     scoring = settings.trustgate.scoring
     active = list(scorers) if scorers is not None else await build_scorers(scoring, stack)
+    if calibrator is not None:
+        _warn_if_fitted_on_other_scorers(calibrator, active)
     pipeline = ScoringPipeline(active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose),
                                scoring, combine=combiner(active), calibrator=calibrator)
     return traced(pipeline, telemetry), pipeline.has_scorers
+
+
+def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Scorer]) -> None:
+    """Trust_OV from Trust_FC alone is not Trust_OV from both: a mismatch is worth a line in the log."""
+    fitted = calibrator.fitted_on.get("components")
+    running = {s.name for s in active} & {"bc", "fc"}
+    if fitted and set(str(fitted).split("+")) != running:
+        log.warning("the calibration was fitted on Trust_OV from %s, but this process scores with %s: "
+                    "its probabilities may not match; refit with `trustgate eval run --components ...`",
+                    fitted, "+".join(sorted(running)) or "neither bc nor fc")
 
 
 def load_calibrator(settings: GatewaySettings) -> Calibrator | None:

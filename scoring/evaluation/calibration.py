@@ -51,6 +51,7 @@ class Calibrator(Protocol):
     """Raw score (which component: ``score``) -> probability that the answer is correct."""
 
     score: str
+    fitted_on: dict[str, Any]  # what the evaluation measured: dataset, mode, model, components ("bc+fc"), ...
 
     def probability(self, score: float) -> float: ...
 

@@ -113,7 +113,8 @@ def _calibration_section(calibration: dict[str, Any] | None) -> list[str]:
               f"| ECE | {_fmt(figures['ece_raw'])} | {_fmt(figures['ece_calibrated'])} |",
               f"| Brier score | {_fmt(figures['brier_raw'])} | {_fmt(figures['brier_calibrated'])} |", ""]
     if calibration.get("path"):
-        lines += [f"Saved to `{calibration['path']}` (load with `scoring.evaluation.load_calibration`).", ""]
+        lines += [f"Saved to `{calibration['path']}`: the gateway reports `x-trust-probability` from it when "
+                  "`trustgate.scoring.calibration_path` names it.", ""]
     return lines
 
 

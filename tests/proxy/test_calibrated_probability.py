@@ -52,6 +52,21 @@ def test_headers_record_and_trust_chunk_carry_the_calibrated_probability(
     assert chunks[-1].model_extra["trust"]["probability"] == pytest.approx(0.28)  # type: ignore[index]
 
 
+@pytest.mark.parametrize(("fitted_with", "warned"), [("bc+fc", False), ("fc", True)])
+def test_a_calibration_fitted_on_other_scorers_is_logged(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture, fitted_with: str, warned: bool) -> None:
+    path = tmp_path / "fitted.json"
+    save_calibration(IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on={"components": fitted_with}), path)
+    with caplog.at_level("WARNING", logger="trustgate.assembly"):
+        server = start_gateway(scoring_config(fake_upstream.url, calibration_path=str(path)),  # type: ignore[attr-defined]
+                               scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+        assert chat(server, headers={"x-trustgate-mode": "sync"}).headers["x-trust-probability"] == "0.2800"
+    mismatch = [r.getMessage() for r in caplog.records if "fitted on Trust_OV from fc" in r.getMessage()]
+    assert bool(mismatch) is warned
+    assert not warned or "scores with bc+fc" in mismatch[0]
+
+
 def test_without_a_calibration_the_probability_is_absent(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
     server = start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
