@@ -22,10 +22,13 @@ cached, so a rerun retries them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -81,6 +84,17 @@ def _digest(*parts: Any) -> str:
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
 
 
+@functools.cache
+def _source_digest(module: str) -> str:
+    """The source of the scorer's package: a result computed by other code (a fixed judge-label parser, say)
+    is recomputed, from the cached replies where its requests are unchanged, instead of being reused."""
+    package = sys.modules[module.rsplit(".", 1)[0]]
+    digest = hashlib.sha256()
+    for path in sorted(Path(package.__file__ or "").parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @dataclass
 class Evaluator:
     """Turns one item into an ``ItemOutcome``; holds the run's collaborators and call counters."""
@@ -132,7 +146,8 @@ class Evaluator:
 
     def _scorer_fingerprint(self, name: str, answer: str) -> str:
         section = self.settings.consistency if name == "bc" else self.settings.factcheck
-        return _digest(name, section.model_dump(mode="json"), answer)
+        code = _source_digest(type(self.scorers[name]).__module__)
+        return _digest(name, section.model_dump(mode="json"), answer, code)
 
     async def evaluate(self, item: EvalItem) -> ItemOutcome:
         model, components = self.spec.model, {}

@@ -11,6 +11,7 @@ import pytest
 
 from proxy import GatewaySettings
 from scoring.evaluation.asking import Complete
+from scoring.evaluation import runner
 from scoring.evaluation.cache import EvalCache
 from scoring.evaluation.datasets import EvalItem
 from scoring.evaluation.gateway import open_upstream
@@ -163,3 +164,20 @@ def test_without_logprobs_the_answer_call_asks_for_none(gateway: GatewaySettings
     (outcome,), _, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", ITEMS[:1], spec)
     assert "logprobs" not in fake_upstream.requests[0] and len(fake_upstream.requests) == 1
     assert outcome.detail("answer", "mean_logprob") is None and outcome.value("ov") is None
+
+
+def test_results_of_changed_scorer_code_are_recomputed_from_cached_replies(
+        gateway: GatewaySettings, evidence_settings: ScoringSettings, scorers: dict[str, Scorer],
+        fake_upstream: FakeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_upstream.responder = ScriptedModel(ALBUMS)
+    cache = tmp_path / "cache.sqlite3"
+    first, _, _ = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    calls = len(fake_upstream.requests)
+    _, _, unchanged = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    assert unchanged.reused == 4 * 4  # answer, verbal, bc and fc of each item
+    monkeypatch.setattr(runner, "_source_digest", lambda module: "the scorers' code after an edit")
+    again, _, changed = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    assert changed.reused == 4 * 2  # only answer and verbal: bc and fc are scored again ...
+    assert len(fake_upstream.requests) == calls  # ... from the cached replies
+    assert sum(c.cached for c in changed.counters.values()) == 4 * (CALLS_PER_ITEM["bc"] + CALLS_PER_ITEM["fc"])
+    assert [timeless(o) for o in again] == [timeless(o) for o in first]
