@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
 from proxy import default_config_path, load_settings
 from proxy.local_upstream import packaged_model_path
+from scoring.evaluation import load_calibration, save_calibration
+from scoring.evaluation.fitting import fit_calibrator
 from tests.conftest import MASTER_KEY
 from tests.e2e.test_trust_scores import DATA_DIR
 from tests.servers import ServerThread
@@ -59,10 +63,13 @@ def test_real_completion_through_the_gateway(start_gateway: Callable[..., Server
 
 
 @pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists(), reason="scoring assets not built")
-def test_real_model_gets_real_trust_scores(start_gateway: Callable[..., ServerThread]) -> None:
-    """The whole product on the demo model: answer, re-ask the same model, fact-check, combine."""
+def test_real_model_gets_real_trust_scores(start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    """The whole product on the demo model: answer, re-ask the same model, fact-check, combine, calibrate."""
+    calibration = tmp_path / "calibration.json"  # fitted as `trustgate eval` fits it, on made-up labels
+    save_calibration(fit_calibrator([0.0, 0.2, 0.4, 0.6, 0.8, 1.0] * 2, [0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1],
+                                    fitted_on={"components": "bc+fc"}), calibration)
     scoring = {"data_dir": str(DATA_DIR), "mode": "sync", "sync_timeout": 240,
-               "consistency": {"max_checks": 3, "seed": 1}}
+               "consistency": {"max_checks": 3, "seed": 1}, "calibration_path": str(calibration)}
     server = start_gateway(local_model_config(scoring=scoring), scorers=None)
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=300)
     raw = client.chat.completions.with_raw_response.create(
@@ -72,3 +79,8 @@ def test_real_model_gets_real_trust_scores(start_gateway: Callable[..., ServerTh
     for header in ("x-trust-score", "x-trust-bc", "x-trust-fc"):
         assert 0.0 <= float(raw.headers[header]) <= 1.0
     assert raw.headers["x-trust-label"] in {"trusted", "uncertain", "untrusted"}
+    record = httpx.get(f"{server.url}/v1/trust/{raw.headers['x-trust-id']}",
+                       headers={"authorization": f"Bearer {MASTER_KEY}"}).json()
+    expected = load_calibration(calibration).probability(record["score"])
+    assert record["probability"] == pytest.approx(expected)
+    assert float(raw.headers["x-trust-probability"]) == pytest.approx(expected, abs=5e-5)

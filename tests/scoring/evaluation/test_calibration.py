@@ -76,3 +76,11 @@ def test_stratified_split_and_out_of_sample_study() -> None:
 def test_a_single_label_split_fits_nothing() -> None:
     study = calibration_study([0.1, 0.2, 0.3, 0.4], [0, 0, 0, 0], method="isotonic", fit_fraction=0.5, seed=0)
     assert study.calibrator is None and study.reason and study.figures() == {}
+
+
+def test_the_committed_report_calibration_loads() -> None:
+    """docs/eval ships a calibration file as the format's example: it must stay loadable."""
+    path = Path(__file__).resolve().parents[3] / "docs" / "eval" / "mixedqa-given-fc" / "calibration.json"
+    calibrator = load_calibration(path)
+    assert calibrator.score == "ov" and calibrator.fitted_on["components"] == "fc"
+    assert all(0.0 <= calibrator.probability(score) <= 1.0 for score in (0.0, 0.5, 1.0))
