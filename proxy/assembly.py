@@ -1,7 +1,7 @@
 """Build the parts of a process — shared by the gateway (create_app), ``trustgate worker`` and ``trustgate eval``.
 
 Each function takes what it needs and registers clean-up on the given exit
-stack, so the two entry points assemble the same parts the same way.
+stack, so every entry point assembles the same parts the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from exporters import (
     configure_telemetry,
     disabled_telemetry,
 )
-from scoring.evaluation.calibration import CalibrationError, Calibrator, load_calibration
+from scoring.evaluation.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
 from scoring.pipeline import ScoringPipeline
 from scoring.queue import Process
 from scoring.types import Scorer
@@ -110,12 +110,12 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
 
 def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Scorer]) -> None:
     """Trust_OV from Trust_FC alone is not Trust_OV from both: a mismatch is worth a line in the log."""
-    fitted = calibrator.fitted_on.get("components")
+    fitted = fitted_components(calibrator)
     running = {s.name for s in active} & {"bc", "fc"}
-    if fitted and set(str(fitted).split("+")) != running:
+    if fitted is not None and fitted != running:
         log.warning("the calibration was fitted on Trust_OV from %s, but this process scores with %s: "
-                    "its probabilities may not match; refit with `trustgate eval run --components ...`",
-                    fitted, "+".join(sorted(running)) or "neither bc nor fc")
+                    "records scored so get no x-trust-probability; refit with `trustgate eval run --components ...`",
+                    "+".join(sorted(fitted)), "+".join(sorted(running)) or "neither bc nor fc")
 
 
 def load_calibrator(settings: GatewaySettings) -> Calibrator | None:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .evaluation.calibration import fitted_components
 from .settings import ScoringSettings
 from .types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
 
@@ -75,12 +76,19 @@ class ScoringPipeline:
         """The calibrated probability, from the component the calibration was fitted on (Trust_OV as a rule).
 
         A record without that component (a RAG request, a failed scorer) gets
-        none rather than a probability fitted on a different score.
+        none rather than a probability fitted on a different score; so does a
+        Trust_OV that came from other scorers than the calibration's (Trust_FC
+        alone after Trust_BC failed, when it was fitted on both).
         """
-        fitted_on = components.get(self._calibrator.score) if self._calibrator is not None else None
-        if self._calibrator is None or fitted_on is None or fitted_on.value is None:
+        if self._calibrator is None:
             return None
-        return self._calibrator.probability(fitted_on.value)
+        result = components.get(self._calibrator.score)
+        if result is None or result.value is None:
+            return None
+        source, fitted = result.details.get("source"), fitted_components(self._calibrator)
+        if isinstance(source, str) and fitted is not None and frozenset(source.split("+")) != fitted:
+            return None
+        return self._calibrator.probability(result.value)
 
     async def run(self, job: ScoringJob) -> TrustRecord:
         started, queued_s = time.perf_counter(), max(0.0, time.time() - job.created_at)

@@ -36,6 +36,7 @@ __all__ = [
     "IsotonicCalibrator",
     "PlattCalibrator",
     "load_calibration",
+    "fitted_components",
     "save_calibration",
 ]
 
@@ -104,17 +105,42 @@ class PlattCalibrator:
                 "a": self.a, "b": self.b, "fitted_on": self.fitted_on}
 
 
+def fitted_components(calibrator: Calibrator) -> frozenset[str] | None:
+    """The scorers whose Trust_OV the calibration was fitted on ({"bc", "fc"}), None when the file does not say.
+
+    ``trustgate eval`` writes them as "bc+fc"; a hand-written list is read too.
+    """
+    named = calibrator.fitted_on.get("components")
+    if isinstance(named, str):
+        names = named.split("+")
+    elif isinstance(named, (list, tuple)):
+        names = [str(name) for name in named]
+    else:
+        return None
+    return frozenset(name.strip() for name in names if name.strip()) or None
+
+
+def _finite(value: Any) -> float:
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
+
+
 def _from_json(data: Any) -> Calibrator:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise CalibrationError(f"not a {FORMAT} file")
     if data.get("version") != VERSION:
         raise CalibrationError(f"unsupported calibration version {data.get('version')!r}")
-    common = {"score": str(data.get("score", "ov")), "fitted_on": dict(data.get("fitted_on") or {})}
+    fitted_on = data.get("fitted_on") or {}
+    if not isinstance(fitted_on, dict):
+        raise CalibrationError("malformed calibration: fitted_on must be an object")
+    common = {"score": str(data.get("score", "ov")), "fitted_on": dict(fitted_on)}
     try:
         if data.get("method") == "isotonic":
-            return IsotonicCalibrator(tuple(map(float, data["x"])), tuple(map(float, data["y"])), **common)
+            return IsotonicCalibrator(tuple(map(_finite, data["x"])), tuple(map(_finite, data["y"])), **common)
         if data.get("method") == "platt":
-            return PlattCalibrator(float(data["a"]), float(data["b"]), **common)
+            return PlattCalibrator(_finite(data["a"]), _finite(data["b"]), **common)
     except (KeyError, TypeError, ValueError) as exc:
         raise CalibrationError(f"malformed calibration: {exc}") from exc
     raise CalibrationError(f"unknown calibration method {data.get('method')!r}")

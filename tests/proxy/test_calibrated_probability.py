@@ -15,6 +15,7 @@ from proxy import ConfigError, settings_from_dict
 from proxy.app import create_app
 from proxy.cli import main
 from proxy.worker import run_worker
+from scoring.combine import combine
 from scoring.evaluation import IsotonicCalibrator, save_calibration
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
@@ -53,7 +54,7 @@ def test_headers_record_and_trust_chunk_carry_the_calibrated_probability(
 
 
 @pytest.mark.parametrize(("fitted_with", "warned"), [("bc+fc", False), ("fc", True)])
-def test_a_calibration_fitted_on_other_scorers_is_logged(
+def test_a_calibration_fitted_on_other_scorers_is_logged_and_gives_no_probability(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path,
         caplog: pytest.LogCaptureFixture, fitted_with: str, warned: bool) -> None:
     path = tmp_path / "fitted.json"
@@ -61,10 +62,12 @@ def test_a_calibration_fitted_on_other_scorers_is_logged(
     with caplog.at_level("WARNING", logger="trustgate.assembly"):
         server = start_gateway(scoring_config(fake_upstream.url, calibration_path=str(path)),  # type: ignore[attr-defined]
                                scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
-        assert chat(server, headers={"x-trustgate-mode": "sync"}).headers["x-trust-probability"] == "0.2800"
-    mismatch = [r.getMessage() for r in caplog.records if "fitted on Trust_OV from fc" in r.getMessage()]
+        probability = chat(server, headers={"x-trustgate-mode": "sync"}).headers.get("x-trust-probability")
+    assert probability == (None if warned else "0.2800")  # Trust_OV from bc+fc is not what an fc-only fit saw
+    mismatch = [r.getMessage() for r in caplog.records
+                if r.name == "trustgate.assembly" and "the calibration was fitted on" in r.getMessage()]
     assert bool(mismatch) is warned
-    assert not warned or "scores with bc+fc" in mismatch[0]
+    assert not warned or "from fc, but this process scores with bc+fc" in mismatch[0]
 
 
 def test_without_a_calibration_the_probability_is_absent(
@@ -90,6 +93,26 @@ def test_a_record_without_the_calibrated_component_gets_no_probability() -> None
                                ScoringSettings(), calibrator=CURVE)
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
     assert record.score == 0.7 and record.probability is None
+
+
+class FailingScorer:
+    name = "bc"
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        raise RuntimeError("upstream gone")
+
+
+@pytest.mark.parametrize(("fitted_with", "probability"), [("bc+fc", None), ("fc", 0.1), (None, 0.1)])
+def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
+        fitted_with: str | None, probability: float | None) -> None:
+    """Trust_BC failed, so Trust_OV is Trust_FC alone: a curve fitted on both would give it a wrong number."""
+    fitted_on = {"components": fitted_with} if fitted_with else {}
+    pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
+                               ScoringSettings(), combine=combine,
+                               calibrator=IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on=fitted_on))
+    record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
+    assert record.score == 0.4 and record.components["ov"].details["source"] == "fc"
+    assert record.probability == (pytest.approx(probability) if probability is not None else None)
 
 
 @pytest.mark.parametrize("content", ['{"format": "something-else"}', "not json", None])

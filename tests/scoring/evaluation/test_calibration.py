@@ -11,6 +11,7 @@ from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
 from scoring.evaluation import CalibrationError, IsotonicCalibrator, load_calibration, save_calibration
+from scoring.evaluation.calibration import fitted_components
 from scoring.evaluation.fitting import calibration_study, fit_calibrator, split_indices
 
 # Trust_OV-like scores: the six Table 3 cells, correct more often in the higher cells.
@@ -53,6 +54,9 @@ def test_the_file_format_is_plain_json(tmp_path: Path) -> None:
     '{"format": "trustgate-calibration", "version": 1, "method": "spline"}',
     '{"format": "trustgate-calibration", "version": 1, "method": "isotonic", "x": [0, 1], "y": [0.9, 0.1]}',
     '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": 1}',
+    '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": NaN, "b": 0}',
+    '{"format": "trustgate-calibration", "version": 1, "method": "isotonic", "x": [0, Infinity], "y": [0, 1]}',
+    '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": 1, "b": 0, "fitted_on": "bc+fc"}',
 ])
 def test_bad_files_are_refused(tmp_path: Path, content: str) -> None:
     (tmp_path / "bad.json").write_text(content)
@@ -84,3 +88,12 @@ def test_the_committed_report_calibration_loads() -> None:
     calibrator = load_calibration(path)
     assert calibrator.score == "ov" and calibrator.fitted_on["components"] == "fc"
     assert all(0.0 <= calibrator.probability(score) <= 1.0 for score in (0.0, 0.5, 1.0))
+
+
+@pytest.mark.parametrize(("fitted_on", "components"), [
+    ({"components": "bc+fc"}, {"bc", "fc"}), ({"components": ["fc"]}, {"fc"}), ({}, None), ({"components": 3}, None),
+])
+def test_the_fitted_components_are_read_from_either_spelling(fitted_on: dict[str, object],
+                                                             components: set[str] | None) -> None:
+    calibrator = IsotonicCalibrator((0.0, 1.0), (0.0, 1.0), fitted_on=fitted_on)
+    assert fitted_components(calibrator) == (frozenset(components) if components is not None else None)
