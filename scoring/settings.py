@@ -128,6 +128,6 @@ class ScoringSettings(BaseModel):
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:
-        if self.rag.enabled and self.rag.judge == "nli" and not self.factcheck.nli_model_dir:
+        if self.rag.judge == "nli" and not self.factcheck.nli_model_dir:
             raise ValueError("rag.judge: nli needs factcheck.nli_model_dir")
         return self

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from ..rag import build_rag_scorer, rag_report
+from ..rag import RagScorer, build_rag_scorer, rag_report
 from ..rag.cases import load_cases, score_cases
+from ..settings import ScoringSettings
 from ..types import ScoringJob
 from .asking import CachedAsk, CallCounter
 from .assembly import cache_and_report_paths, git_commit, model_group, now_utc, strict_json
@@ -25,6 +27,7 @@ from .datasets import DatasetError
 from .gateway import gateway_settings, open_upstream
 from .progress import progress_bar
 from .report import ReportContext, render_rag_markdown, write_json
+from .scorers import MissingAssets
 
 __all__ = ["eval_rag"]
 
@@ -32,8 +35,8 @@ __all__ = ["eval_rag"]
 def eval_rag(args: argparse.Namespace) -> int:
     settings = gateway_settings(args.config)
     model, scoring = model_group(settings, args.model), settings.trustgate.scoring
-    scorer = build_rag_scorer(scoring)
-    judge = "local NLI model" if scoring.rag.judge == "nli" else model_group(settings, scorer.judge_model or model)
+    scorer = _rag_scorer(scoring)
+    judge = "local NLI model" if scorer.judges_locally else model_group(settings, scorer.judge_model or model)
     file = Path(args.file)
     try:
         jobs = load_cases(file, model)
@@ -53,6 +56,9 @@ def eval_rag(args: argparse.Namespace) -> int:
     with EvalCache(cache_path) as cache:
         cases = asyncio.run(score_all(cache))
     report = strict_json(rag_report(cases))
+    if cases and report["judge_failures"] == len(cases):
+        print(f"trustgate eval rag: the judge ({judge}) failed on every case, so the report measures nothing; "
+              "see each case's judge_errors in results.json", file=sys.stderr)
     run = strict_json({"cases": len(cases), "duration_s": time.perf_counter() - started,
                        "calls_made": counter.made, "calls_cached": counter.cached})
     context = ReportContext(title=args.title or f"RAG trust (Trust-Eval): {file.name}, judge {judge}",
@@ -63,3 +69,11 @@ def eval_rag(args: argparse.Namespace) -> int:
     (out / "report.md").write_text(render_rag_markdown(context, report, run), encoding="utf-8")
     print(f"report: {out / 'report.md'}")
     return 0
+
+
+def _rag_scorer(scoring: ScoringSettings) -> RagScorer:
+    """The configured scorer, or a clear error when its NLI model cannot be loaded."""
+    try:
+        return build_rag_scorer(scoring)
+    except (OSError, ImportError, ValueError) as exc:  # no model files, no torch, unknown label names
+        raise MissingAssets(f"cannot load the RAG judge's NLI model ({scoring.factcheck.nli_model_dir}): {exc}") from exc

@@ -42,15 +42,29 @@ def _job(line: str, number: int, model: str) -> ScoringJob:
 
 
 def load_cases(path: Path, model: str) -> list[ScoringJob]:
-    """One scoring job per non-empty line; raises ``CaseError`` naming the first bad line."""
-    jobs = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    """One scoring job per non-empty line; raises ``CaseError`` naming the first bad line.
+
+    Ids must be unique: the evaluation cache and the report key each case by its id.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CaseError(f"{path}: not UTF-8 text ({exc})") from exc
+    jobs: list[ScoringJob] = []
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            jobs.append(_job(line, number, model))
+            job = _job(line, number, model)
         except (ValueError, InvalidRagField) as exc:
             raise CaseError(f"{path}:{number}: {exc}") from exc
+        if job.id in lines:
+            raise CaseError(f"{path}:{number}: id {job.id!r} was already used on line {lines[job.id]}")
+        lines[job.id] = number
+        jobs.append(job)
+    if not jobs:
+        raise CaseError(f"{path}: no cases (one JSON object per line)")
     return jobs
 
 

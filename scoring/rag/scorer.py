@@ -141,6 +141,11 @@ class RagScorer:
         self._max_citations = max_citations
         self._concurrency = judge_concurrency
 
+    @property
+    def judges_locally(self) -> bool:
+        """True when the local NLI model judges, so no upstream call is made."""
+        return self._nli is not None
+
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         started = time.perf_counter()
         documents = documents_from_job(job.documents)

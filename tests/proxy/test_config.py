@@ -70,8 +70,9 @@ def test_invalid_files_are_config_errors(tmp_path: Path, text: str) -> None:
         load_settings(path, {})
 
 
-def test_an_nli_rag_judge_without_a_model_is_a_config_error() -> None:
-    config = {**MINIMAL, "trustgate": {"scoring": {"rag": {"judge": "nli"}}}}
+@pytest.mark.parametrize("enabled", [True, False])  # disabled live, `trustgate eval rag` still builds that judge
+def test_an_nli_rag_judge_without_a_model_is_a_config_error(enabled: bool) -> None:
+    config = {**MINIMAL, "trustgate": {"scoring": {"rag": {"judge": "nli", "enabled": enabled}}}}
     with pytest.raises(ConfigError, match="nli_model_dir"):
         settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"})
     config["trustgate"]["scoring"]["factcheck"] = {"nli_model_dir": "/models/nli"}  # type: ignore[index]

@@ -136,3 +136,41 @@ def test_a_bad_case_line_is_named(tmp_path: Path, line: str, message: str) -> No
     path.write_text('{"question": "q", "answer": "a", "documents": ["d"]}\n' + line + "\n\n")
     with pytest.raises(CaseError, match=message):
         load_cases(path, "fake")
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "no cases"),
+    (b"\n  \n", "no cases"),
+    (b"\xff\xfe not utf-8", "not UTF-8"),
+    (b'{"id": "a", "question": "q", "answer": "x", "documents": ["d"]}\n'
+     b'{"id": "a", "question": "q", "answer": "y", "documents": ["d"]}\n', "'a' was already used on line 1"),
+])
+def test_a_file_that_holds_no_usable_cases_is_refused(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(CaseError, match=message):
+        load_cases(path, "fake")
+
+
+def test_eval_rag_says_so_when_the_judge_failed_on_every_case(
+        fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(gateway_config(fake_upstream.url)))  # type: ignore[attr-defined]
+    cases = tmp_path / "cases.jsonl"
+    # the directive in the document reaches the judge's prompt: the fake upstream answers it with a 400
+    cases.write_text('{"question": "q?", "answer": "ALPHA is the answer [1].", "documents": ["ALPHA [fail:400]"]}\n')
+    assert main(["eval", "rag", "--file", str(cases), "--config", str(config), "--model", "fake",
+                 "--cache", str(tmp_path / "cache.sqlite3"), "--out", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["report"]["judge_failures"] == 1
+    assert "failed on every case" in capsys.readouterr().err
+
+
+def test_eval_rag_with_an_nli_judge_whose_model_is_missing_exits_with_a_message(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    settings = gateway_config("http://127.0.0.1:9", trustgate={"scoring": {
+        "rag": {"judge": "nli"}, "factcheck": {"nli_model_dir": str(tmp_path / "none")}}})
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(settings))
+    assert main(["eval", "rag", "--file", str(CASES), "--config", str(config), "--model", "fake",
+                 "--cache", str(tmp_path / "cache.sqlite3"), "--out", str(tmp_path / "out")]) == 2
+    assert "cannot load the RAG judge's NLI model" in capsys.readouterr().err
