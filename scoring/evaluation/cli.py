@@ -12,6 +12,17 @@ from .datasets import DATASET_FILES
 __all__ = ["add_eval_arguments", "command_line"]
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a count of at least 1, refused at the command line rather than deep in a run."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
 def _gateway_and_output(parser: argparse.ArgumentParser) -> None:
     """Where the models are and where the results go: every task takes these."""
     parser.add_argument("--config", type=Path, help="gateway YAML config (default: the embedded local-model config)")
@@ -19,7 +30,7 @@ def _gateway_and_output(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", type=Path, help="SQLite cache of replies and results "
                                                    "(default: <data_dir>/eval/cache.sqlite3); reruns resume from it")
     parser.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/<run>)")
-    parser.add_argument("--concurrency", type=int, default=1, help="items in flight (1 suits a local model)")
+    parser.add_argument("--concurrency", type=_positive_int, default=1, help="items in flight (1 suits a local model)")
     parser.add_argument("--title", help="report title")
     parser.add_argument("--note", action="append", default=[], help="a line for the report's caveats (repeatable)")
 
@@ -28,7 +39,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     """The labeled-set tasks: which set, which sample, how the statistics are seeded."""
     parser.add_argument("--data-dir", type=Path, help="folder of the labeled sets (default: ../shared/eval)")
     parser.add_argument("--file", type=Path, help="a dataset file to read instead (required for jsonl)")
-    parser.add_argument("--limit", type=int, help="evaluate a seeded sample of this many questions")
+    parser.add_argument("--limit", type=_positive_int, help="evaluate a seeded sample of this many questions")
     parser.add_argument("--sample-seed", type=int, default=0, help="seed of that sample (default 0)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per interval")
     parser.add_argument("--seed", type=int, default=0, help="seed of bootstrap, calibration split and Trust_BC")
@@ -50,7 +61,7 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--answers", default="gpt", help="given mode on MixedQA: whose answers, e.g. flan,llama,gpt")
     run.add_argument("--components", help="scorers to run, e.g. bc,fc (default: answer mode bc,fc; given mode fc)")
     run.add_argument("--bc-mode", choices=["binary", "graded", "adaptive"], help="Trust_BC stop rule (default: config)")
-    run.add_argument("--max-checks", type=int, help="Trust_BC checks per answer (default: config)")
+    run.add_argument("--max-checks", type=_positive_int, help="Trust_BC checks per answer (default: config)")
     run.add_argument("--no-verbal-confidence", dest="verbal_confidence", action="store_false",
                      help="skip the verbalised-confidence baseline (answer mode)")
     run.add_argument("--no-logprobs", dest="logprobs", action="store_false",

@@ -90,3 +90,15 @@ def test_truthfulqa_mc_from_the_copy_task(fake_upstream: FakeUpstream, tmp_path:
     assert one["complete"] and two["complete"]
     assert results["summary"]["all"]["mc1"]["value"] == 0.5 and results["summary"]["reproduced_fraction"] == 1.0
     assert "copy task" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    (["run", "--concurrency", "0"], "--concurrency: 0 is not at least 1"),
+    (["run", "--limit", "-3"], "--limit: -3 is not at least 1"),
+    (["rag", "--file", "cases.jsonl", "--concurrency", "two"], "--concurrency: 'two' is not a whole number"),
+])
+def test_counts_below_one_are_refused_at_the_command_line(arguments: list[str], message: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["eval", *arguments])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
