@@ -44,10 +44,13 @@ PROMPT = (
 )
 
 _LABEL_WORD = re.compile(
-    r"\b(unsupported|support\w*|entail\w*|confirm\w*|consistent|align\w*|agree\w*|inconsistent|contradict\w*"
-    r"|refut\w*|disagree\w*|neutral\w*|neither|insufficient|irrelevant|unrelated)\b")
-# A weak judge may repeat the instruction, whose "aligns with or contradicts" names two labels at once.
-_INSTRUCTION = PROMPT.split("\n", 1)[0].lower().removeprefix("instruction: ")
+    r"\b(unsupported|support\w*|entail\w*|confirm\w*|consistent|align\w*|agree(?:s|d|ment)?|inconsistent"
+    r"|contradict\w*|refut\w*|disagree(?:s|d|ment)?|neutral\w*|neither|insufficient|irrelevant|unrelated)\b")
+# A weak judge may repeat the instruction, whole or in part; its "aligns with or contradicts" and its list
+# of the three labels name several labels at once, so an echo of either is no answer.
+_INSTRUCTION_ECHO = re.compile(
+    r"align\w*\s+with\s+or\s+contradict\w*"
+    r"|(?:either\s+)?\W*support\W*,?\s*\W*contradict\W*,?\s*(?:or\s+)?\W*neutral\b")
 _NEGATION = re.compile(r"\b(not|no|never|cannot|nor|without)\b|n't\b")
 _NEGATION_REACH = 24  # characters before a label word in which a negation applies to it ...
 _CLAUSE_BREAK = re.compile(r"[,.;:!?()\n]")  # ... unless punctuation ends the negation's clause first
@@ -75,7 +78,7 @@ def parse_judge_label(reply: str) -> Label:
     answer, which is the paper's "neutral", so it is skipped rather than flipped.
     Table 6's own verb counts: "the evidence aligns with the answer" is support.
     """
-    text = reply.lower().replace(_INSTRUCTION, " ")
+    text = _INSTRUCTION_ECHO.sub(" ", reply.lower())
     for match in _LABEL_WORD.finditer(text):
         before = _CLAUSE_BREAK.split(text[max(0, match.start() - _NEGATION_REACH):match.start()])[-1]
         if match.group(1) == "unsupported" or _NEGATION.search(before):

@@ -33,6 +33,11 @@ from scoring.factcheck.judge import judge_prompt, label_probabilities, label_val
     ("Assess whether the provided evidence aligns with or contradicts the given question-answer pair, and "
      "categorize the relationship as either 'support', 'contradict', or 'neutral'. Relation: contradict",
      "contradict"),
+    ("the evidence aligns with or contradicts the pair", "neutral"),
+    ("Categorize it as either 'support', 'contradict', or 'neutral'. Answer: contradict", "contradict"),
+    ("support, contradict or neutral", "neutral"),
+    ("The tone is agreeable, but the evidence contradicts it.", "contradict"),
+    ("Agreement: the answer matches.", "support"),
     ("", "neutral"),
     ("asdf 42 ???", "neutral"),
 ])
