@@ -16,7 +16,8 @@ outcomes), ``outcome`` (the scores read off an outcome), ``metrics`` (pure
 metrics and bootstrap), ``summary``, ``fitting`` (calibration fits),
 ``report`` and ``figures`` (markdown, JSON, PNG), ``truthfulqa_mc`` and
 ``mc_runner`` (MC1/MC2), ``rag_command`` (Trust-Eval's RAG report). Only
-``gateway`` and ``asking`` import ``proxy``: the harness is a client of the
+``gateway`` and ``asking`` import ``proxy`` at run time (others name its
+settings type in annotations): the harness is a client of the
 gateway, reaching upstreams through its ``UpstreamClient`` exactly as the
 scorers do in production.
 """

@@ -1,4 +1,4 @@
-"""What both ``trustgate eval`` tasks assemble the same way: settings, model group, paths, report stamps."""
+"""What the ``trustgate eval`` tasks assemble the same way: settings, model group, paths, report stamps."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import datetime
 import math
 import subprocess
 from pathlib import Path
-from typing import Any
-
-from proxy.config import GatewaySettings
+from typing import TYPE_CHECKING, Any
 
 from ..settings import ScoringSettings
 from .datasets import DatasetError
+
+if TYPE_CHECKING:
+    from proxy.config import GatewaySettings  # annotations only: gateway and asking are the harness's way into proxy
 
 __all__ = ["SCORER_TIMEOUT_S", "cache_and_report_paths", "eval_scoring_settings", "git_commit", "model_group",
            "now_utc", "strict_json"]

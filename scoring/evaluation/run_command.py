@@ -7,9 +7,7 @@ import asyncio
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
-
-from proxy.config import GatewaySettings
+from typing import TYPE_CHECKING, Any
 
 from ..settings import ScoringSettings
 from .assembly import cache_and_report_paths, eval_scoring_settings, git_commit, model_group, now_utc, strict_json
@@ -26,6 +24,9 @@ from .report import ReportContext, write_report
 from .runner import ANSWER_MAX_TOKENS, Evaluator, ItemFailure, RunSpec, evaluate_items
 from .scorers import open_scorers
 from .summary import summarise
+
+if TYPE_CHECKING:
+    from proxy.config import GatewaySettings  # annotations only: gateway and asking are the harness's way into proxy
 
 __all__ = ["eval_run"]
 

@@ -85,12 +85,19 @@ def _digest(*parts: Any) -> str:
 
 
 @functools.cache
+@functools.cache
 def _source_digest(module: str) -> str:
     """The source of the scorer's package: a result computed by other code (a fixed judge-label parser, say)
-    is recomputed, from the cached replies where its requests are unchanged, instead of being reused."""
-    package = sys.modules[module.rsplit(".", 1)[0]]
+    is recomputed, from the cached replies where its requests are unchanged, instead of being reused.
+
+    A scorer outside any package is hashed by its own file; one with no file at all by nothing.
+    """
+    package = sys.modules[module.rpartition(".")[0] or module]
+    folders = list(getattr(package.__spec__, "submodule_search_locations", None) or [])
+    files = ([path for folder in folders for path in Path(folder).rglob("*.py")] if folders
+             else [Path(file) for file in [getattr(sys.modules[module], "__file__", None)] if file])
     digest = hashlib.sha256()
-    for path in sorted(Path(package.__file__ or "").parent.rglob("*.py")):
+    for path in sorted(files):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
