@@ -8,9 +8,7 @@ One run measures, one target after the other and never concurrently:
 
 1. ``direct``   — the fake upstream itself (``tests.fake_upstream``, answering
    after ~12 ms), the baseline every "added latency" is measured against;
-2. ``trustgate`` — ``trustgate serve`` on the pass-through path, in front of it
-   (uvicorn on uvloop + httptools, as installed), then ``trustgate-asyncio-h11``,
-   the same on ``--loop asyncio --http h11``, to measure what those two buy;
+2. ``trustgate`` — ``trustgate serve`` on the pass-through path, in front of it;
 3. ``litellm-proxy`` — LiteLLM's proxy (``litellm[proxy]==1.106.2``, installed
    into ``.bench-venv`` on first use), same model_list, no database.
 
@@ -70,9 +68,6 @@ MESSAGES = [{"role": "user", "content": "Say hello in one short sentence."}]
 
 # The issue's aim, TrustGate relative to LiteLLM's proxy.
 AIM_THROUGHPUT_RATIO = 3.0
-PLAIN_STACK = "trustgate-asyncio-h11"
-# `trustgate serve` as installed (uvicorn picks uvloop and httptools) and on uvicorn's pure-Python stack.
-TRUSTGATE_SERVERS: dict[str, tuple[str, ...]] = {"trustgate": (), PLAIN_STACK: ("--loop", "asyncio", "--http", "h11")}
 AIM_ADDED_LATENCY_RATIO = 1 / 3
 
 # Below this many busy cores (between phases, servers idle) the machine counts as quiet.
@@ -252,12 +247,11 @@ def fake_upstream(port: int, delay_ms: float, workdir: Path) -> ServerProcess:
     return ServerProcess("fake upstream", argv, workdir / "upstream.log")
 
 
-def trustgate_server(port: int, upstream_port: int, workdir: Path, server_args: Sequence[str] = ()) -> ServerProcess:
+def trustgate_server(port: int, upstream_port: int, workdir: Path) -> ServerProcess:
     """The gateway core alone: pass-through path, scoring off, its record store in the temp dir.
 
     Scoring is off because this measures what the proxy itself adds, like for
-    like with LiteLLM's proxy, which does not score. ``server_args`` go to
-    ``trustgate serve`` (``--loop``, ``--http``).
+    like with LiteLLM's proxy, which does not score.
     """
     config = write_yaml(workdir / "trustgate.yaml", {
         "model_list": model_list(upstream_port),
@@ -270,8 +264,7 @@ def trustgate_server(port: int, upstream_port: int, workdir: Path, server_args: 
         },
     })
     trustgate = Path(sys.executable).with_name("trustgate")
-    argv = [str(trustgate), "serve", "--config", str(config), "--log-level", "warning", "--no-access-log",
-            *server_args]
+    argv = [str(trustgate), "serve", "--config", str(config), "--log-level", "warning", "--no-access-log"]
     return ServerProcess("trustgate", argv, workdir / "trustgate.log")
 
 
@@ -536,13 +529,12 @@ def run_all(options: Options, workdir: Path) -> list[LoadResult]:
         print("direct (baseline):", flush=True)
         results += run_target(direct, options, {"upstream": upstream}, allowance)
 
-        for name, server_args in TRUSTGATE_SERVERS.items():
-            port = free_port()
-            with running(trustgate_server(port, upstream_port, workdir, server_args),
-                         f"http://127.0.0.1:{port}/health/liveness", timeout=60) as gateway:
-                print(f"{name}:", flush=True)
-                target = Target(name, f"http://127.0.0.1:{port}", MASTER_KEY, GROUP)
-                results += run_target(target, options, {"gateway": gateway, "upstream": upstream}, allowance)
+        port = free_port()
+        with running(trustgate_server(port, upstream_port, workdir),
+                     f"http://127.0.0.1:{port}/health/liveness", timeout=60) as gateway:
+            print("trustgate:", flush=True)
+            target = Target("trustgate", f"http://127.0.0.1:{port}", MASTER_KEY, GROUP)
+            results += run_target(target, options, {"gateway": gateway, "upstream": upstream}, allowance)
 
         port = free_port()
         with running(litellm_proxy(litellm, port, upstream_port, workdir),
@@ -581,14 +573,6 @@ def results_table(results: list[LoadResult]) -> str:
     return "\n".join(rows)
 
 
-def _ratios(ours: LoadResult, theirs: LoadResult, base: LoadResult) -> tuple[float, float, float, float]:
-    """(throughput, added p50, added p99, gateway CPU per request) of ``ours`` over ``theirs``."""
-    added = [(ours.percentile_ms(q) - base.percentile_ms(q)) / (theirs.percentile_ms(q) - base.percentile_ms(q))
-             for q in (0.5, 0.99)]
-    cpu = ours.cpu_ms_per_request("gateway") / theirs.cpu_ms_per_request("gateway")
-    return ours.throughput / theirs.throughput, added[0], added[1], cpu
-
-
 def ratios_table(results: list[LoadResult]) -> str:
     """TrustGate relative to LiteLLM's proxy, against the issue's aim (≥3× throughput, ≤1/3 added latency)."""
     rows = ["| mode | throughput ratio (aim ≥ 3) | added p50 ratio (aim ≤ 0.33) | added p99 ratio "
@@ -597,32 +581,21 @@ def ratios_table(results: list[LoadResult]) -> str:
         ours, theirs, base = (_find(results, name, stream) for name in ("trustgate", "litellm-proxy", "direct"))
         if not (ours and theirs and base):
             continue
-        throughput, p50, p99, cpu = _ratios(ours, theirs, base)
+        added = [(ours.percentile_ms(q) - base.percentile_ms(q)) / (theirs.percentile_ms(q) - base.percentile_ms(q))
+                 for q in (0.5, 0.99)]
+        throughput = ours.throughput / theirs.throughput
+        cpu = ours.cpu_ms_per_request("gateway") / theirs.cpu_ms_per_request("gateway")
         verdict = ["met" if throughput >= AIM_THROUGHPUT_RATIO else "missed",
-                   "met" if p50 <= AIM_ADDED_LATENCY_RATIO else "missed"]
+                   "met" if added[0] <= AIM_ADDED_LATENCY_RATIO else "missed"]
         rows.append(f"| {'stream' if stream else 'non-stream'} | {throughput:.2f}× ({verdict[0]}) "
-                    f"| {p50:.3f} ({verdict[1]}) | {p99:.3f} | {cpu:.3f} |")
-    return "\n".join(rows)
-
-
-def server_stack_table(results: list[LoadResult]) -> str:
-    """TrustGate on uvloop + httptools relative to itself on asyncio + h11: what the two dependencies buy."""
-    rows = ["| mode | throughput ratio | added p50 ratio | added p99 ratio | gateway CPU/req ratio |",
-            "|---|---|---|---|---|"]
-    for stream in (False, True):
-        fast, plain, base = (_find(results, name, stream) for name in ("trustgate", PLAIN_STACK, "direct"))
-        if fast and plain and base:
-            throughput, p50, p99, cpu = _ratios(fast, plain, base)
-            rows.append(f"| {'stream' if stream else 'non-stream'} | {throughput:.2f}× | {p50:.3f} | {p99:.3f} "
-                        f"| {cpu:.3f} |")
+                    f"| {added[0]:.3f} ({verdict[1]}) | {added[1]:.3f} | {cpu:.3f} |")
     return "\n".join(rows)
 
 
 def environment(options: Options) -> str:
-    stack = "uvloop + httptools" if _has_module("uvloop") and _has_module("httptools") else "asyncio + h11"
+    loop = "uvloop" if _has_module("uvloop") else "asyncio"
     return (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
-            f"Python {platform.python_version()} · `trustgate` rows: uvicorn on {stack} (its default here), "
-            f"`{PLAIN_STACK}` rows: `--loop asyncio --http h11` · "
+            f"Python {platform.python_version()} · TrustGate event loop: {loop} · "
             f"LiteLLM proxy {LITELLM_VERSION} (uvicorn, 1 worker, no database) · "
             f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
             f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target · "
@@ -640,8 +613,7 @@ def method(options: Options) -> str:
     return (
         "Targets run one after the other, never at once: the fake upstream alone (`direct`, "
         f"`tests.fake_upstream --delay-ms {options.delay_ms:g}`), then `trustgate serve` (pass-through "
-        "path, scoring off, `--no-access-log`) on uvicorn's default server stack and again on the plain "
-        "one, then LiteLLM's proxy (`.bench-venv/bin/litellm --config`, "
+        "path, scoring off, `--no-access-log`), then LiteLLM's proxy (`.bench-venv/bin/litellm --config`, "
         "same `model_list`, master key, no database, `LITELLM_LOG=ERROR`, which also silences its access "
         f"log). Load: a closed loop of {options.concurrency} workers on keep-alive connections (asyncio + "
         "aiohttp), `POST /v1/chat/completions` with one short user message, non-streaming then streaming "
@@ -663,8 +635,6 @@ def report(results: list[LoadResult], options: Options) -> str:
         "TrustGate relative to LiteLLM's proxy (the issue's aim: at least 3× the throughput and at most "
         "1/3 of the added latency):",
         ratios_table(results),
-        f"TrustGate on uvloop + httptools (`trustgate`) relative to asyncio + h11 (`{PLAIN_STACK}`), same run:",
-        server_stack_table(results),
     ])
 
 

@@ -35,7 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
     server = settings.trustgate.server
     uvicorn.run(create_app(settings), host=args.host or server.host,
                 port=args.port if args.port is not None else server.port,
-                log_level=args.log_level, access_log=args.access_log, loop=args.loop, http=args.http)
+                log_level=args.log_level, access_log=args.access_log)
     return 0
 
 
@@ -100,10 +100,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default: from config, 4000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True)
-    serve.add_argument("--loop", default="auto", choices=["auto", "asyncio", "uvloop"],
-                       help="event loop (auto: uvloop when installed)")
-    serve.add_argument("--http", default="auto", choices=["auto", "h11", "httptools"],
-                       help="HTTP/1.1 parser (auto: httptools when installed)")
     serve.set_defaults(handler=_serve)
 
     worker = commands.add_parser("worker", help="score jobs from the Redis Stream (queue backend: redis)")
