@@ -22,9 +22,6 @@ from scoring.queue import JobQueue, MemoryJobQueue
 from scoring.redis_queue import RedisJobQueue
 from scoring.types import Scorer
 
-from .auth import KeyRing
-from .config import GatewaySettings
-from .errors import GatewayError, error_body
 from .assembly import (
     build_processor,
     build_publisher,
@@ -33,6 +30,9 @@ from .assembly import (
     open_redis,
     open_upstream_client,
 )
+from .auth import KeyRing
+from .config import GatewaySettings
+from .errors import GatewayError, error_body
 from .routes import router
 from .scorers import scoring_configured
 from .trust import TrustService

@@ -35,8 +35,8 @@ __all__ = [
     "Calibrator",
     "IsotonicCalibrator",
     "PlattCalibrator",
-    "load_calibration",
     "fitted_components",
+    "load_calibration",
     "save_calibration",
 ]
 

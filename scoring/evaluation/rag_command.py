@@ -76,4 +76,5 @@ def _rag_scorer(scoring: ScoringSettings) -> RagScorer:
     try:
         return build_rag_scorer(scoring)
     except (OSError, ImportError, ValueError) as exc:  # no model files, no torch, unknown label names
-        raise MissingAssets(f"cannot load the RAG judge's NLI model ({scoring.factcheck.nli_model_dir}): {exc}") from exc
+        model_dir = scoring.factcheck.nli_model_dir
+        raise MissingAssets(f"cannot load the RAG judge's NLI model ({model_dir}): {exc}") from exc

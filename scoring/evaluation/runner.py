@@ -85,7 +85,6 @@ def _digest(*parts: Any) -> str:
 
 
 @functools.cache
-@functools.cache
 def _source_digest(module: str) -> str:
     """The source of the scorer's package: a result computed by other code (a fixed judge-label parser, say)
     is recomputed, from the cached replies where its requests are unchanged, instead of being reused.

@@ -107,9 +107,9 @@ def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
         fitted_with: str | None, probability: float | None) -> None:
     """Trust_BC failed, so Trust_OV is Trust_FC alone: a curve fitted on both would give it a wrong number."""
     fitted_on = {"components": fitted_with} if fitted_with else {}
+    calibrator = IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on=fitted_on)
     pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
-                               ScoringSettings(), combine=combine,
-                               calibrator=IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on=fitted_on))
+                               ScoringSettings(), combine=combine, calibrator=calibrator)
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
     assert record.score == 0.4 and record.components["ov"].details["source"] == "fc"
     assert record.probability == (pytest.approx(probability) if probability is not None else None)
