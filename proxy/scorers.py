@@ -8,7 +8,7 @@ import logging
 
 from scoring.combine import combine
 from scoring.consistency import open_consistency_scorer
-from scoring.factcheck import FactCheckScorer
+from scoring.factcheck import FactCheckScorer, NLIModelError
 from scoring.factcheck.assets import load_evidence_index
 from scoring.pipeline import Combiner
 from scoring.rag import build_rag_scorer
@@ -38,14 +38,17 @@ async def build_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSt
             scorers.append(await stack.enter_async_context(open_consistency_scorer(settings)))
         except FileNotFoundError as exc:
             raise ConfigError(f"Trust_BC assets are missing ({exc.filename}): {BUILD_HINT}") from exc
-    if settings.factcheck.enabled:
-        index = await asyncio.to_thread(load_evidence_index, settings)
-        if index is None:
-            log.warning("no evidence index under %s: Trust_FC is off; %s", settings.data_dir, BUILD_HINT)
-        else:
-            scorers.append(FactCheckScorer(index, settings.factcheck))
-    if settings.rag.enabled:
-        scorers.append(build_rag_scorer(settings))
+    try:
+        if settings.factcheck.enabled:
+            index = await asyncio.to_thread(load_evidence_index, settings)
+            if index is None:
+                log.warning("no evidence index under %s: Trust_FC is off; %s", settings.data_dir, BUILD_HINT)
+            else:
+                scorers.append(FactCheckScorer(index, settings.factcheck))
+        if settings.rag.enabled:
+            scorers.append(build_rag_scorer(settings))
+    except NLIModelError as exc:  # Trust_FC's and the RAG judge's model both come from factcheck.nli_model_dir
+        raise ConfigError(f"trustgate.scoring.factcheck.nli_model_dir: {exc}") from exc
     return scorers
 
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..factcheck import NLIModelError
 from ..rag import RagScorer, build_rag_scorer, rag_report
 from ..rag.cases import load_cases, score_cases
 from ..settings import ScoringSettings
@@ -75,6 +76,5 @@ def _rag_scorer(scoring: ScoringSettings) -> RagScorer:
     """The configured scorer, or a clear error when its NLI model cannot be loaded."""
     try:
         return build_rag_scorer(scoring)
-    except (OSError, ImportError, ValueError) as exc:  # no model files, no torch, unknown label names
-        model_dir = scoring.factcheck.nli_model_dir
-        raise MissingAssets(f"cannot load the RAG judge's NLI model ({model_dir}): {exc}") from exc
+    except NLIModelError as exc:
+        raise MissingAssets(f"cannot load the RAG judge's NLI model: {exc}") from exc

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 
 from ..consistency import open_consistency_scorer
-from ..factcheck import FactCheckScorer
+from ..factcheck import FactCheckScorer, NLIModelError
 from ..factcheck.assets import load_evidence_index
 from ..settings import ScoringSettings
 from ..types import Scorer
@@ -35,5 +35,8 @@ async def open_scorers(settings: ScoringSettings, components: Sequence[str]) -> 
             index = await asyncio.to_thread(load_evidence_index, settings)
             if index is None:
                 raise MissingAssets(f"no evidence index under {settings.data_dir}: {ASSETS_HINT}")
-            scorers["fc"] = FactCheckScorer(index, settings.factcheck)
+            try:
+                scorers["fc"] = FactCheckScorer(index, settings.factcheck)
+            except NLIModelError as exc:
+                raise MissingAssets(str(exc)) from exc
         yield scorers

@@ -13,6 +13,7 @@ What the gateway uses:
 
 from .index import Evidence, EvidenceIndex
 from .judge import LABELS, Label, judge_prompt, label_probabilities, label_value, parse_judge_label
+from .nli import NLIModelError
 from .scorer import FactCheckScorer
 from .sources import CorpusError
 from .text import evidence_query, tokenize
@@ -24,6 +25,7 @@ __all__ = [
     "EvidenceIndex",
     "FactCheckScorer",
     "Label",
+    "NLIModelError",
     "evidence_query",
     "judge_prompt",
     "label_probabilities",

@@ -22,7 +22,7 @@ from typing import Any, cast
 from .index import Evidence
 from .judge import LABELS, Label
 
-__all__ = ["LocalNLIJudge", "map_nli_labels"]
+__all__ = ["LocalNLIJudge", "NLIModelError", "map_nli_labels"]
 
 MAX_TOKENS = 512
 
@@ -53,18 +53,29 @@ def _usual_label(name: str) -> str | None:
     return None
 
 
+class NLIModelError(RuntimeError):
+    """The configured model cannot be loaded: no such files, no torch or transformers, or unmapped labels.
+
+    One error for callers to turn into theirs (the gateway's config error, the
+    evaluation's missing assets) instead of a traceback at start-up.
+    """
+
+
 class LocalNLIJudge:
     """Loaded once per process; ``judge`` is CPU-bound and meant for a worker thread."""
 
     def __init__(self, model_dir: Path, labels: Mapping[str, str]) -> None:
-        import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        try:
+            import torch
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        self._torch = torch
-        self._tokenizer: Any = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
-        self._model: Any = AutoModelForSequenceClassification.from_pretrained(model_dir, local_files_only=True)
-        self._model.eval()
-        self._labels = map_nli_labels(self._model.config.id2label, labels)
+            self._torch = torch
+            self._tokenizer: Any = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+            self._model: Any = AutoModelForSequenceClassification.from_pretrained(model_dir, local_files_only=True)
+            self._model.eval()
+            self._labels = map_nli_labels(self._model.config.id2label, labels)
+        except (ImportError, OSError, ValueError) as exc:
+            raise NLIModelError(f"cannot load the NLI model in {model_dir}: {exc}") from exc
 
     def judge(self, evidence: Sequence[Evidence], answer: str) -> dict[Label, float]:
         """Label probabilities from the most decisive passage."""

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
 
 from proxy import ConfigError, default_config_path, load_settings, settings_from_dict
+from proxy.scorers import build_scorers
+from scoring.settings import ScoringSettings
 
 MINIMAL = {"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/x", "api_base": "http://h/v1",
                                                                  "api_key": "os.environ/UPSTREAM_KEY"}}],
@@ -77,3 +81,16 @@ def test_an_nli_rag_judge_without_a_model_is_a_config_error(enabled: bool) -> No
         settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"})
     config["trustgate"]["scoring"]["factcheck"] = {"nli_model_dir": "/models/nli"}  # type: ignore[index]
     assert settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"}).trustgate.scoring.rag.judge == "nli"
+
+
+def test_the_gateway_refuses_to_start_on_an_nli_model_it_cannot_load(tmp_path: Path) -> None:
+    settings = ScoringSettings.model_validate({
+        "consistency": {"enabled": False}, "rag": {"judge": "nli"},
+        "factcheck": {"enabled": False, "nli_model_dir": str(tmp_path / "missing")}})
+
+    async def build() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            await build_scorers(settings, stack)
+
+    with pytest.raises(ConfigError, match="trustgate.scoring.factcheck.nli_model_dir: cannot load the NLI model"):
+        asyncio.run(build())

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scoring.factcheck.index import EvidenceIndex
-from scoring.factcheck.nli import map_nli_labels
+from scoring.factcheck.nli import LocalNLIJudge, NLIModelError, map_nli_labels
 from scoring.factcheck.scorer import FactCheckScorer
 from scoring.settings import FactCheckSettings
 from scoring.types import Reply, ScoringJob
@@ -76,3 +76,12 @@ def test_configured_label_names_override_the_usual_ones(tiny_nli_model: Path, fa
     job = ScoringJob(id="j", model="m", question="What is the capital of France?", answer="Paris.")
     result = asyncio.run(FactCheckScorer(facts_index, settings).score(job, no_upstream))
     assert result.label == "contradict"
+
+
+def test_a_model_that_cannot_be_loaded_is_one_named_error(tiny_nli_model: Path, tmp_path: Path) -> None:
+    """Missing files and unmapped label names alike: the caller turns it into its own error, not a traceback."""
+    with pytest.raises(NLIModelError, match="cannot load the NLI model in .*missing"):
+        LocalNLIJudge(tmp_path / "missing", {})
+    with pytest.raises(NLIModelError, match="nli_labels"):
+        LocalNLIJudge(tiny_nli_model, {"ENTAILMENT": "yes"})
+
