@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .evaluation.calibration import fitted_components
+from .evaluation.calibration import component_names, fitted_components
 from .settings import ScoringSettings
 from .types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
 
@@ -43,6 +43,7 @@ class ScoringPipeline:
         self._settings = settings
         self._combine = combine
         self._calibrator = calibrator
+        self._calibrated_components = fitted_components(calibrator) if calibrator is not None else None
 
     @property
     def has_scorers(self) -> bool:
@@ -85,8 +86,8 @@ class ScoringPipeline:
         result = components.get(self._calibrator.score)
         if result is None or result.value is None:
             return None
-        source, fitted = result.details.get("source"), fitted_components(self._calibrator)
-        if isinstance(source, str) and fitted is not None and frozenset(source.split("+")) != fitted:
+        source = component_names(result.details.get("source"))
+        if source is not None and self._calibrated_components is not None and source != self._calibrated_components:
             return None
         return self._calibrator.probability(result.value)
 

@@ -35,6 +35,7 @@ __all__ = [
     "Calibrator",
     "IsotonicCalibrator",
     "PlattCalibrator",
+    "component_names",
     "fitted_components",
     "load_calibration",
     "save_calibration",
@@ -105,12 +106,11 @@ class PlattCalibrator:
                 "a": self.a, "b": self.b, "fitted_on": self.fitted_on}
 
 
-def fitted_components(calibrator: Calibrator) -> frozenset[str] | None:
-    """The scorers whose Trust_OV the calibration was fitted on ({"bc", "fc"}), None when the file does not say.
+def component_names(named: Any) -> frozenset[str] | None:
+    """{"bc", "fc"} from "bc+fc" (how ``trustgate eval`` and Trust_OV's ``source`` write them) or from a list.
 
-    ``trustgate eval`` writes them as "bc+fc"; a hand-written list is read too.
+    None for anything else, or nothing named.
     """
-    named = calibrator.fitted_on.get("components")
     if isinstance(named, str):
         names = named.split("+")
     elif isinstance(named, (list, tuple)):
@@ -118,6 +118,11 @@ def fitted_components(calibrator: Calibrator) -> frozenset[str] | None:
     else:
         return None
     return frozenset(name.strip() for name in names if name.strip()) or None
+
+
+def fitted_components(calibrator: Calibrator) -> frozenset[str] | None:
+    """The scorers whose Trust_OV the calibration was fitted on, None when the file does not say."""
+    return component_names(calibrator.fitted_on.get("components"))
 
 
 def _finite(value: Any) -> float:
