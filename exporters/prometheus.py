@@ -39,6 +39,9 @@ class GatewayMetrics:
     dead_letters: Counter
     rag_metric: Histogram
     rag_refusals: Counter
+    client_overrides_refused: Counter
+    fallbacks_skipped: Counter
+    readiness_probes: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -109,4 +112,11 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
         rag_metric=histogram("rag_metric", "RAG answers' Trust-Eval metrics (citation recall and precision, "
                              "groundedness, claim correctness).", ["model", "metric"], SCORE_BUCKETS),
         rag_refusals=counter("rag_refusals", "RAG answers that refused to answer.", ["model"]),
+        client_overrides_refused=counter(
+            "client_overrides_refused", "Client requests to change scoring that the operator's policy does not "
+            "allow (ignored: the configured setting applied).", ["setting", "requested"]),
+        fallbacks_skipped=counter("fallbacks_skipped", "Fallback model groups skipped because the caller's key "
+                                  "may not use them.", ["model", "fallback"]),
+        readiness_probes=counter("readiness_probes", "Upstream probes made for /health/readiness (cached "
+                                 "between probes).", []),
     )

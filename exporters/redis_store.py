@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from redis.asyncio import Redis
 
-from scoring.types import TrustRecord
+from scoring.types import RecordScope, TrustRecord
 
 __all__ = ["RedisRecordStore", "record_key"]
 
@@ -26,9 +26,13 @@ class RedisRecordStore:
             pipe.expire(key, self._ttl_s)
             await pipe.execute()
 
-    async def get(self, record_id: str) -> TrustRecord | None:
+    async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None:
+        """The record, if it exists and ``scope`` may read it; None alike for both misses (no oracle for ids)."""
         raw = await self._redis.hget(record_key(self._prefix, record_id), "record")
-        return TrustRecord.model_validate_json(raw) if raw else None
+        if not raw:
+            return None
+        record = TrustRecord.model_validate_json(raw)
+        return record if scope.allows(record) else None
 
     async def close(self) -> None:
         """The Redis client belongs to whoever created it."""

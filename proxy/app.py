@@ -33,9 +33,11 @@ from .assembly import (
 from .auth import KeyRing
 from .config import GatewaySettings
 from .errors import GatewayError, error_body
+from .readiness import ReadinessCheck
 from .routes import router
 from .scorers import scoring_configured
-from .trust import TrustService
+from .throttled_log import ThrottledLog
+from .trust import TrustService, sampling_secret
 from .upstream import UpstreamClient
 
 __all__ = ["Gateway", "create_app"]
@@ -53,6 +55,7 @@ class Gateway:
     metrics: GatewayMetrics
     trust: TrustService
     telemetry: Telemetry
+    readiness: ReadinessCheck
 
 
 def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
@@ -61,11 +64,17 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     metrics = build_metrics(registry if registry is not None else CollectorRegistry())
     scoring = settings.trustgate.scoring
     calibrator = load_calibrator(settings)
+    skipped_log = ThrottledLog(log)
+
+    def fallback_skipped(group: str, fallback: str) -> None:
+        metrics.fallbacks_skipped.labels(model=group, fallback=fallback).inc()
+        skipped_log.debug((group, fallback), "skipped fallback %s of %s: the caller's key may not use it",
+                          fallback, group)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            upstream = await open_upstream_client(settings, stack)
+            upstream = await open_upstream_client(settings, stack, on_fallback_skipped=fallback_skipped)
             tracing = telemetry or build_telemetry(settings, stack)
             redis = await open_redis(settings, stack)
             publisher = await build_publisher(settings, metrics, tracing, redis, stack)
@@ -79,10 +88,14 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency,
                                        on_depth=metrics.scoring_queue_depth.set)
-            trust = TrustService(scoring, queue, publisher, has_scorers=has_scorers)
+            trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,
+                                 sample_secret=sampling_secret(settings.secrets()))
             await trust.start()
             stack.push_async_callback(trust.stop)
-            app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing)
+            health = settings.trustgate.health
+            readiness = ReadinessCheck(lambda: upstream.check_ready(health.readiness_probe_timeout), health,
+                                       on_probe=metrics.readiness_probes.inc)
+            app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing, readiness)
             yield
 
     app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)

@@ -32,7 +32,7 @@ from .config import ConfigError, GatewaySettings
 from .local_upstream import run_local_upstream
 from .scorers import build_scorers, combiner
 from .trust import traced
-from .upstream import UpstreamClient
+from .upstream import OnFallbackSkipped, UpstreamClient
 
 __all__ = ["build_processor", "build_publisher", "build_telemetry", "http_client", "load_calibrator", "open_redis",
            "open_upstream_client"]
@@ -47,7 +47,8 @@ def http_client() -> httpx.AsyncClient:
 
 
 async def open_upstream_client(settings: GatewaySettings, stack: contextlib.AsyncExitStack, *,
-                               start_local: bool = True) -> UpstreamClient:
+                               start_local: bool = True,
+                               on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -56,7 +57,7 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
     if start_local and settings.trustgate.local_upstream.enabled:
         await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
     http = await stack.enter_async_context(http_client())
-    upstream = UpstreamClient(settings, http)
+    upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped)
     stack.push_async_callback(upstream.aclose)
     return upstream
 

@@ -1,13 +1,15 @@
 """Bearer-key authentication: the master key, or one of the configured client keys.
 
 Keys are compared in constant time and only a key's configured *name* ever
-leaves this module (for logs and per-key policy), never the key.
+leaves this module (for logs, per-key policy and record ownership), never the key.
 """
 
 from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+
+from scoring.types import RecordScope
 
 from .config import GatewaySettings
 from .errors import AuthenticationFailed, PermissionDenied
@@ -19,21 +21,31 @@ __all__ = ["Caller", "KeyRing"]
 class Caller:
     name: str
     models: frozenset[str] | None  # None: every model
+    admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
+
+    def may_use(self, model: str) -> bool:
+        return self.models is None or model in self.models
 
     def require_model(self, model: str) -> None:
-        if self.models is not None and model not in self.models:
+        if not self.may_use(model):
             raise PermissionDenied(f"This key may not use model `{model}`", param="model",
                                    code="model_not_allowed")
+
+    @property
+    def record_scope(self) -> RecordScope:
+        """The trust records this caller may read: its own, or all of them for an admin."""
+        return RecordScope.everyone() if self.admin else RecordScope.owned_by(self.name)
 
 
 class KeyRing:
     def __init__(self, settings: GatewaySettings) -> None:
         self._entries: list[tuple[bytes, Caller]] = [
-            (k.key.get_secret_value().encode(), Caller(k.name, frozenset(k.models) if k.models is not None else None))
+            (k.key.get_secret_value().encode(),
+             Caller(k.name, frozenset(k.models) if k.models is not None else None, admin=k.admin))
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            self._entries.append((settings.master_key.get_secret_value().encode(), Caller("master", None)))
+            self._entries.append((settings.master_key.get_secret_value().encode(), Caller("master", None, admin=True)))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
     @property

@@ -16,6 +16,7 @@ from scoring.evaluation.cli import add_eval_arguments
 from scoring.factcheck import CorpusError
 from scoring.settings import ScoringSettings
 
+from .access_log import install_access_log_redaction
 from .app import create_app
 from .config import ConfigError, default_config_path, load_settings
 from .local_upstream import LocalUpstreamError, packaged_model_path
@@ -33,10 +34,13 @@ def _serve(args: argparse.Namespace) -> int:
     _one_blas_thread()
     settings = load_settings(args.config or default_config_path())
     server = settings.trustgate.server
-    uvicorn.run(create_app(settings), host=args.host or server.host,
-                port=args.port if args.port is not None else server.port,
-                log_level=args.log_level, access_log=args.access_log)
-    return 0
+    config = uvicorn.Config(create_app(settings), host=args.host or server.host,
+                            port=args.port if args.port is not None else server.port,
+                            log_level=args.log_level, access_log=args.access_log)
+    install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
+    gateway = uvicorn.Server(config)
+    gateway.run()
+    return 0 if gateway.started else 3  # uvicorn's own exit status for a failed start-up
 
 
 def _worker(args: argparse.Namespace) -> int:

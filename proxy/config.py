@@ -25,6 +25,7 @@ __all__ = [
     "ConfigError",
     "Deployment",
     "GatewaySettings",
+    "HealthSettings",
     "LocalUpstreamSettings",
     "RouterSettings",
     "ServerSettings",
@@ -108,12 +109,20 @@ class RouterSettings(BaseModel):
         return [name for entry in self.fallbacks for name in entry.get(group, [])]
 
 
+# Names the gateway gives callers itself; a client key named so would read their records.
+RESERVED_KEY_NAMES = ("master", "anonymous")
+
+
 class ApiKey(BaseModel):
-    """A client key: who it is (for logs/metrics, never the key itself) and what it may use."""
+    """A client key: who it is (for logs/metrics, never the key itself) and what it may use.
+
+    Its name owns the trust records of its requests; ``admin`` keys read every key's records.
+    """
 
     key: SecretStr
-    name: str
+    name: str = Field(min_length=1)
     models: list[str] | None = None
+    admin: bool = False
 
     def allows(self, model: str) -> bool:
         return self.models is None or model in self.models
@@ -123,6 +132,17 @@ class ServerSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=4000, ge=0, le=65535)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+
+
+class HealthSettings(BaseModel):
+    """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready."""
+
+    # Anyone can call readiness (probes carry no key): its upstream probes are cached this long, so
+    # callers cannot make the gateway call upstreams at will.
+    readiness_cache_seconds: float = Field(default=10.0, ge=0)
+    # any: ready while at least one model group is reachable; all: every group must be.
+    readiness_mode: Literal["any", "all"] = "any"
+    readiness_probe_timeout: float = Field(default=2.0, gt=0)
 
 
 class LocalUpstreamSettings(BaseModel):
@@ -166,6 +186,20 @@ class TrustGateSection(BaseModel):
     scoring: ScoringSettings = Field(default_factory=ScoringSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    health: HealthSettings = Field(default_factory=HealthSettings)
+
+    @field_validator("keys")
+    @classmethod
+    def _names_identify_one_key(cls, keys: list[ApiKey]) -> list[ApiKey]:
+        """A key's name owns its records, so two keys of one name would read each other's."""
+        names = [k.name for k in keys]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"trustgate.keys: each key needs its own name; repeated: {', '.join(repeated)}")
+        reserved = sorted(set(names) & set(RESERVED_KEY_NAMES))
+        if reserved:
+            raise ValueError(f"trustgate.keys: {', '.join(reserved)} is reserved for the gateway's own callers")
+        return keys
 
 
 class GatewaySettings(BaseModel):

@@ -50,19 +50,21 @@ async def chat_completions(request: Request) -> Response:
     model_label, stream = "unknown", False
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
-        parsed = parse_chat_request(await _read_body(request, gateway.settings.trustgate.server.max_body_bytes))
+        raw = await _read_body(request, gateway.settings.trustgate.server.max_body_bytes)
+        parsed = parse_chat_request(raw)
         chat, body = parsed.chat, parsed.body
         stream = chat.stream
         gateway.upstream.require_group(chat.model)
         model_label = chat.model
         caller.require_model(chat.model)
-        plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers, rag=parsed.rag)
+        plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers, body=raw,
+                                  rag=parsed.rag)
         gateway.metrics.upstream_calls.labels(model=chat.model, purpose="user").inc()
         with gateway.telemetry.request_span(chat.model, stream):
             if stream:
-                opened = await gateway.upstream.open_stream(chat.model, body)
+                opened = await gateway.upstream.open_stream(chat.model, body, may_use=caller.may_use)
                 return _stream_response(gateway, opened, plan, parsed.messages, started)
-            completion = await gateway.upstream.complete(chat.model, body)
+            completion = await gateway.upstream.complete(chat.model, body, may_use=caller.may_use)
     except GatewayError as exc:
         gateway.metrics.observe_request(model=model_label, status=exc.status_code, stream=stream,
                                         seconds=time.perf_counter() - started)
@@ -121,9 +123,9 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], model:
 @router.get("/v1/trust/{record_id}")
 async def get_trust_record(record_id: str, request: Request) -> Response:
     gateway = _gateway(request)
-    gateway.keys.authenticate(request.headers.get("authorization"))
-    record = await gateway.trust.lookup(record_id)
-    if record is None:
+    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    record = await gateway.trust.lookup(record_id, caller.record_scope)
+    if record is None:  # missing, or another key's: the same answer, so ids cannot be probed
         raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")
     return Response(record.model_dump_json(), media_type="application/json")
 
@@ -134,7 +136,7 @@ async def list_models(request: Request) -> JSONResponse:
     caller = gateway.keys.authenticate(request.headers.get("authorization"))
     data = [{"id": name, "object": "model", "created": 0, "owned_by": "trustgate"}
             for name in gateway.upstream.model_groups
-            if caller.models is None or name in caller.models]
+            if caller.may_use(name)]
     return JSONResponse({"object": "list", "data": data})
 
 
@@ -145,10 +147,11 @@ async def liveness() -> dict[str, str]:
 
 @router.get("/health/readiness")
 async def readiness(request: Request) -> JSONResponse:
-    groups = await _gateway(request).upstream.check_ready()
-    ready = all(state != "unreachable" for state in groups.values())
-    return JSONResponse({"status": "ok" if ready else "unavailable", "models": groups},
-                        status_code=200 if ready else 503)
+    """Open to probes without a key; upstream checks come from ReadinessCheck's cache, not from each call."""
+    report = await _gateway(request).readiness.report()
+    return JSONResponse({"status": "ok" if report.ready else "unavailable", "mode": report.mode,
+                         "models": report.groups, "checked_at": report.checked_at},
+                        status_code=200 if report.ready else 503)
 
 
 @router.get("/metrics")

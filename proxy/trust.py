@@ -3,31 +3,37 @@
 The request path only decides and enqueues; the queue's workers run the
 scorers; finished records are published to the store, Prometheus and
 OpenTelemetry. Nothing here can fail the user's request except an invalid
-``x-trustgate-mode`` header (a 400, before any upstream call).
+``x-trustgate-mode`` header (a 400, before any upstream call). A valid header
+the operator's policy does not allow is ignored and counted.
+
+Each record carries the name of the key that asked; reads are scoped to it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
+import os
 import re
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from exporters import RecordPublisher, Telemetry
+from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
 from scoring.queue import JobQueue, Process
 from scoring.rag import LABELS_KEY, RagRequest
-from scoring.settings import ScoringSettings
-from scoring.types import ScoringJob, TrustRecord
+from scoring.settings import ScoringMode, ScoringSettings
+from scoring.types import RecordScope, ScoringJob, TrustRecord
 
 from .errors import InvalidRequest
+from .throttled_log import ThrottledLog
 
-__all__ = ["Answer", "TrustPlan", "TrustService", "traced"]
+__all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
 
 log = logging.getLogger("trustgate.trust")
 
@@ -40,8 +46,21 @@ _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 class TrustPlan:
     record_id: str
     model: str
+    owner: str  # the name of the key that asked
     decision: Decision
     rag: RagRequest | None = None
+
+
+def sampling_secret(secrets: Iterable[str]) -> bytes:
+    """The key of the sampling hash: shared by replicas of one config, unknown to clients.
+
+    Derived from the configured secrets so that every replica samples a
+    request alike; random per process when there are none (an open gateway).
+    """
+    material = "\0".join(sorted(secrets))
+    if not material:
+        return os.urandom(32)
+    return hashlib.blake2b(material.encode(), digest_size=32, person=b"tg-sampling").digest()
 
 
 @dataclass(frozen=True)
@@ -77,12 +96,15 @@ def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
 
 
 class TrustService:
-    def __init__(self, settings: ScoringSettings, queue: JobQueue, publisher: RecordPublisher, *,
-                 has_scorers: bool) -> None:
+    def __init__(self, settings: ScoringSettings, queue: JobQueue, publisher: RecordPublisher,
+                 metrics: GatewayMetrics, *, has_scorers: bool, sample_secret: bytes) -> None:
         self._settings = settings
         self._queue = queue
         self._publisher = publisher
+        self._metrics = metrics
         self._has_scorers = has_scorers
+        self._sample_secret = sample_secret
+        self._refusals = ThrottledLog(log)
         self._background: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -93,18 +115,39 @@ class TrustService:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 
-    def plan(self, *, model: str, key_name: str, headers: Mapping[str, str],
+    def plan(self, *, model: str, key_name: str, headers: Mapping[str, str], body: bytes,
              rag: RagRequest | None = None) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None and mode_header not in _MODES:
             raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
                                  code="invalid_trust_mode")
         record_id = f"trust-{uuid.uuid4().hex}"
-        client_id = headers.get("x-request-id", "")
-        request_key = client_id if _CLIENT_REQUEST_ID.match(client_id) else record_id
-        decision = decide(self._settings, model=model, key_name=key_name, request_key=request_key,
-                          mode_header=mode_header if self._has_scorers else "off")
-        return TrustPlan(record_id=record_id, model=model, decision=decision, rag=rag)
+        if not self._has_scorers:
+            decision = Decision(mode="off", sync_timeout=self._settings.sync_timeout, sampled=False)
+        else:
+            decision = decide(self._settings, model=model, key_name=key_name,
+                              request_key=self._sample_key(key_name, headers.get("x-request-id", ""), body, record_id),
+                              mode_header=cast("ScoringMode | None", mode_header))
+        if decision.refused_mode is not None:
+            self._metrics.client_overrides_refused.labels(setting="mode", requested=decision.refused_mode).inc()
+            self._refusals.debug(("mode", key_name, model), "ignored %s: %s for key %s on %s is not allowed by "
+                                 "allow_client_mode; scoring in %s mode", MODE_HEADER, decision.refused_mode,
+                                 key_name, model, decision.mode)
+        return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag)
+
+    def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
+        """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.
+
+        Keyed with a secret and bound to the body, so that a client can neither
+        compute nor reuse request ids that are always sampled: the fraction
+        scored stays the configured sample rate.
+        """
+        if not _CLIENT_REQUEST_ID.match(client_id):
+            return record_id
+        digest = hashlib.blake2b(key=self._sample_secret, digest_size=16)
+        for part in (key_name.encode(), client_id.encode(), body):
+            digest.update(len(part).to_bytes(8, "big") + part)
+        return digest.hexdigest()
 
     async def score(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response."""
@@ -112,24 +155,25 @@ class TrustService:
             return await self.settle(plan, await self.submit(plan, messages, answer))
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
-            return TrustRecord(id=plan.record_id, status="failed", model=plan.model, error=type(exc).__name__)
+            return TrustRecord(id=plan.record_id, status="failed", model=plan.model, owner=plan.owner,
+                               error=type(exc).__name__)
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:
             return self._publish_later(TrustRecord(id=plan.record_id, status="skipped", model=plan.model,
-                                                   error=f"skipped: {reason}"))
+                                                   owner=plan.owner, error=f"skipped: {reason}"))
         policy: dict[str, Any] = {"mode": plan.decision.mode}
         if plan.rag is not None:
             policy[LABELS_KEY] = plan.rag.labels.as_policy()
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
-                          documents=plan.rag.job_documents() if plan.rag is not None else None)
+                          documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner)
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             error = "scoring queue full" if outcome == "shed" else "scoring queue unavailable"
-            return self._publish_later(TrustRecord(id=job.id, status="shed", model=job.model, error=error))
-        return TrustRecord(id=job.id, status="pending", model=job.model, created_at=job.created_at)
+            return self._publish_later(TrustRecord.for_job(job, "shed", error=error))
+        return TrustRecord.for_job(job, "pending")
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:
         """In sync mode, wait for the finished record up to the timeout; otherwise return it as is."""
@@ -137,8 +181,12 @@ class TrustService:
             return record
         return await self._queue.wait(record.id, plan.decision.sync_timeout) or record
 
-    async def lookup(self, record_id: str) -> TrustRecord | None:
-        return await self._queue.pending(record_id) or await self._publisher.store.get(record_id)
+    async def lookup(self, record_id: str, scope: RecordScope) -> TrustRecord | None:
+        """The record if ``scope`` may read it; a record of another key reads as missing (no oracle for ids)."""
+        pending = await self._queue.pending(record_id)
+        if pending is not None:
+            return pending if scope.allows(pending) else None
+        return await self._publisher.store.get(record_id, scope=scope)
 
     def _publish_later(self, record: TrustRecord) -> TrustRecord:
         task = asyncio.create_task(self._publish_quietly(record))

@@ -6,7 +6,8 @@ pass-through backend (all its deployments speak OpenAI's wire format) or to
 litellm's Router. Retries within a group follow ``router_settings`` for the
 pass-through path (litellm's Router retries its own); fallbacks to other groups
 are applied here for both, so the behaviour of a config does not depend on
-which path serves it.
+which path serves it — and so that a fallback to a group the caller's key may
+not use is skipped (and counted) on both.
 """
 
 from __future__ import annotations
@@ -24,14 +25,23 @@ from .errors import ModelNotFound, UpstreamError
 from .litellm_backend import LitellmBackend
 from .passthrough import PassthroughBackend
 
-__all__ = ["UpstreamClient"]
+__all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
 
 T = TypeVar("T")
 
+ModelFilter = Callable[[str], bool]  # may the caller use this model group?
+OnFallbackSkipped = Callable[[str, str], None]  # (group asked for, fallback skipped)
+
+
+def _any_model(group: str) -> bool:
+    return True
+
 
 class UpstreamClient:
-    def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient) -> None:
+    def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient, *,
+                 on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None) -> None:
         self._groups = settings.model_groups()
+        self._on_fallback_skipped = on_fallback_skipped
         self._router_settings = settings.router_settings
         self._http = http
         self._passthrough = PassthroughBackend(
@@ -56,25 +66,40 @@ class UpstreamClient:
             raise ModelNotFound(f"The model `{group}` does not exist", param="model",
                                 code="model_not_found")
 
-    async def complete(self, group: str, body: dict[str, Any]) -> Completion:
-        """A non-streamed completion from ``group`` (or its fallbacks)."""
+    async def complete(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model) -> Completion:
+        """A non-streamed completion from ``group`` (or those of its fallbacks ``may_use`` allows)."""
         self.require_group(group)
-        return await self._with_fallbacks(group, lambda g: self._complete_in_group(g, body))
+        return await self._with_fallbacks(group, may_use, lambda g: self._complete_in_group(g, body))
 
-    async def open_stream(self, group: str, body: dict[str, Any]) -> UpstreamStream:
-        """An opened stream from ``group`` (or its fallbacks); errors before the first byte raise."""
+    async def open_stream(self, group: str, body: dict[str, Any], *,
+                          may_use: ModelFilter = _any_model) -> UpstreamStream:
+        """An opened stream from ``group`` (or its allowed fallbacks); errors before the first byte raise."""
         self.require_group(group)
-        return await self._with_fallbacks(group, lambda g: self._stream_in_group(g, body))
+        return await self._with_fallbacks(group, may_use, lambda g: self._stream_in_group(g, body))
 
-    async def _with_fallbacks(self, group: str, call: Callable[[str], Awaitable[T]]) -> T:
-        candidates = [group, *self._router_settings.fallbacks_for(group)]
-        for index, candidate in enumerate(candidates):
+    async def _with_fallbacks(self, group: str, may_use: ModelFilter, call: Callable[[str], Awaitable[T]]) -> T:
+        """``group``, then each configured fallback the caller may use; the error of the last one tried is raised.
+
+        A fallback the caller's key may not use is skipped when its turn comes
+        (and reported), so a failing group never opens a door to another.
+        """
+        try:
+            return await call(group)
+        except UpstreamError as exc:
+            if exc.client_fault:
+                raise
+            failure = exc
+        for fallback in self._router_settings.fallbacks_for(group):
+            if not may_use(fallback):
+                self._on_fallback_skipped(group, fallback)
+                continue
             try:
-                return await call(candidate)
+                return await call(fallback)
             except UpstreamError as exc:
-                if exc.client_fault or index == len(candidates) - 1:
+                if exc.client_fault:
                     raise
-        raise AssertionError("unreachable: the loop returns or raises")
+                failure = exc
+        raise failure
 
     async def _complete_in_group(self, group: str, body: dict[str, Any]) -> Completion:
         if self._litellm is not None and group not in self._fast_groups:

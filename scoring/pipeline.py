@@ -105,10 +105,9 @@ class ScoringPipeline:
         errors = [f"{r.component}: {r.error}" for r in results if r.error]
         # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
         status = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
-        return TrustRecord(
-            id=job.id, status=status, model=job.model, components=components,
+        return TrustRecord.for_job(
+            job, status, components=components,
             score=score, label=trust_label(score, self._settings), probability=self._probability(components),
-            error="; ".join(errors) or None,
-            created_at=job.created_at, finished_at=time.time(),
+            error="; ".join(errors) or None, finished_at=time.time(),
             timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},
         )

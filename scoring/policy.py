@@ -1,4 +1,9 @@
-"""Decide, per request, whether and how its answer is scored. Pure functions of settings and request facts."""
+"""Decide, per request, whether and how its answer is scored. Pure functions of settings and request facts.
+
+The operator's config outranks the client: a client's ``x-trustgate-mode``
+applies only as far as ``allow_client_mode`` lets it (by default it may lower
+scoring's cost, never raise it), and a client cannot raise the sample rate.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,17 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from .settings import ScoringMode, ScoringSettings
+from .settings import ClientModePolicy, ScoringMode, ScoringSettings
 
-__all__ = ["Decision", "decide", "in_sample", "skip_reason"]
+__all__ = ["Decision", "client_may_choose", "decide", "in_sample", "skip_reason"]
 
 # Answers that decline to answer carry no claim to check (Trust-Eval's refusal phrasing, abridged).
 _REFUSAL = re.compile(
     r"^\s*(i('m| am) (sorry|unable|not able)|i can(no|')t (help|answer|assist|provide)|"
     r"as an ai\b|i do not have (enough )?information|i don't know\b)", re.IGNORECASE)
+
+# Upstream calls and the user's wait, in order: sync costs both, async the calls, off nothing.
+_COST: dict[ScoringMode, int] = {"off": 0, "async": 1, "sync": 2}
 
 
 @dataclass(frozen=True)
@@ -21,6 +29,7 @@ class Decision:
     mode: ScoringMode
     sync_timeout: float
     sampled: bool
+    refused_mode: ScoringMode | None = None  # a client's mode the policy did not allow (ignored, to be counted)
 
 
 def in_sample(request_key: str, rate: float) -> bool:
@@ -33,19 +42,33 @@ def in_sample(request_key: str, rate: float) -> bool:
     return bucket < rate
 
 
+def client_may_choose(policy: ClientModePolicy, configured: ScoringMode, requested: ScoringMode) -> bool:
+    """Whether a client asking for ``requested`` gets it, where the operator configured ``configured``."""
+    if policy == "any" or requested == configured:
+        return True
+    return policy == "lower" and _COST[requested] < _COST[configured]
+
+
 def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key: str,
-           mode_header: str | None) -> Decision:
-    """Mode and sampling: header > per-key > per-model > global default."""
+           mode_header: ScoringMode | None) -> Decision:
+    """Mode and sampling: per-key > per-model > global default; the header only within ``allow_client_mode``."""
     mode, rate, timeout = settings.mode, settings.sample_rate, settings.sync_timeout
+    policy = settings.allow_client_mode
     for override in (settings.per_model.get(model), settings.per_key.get(key_name)):
         if override is None:
             continue
         mode = override.mode or mode
         rate = override.sample_rate if override.sample_rate is not None else rate
         timeout = override.sync_timeout or timeout
+        policy = override.allow_client_mode or policy
+    refused: ScoringMode | None = None
     if mode_header is not None:
-        mode = mode_header  # type: ignore[assignment]  # validated by the caller
-    return Decision(mode=mode, sync_timeout=timeout, sampled=mode != "off" and in_sample(request_key, rate))
+        if client_may_choose(policy, mode, mode_header):
+            mode = mode_header
+        else:
+            refused = mode_header
+    return Decision(mode=mode, sync_timeout=timeout, sampled=mode != "off" and in_sample(request_key, rate),
+                    refused_mode=refused)
 
 
 def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:

@@ -68,8 +68,7 @@ class MemoryJobQueue:
             self._jobs.put_nowait(job)
         except asyncio.QueueFull:
             return "shed"
-        self._pending[job.id] = TrustRecord(id=job.id, status="pending", model=job.model,
-                                            created_at=job.created_at)
+        self._pending[job.id] = TrustRecord.for_job(job, "pending")
         self._done[job.id] = asyncio.get_running_loop().create_future()
         self._on_depth(self._jobs.qsize())
         return "accepted"
@@ -95,8 +94,7 @@ class MemoryJobQueue:
                 record = await self._process(job)
             except Exception as exc:  # the pipeline already catches scorer errors; this is a last guard
                 log.exception("scoring job %s failed", job.id)
-                record = TrustRecord(id=job.id, status="failed", model=job.model, error=type(exc).__name__,
-                                     created_at=job.created_at)
+                record = TrustRecord.for_job(job, "failed", error=type(exc).__name__)
             try:
                 await self._publish(record)
             except Exception:

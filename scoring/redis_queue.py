@@ -23,7 +23,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from .queue import Process, Publish, SubmitResult
 from .settings import QueueSettings
-from .types import ScoringJob, TrustRecord
+from .types import RecordScope, ScoringJob, TrustRecord
 
 __all__ = ["RedisJobQueue", "RedisStreamWorker", "StreamKeys"]
 
@@ -43,7 +43,7 @@ return 1
 
 class Records(Protocol):
     async def put(self, record: TrustRecord) -> None: ...
-    async def get(self, record_id: str) -> TrustRecord | None: ...
+    async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None: ...
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,7 @@ class RedisJobQueue:
     async def submit(self, job: ScoringJob) -> SubmitResult:
         try:
             # The pending record goes first so that a fast worker's final record is never overwritten.
-            await self._records.put(TrustRecord(id=job.id, status="pending", model=job.model,
-                                                created_at=job.created_at))
+            await self._records.put(TrustRecord.for_job(job, "pending"))
             appended = await self._append(keys=[self._keys.stream],
                                           args=[self._settings.max_size, job.model_dump_json()])
         except RedisError as exc:
@@ -109,7 +108,7 @@ class RedisJobQueue:
                 # Short blocking pops: each stays under the client's socket timeout.
                 step = min(remaining, self._settings.redis_timeout / 2)
                 if await self._redis.blpop([self._keys.done(job_id)], timeout=step):
-                    record = await self._records.get(job_id)
+                    record = await self._records.get(job_id, scope=RecordScope.everyone())
                     return record if record is not None and record.status in FINAL_STATUSES else None
         except RedisError:
             return None
@@ -199,7 +198,7 @@ class RedisStreamWorker:
             await self._ack(entry_id)
             return
         try:
-            existing = await self._records.get(job.id)
+            existing = await self._records.get(job.id, scope=RecordScope.everyone())
             if existing is not None and existing.status in FINAL_STATUSES:
                 await self._ack(entry_id)  # a retried delivery of a job already scored
                 return
@@ -230,8 +229,8 @@ class RedisStreamWorker:
     async def _give_up(self, entry_id: str, fields: dict[str, str], job: ScoringJob, attempts: int) -> None:
         error = await self._redis.hget(self._keys.errors, job.id) or "unknown error"
         await self._dead_letter(entry_id, fields, error, attempts=attempts)
-        await self._publish(TrustRecord(id=job.id, status="failed", model=job.model, created_at=job.created_at,
-                                        error=f"dead-lettered after {attempts - 1} attempts: {error}"))
+        await self._publish(TrustRecord.for_job(job, "failed",
+                                                error=f"dead-lettered after {attempts - 1} attempts: {error}"))
         self._on_dead_letter(job)
         await self._ack(entry_id, job.id)
 

@@ -11,10 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ConsistencySettings", "FactCheckSettings", "PolicySettings", "QueueSettings", "RagSettings",
-           "ScoringSettings"]
+__all__ = ["ClientModePolicy", "ConsistencySettings", "FactCheckSettings", "PolicySettings", "QueueSettings",
+           "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
+# What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
+# (off, or async instead of sync); any: choose freely; none: nothing, the header is ignored.
+ClientModePolicy = Literal["lower", "any", "none"]
 
 
 class ConsistencySettings(BaseModel):
@@ -86,6 +89,7 @@ class PolicySettings(BaseModel):
     mode: ScoringMode | None = None
     sample_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     sync_timeout: float | None = Field(default=None, gt=0)
+    allow_client_mode: ClientModePolicy | None = None
 
 
 class QueueSettings(BaseModel):
@@ -113,6 +117,8 @@ class ScoringSettings(BaseModel):
     mode: ScoringMode = "async"
     sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
     sync_timeout: float = Field(default=30.0, gt=0)
+    # The operator decides what clients may ask for: by default a client may lower scoring's cost, never raise it.
+    allow_client_mode: ClientModePolicy = "lower"
     # Trust_OV at or above `trusted` is "trusted", below `untrusted` is "untrusted".
     trusted_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     untrusted_threshold: float = Field(default=0.4, ge=0.0, le=1.0)

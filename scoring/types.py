@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 __all__ = [
     "Ask",
     "ComponentResult",
+    "RecordScope",
     "Reply",
     "Scorer",
     "ScoringJob",
@@ -46,6 +48,7 @@ class Ask(Protocol):
 class ScoringJob(BaseModel):
     id: str
     model: str
+    owner: str | None = None  # the name of the key that asked, carried to the record (never the key)
     question: str
     answer: str
     context: list[dict[str, Any]] = Field(default_factory=list)  # the conversation before the answer
@@ -77,6 +80,9 @@ class TrustRecord(BaseModel):
     id: str
     status: TrustStatus
     model: str | None = None
+    # The name of the key that asked (never the key): only that key, or an admin, may read the record.
+    # None on records written before owners were kept; those are for admins only.
+    owner: str | None = None
     components: dict[str, ComponentResult] = Field(default_factory=dict)
     score: float | None = None  # Trust_OV (or the best available component)
     probability: float | None = None  # calibrated, when a calibration file is loaded
@@ -86,6 +92,34 @@ class TrustRecord(BaseModel):
     finished_at: float | None = None
     timings: dict[str, float] = Field(default_factory=dict)
 
+    @classmethod
+    def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:
+        """A record of ``job``: its id, model, owner and creation time carried over, so none is ever lost."""
+        return cls(id=job.id, status=status, model=job.model, owner=job.owner, created_at=job.created_at, **fields)
+
     @property
     def upstream_calls(self) -> int:
         return sum(c.upstream_calls for c in self.components.values())
+
+
+@dataclass(frozen=True)
+class RecordScope:
+    """Whose trust records a reader may see: one key's (by name), or everyone's (master and admin keys).
+
+    Every record read — by id today, a listing later — goes through a scope, so
+    a store can filter by owner itself (SQLite: ``WHERE owner = ?``) rather than
+    leave the check to each endpoint.
+    """
+
+    owner: str | None  # None: every record
+
+    @classmethod
+    def everyone(cls) -> RecordScope:
+        return cls(owner=None)
+
+    @classmethod
+    def owned_by(cls, name: str) -> RecordScope:
+        return cls(owner=name)
+
+    def allows(self, record: TrustRecord) -> bool:
+        return self.owner is None or record.owner == self.owner

@@ -36,6 +36,7 @@ def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[F
     fake.requests.clear()
     fake.headers.clear()
     fake.stream_disconnects = 0
+    fake.model_listings = 0
     fake.url = server.url  # type: ignore[attr-defined]
     yield fake
 

@@ -69,6 +69,7 @@ class FakeUpstream:
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     stream_disconnects: int = 0
+    model_listings: int = 0  # GET /v1/models calls (the gateway's readiness probes)
     record: bool = True
     delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
 
@@ -79,6 +80,7 @@ class FakeUpstream:
         ])
 
     async def _models(self, request: Request) -> Response:
+        self.model_listings += 1
         return _json({"object": "list", "data": [{"id": self.model, "object": "model", "created": 0,
                                                   "owned_by": "fake"}]})
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from ..private_files import private_file
 from ..types import ComponentResult
 
 __all__ = ["CallSite", "EvalCache", "request_hash"]
@@ -61,8 +62,7 @@ def request_hash(body: dict[str, Any]) -> str:
 
 class EvalCache:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path)
+        self._db = sqlite3.connect(private_file(path))  # cached replies are traffic: 0600 in a 0700 directory
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
 

@@ -20,7 +20,7 @@ import yaml
 from exporters import RedisRecordStore
 from scoring.redis_queue import RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
-from scoring.types import ScoringJob, TrustRecord
+from scoring.types import RecordScope, ScoringJob, TrustRecord
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
@@ -40,7 +40,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 def redis_config(upstream_url: str, redis_url: str, **queue: Any) -> dict[str, Any]:
     config = gateway_config(upstream_url)
-    config["trustgate"] = {"scoring": {"queue": {
+    config["trustgate"] = {"scoring": {"allow_client_mode": "any", "queue": {  # clients choose the mode here
         "backend": "redis", "redis_url": redis_url, "claim_idle_ms": 1000, "concurrency": 1,
         "scorer_timeout": 10, **queue}}}
     return config
@@ -195,7 +195,7 @@ def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: Redi
             await asyncio.sleep(0.05)
         stop.set()
         await run
-        records = [await store.get(i) for i in ("j1", "j2")]
+        records = [await store.get(i, scope=RecordScope.everyone()) for i in ("j1", "j2")]
         await redis.aclose()
         return records
 

@@ -1,0 +1,63 @@
+"""Files that hold traffic (questions, answers, scores) are the owner's alone: 0600 in a 0700 directory.
+
+The modes are set explicitly rather than left to the umask, so a gateway
+started from a shell with ``umask 022`` still writes private files. Files and
+directories left group- or world-readable by an older version are tightened,
+with a warning, when they are opened again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["FILE_MODE", "DIRECTORY_MODE", "private_directory", "private_file"]
+
+log = logging.getLogger("trustgate.files")
+
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
+
+
+def private_directory(path: Path) -> Path:
+    """Create ``path`` (and missing parents) as 0700, or tighten an existing one that is ours to tighten.
+
+    A directory shared with others — sticky (``/tmp``), another user's, or the
+    home directory — is left as it is with a warning: its other contents are
+    not ours to hide. The file's own 0600 still protects the data there.
+    """
+    missing = [p for p in (path, *path.parents) if not p.exists()]
+    path.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
+    for created in missing:
+        os.chmod(created, DIRECTORY_MODE)  # mkdir's mode is filtered by the umask; chmod's is not
+    if path in missing:
+        return path
+    info = path.stat()
+    if stat.S_IMODE(info.st_mode) & 0o077 == 0:
+        return path
+    shared = info.st_mode & stat.S_ISVTX or info.st_uid != os.getuid() or path.resolve() == Path.home().resolve()
+    if shared:
+        log.warning("%s is open to other users (mode %o); trustgate files in it are 0600 but its listing is "
+                    "visible: use a private directory for them", path, stat.S_IMODE(info.st_mode))
+    else:
+        log.warning("%s was open to other users (mode %o, from an older trustgate?); now 0700",
+                    path, stat.S_IMODE(info.st_mode))
+        os.chmod(path, DIRECTORY_MODE)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Make sure ``path`` exists as a 0600 file in a private directory, before anything writes to it."""
+    private_directory(path.parent)
+    descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, FILE_MODE)
+    try:
+        mode = stat.S_IMODE(os.fstat(descriptor).st_mode)
+        if mode != FILE_MODE:
+            if mode & 0o077:
+                log.warning("%s was open to other users (mode %o, from an older trustgate?); now 0600", path, mode)
+            os.fchmod(descriptor, FILE_MODE)
+    finally:
+        os.close(descriptor)
+    return path
