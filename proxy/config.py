@@ -124,9 +124,6 @@ class ApiKey(BaseModel):
     models: list[str] | None = None
     admin: bool = False
 
-    def allows(self, model: str) -> bool:
-        return self.models is None or model in self.models
-
 
 class ServerSettings(BaseModel):
     host: str = "127.0.0.1"
