@@ -5,7 +5,7 @@ from .otel import Telemetry, configure_telemetry, disabled_telemetry
 from .prometheus import GatewayMetrics, build_metrics
 from .publish import RecordPublisher
 from .redis_store import RedisRecordStore
-from .store import RecordStore, SqliteRecordStore
+from .store import RecordStore, SqliteRecordStore, StoreUnavailable
 
 __all__ = [
     "GatewayMetrics",
@@ -13,6 +13,7 @@ __all__ = [
     "RecordStore",
     "RedisRecordStore",
     "SqliteRecordStore",
+    "StoreUnavailable",
     "Telemetry",
     "build_metrics",
     "configure_telemetry",

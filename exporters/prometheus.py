@@ -42,6 +42,9 @@ class GatewayMetrics:
     client_overrides_refused: Counter
     fallbacks_skipped: Counter
     readiness_probes: Counter
+    store_shed_writes: Counter
+    store_errors: Counter
+    accept_errors: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -119,4 +122,10 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                   "may not use them.", ["model", "fallback"]),
         readiness_probes=counter("readiness_probes", "Upstream probes made for /health/readiness (cached "
                                  "between probes).", []),
+        store_shed_writes=counter("store_shed_writes", "Trust records not stored because the store's write "
+                                  "queue was full.", []),
+        store_errors=counter("store_errors", "Record store operations that failed (store unreachable or "
+                             "unreadable), by operation.", ["operation"]),
+        accept_errors=counter("accept_errors", "Connections the server could not accept (e.g. out of file "
+                              "descriptors).", []),
     )

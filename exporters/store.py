@@ -1,28 +1,39 @@
 """The result store: trust records kept for look-up by id, with retention by age and count.
 
-SQLite is the embedded default. All database work runs on one dedicated
-thread, so the event loop never blocks on disk and the connection is only
-ever used from the thread that owns it. Records hold users' questions and
-answers: the database and its WAL files are 0600 in a 0700 directory, and
-every read is scoped to the records' owner (the name of the key that asked).
+SQLite is the embedded default, in WAL mode so that look-ups never wait on a
+write. Each connection lives on its own thread (one writer, one reader), so the
+event loop never blocks on disk and a connection is only used by the thread
+that opened it. Writes wait in a bounded queue and are committed in batches;
+when the queue is full a write is shed (counted, warned about) rather than
+letting memory and latency grow without bound. Every batch also prunes a
+bounded number of the oldest rows through the ``created_at`` index, so the
+store holds at its configured size at any size, in steps that stay small.
+Records hold users' questions and answers: the database and its WAL files are
+0600 in a 0700 directory, and every read is scoped to the records' owner (the
+name of the key that asked).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from scoring.private_files import private_file
-from scoring.types import RecordScope, TrustRecord
+from scoring.types import RecordScope, StoreUnavailable, TrustRecord
 
-__all__ = ["RecordStore", "SqliteRecordStore"]
+from .log_limit import LogLimiter
+from .record_size import stored_json
 
-T = TypeVar("T")
+__all__ = ["PRUNE_EXPIRED", "PRUNE_OLDEST", "RecordStore", "SqliteRecordStore", "StoreUnavailable"]
+
+log = logging.getLogger("trustgate.store")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trust_records (
@@ -37,6 +48,14 @@ CREATE INDEX IF NOT EXISTS trust_records_created ON trust_records (created_at);
 _ADD_OWNER = "ALTER TABLE trust_records ADD COLUMN owner TEXT"
 _OWNER_INDEX = "CREATE INDEX IF NOT EXISTS trust_records_owner ON trust_records (owner, created_at)"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
+_INSERT = "INSERT OR REPLACE INTO trust_records (id, created_at, record, owner) VALUES (?, ?, ?, ?)"
+# Both prunes walk the created_at index from its oldest end and stop after LIMIT rows.
+PRUNE_EXPIRED = ("DELETE FROM trust_records WHERE rowid IN (SELECT rowid FROM trust_records "
+                 "WHERE created_at < ? ORDER BY created_at LIMIT ?)")
+PRUNE_OLDEST = ("DELETE FROM trust_records WHERE rowid IN "
+                "(SELECT rowid FROM trust_records ORDER BY created_at LIMIT ?)")
+# Rows deleted per batch at most: more than a write batch adds, so an over-full store shrinks.
+PRUNE_BATCH = 1000
 
 
 class RecordStore(Protocol):
@@ -46,25 +65,31 @@ class RecordStore(Protocol):
 
 
 class SqliteRecordStore:
-    def __init__(self, path: Path, *, max_age_s: float, max_records: int, prune_every: int = 100) -> None:
+    def __init__(self, path: Path, *, max_age_s: float, max_records: int, max_record_bytes: int = 64 * 1024,
+                 max_pending_writes: int = 2000, write_batch: int = 500,
+                 on_shed: Callable[[], None] = lambda: None) -> None:
         self._path = path
         self._max_age_s = max_age_s
         self._max_records = max_records
-        self._prune_every = prune_every
-        self._puts = 0
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trust-store")
-        self._db: sqlite3.Connection | None = None
+        self._max_record_bytes = max_record_bytes
+        self._max_pending = max_pending_writes
+        self._batch = min(write_batch, PRUNE_BATCH)
+        self._on_shed = on_shed
+        self._shed_log = LogLimiter(log, interval_s=60)
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trust-store-writer")
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trust-store-reader")
+        self._write_db: sqlite3.Connection | None = None
+        self._read_db: sqlite3.Connection | None = None
+        self._rows = 0  # kept by the writer: a COUNT(*) per batch would read the whole index
+        self._queue: collections.deque[tuple[TrustRecord, asyncio.Future[None]]] = collections.deque()
+        self._flushing: asyncio.Task[None] | None = None
 
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self._call, fn)
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._writer, self._open_writer)
+        await loop.run_in_executor(self._reader, self._open_reader)
 
-    def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        if self._db is None:
-            self._db = self._connect()
-        with self._db:
-            return fn(self._db)
-
-    def _connect(self) -> sqlite3.Connection:
+    def _open_writer(self) -> None:
         """Open the database as a private file (SQLite gives its WAL files the database's mode) and migrate it."""
         private_file(self._path)
         for suffix in _SIDE_FILES:
@@ -73,27 +98,75 @@ class SqliteRecordStore:
                 private_file(side)
         db = sqlite3.connect(self._path)
         db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")  # in WAL mode: durable across a crash of the process
         with db:
             db.executescript(_SCHEMA)
             if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(trust_records)")}:
                 db.execute(_ADD_OWNER)
             db.execute(_OWNER_INDEX)
-        return db
+        self._rows = int(db.execute("SELECT COUNT(*) FROM trust_records").fetchone()[0])
+        self._write_db = db
 
-    async def open(self) -> None:
-        await self._run(lambda db: None)
+    def _open_reader(self) -> None:
+        db = sqlite3.connect(self._path)
+        db.execute("PRAGMA query_only=ON")
+        self._read_db = db
 
     async def put(self, record: TrustRecord) -> None:
-        self._puts += 1
-        prune = self._puts % self._prune_every == 0
+        """Store the record once its batch commits; shed it at once (counted) when the write queue is full."""
+        if len(self._queue) >= self._max_pending:
+            self._on_shed()
+            self._shed_log.warn("trust store write queue full (%d records waiting): record %s not stored",
+                                len(self._queue), record.id)
+            return
+        done = asyncio.get_running_loop().create_future()
+        self._queue.append((record, done))
+        if self._flushing is None:
+            self._flushing = asyncio.create_task(self._flush(), name="trust-store-flush")
+        await done
 
-        def write(db: sqlite3.Connection) -> None:
-            db.execute("INSERT OR REPLACE INTO trust_records (id, created_at, record, owner) VALUES (?, ?, ?, ?)",
-                       (record.id, record.created_at, record.model_dump_json(), record.owner))
-            if prune:
-                self._prune(db)
+    async def _flush(self) -> None:
+        """Commit the queue in batches on the writer thread, one batch at a time, until it is empty."""
+        loop = asyncio.get_running_loop()
+        try:
+            while self._queue:
+                batch = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
+                try:
+                    await loop.run_in_executor(self._writer, self._write, [record for record, _ in batch])
+                except sqlite3.Error as exc:
+                    failure: BaseException | None = StoreUnavailable(f"trust store write failed: {exc}")
+                else:
+                    failure = None
+                for _, done in batch:
+                    if done.done():
+                        continue
+                    if failure is None:
+                        done.set_result(None)
+                    else:
+                        done.set_exception(failure)
+        finally:
+            self._flushing = None
 
-        await self._run(write)
+    def _write(self, records: list[TrustRecord]) -> None:
+        db = self._write_db
+        assert db is not None, "open() the store first"
+        rows = [(r.id, r.created_at, stored_json(r, self._max_record_bytes), r.owner) for r in records]
+        ids = list({row[0] for row in rows})
+        with db:
+            existing = db.execute(f"SELECT COUNT(*) FROM trust_records WHERE id IN ({','.join('?' * len(ids))})",
+                                  ids).fetchone()[0]
+            db.executemany(_INSERT, rows)
+            self._rows += len(ids) - int(existing)
+            self._prune_step(db)
+
+    def _prune_step(self, db: sqlite3.Connection) -> int:
+        """Delete at most PRUNE_BATCH expired rows, then the oldest rows beyond max_records; returns how many."""
+        deleted = db.execute(PRUNE_EXPIRED, (time.time() - self._max_age_s, PRUNE_BATCH)).rowcount
+        excess = self._rows - deleted - self._max_records
+        if excess > 0:
+            deleted += db.execute(PRUNE_OLDEST, (min(excess, PRUNE_BATCH),)).rowcount
+        self._rows -= deleted
+        return deleted
 
     async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None:
         """The record, if it exists and ``scope`` may read it; None alike for both misses (no oracle for ids)."""
@@ -101,26 +174,43 @@ class SqliteRecordStore:
             query, args = "SELECT record FROM trust_records WHERE id = ?", (record_id,)
         else:
             query, args = "SELECT record FROM trust_records WHERE id = ? AND owner = ?", (record_id, scope.owner)
-        row = await self._run(lambda db: db.execute(query, args).fetchone())
-        return TrustRecord.model_validate_json(row[0]) if row else None
+
+        def read() -> str | None:
+            assert self._read_db is not None, "open() the store first"
+            row = self._read_db.execute(query, args).fetchone()
+            return str(row[0]) if row else None
+
+        try:
+            raw = await asyncio.get_running_loop().run_in_executor(self._reader, read)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"trust store read failed: {exc}") from exc
+        return TrustRecord.model_validate_json(raw) if raw else None
 
     async def prune(self) -> None:
-        await self._run(self._prune)
+        """Prune until within the limits (the writes do this in bounded steps; this catches up at once)."""
+        def prune_all() -> None:
+            assert self._write_db is not None, "open() the store first"
+            while True:
+                with self._write_db:
+                    if not self._prune_step(self._write_db):
+                        return
 
-    def _prune(self, db: sqlite3.Connection) -> None:
-        db.execute("DELETE FROM trust_records WHERE created_at < ?", (time.time() - self._max_age_s,))
-        db.execute("DELETE FROM trust_records WHERE id NOT IN "
-                   "(SELECT id FROM trust_records ORDER BY created_at DESC LIMIT ?)", (self._max_records,))
+        await asyncio.get_running_loop().run_in_executor(self._writer, prune_all)
 
     async def count(self) -> int:
-        return int(await self._run(lambda db: db.execute("SELECT COUNT(*) FROM trust_records").fetchone()[0]))
+        def count_rows() -> int:
+            assert self._read_db is not None, "open() the store first"
+            return int(self._read_db.execute("SELECT COUNT(*) FROM trust_records").fetchone()[0])
+
+        return await asyncio.get_running_loop().run_in_executor(self._reader, count_rows)
 
     async def close(self) -> None:
-        def shut(db: sqlite3.Connection) -> None:
-            db.commit()
-
-        if self._db is not None:
-            await self._run(shut)
-            await asyncio.get_running_loop().run_in_executor(self._thread, self._db.close)
-            self._db = None
-        self._thread.shutdown(wait=True)
+        """Commit what is queued, then close both connections."""
+        if self._flushing is not None:
+            await self._flushing
+        loop = asyncio.get_running_loop()
+        for executor, db in ((self._writer, self._write_db), (self._reader, self._read_db)):
+            if db is not None:
+                await loop.run_in_executor(executor, db.close)
+            executor.shutdown(wait=True)
+        self._write_db = self._read_db = None

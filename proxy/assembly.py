@@ -86,11 +86,13 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, te
                           redis: Redis | None, stack: contextlib.AsyncExitStack) -> RecordPublisher:
     """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite."""
     queue = settings.trustgate.scoring.queue
-    if redis is not None:
-        return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s),
-                               metrics, telemetry)
     config = settings.trustgate.store
-    store = SqliteRecordStore(config.path, max_age_s=config.max_age_days * 86400, max_records=config.max_records)
+    if redis is not None:
+        return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s,
+                                                max_record_bytes=config.max_record_bytes), metrics, telemetry)
+    store = SqliteRecordStore(config.path, max_age_s=config.max_age_days * 86400, max_records=config.max_records,
+                              max_record_bytes=config.max_record_bytes,
+                              max_pending_writes=config.max_pending_writes, on_shed=metrics.store_shed_writes.inc)
     await store.open()
     stack.push_async_callback(store.close)
     return RecordPublisher(store, metrics, telemetry)

@@ -126,9 +126,15 @@ class ApiKey(BaseModel):
 
 
 class ServerSettings(BaseModel):
+    """The HTTP server: where it listens and how long a client may hold a connection (proxy/connections.py)."""
+
     host: str = "127.0.0.1"
     port: int = Field(default=4000, ge=0, le=65535)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    max_connections: int = Field(default=1000, ge=1)  # beyond it a connection gets 503 and is closed
+    header_timeout_s: float = Field(default=10.0, gt=0)  # a request head, from connect or the last response
+    body_timeout_s: float = Field(default=30.0, gt=0)  # the whole body, from its head; else 408
+    keep_alive_s: float = Field(default=5.0, gt=0)  # an idle kept-alive connection is closed after this
 
 
 class HealthSettings(BaseModel):
@@ -161,6 +167,10 @@ class StoreSettings(BaseModel):
     path: Path = Path("var/trustgate/trust-records.sqlite3")
     max_age_days: float = Field(default=7.0, gt=0)
     max_records: int = Field(default=1_000_000, ge=1)
+    # A record larger than this (JSON bytes) has its long texts truncated with a visible marker (Redis too).
+    max_record_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Records waiting to be written; beyond this a write is shed and counted (trustgate_store_shed_writes_total).
+    max_pending_writes: int = Field(default=2000, ge=1)
 
 
 class TelemetrySettings(BaseModel):

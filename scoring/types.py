@@ -22,6 +22,7 @@ __all__ = [
     "Reply",
     "Scorer",
     "ScoringJob",
+    "StoreUnavailable",
     "TrustRecord",
     "TrustStatus",
 ]
@@ -74,6 +75,10 @@ class Scorer(Protocol):
     name: str
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult: ...
+
+
+class StoreUnavailable(Exception):
+    """A record store cannot answer now (Redis down, database unreadable): "try again", never "no such record"."""
 
 
 class TrustRecord(BaseModel):
