@@ -7,6 +7,7 @@
     │   ├── PermissionDenied        403 permission_error
     │   └── NotFound                404 not_found_error
     │       └── ModelNotFound
+    ├── ServiceUnavailable          503 a part of the gateway (the record store) is down for now
     └── UpstreamError               the upstream's own status, passed on
         ├── UpstreamAuthFailed      401
         ├── UpstreamRateLimited     429
@@ -30,6 +31,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "RequestRejected",
+    "ServiceUnavailable",
     "UpstreamAuthFailed",
     "UpstreamError",
     "UpstreamRateLimited",
@@ -82,6 +84,11 @@ class NotFound(RequestRejected):
 
 class ModelNotFound(NotFound):
     pass
+
+
+class ServiceUnavailable(GatewayError):
+    status_code = 503
+    error_type = "api_error"
 
 
 class UpstreamError(GatewayError):

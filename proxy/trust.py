@@ -22,15 +22,16 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
+from exporters.log_limit import LogLimiter
 from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
 from scoring.queue import JobQueue, Process
 from scoring.rag import LABELS_KEY, RagRequest
 from scoring.settings import ScoringMode, ScoringSettings
-from scoring.types import RecordScope, ScoringJob, TrustRecord
+from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, ServiceUnavailable
 from .throttled_log import ThrottledLog
 
 __all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
@@ -105,6 +106,7 @@ class TrustService:
         self._has_scorers = has_scorers
         self._sample_secret = sample_secret
         self._refusals = ThrottledLog(log)
+        self._store_log = LogLimiter(log, interval_s=30)
         self._background: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -182,11 +184,20 @@ class TrustService:
         return await self._queue.wait(record.id, plan.decision.sync_timeout) or record
 
     async def lookup(self, record_id: str, scope: RecordScope) -> TrustRecord | None:
-        """The record if ``scope`` may read it; a record of another key reads as missing (no oracle for ids)."""
+        """The record if ``scope`` may read it; a record of another key reads as missing (no oracle for ids).
+
+        A store that cannot answer is a 503 (counted, logged once in a while), never a 404.
+        """
         pending = await self._queue.pending(record_id)
         if pending is not None:
             return pending if scope.allows(pending) else None
-        return await self._publisher.store.get(record_id, scope=scope)
+        try:
+            return await self._publisher.store.get(record_id, scope=scope)
+        except StoreUnavailable as exc:
+            self._metrics.store_errors.labels(operation="get").inc()
+            self._store_log.warn("trust record look-up failed: %s", exc)
+            raise ServiceUnavailable("The trust record store is unavailable; retry later",
+                                     code="trust_store_unavailable") from None
 
     def _publish_later(self, record: TrustRecord) -> TrustRecord:
         task = asyncio.create_task(self._publish_quietly(record))

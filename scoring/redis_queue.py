@@ -23,7 +23,7 @@ from redis.exceptions import RedisError, ResponseError
 
 from .queue import Process, Publish, SubmitResult
 from .settings import QueueSettings
-from .types import RecordScope, ScoringJob, TrustRecord
+from .types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 
 __all__ = ["RedisJobQueue", "RedisStreamWorker", "StreamKeys"]
 
@@ -110,7 +110,7 @@ class RedisJobQueue:
                 if await self._redis.blpop([self._keys.done(job_id)], timeout=step):
                     record = await self._records.get(job_id, scope=RecordScope.everyone())
                     return record if record is not None and record.status in FINAL_STATUSES else None
-        except RedisError:
+        except (RedisError, StoreUnavailable):
             return None
         return None
 

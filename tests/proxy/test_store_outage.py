@@ -1,0 +1,39 @@
+"""A record store that cannot answer: look-ups say 503 "retry later" (counted, no traceback), never 500 or 404."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import MASTER_KEY
+from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_redis_scale_out import redis_config
+from tests.proxy.test_service_endpoints import samples
+from tests.redis_server import RedisServer
+from tests.servers import ServerThread
+
+AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
+
+
+def test_redis_down_makes_record_lookups_503(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+                                            tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    redis_server = RedisServer(tmp_path).start()
+    gateway = start_gateway(redis_config(fake_upstream.url, redis_server.url,  # type: ignore[attr-defined]
+                                         redis_timeout=0.5))
+    assert httpx.get(f"{gateway.url}/v1/trust/trust-missing", headers=AUTH).status_code == 404
+    redis_server.stop()
+    with caplog.at_level(logging.WARNING):
+        replies = [httpx.get(f"{gateway.url}/v1/trust/trust-{i}", headers=AUTH, timeout=10) for i in range(3)]
+    assert [r.status_code for r in replies] == [503, 503, 503]
+    error = replies[0].json()["error"]
+    assert error["type"] == "api_error" and error["code"] == "trust_store_unavailable"
+    assert "unavailable" in error["message"] and "retry" in error["message"]
+    errors = samples(gateway)[("trustgate_store_errors_total", frozenset({"operation": "get"}.items()))]
+    assert errors == 3
+    assert not [r for r in caplog.records if r.exc_info], "a store outage is no reason for a traceback"
+    lines = [r for r in caplog.records if "look-up failed" in r.getMessage()]
+    assert len(lines) == 1  # one line for the outage, not one per request
