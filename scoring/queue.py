@@ -3,7 +3,8 @@
 ``submit`` either accepts a job at once or sheds it (the queue is full); the
 user's response never waits on it. Finished records go to ``publish`` (store,
 metrics, traces — wired by the app), and callers in sync mode can ``wait`` for
-a record up to a timeout.
+a record up to a timeout. ``stop`` drains the queue for a grace period, then
+records every job left as failed: an id handed to a client never becomes a 404.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol
 
 from .types import ScoringJob, TrustRecord
 
-__all__ = ["JobQueue", "MemoryJobQueue", "Process", "Publish", "SubmitResult"]
+__all__ = ["SHUTDOWN_ERROR", "JobQueue", "MemoryJobQueue", "Process", "Publish", "SubmitResult"]
 
 log = logging.getLogger("trustgate.scoring")
 
@@ -24,6 +26,7 @@ Process = Callable[[ScoringJob], Awaitable[TrustRecord]]
 Publish = Callable[[TrustRecord], Awaitable[None]]
 # "unavailable": the queue's backend could not be reached; the job is dropped like a shed one.
 SubmitResult = Literal["accepted", "shed", "unavailable"]
+SHUTDOWN_ERROR = "gateway shut down before scoring"
 
 
 class JobQueue(Protocol):
@@ -38,30 +41,47 @@ class JobQueue(Protocol):
 
 class MemoryJobQueue:
     def __init__(self, process: Process, publish: Publish, *, max_size: int, concurrency: int,
-                 on_depth: Callable[[int], None] = lambda depth: None) -> None:
+                 grace_s: float = 0.0, on_depth: Callable[[int], None] = lambda depth: None) -> None:
         self._process = process
         self._publish = publish
         self._jobs: asyncio.Queue[ScoringJob] = asyncio.Queue(max_size)
         self._concurrency = concurrency
+        self._grace_s = grace_s
         self._on_depth = on_depth
         self._pending: dict[str, TrustRecord] = {}
         self._done: dict[str, asyncio.Future[TrustRecord]] = {}
         self._workers: list[asyncio.Task[None]] = []
+        self._finishing: set[asyncio.Task[None]] = set()
+        self._stopping = False
 
     async def start(self) -> None:
         self._workers = [asyncio.create_task(self._work(), name=f"scoring-worker-{i}")
                          for i in range(self._concurrency)]
 
     async def stop(self) -> None:
+        """Score what is queued for up to ``grace_s``, then record every job still unscored as failed."""
+        self._stopping = True
+        if self._workers and self._pending:
+            log.info("scoring queue: draining %d jobs for up to %.0f s", len(self._pending), self._grace_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._jobs.join(), self._grace_s)
         for worker in self._workers:
             worker.cancel()
         for worker in self._workers:
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
         self._workers = []
+        await asyncio.gather(*self._finishing)  # records already scored are published, not failed
+        if self._pending:
+            log.warning("scoring queue: %d jobs left unscored at shutdown; recorded as failed", len(self._pending))
+        await asyncio.gather(*(self._finish(pending.model_copy(update={
+            "status": "failed", "error": SHUTDOWN_ERROR, "finished_at": time.time()}))
+            for pending in list(self._pending.values())))
 
     async def submit(self, job: ScoringJob) -> SubmitResult:
         """Accept the job or shed it because the queue is full. Never waits."""
+        if self._stopping:
+            return "unavailable"
         if job.id in self._pending:
             return "accepted"  # idempotent per id
         try:
@@ -95,13 +115,23 @@ class MemoryJobQueue:
             except Exception as exc:  # the pipeline already catches scorer errors; this is a last guard
                 log.exception("scoring job %s failed", job.id)
                 record = TrustRecord.for_job(job, "failed", error=type(exc).__name__)
+            # A shutdown that cancels this worker now still lets the scored record reach the store.
+            finishing = asyncio.create_task(self._finish(record))
+            self._finishing.add(finishing)
+            finishing.add_done_callback(self._finishing.discard)
             try:
-                await self._publish(record)
-            except Exception:
-                log.exception("publishing trust record %s failed", job.id)
+                await asyncio.shield(finishing)
             finally:
-                self._pending.pop(job.id, None)
-                future = self._done.pop(job.id, None)
-                if future is not None and not future.done():
-                    future.set_result(record)
                 self._jobs.task_done()
+
+    async def _finish(self, record: TrustRecord) -> None:
+        """Publish the record, then stop answering for it as pending and wake whoever waits on it."""
+        try:
+            await self._publish(record)
+        except Exception:
+            log.exception("publishing trust record %s failed", record.id)
+        finally:
+            self._pending.pop(record.id, None)
+            future = self._done.pop(record.id, None)
+            if future is not None and not future.done():
+                future.set_result(record)

@@ -102,6 +102,8 @@ class QueueSettings(BaseModel):
     max_size: int = Field(default=1000, ge=1)  # memory: queued jobs; redis: approximate stream length cap
     concurrency: int = Field(default=4, ge=1, le=256)  # jobs scored at once, per process
     scorer_timeout: float = Field(default=60.0, gt=0)
+    # memory: at shutdown, queued jobs are scored for up to this long; the rest are recorded as failed
+    shutdown_grace_s: float = Field(default=10.0, ge=0)
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = "trustgate"
     redis_timeout: float = Field(default=2.0, gt=0)  # every Redis command; never blocks a user for long
