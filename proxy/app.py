@@ -7,6 +7,7 @@ local model server, and closes them on shutdown.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -32,6 +33,7 @@ from .assembly import (
 )
 from .auth import KeyRing
 from .config import GatewaySettings
+from .connections import BodyDeadline, quiet_accept_errors
 from .errors import GatewayError, error_body
 from .readiness import ReadinessCheck
 from .routes import router
@@ -74,6 +76,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
+            stack.callback(quiet_accept_errors(asyncio.get_running_loop(), metrics.accept_errors.inc))
             upstream = await open_upstream_client(settings, stack, on_fallback_skipped=fallback_skipped)
             tracing = telemetry or build_telemetry(settings, stack)
             redis = await open_redis(settings, stack)
@@ -86,7 +89,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 process, has_scorers = await build_processor(
                     settings, upstream, metrics, tracing, scorers, calibrator, stack)
                 queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
-                                       concurrency=scoring.queue.concurrency,
+                                       concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
                                        on_depth=metrics.scoring_queue_depth.set)
             trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,
                                  sample_secret=sampling_secret(settings.secrets()))
@@ -100,6 +103,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
 
     app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.include_router(router)
+    app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
     app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)

@@ -19,6 +19,7 @@ from scoring.settings import ScoringSettings
 from .access_log import install_access_log_redaction
 from .app import create_app
 from .config import ConfigError, default_config_path, load_settings
+from .connections import server_options
 from .local_upstream import LocalUpstreamError, packaged_model_path
 from .worker import run_worker
 
@@ -36,7 +37,8 @@ def _serve(args: argparse.Namespace) -> int:
     server = settings.trustgate.server
     config = uvicorn.Config(create_app(settings), host=args.host or server.host,
                             port=args.port if args.port is not None else server.port,
-                            log_level=args.log_level, access_log=args.access_log)
+                            log_level=args.log_level, access_log=args.access_log,
+                            **server_options(server))
     install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
     gateway = uvicorn.Server(config)
     gateway.run()

@@ -15,6 +15,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from proxy import create_app, settings_from_dict  # noqa: E402
+from proxy.connections import server_options  # noqa: E402
 from tests.fake_upstream import FakeUpstream, echo  # noqa: E402
 from tests.servers import ServerThread  # noqa: E402
 
@@ -72,8 +73,9 @@ def start_gateway(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
         section = config.setdefault("trustgate", {})
         section.setdefault("store", {"path": str(tmp_path / f"records-{len(started)}.sqlite3")})
         app_args.setdefault("scorers", [])
-        app = create_app(settings_from_dict(config, environ or {}), registry=CollectorRegistry(), **app_args)
-        server = ServerThread(app).start()
+        settings = settings_from_dict(config, environ or {})
+        app = create_app(settings, registry=CollectorRegistry(), **app_args)
+        server = ServerThread(app, **server_options(settings.trustgate.server)).start()
         server.app = app  # type: ignore[attr-defined]
         started.append(server)
         return server

@@ -13,13 +13,14 @@ import uvicorn
 class ServerThread:
     """uvicorn on 127.0.0.1:<free port>; ``url`` is ready once ``start()`` returns."""
 
-    def __init__(self, app: Any, *, lifespan: str = "on") -> None:
+    def __init__(self, app: Any, *, lifespan: str = "on", **options: Any) -> None:
+        """``options`` go to ``uvicorn.Config`` (the gateway's: ``proxy.connections.server_options``)."""
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, access_log=False)
+        config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, access_log=False, **options)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         daemon=True)

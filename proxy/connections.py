@@ -1,0 +1,165 @@
+"""The HTTP server's guard against clients that hold connections: deadlines, a cap, and quiet accept errors.
+
+uvicorn bounds a kept-alive connection between requests (``timeout_keep_alive``)
+but not a connection that never sends a request, nor one that sends its
+request head or body one byte at a time (slowloris): every such socket is a
+file descriptor held for ever, and past the process's limit no one can connect.
+So: a request head must arrive within ``header_timeout_s`` of the connection
+(or of the previous response), a body within ``body_timeout_s`` of its head
+(else 408), and connections beyond ``max_connections`` are answered 503 and
+closed at once. When the process still runs out of descriptors, the event
+loop's accept errors are counted and logged at most once per interval instead
+of once per attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from exporters.log_limit import LogLimiter
+
+from .config import ServerSettings
+from .errors import error_body
+
+__all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "server_options"]
+
+log = logging.getLogger("trustgate.server")
+
+# What accept() fails with when the process or the system is out of descriptors or buffers.
+_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+
+def _refusal() -> bytes:
+    body = orjson.dumps(error_body("The gateway is at its connection limit; retry later", "api_error",
+                                   code="too_many_connections"))
+    head = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+            b"retry-after: 1\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n")
+    return head + body
+
+
+_REFUSAL = _refusal()
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a request-head deadline and a connection cap (``settings``: set by subclass)."""
+
+    settings: ServerSettings
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.settings.max_connections:
+            transport.write(_REFUSAL)
+            transport.close()
+            return
+        self._await_request_head()
+
+    def on_response_complete(self) -> None:
+        self._await_request_head()  # before super(): it may start a pipelined request, which is in time
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+        super().connection_lost(exc)
+
+    def _await_request_head(self) -> None:
+        """Close the connection unless a new request's head is complete within header_timeout_s."""
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+        self._head_deadline = self.loop.call_later(self.settings.header_timeout_s, self._head_overdue, self.cycle)
+
+    def _head_overdue(self, cycle_before: object) -> None:
+        if self.cycle is cycle_before and not self.transport.is_closing():
+            self.transport.close()
+
+
+def guarded_protocol(settings: ServerSettings) -> type[GuardedH11Protocol]:
+    """The protocol class to give uvicorn (``http=``): uvicorn builds it, so the settings travel on the class."""
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"settings": settings})
+
+
+class RequestBodyTimeout(Exception):
+    """The client sent a request head and then not its whole body in time."""
+
+
+class BodyDeadline:
+    """ASGI middleware: the request body must arrive within ``timeout_s`` of the head, else 408 and close."""
+
+    def __init__(self, app: ASGIApp, timeout_s: float) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        body_complete = False
+        response_started = False
+
+        async def receive_in_time() -> Message:
+            nonlocal body_complete
+            if body_complete:  # later receives wait for a disconnect, which may rightly take long
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise RequestBodyTimeout from None
+            body_complete = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal response_started
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive_in_time, send_tracked)
+        except RequestBodyTimeout:
+            if response_started:
+                raise
+            body = orjson.dumps(error_body(f"Request body not received within {self.timeout_s:g} s",
+                                           "invalid_request_error", code="request_timeout"))
+            await send({"type": "http.response.start", "status": 408, "headers": [
+                (b"content-type", b"application/json"), (b"connection", b"close"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop, on_error: Callable[[], None],
+                        interval_s: float = 10.0) -> Callable[[], None]:
+    """Count the loop's out-of-resource accept errors and log them at most once per interval; returns an undo."""
+    limiter = LogLimiter(log, interval_s)
+    previous = loop.get_exception_handler()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS:
+            on_error()
+            limiter.warn("cannot accept connections: %s (raise the open-files limit or lower "
+                         "trustgate.server.max_connections)", exc.strerror or exc)
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)
+    return lambda: loop.set_exception_handler(previous)
+
+
+def server_options(settings: ServerSettings) -> dict[str, Any]:
+    """uvicorn's options for these settings: ``uvicorn.run(app, **server_options(settings))``."""
+    return {"http": guarded_protocol(settings), "timeout_keep_alive": settings.keep_alive_s}

@@ -1,0 +1,165 @@
+"""Clients that hold connections: idle, slowloris heads and bodies, too many sockets, no descriptors left.
+
+Every test talks to a real uvicorn gateway over raw sockets, with short
+deadlines so that a cut connection shows within a bounded number of reads.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import select
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, closing
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import yaml
+
+from tests.conftest import MASTER_KEY, gateway_config
+from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_service_endpoints import samples
+from tests.redis_server import free_port
+from tests.servers import ServerThread
+
+DEADLINES = {"header_timeout_s": 0.5, "body_timeout_s": 0.5, "keep_alive_s": 0.5}
+
+
+@pytest.fixture
+def guarded(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"] = {"server": {**DEADLINES, "max_connections": 20}}
+    return start_gateway(config)
+
+
+def connect(server: ServerThread) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", server.port), timeout=5)
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bytes | None:
+    """What the server sent before closing, or None if it kept the connection open that long."""
+    received = b""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if select.select([sock], [], [], left)[0]:
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                return received
+            if not chunk:
+                return received
+            received += chunk
+    return None
+
+
+def test_a_connection_that_sends_nothing_is_closed(guarded: ServerThread) -> None:
+    with closing(connect(guarded)) as sock:
+        assert closed_within(sock, 5) == b""
+
+
+def test_a_request_head_sent_byte_by_byte_is_cut(guarded: ServerThread) -> None:
+    with closing(connect(guarded)) as sock:
+        sock.sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\nx-slow: ")
+        for _ in range(50):  # 5 s of drip at most; the head deadline is 0.5 s
+            try:
+                sock.sendall(b"a")
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            if closed_within(sock, 0.1) is not None:
+                break
+        else:
+            pytest.fail("a head dripped one byte per 0.1 s kept its connection for 5 s")
+
+
+def test_a_body_that_never_completes_gets_408_and_the_connection_closes(guarded: ServerThread) -> None:
+    with closing(connect(guarded)) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                     b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: 100\r\n\r\n{\"model\"")
+        reply = closed_within(sock, 5)
+    assert reply is not None, "the connection was still open 5 s after its head"
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408") and b"connection: close" in head.lower()
+    assert orjson.loads(body)["error"]["code"] == "request_timeout"
+
+
+def test_an_idle_kept_alive_connection_is_closed(guarded: ServerThread) -> None:
+    with closing(connect(guarded)) as sock:
+        sock.sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\n\r\n")
+        reply = closed_within(sock, 5)
+    assert reply is not None and reply.startswith(b"HTTP/1.1 200")
+
+
+def test_connections_beyond_the_cap_get_503_and_are_closed(guarded: ServerThread) -> None:
+    with ExitStack() as stack:
+        sockets = [stack.enter_context(closing(connect(guarded))) for _ in range(30)]
+        refused = [closed_within(sock, 0.3) for sock in sockets[20:]]
+        assert all(reply is not None and reply.startswith(b"HTTP/1.1 503") for reply in refused), refused
+        assert orjson.loads(refused[0].partition(b"\r\n\r\n")[2])["error"]["code"] == "too_many_connections"  # type: ignore[union-attr]
+        sockets[0].sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\n\r\n")
+        assert sockets[0].recv(65536).startswith(b"HTTP/1.1 200")  # the first 20 are served
+    # Closed connections free their places.
+    assert httpx.get(f"{guarded.url}/health/liveness").status_code == 200
+
+
+@pytest.fixture
+def low_fd_gateway(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``python -m proxy.cli serve`` with 128 file descriptors and no connection cap below that."""
+    config: dict[str, Any] = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"] = {"server": {"max_connections": 10_000, "header_timeout_s": 30},
+                           "store": {"path": str(tmp_path / "records.sqlite3")},
+                           "scoring": {"consistency": {"enabled": False}, "factcheck": {"enabled": False},
+                                       "rag": {"enabled": False}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    port = free_port()
+
+    def limit_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+
+    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", "--config", str(path), "--port",
+                                str(port), "--no-access-log"], stderr=subprocess.PIPE, text=True,
+                               preexec_fn=limit_descriptors, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None and time.monotonic() < deadline, "the gateway did not start"
+        try:
+            if httpx.get(f"{url}/health/liveness").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.2)
+    yield url, process
+    process.terminate()
+    process.wait(timeout=20)
+
+
+@pytest.mark.slow  # starts `trustgate serve` in its own process (about 20 s on 2 cores)
+def test_out_of_descriptors_is_counted_and_logged_rarely(low_fd_gateway: tuple[str, subprocess.Popen[str]]) -> None:
+    url, process = low_fd_gateway
+    port = int(url.rsplit(":", 1)[1])
+    with ExitStack() as stack:
+        for _ in range(200):  # more than the gateway's 128 descriptors; the backlog holds the rest
+            stack.enter_context(closing(socket.create_connection(("127.0.0.1", port), timeout=5)))
+        time.sleep(3)  # accept is retried every second: three tries at least
+    deadline = time.monotonic() + 20
+    while True:  # descriptors are back once the server closed its side of the sockets above
+        try:
+            metrics = httpx.get(f"{url}/metrics", timeout=5).text
+            break
+        except httpx.TransportError:
+            assert time.monotonic() < deadline, "the gateway did not recover after the clients left"
+            time.sleep(0.2)
+    errors = [line for line in metrics.splitlines() if line.startswith("trustgate_accept_errors_total")]
+    assert errors and float(errors[0].split()[-1]) >= 2, errors
+    process.terminate()
+    _, log = process.communicate(timeout=20)
+    lines = [line for line in log.splitlines() if "cannot accept connections" in line]
+    assert len(lines) == 1, log[-3000:]
+    assert "Traceback" not in log
