@@ -108,6 +108,8 @@ class TrustService:
         self._refusals = ThrottledLog(log)
         self._store_log = LogLimiter(log, interval_s=30)
         self._background: set[asyncio.Task[None]] = set()
+        # Records handed to a client and still on their way to the store: a look-up finds them here.
+        self._unstored: dict[str, TrustRecord] = {}
 
     async def start(self) -> None:
         await self._queue.start()
@@ -188,7 +190,7 @@ class TrustService:
 
         A store that cannot answer is a 503 (counted, logged once in a while), never a 404.
         """
-        pending = await self._queue.pending(record_id)
+        pending = self._unstored.get(record_id) or await self._queue.pending(record_id)
         if pending is not None:
             return pending if scope.allows(pending) else None
         try:
@@ -200,6 +202,7 @@ class TrustService:
                                      code="trust_store_unavailable") from None
 
     def _publish_later(self, record: TrustRecord) -> TrustRecord:
+        self._unstored[record.id] = record
         task = asyncio.create_task(self._publish_quietly(record))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
@@ -210,3 +213,5 @@ class TrustService:
             await self._publisher.publish(record)
         except Exception as exc:  # e.g. the store is down: counted in metrics already, never raised to users
             log.warning("could not store trust record %s: %s", record.id, type(exc).__name__)
+        finally:
+            self._unstored.pop(record.id, None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
 from tests.proxy.test_redis_scale_out import redis_config
 from tests.proxy.test_service_endpoints import samples
 from tests.redis_server import RedisServer
@@ -37,3 +39,25 @@ def test_redis_down_makes_record_lookups_503(fake_upstream: FakeUpstream, start_
     assert not [r for r in caplog.records if r.exc_info], "a store outage is no reason for a traceback"
     lines = [r for r in caplog.records if "look-up failed" in r.getMessage()]
     assert len(lines) == 1  # one line for the outage, not one per request
+
+
+def test_a_shed_record_is_found_while_its_write_waits(fake_upstream: FakeUpstream,
+                                                      start_gateway: Callable[..., ServerThread],
+                                                      tmp_path: Path) -> None:
+    """A record handed to a client (here: shed) is never a 404, not even while the store is slow to write it."""
+    config = scoring_config(fake_upstream.url, queue={"max_size": 1, "concurrency": 1})  # type: ignore[attr-defined]
+    path = tmp_path / "records.sqlite3"
+    config["trustgate"]["store"] = {"path": str(path)}
+    server = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=1.0)])
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the store's writer waits for this lock
+    try:
+        responses = [chat(server, f"q{i}") for i in range(3)]
+        assert responses[-1].headers["x-trust-status"] == "shed"
+        shed_id = responses[-1].headers["x-trust-id"]
+        found = httpx.get(f"{server.url}/v1/trust/{shed_id}", headers=AUTH)
+        assert found.status_code == 200 and found.json()["status"] == "shed"
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert wait_for_record(server, shed_id)["status"] == "shed"
