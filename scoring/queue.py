@@ -115,14 +115,16 @@ class MemoryJobQueue:
             except Exception as exc:  # the pipeline already catches scorer errors; this is a last guard
                 log.exception("scoring job %s failed", job.id)
                 record = TrustRecord.for_job(job, "failed", error=type(exc).__name__)
-            # A shutdown that cancels this worker now still lets the scored record reach the store.
+            # Published beside the worker, which takes its next job at once: the store batches the
+            # writes of many jobs, and a worker waiting on each commit would bound scoring by disk latency.
+            # The job counts as done (for the drain at shutdown) once its record is published.
             finishing = asyncio.create_task(self._finish(record))
             self._finishing.add(finishing)
-            finishing.add_done_callback(self._finishing.discard)
-            try:
-                await asyncio.shield(finishing)
-            finally:
-                self._jobs.task_done()
+            finishing.add_done_callback(self._finished)
+
+    def _finished(self, finishing: asyncio.Task[None]) -> None:
+        self._finishing.discard(finishing)
+        self._jobs.task_done()
 
     async def _finish(self, record: TrustRecord) -> None:
         """Publish the record, then stop answering for it as pending and wake whoever waits on it."""
