@@ -131,12 +131,13 @@ class SqliteRecordStore:
         try:
             while self._queue:
                 batch = [self._queue.popleft() for _ in range(min(self._batch, len(self._queue)))]
+                failure: Exception | None = None
                 try:
                     await loop.run_in_executor(self._writer, self._write, [record for record, _ in batch])
                 except sqlite3.Error as exc:
-                    failure: BaseException | None = StoreUnavailable(f"trust store write failed: {exc}")
-                else:
-                    failure = None
+                    failure = StoreUnavailable(f"trust store write failed: {exc}")
+                except Exception as exc:  # every waiting put hears of it; the next batch still goes
+                    failure = exc
                 for _, done in batch:
                     if done.done():
                         continue
