@@ -23,7 +23,8 @@ Two parts, one after the other:
    send a chat completion and then look up a record (a prefilled one or one of
    theirs, alternately) for ``--gateway-seconds`` (60). The gateway is then
    stopped with SIGTERM (its queue drains), and every trust id a client was
-   given is checked in the database: a record missing or not ``done`` is lost.
+   given is checked in the database: a record missing there is lost; records
+   there but not ``done`` are counted by status.
 """
 
 from __future__ import annotations
@@ -294,7 +295,9 @@ def run_gateway(workdir: Path, clients: int, prefilled: int, seconds: float) -> 
         "model_list": model_list(upstream_port),
         "general_settings": {"master_key": MASTER_KEY},
         "trustgate": {"server": {"host": "127.0.0.1", "port": port},
-                      "scoring": {"mode": "async", "queue": {"shutdown_grace_s": 20}},
+                      # More concurrent jobs than the default 4: on a saturated event loop each job takes a few
+                      # loop turns, and 4 at a time would shed scoring jobs before the store is tested.
+                      "scoring": {"mode": "async", "queue": {"concurrency": 16, "shutdown_grace_s": 20}},
                       "store": {"path": str(store_path)}},
     })
     gateway = ServerProcess("trustgate", [sys.executable, "-m", "bench.store_load", "--serve", str(config)],
@@ -315,9 +318,9 @@ def run_gateway(workdir: Path, clients: int, prefilled: int, seconds: float) -> 
     lost = 0
     for trust_id in tally.trust_ids:
         row = db.execute("SELECT record FROM trust_records WHERE id = ?", (trust_id,)).fetchone()
-        status = json.loads(row[0])["status"] if row else "missing"
-        if status != "done":
+        if row is None:
             lost += 1
+        elif (status := json.loads(row[0])["status"]) != "done":
             not_done[status] = not_done.get(status, 0) + 1
     db.close()
     return GatewayResult(prefilled, clients, elapsed, tally, lost, not_done, shed, gateway_cpu, other)
@@ -342,8 +345,8 @@ def gateway_report(r: GatewayResult) -> str:
         f"| look-ups `GET /v1/trust/{{id}}` | {len(t.lookups):,}, p50 / p99 / max {ms(t.lookups, 0.5)} / "
         f"{ms(t.lookups, 0.99)} / {ms(t.lookups, 1.0)} ms |",
         f"| errors seen by clients | {t.errors or 'none'} |",
-        f"| trust ids handed out / lost (missing or not `done` after shutdown) | {len(t.trust_ids):,} / {r.lost}"
-        f"{' ' + str(r.not_done) if r.not_done else ''} |",
+        f"| trust ids handed out / lost (not in the store after shutdown) | {len(t.trust_ids):,} / {r.lost} |",
+        f"| records not `done` (by status: a shed scoring job is recorded, not lost) | {r.not_done or 'none'} |",
         f"| store writes shed (`trustgate_store_shed_writes_total`) | {r.shed_writes:.0f} |",
         f"| gateway CPU per chat completion (with its look-up and record) | "
         f"{r.gateway_cpu_s * 1000 / max(len(t.chat_latencies), 1):.1f} ms |",
