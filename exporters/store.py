@@ -160,14 +160,13 @@ class SqliteRecordStore:
             self._rows += len(ids) - int(existing)
             self._prune_step(db)
 
-    def _prune_step(self, db: sqlite3.Connection) -> int:
-        """Delete at most PRUNE_BATCH expired rows, then the oldest rows beyond max_records; returns how many."""
+    def _prune_step(self, db: sqlite3.Connection) -> None:
+        """Delete at most PRUNE_BATCH expired rows, then at most PRUNE_BATCH of the oldest beyond max_records."""
         deleted = db.execute(PRUNE_EXPIRED, (time.time() - self._max_age_s, PRUNE_BATCH)).rowcount
         excess = self._rows - deleted - self._max_records
         if excess > 0:
             deleted += db.execute(PRUNE_OLDEST, (min(excess, PRUNE_BATCH),)).rowcount
         self._rows -= deleted
-        return deleted
 
     async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None:
         """The record, if it exists and ``scope`` may read it; None alike for both misses (no oracle for ids)."""
@@ -186,17 +185,6 @@ class SqliteRecordStore:
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"trust store read failed: {exc}") from exc
         return TrustRecord.model_validate_json(raw) if raw else None
-
-    async def prune(self) -> None:
-        """Prune until within the limits (the writes do this in bounded steps; this catches up at once)."""
-        def prune_all() -> None:
-            assert self._write_db is not None, "open() the store first"
-            while True:
-                with self._write_db:
-                    if not self._prune_step(self._write_db):
-                        return
-
-        await asyncio.get_running_loop().run_in_executor(self._writer, prune_all)
 
     async def count(self) -> int:
         def count_rows() -> int:

@@ -35,7 +35,7 @@ def test_round_trip_and_retention(tmp_path: Path) -> None:
         store = open_store(tmp_path / "s.db", max_records=3)
         await store.open()
         await store.put(record(0, age_s=7200))
-        assert await store.get("r0", scope=ALL) is None  # expired: pruned by the write that came after it
+        assert await store.get("r0", scope=ALL) is None  # already expired: its own write batch pruned it
         for i in range(1, 6):
             await store.put(record(i))
         got = await store.get("r5", scope=ALL)
@@ -67,10 +67,11 @@ def test_holds_at_its_size_after_every_write_with_many_rows(tmp_path: Path) -> N
         reopened = open_store(tmp_path / "s.db", max_records=100)
         await reopened.open()
         for i in range(3000, 3010):
-            await reopened.put(record(i))
-        assert await reopened.count() <= 500 - 400 + 10  # shrinks by whole prune batches, never grows
-        await reopened.prune()
-        assert await reopened.count() == 100
+            newer = record(i)
+            newer.created_at = base + i
+            await reopened.put(newer)
+        assert await reopened.count() == 100  # the first write's batch pruned the 400 beyond the new bound
+        assert await reopened.get("r3009", scope=ALL) is not None and await reopened.get("r2500", scope=ALL) is None
         await reopened.close()
 
     asyncio.run(scenario())
