@@ -4,8 +4,9 @@ SQLite is the embedded default, in WAL mode so that look-ups never wait on a
 write. Each connection lives on its own thread (one writer, one reader), so the
 event loop never blocks on disk and a connection is only used by the thread
 that opened it. Writes wait in a bounded queue and are committed in batches;
-when the queue is full a write is shed (counted, warned about) rather than
-letting memory and latency grow without bound. Every batch also prunes a
+when the queue is full a write is shed (``on_shed``: counted and warned about
+by whoever wires the store) rather than letting memory and latency grow
+without bound. Every batch also prunes a
 bounded number of the oldest rows through the ``created_at`` index, so the
 store holds at its configured size at any size, in steps that stay small.
 Records hold users' questions and answers: the database and its WAL files are
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import logging
 import sqlite3
 import time
 from collections.abc import Callable
@@ -28,12 +28,9 @@ from typing import Protocol
 from scoring.private_files import private_file
 from scoring.types import RecordScope, StoreUnavailable, TrustRecord
 
-from .log_limit import LogLimiter
 from .record_size import stored_json
 
 __all__ = ["PRUNE_EXPIRED", "PRUNE_OLDEST", "RecordStore", "SqliteRecordStore", "StoreUnavailable"]
-
-log = logging.getLogger("trustgate.store")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trust_records (
@@ -75,7 +72,6 @@ class SqliteRecordStore:
         self._max_pending = max_pending_writes
         self._batch = min(write_batch, PRUNE_BATCH)
         self._on_shed = on_shed
-        self._shed_log = LogLimiter(log, interval_s=60)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trust-store-writer")
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trust-store-reader")
         self._write_db: sqlite3.Connection | None = None
@@ -116,8 +112,6 @@ class SqliteRecordStore:
         """Store the record once its batch commits; shed it at once (counted) when the write queue is full."""
         if len(self._queue) >= self._max_pending:
             self._on_shed()
-            self._shed_log.warn("trust store write queue full (%d records waiting): record %s not stored",
-                                len(self._queue), record.id)
             return
         done = asyncio.get_running_loop().create_future()
         self._queue.append((record, done))

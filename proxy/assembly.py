@@ -31,6 +31,7 @@ from .ask import UpstreamAsk
 from .config import ConfigError, GatewaySettings
 from .local_upstream import run_local_upstream
 from .scorers import build_scorers, combiner
+from .throttled_log import ThrottledLog
 from .trust import traced
 from .upstream import OnFallbackSkipped, UpstreamClient
 
@@ -90,9 +91,16 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, te
     if redis is not None:
         return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s,
                                                 max_record_bytes=config.max_record_bytes), metrics, telemetry)
+    shed_log = ThrottledLog(log)
+
+    def shed() -> None:
+        metrics.store_shed_writes.inc()
+        shed_log.warning("store-shed", "trust store write queue full (%d records waiting): new records are not "
+                         "stored (trustgate_store_shed_writes_total counts them)", config.max_pending_writes)
+
     store = SqliteRecordStore(config.path, max_age_s=config.max_age_days * 86400, max_records=config.max_records,
                               max_record_bytes=config.max_record_bytes,
-                              max_pending_writes=config.max_pending_writes, on_shed=metrics.store_shed_writes.inc)
+                              max_pending_writes=config.max_pending_writes, on_shed=shed)
     await store.open()
     stack.push_async_callback(store.close)
     return RecordPublisher(store, metrics, telemetry)

@@ -24,10 +24,9 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from exporters.log_limit import LogLimiter
-
 from .config import ServerSettings
 from .errors import error_body
+from .throttled_log import ThrottledLog
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "server_options"]
 
@@ -142,14 +141,14 @@ class BodyDeadline:
 def quiet_accept_errors(loop: asyncio.AbstractEventLoop, on_error: Callable[[], None],
                         interval_s: float = 10.0) -> Callable[[], None]:
     """Count the loop's out-of-resource accept errors and log them at most once per interval; returns an undo."""
-    limiter = LogLimiter(log, interval_s)
+    throttled = ThrottledLog(log, interval_s=interval_s)
     previous = loop.get_exception_handler()
 
     def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS:
             on_error()
-            limiter.warn("cannot accept connections: %s (raise the open-files limit or lower "
+            throttled.warning("accept", "cannot accept connections: %s (raise the open-files limit or lower "
                          "trustgate.server.max_connections)", exc.strerror or exc)
         elif previous is not None:
             previous(loop, context)

@@ -1,7 +1,8 @@
-"""A log line per kind of event per interval, for events a client can cause on every request.
+"""A log line per kind of event per interval, for events that can repeat on every request.
 
-A refused override or a skipped fallback is worth a line for the operator, but
-a client repeating it must not be able to flood the log; the counters in
+A refused override, a skipped fallback, a full store queue or a process out of
+file descriptors is worth a line for the operator, but an event repeated on
+every request (or every accept) must not flood the log; the counters in
 ``/metrics`` carry the exact numbers.
 """
 
@@ -23,9 +24,15 @@ class ThrottledLog:
         self._last: dict[Hashable, float] = {}  # keyed by kind of event: bounded by the config, not by clients
 
     def debug(self, kind: Hashable, message: str, *args: object) -> None:
+        self._log(logging.DEBUG, kind, message, args)
+
+    def warning(self, kind: Hashable, message: str, *args: object) -> None:
+        self._log(logging.WARNING, kind, message, args)
+
+    def _log(self, level: int, kind: Hashable, message: str, args: tuple[object, ...]) -> None:
         now = self._clock()
         last = self._last.get(kind)
         if last is not None and now - last < self._interval_s:
             return
         self._last[kind] = now
-        self._logger.debug(message, *args)
+        self._logger.log(level, message, *args)

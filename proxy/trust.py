@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
-from exporters.log_limit import LogLimiter
 from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
@@ -106,7 +105,7 @@ class TrustService:
         self._has_scorers = has_scorers
         self._sample_secret = sample_secret
         self._refusals = ThrottledLog(log)
-        self._store_log = LogLimiter(log, interval_s=30)
+        self._store_log = ThrottledLog(log, interval_s=30)
         self._background: set[asyncio.Task[None]] = set()
         # Records handed to a client and still on their way to the store: a look-up finds them here.
         self._unstored: dict[str, TrustRecord] = {}
@@ -197,7 +196,7 @@ class TrustService:
             return await self._publisher.store.get(record_id, scope=scope)
         except StoreUnavailable as exc:
             self._metrics.store_errors.labels(operation="get").inc()
-            self._store_log.warn("trust record look-up failed: %s", exc)
+            self._store_log.warning("store-unavailable", "trust record look-up failed: %s", exc)
             raise ServiceUnavailable("The trust record store is unavailable; retry later",
                                      code="trust_store_unavailable") from None
 

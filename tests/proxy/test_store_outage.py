@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -61,3 +62,27 @@ def test_a_shed_record_is_found_while_its_write_waits(fake_upstream: FakeUpstrea
         blocker.rollback()
         blocker.close()
     assert wait_for_record(server, shed_id)["status"] == "shed"
+
+
+def test_a_store_that_cannot_keep_up_sheds_counts_and_warns_once(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
+    path = tmp_path / "records.sqlite3"
+    config["trustgate"]["store"] = {"path": str(path), "max_pending_writes": 1}
+    server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the store's writer waits for this lock; the records pile up
+    try:
+        with caplog.at_level(logging.WARNING, logger="trustgate.assembly"):
+            assert all(chat(server, f"q{i}").status_code == 200 for i in range(6))
+            deadline = time.monotonic() + 10
+            while samples(server).get(("trustgate_store_shed_writes_total", frozenset())) != 4:
+                assert time.monotonic() < deadline, samples(server).get(("trustgate_store_shed_writes_total",
+                                                                         frozenset()))
+                time.sleep(0.05)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    warnings = [r for r in caplog.records if "write queue full" in r.getMessage()]
+    assert len(warnings) == 1  # one line for four shed records
