@@ -126,6 +126,6 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                   "queue was full.", []),
         store_errors=counter("store_errors", "Record store operations that failed (store unreachable or "
                              "unreadable), by operation.", ["operation"]),
-        accept_errors=counter("accept_errors", "Connections the server could not accept (e.g. out of file "
-                              "descriptors).", []),
+        accept_errors=counter("accept_errors", "Failed accept() calls of the server socket (out of file "
+                              "descriptors or buffers).", []),
     )

@@ -19,7 +19,7 @@ from scoring.settings import ScoringSettings
 from .access_log import install_access_log_redaction
 from .app import create_app
 from .config import ConfigError, default_config_path, load_settings
-from .connections import server_options
+from .connections import raise_descriptor_limit, server_options
 from .local_upstream import LocalUpstreamError, packaged_model_path
 from .worker import run_worker
 
@@ -35,6 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
     _one_blas_thread()
     settings = load_settings(args.config or default_config_path())
     server = settings.trustgate.server
+    raise_descriptor_limit(server)
     config = uvicorn.Config(create_app(settings), host=args.host or server.host,
                             port=args.port if args.port is not None else server.port,
                             log_level=args.log_level, access_log=args.access_log,

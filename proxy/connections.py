@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import resource
 from collections.abc import Callable
 from typing import Any
 
@@ -28,12 +29,15 @@ from .config import ServerSettings
 from .errors import error_body
 from .throttled_log import ThrottledLog
 
-__all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "server_options"]
+__all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
+           "server_options"]
 
 log = logging.getLogger("trustgate.server")
 
 # What accept() fails with when the process or the system is out of descriptors or buffers.
 _RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+# Descriptors the process needs besides client connections: the upstream pool (proxy.assembly) and files.
+_OTHER_DESCRIPTORS = 1000 + 100
 
 
 def _refusal() -> bytes:
@@ -162,3 +166,19 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop, on_error: Callable[[], 
 def server_options(settings: ServerSettings) -> dict[str, Any]:
     """uvicorn's options for these settings: ``uvicorn.run(app, **server_options(settings))``."""
     return {"http": guarded_protocol(settings), "timeout_keep_alive": settings.keep_alive_s}
+
+
+def raise_descriptor_limit(settings: ServerSettings) -> None:
+    """Raise the open-files soft limit to what ``max_connections`` needs (up to the hard limit), or warn.
+
+    Past the limit accept() fails; with the limit above the connection cap,
+    connections beyond it are accepted and answered 503 instead.
+    """
+    needed = settings.max_connections + _OTHER_DESCRIPTORS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        soft = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        log.warning("the open-files limit (%d) is below what trustgate.server.max_connections (%d) needs (%d): "
+                    "raise `ulimit -n` or lower max_connections", soft, settings.max_connections, needed)
