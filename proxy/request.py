@@ -5,6 +5,12 @@ client steer the gateway itself — ``api_base``, ``base_url``, ``api_key``,
 ``extra_headers``, ``fallbacks``, ``custom_llm_provider``, ``mock_response`` and
 the like, which were SSRF and key-leak holes in LiteLLM's own proxy — is not
 on the list and is refused with a 400 naming it.
+
+The body is checked as a whole before any part of it is read: JSON nested
+deeper than ``MAX_NESTING`` is refused (orjson reads 1,023 levels but writes
+only 254, so a deeper body would fail on its way upstream), then the typed
+schema, so that nothing downstream — the RAG document detection included —
+meets a role that is a list or a message that is a string.
 """
 
 from __future__ import annotations
@@ -19,7 +25,11 @@ from scoring.rag import InvalidRagField, RagRequest, prepare_rag_request
 
 from .errors import InvalidRequest
 
-__all__ = ["ALLOWED_PARAMS", "ChatRequest", "ParsedRequest", "parse_chat_request"]
+__all__ = ["ALLOWED_PARAMS", "MAX_NESTING", "ChatRequest", "ParsedRequest", "parse_chat_request"]
+
+# Far deeper than any real chat body (a tool's JSON schema nests a dozen levels),
+# far below what the serialisers on the way upstream accept.
+MAX_NESTING = 64
 
 ALLOWED_PARAMS = frozenset({
     "model", "messages", "stream", "stream_options", "temperature", "top_p", "n", "stop",
@@ -59,6 +69,18 @@ class ChatRequest(BaseModel):
     user: str | None = None
 
 
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` has containers more than ``limit`` levels deep (iterative: no recursion limit)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def _first_error(exc: ValidationError) -> tuple[str, str | None]:
     error = exc.errors()[0]
     location = ".".join(str(part) for part in error["loc"])
@@ -87,6 +109,13 @@ def parse_chat_request(raw: bytes) -> ParsedRequest:
         raise InvalidRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from exc
     if not isinstance(original, dict):
         raise InvalidRequest("Request body must be a JSON object", code="invalid_json")
+    if _nested_deeper_than(original, MAX_NESTING):
+        raise InvalidRequest(f"Request body is nested deeper than {MAX_NESTING} levels", code="nesting_too_deep")
+    try:
+        request = ChatRequest.model_validate(original)  # the extension fields pass as extras
+    except ValidationError as exc:
+        message, param = _first_error(exc)
+        raise InvalidRequest(message, param=param, code="invalid_value") from exc
     try:
         body, rag = prepare_rag_request(original)
     except InvalidRagField as exc:
@@ -95,10 +124,4 @@ def parse_chat_request(raw: bytes) -> ParsedRequest:
     if unknown:
         raise InvalidRequest(f"Unrecognized request argument supplied: {', '.join(unknown)}",
                              param=unknown[0], code="unsupported_parameter")
-    try:
-        request = ChatRequest.model_validate(body)
-    except ValidationError as exc:
-        message, param = _first_error(exc)
-        raise InvalidRequest(message, param=param, code="invalid_value") from exc
-    messages = original.get("messages") if isinstance(original.get("messages"), list) else body["messages"]
-    return ParsedRequest(request, body, messages, rag)
+    return ParsedRequest(request, body, original["messages"], rag)

@@ -107,3 +107,35 @@ def test_client_key_limited_to_its_models(fake_upstream: FakeUpstream,
 
 def test_unknown_route_is_openai_shaped_404(gateway: ServerThread) -> None:
     assert_openai_error(httpx.get(f"{gateway.url}/v1/nothing-here", headers=AUTH), 404, "not_found_error")
+
+
+@pytest.mark.parametrize("body, param", [
+    ({"model": "fake", "messages": [{"role": ["user"], "content": "x"}]}, "messages.0.role"),
+    ({"model": "fake", "messages": [{"role": {"user": 1}, "content": "x"}]}, "messages.0.role"),
+    ({"model": "fake", "messages": [{"role": "user", "content": "x"}, "not a message"]}, "messages.1"),
+    ({"model": "fake", "messages": [{"role": "user", "content": {"text": "x"}}]}, "messages.0.content"),
+    ({"model": ["fake"], "messages": [{"role": "user", "content": "x"}]}, "model"),
+])
+def test_wrongly_typed_messages_are_400(gateway: ServerThread, fake_upstream: FakeUpstream, body: object,
+                                        param: str) -> None:
+    error = assert_openai_error(post(gateway, body), 400, "invalid_request_error")
+    assert str(error["param"]).startswith(param)
+    assert fake_upstream.requests == []
+
+
+@pytest.mark.parametrize("depth", [65, 260, 1000, 1100])
+def test_bodies_nested_too_deep_are_400(gateway: ServerThread, fake_upstream: FakeUpstream, depth: int) -> None:
+    nested = "[" * depth + "1" + "]" * depth
+    raw = f'{{"model": "fake", "messages": [{{"role": "user", "content": "x"}}], "logit_bias": {nested}}}'
+    error = assert_openai_error(post(gateway, content=raw.encode()), 400, "invalid_request_error")
+    assert error["code"] in ("nesting_too_deep", "invalid_json")
+    assert fake_upstream.requests == []
+
+
+def test_a_tool_schema_of_ordinary_depth_is_forwarded(gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    schema: dict[str, object] = {"type": "string"}
+    for _ in range(20):
+        schema = {"type": "object", "properties": {"inner": schema}}
+    tools = [{"type": "function", "function": {"name": "deep", "parameters": schema}}]
+    assert post(gateway, {**CHAT, "tools": tools}).status_code == 200
+    assert fake_upstream.requests[-1]["tools"] == tools
