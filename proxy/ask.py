@@ -12,9 +12,10 @@ from typing import Any
 from exporters import GatewayMetrics
 from scoring.types import Reply
 
+from .replies import ChatCompletion, parse_completion
 from .upstream import UpstreamClient
 
-__all__ = ["UpstreamAsk", "ask_body", "reply_from_completion"]
+__all__ = ["UpstreamAsk", "ask_body", "reply_from_completion", "scoring_reply"]
 
 
 def ask_body(messages: list[dict[str, Any]], *, max_tokens: int, temperature: float, logprobs: bool,
@@ -27,16 +28,17 @@ def ask_body(messages: list[dict[str, Any]], *, max_tokens: int, temperature: fl
     return body
 
 
+def scoring_reply(completion: ChatCompletion) -> Reply:
+    """What a scorer reads from a validated completion: the first choice's text and top log-probabilities."""
+    choice = completion.first
+    if choice is None:
+        return Reply(text="")
+    return Reply(text=choice.answer_text or "", top_logprobs=choice.top_logprobs() or None)
+
+
 def reply_from_completion(data: dict[str, Any]) -> Reply:
-    choices = data.get("choices") or [{}]
-    choice = choices[0] if isinstance(choices[0], dict) else {}
-    text = str((choice.get("message") or {}).get("content") or "")
-    entries = (choice.get("logprobs") or {}).get("content")
-    if not entries:
-        return Reply(text=text)
-    top = [{alt["token"]: float(alt["logprob"]) for alt in (entry.get("top_logprobs") or [entry])}
-           for entry in entries]
-    return Reply(text=text, top_logprobs=top)
+    """The same from completion JSON (the evaluation cache keeps JSON); ``MalformedReply`` if it is not one."""
+    return scoring_reply(parse_completion(data))
 
 
 class UpstreamAsk:
@@ -52,4 +54,4 @@ class UpstreamAsk:
                         top_logprobs=top_logprobs)
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
         completion = await self._upstream.complete(self._model, body)
-        return reply_from_completion(completion.data)
+        return scoring_reply(completion.reply)

@@ -9,28 +9,30 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Completion", "UpstreamStream"]
+from .replies import ChatCompletion
+from .upstream_errors import UpstreamErrors
+
+__all__ = ["Completion", "UpstreamStream", "bounded_chunks"]
 
 
 @dataclass(frozen=True)
 class Completion:
-    """A non-streamed completion, kept as the upstream's bytes.
+    """A non-streamed completion: the upstream's bytes, and the same bytes checked as a chat completion.
 
-    The pass-through path forwards these bytes untouched; parsing happens only
-    when something (scoring, a test) asks for ``data``.
+    The pass-through path forwards ``raw`` untouched; ``reply`` exists only
+    because the body was validated (``replies.parse_completion``) before anyone
+    sees it, so a 200 that is not a chat completion never reaches a client or a scorer.
     """
 
     raw: bytes
+    reply: ChatCompletion
     model_group: str
 
     @cached_property
     def data(self) -> dict[str, Any]:
-        """The parsed body; ``{}`` when the upstream sent something that is not a JSON object."""
-        try:
-            parsed = orjson.loads(self.raw)
-        except orjson.JSONDecodeError:
-            return {}
-        return parsed if isinstance(parsed, dict) else {}
+        """The body as plain JSON (the evaluation cache stores it)."""
+        parsed: dict[str, Any] = orjson.loads(self.raw)
+        return parsed
 
 
 @dataclass
@@ -55,3 +57,13 @@ class UpstreamStream:
                 yield chunk
         finally:
             await self.close()
+
+
+async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors) -> AsyncIterator[bytes]:
+    """``chunks`` until their total passes ``limit`` bytes, then the upstream's reply-too-large error."""
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > limit:
+            raise errors.too_large(limit)
+        yield chunk

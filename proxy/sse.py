@@ -2,16 +2,17 @@
 
 The tap re-frames the upstream's bytes into whole events (so a trust chunk can
 be slipped in before ``data: [DONE]``) and collects the first choice's text,
-tool calls and token log-probabilities for scoring.
+tool calls and token log-probabilities for scoring. Events are forwarded as
+the upstream sent them; one the parser does not read as a chunk (a provider's
+own event, a malformed delta) is passed on and left out of the answer, so the
+tap can never cut the client's stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
-import orjson
-
+from .replies import ChatCompletionChunk, parse_chunk
 from .trust import Answer
 
 __all__ = ["DONE_EVENT", "SseTap"]
@@ -45,29 +46,22 @@ class SseTap:
 
     def _read(self, event: bytes) -> None:
         for line in event.split(b"\n"):
-            if not line.startswith(b"data:"):
-                continue
-            try:
-                payload = orjson.loads(line[5:])
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(payload, dict):
-                self._read_chunk(payload)
+            if line.startswith(b"data:"):
+                chunk = parse_chunk(line[5:])
+                if chunk is not None:
+                    self._read_chunk(chunk)
 
-    def _read_chunk(self, payload: dict[str, Any]) -> None:
-        self.completion_id = self.completion_id or str(payload.get("id") or "")
-        self.model = self.model or str(payload.get("model") or "")
-        for choice in payload.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+    def _read_chunk(self, chunk: ChatCompletionChunk) -> None:
+        self.completion_id = self.completion_id or chunk.id or ""
+        self.model = self.model or chunk.model or ""
+        for choice in chunk.choices:
+            if choice.index != 0:
                 continue
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self._text.append(str(delta["content"]))
-            if delta.get("tool_calls"):
+            if choice.delta.content:
+                self._text.append(choice.delta.content)
+            if choice.delta.tool_calls or choice.delta.function_call is not None:
                 self.tool_calls = True
-            for entry in (choice.get("logprobs") or {}).get("content") or []:
-                if isinstance(entry, dict) and "logprob" in entry:
-                    self._logprobs.append(float(entry["logprob"]))
+            self._logprobs += choice.chosen_logprobs()
 
     def answer(self) -> Answer:
         return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None)

@@ -31,6 +31,7 @@ from scoring.settings import ScoringMode, ScoringSettings
 from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 
 from .errors import InvalidRequest, ServiceUnavailable
+from .replies import ChatCompletion
 from .throttled_log import ThrottledLog
 
 __all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
@@ -70,16 +71,13 @@ class Answer:
     logprobs: list[float] | None = None
 
     @classmethod
-    def from_completion(cls, data: dict[str, Any]) -> Answer:
-        """The first choice's answer; an upstream body of another shape reads as an empty answer."""
-        choices = data.get("choices")
-        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
-        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
-        entries = logprobs.get("content") if isinstance(logprobs.get("content"), list) else []
-        content = message.get("content")
-        return cls(text=content if isinstance(content, str) else None, has_tool_calls=bool(message.get("tool_calls")),
-                   logprobs=[float(e["logprob"]) for e in entries if isinstance(e, dict) and "logprob" in e] or None)
+    def from_reply(cls, reply: ChatCompletion) -> Answer:
+        """The first choice's answer (the reply was validated as a chat completion already)."""
+        choice = reply.first
+        if choice is None:
+            return cls(text=None)
+        return cls(text=choice.answer_text, has_tool_calls=choice.message.calls_tools,
+                   logprobs=choice.chosen_logprobs() or None)
 
 
 def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:

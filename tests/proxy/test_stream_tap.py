@@ -41,15 +41,11 @@ def test_crlf_framing_and_tool_calls() -> None:
     assert tap.answer().has_tool_calls
 
 
-def test_answer_from_a_completion_with_tool_calls() -> None:
-    data = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [{"id": "t"}]}}]}
-    assert Answer.from_completion(data) == Answer(text=None, has_tool_calls=True, logprobs=None)
-
-
-def test_answers_of_unexpected_shapes_read_as_empty() -> None:
-    for data in ({}, {"choices": []}, {"choices": ["x"]}, {"choices": [{"message": "x"}]},
-                 {"choices": [{"message": {"content": 7}, "logprobs": {"content": ["x", {"logprob": -1}]}}]}):
-        answer = Answer.from_completion(data)  # type: ignore[arg-type]
-        assert answer.text is None and not answer.has_tool_calls
-    assert Answer.from_completion({"choices": [{"message": {"content": "x"}, "logprobs": {
-        "content": ["junk", {"logprob": -1}]}}]}).logprobs == [-1.0]
+def test_a_malformed_chunk_is_forwarded_and_skipped() -> None:
+    tap = SseTap()
+    bad = [event({"id": "c1", "choices": [{"index": 0, "delta": "str"}]}),
+           event({"choices": [{"index": 0, "delta": {"content": 7}}]}), event({"choices": "x"}),
+           b"data: [1, 2]\n\n", b"data: {not json\n\n", b"event: ping\ndata: {}\n\n"]
+    raw = STREAM.replace(b"data: [DONE]\n\n", b"".join(bad) + b"data: [DONE]\n\n")
+    assert b"".join(tap.feed(raw)) == raw.removesuffix(b"data: [DONE]\n\n")
+    assert tap.answer().text == "Paris" and tap.done

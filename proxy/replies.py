@@ -1,0 +1,167 @@
+"""The one parser for what an OpenAI-compatible upstream answers: completions and stream chunks.
+
+Every reader of an upstream reply — the response path (is this a chat
+completion at all?), the trust hand-off (the first choice's answer), the
+scorers' ``Ask`` (text and top log-probabilities) and the SSE tap (stream
+deltas) — goes through the typed models here, so that the shape is checked in
+one place and a field renamed by a provider fails loudly rather than reading
+as an empty answer.
+
+Public use:
+
+- ``parse_completion(raw_or_dict) -> ChatCompletion``: raises ``MalformedReply``
+  when the body is not a chat completion (truncated JSON, HTML, ``[1,2,3]``,
+  empty, a choice without a message, ...). Callers turn that into a 502 for a
+  client, or a failed component for a scorer — never a score.
+- ``parse_chunk(data) -> ChatCompletionChunk | None``: one SSE ``data:``
+  payload; ``None`` for anything that is not a chunk, which the tap skips while
+  the bytes are still forwarded to the client untouched.
+- ``ChatCompletion.first`` / ``CompletionChoice.answer_text``,
+  ``.chosen_logprobs()``, ``.top_logprobs()``: what scoring reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "ChatCompletion",
+    "ChatCompletionChunk",
+    "ChoiceLogprobs",
+    "ChunkChoice",
+    "CompletionChoice",
+    "MalformedReply",
+    "TokenLogprob",
+    "parse_chunk",
+    "parse_completion",
+]
+
+
+class MalformedReply(ValueError):
+    """The upstream answered 200 with a body that is not what OpenAI's API would send."""
+
+
+class _Lenient(BaseModel):
+    # Providers add fields of their own; only the fields read here are checked.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Alternative(_Lenient):
+    token: str
+    logprob: float
+
+
+class TokenLogprob(_Lenient):
+    """One generated token: its own log-probability and its top alternatives."""
+
+    token: str
+    logprob: float
+    top_logprobs: list[Alternative] = Field(default_factory=list)
+
+
+class ChoiceLogprobs(_Lenient):
+    content: list[TokenLogprob] | None = None
+
+
+class _Logprobbed(_Lenient):
+    logprobs: ChoiceLogprobs | None = None
+
+    def chosen_logprobs(self) -> list[float]:
+        """The generated tokens' own log-probabilities; empty when the upstream sent none."""
+        return [entry.logprob for entry in self._entries()]
+
+    def chosen_tokens(self) -> list[tuple[str, float]]:
+        return [(entry.token, entry.logprob) for entry in self._entries()]
+
+    def top_logprobs(self) -> list[dict[str, float]]:
+        """Per generated token, its alternatives as {token: logprob} (the token itself when none were asked)."""
+        return [{alt.token: alt.logprob for alt in entry.top_logprobs} or {entry.token: entry.logprob}
+                for entry in self._entries()]
+
+    def _entries(self) -> list[TokenLogprob]:
+        return (self.logprobs.content or []) if self.logprobs is not None else []
+
+
+class ReplyMessage(_Lenient):
+    content: str | None = None
+    tool_calls: list[Any] | None = None
+    function_call: dict[str, Any] | None = None
+
+    @property
+    def calls_tools(self) -> bool:
+        return bool(self.tool_calls) or self.function_call is not None
+
+
+class CompletionChoice(_Logprobbed):
+    index: int = 0
+    message: ReplyMessage
+
+    @property
+    def answer_text(self) -> str | None:
+        return self.message.content
+
+
+class ChatCompletion(_Lenient):
+    """A non-streamed chat completion, as far as the gateway reads it."""
+
+    id: str | None = None
+    model: str | None = None
+    choices: list[CompletionChoice]
+
+    @property
+    def first(self) -> CompletionChoice | None:
+        """The choice scoring looks at (index 0), if the upstream sent one."""
+        return next((c for c in self.choices if c.index == 0), self.choices[0] if self.choices else None)
+
+
+class ChunkDelta(_Lenient):
+    content: str | None = None
+    tool_calls: list[Any] | None = None
+    function_call: dict[str, Any] | None = None
+
+
+class ChunkChoice(_Logprobbed):
+    index: int = 0
+    delta: ChunkDelta = Field(default_factory=ChunkDelta)
+
+
+class ChatCompletionChunk(_Lenient):
+    """One ``chat.completion.chunk`` of a stream."""
+
+    id: str | None = None
+    model: str | None = None
+    choices: list[ChunkChoice] = Field(default_factory=list)
+
+
+def parse_completion(body: bytes | dict[str, Any]) -> ChatCompletion:
+    """The chat completion in ``body`` (the upstream's bytes, or JSON already parsed); else ``MalformedReply``."""
+    try:
+        if isinstance(body, dict):
+            return ChatCompletion.model_validate(body)
+        return ChatCompletion.model_validate_json(body)
+    except ValidationError as exc:
+        raise MalformedReply(_describe(exc)) from exc
+
+
+def parse_chunk(data: bytes) -> ChatCompletionChunk | None:
+    """One SSE ``data:`` payload as a chunk; None when it is not one (the tap skips it)."""
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    try:
+        return ChatCompletionChunk.model_validate(payload)
+    except ValidationError:
+        return None
+
+
+def _describe(exc: ValidationError) -> str:
+    """A short reason, without echoing the upstream's text back (it goes to logs, not clients)."""
+    error = exc.errors(include_url=False, include_input=False)[0]
+    where = ".".join(str(part) for part in error["loc"]) or "body"
+    return f"not a chat completion: {where}: {error['msg']}"
