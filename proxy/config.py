@@ -30,6 +30,7 @@ __all__ = [
     "RouterSettings",
     "ServerSettings",
     "TrustGateSection",
+    "UpstreamLimits",
     "default_config_path",
     "load_settings",
 ]
@@ -90,6 +91,10 @@ class Deployment(BaseModel):
     def wire_model(self) -> str:
         """The model name the upstream server itself expects (provider prefix removed)."""
         return self.provider_model.split("/", 1)[1]
+
+    def deadline(self, default: float) -> float:
+        """Seconds the whole call to this deployment may take: headers, body and all."""
+        return self.timeout or default
 
     def litellm_params_plain(self) -> dict[str, Any]:
         """litellm's own view of the deployment, secrets unwrapped only for it."""
@@ -173,6 +178,14 @@ class StoreSettings(BaseModel):
     max_pending_writes: int = Field(default=2000, ge=1)
 
 
+class UpstreamLimits(BaseModel):
+    """Bounds on what an upstream may send back, on both upstream paths (each deployment's ``timeout`` bounds time)."""
+
+    # A chat completion is kilobytes; a few megabytes leaves room for long answers with
+    # log-probabilities while keeping one misbehaving upstream from filling memory.
+    max_response_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+
+
 class TelemetrySettings(BaseModel):
     """OpenTelemetry export, off by default; endpoint and headers come from the standard OTEL_* variables."""
 
@@ -190,6 +203,7 @@ class TrustGateSection(BaseModel):
     # this is set: an open LLM proxy is a bill waiting to happen.
     allow_unauthenticated: bool = False
     local_upstream: LocalUpstreamSettings = Field(default_factory=LocalUpstreamSettings)
+    upstream: UpstreamLimits = Field(default_factory=UpstreamLimits)
     scoring: ScoringSettings = Field(default_factory=ScoringSettings)
     store: StoreSettings = Field(default_factory=StoreSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

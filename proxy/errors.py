@@ -8,6 +8,7 @@
     │   └── NotFound                404 not_found_error
     │       └── ModelNotFound
     ├── ServiceUnavailable          503 a part of the gateway (the record store) is down for now
+    ├── ClientDisconnected          499 (nobody reads it: for logs and metrics)
     └── UpstreamError               the upstream's own status, passed on
         ├── UpstreamAuthFailed      401
         ├── UpstreamRateLimited     429
@@ -16,7 +17,7 @@
 
 Every error knows its HTTP status and OpenAI ``type`` so that a single handler
 renders them; upstream and library errors are translated into this tree in one
-place (``proxy.upstream``) so clients never see a provider's raw exception.
+place (``proxy.upstream_errors``) so clients never see a provider's raw exception.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 
 __all__ = [
     "AuthenticationFailed",
+    "ClientDisconnected",
     "GatewayError",
     "InvalidRequest",
     "ModelNotFound",
@@ -89,6 +91,13 @@ class ModelNotFound(NotFound):
 class ServiceUnavailable(GatewayError):
     status_code = 503
     error_type = "api_error"
+
+
+class ClientDisconnected(GatewayError):
+    """The client left before its answer was ready; its upstream call was cancelled."""
+
+    status_code = 499
+    error_type = "client_closed_request"
 
 
 class UpstreamError(GatewayError):

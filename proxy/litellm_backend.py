@@ -3,20 +3,29 @@
 This is the only module that imports litellm, and it does so lazily: a gateway
 whose deployments are all OpenAI-compatible never pays litellm's import time
 and memory.
+
+It behaves as the pass-through path does: failures go through the same
+``UpstreamErrors`` mapping, a call is bounded by a deadline (the group's
+``timeout`` for each attempt the Router may make) and by ``max_response_bytes``,
+a reply must parse as a chat completion, and deployments are never put in
+cooldown — litellm would otherwise bench a deployment for every client after
+one client's 401 or 404, which the pass-through path never does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import orjson
 
-from .completion import Completion, UpstreamStream
+from .completion import Completion, UpstreamStream, bounded_chunks
 from .config import GatewaySettings
-from .errors import GatewayError, UpstreamTimeout, UpstreamUnavailable
-from .upstream_errors import error_for_status, scrub
+from .errors import GatewayError
+from .replies import MalformedReply, parse_completion
+from .upstream_errors import UpstreamErrors
 
 __all__ = ["LitellmBackend"]
 
@@ -33,46 +42,54 @@ def _import_litellm() -> Any:
 
 
 class LitellmBackend:
-    def __init__(self, settings: GatewaySettings, groups: Iterable[str]) -> None:
+    def __init__(self, settings: GatewaySettings, groups: Iterable[str], errors: UpstreamErrors) -> None:
         self._litellm = _import_litellm()
         wanted = set(groups)
         router_settings = settings.router_settings
-        model_list = [
-            {"model_name": d.model_name, "litellm_params": d.litellm_params_plain()}
-            for d in settings.model_list if d.model_name in wanted
-        ]
+        deployments = [d for d in settings.model_list if d.model_name in wanted]
+        model_list = [{"model_name": d.model_name, "litellm_params": d.litellm_params_plain()} for d in deployments]
         # Fallbacks are applied by UpstreamClient for both backends alike, so the
         # Router itself gets none.
         self._router = self._litellm.Router(
             model_list=model_list, num_retries=router_settings.num_retries,
-            timeout=router_settings.timeout, retry_after=router_settings.retry_after,
+            timeout=router_settings.timeout, retry_after=router_settings.retry_after, disable_cooldowns=True,
         )
-        self._secrets = settings.secrets()
+        attempts = router_settings.num_retries + 1
+        self._deadlines: dict[str, float] = {}
+        for deployment in deployments:
+            seconds = deployment.deadline(router_settings.timeout) * attempts
+            self._deadlines[deployment.model_name] = max(seconds, self._deadlines.get(deployment.model_name, 0.0))
+        self._errors = errors
+        self._max_bytes = settings.trustgate.upstream.max_response_bytes
 
     def _translate(self, exc: Exception) -> GatewayError:
         if isinstance(exc, GatewayError):
             return exc
-        litellm = self._litellm
-        message = scrub(str(getattr(exc, "message", exc)), self._secrets)
-        if isinstance(exc, litellm.Timeout):
-            return UpstreamTimeout(f"upstream timed out: {message}", code="upstream_timeout")
-        if isinstance(exc, litellm.APIConnectionError):
-            return UpstreamUnavailable(f"upstream unreachable: {message}", code="upstream_unreachable")
-        status = getattr(exc, "status_code", None)
-        return error_for_status(status if isinstance(status, int) else 502, message)
+        if isinstance(exc, self._litellm.Timeout):
+            return self._errors.timed_out(f"{type(exc).__name__}: {exc}")
+        return self._errors.for_exception(exc)
 
     async def complete(self, group: str, body: dict[str, Any]) -> Completion:
         try:
-            response = await self._router.acompletion(**{**body, "model": group})
+            async with asyncio.timeout(self._deadlines[group]):
+                response = await self._router.acompletion(**{**body, "model": group})
         except Exception as exc:  # litellm raises many unrelated types; all are mapped here
             raise self._translate(exc) from exc
-        return Completion(raw=orjson.dumps(response.model_dump()), model_group=group)
+        raw = orjson.dumps(response.model_dump())
+        if len(raw) > self._max_bytes:
+            raise self._errors.too_large(self._max_bytes)
+        try:
+            reply = parse_completion(raw)
+        except MalformedReply as exc:
+            raise self._errors.malformed(str(exc)) from exc
+        return Completion(raw=raw, reply=reply, model_group=group)
 
     async def open_stream(self, group: str, body: dict[str, Any]) -> UpstreamStream:
         try:
-            wrapper = await self._router.acompletion(**{**body, "model": group, "stream": True})
-            chunks = self._sse(wrapper)
-            first = await anext(chunks)
+            async with asyncio.timeout(self._deadlines[group]):
+                wrapper = await self._router.acompletion(**{**body, "model": group, "stream": True})
+                chunks = bounded_chunks(self._sse(wrapper), self._max_bytes, self._errors)
+                first = await anext(chunks)
         except StopAsyncIteration:
             first = b"data: [DONE]\n\n"
             chunks = _empty()

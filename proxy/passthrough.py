@@ -2,80 +2,109 @@
 
 litellm's per-call translation costs more CPU than the network round trip to a
 local upstream; for deployments that already speak OpenAI's wire format the
-gateway only needs to swap the model name and the credentials.
+gateway only needs to swap the model name and the credentials. What comes back
+is bounded before anyone sees it: the deployment's ``timeout`` is a deadline for
+the whole call (a body dripped byte by byte included), replies are capped at
+``max_response_bytes``, and a non-streamed 200 must parse as a chat completion.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import orjson
 
-from .completion import Completion, UpstreamStream
+from .completion import Completion, UpstreamStream, bounded_chunks
 from .config import Deployment
-from .errors import UpstreamError, UpstreamTimeout, UpstreamUnavailable
-from .upstream_errors import error_for_status, message_from_body
+from .replies import MalformedReply, parse_completion
+from .upstream_errors import UpstreamErrors, message_from_body
 
 __all__ = ["PassthroughBackend"]
 
+_ERROR_BODY_BYTES = 64 * 1024  # enough of an error reply to log its message
+
 
 class PassthroughBackend:
-    def __init__(self, http: httpx.AsyncClient, *, default_timeout: float, secrets: Iterable[str]) -> None:
+    def __init__(self, http: httpx.AsyncClient, *, default_timeout: float, errors: UpstreamErrors,
+                 max_response_bytes: int) -> None:
         self._http = http
         self._default_timeout = default_timeout
-        self._secrets = list(secrets)
+        self._errors = errors
+        self._max_bytes = max_response_bytes
 
     def _request(self, deployment: Deployment, body: dict[str, Any]) -> httpx.Request:
         headers = {"content-type": "application/json"}
         if deployment.api_key is not None:
             headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
         payload = orjson.dumps({**body, "model": deployment.wire_model})
-        timeout = deployment.timeout or self._default_timeout
+        timeout = deployment.deadline(self._default_timeout)
         return self._http.build_request(
             "POST", f"{deployment.api_base}/chat/completions", content=payload, headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
         )
 
-    async def _send(self, request: httpx.Request, *, stream: bool) -> httpx.Response:
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """The response with its status checked; its body is still unread."""
         try:
-            response = await self._http.send(request, stream=stream)
-        except httpx.TimeoutException as exc:
-            raise UpstreamTimeout("upstream timed out", code="upstream_timeout") from exc
+            response = await self._http.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise UpstreamUnavailable(f"upstream unreachable: {type(exc).__name__}",
-                                      code="upstream_unreachable") from exc
+            raise self._errors.for_exception(exc) from exc
         if response.status_code >= 400:
-            body = await _read_and_close(response)
-            raise error_for_status(response.status_code, message_from_body(body, response.status_code),
-                                   self._secrets)
+            body = await self._read(response, _ERROR_BODY_BYTES, truncate=True)
+            raise self._errors.for_status(response.status_code, message_from_body(body, response.status_code))
         return response
 
+    async def _read(self, response: httpx.Response, limit: int, *, truncate: bool = False) -> bytes:
+        """The body, at most ``limit`` bytes (more is an error unless ``truncate``); the response is closed."""
+        try:
+            declared = response.headers.get("content-length", "")
+            if not truncate and declared.isdigit() and int(declared) > limit:
+                raise self._errors.too_large(limit)
+            body = bytearray()
+            async for part in response.aiter_bytes():
+                body += part
+                if len(body) > limit:
+                    if truncate:
+                        break
+                    raise self._errors.too_large(limit)
+            return bytes(body[:limit])
+        except httpx.HTTPError as exc:
+            if truncate:
+                return b""
+            raise self._errors.for_exception(exc) from exc
+        finally:
+            await response.aclose()
+
     async def complete(self, deployment: Deployment, body: dict[str, Any]) -> Completion:
-        response = await self._send(self._request(deployment, body), stream=False)
-        return Completion(raw=response.content, model_group=deployment.model_name)
+        deadline = deployment.deadline(self._default_timeout)
+        try:
+            async with asyncio.timeout(deadline):
+                response = await self._send(self._request(deployment, body))
+                raw = await self._read(response, self._max_bytes)
+        except TimeoutError as exc:
+            raise self._errors.timed_out(f"no complete reply within {deadline:g}s") from exc
+        try:
+            reply = parse_completion(raw)
+        except MalformedReply as exc:
+            raise self._errors.malformed(str(exc)) from exc
+        return Completion(raw=raw, reply=reply, model_group=deployment.model_name)
 
     async def open_stream(self, deployment: Deployment, body: dict[str, Any]) -> UpstreamStream:
-        response = await self._send(self._request(deployment, body), stream=True)
-        return UpstreamStream(chunks=_raw_chunks(response), close=response.aclose,
-                              model_group=deployment.model_name)
+        deadline = deployment.deadline(self._default_timeout)
+        try:
+            async with asyncio.timeout(deadline):
+                response = await self._send(self._request(deployment, body))
+        except TimeoutError as exc:
+            raise self._errors.timed_out(f"no response headers within {deadline:g}s") from exc
+        chunks = bounded_chunks(self._raw_chunks(response), self._max_bytes, self._errors)
+        return UpstreamStream(chunks=chunks, close=response.aclose, model_group=deployment.model_name)
 
-
-async def _read_and_close(response: httpx.Response) -> bytes:
-    try:
-        return await response.aread()
-    except httpx.HTTPError:
-        return b""
-    finally:
-        await response.aclose()
-
-
-async def _raw_chunks(response: httpx.Response):  # type: ignore[no-untyped-def]
-    try:
-        async for chunk in response.aiter_raw():
-            yield chunk
-    except httpx.TimeoutException as exc:
-        raise UpstreamTimeout("upstream stalled mid-stream", code="upstream_timeout") from exc
-    except httpx.HTTPError as exc:
-        raise UpstreamError(f"upstream stream broke: {type(exc).__name__}") from exc
+    async def _raw_chunks(self, response: httpx.Response) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in response.aiter_raw():
+                yield chunk
+        except httpx.HTTPError as exc:
+            raise self._errors.for_exception(exc) from exc

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 from fastapi import APIRouter, Request, Response
@@ -14,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from exporters import sse_trust_chunk, trust_headers
 
 from .completion import UpstreamStream
-from .errors import GatewayError, InvalidRequest, NotFound
+from .errors import ClientDisconnected, GatewayError, InvalidRequest, NotFound
 from .request import parse_chat_request
 from .sse import DONE_EVENT, SseTap
 from .trust import Answer, TrustPlan
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 __all__ = ["router"]
 
 router = APIRouter()
+
+T = TypeVar("T")
 
 
 def _gateway(request: Request) -> Gateway:
@@ -64,17 +68,48 @@ async def chat_completions(request: Request) -> Response:
             if stream:
                 opened = await gateway.upstream.open_stream(chat.model, body, may_use=caller.may_use)
                 return _stream_response(gateway, opened, plan, parsed.messages, started)
-            completion = await gateway.upstream.complete(chat.model, body, may_use=caller.may_use)
+            completion = await _unless_client_leaves(
+                request, gateway.upstream.complete(chat.model, body, may_use=caller.may_use))
     except GatewayError as exc:
         gateway.metrics.observe_request(model=model_label, status=exc.status_code, stream=stream,
                                         seconds=time.perf_counter() - started)
         raise
     headers: dict[str, str] = {}
     if plan.decision.sampled:
-        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, Answer.from_completion(completion.data)))
+        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, Answer.from_reply(completion.reply)))
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
     return Response(completion.raw, media_type="application/json", headers=headers)
+
+
+async def _unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
+    """``call``'s result; if the client disconnects first, ``call`` is cancelled (closing its upstream call).
+
+    uvicorn does not cancel a handler whose client went away, so without this an
+    abandoned non-streamed request would hold its upstream call until the timeout.
+    """
+    work = asyncio.ensure_future(call)
+    watcher = asyncio.ensure_future(_client_gone(request))
+    try:
+        await asyncio.wait((work, watcher), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        work.cancel()
+        raise
+    finally:
+        watcher.cancel()
+    if work.done():
+        return work.result()
+    work.cancel()
+    with contextlib.suppress(asyncio.CancelledError, GatewayError):
+        await work
+    raise ClientDisconnected("The client closed the connection before the answer was ready",
+                             code="client_disconnected")
+
+
+async def _client_gone(request: Request) -> None:
+    """Returns when the client disconnects (the body has been read already, so nothing else arrives)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan,

@@ -24,6 +24,7 @@ from .config import Deployment, GatewaySettings
 from .errors import ModelNotFound, UpstreamError
 from .litellm_backend import LitellmBackend
 from .passthrough import PassthroughBackend
+from .upstream_errors import UpstreamErrors
 
 __all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
 
@@ -44,14 +45,16 @@ class UpstreamClient:
         self._on_fallback_skipped = on_fallback_skipped
         self._router_settings = settings.router_settings
         self._http = http
+        errors = UpstreamErrors(settings.secrets())
         self._passthrough = PassthroughBackend(
-            http, default_timeout=settings.router_settings.timeout, secrets=settings.secrets())
+            http, default_timeout=settings.router_settings.timeout, errors=errors,
+            max_response_bytes=settings.trustgate.upstream.max_response_bytes)
         self._fast_groups = {
             name for name, deployments in self._groups.items()
             if settings.trustgate.passthrough and all(d.is_openai_compatible for d in deployments)
         }
         slow_groups = set(self._groups) - self._fast_groups
-        self._litellm = LitellmBackend(settings, slow_groups) if slow_groups else None
+        self._litellm = LitellmBackend(settings, slow_groups, errors) if slow_groups else None
         self._cursor = itertools.count()
 
     @property

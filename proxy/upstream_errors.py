@@ -1,19 +1,29 @@
-"""Translate upstream failures into the gateway's error tree, in one place.
+"""Translate upstream failures into the gateway's error tree — one mapping for both upstream paths.
 
-Both backends (the pass-through HTTP path and litellm) report failures as an
-HTTP status and a message; this module turns those into ``UpstreamError``
-subclasses and scrubs configured secrets from any text that will reach a client.
+The pass-through path (httpx) and the litellm path report a failure as one of a
+few kinds: an HTTP status, a timeout, an unreachable host, a 200 whose body is
+not a chat completion, or a reply larger than allowed. ``UpstreamErrors`` turns
+each kind into the same ``UpstreamError`` whichever path saw it.
+
+What a client reads is generic — the status class and what to do about it —
+because an upstream's own text carries what must not leak: file paths of a
+local server, litellm's deployment hashes, a provider's echo of a wrong key.
+That text is logged here, once per failure, with every configured secret masked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator
 
+import httpx
 import orjson
 
-from .errors import UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout
+from .errors import UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
 
-__all__ = ["error_for_status", "message_from_body", "scrub"]
+__all__ = ["UpstreamErrors", "message_from_body", "scrub"]
+
+log = logging.getLogger("trustgate.upstream")
 
 _INVALID_REQUEST_STATUSES = (400, 404, 413, 422)
 
@@ -26,7 +36,7 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 
 
 def message_from_body(body: bytes, status: int) -> str:
-    """The upstream's own error message when it sent the OpenAI shape, else a generic one."""
+    """The upstream's own error message when it sent the OpenAI shape, else a generic one (for the log)."""
     try:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -41,18 +51,99 @@ def message_from_body(body: bytes, status: int) -> str:
             return parsed["message"]
         if isinstance(parsed.get("detail"), str):
             return parsed["detail"]
-    return f"upstream returned HTTP {status}"
+    return body[:500].decode("utf-8", "replace") or f"upstream returned HTTP {status}"
 
 
-def error_for_status(status: int, message: str, secrets: Iterable[str] = ()) -> UpstreamError:
-    text = "upstream error: " + scrub(message, secrets)
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from, innermost last (bounded: chains can loop)."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen and len(seen) < 16:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
+
+
+def _client_message(status: int) -> str:
     if status in (401, 403):
-        return UpstreamAuthFailed(text, status_code=status, code="upstream_auth")
+        return f"The upstream model refused the gateway's credentials (HTTP {status})"
     if status == 429:
-        return UpstreamRateLimited(text, code="upstream_rate_limited")
+        return "The upstream model is rate limited; retry later (HTTP 429)"
     if status == 408:
-        return UpstreamTimeout(text, code="upstream_timeout")
-    error = UpstreamError(text, status_code=status, code=f"upstream_{status}")
+        return "The upstream model did not answer in time (HTTP 408)"
     if status in _INVALID_REQUEST_STATUSES:
-        error.error_type = "invalid_request_error"
-    return error
+        return f"The upstream model rejected the request (HTTP {status})"
+    if status < 500:
+        return f"The upstream model refused the request (HTTP {status})"
+    return f"The upstream model failed (HTTP {status})"
+
+
+class UpstreamErrors:
+    """Builds the error a client sees for each kind of upstream failure, and logs the real cause once."""
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self._secrets = list(secrets)
+
+    def _logged(self, error: UpstreamError, detail: str) -> UpstreamError:
+        log.warning("upstream failure (%s, %s): %s", error.status_code, error.code, scrub(detail, self._secrets))
+        return error
+
+    def for_status(self, status: int, detail: str) -> UpstreamError:
+        """An upstream HTTP error status, passed on with the status it had."""
+        message = _client_message(status)
+        error: UpstreamError
+        if status in (401, 403):
+            error = UpstreamAuthFailed(message, status_code=status, code="upstream_auth")
+        elif status == 429:
+            error = UpstreamRateLimited(message, code="upstream_rate_limited")
+        elif status == 408:
+            error = UpstreamTimeout(message, code="upstream_timeout")
+        elif 400 <= status < 600:
+            error = UpstreamError(message, status_code=status, code=f"upstream_{status}")
+            if status in _INVALID_REQUEST_STATUSES:
+                error.error_type = "invalid_request_error"
+        else:  # a library's own 5xx stand-in, or no status at all
+            error = UpstreamError(_client_message(502), code="upstream_error")
+        return self._logged(error, detail)
+
+    def for_exception(self, exc: BaseException) -> UpstreamError:
+        """The error for an exception raised by an upstream call, by what its chain of causes shows.
+
+        Both paths end in the same few causes: httpx directly on the pass-through
+        path; on the litellm path, litellm's exception wraps the openai SDK's,
+        which wraps httpx's. An HTTP status in the chain is passed on; then a
+        timeout; then a broken connection. With none of these the upstream did
+        answer and the library could not read what it said (litellm calls that
+        a 500 or a connection error): a malformed reply, as the pass-through
+        path names it.
+        """
+        detail = f"{type(exc).__name__}: {exc}"
+        causes = list(_causes(exc))
+        for cause in causes:
+            if isinstance(cause, httpx.HTTPStatusError):
+                return self.for_status(cause.response.status_code, detail)
+        if any(isinstance(cause, (TimeoutError, httpx.TimeoutException)) for cause in causes):
+            return self.timed_out(detail)
+        if any(isinstance(cause, (httpx.TransportError, OSError)) for cause in causes):
+            return self.unreachable(detail)
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int) and 400 <= status < 500:  # refused before any upstream call (litellm's checks)
+            return self.for_status(status, detail)
+        return self.malformed(detail)
+
+    def timed_out(self, detail: str) -> UpstreamError:
+        return self._logged(UpstreamTimeout("The upstream model did not answer in time", code="upstream_timeout"),
+                            detail)
+
+    def unreachable(self, detail: str) -> UpstreamError:
+        """Refused, reset or otherwise broken connections: the upstream gave no usable answer."""
+        return self._logged(UpstreamUnavailable("The upstream model could not be reached or dropped the connection",
+                                                code="upstream_unreachable"), detail)
+
+    def malformed(self, detail: str) -> UpstreamError:
+        return self._logged(UpstreamError("The upstream model sent a reply that is not a chat completion",
+                                          code="upstream_malformed_reply"), detail)
+
+    def too_large(self, limit: int) -> UpstreamError:
+        return self._logged(UpstreamError(f"The upstream model's reply exceeded {limit} bytes",
+                                          code="upstream_reply_too_large"), f"reply over {limit} bytes")

@@ -38,6 +38,7 @@ def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[F
     fake.headers.clear()
     fake.stream_disconnects = 0
     fake.model_listings = 0
+    fake.disconnects = 0
     fake.url = server.url  # type: ignore[attr-defined]
     yield fake
 

@@ -4,10 +4,17 @@ Tests (and the benchmarks) talk to it through sockets exactly as the gateway
 talks to a real provider. Its answer is chosen by ``responder(messages)``
 (default: an echo); directives in the last user message make it misbehave:
 
-    [fail:503]      answer with that HTTP status and an OpenAI error body
-    [stall:2.5]     wait that many seconds before answering
+    [fail:503]      answer with that HTTP status and an OpenAI error body (naming a server file path,
+                    as a local server's traceback would)
+    [stall:2.5]     wait that many seconds before answering (a client leaving is counted in ``disconnects``)
     [stall-stream]  stream one chunk, then hang until the client goes away
     [delay-ms:15]   answer after that many milliseconds
+    [reply:html]    answer 200 with a body that is not a chat completion: html, truncated, array, empty,
+                    no-message (a choice without its message)
+    [drip:0.2]      send a valid completion one byte every that many seconds
+    [big:5000000]   answer with a completion whose text is that many bytes (streamed: that many bytes of chunks)
+    [reset]         send half of the body, then drop the connection
+    [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones
 
 Every request is recorded (headers and body) so tests can assert what the
 gateway forwarded.
@@ -31,7 +38,17 @@ from starlette.routing import Route
 
 Responder = Callable[[list[dict[str, Any]]], str]
 
-_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|delay-ms)(?::([\d.]+))?\]")
+_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|delay-ms|reply|drip|big|reset|bad-chunk)(?::([\w.-]+))?\]")
+SERVER_PATH = "/opt/fake-upstream/models/server_internal.py"
+
+# 200 bodies that are not chat completions, by name.
+NOT_A_COMPLETION = {
+    "html": b"<html><body>502 Bad Gateway</body></html>",
+    "truncated": b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0, "mess',
+    "array": b"[1, 2, 3]",
+    "empty": b"",
+    "no-message": b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0}]}',
+}
 
 
 def echo(messages: list[dict[str, Any]]) -> str:
@@ -70,6 +87,7 @@ class FakeUpstream:
     headers: list[dict[str, str]] = field(default_factory=list)
     stream_disconnects: int = 0
     model_listings: int = 0  # GET /v1/models calls (the gateway's readiness probes)
+    disconnects: int = 0  # non-streamed requests whose client left while the fake was still working
     record: bool = True
     delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
 
@@ -94,19 +112,41 @@ class FakeUpstream:
         messages = body.get("messages", [])
         directives = dict(_DIRECTIVE.findall(last_user_text(messages)))
         if "fail" in directives:
-            return _error(int(float(directives["fail"])), f"fake upstream failure {directives['fail']}")
-        if "stall" in directives:
-            await asyncio.sleep(float(directives["stall"]))
+            return _error(int(float(directives["fail"])),
+                          f"fake upstream failure {directives['fail']} in {SERVER_PATH} line 42")
+        if "reply" in directives:
+            return Response(NOT_A_COMPLETION[directives["reply"]], media_type="application/json")
+        if "stall" in directives and not await self._wait_unless_client_leaves(request, float(directives["stall"])):
+            return Response(status_code=204)
         delay_ms = float(directives.get("delay-ms") or self.delay_ms)
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
         text = self.responder(messages)
+        if "big" in directives:
+            text = " ".join(str(n).rjust(999, "x") for n in range(max(int(directives["big"]) // 1000, 1)))
         top = int(body.get("top_logprobs") or 1)
         logprobs = {"content": token_logprobs(text, top)} if body.get("logprobs") else None
         if body.get("stream"):
-            return StreamingResponse(self._stream(body, text, logprobs, "stall-stream" in directives),
+            return StreamingResponse(self._stream(body, text, logprobs, "stall-stream" in directives,
+                                                  bad_chunk="bad-chunk" in directives),
                                      media_type="text/event-stream")
-        return _json(self._completion(body, text, logprobs))
+        payload = orjson.dumps(self._completion(body, text, logprobs))
+        if "drip" in directives:
+            return StreamingResponse(_drip(payload, float(directives["drip"])), media_type="application/json")
+        if "reset" in directives:
+            return StreamingResponse(_reset_halfway(payload), media_type="application/json",
+                                     headers={"content-length": str(len(payload))})
+        return Response(payload, media_type="application/json")
+
+    async def _wait_unless_client_leaves(self, request: Request, seconds: float) -> bool:
+        """Sleep ``seconds``; False (and counted) as soon as the client disconnects."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if await request.is_disconnected():
+                self.disconnects += 1
+                return False
+            await asyncio.sleep(0.02)
+        return True
 
     def _completion(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
@@ -117,7 +157,8 @@ class FakeUpstream:
                 "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
                           "total_tokens": prompt_tokens + len(text.split())}}
 
-    async def _stream(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None, stall: bool):  # type: ignore[no-untyped-def]
+    async def _stream(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None, stall: bool,  # type: ignore[no-untyped-def]
+                      *, bad_chunk: bool = False):
         base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": body.get("model", self.model)}
         words = text.split(" ")
@@ -130,6 +171,8 @@ class FakeUpstream:
                 if logprobs:
                     choice["logprobs"] = {"content": [logprobs["content"][index]]}
                 yield _sse({**base, "choices": [choice]})
+                if bad_chunk and index == 0:
+                    yield _sse({**base, "choices": [{"index": 0, "delta": "str", "finish_reason": None}]})
                 if stall:
                     await asyncio.sleep(3600)
             yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
@@ -140,6 +183,17 @@ class FakeUpstream:
         except asyncio.CancelledError:
             self.stream_disconnects += 1
             raise
+
+
+async def _drip(payload: bytes, every: float):  # type: ignore[no-untyped-def]
+    for index in range(len(payload)):
+        yield payload[index:index + 1]
+        await asyncio.sleep(every)
+
+
+async def _reset_halfway(payload: bytes):  # type: ignore[no-untyped-def]
+    yield payload[:len(payload) // 2]
+    raise ConnectionResetError("fake upstream drops the connection mid-body")
 
 
 def _sse(payload: dict[str, Any]) -> bytes:

@@ -27,12 +27,13 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
-scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+           | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20))
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
                            | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
 roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "function"])
-content_parts = st.lists(st.fixed_dictionaries({"type": st.just("text") | json_values, "text": st.text() | json_values}),
-                         max_size=2)
+content_parts = st.lists(st.fixed_dictionaries(
+    {"type": st.just("text") | json_values, "text": st.text() | json_values}), max_size=2)
 messages = st.lists(st.fixed_dictionaries(
     {"role": roles | json_values, "content": st.text(max_size=40) | content_parts | json_values},
     optional={"name": json_values, "tool_calls": json_values, "tool_call_id": json_values}), max_size=3)

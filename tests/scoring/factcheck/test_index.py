@@ -8,7 +8,7 @@ from rank_bm25 import BM25Okapi
 from scoring.factcheck.index import B, K1, EvidenceIndex, passage_tokens, write_index
 from scoring.factcheck.passages import Passage
 from scoring.factcheck.sources import wikipedia_passages, wikipedia_summaries_path
-from scoring.factcheck.text import evidence_query, tokenize
+from scoring.factcheck.text import QUERY_PART_CHARS, evidence_query, tokenize
 
 PASSAGES = [
     Passage("t:paris", "Paris", "Paris is the capital of France."),
@@ -58,3 +58,13 @@ def test_scores_equal_rank_bm25_okapi_on_the_packaged_corpus(tmp_path: Path) -> 
         expected = reference.get_scores(query)
         np.testing.assert_allclose(index.scores(query), expected, rtol=1e-5, atol=1e-5)
         assert expected.max() > 0
+
+
+def test_the_query_of_a_huge_answer_is_capped(tmp_path: Path) -> None:
+    """A 50 MB upstream answer once made a 52 MB trust record: the query kept it whole."""
+    answer = "Paris is the capital of France. " * 100_000
+    query = evidence_query("What is the capital of France?", answer)
+    assert len(query) < 2 * QUERY_PART_CHARS + 100 and query.count("…") == 1
+    assert query.endswith('correctly answers the question of "What is the capital of France?"')
+    write_index(iter(PASSAGES), tmp_path / "index")
+    assert EvidenceIndex.load(tmp_path / "index").search(tokenize(query), k=1)[0].id == "t:paris"

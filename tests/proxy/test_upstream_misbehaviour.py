@@ -1,0 +1,195 @@
+"""Misbehaving upstreams, over real sockets, on both upstream paths: the client always gets a bounded,
+OpenAI-shaped answer, and the same one whichever path served the request."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from scoring.types import Ask, ComponentResult, ScoringJob
+from tests.conftest import MASTER_KEY, gateway_config
+from tests.fake_upstream import NOT_A_COMPLETION, SERVER_PATH, FakeUpstream
+from tests.proxy.test_live_scoring import AskingScorer
+from tests.servers import ServerThread
+
+AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
+PATHS = ["passthrough", "litellm"]
+
+
+def path_config(fake: FakeUpstream, path: str, *, timeout: float = 5, **trustgate: Any) -> dict[str, Any]:
+    config = gateway_config(fake.url)  # type: ignore[attr-defined]
+    config["model_list"][0]["litellm_params"]["timeout"] = timeout
+    config["trustgate"] = {"passthrough": path == "passthrough", **trustgate}
+    return config
+
+
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def any_gateway(path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    return start_gateway(path_config(fake_upstream, path))
+
+
+def chat(server: ServerThread, content: str, *, timeout: float = 20, **extra: Any) -> httpx.Response:
+    body = {"model": "fake", "messages": [{"role": "user", "content": content}], **extra}
+    return httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=AUTH, timeout=timeout)
+
+
+def openai_error(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    return error
+
+
+def stream_events(server: ServerThread, content: str) -> list[str]:
+    body = {"model": "fake", "messages": [{"role": "user", "content": content}], "stream": True}
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, headers=AUTH, timeout=20) as response:
+        assert response.status_code == 200
+        return [line for line in response.iter_lines() if line.startswith("data: ")]
+
+
+def requests_counted(server: ServerThread, status: int) -> float:
+    text = httpx.get(f"{server.url}/metrics").text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("trustgate_requests_total{") and f'status="{status}"' in line)
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_A_COMPLETION))
+def test_a_200_that_is_not_a_chat_completion_is_502(any_gateway: ServerThread, kind: str) -> None:
+    error = openai_error(chat(any_gateway, f"[reply:{kind}]"), 502)
+    assert error["code"] == "upstream_malformed_reply" and error["type"] == "api_error"
+    assert "html" not in error["message"]
+    assert requests_counted(any_gateway, 502) == 1
+
+
+def test_a_reply_over_max_response_bytes_is_502(path: str, fake_upstream: FakeUpstream,
+                                                start_gateway: Callable[..., ServerThread]) -> None:
+    server = start_gateway(path_config(fake_upstream, path, upstream={"max_response_bytes": 200_000}))
+    assert chat(server, "[big:100000]").status_code == 200  # under the cap: answered
+    error = openai_error(chat(server, "[big:1000000]"), 502)
+    assert error["code"] == "upstream_reply_too_large"
+
+
+def test_a_stream_over_max_response_bytes_ends_with_an_error_event(
+        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    server = start_gateway(path_config(fake_upstream, path, upstream={"max_response_bytes": 200_000}))
+    events = stream_events(server, "[big:1000000]")
+    assert sum(len(e) for e in events) < 300_000
+    assert '"upstream_reply_too_large"' in events[-1] and "[DONE]" not in events[-1]
+
+
+def test_a_dripped_body_is_cut_at_the_deployment_timeout(path: str, fake_upstream: FakeUpstream,
+                                                        start_gateway: Callable[..., ServerThread]) -> None:
+    """The fake sends a valid completion one byte every 0.2 s (about a minute); the deadline is 1 s.
+
+    The client gives up after 10 s, so only a gateway that bounds the whole call answers in time.
+    """
+    server = start_gateway(path_config(fake_upstream, path, timeout=1))
+    error = openai_error(chat(server, "[drip:0.2]", timeout=10), 504)
+    assert error["type"] == "timeout_error"
+
+
+def test_a_connection_reset_mid_body_is_502(any_gateway: ServerThread) -> None:
+    error = openai_error(chat(any_gateway, "[reset]"), 502)
+    assert error["code"] == "upstream_unreachable"
+
+
+def test_client_leaving_a_non_streamed_request_cancels_the_upstream_call(
+        any_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    with pytest.raises(httpx.ReadTimeout):
+        chat(any_gateway, "[stall:4]", timeout=0.5)
+    deadline = time.monotonic() + 3  # well before the fake's 4 s answer and the 5 s deployment timeout
+    while fake_upstream.disconnects == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert fake_upstream.disconnects == 1
+
+
+@pytest.mark.parametrize("status", [401, 404])
+def test_a_client_error_does_not_bench_the_deployment(any_gateway: ServerThread, status: int) -> None:
+    assert chat(any_gateway, f"[fail:{status}]").status_code == status
+    for _ in range(3):  # litellm would cool the deployment down for every client: 502 "No deployments available"
+        assert chat(any_gateway, "next client").status_code == 200
+
+
+@pytest.mark.parametrize("status, kind", [(400, "invalid_request_error"), (401, "authentication_error"),
+                                          (404, "invalid_request_error"), (429, "rate_limit_error"),
+                                          (500, "api_error"), (503, "api_error")])
+def test_upstream_error_text_stays_in_the_log(any_gateway: ServerThread, caplog: pytest.LogCaptureFixture,
+                                              status: int, kind: str) -> None:
+    with caplog.at_level(logging.WARNING, logger="trustgate.upstream"):
+        error = openai_error(chat(any_gateway, f"[fail:{status}]"), status)
+    assert error["type"] == kind and f"HTTP {status}" in error["message"]
+    assert SERVER_PATH not in error["message"] and "fake upstream" not in error["message"]
+    assert "model_group" not in error["message"] and "hash" not in error["message"].lower()
+    logged = [r.getMessage() for r in caplog.records if r.name == "trustgate.upstream"]
+    assert len(logged) == 1 and SERVER_PATH in logged[0]
+
+
+def test_the_upstream_key_is_masked_in_the_log(any_gateway: ServerThread, fake_upstream: FakeUpstream,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    fake_upstream.api_key = "sk-the-right-one"  # the fake echoes the wrong key it got into its message
+    with caplog.at_level(logging.WARNING, logger="trustgate.upstream"):
+        openai_error(chat(any_gateway, "x"), 401)
+    logged = [r.getMessage() for r in caplog.records if r.name == "trustgate.upstream"]
+    assert len(logged) == 1 and "Incorrect API key" in logged[0]
+    assert "sk-upstream-secret" not in caplog.text and "***" in logged[0]
+
+
+class MalformedReplyScorer:
+    """A scorer whose own upstream call gets a 200 that is not a chat completion."""
+
+    name = "fc"
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        reply = await ask([{"role": "user", "content": f"[reply:{self.kind}] check: {job.answer}"}])
+        return ComponentResult(component=self.name, value=0.4 if not reply.text else 0.9, label="neutral",
+                               upstream_calls=1)
+
+
+@pytest.mark.parametrize("kind", ["html", "empty", "array"])
+def test_a_scoring_call_answered_with_garbage_fails_the_component(
+        path: str, kind: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    server = start_gateway(path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
+                           scorers=[MalformedReplyScorer(kind)])
+    response = chat(server, "who?")
+    assert response.status_code == 200
+    record = httpx.get(f"{server.url}/v1/trust/{response.headers['x-trust-id']}", headers=AUTH).json()
+    component = record["components"]["fc"]
+    assert component["value"] is None and "not a chat completion" in component["error"]
+    assert record["score"] is None
+
+
+def test_a_malformed_stream_chunk_never_cuts_a_scored_stream(
+        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    """Pass-through forwards the bad chunk, the tap skips it, scoring and [DONE] follow.
+
+    litellm parses every chunk itself and stops at the bad one; that stream still
+    ends cleanly, with an OpenAI-shaped error event naming the malformed reply.
+    """
+    server = start_gateway(path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
+                           scorers=[AskingScorer("bc", 0.9)])
+    events = stream_events(server, "[bad-chunk] one two")
+    if path == "litellm":
+        assert orjson.loads(events[-1][6:])["error"]["code"] == "upstream_malformed_reply"
+        return
+    assert events[-1] == "data: [DONE]"
+    assert any('"delta":"str"' in e for e in events)  # forwarded as the upstream sent it
+    assert any('"trust"' in e for e in events[:-1])  # the tap read the good chunks and scored them
+    assert not any(e.startswith('data: {"error"') for e in events)
+    chunks = [orjson.loads(e[6:]) for e in events[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks
+                   if c.get("choices") and isinstance(c["choices"][0].get("delta"), dict))
+    assert text == "You said: [bad-chunk] one two"
