@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -9,10 +10,10 @@ from typing import Any
 
 import orjson
 
-from .replies import ChatCompletion
+from .replies import ChatCompletion, MalformedReply, parse_completion
 from .upstream_errors import UpstreamErrors
 
-__all__ = ["Completion", "UpstreamStream", "bounded_chunks"]
+__all__ = ["Completion", "UpstreamStream", "bounded_chunks", "checked_completion"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,17 @@ class Completion:
         """The body as plain JSON (the evaluation cache stores it)."""
         parsed: dict[str, Any] = orjson.loads(self.raw)
         return parsed
+
+
+def checked_completion(raw: bytes, model_group: str, *, max_bytes: int, errors: UpstreamErrors) -> Completion:
+    """``raw`` as a Completion once it is within ``max_bytes`` and parses as a chat completion; else the 502."""
+    if len(raw) > max_bytes:
+        raise errors.too_large(max_bytes)
+    try:
+        reply = parse_completion(raw)
+    except MalformedReply as exc:
+        raise errors.malformed(str(exc)) from exc
+    return Completion(raw=raw, reply=reply, model_group=model_group)
 
 
 @dataclass
@@ -59,11 +71,20 @@ class UpstreamStream:
             await self.close()
 
 
-async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors) -> AsyncIterator[bytes]:
-    """``chunks`` until their total passes ``limit`` bytes, then the upstream's reply-too-large error."""
+async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors, *,
+                         seconds: float | None = None) -> AsyncIterator[bytes]:
+    """``chunks`` until their total passes ``limit`` bytes (or the stream ``seconds``), then the upstream's error.
+
+    The time is checked as chunks arrive: a stalled stream is the read timeout's
+    job, a stream dripped slowly is this one's.
+    """
+    loop = asyncio.get_running_loop()
+    ends = loop.time() + seconds if seconds is not None else None
     total = 0
     async for chunk in chunks:
         total += len(chunk)
         if total > limit:
             raise errors.too_large(limit)
+        if ends is not None and loop.time() > ends:
+            raise errors.timed_out(f"stream still running after stream_timeout {seconds:g}s")
         yield chunk

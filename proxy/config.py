@@ -96,6 +96,16 @@ class Deployment(BaseModel):
         """Seconds the whole call to this deployment may take: headers, body and all."""
         return self.timeout or default
 
+    @property
+    def stream_timeout(self) -> float | None:
+        """Seconds a whole stream may take (litellm's own key); None: only its opening and each gap are bounded.
+
+        A stream's length is the answer's, often longer than a sensible ``timeout``,
+        so the whole-call deadline of non-streamed calls is opt-in here.
+        """
+        value = self.litellm_params.get("stream_timeout")
+        return float(value) if value is not None else None
+
     def litellm_params_plain(self) -> dict[str, Any]:
         """litellm's own view of the deployment, secrets unwrapped only for it."""
         return {k: (v.get_secret_value() if isinstance(v, SecretStr) else v)

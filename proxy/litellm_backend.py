@@ -21,10 +21,9 @@ from typing import Any
 
 import orjson
 
-from .completion import Completion, UpstreamStream, bounded_chunks
-from .config import GatewaySettings
+from .completion import Completion, UpstreamStream, bounded_chunks, checked_completion
+from .config import Deployment, GatewaySettings
 from .errors import GatewayError
-from .replies import MalformedReply, parse_completion
 from .upstream_errors import UpstreamErrors
 
 __all__ = ["LitellmBackend"]
@@ -55,10 +54,11 @@ class LitellmBackend:
             timeout=router_settings.timeout, retry_after=router_settings.retry_after, disable_cooldowns=True,
         )
         attempts = router_settings.num_retries + 1
-        self._deadlines: dict[str, float] = {}
-        for deployment in deployments:
-            seconds = deployment.deadline(router_settings.timeout) * attempts
-            self._deadlines[deployment.model_name] = max(seconds, self._deadlines.get(deployment.model_name, 0.0))
+        groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
+        # The Router picks the deployment, so a call is bounded by its group's slowest one.
+        self._deadlines = {name: max(d.deadline(router_settings.timeout) for d in ds) * attempts
+                           for name, ds in groups_here.items()}
+        self._stream_deadlines = {name: _whole_stream_seconds(ds) for name, ds in groups_here.items()}
         self._errors = errors
         self._max_bytes = settings.trustgate.upstream.max_response_bytes
 
@@ -75,20 +75,16 @@ class LitellmBackend:
                 response = await self._router.acompletion(**{**body, "model": group})
         except Exception as exc:  # litellm raises many unrelated types; all are mapped here
             raise self._translate(exc) from exc
-        raw = orjson.dumps(response.model_dump())
-        if len(raw) > self._max_bytes:
-            raise self._errors.too_large(self._max_bytes)
-        try:
-            reply = parse_completion(raw)
-        except MalformedReply as exc:
-            raise self._errors.malformed(str(exc)) from exc
-        return Completion(raw=raw, reply=reply, model_group=group)
+        # litellm has read the whole body by now: the cap keeps it from clients and scorers, not from memory.
+        return checked_completion(orjson.dumps(response.model_dump()), group, max_bytes=self._max_bytes,
+                                  errors=self._errors)
 
     async def open_stream(self, group: str, body: dict[str, Any]) -> UpstreamStream:
         try:
             async with asyncio.timeout(self._deadlines[group]):
                 wrapper = await self._router.acompletion(**{**body, "model": group, "stream": True})
-                chunks = bounded_chunks(self._sse(wrapper), self._max_bytes, self._errors)
+                chunks = bounded_chunks(self._sse(wrapper), self._max_bytes, self._errors,
+                                        seconds=self._stream_deadlines[group])
                 first = await anext(chunks)
         except StopAsyncIteration:
             first = b"data: [DONE]\n\n"
@@ -109,6 +105,12 @@ class LitellmBackend:
         close = getattr(self._router, "aclose", None)
         if close is not None:
             await close()
+
+
+def _whole_stream_seconds(deployments: list[Deployment]) -> float | None:
+    """The group's ``stream_timeout`` when every deployment sets one (the largest); else None."""
+    seconds = [d.stream_timeout for d in deployments]
+    return None if any(s is None for s in seconds) else max(s for s in seconds if s is not None)
 
 
 async def _empty() -> AsyncIterator[bytes]:

@@ -17,9 +17,8 @@ from typing import Any
 import httpx
 import orjson
 
-from .completion import Completion, UpstreamStream, bounded_chunks
+from .completion import Completion, UpstreamStream, bounded_chunks, checked_completion
 from .config import Deployment
-from .replies import MalformedReply, parse_completion
 from .upstream_errors import UpstreamErrors, message_from_body
 
 __all__ = ["PassthroughBackend"]
@@ -86,11 +85,7 @@ class PassthroughBackend:
                 raw = await self._read(response, self._max_bytes)
         except TimeoutError as exc:
             raise self._errors.timed_out(f"no complete reply within {deadline:g}s") from exc
-        try:
-            reply = parse_completion(raw)
-        except MalformedReply as exc:
-            raise self._errors.malformed(str(exc)) from exc
-        return Completion(raw=raw, reply=reply, model_group=deployment.model_name)
+        return checked_completion(raw, deployment.model_name, max_bytes=self._max_bytes, errors=self._errors)
 
     async def open_stream(self, deployment: Deployment, body: dict[str, Any]) -> UpstreamStream:
         deadline = deployment.deadline(self._default_timeout)
@@ -99,7 +94,8 @@ class PassthroughBackend:
                 response = await self._send(self._request(deployment, body))
         except TimeoutError as exc:
             raise self._errors.timed_out(f"no response headers within {deadline:g}s") from exc
-        chunks = bounded_chunks(self._raw_chunks(response), self._max_bytes, self._errors)
+        chunks = bounded_chunks(self._raw_chunks(response), self._max_bytes, self._errors,
+                                seconds=deployment.stream_timeout)
         return UpstreamStream(chunks=chunks, close=response.aclose, model_group=deployment.model_name)
 
     async def _raw_chunks(self, response: httpx.Response) -> AsyncIterator[bytes]:

@@ -11,7 +11,7 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [delay-ms:15]   answer after that many milliseconds
     [reply:html]    answer 200 with a body that is not a chat completion: html, truncated, array, empty,
                     no-message (a choice without its message)
-    [drip:0.2]      send a valid completion one byte every that many seconds
+    [drip:0.2]      send a valid completion one byte every that many seconds (streamed: one chunk)
     [big:5000000]   answer with a completion whose text is that many bytes (streamed: that many bytes of chunks)
     [reset]         send half of the body, then drop the connection
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones
@@ -128,7 +128,8 @@ class FakeUpstream:
         logprobs = {"content": token_logprobs(text, top)} if body.get("logprobs") else None
         if body.get("stream"):
             return StreamingResponse(self._stream(body, text, logprobs, "stall-stream" in directives,
-                                                  bad_chunk="bad-chunk" in directives),
+                                                  bad_chunk="bad-chunk" in directives,
+                                                  every=float(directives.get("drip") or 0)),
                                      media_type="text/event-stream")
         payload = orjson.dumps(self._completion(body, text, logprobs))
         if "drip" in directives:
@@ -158,7 +159,7 @@ class FakeUpstream:
                           "total_tokens": prompt_tokens + len(text.split())}}
 
     async def _stream(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None, stall: bool,  # type: ignore[no-untyped-def]
-                      *, bad_chunk: bool = False):
+                      *, bad_chunk: bool = False, every: float = 0.0):
         base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": body.get("model", self.model)}
         words = text.split(" ")
@@ -175,6 +176,7 @@ class FakeUpstream:
                     yield _sse({**base, "choices": [{"index": 0, "delta": "str", "finish_reason": None}]})
                 if stall:
                     await asyncio.sleep(3600)
+                await asyncio.sleep(every)
             yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             if (body.get("stream_options") or {}).get("include_usage"):
                 yield _sse({**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": len(words),

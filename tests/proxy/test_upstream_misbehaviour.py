@@ -99,6 +99,16 @@ def test_a_dripped_body_is_cut_at_the_deployment_timeout(path: str, fake_upstrea
     assert error["type"] == "timeout_error"
 
 
+def test_a_slow_stream_is_cut_at_its_stream_timeout(path: str, fake_upstream: FakeUpstream,
+                                                    start_gateway: Callable[..., ServerThread]) -> None:
+    """Fifty chunks 0.2 s apart (10 s) against a 1 s ``stream_timeout``: an error event, no [DONE]."""
+    config = path_config(fake_upstream, path)
+    config["model_list"][0]["litellm_params"]["stream_timeout"] = 1
+    events = stream_events(start_gateway(config), "[drip:0.2] " + "w " * 50)
+    assert orjson.loads(events[-1][6:])["error"]["code"] == "upstream_timeout"
+    assert len(events) < 20
+
+
 def test_a_connection_reset_mid_body_is_502(any_gateway: ServerThread) -> None:
     error = openai_error(chat(any_gateway, "[reset]"), 502)
     assert error["code"] == "upstream_unreachable"
