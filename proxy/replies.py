@@ -51,15 +51,15 @@ class _Lenient(BaseModel):
 
 class Alternative(_Lenient):
     token: str
-    logprob: float
+    logprob: float | None  # None: a server that serialises -inf as null (pydantic's default)
 
 
 class TokenLogprob(_Lenient):
-    """One generated token: its own log-probability and its top alternatives."""
+    """One generated token: its own log-probability and its top alternatives (null when not asked for)."""
 
     token: str
-    logprob: float
-    top_logprobs: list[Alternative] = Field(default_factory=list)
+    logprob: float | None
+    top_logprobs: list[Alternative] | None = None
 
 
 class ChoiceLogprobs(_Lenient):
@@ -71,18 +71,22 @@ class _Logprobbed(_Lenient):
 
     def chosen_logprobs(self) -> list[float]:
         """The generated tokens' own log-probabilities; empty when the upstream sent none."""
-        return [entry.logprob for entry in self._entries()]
+        return [entry.logprob for entry in self._entries() if entry.logprob is not None]
 
     def chosen_tokens(self) -> list[tuple[str, float]]:
-        return [(entry.token, entry.logprob) for entry in self._entries()]
+        return [(entry.token, entry.logprob) for entry in self._entries() if entry.logprob is not None]
 
     def top_logprobs(self) -> list[dict[str, float]]:
         """Per generated token, its alternatives as {token: logprob} (the token itself when none were asked)."""
-        return [{alt.token: alt.logprob for alt in entry.top_logprobs} or {entry.token: entry.logprob}
-                for entry in self._entries()]
+        return [_known({alt.token: alt.logprob for alt in entry.top_logprobs or []})
+                or _known({entry.token: entry.logprob}) for entry in self._entries()]
 
     def _entries(self) -> list[TokenLogprob]:
         return (self.logprobs.content or []) if self.logprobs is not None else []
+
+
+def _known(logprobs: dict[str, float | None]) -> dict[str, float]:
+    return {token: value for token, value in logprobs.items() if value is not None}
 
 
 class ReplyMessage(_Lenient):

@@ -41,6 +41,11 @@ def test_answer_and_scoring_reply_read_the_first_choice_and_its_logprobs() -> No
     assert Answer.from_reply(parse_completion(orjson.dumps(data))) == Answer(text="Paris", logprobs=[-0.5, -0.1])
     assert reply_from_completion(data) == Reply(text="Paris", top_logprobs=[{"Par": -0.5, "Lon": -1.5}, {"is": -0.1}])
     assert reply_from_completion(completion(message={"content": None})) == Reply(text="")
+    nulls = [{"token": "a", "logprob": None, "top_logprobs": None}, {"token": "b", "logprob": -1, "top_logprobs": [
+        {"token": "b", "logprob": -1}, {"token": "c", "logprob": None}]}]
+    with_nulls = parse_completion(completion(message={"content": "ab"}, logprobs={"content": nulls}))
+    assert Answer.from_reply(with_nulls).logprobs == [-1.0]
+    assert with_nulls.first is not None and with_nulls.first.top_logprobs() == [{}, {"b": -1.0}]
     assert Answer.from_reply(parse_completion({"choices": []})) == Answer(text=None)
 
 
