@@ -1,8 +1,8 @@
 """Exporters: functions of what the gateway and scorers produce; they never compute scores."""
 
 from .headers import sse_trust_chunk, trust_headers, trust_summary
-from .otel import Telemetry, configure_telemetry, disabled_telemetry
-from .prometheus import GatewayMetrics, build_metrics
+from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
+from .prometheus import GatewayMetrics, WorkerMetrics, build_metrics, build_worker_metrics
 from .publish import RecordPublisher
 from .redis_store import RedisRecordStore
 from .store import RecordStore, SqliteRecordStore, StoreUnavailable
@@ -12,10 +12,13 @@ __all__ = [
     "RecordPublisher",
     "RecordStore",
     "RedisRecordStore",
+    "RequestTrace",
     "SqliteRecordStore",
     "StoreUnavailable",
     "Telemetry",
+    "WorkerMetrics",
     "build_metrics",
+    "build_worker_metrics",
     "configure_telemetry",
     "disabled_telemetry",
     "sse_trust_chunk",

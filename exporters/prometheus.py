@@ -13,7 +13,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from scoring.types import TrustRecord
 
-__all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "RAG_METRICS", "SCORE_BUCKETS", "build_metrics"]
+__all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "RAG_METRICS", "SCORE_BUCKETS", "WorkerMetrics", "build_metrics",
+           "build_worker_metrics"]
 
 NAMESPACE = "trustgate"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
@@ -45,6 +46,7 @@ class GatewayMetrics:
     store_shed_writes: Counter
     store_errors: Counter
     accept_errors: Counter
+    sync_timeouts: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -71,6 +73,9 @@ class GatewayMetrics:
         if "scoring_s" in record.timings:
             self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
 
+    def observe_sync_timeout(self, model: str) -> None:
+        """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
+        self.sync_timeouts.labels(model=model).inc()
 
     def _observe_rag(self, model: str, details: dict[str, object]) -> None:
         for name in RAG_METRICS:
@@ -128,4 +133,52 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                              "unreadable), by operation.", ["operation"]),
         accept_errors=counter("accept_errors", "Failed accept() calls of the server socket (out of file "
                               "descriptors or buffers).", []),
+        sync_timeouts=counter("scoring_sync_timeouts", "Sync-mode responses sent with a pending trust record "
+                              "because scoring took longer than sync_timeout.", ["model"]),
+    )
+
+
+@dataclass(frozen=True)
+class WorkerMetrics:
+    """A scoring worker's own work, beside the records it publishes (which ``GatewayMetrics`` counts).
+
+    Implements ``scoring.redis_queue.WorkerEvents``; dead letters go to the
+    gateway-wide ``trustgate_scoring_dead_letters_total`` so one series counts them.
+    """
+
+    jobs: Counter
+    in_flight: Gauge
+    reclaimed: Counter
+    job_duration: Histogram
+    dead_letters: Counter
+
+    def job_started(self) -> None:
+        self.in_flight.inc()
+
+    def job_finished(self, outcome: str, seconds: float) -> None:
+        self.in_flight.dec()
+        self.jobs.labels(outcome=outcome).inc()
+        self.job_duration.labels(outcome=outcome).observe(seconds)
+
+    def jobs_reclaimed(self, count: int) -> None:
+        self.reclaimed.inc(count)
+
+    def dead_lettered(self, model: str) -> None:
+        self.dead_letters.labels(model=model).inc()
+
+
+def build_worker_metrics(registry: CollectorRegistry, gateway: GatewayMetrics) -> WorkerMetrics:
+    """The worker's series, on the registry that already holds ``gateway``'s."""
+    return WorkerMetrics(
+        jobs=Counter("worker_jobs", "Job deliveries a worker finished, by outcome (done, duplicate: already "
+                     "scored, retry: failed and left for another attempt, dead_letter).", ["outcome"],
+                     namespace=NAMESPACE, registry=registry),
+        in_flight=Gauge("worker_jobs_in_flight", "Jobs this worker is scoring now.", namespace=NAMESPACE,
+                        registry=registry),
+        reclaimed=Counter("worker_jobs_reclaimed", "Jobs taken over from a worker that held them too long "
+                          "(died or stalled).", namespace=NAMESPACE, registry=registry),
+        job_duration=Histogram("worker_job_duration", "Time one job delivery took, from read to acknowledgement.",
+                               ["outcome"], namespace=NAMESPACE, unit="seconds", buckets=LATENCY_BUCKETS,
+                               registry=registry),
+        dead_letters=gateway.dead_letters,
     )

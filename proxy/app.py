@@ -80,7 +80,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             upstream = await open_upstream_client(settings, stack, on_fallback_skipped=fallback_skipped)
             tracing = telemetry or build_telemetry(settings, stack)
             redis = await open_redis(settings, stack)
-            publisher = await build_publisher(settings, metrics, tracing, redis, stack)
+            publisher = await build_publisher(settings, metrics, redis, stack)
             queue: JobQueue
             if redis is not None:  # workers score; this process only needs to know whether anything will
                 queue = RedisJobQueue(redis, publisher.store, scoring.queue)

@@ -50,6 +50,7 @@ class TrustPlan:
     owner: str  # the name of the key that asked
     decision: Decision
     rag: RagRequest | None = None
+    traceparent: str | None = None  # the request span's, carried by the scoring job
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
@@ -69,25 +70,27 @@ class Answer:
     text: str | None
     has_tool_calls: bool = False
     logprobs: list[float] | None = None
+    completion_id: str | None = None  # the upstream's id for the completion (``chatcmpl-…``)
 
     @classmethod
     def from_reply(cls, reply: ChatCompletion) -> Answer:
         """The first choice's answer (the reply was validated as a chat completion already)."""
         choice = reply.first
         if choice is None:
-            return cls(text=None)
+            return cls(text=None, completion_id=reply.id)
         return cls(text=choice.answer_text, has_tool_calls=choice.message.calls_tools,
-                   logprobs=choice.chosen_logprobs() or None)
+                   logprobs=choice.chosen_logprobs() or None, completion_id=reply.id)
 
 
 def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
-    """The queue's job processor: the pipeline, inside a scoring span."""
+    """The queue's job processor: the pipeline inside a scoring span, then its evaluation events."""
     async def process(job: ScoringJob) -> TrustRecord:
-        with telemetry.scoring_span(job.id, job.model) as span:
+        with telemetry.scoring_span(job) as span:
             record = await pipeline.run(job)
             span.set_attribute("trustgate.trust.status", record.status)
             if record.score is not None:
                 span.set_attribute("trustgate.trust.score", record.score)
+            telemetry.emit_evaluations(record, job)
             return record
 
     return process
@@ -117,7 +120,7 @@ class TrustService:
             await asyncio.gather(*self._background, return_exceptions=True)
 
     def plan(self, *, model: str, key_name: str, headers: Mapping[str, str], body: bytes,
-             rag: RagRequest | None = None) -> TrustPlan:
+             rag: RagRequest | None = None, traceparent: str | None = None) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None and mode_header not in _MODES:
             raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
@@ -134,7 +137,8 @@ class TrustService:
             self._refusals.debug(("mode", key_name, model), "ignored %s: %s for key %s on %s is not allowed by "
                                  "allow_client_mode; scoring in %s mode", MODE_HEADER, decision.refused_mode,
                                  key_name, model, decision.mode)
-        return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag)
+        return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
+                         traceparent=traceparent)
 
     def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
         """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.
@@ -169,7 +173,8 @@ class TrustService:
         if plan.rag is not None:
             policy[LABELS_KEY] = plan.rag.labels.as_policy()
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
-                          documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner)
+                          documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner,
+                          completion_id=answer.completion_id, traceparent=plan.traceparent)
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             error = "scoring queue full" if outcome == "shed" else "scoring queue unavailable"
@@ -180,7 +185,15 @@ class TrustService:
         """In sync mode, wait for the finished record up to the timeout; otherwise return it as is."""
         if record.status != "pending" or plan.decision.mode != "sync":
             return record
-        return await self._queue.wait(record.id, plan.decision.sync_timeout) or record
+        finished = await self._queue.wait(record.id, plan.decision.sync_timeout)
+        if finished is None:
+            self._metrics.observe_sync_timeout(plan.model)
+            return record
+        return finished
+
+    async def queue_depth(self) -> int:
+        """Jobs waiting to be scored: this process's queue, or the Redis stream's backlog."""
+        return await self._queue.depth()
 
     async def lookup(self, record_id: str, scope: RecordScope) -> TrustRecord | None:
         """The record if ``scope`` may read it; a record of another key reads as missing (no oracle for ids).

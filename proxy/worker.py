@@ -1,7 +1,8 @@
 """``trustgate worker``: score jobs from the Redis Stream, with the same config and scorers as the gateway.
 
 A worker re-asks upstreams through its own UpstreamClient (same retries,
-timeouts, fallbacks), writes records to Redis and serves its own ``/metrics``.
+timeouts, fallbacks), writes records to Redis and serves its own ``/metrics``
+and ``/health/liveness`` / ``/health/readiness`` probes (``worker_http``).
 SIGTERM/SIGINT stop reading new jobs and let in-flight ones finish for a grace
 period; what is still unfinished then stays pending in the consumer group for
 another worker to reclaim.
@@ -18,9 +19,9 @@ import socket
 import uuid
 from collections.abc import Sequence
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 
-from exporters import build_metrics
+from exporters import build_metrics, build_worker_metrics
 from scoring.redis_queue import RedisStreamWorker
 from scoring.types import Scorer
 
@@ -33,6 +34,7 @@ from .assembly import (
     open_upstream_client,
 )
 from .config import ConfigError, GatewaySettings
+from .worker_http import serve_worker_http
 
 __all__ = ["run_worker"]
 
@@ -57,19 +59,17 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
     async with contextlib.AsyncExitStack() as stack:
-        if metrics_port is not None:
-            server, thread = start_http_server(metrics_port, addr=metrics_host, registry=registry)
-            stack.callback(thread.join, 5)
-            stack.callback(server.shutdown)
         upstream = await open_upstream_client(settings, stack, start_local=False)
         telemetry = build_telemetry(settings, stack)
         redis = await open_redis(settings, stack)
         assert redis is not None  # the backend was checked above
-        publisher = await build_publisher(settings, metrics, telemetry, redis, stack)
+        publisher = await build_publisher(settings, metrics, redis, stack)
         process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack)
         worker = RedisStreamWorker(
             redis, publisher.store, settings.trustgate.scoring.queue, process=process, publish=publisher.publish,
-            consumer=_consumer_name(), on_dead_letter=lambda job: metrics.dead_letters.labels(model=job.model).inc())
+            consumer=_consumer_name(), events=build_worker_metrics(registry, metrics))
+        if metrics_port is not None:
+            await stack.enter_async_context(serve_worker_http(worker, metrics, metrics_host, metrics_port))
         log.info("scoring worker started")
         await worker.run(stop, grace_s=grace_s)
         log.info("scoring worker stopped")

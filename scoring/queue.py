@@ -37,6 +37,7 @@ class JobQueue(Protocol):
     async def submit(self, job: ScoringJob) -> SubmitResult: ...
     async def pending(self, job_id: str) -> TrustRecord | None: ...
     async def wait(self, job_id: str, timeout: float) -> TrustRecord | None: ...
+    async def depth(self) -> int: ...
 
 
 class MemoryJobQueue:
@@ -95,6 +96,10 @@ class MemoryJobQueue:
 
     async def pending(self, job_id: str) -> TrustRecord | None:
         return self._pending.get(job_id)
+
+    async def depth(self) -> int:
+        """Jobs waiting for a worker task (not those being scored)."""
+        return self._jobs.qsize()
 
     async def wait(self, job_id: str, timeout: float) -> TrustRecord | None:
         """The finished record, or None if it is not done within ``timeout`` seconds."""

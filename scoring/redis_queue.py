@@ -6,6 +6,11 @@ worker with ``XAUTOCLAIM`` once idle for ``claim_idle_ms``; a job delivered
 more than ``max_attempts`` times goes to a dead-letter stream with its last
 error. Scoring is idempotent per id: a job whose record is already final is
 acknowledged without being scored again.
+
+The backlog (``stream_backlog``) is what the consumer group has yet to finish:
+entries never delivered (the group's lag) plus entries delivered and not yet
+acknowledged (its pending count). Gateways and workers export it as the queue
+depth, so it reads the same from every replica.
 """
 
 from __future__ import annotations
@@ -14,9 +19,8 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
@@ -25,11 +29,14 @@ from .queue import Process, Publish, SubmitResult
 from .settings import QueueSettings
 from .types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 
-__all__ = ["RedisJobQueue", "RedisStreamWorker", "StreamKeys"]
+__all__ = ["NO_EVENTS", "RedisJobQueue", "RedisStreamWorker", "StreamKeys", "WorkerEvents", "stream_backlog"]
 
 log = logging.getLogger("trustgate.scoring.redis")
 
 FINAL_STATUSES = ("done", "failed")
+# How a delivery ended: scored and acknowledged; already final (a redelivery); failed and
+# left for a retry; or given up and moved to the dead-letter stream.
+JobOutcome = Literal["done", "duplicate", "retry", "dead_letter"]
 
 # Backpressure, atomically: a full stream sheds the new job rather than trimming
 # (and so losing) an old one. Acknowledged entries are deleted, so the length is
@@ -39,6 +46,32 @@ if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('XADD', KEYS[1], '*', 'job', ARGV[2])
 return 1
 """
+
+
+class WorkerEvents(Protocol):
+    """What a worker reports as it goes (its metrics implement this; scoring never imports exporters)."""
+
+    def job_started(self) -> None: ...
+    def job_finished(self, outcome: JobOutcome, seconds: float) -> None: ...
+    def jobs_reclaimed(self, count: int) -> None: ...
+    def dead_lettered(self, model: str) -> None: ...
+
+
+class _NoEvents:
+    def job_started(self) -> None:
+        """Nothing to report to."""
+
+    def job_finished(self, outcome: JobOutcome, seconds: float) -> None:
+        """Nothing to report to."""
+
+    def jobs_reclaimed(self, count: int) -> None:
+        """Nothing to report to."""
+
+    def dead_lettered(self, model: str) -> None:
+        """Nothing to report to."""
+
+
+NO_EVENTS: WorkerEvents = _NoEvents()
 
 
 class Records(Protocol):
@@ -68,6 +101,26 @@ class StreamKeys:
 
     def done(self, job_id: str) -> str:
         return f"{self.prefix}:done:{job_id}"
+
+
+async def stream_backlog(redis: Redis, keys: StreamKeys) -> int:
+    """Jobs the consumer group has not finished: its lag (never delivered) plus its pending entries.
+
+    Before any worker has made the group, every entry in the stream is waiting.
+    Redis reports no lag when it cannot tell (entries deleted mid-range, as
+    acknowledged ones are here); the stream's length is then exact, because
+    finished entries are deleted and so everything left is waiting or in hand.
+    """
+    try:
+        groups = await redis.xinfo_groups(keys.stream)
+    except ResponseError as exc:  # no stream yet: nothing was ever submitted
+        if "no such key" in str(exc).lower():
+            return 0
+        raise
+    group = next((g for g in groups if g["name"] == keys.group), None)
+    if group is None or group.get("lag") is None:
+        return int(await redis.xlen(keys.stream))
+    return int(group["lag"]) + int(group["pending"])
 
 
 class RedisJobQueue:
@@ -101,6 +154,10 @@ class RedisJobQueue:
         """Records live in Redis for every replica; the store answers for pending ones too."""
         return None
 
+    async def depth(self) -> int:
+        """The stream's backlog for the workers' group (see ``stream_backlog``)."""
+        return await stream_backlog(self._redis, self._keys)
+
     async def wait(self, job_id: str, timeout: float) -> TrustRecord | None:
         deadline = time.monotonic() + timeout
         try:
@@ -119,19 +176,33 @@ class RedisStreamWorker:
     """The worker's side: read, reclaim, score, publish, acknowledge — or dead-letter."""
 
     def __init__(self, redis: Redis, records: Records, settings: QueueSettings, *, process: Process,
-                 publish: Publish, consumer: str, on_dead_letter: Callable[[ScoringJob], None] = lambda job: None,
-                 block_ms: int = 1000) -> None:
+                 publish: Publish, consumer: str, events: WorkerEvents = NO_EVENTS, block_ms: int = 1000) -> None:
         self._redis = redis
         self._records = records
         self._settings = settings
         self._process = process
         self._publish = publish
         self._consumer = consumer
-        self._on_dead_letter = on_dead_letter
+        self._events = events
         self._block_ms = min(block_ms, int(settings.redis_timeout * 500))
         self._keys = StreamKeys(settings.redis_prefix)
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._running = False
+        self._redis_ok = False
+
+    @property
+    def alive(self) -> bool:
+        """Liveness: the consume loop is running (it stops only when asked to, or on a bug)."""
+        return self._running
+
+    @property
+    def ready(self) -> bool:
+        """Readiness: consuming, and the last Redis round trip succeeded."""
+        return self._running and self._redis_ok
+
+    async def depth(self) -> int:
+        return await stream_backlog(self._redis, self._keys)
 
     async def ensure_group(self) -> None:
         try:
@@ -147,28 +218,40 @@ class RedisStreamWorker:
         they stay pending in the group and another worker reclaims them.
         """
         await self.ensure_group()
-        while not stop.is_set():
-            try:
-                await self._fill_slots()
-            except ResponseError as exc:
-                if "NOGROUP" not in str(exc):
-                    raise
-                await self.ensure_group()  # Redis restarted empty: the group must be made again
-            except RedisError as exc:
-                log.warning("redis unavailable (%s); retrying", type(exc).__name__)
-                await asyncio.sleep(0.5)
+        self._running, self._redis_ok = True, True
+        try:
+            await self._consume(stop)
+        finally:
+            self._running = False
         if self._tasks:
             _, unfinished = await asyncio.wait(self._tasks, timeout=grace_s)
             for task in unfinished:
                 task.cancel()
             await asyncio.gather(*unfinished, return_exceptions=True)
 
+    async def _consume(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                await self._fill_slots()
+                self._redis_ok = True
+            except ResponseError as exc:
+                if "NOGROUP" not in str(exc):
+                    raise
+                await self.ensure_group()  # Redis restarted empty: the group must be made again
+            except RedisError as exc:
+                self._redis_ok = False
+                log.warning("redis unavailable (%s); retrying", type(exc).__name__)
+                await asyncio.sleep(0.5)
+
     async def _fill_slots(self) -> None:
         free = self._settings.concurrency - len(self._tasks)
         if free <= 0:
             await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
             return
-        entries = await self._reclaim(free) or await self._read(free)
+        reclaimed = await self._reclaim(free)
+        if reclaimed:
+            self._events.jobs_reclaimed(len(reclaimed))
+        entries = reclaimed or await self._read(free)
         for entry_id, fields in entries:
             task = asyncio.create_task(self._handle(entry_id, fields))
             self._tasks.add(task)
@@ -191,30 +274,42 @@ class RedisStreamWorker:
         return int(pending[0]["times_delivered"]) if pending else 1
 
     async def _handle(self, entry_id: str, fields: dict[str, str]) -> None:
+        self._events.job_started()
+        started = time.perf_counter()
+        outcome: JobOutcome = "retry"
+        try:
+            outcome = await self._deliver(entry_id, fields)
+        finally:
+            self._events.job_finished(outcome, time.perf_counter() - started)
+
+    async def _deliver(self, entry_id: str, fields: dict[str, str]) -> JobOutcome:
         try:
             job = ScoringJob.model_validate_json(fields["job"])
         except (KeyError, ValueError):
             await self._dead_letter(entry_id, fields, "malformed job entry", attempts=1)
             await self._ack(entry_id)
-            return
+            self._events.dead_lettered("unknown")
+            return "dead_letter"
         try:
             existing = await self._records.get(job.id, scope=RecordScope.everyone())
             if existing is not None and existing.status in FINAL_STATUSES:
                 await self._ack(entry_id)  # a retried delivery of a job already scored
-                return
+                return "duplicate"
             attempts = await self._deliveries(entry_id)
             if attempts > self._settings.max_attempts:
                 await self._give_up(entry_id, fields, job, attempts)
-                return
+                return "dead_letter"
             record = await self._process(job)
             await self._publish(record)
             await self._ack(entry_id, job.id)
+            return "done"
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # left unacknowledged: reclaimed and retried after claim_idle_ms
             log.warning("scoring job %s failed: %s", entry_id, type(exc).__name__)
             with contextlib.suppress(RedisError):
                 await self._redis.hset(self._keys.errors, job.id, f"{type(exc).__name__}: {exc}"[:500])
+            return "retry"
 
     async def _ack(self, entry_id: str, job_id: str | None = None) -> None:
         async with self._redis.pipeline(transaction=True) as pipe:
@@ -231,7 +326,7 @@ class RedisStreamWorker:
         await self._dead_letter(entry_id, fields, error, attempts=attempts)
         await self._publish(TrustRecord.for_job(job, "failed",
                                                 error=f"dead-lettered after {attempts - 1} attempts: {error}"))
-        self._on_dead_letter(job)
+        self._events.dead_lettered(job.model)
         await self._ack(entry_id, job.id)
 
     async def _dead_letter(self, entry_id: str, fields: dict[str, Any], error: str, *, attempts: int) -> None:

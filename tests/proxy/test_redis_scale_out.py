@@ -166,11 +166,34 @@ def test_worker_serves_its_own_metrics(fake_upstream: FakeUpstream, redis_server
     assert 'trustgate_upstream_calls_total{model="fake",purpose="bc"} 1.0' in text
 
 
+class RecordedEvents:
+    """A WorkerEvents that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.dead: list[str] = []
+        self.reclaimed = 0
+        self.outcomes: list[str] = []
+        self.in_flight = 0
+
+    def job_started(self) -> None:
+        self.in_flight += 1
+
+    def job_finished(self, outcome: str, seconds: float) -> None:
+        self.in_flight -= 1
+        self.outcomes.append(outcome)
+
+    def jobs_reclaimed(self, count: int) -> None:
+        self.reclaimed += count
+
+    def dead_lettered(self, model: str) -> None:
+        self.dead.append(model)
+
+
 def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: RedisServer) -> None:
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2,
                              concurrency=2)
     keys = StreamKeys(settings.redis_prefix)
-    dead: list[str] = []
+    events = RecordedEvents()
 
     async def scenario() -> list[TrustRecord | None]:
         from redis.asyncio import Redis
@@ -182,16 +205,16 @@ def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: Redi
             raise ValueError(f"cannot score {job.id}")
 
         worker = RedisStreamWorker(redis, store, settings, process=always_fails, publish=store.put,
-                                   consumer="w1", on_dead_letter=lambda job: dead.append(job.id), block_ms=100)
+                                   consumer="w1", events=events, block_ms=100)
         await worker.ensure_group()
         for job_id in ("j1", "j2"):
-            await redis.xadd(keys.stream, {"job": ScoringJob(id=job_id, model="m", question="q",
+            await redis.xadd(keys.stream, {"job": ScoringJob(id=job_id, model=f"model-{job_id}", question="q",
                                                             answer="a").model_dump_json()})
         await redis.xadd(keys.stream, {"not-a-job": "x"})
         stop = asyncio.Event()
         run = asyncio.create_task(worker.run(stop, grace_s=1))
         deadline = time.monotonic() + 15
-        while len(dead) < 2 and time.monotonic() < deadline:
+        while len(events.dead) < 3 and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         stop.set()
         await run
@@ -200,7 +223,7 @@ def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: Redi
         return records
 
     records = asyncio.run(scenario())
-    assert sorted(dead) == ["j1", "j2"]
+    assert sorted(events.dead) == ["model-j1", "model-j2", "unknown"]  # "unknown": the malformed entry
     client = redis_server.client()
     letters = [fields for _, fields in client.xrange(keys.dead_letters)]
     assert sorted(f.get("error", "") for f in letters) == ["ValueError: cannot score j1", "ValueError: cannot score j2",
