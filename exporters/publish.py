@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from scoring.types import TrustRecord
 
-from .otel import Telemetry
 from .prometheus import GatewayMetrics
 from .store import RecordStore
 
@@ -12,13 +11,15 @@ __all__ = ["RecordPublisher"]
 
 
 class RecordPublisher:
-    def __init__(self, store: RecordStore, metrics: GatewayMetrics, telemetry: Telemetry) -> None:
+    def __init__(self, store: RecordStore, metrics: GatewayMetrics) -> None:
         self.store = store
         self._metrics = metrics
-        self._telemetry = telemetry
 
     async def publish(self, record: TrustRecord) -> None:
-        """Metrics and events first: they cannot fail, and a store outage must not hide them."""
+        """Metrics first: they cannot fail, and a store outage must not hide them.
+
+        Evaluation events are emitted where the job is scored (``proxy.trust.traced``),
+        inside its scoring span and with the request's trace context.
+        """
         self._metrics.observe_record(record)
-        self._telemetry.emit_evaluations(record)
         await self.store.put(record)

@@ -83,14 +83,14 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     return redis
 
 
-async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, telemetry: Telemetry,
-                          redis: Redis | None, stack: contextlib.AsyncExitStack) -> RecordPublisher:
+async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None,
+                          stack: contextlib.AsyncExitStack) -> RecordPublisher:
     """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite."""
     queue = settings.trustgate.scoring.queue
     config = settings.trustgate.store
     if redis is not None:
         return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s,
-                                                max_record_bytes=config.max_record_bytes), metrics, telemetry)
+                                                max_record_bytes=config.max_record_bytes), metrics)
     shed_log = ThrottledLog(log)
 
     def shed() -> None:
@@ -103,7 +103,7 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, te
                               max_pending_writes=config.max_pending_writes, on_shed=shed)
     await store.open()
     stack.push_async_callback(store.close)
-    return RecordPublisher(store, metrics, telemetry)
+    return RecordPublisher(store, metrics)
 
 
 async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, metrics: GatewayMetrics,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -12,8 +13,9 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from redis.exceptions import RedisError
 
-from exporters import sse_trust_chunk, trust_headers
+from exporters import RequestTrace, sse_trust_chunk, trust_headers
 
 from .completion import UpstreamStream
 from .errors import ClientDisconnected, GatewayError, InvalidRequest, NotFound
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["router"]
 
 router = APIRouter()
+log = logging.getLogger("trustgate")
 
 T = TypeVar("T")
 
@@ -51,7 +54,14 @@ async def _read_body(request: Request, limit: int) -> bytes:
 async def chat_completions(request: Request) -> Response:
     gateway = _gateway(request)
     started = time.perf_counter()
+    traced = gateway.telemetry.start_request(request.headers)
     model_label, stream = "unknown", False
+
+    def failed(status: int, error: str) -> None:
+        gateway.metrics.observe_request(model=model_label, status=status, stream=stream,
+                                        seconds=time.perf_counter() - started)
+        traced.end(status, error)
+
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
         raw = await _read_body(request, gateway.settings.trustgate.server.max_body_bytes)
@@ -60,25 +70,33 @@ async def chat_completions(request: Request) -> Response:
         stream = chat.stream
         gateway.upstream.require_group(chat.model)
         model_label = chat.model
+        traced.named(chat.model, stream)
         caller.require_model(chat.model)
         plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers, body=raw,
-                                  rag=parsed.rag)
+                                  rag=parsed.rag, traceparent=traced.traceparent)
         gateway.metrics.upstream_calls.labels(model=chat.model, purpose="user").inc()
-        with gateway.telemetry.request_span(chat.model, stream):
-            if stream:
-                opened = await gateway.upstream.open_stream(chat.model, body, may_use=caller.may_use)
-                return _stream_response(gateway, opened, plan, parsed.messages, started)
-            completion = await _unless_client_leaves(
-                request, gateway.upstream.complete(chat.model, body, may_use=caller.may_use))
+        if stream:
+            opened = await gateway.upstream.open_stream(chat.model, body, may_use=caller.may_use)
+            return _stream_response(gateway, opened, plan, parsed.messages, started, traced)
+        completion = await _unless_client_leaves(
+            request, gateway.upstream.complete(chat.model, body, may_use=caller.may_use))
     except GatewayError as exc:
-        gateway.metrics.observe_request(model=model_label, status=exc.status_code, stream=stream,
-                                        seconds=time.perf_counter() - started)
+        failed(exc.status_code, exc.code or exc.error_type)
         raise
+    except Exception as exc:  # answered 500 by the app's handler; counted and traced here
+        failed(500, type(exc).__name__)
+        raise
+    except BaseException:  # the client went away (cancelled): the span must still end
+        traced.end(499, "cancelled")
+        raise
+    answer = Answer.from_reply(completion.reply)
     headers: dict[str, str] = {}
     if plan.decision.sampled:
-        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, Answer.from_reply(completion.reply)))
+        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, answer))
+    traced.answered(answer.completion_id, plan.record_id if plan.decision.sampled else None)
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
+    traced.end(200)
     return Response(completion.raw, media_type="application/json", headers=headers)
 
 
@@ -112,22 +130,31 @@ async def _client_gone(request: Request) -> None:
         pass
 
 
-def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan,
-                     messages: list[dict[str, Any]], started: float) -> StreamingResponse:
+def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
+                     started: float, traced: RequestTrace) -> StreamingResponse:
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    tap = SseTap()
     if plan.decision.sampled:
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
-        chunks = _scored_stream(gateway, opened, plan, messages)
+        chunks = _scored_stream(gateway, opened, tap, plan, messages)
     else:
-        chunks = aiter(opened)
-    return StreamingResponse(_metered_stream(gateway, chunks, plan.model, started),
+        chunks = _tapped(opened, tap)
+    return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, started, traced),
                              media_type="text/event-stream", headers=headers)
 
 
-async def _scored_stream(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan,
+async def _tapped(opened: UpstreamStream, tap: SseTap) -> AsyncIterator[bytes]:
+    """Forward the upstream's bytes untouched, reading the completion id from the first events (unscored streams)."""
+    async for chunk in opened:
+        if not tap.completion_id:
+            for _ in tap.feed(chunk):
+                pass
+        yield chunk
+
+
+async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: SseTap, plan: TrustPlan,
                          messages: list[dict[str, Any]]) -> AsyncIterator[bytes]:
     """Forward events; once the answer is complete, score it and (sync mode) send a trust chunk before [DONE]."""
-    tap = SseTap()
     async for chunk in opened:
         for event in tap.feed(chunk):
             yield event
@@ -140,19 +167,25 @@ async def _scored_stream(gateway: Gateway, opened: UpstreamStream, plan: TrustPl
         yield DONE_EVENT
 
 
-async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], model: str,
-                          started: float) -> AsyncIterator[bytes]:
-    """Forward the stream; a failure mid-stream becomes a final error event."""
-    status = 200
+async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: TrustPlan, tap: SseTap,
+                          started: float, traced: RequestTrace) -> AsyncIterator[bytes]:
+    """Forward the stream; a failure mid-stream becomes a final error event. The request span ends here."""
+    status, error = 200, None
     try:
         async for chunk in chunks:
             yield chunk
     except GatewayError as exc:
-        status = exc.status_code
+        status, error = exc.status_code, exc.code or exc.error_type
         yield b"data: " + orjson.dumps(exc.body()) + b"\n\n"
+    except BaseException as exc:  # the client went away, or a bug: counted, and the span still ends
+        status, error = (499, "cancelled") if isinstance(exc, asyncio.CancelledError | GeneratorExit) \
+            else (500, type(exc).__name__)
+        raise
     finally:
-        gateway.metrics.observe_request(model=model, status=status, stream=True,
+        gateway.metrics.observe_request(model=plan.model, status=status, stream=True,
                                         seconds=time.perf_counter() - started)
+        traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)
+        traced.end(status, error)
 
 
 @router.get("/v1/trust/{record_id}")
@@ -191,4 +224,9 @@ async def readiness(request: Request) -> JSONResponse:
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    return Response(generate_latest(_gateway(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    gateway = _gateway(request)
+    try:  # read at scrape time: in Redis mode the backlog is the shared stream's, not this process's
+        gateway.metrics.scoring_queue_depth.set(await gateway.trust.queue_depth())
+    except RedisError as exc:
+        log.warning("scoring queue depth unavailable: %s", type(exc).__name__)
+    return Response(generate_latest(gateway.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -64,4 +64,5 @@ class SseTap:
             self._logprobs += choice.chosen_logprobs()
 
     def answer(self) -> Answer:
-        return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None)
+        return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None,
+                      completion_id=self.completion_id or None)

@@ -57,6 +57,10 @@ class ScoringJob(BaseModel):
     documents: list[dict[str, Any]] | None = None
     policy: dict[str, Any] = Field(default_factory=dict)
     created_at: float = Field(default_factory=time.time)
+    # Joins the scores to the request they score: the upstream's completion id (``chatcmpl-…``)
+    # and the request span's W3C traceparent (None when tracing is off).
+    completion_id: str | None = None
+    traceparent: str | None = None
 
 
 class ComponentResult(BaseModel):

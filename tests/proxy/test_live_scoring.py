@@ -270,15 +270,18 @@ def test_spans_and_evaluation_events(fake_upstream: FakeUpstream,
     telemetry = Telemetry(tracer_provider.get_tracer("test"), logger_provider.get_logger("test"))
     server = start_gateway(scoring_config(fake_upstream.url), telemetry=telemetry,  # type: ignore[attr-defined]
                            scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
-    record_id = chat(server, headers={"x-trustgate-mode": "sync"}).headers["x-trust-id"]
+    response = chat(server, headers={"x-trustgate-mode": "sync"})
+    record_id, completion_id = response.headers["x-trust-id"], response.json()["id"]
     names = [span.name for span in spans.get_finished_spans()]
     assert "chat fake" in names and "trustgate.score" in names
     score_span = next(s for s in spans.get_finished_spans() if s.name == "trustgate.score")
-    assert score_span.attributes["gen_ai.response.id"] == record_id  # type: ignore[index]
+    assert score_span.attributes["gen_ai.response.id"] == completion_id  # type: ignore[index]
+    assert score_span.attributes["trustgate.trust.id"] == record_id  # type: ignore[index]
     events = [r.log_record for r in logs.get_finished_logs()]
     assert {e.event_name for e in events} == {"gen_ai.evaluation.result"}
     by_name = {e.attributes["gen_ai.evaluation.name"]: e.attributes for e in events}  # type: ignore[index]
     assert by_name["trustgate.trust_bc"]["gen_ai.evaluation.score.value"] == 0.9
     assert by_name["trustgate.trust_fc"]["gen_ai.evaluation.score.label"] == "neutral"
     assert by_name["trustgate.trust_ov"]["gen_ai.evaluation.score.label"] == "uncertain"
-    assert all(a["gen_ai.response.id"] == record_id for a in by_name.values())
+    assert all(a["gen_ai.response.id"] == completion_id and a["trustgate.trust.id"] == record_id
+               for a in by_name.values())

@@ -1,0 +1,157 @@
+"""OpenTelemetry through the real gateway, on in-memory exporters: one trace from the caller's
+``traceparent`` through the request span and the scoring span to the evaluation events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from exporters import Telemetry
+from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_live_scoring import AUTH, AskingScorer, RaisingScorer, scoring_config
+from tests.servers import ServerThread
+
+TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
+PARENT_ID = 0x00F067AA0BA902B7
+TRACEPARENT = f"00-{TRACE_ID:032x}-{PARENT_ID:016x}-01"
+
+
+@dataclass
+class Recorded:
+    spans: InMemorySpanExporter
+    logs: InMemoryLogRecordExporter
+    telemetry: Telemetry
+
+    def finished(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.spans.get_finished_spans() if s.name == name]
+
+    def events(self) -> list[ReadableLogRecord]:
+        return [r.log_record for r in self.logs.get_finished_logs()]  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def recorded() -> Iterator[Recorded]:
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    yield Recorded(spans, logs, Telemetry(tracer_provider.get_tracer("test"), logger_provider.get_logger("test")))
+    tracer_provider.shutdown()
+    logger_provider.shutdown()
+
+
+@pytest.fixture
+def traced_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+                   recorded: Recorded) -> ServerThread:
+    return start_gateway(scoring_config(fake_upstream.url, mode="sync"),  # type: ignore[attr-defined]
+                         telemetry=recorded.telemetry, scorers=[AskingScorer("bc", 0.9), RaisingScorer()])
+
+
+def post(server: ServerThread, content: str = "Who built the first temple?", **extra: Any) -> httpx.Response:
+    return httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "traceparent": TRACEPARENT},
+                      json={"model": "fake", "messages": [{"role": "user", "content": content}], **extra}, timeout=20)
+
+
+def test_one_trace_from_the_request_to_its_evaluation_events(traced_gateway: ServerThread,
+                                                             recorded: Recorded) -> None:
+    response = post(traced_gateway)
+    completion_id, trust_id = response.json()["id"], response.headers["x-trust-id"]
+    assert completion_id.startswith("chatcmpl-")
+    (request,) = recorded.finished("chat fake")
+    (scoring,) = recorded.finished("trustgate.score")
+    # The caller's trace is continued.
+    assert request.context.trace_id == TRACE_ID and request.parent is not None
+    assert request.parent.span_id == PARENT_ID and request.parent.is_remote
+    assert request.attributes["gen_ai.response.id"] == completion_id  # type: ignore[index]
+    assert request.attributes["trustgate.trust.id"] == trust_id  # type: ignore[index]
+    assert request.attributes["http.response.status_code"] == 200  # type: ignore[index]
+    # The scoring span is in that trace, under the request span, and linked to it.
+    assert scoring.context.trace_id == TRACE_ID
+    assert scoring.parent is not None and scoring.parent.span_id == request.context.span_id
+    assert [link.context.span_id for link in scoring.links] == [request.context.span_id]
+    assert scoring.attributes["gen_ai.response.id"] == completion_id  # type: ignore[index]
+    assert scoring.attributes["trustgate.trust.id"] == trust_id  # type: ignore[index]
+    # Every evaluation event is parented to the request span it evaluates.
+    events = recorded.events()
+    assert events and {e.event_name for e in events} == {"gen_ai.evaluation.result"}
+    for event in events:
+        assert (event.trace_id, event.span_id) == (TRACE_ID, request.context.span_id)
+        assert event.attributes["gen_ai.response.id"] == completion_id  # type: ignore[index]
+        assert event.attributes["trustgate.trust.id"] == trust_id  # type: ignore[index]
+    by_name = {e.attributes["gen_ai.evaluation.name"]: e.attributes for e in events}  # type: ignore[index]
+    assert by_name["trustgate.trust_bc"]["gen_ai.evaluation.score.value"] == 0.9
+    # The component that failed emits its own event with error.type and no score.
+    assert by_name["trustgate.trust_fc"]["error.type"] == "RuntimeError"
+    assert "gen_ai.evaluation.score.value" not in by_name["trustgate.trust_fc"]
+
+
+def test_without_a_traceparent_the_request_starts_its_own_trace(traced_gateway: ServerThread,
+                                                                recorded: Recorded) -> None:
+    httpx.post(f"{traced_gateway.url}/v1/chat/completions", headers=AUTH, timeout=20,
+               json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]})
+    (request,) = recorded.finished("chat fake")
+    (scoring,) = recorded.finished("trustgate.score")
+    assert request.parent is None and request.context.trace_id != TRACE_ID
+    assert scoring.context.trace_id == request.context.trace_id
+
+
+def test_the_request_span_covers_the_whole_stream(traced_gateway: ServerThread, recorded: Recorded) -> None:
+    with httpx.stream("POST", f"{traced_gateway.url}/v1/chat/completions",
+                      headers={**AUTH, "traceparent": TRACEPARENT}, timeout=20,
+                      json={"model": "fake", "stream": True,
+                            "messages": [{"role": "user", "content": "stream it"}]}) as response:
+        lines = response.iter_lines()
+        first = next(line for line in lines if line.startswith("data:"))
+        assert not recorded.finished("chat fake"), "the span ended before the stream did"
+        rest = [line for line in lines if line.startswith("data:")]
+    assert first and rest[-1] == "data: [DONE]"
+    (request,) = recorded.finished("chat fake")
+    assert request.attributes["gen_ai.response.id"] == "chatcmpl-fake-stream"  # type: ignore[index]
+    assert request.attributes["trustgate.stream"] is True  # type: ignore[index]
+    assert request.attributes["http.response.status_code"] == 200  # type: ignore[index]
+    (scoring,) = recorded.finished("trustgate.score")
+    assert scoring.end_time is not None and request.end_time is not None and scoring.end_time <= request.end_time
+    assert scoring.parent is not None and scoring.parent.span_id == request.context.span_id
+
+
+@pytest.mark.parametrize("content, status", [("[fail:503]", 503), ("[fail:400]", 400)])
+def test_upstream_errors_end_the_span_with_their_status(traced_gateway: ServerThread, recorded: Recorded,
+                                                        content: str, status: int) -> None:
+    assert post(traced_gateway, content).status_code == status
+    (request,) = recorded.finished("chat fake")
+    assert request.attributes["http.response.status_code"] == status  # type: ignore[index]
+    assert request.attributes["error.type"]  # type: ignore[index]
+    assert (request.status.status_code == StatusCode.ERROR) == (status >= 500)
+    assert not recorded.finished("trustgate.score")
+
+
+def test_an_unexpected_500_still_ends_the_span(traced_gateway: ServerThread, recorded: Recorded) -> None:
+    async def broken(model: str, body: dict[str, Any]) -> Any:
+        raise RuntimeError("a bug")
+
+    traced_gateway.app.state.gateway.upstream.complete = broken  # type: ignore[attr-defined]
+    assert post(traced_gateway).status_code == 500
+    (request,) = recorded.finished("chat fake")
+    assert request.attributes["http.response.status_code"] == 500  # type: ignore[index]
+    assert request.attributes["error.type"] == "RuntimeError"  # type: ignore[index]
+    assert request.status.status_code == StatusCode.ERROR
+
+
+def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded: Recorded) -> None:
+    response = httpx.post(f"{traced_gateway.url}/v1/chat/completions", headers={"traceparent": TRACEPARENT},
+                          json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 401
+    (request,) = recorded.finished("chat")  # never named: the model was not read before the 401
+    assert request.context.trace_id == TRACE_ID
+    assert request.attributes["http.response.status_code"] == 401  # type: ignore[index]
