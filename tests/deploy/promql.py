@@ -1,8 +1,8 @@
 """What the deploy files may query: the gateway's exported series, and the metric
 names, label matchers and grouping labels found in PromQL expressions.
 
-The exported series are derived from ``exporters.prometheus.build_metrics`` on a
-fresh registry, the way the text exposition names its samples: counters get
+The exported series are derived from ``exporters.prometheus.build_metrics`` and
+``build_worker_metrics`` on a fresh registry, the way the text exposition names its samples: counters get
 ``_total``, histograms ``_bucket``/``_sum``/``_count``, gauges keep their name.
 """
 
@@ -18,7 +18,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 from prometheus_client.metrics import MetricWrapperBase
 
-from exporters.prometheus import build_metrics
+from exporters.prometheus import build_metrics, build_worker_metrics
 
 __all__ = [
     "DEPLOY",
@@ -35,6 +35,8 @@ __all__ = [
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 # Labels Prometheus adds to every scraped series.
 SCRAPE_LABELS = frozenset({"job", "instance"})
+# Series Prometheus itself makes for every target, which alerts and panels may read too.
+PROMETHEUS_SERIES = {"up": SCRAPE_LABELS}
 
 _SUFFIXES = {
     "counter": ("_total", "_created"),
@@ -52,15 +54,17 @@ _GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\
 
 
 def exported_series() -> dict[str, frozenset[str]]:
-    """Every sample name the gateway exposes, mapped to the labels it can carry."""
+    """Every sample name the gateway and the workers expose (and ``up``), mapped to the labels it can carry."""
     metrics = build_metrics(CollectorRegistry())
+    worker = build_worker_metrics(metrics.registry, metrics)
     label_names: dict[str, frozenset[str]] = {}
-    for field in dataclasses.fields(metrics):
-        metric = getattr(metrics, field.name)
-        if isinstance(metric, MetricWrapperBase):
-            # prometheus_client has no public accessor for a metric's label names.
-            label_names[metric.describe()[0].name] = frozenset(metric._labelnames)
-    series: dict[str, frozenset[str]] = {}
+    for owner in (metrics, worker):
+        for field in dataclasses.fields(owner):
+            metric = getattr(owner, field.name)
+            if isinstance(metric, MetricWrapperBase):
+                # prometheus_client has no public accessor for a metric's label names.
+                label_names[metric.describe()[0].name] = frozenset(metric._labelnames)
+    series: dict[str, frozenset[str]] = dict(PROMETHEUS_SERIES)
     for family in metrics.registry.collect():
         labels = label_names.get(family.name, frozenset()) | SCRAPE_LABELS
         for suffix in _SUFFIXES.get(family.type, ("",)):
@@ -74,9 +78,10 @@ def _code(expr: str) -> str:
 
 
 def metric_names(expr: str) -> set[str]:
-    """Metric names (``trustgate_*``, including recorded ``level:trustgate_…:op`` names) in a PromQL expression."""
+    """Metric names (``trustgate_*``, including recorded ``level:trustgate_…:op`` names, and ``up``) in a PromQL
+    expression."""
     code = _code(expr)
-    names = {token for token in _IDENTIFIER.findall(code) if "trustgate_" in token}
+    names = {token for token in _IDENTIFIER.findall(code) if "trustgate_" in token or token in PROMETHEUS_SERIES}
     # Every plain trustgate_[a-z_]+ match must belong to one of the names found.
     assert all(any(match in name for name in names) for match in _TRUSTGATE.findall(code))
     return names

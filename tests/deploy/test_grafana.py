@@ -30,6 +30,15 @@ REQUIRED_SERIES = {
     "scoring cost by purpose": "trustgate_upstream_calls_total",
     "request rate": "trustgate_requests_total",
     "request latency": "trustgate_request_duration_seconds_bucket",
+    "RAG metrics": "trustgate_rag_metric_bucket",
+    "RAG refusals": "trustgate_rag_refusals_total",
+    "dead letters": "trustgate_scoring_dead_letters_total",
+    "sync timeouts": "trustgate_scoring_sync_timeouts_total",
+    "worker jobs": "trustgate_worker_jobs_total",
+    "worker jobs in flight": "trustgate_worker_jobs_in_flight",
+    "worker job duration": "trustgate_worker_job_duration_seconds_bucket",
+    "reclaimed jobs": "trustgate_worker_jobs_reclaimed_total",
+    "targets up": "up",
 }
 
 

@@ -1,9 +1,11 @@
-"""The Prometheus config and rules: promtool accepts them, their unit tests pass,
-and every series they read is one the gateway exports."""
+"""The Prometheus config and rules, and the Alertmanager they send to: promtool and amtool
+accept them, the rules' unit tests pass, every series they read is one the gateway or a
+worker exports, and every alert links a runbook that exists."""
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,8 @@ from tests.deploy.conftest import RULES, RULES_TEST
 from tests.deploy.promql import DEPLOY, labels_of, metric_names, unknown_references
 
 PROMETHEUS_YML = DEPLOY / "prometheus" / "prometheus.yml"
+ALERTMANAGER_YML = DEPLOY / "alertmanager" / "alertmanager.yml"
+RUNBOOKS = DEPLOY.parent / "docs" / "runbooks.md"
 ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
 
 
@@ -70,14 +74,36 @@ def test_required_alerts_exist(rules: dict[str, Any]) -> None:
         "scoring backlog": {"trustgate_scoring_queue_depth"},
         "scorer errors": {"trustgate_scorer_errors_total"},
         "shed jobs": {"trustgate_scoring_shed_jobs_total"},
-        "gateway 5xx": {"trustgate_requests_total"},
+        "dead letters": {"trustgate_scoring_dead_letters_total"},
+        "sync timeouts": {"trustgate_scoring_sync_timeouts_total", "trustgate_requests_total"},
+        "errors and upstream errors": {"trustgate_requests_total"},
+        "p99 latency": {"trustgate_request_duration_seconds_bucket"},
+        "a target down": {"up"},
     }
     for what, metrics in needs.items():
         assert any(metrics <= used for used in expanded.values()), f"no alert on the {what} ({sorted(metrics)})"
     for name, rule in alerts.items():
         assert rule.get("for"), f"{name}: alerts must hold for a while before firing"
         assert rule["labels"]["severity"] in {"warning", "critical"}, name
-        assert {"summary", "description"} <= set(rule["annotations"]), name
+        assert {"summary", "description", "runbook_url"} <= set(rule["annotations"]), name
+    assert {"TrustGateScoringBacklogGrowing", "TrustGateUpstreamErrors", "TrustGateGatewayErrors",
+            "TrustGateLatencyP99High", "TrustGateTargetDown", "TrustGateSyncTimeouts",
+            "TrustGateScoringDeadLetters"} <= set(alerts)
+
+
+def _anchor(heading: str) -> str:
+    """The fragment a Markdown renderer (GitHub's rules) gives a heading."""
+    return re.sub(r"[^a-z0-9 _-]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_alert_links_its_runbook_section(rules: dict[str, Any]) -> None:
+    headings = re.findall(r"^## (.+)$", RUNBOOKS.read_text(), re.MULTILINE)
+    anchors = {_anchor(h): h for h in headings}
+    for name, rule in _alerts(rules).items():
+        path, _, fragment = rule["annotations"]["runbook_url"].partition("#")
+        assert path == "docs/runbooks.md" and (DEPLOY.parent / path).is_file(), name
+        assert anchors.get(fragment) == name, f"{name}: runbook_url #{fragment} is not its section"
+    assert set(anchors.values()) == set(_alerts(rules)), "a runbook section without an alert, or the reverse"
 
 
 def _recorded_expr(rules: dict[str, Any], record: str) -> str:
@@ -131,3 +157,43 @@ def test_scrape_jobs_find_the_compose_services(compose: dict[str, Any], job: str
     assert service in compose["services"]
     exposed = {str(p) for p in compose["services"][service].get("expose", [])}
     assert service == "gateway" or str(port) in exposed, f"{service} does not expose {port}"
+
+
+def test_prometheus_sends_alerts_to_the_compose_alertmanager(compose: dict[str, Any]) -> None:
+    config = yaml.safe_load(PROMETHEUS_YML.read_text())
+    (manager,) = config["alerting"]["alertmanagers"]
+    (target,) = manager["static_configs"][0]["targets"]
+    host, port = target.split(":")
+    service = compose["services"][host]
+    assert service["image"].startswith("prom/alertmanager:")
+    assert f"127.0.0.1:{port}:{port}" in service["ports"]
+    (config_flag,) = [arg for arg in service["command"] if arg.startswith("--config.file=")]
+    source = host_path(config_flag.split("=", 1)[1], service, ENV)
+    assert source is not None and (DEPLOY / source).resolve() == ALERTMANAGER_YML
+    assert host in compose["services"]["prometheus"]["depends_on"]
+
+
+@pytest.fixture(scope="module")
+def amtool() -> str:
+    path = shutil.which("amtool")
+    if path is None:
+        pytest.skip("amtool is not installed (Debian package `prometheus-alertmanager`; `make install` installs it)")
+    return path
+
+
+def test_amtool_check_config(amtool: str) -> None:
+    result = subprocess.run([amtool, "check-config", str(ALERTMANAGER_YML)], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_commented_slack_and_pagerduty_receivers_are_valid_too(amtool: str, tmp_path: Path) -> None:
+    """Uncommenting the examples (as the file invites) must give a config Alertmanager accepts."""
+    head, receivers = ALERTMANAGER_YML.read_text().split("\nreceivers:\n")
+    uncommented = re.sub(r"^  # (?=- |  )", "  ", receivers, flags=re.MULTILINE)
+    names = [receiver["name"] for receiver in yaml.safe_load("receivers:\n" + uncommented)["receivers"]]
+    assert names == ["webhook", "slack", "pagerduty"]
+    copy = tmp_path / "alertmanager.yml"
+    copy.write_text(head + "\nreceivers:\n" + uncommented)
+    result = subprocess.run([amtool, "check-config", str(copy)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
