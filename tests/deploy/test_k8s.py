@@ -1,6 +1,7 @@
-"""deploy/k8s: every manifest parses (multi-document YAML) and carries the fields the
-API server requires; Services, probes, Secrets and the ConfigMap's config are wired up.
-(No cluster or schema validator here, so the checks are structural.)"""
+"""deploy/k8s: every manifest passes Kubernetes' strict schema validation (kubernetes-validate,
+offline) and is wired up: Services, probes, Secrets, the ConfigMap's config, disruption
+budgets, network policies, pinned images, and the Prometheus Operator objects kept apart.
+(No cluster here: tests/deploy/test_roles.py runs the Deployments' commands as processes.)"""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
+import kubernetes_validate
 import pytest
 import yaml
 
 from proxy.config import settings_from_dict
 from scoring.settings import ScoringSettings
+from tests.deploy.conftest import RULES
 from tests.deploy.promql import DEPLOY, load_yaml_docs
+from tests.deploy.test_compose import PINNED_IMAGE
 
 K8S = DEPLOY / "k8s"
+MONITORING = K8S / "monitoring"
 NAMESPACE = "trustgate"
 API_VERSIONS = {
     "Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1", "PersistentVolumeClaim": "v1",
-    "Deployment": "apps/v1", "HorizontalPodAutoscaler": "autoscaling/v2",
+    "Deployment": "apps/v1", "HorizontalPodAutoscaler": "autoscaling/v2", "PodDisruptionBudget": "policy/v1",
+    "NetworkPolicy": "networking.k8s.io/v1",
 }
 
 
@@ -65,6 +71,8 @@ def test_the_stack_is_complete(objects: dict[tuple[str, str], dict[str, Any]]) -
         ("Deployment", "oxigraph"), ("Service", "oxigraph"),
         ("Deployment", "redis"), ("Service", "redis"),
         ("Deployment", "trustgate-worker"), ("HorizontalPodAutoscaler", "trustgate-worker"),
+        ("PodDisruptionBudget", "trustgate-gateway"), ("PodDisruptionBudget", "trustgate-worker"),
+        ("NetworkPolicy", "default-deny-ingress"),
     }
     assert expected <= set(objects)
 
@@ -171,3 +179,128 @@ def test_workers_scale(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
     annotations = worker["spec"]["template"]["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"
     assert int(annotations["prometheus.io/port"]) == _port_names(worker)["metrics"]
+
+
+def test_strict_schema_validation(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Every object against the Kubernetes OpenAPI schemas, rejecting unknown fields (as `kubectl --validate=strict`)."""
+    version = kubernetes_validate.latest_version()
+    for (kind, name), obj in objects.items():
+        kubernetes_validate.validate(obj, version, strict=True)
+    broken = {**objects["Deployment", "trustgate-gateway"], "spec": {
+        **objects["Deployment", "trustgate-gateway"]["spec"], "replica": 2}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, version, strict=True)
+
+
+def test_images_are_pinned(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+    for deployment in _deployments(objects):
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            assert PINNED_IMAGE.fullmatch(container["image"]), f"{deployment['metadata']['name']}: {container['image']}"
+
+
+def test_disruption_budgets_keep_a_gateway_and_a_worker(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+    for name in ("trustgate-gateway", "trustgate-worker"):
+        budget = objects["PodDisruptionBudget", name]["spec"]
+        labels = objects["Deployment", name]["spec"]["template"]["metadata"]["labels"]
+        assert budget["selector"]["matchLabels"].items() <= labels.items(), name
+        assert budget["minAvailable"] >= 1
+    assert objects["Deployment", "trustgate-gateway"]["spec"]["replicas"] > \
+        objects["PodDisruptionBudget", "trustgate-gateway"]["spec"]["minAvailable"], "a drain could never proceed"
+    assert objects["HorizontalPodAutoscaler", "trustgate-worker"]["spec"]["minReplicas"] > \
+        objects["PodDisruptionBudget", "trustgate-worker"]["spec"]["minAvailable"]
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return True
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    return all(labels.get(e["key"]) in e["values"] if e["operator"] == "In" else labels.get(e["key"]) not in e["values"]
+               for e in selector.get("matchExpressions", []))
+
+
+def _admits(policies: list[dict[str, Any]], target: dict[str, str], port: int | str, source: dict[str, str]) -> bool:
+    """Whether some policy selecting ``target`` admits traffic from pods labelled ``source`` to ``port``."""
+    for policy in policies:
+        if not _selects(policy["spec"]["podSelector"], target):
+            continue
+        for rule in policy["spec"].get("ingress", []):
+            ports = [p["port"] for p in rule.get("ports", [])]
+            sources = rule.get("from")
+            if (not ports or port in ports) and (sources is None or any(
+                    "podSelector" in s and _selects(s["podSelector"], source) for s in sources)):
+                return True
+    return False
+
+
+def test_network_policies_admit_exactly_the_traffic_the_stack_needs(
+        objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+    policies = [obj for (kind, _), obj in objects.items() if kind == "NetworkPolicy"]
+    deny_all = [p for p in policies if p["spec"]["podSelector"] == {} and not p["spec"].get("ingress")]
+    assert deny_all and deny_all[0]["spec"]["policyTypes"] == ["Ingress"], "no default deny for ingress"
+    labels = {name: objects["Deployment", name]["spec"]["template"]["metadata"]["labels"]
+              for (kind, name) in objects if kind == "Deployment"}
+    outsider = {"app": "something-else"}
+    # Clients reach the gateway; scrapers reach the gateway's and the workers' metrics.
+    assert _admits(policies, labels["trustgate-gateway"], "http", outsider)
+    assert _admits(policies, labels["trustgate-worker"], "metrics", outsider)
+    # The backends serve TrustGate's pods only.
+    for backend in ("local-llm", "oxigraph", "redis"):
+        for client in ("trustgate-gateway", "trustgate-worker"):
+            assert _admits(policies, labels[backend], _port_names(objects["Deployment", backend]).popitem()[0],
+                           labels[client]), f"{client} cannot reach {backend}"
+        assert not _admits(policies, labels[backend], "any", outsider), f"anyone can reach {backend}"
+
+
+def test_worker_probes(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+    container = _container(objects, "trustgate-worker")
+    assert container["livenessProbe"]["httpGet"] == {"path": "/health/liveness", "port": "metrics"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/health/readiness", "port": "metrics"}
+    startup = container["startupProbe"]
+    assert startup["httpGet"]["path"] == "/health/liveness"
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 180, "time to load the scorers"
+
+
+def test_oxigraph_serves_the_store_built_into_the_image(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+    container = _container(objects, "oxigraph")
+    assert container["command"] == ["oxigraph", "serve-read-only", "--location",
+                                    "/usr/local/share/trustgate/consistency/oxigraph", "--bind", "0.0.0.0:7878"]
+    assert "volumeMounts" not in container and ("PersistentVolumeClaim", "oxigraph-data") not in objects
+
+
+@pytest.fixture(scope="module")
+def monitoring() -> dict[tuple[str, str], dict[str, Any]]:
+    return {(doc["kind"], doc["metadata"]["name"]): doc
+            for path in sorted(MONITORING.glob("*.yaml")) if path.name != "kustomization.yaml"
+            for doc in load_yaml_docs(path)}
+
+
+def test_operator_objects_are_kept_out_of_the_base(monitoring: dict[tuple[str, str], dict[str, Any]]) -> None:
+    base = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    assert not any("monitoring" in resource for resource in base["resources"])
+    overlay = yaml.safe_load((MONITORING / "kustomization.yaml").read_text())
+    assert set(overlay["resources"]) == {p.name for p in MONITORING.glob("*.yaml")} - {"kustomization.yaml"}
+    assert {kind for kind, _ in monitoring} == {"ServiceMonitor", "PodMonitor", "PrometheusRule"}
+    for obj in monitoring.values():
+        assert obj["apiVersion"] == "monitoring.coreos.com/v1" and obj["metadata"]["namespace"] == NAMESPACE
+
+
+def test_operator_scrapes_find_the_gateway_and_workers(objects: dict[tuple[str, str], dict[str, Any]],
+                                                      monitoring: dict[tuple[str, str], dict[str, Any]]) -> None:
+    service = objects["Service", "trustgate-gateway"]
+    gateway = monitoring["ServiceMonitor", "trustgate-gateway"]["spec"]
+    assert gateway["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert {e["port"] for e in gateway["endpoints"]} <= {p["name"] for p in service["spec"]["ports"]}
+    # The job label is the app name, as the alert rules expect (job="trustgate-gateway" / "trustgate-worker").
+    assert service["metadata"]["labels"][gateway["jobLabel"]] == "trustgate-gateway"
+    workers = monitoring["PodMonitor", "trustgate-worker"]["spec"]
+    pod_labels = objects["Deployment", "trustgate-worker"]["spec"]["template"]["metadata"]["labels"]
+    assert workers["selector"]["matchLabels"].items() <= pod_labels.items()
+    assert pod_labels[workers["jobLabel"]] == "trustgate-worker"
+    assert {e["port"] for e in workers["podMetricsEndpoints"]} <= set(_port_names(objects["Deployment",
+                                                                                           "trustgate-worker"]))
+
+
+def test_prometheus_rule_is_the_rules_file(monitoring: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """The same groups as deploy/prometheus/rules (regenerate: python -m tests.deploy.prometheusrule)."""
+    assert monitoring["PrometheusRule", "trustgate"]["spec"] == yaml.safe_load(RULES.read_text())

@@ -1,0 +1,148 @@
+"""Every role's start-up path, run as compose and the Kubernetes manifests run it, reaches a scored answer.
+
+There is no container runtime here, so each role runs as a local process with the exact
+argv, environment and config file of its service or Deployment (tests/deploy/roles.py says
+what is rewritten: host names, ports, container paths, executables), in a directory laid
+out like the image, over the scoring assets the image builds with the same command
+(`trustgate build-assets`). Real oxigraph and redis-server processes serve the knowledge
+graph and the queue; the fake upstream answers as the model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+import yaml
+
+from tests.deploy.image import image
+from tests.deploy.promql import DEPLOY, load_yaml_docs
+from tests.deploy.roles import ASSETS_DIR, Role, RoleProcess, Stack, compose_roles, k8s_roles
+from tests.e2e.test_trust_scores import ANSWER, scripted
+from tests.fake_upstream import FakeUpstream
+
+ASSETS = DEPLOY.parent / "var" / "trustgate"
+MASTER_KEY = "sk-role-test"
+START_TIMEOUT_S = 180  # loading spaCy, the vectors and the evidence index on a busy 2-core machine
+
+pytestmark = pytest.mark.skipif(not (ASSETS / "factcheck" / "index").exists()
+                                or not (ASSETS / "consistency" / "vectors.bin").exists(),
+                                reason="scoring assets not built: `make install` builds them")
+
+
+@pytest.fixture
+def stack(tmp_path: Path, fake_upstream: FakeUpstream) -> Iterator[Stack]:
+    fake_upstream.responder = scripted(consistent=True)
+    running = Stack(tmp_path / "image", ASSETS)
+    running.hosts["local-llm:8090"] = fake_upstream.url.removeprefix("http://")  # type: ignore[attr-defined]
+    yield running
+    running.stop()
+
+
+def compose_file() -> dict[str, Any]:
+    return yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
+
+
+def start_oxigraph(stack: Stack, role: Role) -> RoleProcess:
+    oxigraph = stack.start(role, service_port=7878)
+    oxigraph.wait_ready(60)
+    return oxigraph
+
+
+def start_redis(stack: Stack, role: Role) -> None:
+    """The redis role's own arguments, plus where this machine needs it: its port, loopback, a data dir."""
+    port = stack.route(role.name, 6379)
+    process = stack.start(role, extra=lambda _: ["--port", str(port), "--bind", "127.0.0.1",
+                                                 "--dir", str(stack.paths["/data"]), "--save", ""])
+    client = redis.Redis(port=port, socket_timeout=1)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            if client.ping():
+                return
+        except redis.ConnectionError:
+            assert process.process.poll() is None, process.tail()
+            time.sleep(0.05)
+    raise AssertionError(f"redis-server did not start:\n{process.tail()}")
+
+
+def start_worker(stack: Stack, role: Role) -> RoleProcess:
+    assert role.port is not None
+    worker = stack.start(role, service_port=role.port, extra=lambda port: ["--metrics-port", str(port)])
+    worker.wait_ready(START_TIMEOUT_S)
+    return worker
+
+
+def scored_answer(gateway: RoleProcess) -> dict[str, Any]:
+    """Ask through the gateway in sync mode; the answer and its finished trust record."""
+    auth = {"authorization": f"Bearer {MASTER_KEY}"}
+    response = httpx.post(f"{gateway.url}/v1/chat/completions", timeout=120,
+                          headers={**auth, "x-trustgate-mode": "sync"},
+                          json={"model": "local", "messages": [{"role": "user",
+                                                                "content": "What is the capital of France?"}]})
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == ANSWER
+    assert response.headers["x-trust-status"] == "done", gateway.tail()
+    record = httpx.get(f"{gateway.url}/v1/trust/{response.headers['x-trust-id']}", headers=auth, timeout=10).json()
+    assert record["status"] == "done"
+    bc, fc = record["components"]["bc"], record["components"]["fc"]
+    assert bc["details"]["binary"] == 1.0, "Trust_BC ran its consistency checks"
+    assert "knowledge_graph" in bc["details"]["distractor_sources"], "the oxigraph role serves the loaded graph"
+    assert not bc["details"]["source_errors"], bc["details"]["source_errors"]
+    assert fc["label"] == "support" and any(e["id"] == "wikipedia:Paris" for e in fc["details"]["evidence"])
+    assert response.headers["x-trust-score"] == f"{record['score']:.4f}"
+    return record
+
+
+def test_compose_default_stack_scores(stack: Stack) -> None:
+    roles = compose_roles(compose_file(), {"TRUSTGATE_MASTER_KEY": MASTER_KEY}, image())
+    start_oxigraph(stack, roles["oxigraph"])
+    gateway = stack.start(roles["gateway"], service_port=4000)
+    gateway.wait_ready(START_TIMEOUT_S)
+    scored_answer(gateway)
+
+
+def test_compose_redis_profile_scores_in_a_worker(stack: Stack) -> None:
+    environ = {"TRUSTGATE_MASTER_KEY": MASTER_KEY, "TRUSTGATE_CONFIG": "./config.redis.yaml"}
+    roles = compose_roles(compose_file(), environ, image())
+    start_oxigraph(stack, roles["oxigraph"])
+    start_redis(stack, roles["redis"])
+    worker = start_worker(stack, roles["worker"])
+    gateway = stack.start(roles["gateway"], service_port=4000)
+    gateway.wait_ready(START_TIMEOUT_S)
+    record = scored_answer(gateway)
+    metrics = httpx.get(f"{worker.url}/metrics", timeout=5).text
+    assert 'trustgate_worker_jobs_total{outcome="done"} 1.0' in metrics, "the worker scored it"
+    assert record["components"]["bc"]["value"] is not None
+
+
+def test_kubernetes_manifests_score_in_a_worker(stack: Stack) -> None:
+    objects = {(doc["kind"], doc["metadata"]["name"]): doc
+               for path in sorted((DEPLOY / "k8s").glob("*.yaml")) if path.name != "kustomization.yaml"
+               for doc in load_yaml_docs(path)}
+    roles = k8s_roles(objects, {"TRUSTGATE_MASTER_KEY": MASTER_KEY}, image())
+    start_oxigraph(stack, roles["oxigraph"])
+    start_redis(stack, roles["redis"])
+    worker = start_worker(stack, roles["trustgate-worker"])
+    gateway = stack.start(roles["trustgate-gateway"], service_port=4000)
+    gateway.wait_ready(START_TIMEOUT_S)
+    scored_answer(gateway)
+    assert 'trustgate_worker_jobs_total{outcome="done"} 1.0' in httpx.get(f"{worker.url}/metrics", timeout=5).text
+
+
+def test_the_layout_serves_the_assets_the_image_builds() -> None:
+    """The image builds the assets where every config reads them and where the oxigraph role serves them."""
+    built = [run for run in image().runs if "trustgate build-assets" in run]
+    assert built == [f"trustgate build-assets --data-dir {ASSETS_DIR}"]
+    compose = compose_file()
+    configs = [yaml.safe_load((DEPLOY / name).read_text()) for name in ("config.compose.yaml", "config.redis.yaml")]
+    configmap = next(d for d in load_yaml_docs(DEPLOY / "k8s" / "configmap.yaml") if d["kind"] == "ConfigMap")
+    configs.append(yaml.safe_load(configmap["data"]["config.yaml"]))
+    assert {c["trustgate"]["scoring"]["data_dir"] for c in configs} == {ASSETS_DIR}
+    store = f"{ASSETS_DIR}/consistency/oxigraph"
+    assert compose["services"]["oxigraph"]["entrypoint"][:4] == ["oxigraph", "serve-read-only", "--location", store]
