@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.deploy.promql import DEPLOY, exported_series, labels_of, metric_names
+from tests.deploy.roles import ASSETS, Stack
+from tests.e2e.test_trust_scores import scripted
+from tests.fake_upstream import FakeUpstream
 
 RULES = DEPLOY / "prometheus" / "rules" / "trustgate.rules.yml"
 RULES_TEST = DEPLOY / "prometheus" / "rules" / "trustgate.rules.test.yml"
@@ -42,3 +47,13 @@ def promtool() -> str:
     if path is None:
         pytest.skip("promtool is not installed (Debian package `prometheus`; `make install` installs it)")
     return path
+
+
+@pytest.fixture
+def stack(tmp_path: Path, fake_upstream: FakeUpstream) -> Iterator[Stack]:
+    """A directory laid out like the image, with the fake upstream standing in for the local-llm role."""
+    fake_upstream.responder = scripted(consistent=True)
+    running = Stack(tmp_path / "image", ASSETS)
+    running.hosts["local-llm:8090"] = fake_upstream.url.removeprefix("http://")  # type: ignore[attr-defined]
+    yield running
+    running.stop()

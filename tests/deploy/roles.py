@@ -31,11 +31,17 @@ from tests.deploy.image import Image
 from tests.deploy.promql import DEPLOY
 from tests.redis_server import free_port
 
-__all__ = ["CONFIG_PATH", "ASSETS_DIR", "Role", "RoleProcess", "Stack", "compose_roles", "k8s_roles"]
+__all__ = ["ASSETS", "ASSETS_DIR", "CONFIG_PATH", "Role", "RoleProcess", "Stack", "assets_built", "compose_roles",
+           "executable", "k8s_roles"]
 
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 ASSETS_DIR = "/usr/local/share/trustgate"  # where the image builds the scoring assets
 ROOT = DEPLOY.parent
+ASSETS = ROOT / "var" / "trustgate"  # built by `make assets`: the image's command (`trustgate build-assets`)
+
+
+def assets_built() -> bool:
+    return (ASSETS / "factcheck" / "index").exists() and (ASSETS / "consistency" / "vectors.bin").exists()
 
 
 @dataclass(frozen=True)
@@ -152,8 +158,8 @@ class Stack:
     started: list[RoleProcess] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.paths = {CONFIG_PATH.rsplit("/", 1)[0]: self.root / "etc" / "trustgate",
-                      ASSETS_DIR: self.root / "usr" / "local" / "share" / "trustgate",
+        """The paths every container shares; each role gets its own /etc/trustgate (its own mount)."""
+        self.paths = {ASSETS_DIR: self.root / "usr" / "local" / "share" / "trustgate",
                       "/var/lib/trustgate": self.root / "var" / "lib" / "trustgate",
                       "/data": self.root / "data"}
         for container, path in self.paths.items():
@@ -169,39 +175,43 @@ class Stack:
         self.hosts[f"{service}:{port}"] = f"127.0.0.1:{local}"
         return local
 
-    def rewrite(self, value: str) -> str:
+    def rewrite(self, value: str, paths: Mapping[str, Path]) -> str:
         for host, local in self.hosts.items():
             value = value.replace(f"//{host}", f"//{local}")
-        for container, local_path in sorted(self.paths.items(), key=lambda item: -len(item[0])):
+        for container, local_path in sorted(paths.items(), key=lambda item: -len(item[0])):
             if value == container or value.startswith(container + "/"):
                 return str(local_path) + value[len(container):]
         return re.sub(r"^0\.0\.0\.0(?=:|$)", "127.0.0.1", value)
 
-    def _rewrite_config(self, value: Any) -> Any:
+    def _rewrite_config(self, value: Any, paths: Mapping[str, Path]) -> Any:
         if isinstance(value, dict):
-            return {k: self._rewrite_config(v) for k, v in value.items()}
+            return {k: self._rewrite_config(v, paths) for k, v in value.items()}
         if isinstance(value, list):
-            return [self._rewrite_config(v) for v in value]
-        return self.rewrite(value) if isinstance(value, str) else value
+            return [self._rewrite_config(v, paths) for v in value]
+        return self.rewrite(value, paths) if isinstance(value, str) else value
 
     def start(self, role: Role, *, service_port: int | None = None,
               extra: Callable[[int], list[str]] = lambda port: []) -> RoleProcess:
         """Run the role; ``service_port``: its container port, routed to a loopback one."""
         local_port = self.route(role.name, service_port) if service_port is not None else None
-        argv = [*executable(role.argv[0]), *[self.rewrite(a) for a in role.argv[1:]]]
+        config_dir = self.root / role.name / "etc" / "trustgate"
+        config_dir.mkdir(parents=True)
+        paths = {**self.paths, CONFIG_PATH.rsplit("/", 1)[0]: config_dir}
+        argv = [*executable(role.argv[0]), *[self.rewrite(a, paths) for a in role.argv[1:]]]
         if service_port is not None and f"0.0.0.0:{service_port}" in role.argv:  # --bind 0.0.0.0:PORT
             argv = [a.replace(f"127.0.0.1:{service_port}", f"127.0.0.1:{local_port}") for a in argv]
         if role.config is not None:
-            config = self._rewrite_config(role.config)
-            if local_port is not None and role.name in ("gateway", "trustgate-gateway"):
-                config["trustgate"]["server"]["port"] = local_port
-            (self.paths["/etc/trustgate"] / "config.yaml").write_text(yaml.safe_dump(config))
+            config = self._rewrite_config(role.config, paths)
+            server = config.get("trustgate", {}).get("server", {})
+            if local_port is not None and server.get("port") == service_port:  # the gateway listens here
+                server["port"] = local_port
+            (config_dir / "config.yaml").write_text(yaml.safe_dump(config))
         argv += extra(local_port or 0)
         env = {"PATH": os.environ["PATH"], "HOME": str(self.root), "PYTHONPATH": str(ROOT),
                **{k: v for k, v in role.env.items() if k != "PATH"}}
         log = self.root / f"{role.name}.log"
         with log.open("wb") as out:
-            process = subprocess.Popen(argv, env=env, cwd=self.rewrite("/var/lib/trustgate"), stdout=out,
+            process = subprocess.Popen(argv, env=env, cwd=self.paths["/var/lib/trustgate"], stdout=out,
                                        stderr=subprocess.STDOUT)
         running = RoleProcess(role, process, log, f"http://127.0.0.1:{local_port}" if local_port else None)
         self.started.append(running)

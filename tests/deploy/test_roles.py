@@ -11,8 +11,6 @@ graph and the queue; the fake upstream answers as the model.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,26 +20,13 @@ import yaml
 
 from tests.deploy.image import image
 from tests.deploy.promql import DEPLOY, load_yaml_docs
-from tests.deploy.roles import ASSETS_DIR, Role, RoleProcess, Stack, compose_roles, k8s_roles
-from tests.e2e.test_trust_scores import ANSWER, scripted
-from tests.fake_upstream import FakeUpstream
+from tests.deploy.roles import ASSETS_DIR, Role, RoleProcess, Stack, assets_built, compose_roles, k8s_roles
+from tests.e2e.test_trust_scores import ANSWER
 
-ASSETS = DEPLOY.parent / "var" / "trustgate"
 MASTER_KEY = "sk-role-test"
 START_TIMEOUT_S = 180  # loading spaCy, the vectors and the evidence index on a busy 2-core machine
 
-pytestmark = pytest.mark.skipif(not (ASSETS / "factcheck" / "index").exists()
-                                or not (ASSETS / "consistency" / "vectors.bin").exists(),
-                                reason="scoring assets not built: `make install` builds them")
-
-
-@pytest.fixture
-def stack(tmp_path: Path, fake_upstream: FakeUpstream) -> Iterator[Stack]:
-    fake_upstream.responder = scripted(consistent=True)
-    running = Stack(tmp_path / "image", ASSETS)
-    running.hosts["local-llm:8090"] = fake_upstream.url.removeprefix("http://")  # type: ignore[attr-defined]
-    yield running
-    running.stop()
+pytestmark = pytest.mark.skipif(not assets_built(), reason="scoring assets not built: `make install` builds them")
 
 
 def compose_file() -> dict[str, Any]:
