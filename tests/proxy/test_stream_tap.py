@@ -30,7 +30,7 @@ def test_events_survive_any_split_and_done_is_held_back() -> None:
         assert out == STREAM.removesuffix(b"data: [DONE]\n\n")
         assert tap.done and tap.rest() == b""
         answer = tap.answer()
-        assert answer == Answer(text="Paris", has_tool_calls=False, logprobs=[-0.5])
+        assert answer == Answer(text="Paris", has_tool_calls=False, logprobs=[-0.5], completion_id="c1")
         assert (tap.completion_id, tap.model) == ("c1", "m")
 
 

@@ -137,7 +137,7 @@ def test_upstream_errors_end_the_span_with_their_status(traced_gateway: ServerTh
 
 
 def test_an_unexpected_500_still_ends_the_span(traced_gateway: ServerThread, recorded: Recorded) -> None:
-    async def broken(model: str, body: dict[str, Any]) -> Any:
+    async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug")
 
     traced_gateway.app.state.gateway.upstream.complete = broken  # type: ignore[attr-defined]
