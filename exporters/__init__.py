@@ -2,7 +2,12 @@
 
 from .headers import sse_trust_chunk, trust_headers, trust_summary
 from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
-from .prometheus import GatewayMetrics, WorkerMetrics, build_metrics, build_worker_metrics
+from .prometheus import (
+    GatewayMetrics,
+    WorkerMetrics,
+    build_metrics,
+    build_worker_metrics,
+)
 from .publish import RecordPublisher
 from .redis_store import RedisRecordStore
 from .store import RecordStore, SqliteRecordStore, StoreUnavailable

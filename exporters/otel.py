@@ -19,8 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from opentelemetry import trace
-from opentelemetry._logs import LogRecord, NoOpLoggerProvider
 from opentelemetry._logs import Logger as OtelLogger
+from opentelemetry._logs import LogRecord, NoOpLoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, NoOpTracerProvider, Span, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -29,7 +29,7 @@ from scoring.types import ScoringJob, TrustRecord
 
 from .prometheus import RAG_METRICS
 
-__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "error_type"]
+__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",

@@ -13,8 +13,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from scoring.types import TrustRecord
 
-__all__ = ["GatewayMetrics", "LATENCY_BUCKETS", "RAG_METRICS", "SCORE_BUCKETS", "WorkerMetrics", "build_metrics",
-           "build_worker_metrics"]
+__all__ = [
+    "LATENCY_BUCKETS",
+    "RAG_METRICS",
+    "SCORE_BUCKETS",
+    "GatewayMetrics",
+    "WorkerMetrics",
+    "build_metrics",
+    "build_worker_metrics",
+]
 
 NAMESPACE = "trustgate"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)

@@ -13,10 +13,14 @@ import yaml
 from proxy.config import settings_from_dict
 from tests.deploy.image import image
 from tests.deploy.kustomize import render
-from tests.deploy.roles import Stack, k8s_roles
+from tests.deploy.roles import Stack, assets_built, k8s_roles
 from tests.deploy.test_k8s import K8S
-from tests.deploy.roles import assets_built
-from tests.deploy.test_roles import MASTER_KEY, START_TIMEOUT_S, scored_answer, start_oxigraph
+from tests.deploy.test_roles import (
+    MASTER_KEY,
+    START_TIMEOUT_S,
+    scored_answer,
+    start_oxigraph,
+)
 
 OVERLAYS = K8S / "overlays"
 Objects = dict[tuple[str, str], dict[str, Any]]

@@ -20,7 +20,15 @@ import yaml
 
 from tests.deploy.image import image
 from tests.deploy.promql import DEPLOY, load_yaml_docs
-from tests.deploy.roles import ASSETS_DIR, Role, RoleProcess, Stack, assets_built, compose_roles, k8s_roles
+from tests.deploy.roles import (
+    ASSETS_DIR,
+    Role,
+    RoleProcess,
+    Stack,
+    assets_built,
+    compose_roles,
+    k8s_roles,
+)
 from tests.e2e.test_trust_scores import ANSWER
 
 MASTER_KEY = "sk-role-test"

@@ -10,7 +10,10 @@ from typing import Any
 import httpx
 import pytest
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk._logs.export import (
+    InMemoryLogRecordExporter,
+    SimpleLogRecordProcessor,
+)
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -18,7 +21,12 @@ from opentelemetry.trace import StatusCode
 
 from exporters import Telemetry
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AUTH, AskingScorer, RaisingScorer, scoring_config
+from tests.proxy.test_live_scoring import (
+    AUTH,
+    AskingScorer,
+    RaisingScorer,
+    scoring_config,
+)
 from tests.servers import ServerThread
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
