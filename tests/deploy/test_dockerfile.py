@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.deploy.image import image, instructions
 from tests.deploy.promql import DEPLOY
 
@@ -57,3 +59,19 @@ def test_build_context_leaves_out_local_environments() -> None:
             sources = value.split()[:-1]
             assert all(source == "." or (ROOT / source).exists() for source in sources), value
     assert Path(ROOT / "pyproject.toml").is_file()
+
+
+def test_build_assets_data_dir_overrides_the_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The image's `trustgate build-assets --data-dir DIR` builds into DIR whatever the config says."""
+    from proxy import cli
+    from scoring.consistency import assets as consistency_assets
+    from scoring.factcheck import assets as factcheck_assets
+
+    built: list[Path] = []
+    monkeypatch.setattr(consistency_assets, "build_consistency_assets", lambda s: built.append(s.data_dir))
+    monkeypatch.setattr(factcheck_assets, "build_factcheck_assets", lambda s: built.append(s.data_dir))
+    assert cli.main(["build-assets", "--data-dir", str(tmp_path / "assets")]) == 0
+    assert built == [tmp_path / "assets"] * 2
+    built.clear()
+    assert cli.main(["build-assets"]) == 0
+    assert built == [Path("var/trustgate")] * 2  # the default config's data_dir
