@@ -29,7 +29,7 @@ def test_what_is_not_a_chat_completion_raises(body: bytes) -> None:
 
 def test_answer_from_a_completion_with_tool_calls() -> None:
     reply = parse_completion(completion(message={"role": "assistant", "content": None, "tool_calls": [{"id": "t"}]}))
-    assert Answer.from_reply(reply) == Answer(text=None, has_tool_calls=True, logprobs=None)
+    assert Answer.from_reply(reply) == Answer(text=None, has_tool_calls=True, logprobs=None, completion_id="c")
 
 
 def test_answer_and_scoring_reply_read_the_first_choice_and_its_logprobs() -> None:
@@ -38,7 +38,8 @@ def test_answer_and_scoring_reply_read_the_first_choice_and_its_logprobs() -> No
                {"token": "is", "logprob": -0.1}]
     data = completion(message={"content": "Paris", "extra": 1}, logprobs={"content": entries})
     data["choices"].append({"index": 1, "message": {"content": "other"}})
-    assert Answer.from_reply(parse_completion(orjson.dumps(data))) == Answer(text="Paris", logprobs=[-0.5, -0.1])
+    assert Answer.from_reply(parse_completion(orjson.dumps(data))) == Answer(text="Paris", logprobs=[-0.5, -0.1],
+                                                                             completion_id="c")
     assert reply_from_completion(data) == Reply(text="Paris", top_logprobs=[{"Par": -0.5, "Lon": -1.5}, {"is": -0.1}])
     assert reply_from_completion(completion(message={"content": None})) == Reply(text="")
     nulls = [{"token": "a", "logprob": None, "top_logprobs": None}, {"token": "b", "logprob": -1, "top_logprobs": [
