@@ -138,33 +138,44 @@ def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, 
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
         chunks = _scored_stream(gateway, opened, tap, plan, messages)
     else:
-        chunks = _tapped(opened, tap)
+        chunks = _plain_stream(opened, tap)
     return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, started, traced),
                              media_type="text/event-stream", headers=headers)
-
-
-async def _tapped(opened: UpstreamStream, tap: SseTap) -> AsyncIterator[bytes]:
-    """Forward the upstream's bytes untouched, reading the completion id from the first events (unscored streams)."""
-    async for chunk in opened:
-        if not tap.completion_id:
-            for _ in tap.feed(chunk):
-                pass
-        yield chunk
 
 
 async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: SseTap, plan: TrustPlan,
                          messages: list[dict[str, Any]]) -> AsyncIterator[bytes]:
     """Forward events; once the answer is complete, score it and (sync mode) send a trust chunk before [DONE]."""
-    async for chunk in opened:
-        for event in tap.feed(chunk):
-            yield event
-    if tap.rest():
-        yield tap.rest()
+    async for event in _forwarded(opened, tap):
+        yield event
     record = await gateway.trust.score(plan, messages, tap.answer())
     if plan.decision.mode == "sync":
         yield sse_trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model)
     if tap.done:
         yield DONE_EVENT
+
+
+async def _plain_stream(opened: UpstreamStream, tap: SseTap) -> AsyncIterator[bytes]:
+    """An unscored stream: the upstream's events, ``[DONE]`` only once the upstream closed cleanly."""
+    async for event in _forwarded(opened, tap):
+        yield event
+    if tap.done:
+        yield DONE_EVENT
+
+
+async def _forwarded(opened: UpstreamStream, tap: SseTap) -> AsyncIterator[bytes]:
+    """The upstream's events as whole events, its ``[DONE]`` held back by the tap.
+
+    ``[DONE]`` goes to the client only after the upstream closed its stream
+    cleanly: a stream that breaks after it (llama.cpp's server used to send
+    ``[DONE]`` and drop the connection when interrupted) ends in one error event
+    instead, so a client never reads a cut answer as a whole one.
+    """
+    async for chunk in opened:
+        for event in tap.feed(chunk):
+            yield event
+    if tap.rest():
+        yield tap.rest()
 
 
 async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: TrustPlan, tap: SseTap,
@@ -176,6 +187,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
             yield chunk
     except GatewayError as exc:
         status, error = exc.status_code, exc.code or exc.error_type
+        log.warning("stream from model %s ended with an error: %s", plan.model, exc)
         yield b"data: " + orjson.dumps(exc.body()) + b"\n\n"
     except BaseException as exc:  # the client went away, or a bug: counted, and the span still ends
         status, error = (499, "cancelled") if isinstance(exc, asyncio.CancelledError | GeneratorExit) \

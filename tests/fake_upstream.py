@@ -8,6 +8,9 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
                     as a local server's traceback would)
     [stall:2.5]     wait that many seconds before answering (a client leaving is counted in ``disconnects``)
     [stall-stream]  stream one chunk, then hang until the client goes away
+    [reset-stream]  stream one chunk, then drop the connection mid-body
+    [done-then-reset]  stream one chunk and ``data: [DONE]``, then drop the connection
+                    (what llama.cpp's server does to a request it interrupts)
     [delay-ms:15]   answer after that many milliseconds
     [reply:html]    answer 200 with a body that is not a chat completion: html, truncated, array, empty,
                     no-message (a choice without its message)
@@ -38,7 +41,7 @@ from starlette.routing import Route
 
 Responder = Callable[[list[dict[str, Any]]], str]
 
-_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|delay-ms|reply|drip|big|reset|bad-chunk)(?::([\w.-]+))?\]")
+_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset|bad-chunk)(?::([\w.-]+))?\]")
 SERVER_PATH = "/opt/fake-upstream/models/server_internal.py"
 
 # 200 bodies that are not chat completions, by name.
@@ -127,10 +130,11 @@ class FakeUpstream:
         top = int(body.get("top_logprobs") or 1)
         logprobs = {"content": token_logprobs(text, top)} if body.get("logprobs") else None
         if body.get("stream"):
-            return StreamingResponse(self._stream(body, text, logprobs, "stall-stream" in directives,
-                                                  bad_chunk="bad-chunk" in directives,
-                                                  every=float(directives.get("drip") or 0)),
-                                     media_type="text/event-stream")
+            stream = self._stream(body, text, logprobs, "stall-stream" in directives,
+                                  bad_chunk="bad-chunk" in directives, every=float(directives.get("drip") or 0))
+            if "reset-stream" in directives or "done-then-reset" in directives:
+                stream = _cut(stream, done_first="done-then-reset" in directives)
+            return StreamingResponse(stream, media_type="text/event-stream")
         payload = orjson.dumps(self._completion(body, text, logprobs))
         if "drip" in directives:
             return StreamingResponse(_drip(payload, float(directives["drip"])), media_type="application/json")
@@ -196,6 +200,24 @@ async def _drip(payload: bytes, every: float):  # type: ignore[no-untyped-def]
 async def _reset_halfway(payload: bytes):  # type: ignore[no-untyped-def]
     yield payload[:len(payload) // 2]
     raise ConnectionResetError("fake upstream drops the connection mid-body")
+
+
+class _ConnectionCut(Exception):
+    """Raised inside a streaming body: uvicorn then drops the connection without ending the body."""
+
+
+async def _cut(stream, *, done_first: bool):  # type: ignore[no-untyped-def]
+    """The stream's first two events (role, first word), optionally ``[DONE]``, then a dropped connection."""
+    sent = 0
+    async for event in stream:
+        yield event
+        sent += 1
+        if sent == 2:
+            break
+    if done_first:
+        yield b"data: [DONE]\n\n"
+    await asyncio.sleep(0.05)  # let the events reach the client before the connection drops
+    raise _ConnectionCut
 
 
 def _sse(payload: dict[str, Any]) -> bytes:
