@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO
 
+from scoring.children import die_with_parent, forget_child, reap_stale_children, register_child
+
 __all__ = ["OxigraphError", "oxigraph_binary", "oxigraph_load", "serve_oxigraph"]
 
 STARTUP_TIMEOUT_S = 30.0
@@ -83,13 +85,15 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
         except TimeoutError:
             process.kill()
             await process.wait()
+    forget_child(process.pid)
 
 
 async def _start(store_dir: Path, port: int, log: IO[bytes]) -> tuple[asyncio.subprocess.Process, str]:
     bind = f"127.0.0.1:{port}"
-    process = await asyncio.create_subprocess_exec(
-        oxigraph_binary(), "serve-read-only", "--location", str(store_dir), "--bind", bind,
-        stdout=asyncio.subprocess.DEVNULL, stderr=log)
+    argv = [oxigraph_binary(), "serve-read-only", "--location", str(store_dir), "--bind", bind]
+    process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL, stderr=log,
+                                                   preexec_fn=die_with_parent())
+    register_child(process.pid, argv)
     query_url = f"http://{bind}/query"
     try:
         await _wait_until_ready(process, query_url, log)
@@ -103,13 +107,15 @@ async def _start(store_dir: Path, port: int, log: IO[bytes]) -> tuple[asyncio.su
 async def serve_oxigraph(store_dir: Path, *, port: int = 0) -> AsyncIterator[str]:
     """Serve ``store_dir`` on 127.0.0.1 (``port`` 0: a free one); yields the SPARQL query URL.
 
-    The server is a child process, stopped when the context exits. With ``port``
+    The server is a child process, stopped when the context exits and killed
+    when this process dies (``scoring.children``). With ``port``
     0 a lost race for the picked port is retried on another. A missing store is a
     ``FileNotFoundError`` naming it; a server that does not come up, ``OxigraphError``.
     """
     if not (store_dir / "CURRENT").exists():
         raise FileNotFoundError(errno.ENOENT, "no Oxigraph store: run `python -m scoring.consistency.assets`",
                                 str(store_dir))
+    await asyncio.to_thread(reap_stale_children)
     with tempfile.TemporaryFile() as log:
         for attempt in range(3):
             try:

@@ -1,0 +1,102 @@
+"""Child servers die with the process that started them, and a restart kills stale ones.
+
+A real parent process (a Python subprocess) starts a real child (``sleep``)
+the way the gateway starts Oxigraph and llama.cpp; the test SIGKILLs the
+parent, so no clean-up code of the parent runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from scoring.children import reap_stale_children, registry_dir
+
+PARENT = """
+import subprocess, sys, time
+from scoring.children import die_with_parent, register_child
+argv = ["sleep", "300"]
+preexec = die_with_parent() if sys.argv[1] == "signal" else None
+child = subprocess.Popen(argv, preexec_fn=preexec)
+register_child(child.pid, argv)
+print(child.pid, flush=True)
+time.sleep(300)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return not alive(pid)
+
+
+@pytest.fixture
+def temp_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """This test's own registry, for the test process and its parents alike."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def start_parent(mode: str, environ: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, text=True, env=environ)
+    assert parent.stdout is not None
+    return parent, int(parent.stdout.readline())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_child_dies_when_its_parent_is_sigkilled(temp_registry: dict[str, str]) -> None:
+    parent, child = start_parent("signal", temp_registry)
+    assert alive(child)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    assert wait_gone(child)
+
+
+def test_a_restart_kills_the_children_of_a_dead_parent(temp_registry: dict[str, str]) -> None:
+    """Without the signal (another OS, or it did not fire) the orphan lives on until the next start reaps it."""
+    parent, child = start_parent("no-signal", temp_registry)
+    live_parent, live_child = start_parent("no-signal", temp_registry)
+    try:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        time.sleep(0.2)
+        assert alive(child)  # an orphan, as before this fix
+        assert reap_stale_children() == [child]
+        assert wait_gone(child)
+        assert alive(live_child)  # its parent still runs: not stale
+        assert sorted(p.name for p in registry_dir().glob("*.json")) == [f"{live_child}.json"]
+    finally:
+        live_parent.kill()
+        live_parent.wait()
+        os.kill(live_child, signal.SIGKILL)
+
+
+def test_a_recycled_pid_is_never_killed(temp_registry: dict[str, str]) -> None:
+    """A registry entry whose pid now belongs to another process (other start time) is only dropped."""
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        folder = registry_dir()
+        folder.mkdir(parents=True)
+        (folder / f"{bystander.pid}.json").write_text(
+            f'{{"pid": {bystander.pid}, "start": 1, "parent": 999999999, "parent_start": 1, "argv": ["x"]}}')
+        assert reap_stale_children() == []
+        assert alive(bystander.pid) and not list(folder.glob("*.json"))
+    finally:
+        bystander.kill()
+        bystander.wait()
