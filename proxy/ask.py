@@ -13,6 +13,7 @@ from exporters import GatewayMetrics
 from scoring.types import Reply
 
 from .replies import ChatCompletion, parse_completion
+from .slots import Priority
 from .upstream import UpstreamClient
 
 __all__ = ["UpstreamAsk", "ask_body", "reply_from_completion", "scoring_reply"]
@@ -53,5 +54,5 @@ class UpstreamAsk:
         body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
                         top_logprobs=top_logprobs)
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
-        completion = await self._upstream.complete(self._model, body)
+        completion = await self._upstream.complete(self._model, body, priority=Priority.SCORING)
         return scoring_reply(completion.reply)

