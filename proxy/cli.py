@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,8 @@ from scoring.settings import ScoringSettings
 
 from .access_log import install_access_log_redaction
 from .app import create_app
-from .config import ConfigError, default_config_path, load_settings
+from .banner import ready_banner
+from .config import ConfigError, GatewaySettings, default_config_path, load_settings
 from .connections import raise_descriptor_limit, server_options
 from .local_upstream import LocalUpstreamError, packaged_model_path
 from .worker import run_worker
@@ -31,6 +33,21 @@ def _one_blas_thread() -> None:
     threadpool_limits(1, user_api="blas")
 
 
+class _AnnouncingServer(uvicorn.Server):
+    """uvicorn's server, printing the ready banner once its socket listens (after the lifespan started)."""
+
+    def __init__(self, config: uvicorn.Config, settings: GatewaySettings) -> None:
+        super().__init__(config)
+        self._settings = settings
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started and not self.should_exit:
+            port = next((s.getsockname()[1] for server in self.servers for s in server.sockets or []),
+                        self.config.port)
+            print(ready_banner(self._settings, self.config.host, port), flush=True)
+
+
 def _serve(args: argparse.Namespace) -> int:
     _one_blas_thread()
     settings = load_settings(args.config or default_config_path())
@@ -41,7 +58,7 @@ def _serve(args: argparse.Namespace) -> int:
                             log_level=args.log_level, access_log=args.access_log,
                             **server_options(server))
     install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
-    gateway = uvicorn.Server(config)
+    gateway = _AnnouncingServer(config, settings)
     gateway.run()
     return 0 if gateway.started else 3  # uvicorn's own exit status for a failed start-up
 
@@ -148,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per upstream request otherwise
+    logging.getLogger("gensim").setLevel(logging.WARNING)  # ~30 lines per training run of the word vectors
     try:
         return int(args.handler(args))
     except (ConfigError, LocalUpstreamError, CorpusError) as exc:

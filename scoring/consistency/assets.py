@@ -87,10 +87,11 @@ def build_consistency_assets(settings: ScoringSettings) -> None:
          lambda: _tag_corpus(paths, settings.consistency.spacy_model)),
         ("vectors", lambda: paths.vectors.exists(), lambda: _train_vectors(paths)),
     ]
-    for name, done, build in steps:
+    for number, (name, done, build) in enumerate(steps, 1):
         if done():
-            log.info("consistency asset %s: present, skipped", name)
+            log.info("consistency asset %d/%d %s: present, skipped", number, len(steps), name)
             continue
+        log.info("consistency asset %d/%d %s: building ...", number, len(steps), name)
         started = time.perf_counter()
         facts = build()
         report[name] = {"seconds": round(time.perf_counter() - started, 2), **(facts or {})}

@@ -164,6 +164,7 @@ def _build_locked(settings: ScoringSettings) -> None:
         shutil.rmtree(target, ignore_errors=True)
         log.warning("no evidence corpus configured or installed: fact checking is off")
         return
+    log.info("evidence index: building from %s ...", ", ".join(wanted["sources"]))
     started = time.perf_counter()
     fresh = target.with_name("index.new")
     shutil.rmtree(fresh, ignore_errors=True)
