@@ -1,0 +1,136 @@
+"""The README's quickstart, run as written against ``trustgate serve`` on the default config.
+
+A real gateway process starts the real llama.cpp server with the packaged
+SmolLM2 and the real scorers. The README's SDK snippet (non-stream, stream, sync
+mode) must give a score, and streams must arrive whole while scoring jobs keep
+the same single-slot model busy: one ``[DONE]`` each, nothing cut, and at
+temperature 0 the same text as the non-streamed answer. Killing the gateway
+with SIGKILL must take its child servers with it.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_default_config
+from tests.e2e.test_trust_scores import DATA_DIR
+from tests.scoring.test_children import alive, wait_gone
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
+                                 or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+                                 reason="scoring assets not built: `make install` builds them")]
+
+KEY = "sk-trustgate-local"
+AUTH = {"authorization": f"Bearer {KEY}"}
+QUESTIONS = ["Who wrote Romeo and Juliet?", "What is the largest planet?", "Who painted the Mona Lisa?",
+             "What is the chemical symbol for gold?", "Which country has the largest population?",
+             "What is the boiling point of water?"]
+
+
+def readme_snippet() -> str:
+    """The first Python block of the README's "Use it from the OpenAI SDK" section."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Use it from the OpenAI SDK", 1)[1]
+    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert found is not None
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with serve_default_config(tmp_path_factory.mktemp("quickstart")) as running:
+        yield running
+
+
+def stream_events(url: str, messages: list[dict[str, str]]) -> list[str]:
+    body = {"model": "local", "messages": messages, "max_tokens": 32, "temperature": 0, "stream": True}
+    with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=AUTH, timeout=180) as response:
+        assert response.status_code == 200
+        return [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
+
+
+def scoring_calls(url: str) -> float:
+    text = httpx.get(f"{url}/metrics").text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line)
+
+
+def test_the_readme_quickstart_runs_and_streams_stay_whole_under_scoring(gateway: GatewayProcess) -> None:
+    namespace: dict[str, Any] = {}
+    exec(compile(readme_snippet().replace("http://127.0.0.1:4000", gateway.url), "README.md", "exec"), namespace)
+    assert namespace["answer"].strip()
+    assert namespace["streamed"] == namespace["answer"]
+    scored = namespace["scored"]
+    assert scored.headers["x-trust-status"] == "done"
+    assert 0.0 <= float(scored.headers["x-trust-score"]) <= 1.0
+    assert namespace["record"]["status"] == "done" and "bc" in namespace["record"]["components"]
+
+    # Scoring jobs first (async), then streams while they run on the same single-slot model.
+    with ThreadPoolExecutor(len(QUESTIONS)) as pool:
+        replies = list(pool.map(lambda q: httpx.post(
+            f"{gateway.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "async"}, timeout=180,
+            json={"model": "local", "messages": [{"role": "user", "content": q}], "max_tokens": 32,
+                  "temperature": 0}), QUESTIONS))
+    ids = [reply.headers["x-trust-id"] for reply in replies]
+    pending = [i for i in ids if httpx.get(f"{gateway.url}/v1/trust/{i}", headers=AUTH).json()["status"] == "pending"]
+    assert len(pending) >= 5
+    calls_before = scoring_calls(gateway.url)
+    question = [{"role": "user", "content": "What is the capital of France?"}]
+    with ThreadPoolExecutor(3) as pool:
+        streams = list(pool.map(lambda _: stream_events(gateway.url, question), range(3)))
+    assert scoring_calls(gateway.url) > calls_before  # the scorers used the model during the streams
+    for events in streams:
+        assert events.count("[DONE]") == 1 and events[-1] == "[DONE]"
+        chunks = [orjson.loads(e) for e in events[:-1]]
+        assert not [c for c in chunks if "error" in c]
+        assert chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
+        text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c.get("choices"))
+        assert text == namespace["answer"]
+
+
+STALE_PARENT = """
+import subprocess, sys
+from scoring.children import register_child
+argv = [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", sys.argv[1]]
+child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+register_child(child.pid, argv)
+print(child.pid, flush=True)
+"""
+
+
+def leave_a_stale_server(port: int) -> int:
+    """A server on the model port whose parent died without the parent-death signal: an orphan."""
+    parent = subprocess.run([sys.executable, "-c", STALE_PARENT, str(port)], cwd=REPO, capture_output=True,
+                            text=True, check=True, timeout=30)
+    stale = int(parent.stdout)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return stale
+        time.sleep(0.1)
+    raise RuntimeError("the stale server did not listen")
+
+
+def test_a_restart_replaces_a_stale_child_and_a_sigkill_takes_the_children(tmp_path: Path) -> None:
+    model_port = free_port()
+    stale = leave_a_stale_server(model_port)
+    with serve_default_config(tmp_path, model_port=model_port) as running:
+        assert not alive(stale)  # killed at start, its port taken by the new model server
+        children = running.children()
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in children]
+        assert any(b"llama_cpp.server" in c for c in commands) and any(b"serve-read-only" in c for c in commands)
+        running.kill()
+        assert all(wait_gone(pid) for pid in children), [pid for pid in children if alive(pid)]
