@@ -172,7 +172,6 @@ class LocalUpstreamSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8090, ge=1, le=65535)
     n_ctx: int = Field(default=2048, ge=256)
-    n_threads: int | None = Field(default=None, ge=1)  # None: llama.cpp's own default (half the cores)
     startup_timeout: float = Field(default=120.0, gt=0)
     # Calls the gateway lets through to the server at once; the server runs one at a time, and the
     # gateway keeps the rest waiting, user calls ahead of scoring calls.

@@ -40,6 +40,7 @@ class ConsistencySettings(BaseModel):
     # turn off for upstreams that reject `logprobs`.
     logprobs: bool = True
     answer_max_tokens: int = Field(default=16, ge=1, le=256)
+    prompt_examples: int = Field(default=5, ge=0, le=5)  # worked examples in each check's prompt (Table 5 has 5)
     # Adaptive mode stops once the graded label (untrusted < low <= uncertain < high <= trusted)
     # can no longer change, or a Beta posterior puts it on one side with this credibility.
     adaptive_low: float = Field(default=0.4, ge=0.0, le=1.0)

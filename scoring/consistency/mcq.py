@@ -85,10 +85,20 @@ def build_choice(question: str, answer: str, distractors: Sequence[str], rng: ra
     return MultipleChoice(question, (*shown, NONE_OF_THE_ABOVE), LETTERS[position])
 
 
-def render_prompt(choice: MultipleChoice) -> str:
-    lines = [f"Question: {choice.question.strip()}"]
+_INSTRUCTION, _EXAMPLES_TEXT = PROMPT_HEADER.split("\n", 1)
+EXAMPLES = tuple(_EXAMPLES_TEXT.strip("\n").split("\n\n"))
+
+
+def render_prompt(choice: MultipleChoice, examples: int = len(EXAMPLES)) -> str:
+    """Table 5's prompt with its first ``examples`` worked examples (all five by default).
+
+    Fewer examples make a much shorter prompt (about 120 tokens with none, 610 with
+    all five), which matters on a small CPU model where prompt length is most of a check's cost.
+    """
+    lines = [_INSTRUCTION, *(example + "\n" for example in EXAMPLES[:examples]),
+             f"Question: {choice.question.strip()}"]
     lines += [f"{letter}) {option}" for letter, option in zip(choice.letters, choice.options, strict=True)]
-    return PROMPT_HEADER + "\n" + "\n".join(lines) + "\nAnswer:"
+    return "\n".join(lines) + "\nAnswer:"
 
 
 _LEAD_IN = re.compile(r"^(?:the\s+)?(?:correct\s+|right\s+|best\s+|final\s+)?(?:answer|choice|option)s?\b"

@@ -81,7 +81,7 @@ class ConsistencyScorer:
             else random.Random()
 
     async def _ask(self, ask: Ask, choice: MultipleChoice) -> Check:
-        messages = [{"role": "user", "content": render_prompt(choice)}]
+        messages = [{"role": "user", "content": render_prompt(choice, self._settings.prompt_examples)}]
         want = self._settings.logprobs
         reply = await ask(messages, max_tokens=self._settings.answer_max_tokens, temperature=0.0, logprobs=want,
                           top_logprobs=TOP_LOGPROBS if want else None)

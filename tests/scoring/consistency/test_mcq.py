@@ -53,6 +53,14 @@ def test_prompt_is_the_papers_few_shot_prompt_then_the_question() -> None:
                            f"D) {DISTRACTORS[2]}\nE) None of the above.\nAnswer:")
 
 
+def test_a_shorter_prompt_keeps_the_first_worked_examples_only() -> None:
+    full, two, none = (render_prompt(choice("C"), examples) for examples in (5, 2, 0))
+    assert full == PROMPT_HEADER + "\n" + full.split(PROMPT_HEADER + "\n", 1)[1]
+    assert [line[-1] for line in two.splitlines() if line.startswith("Answer: ")] == list("EC")
+    assert "Answer: " not in none and none.startswith("INSTRUCTION: ") and "\nQuestion: " + QUESTION in none
+    assert two.endswith(full.rsplit("\n\n", 1)[1]) and len(none) < len(two) < len(full)
+
+
 @pytest.mark.parametrize(("reply", "letter"), [
     ("C", "C"), (" C", "C"), ("(C)", "C"), ("C)", "C"), ("c.", "C"), ("c", "C"), ("Answer: C", "C"),
     ("answer: c", "C"), ("**C**", "C"), ("The answer is C.", "C"), ("The answer is option C) Florida was", "C"),
