@@ -172,6 +172,10 @@ class LocalUpstreamSettings(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8090, ge=1, le=65535)
     n_ctx: int = Field(default=2048, ge=256)
+    # llama.cpp's threads, for prompts and for generation alike. One by default: on a small machine the
+    # gateway's own scoring work shares the cores, and llama.cpp's threads spin while they wait for
+    # each other, so a second thread measured slower there, not faster (BENCHMARKS.md).
+    threads: int = Field(default=1, ge=1, le=256)
     startup_timeout: float = Field(default=120.0, gt=0)
     # Calls the gateway lets through to the server at once; the server runs one at a time, and the
     # gateway keeps the rest waiting, user calls ahead of scoring calls.

@@ -61,6 +61,7 @@ def llama_server_command(settings: LocalUpstreamSettings) -> list[str]:
         sys.executable, "-m", "llama_cpp.server", "--model", str(model),
         "--model_alias", settings.model_alias, "--host", settings.host, "--port", str(settings.port),
         "--n_ctx", str(settings.n_ctx), "--logits_all", "true", "--interrupt_requests", "false",
+        "--n_threads", str(settings.threads), "--n_threads_batch", str(settings.threads),
     ]
 
 
