@@ -7,6 +7,7 @@ import asyncio
 import logging
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import uvicorn
@@ -17,7 +18,7 @@ from scoring.factcheck import CorpusError
 from scoring.settings import ScoringSettings
 
 from .access_log import install_access_log_redaction
-from .app import create_app
+from .app import Mount, create_app
 from .config import ConfigError, default_config_path, load_settings
 from .connections import raise_descriptor_limit, server_options
 from .local_upstream import LocalUpstreamError, packaged_model_path
@@ -31,12 +32,18 @@ def _one_blas_thread() -> None:
     threadpool_limits(1, user_api="blas")
 
 
+def installed_apps() -> list[Mount]:
+    """Apps built on the gateway (the trust console) that are installed: each names its mount function
+    under the ``trustgate.apps`` entry point, so the gateway serves them without importing them."""
+    return [entry.load() for entry in entry_points(group="trustgate.apps")]
+
+
 def _serve(args: argparse.Namespace) -> int:
     _one_blas_thread()
     settings = load_settings(args.config or default_config_path())
     server = settings.trustgate.server
     raise_descriptor_limit(server)
-    config = uvicorn.Config(create_app(settings), host=args.host or server.host,
+    config = uvicorn.Config(create_app(settings, mounts=installed_apps()), host=args.host or server.host,
                             port=args.port if args.port is not None else server.port,
                             log_level=args.log_level, access_log=args.access_log,
                             **server_options(server))
