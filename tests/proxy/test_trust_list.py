@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from exporters.redis_store import RedisRecordStore
@@ -163,3 +165,22 @@ def test_redis_down_makes_listings_503(fake_upstream: FakeUpstream, start_gatewa
     errors = samples(gateway)
     assert errors[("trustgate_store_errors_total", frozenset({"operation": "list"}.items()))] == 1
     assert errors[("trustgate_store_errors_total", frozenset({"operation": "summary"}.items()))] == 1
+
+
+PARAMS = ["model", "label", "status", "score_of", "min_score", "max_score", "since", "until", "has_error", "limit",
+          "cursor", "buckets", "other"]
+param_values = (st.text(max_size=12) | st.integers(-(2**70), 2**70).map(str)
+                | st.floats(allow_nan=True, allow_infinity=True).map(str)
+                | st.sampled_from(["untrusted", "done", "bc", "true", "2026-11-23T10:00:00", "WzEsIngiXQ"]))
+
+
+@given(params=st.dictionaries(st.sampled_from(PARAMS), param_values, max_size=5))
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_no_query_string_makes_a_listing_fail(listing_gateway: ServerThread, params: dict[str, str]) -> None:
+    """Any query: a page, a summary or a 400 in OpenAI's shape, never a 5xx."""
+    for path in ("/v1/trust", "/v1/trust/summary"):
+        response = get(listing_gateway, path, **params)
+        assert response.status_code in (200, 400), response.text
+        if response.status_code == 400:
+            assert set(response.json()["error"]) == {"message", "type", "param", "code"}
