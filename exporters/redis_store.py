@@ -1,34 +1,75 @@
-"""Trust records in Redis: one hash per id with a TTL, shared by every gateway replica and worker."""
+"""Trust records in Redis: one hash per id with a TTL, shared by every gateway replica and worker.
+
+For listing, each record's id also sits in sorted sets scored by its creation
+time: one over every record and one per owner (the name of the key that
+asked). Both are trimmed on every write to the records' TTL and to
+``max_records``, so the index never outgrows the records it points at; an id
+whose hash has expired in between is skipped when read.
+"""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from typing import cast
+
+import orjson
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from scoring.types import RecordScope, StoreUnavailable, TrustRecord
 
+from .record_query import Position, RecordPage, RecordQuery, encode_cursor, record_matches
 from .record_size import stored_json
+from .record_summary import MAX_SUMMARY_RECORDS, SummaryRow, TrustSummary, summarize
 
 __all__ = ["RedisRecordStore", "record_key"]
+
+# A filtered page reads at most this many index entries, then hands back a cursor with what it found,
+# so a selective filter over a large store costs bounded time per request.
+SCAN_LIMIT = 5_000
+_BATCH = 200
+_SUMMARY_BATCH = 2_000
 
 
 def record_key(prefix: str, record_id: str) -> str:
     return f"{prefix}:record:{record_id}"
 
 
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    """A Redis failure is StoreUnavailable: "retry later", not "no such record"."""
+    try:
+        yield
+    except RedisError as exc:
+        raise StoreUnavailable(f"Redis unreachable: {type(exc).__name__}") from exc
+
+
 class RedisRecordStore:
-    def __init__(self, redis: Redis, *, prefix: str, ttl_s: int, max_record_bytes: int = 64 * 1024) -> None:
+    def __init__(self, redis: Redis, *, prefix: str, ttl_s: int, max_record_bytes: int = 64 * 1024,
+                 max_records: int = 1_000_000) -> None:
         self._redis = redis
         self._prefix = prefix
         self._ttl_s = ttl_s
         self._max_record_bytes = max_record_bytes
+        self._max_records = max_records
+
+    def _index_key(self, owner: str | None) -> str:
+        return f"{self._prefix}:records-by-time" + ("" if owner is None else f":owner:{owner}")
 
     async def put(self, record: TrustRecord) -> None:
         key = record_key(self._prefix, record.id)
+        indexes = [self._index_key(None)] + ([self._index_key(record.owner)] if record.owner is not None else [])
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping={"status": record.status,
-                                    "record": stored_json(record, self._max_record_bytes)})
+                                    "record": stored_json(record, self._max_record_bytes),
+                                    "row": orjson.dumps(list(SummaryRow.of(record)))})
             pipe.expire(key, self._ttl_s)
+            for index in indexes:
+                pipe.zadd(index, {record.id: record.created_at})
+                pipe.zremrangebyscore(index, "-inf", f"({record.created_at - self._ttl_s}")
+                pipe.zremrangebyrank(index, 0, -self._max_records - 1)
+                pipe.expire(index, self._ttl_s)
             await pipe.execute()
 
     async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None:
@@ -44,6 +85,75 @@ class RedisRecordStore:
             return None
         record = TrustRecord.model_validate_json(raw)
         return record if scope.allows(record) else None
+
+    async def _newest_first(self, owner: str | None, since: float | None, until: float | None,
+                            after: Position | None, limit: int,
+                            batch: int) -> AsyncIterator[tuple[Position, TrustRecord | None]]:
+        """Up to ``limit`` index entries, newest first, strictly after ``after``, with their records (None: expired).
+
+        Records are read ``batch`` at a time, the batch doubling up to ``_BATCH``: an unfiltered page reads
+        about as many records as it returns, a selective filter soon reads them in bulk.
+        """
+        high: float | str = "+inf" if until is None else f"({until}"
+        if after is not None and (until is None or after[0] < until):
+            high = after[0]
+        low: float | str = "-inf" if since is None else since
+        offset, seen = 0, 0
+        while seen < limit:
+            reply = await self._redis.zrevrangebyscore(self._index_key(owner), high, low, start=offset, num=batch,
+                                                       withscores=True)
+            entries = cast(list[tuple[str, float]], reply)  # decode_responses
+            batch = min(2 * batch, _BATCH)
+            if not entries:
+                return
+            offset += len(entries)
+            positions = [(float(score), str(member)) for member, score in entries]
+            if after is not None:  # ties with the cursor's time: only ids after it (ids descend within a time)
+                positions = [p for p in positions if p < after]
+            positions = positions[:limit - seen]
+            seen += len(positions)
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for _, record_id in positions:
+                    pipe.hget(record_key(self._prefix, record_id), "record")
+                raws = await pipe.execute()
+            for position, raw in zip(positions, raws, strict=True):
+                yield position, TrustRecord.model_validate_json(raw) if raw else None
+
+    async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage:
+        """One page of the records ``scope`` may read that match ``query``, newest first.
+
+        A page may hold fewer than ``limit`` records and still carry a cursor:
+        the scan stopped at ``SCAN_LIMIT`` entries; the next page goes on from there.
+        """
+        found: list[TrustRecord] = []
+        last: Position | None = None
+        scanned = 0
+        with _reachable():
+            async for position, record in self._newest_first(scope.owner, query.since_s, query.until_s, query.after,
+                                                              SCAN_LIMIT, batch=query.limit + 1):
+                scanned += 1
+                if record is not None and scope.allows(record) and record_matches(record, query):
+                    if len(found) == query.limit:  # one more match: another page follows
+                        assert last is not None
+                        return RecordPage(data=found, next_cursor=encode_cursor(last))
+                    found.append(record)
+                last = position
+        stopped_early = scanned >= SCAN_LIMIT
+        return RecordPage(data=found, next_cursor=encode_cursor(last) if stopped_early and last is not None else None)
+
+    async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary:
+        """Counts over the window from each record's small ``row`` field; the records themselves stay unread."""
+        with _reachable():
+            reply = await self._redis.zrevrangebyscore(self._index_key(scope.owner), f"({until}", since, start=0,
+                                                       num=MAX_SUMMARY_RECORDS + 1)
+            ids = cast(list[str], reply)  # decode_responses
+            rows: list[SummaryRow] = []
+            for start in range(0, min(len(ids), MAX_SUMMARY_RECORDS), _SUMMARY_BATCH):
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for record_id in ids[start:start + _SUMMARY_BATCH]:
+                        pipe.hget(record_key(self._prefix, record_id), "row")
+                    rows += [SummaryRow(*orjson.loads(raw)) for raw in await pipe.execute() if raw]
+        return summarize(rows, since=since, until=until, buckets=buckets, truncated=len(ids) > MAX_SUMMARY_RECORDS)
 
     async def close(self) -> None:
         """The Redis client belongs to whoever created it."""

@@ -23,12 +23,15 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from scoring.private_files import private_file
 from scoring.types import RecordScope, StoreUnavailable, TrustRecord
 
+from .record_query import RecordPage, RecordQuery, encode_cursor
 from .record_size import stored_json
+from .record_summary import MAX_SUMMARY_RECORDS, SummaryRow, TrustSummary, summarize
+from .sqlite_query import add_query_columns, list_statement, summary_statement
 
 __all__ = ["PRUNE_EXPIRED", "PRUNE_OLDEST", "RecordStore", "SqliteRecordStore", "StoreUnavailable"]
 
@@ -58,6 +61,8 @@ PRUNE_BATCH = 1000
 class RecordStore(Protocol):
     async def put(self, record: TrustRecord) -> None: ...
     async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None: ...
+    async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage: ...
+    async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary: ...
     async def close(self) -> None: ...
 
 
@@ -100,6 +105,7 @@ class SqliteRecordStore:
             if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(trust_records)")}:
                 db.execute(_ADD_OWNER)
             db.execute(_OWNER_INDEX)
+            add_query_columns(db)
         self._rows = int(db.execute("SELECT COUNT(*) FROM trust_records").fetchone()[0])
         self._write_db = db
 
@@ -179,6 +185,30 @@ class SqliteRecordStore:
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"trust store read failed: {exc}") from exc
         return TrustRecord.model_validate_json(raw) if raw else None
+
+    async def _read_rows(self, sql: str, args: list[Any]) -> list[Any]:
+        """Rows of a query on the reader's connection; StoreUnavailable when SQLite fails."""
+        def read() -> list[Any]:
+            assert self._read_db is not None, "open() the store first"
+            return self._read_db.execute(sql, args).fetchall()
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._reader, read)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"trust store read failed: {exc}") from exc
+
+    async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage:
+        """One page of the records ``scope`` may read that match ``query``, newest first."""
+        rows = await self._read_rows(*list_statement(query, scope.owner))
+        records = [TrustRecord.model_validate_json(row[0]) for row in rows[:query.limit]]
+        more = len(rows) > query.limit
+        return RecordPage(data=records,
+                          next_cursor=encode_cursor((records[-1].created_at, records[-1].id)) if more else None)
+
+    async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary:
+        rows = await self._read_rows(*summary_statement(scope.owner, since, until, MAX_SUMMARY_RECORDS + 1))
+        return summarize((SummaryRow(*row) for row in rows[:MAX_SUMMARY_RECORDS]), since=since, until=until,
+                         buckets=buckets, truncated=len(rows) > MAX_SUMMARY_RECORDS)
 
     async def count(self) -> int:
         def count_rows() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
@@ -40,11 +40,16 @@ from .routes import router
 from .scorers import scoring_configured
 from .throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
+from .trust_list import router as trust_list_router
 from .upstream import UpstreamClient
 
-__all__ = ["Gateway", "create_app"]
+__all__ = ["Gateway", "Mount", "create_app"]
 
 log = logging.getLogger("trustgate")
+
+# An app built on the gateway (the trust console) adds its routes through one of these; the gateway never
+# imports such an app, whoever builds the gateway (``trustgate serve``, a test) hands it over.
+Mount = Callable[[FastAPI], None]
 
 
 @dataclass
@@ -61,8 +66,12 @@ class Gateway:
 
 
 def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
-               scorers: Sequence[Scorer] | None = None, telemetry: Telemetry | None = None) -> FastAPI:
-    """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding)."""
+               scorers: Sequence[Scorer] | None = None, telemetry: Telemetry | None = None,
+               mounts: Sequence[Mount] = ()) -> FastAPI:
+    """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
+
+    ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
+    """
     metrics = build_metrics(registry if registry is not None else CollectorRegistry())
     scoring = settings.trustgate.scoring
     calibrator = load_calibrator(settings)
@@ -102,8 +111,11 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             yield
 
     app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
     app.include_router(router)
     app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
+    for mount in mounts:
+        mount(app)
     app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)

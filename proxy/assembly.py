@@ -90,7 +90,8 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, re
     config = settings.trustgate.store
     if redis is not None:
         return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s,
-                                                max_record_bytes=config.max_record_bytes), metrics)
+                                                max_record_bytes=config.max_record_bytes,
+                                                max_records=config.max_records), metrics)
     shed_log = ThrottledLog(log)
 
     def shed() -> None:

@@ -8,6 +8,7 @@ import logging
 import socket
 import sys
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import uvicorn
@@ -18,7 +19,7 @@ from scoring.factcheck import CorpusError
 from scoring.settings import ScoringSettings
 
 from .access_log import install_access_log_redaction
-from .app import create_app
+from .app import Mount, create_app
 from .banner import ready_banner
 from .config import ConfigError, GatewaySettings, default_config_path, load_settings
 from .connections import raise_descriptor_limit, server_options
@@ -48,12 +49,18 @@ class _AnnouncingServer(uvicorn.Server):
             print(ready_banner(self._settings, self.config.host, port), flush=True)
 
 
+def installed_apps() -> list[Mount]:
+    """Apps built on the gateway (the trust console) that are installed: each names its mount function
+    under the ``trustgate.apps`` entry point, so the gateway serves them without importing them."""
+    return [entry.load() for entry in entry_points(group="trustgate.apps")]
+
+
 def _serve(args: argparse.Namespace) -> int:
     _one_blas_thread()
     settings = load_settings(args.config or default_config_path())
     server = settings.trustgate.server
     raise_descriptor_limit(server)
-    config = uvicorn.Config(create_app(settings), host=args.host or server.host,
+    config = uvicorn.Config(create_app(settings, mounts=installed_apps()), host=args.host or server.host,
                             port=args.port if args.port is not None else server.port,
                             log_level=args.log_level, access_log=args.access_log,
                             **server_options(server))

@@ -12,16 +12,19 @@ Each record carries the name of the key that asked; reads are scoped to it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import os
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
+from exporters.record_query import RecordPage, RecordQuery
+from exporters.record_summary import TrustSummary
 from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
@@ -40,6 +43,7 @@ log = logging.getLogger("trustgate.trust")
 
 MODE_HEADER = "x-trustgate-mode"
 _MODES = ("sync", "async", "off")
+_READS = {"get": "look-up", "list": "listing", "summary": "summary"}  # store_errors' operation label: its words
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
@@ -203,11 +207,26 @@ class TrustService:
         pending = self._unstored.get(record_id) or await self._queue.pending(record_id)
         if pending is not None:
             return pending if scope.allows(pending) else None
-        try:
+        with self._store_read("get"):
             return await self._publisher.store.get(record_id, scope=scope)
+
+    async def list_records(self, query: RecordQuery, scope: RecordScope) -> RecordPage:
+        """A page of the stored records ``scope`` may read (a pending one is listed once it is stored)."""
+        with self._store_read("list"):
+            return await self._publisher.store.list_records(query, scope=scope)
+
+    async def summarize(self, scope: RecordScope, *, since: float, until: float, buckets: int) -> TrustSummary:
+        with self._store_read("summary"):
+            return await self._publisher.store.summary(scope=scope, since=since, until=until, buckets=buckets)
+
+    @contextlib.contextmanager
+    def _store_read(self, operation: str) -> Iterator[None]:
+        """A store that cannot answer is a 503 (counted, logged once in a while), never a 404 or an empty list."""
+        try:
+            yield
         except StoreUnavailable as exc:
-            self._metrics.store_errors.labels(operation="get").inc()
-            self._store_log.warning("store-unavailable", "trust record look-up failed: %s", exc)
+            self._metrics.store_errors.labels(operation=operation).inc()
+            self._store_log.warning("store-unavailable", "trust record %s failed: %s", _READS[operation], exc)
             raise ServiceUnavailable("The trust record store is unavailable; retry later",
                                      code="trust_store_unavailable") from None
 

@@ -110,4 +110,5 @@ class ScoringPipeline:
             score=score, label=trust_label(score, self._settings), probability=self._probability(components),
             error="; ".join(errors) or None, finished_at=time.time(),
             timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},
+            question=job.question, answer=job.answer,
         )

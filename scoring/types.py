@@ -100,6 +100,9 @@ class TrustRecord(BaseModel):
     created_at: float = Field(default_factory=time.time)
     finished_at: float | None = None
     timings: dict[str, float] = Field(default_factory=dict)
+    # What was scored, so that a reader of the record (the console) can see the score's subject.
+    question: str | None = None
+    answer: str | None = None
 
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:

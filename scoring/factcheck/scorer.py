@@ -23,13 +23,14 @@ from .text import evidence_query, tokenize
 __all__ = ["FactCheckScorer"]
 
 JUDGE_MAX_TOKENS = 16  # the label, and room for a judge that words it as a sentence
+SNIPPET_CHARS = 300  # of each passage, kept in the record so a reader sees what the judge was shown
 
 
 class FactCheckScorer:
     """``score(job, ask)`` -> the "fc" component: the judge's label on the top-k passages.
 
     ``details`` holds ``label`` and ``label_probs`` (what ``scoring.combine``
-    reads), the query, the evidence (ids, titles, BM25 scores), which judge
+    reads), the query, the evidence (ids, titles, BM25 scores, snippets), which judge
     ruled ("llm" or "nli"), where the probabilities came from ("logprobs",
     "nli", or "label": one-hot), and the LLM judge's raw reply. With no passage sharing a word with the query the label
     is "neutral" and no judge is asked. With ``nli_model_dir`` set, the local
@@ -54,7 +55,8 @@ class FactCheckScorer:
         evidence = await asyncio.to_thread(self._index.search, tokenize(query), self._settings.top_k)
         details: dict[str, Any] = {
             "query": query,
-            "evidence": [{"id": e.id, "title": e.title, "score": round(e.score, 4)} for e in evidence],
+            "evidence": [{"id": e.id, "title": e.title, "score": round(e.score, 4),
+                          "snippet": e.text[:SNIPPET_CHARS]} for e in evidence],
             "judge": None,
         }
         label: Label = "neutral"

@@ -1,0 +1,91 @@
+"""SQL for listing and summarising trust records in the SQLite store.
+
+The filterable fields are virtual generated columns over the stored JSON (the
+owner is the store's own column), so writes stay one ``INSERT`` and a store
+written before these columns existed gains them (and their indexes) on open.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from .record_query import RecordQuery
+
+__all__ = ["add_query_columns", "list_statement", "summary_statement"]
+
+_COLUMNS = {
+    "q_model": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.model')) VIRTUAL",
+    "q_label": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.label')) VIRTUAL",
+    "q_status": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.status')) VIRTUAL",
+    "q_score": "REAL GENERATED ALWAYS AS (json_extract(record, '$.score')) VIRTUAL",
+    "q_error": "INTEGER GENERATED ALWAYS AS (json_extract(record, '$.error') IS NOT NULL) VIRTUAL",
+}
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS trust_records_page ON trust_records (created_at, id)",
+    "CREATE INDEX IF NOT EXISTS trust_records_owner_page ON trust_records (owner, created_at, id)",
+    "CREATE INDEX IF NOT EXISTS trust_records_model_page ON trust_records (q_model, created_at, id)",
+    "CREATE INDEX IF NOT EXISTS trust_records_label_page ON trust_records (q_label, created_at, id)",
+    # Covers the summary's columns, so counting a window never parses the records' JSON.
+    "CREATE INDEX IF NOT EXISTS trust_records_summary ON trust_records (created_at, q_model, q_label, q_score)",
+    "CREATE INDEX IF NOT EXISTS trust_records_owner_summary "
+    "ON trust_records (owner, created_at, q_model, q_label, q_score)",
+)
+_EQUALS = {"model": "q_model", "label": "q_label", "status": "q_status"}
+
+
+def add_query_columns(db: sqlite3.Connection) -> None:
+    """Add the generated columns and indexes a listing needs, where missing (idempotent)."""
+    present = {row[1] for row in db.execute("PRAGMA table_xinfo(trust_records)")}
+    for name, definition in _COLUMNS.items():
+        if name not in present:
+            db.execute(f"ALTER TABLE trust_records ADD COLUMN {name} {definition}")
+    for statement in _INDEXES:
+        db.execute(statement)
+
+
+def _window(owner: str | None, since: float | None, until: float | None) -> tuple[list[str], list[Any]]:
+    where: list[str] = []
+    args: list[Any] = []
+    if owner is not None:
+        where.append("owner = ?")
+        args.append(owner)
+    if since is not None:
+        where.append("created_at >= ?")
+        args.append(since)
+    if until is not None:
+        where.append("created_at < ?")
+        args.append(until)
+    return where, args
+
+
+def list_statement(query: RecordQuery, owner: str | None) -> tuple[str, list[Any]]:
+    """One page plus one row (to know whether another page follows), newest first."""
+    where, args = _window(owner, query.since_s, query.until_s)
+    for field, column in _EQUALS.items():
+        if (value := getattr(query, field)) is not None:
+            where.append(f"{column} = ?")
+            args.append(value)
+    if query.has_error is not None:
+        where.append("q_error = ?")
+        args.append(int(query.has_error))
+    value = "q_score" if query.score_of == "score" else "json_extract(record, ?)"
+    value_args = [] if query.score_of == "score" else [f"$.components.{query.score_of}.value"]
+    for bound, op in ((query.min_score, ">="), (query.max_score, "<=")):
+        if bound is not None:
+            where.append(f"{value} {op} ?")
+            args += [*value_args, bound]
+    if (after := query.after) is not None:
+        where.append("(created_at, id) < (?, ?)")
+        args += list(after)
+    sql = ("SELECT record FROM trust_records" + (" WHERE " + " AND ".join(where) if where else "")
+           + " ORDER BY created_at DESC, id DESC LIMIT ?")
+    return sql, [*args, query.limit + 1]
+
+
+def summary_statement(owner: str | None, since: float, until: float, limit: int) -> tuple[str, list[Any]]:
+    """Read from a covering index (named: without statistics the planner prefers the narrower time index)."""
+    where, args = _window(owner, since, until)
+    index = "trust_records_summary" if owner is None else "trust_records_owner_summary"
+    return (f"SELECT created_at, q_model, q_label, q_score FROM trust_records INDEXED BY {index} WHERE "
+            + " AND ".join(where) + " ORDER BY created_at DESC LIMIT ?", [*args, limit])

@@ -1,0 +1,196 @@
+"""The console in a real headless Chromium, against a real gateway whose records come from real scoring.
+
+The gateway runs its configured scorers (built knowledge graph, vectors and
+evidence index) over the fake upstream, which plays the answering model: for
+one question it keeps picking its own answer and the judge finds support; for
+the other it picks a distractor and the judge contradicts. A person logs in
+with a key, filters to `untrusted`, opens the record and reads every
+consistency check and the evidence; another key sees none of it.
+
+Set ``CONSOLE_SCREENSHOTS_DIR=docs/console`` to refresh the README's screenshots.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import console
+from tests.conftest import MASTER_KEY, gateway_config
+from tests.console.browser import chromium, missing_browser
+from tests.fake_upstream import FakeUpstream, last_user_text
+from tests.servers import ServerThread
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
+TRUSTED_QUESTION = "What is the capital of France?"
+UNTRUSTED_QUESTION = "Which city is the capital of France?"
+ANSWER = "Paris is the capital of France."
+KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}]
+
+pytestmark = [
+    pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser())),
+    pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
+                       or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+                       reason="scoring assets not built: `make install` builds them"),
+]
+
+
+def model_behaviour(messages: list[dict[str, Any]]) -> str:
+    """Consistent and supported for TRUSTED_QUESTION; a distractor and a contradiction for the other."""
+    prompt = last_user_text(messages)
+    honest = TRUSTED_QUESTION in prompt
+    if prompt.startswith("INSTRUCTION: Please give answers"):
+        question = prompt.rsplit("Question:", 1)[1]
+        options = dict(re.findall(r"^([A-E])\) (.*)$", question, re.MULTILINE))
+        original = next(letter for letter, text in options.items() if text == ANSWER)
+        return original if honest else next(letter for letter in "ABCD" if letter != original)
+    if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):
+        return "support" if honest else "contradict"
+    return ANSWER
+
+
+@pytest.fixture
+def scored_console(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    fake_upstream.responder = model_behaviour
+    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
+        "keys": KEYS, "scoring": {"data_dir": str(DATA_DIR), "mode": "sync",
+                                  "consistency": {"max_checks": 4, "seed": 7}}})
+    server = start_gateway(config, scorers=None, mounts=[console.mount])
+    for key, question in (("sk-alice", TRUSTED_QUESTION), ("sk-alice", UNTRUSTED_QUESTION),
+                          ("sk-bob", TRUSTED_QUESTION)):
+        response = httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
+                              json={"model": "fake", "messages": [{"role": "user", "content": question}]}, timeout=60)
+        assert response.headers["x-trust-status"] == "done"
+    return server
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    with chromium(tmp_path / "profile", 1280, 1000) as driver:
+        yield driver
+
+
+def screenshot(driver: Any, tmp_path: Path, name: str) -> None:
+    """The whole page (the window grown to its height, at most 3000 px), then the window as it was."""
+    path = tmp_path / f"{name}.png"
+    size = driver.get_window_size()
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(size["width"], min(max(height + 140, size["height"]), 3000))
+    assert driver.save_screenshot(str(path))
+    driver.set_window_size(size["width"], size["height"])
+    target = os.environ.get("CONSOLE_SCREENSHOTS_DIR")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(target) / path.name)
+
+
+def wait_for(driver: Any, css: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    found: list[Any] = WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))
+    return found
+
+
+def log_in(driver: Any, server: ServerThread, key: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{server.url}/ui")
+    field = wait_for(driver, "#key")[0]
+    field.send_keys(key)
+    driver.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
+    wait_for(driver, "#overview-title")
+
+
+def records_of(server: ServerThread, key: str) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = httpx.get(f"{server.url}/v1/trust",
+                                              headers={"authorization": f"Bearer {key}"}).json()["data"]
+    return records
+
+
+def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: ServerThread, browser: Any,
+                                                          tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    untrusted = [r for r in records_of(scored_console, MASTER_KEY) if r["label"] == "untrusted"]
+    assert len(untrusted) == 1 and untrusted[0]["owner"] == "alice"
+    record = untrusted[0]
+    checks = record["components"]["bc"]["details"]["checks"]
+    evidence = record["components"]["fc"]["details"]["evidence"]
+    assert checks and evidence
+
+    log_in(browser, scored_console, "sk-alice")
+    assert "sk-alice" not in browser.current_url and "sk-alice" not in browser.page_source
+    assert browser.find_element(By.CSS_SELECTOR, ".counts").text.count("\n") >= 3
+    screenshot(browser, tmp_path, "overview")
+
+    browser.find_element(By.CSS_SELECTOR, "nav a[data-view=records]").click()
+    rows = wait_for(browser, "table.records tbody tr")
+    assert len(rows) == 2  # alice's two answers, not bob's
+    Select(browser.find_element(By.ID, "f-label")).select_by_value("untrusted")
+    browser.find_element(By.CSS_SELECTOR, "form[data-filter] button[type=submit]").click()
+    wait_for(browser, "select#f-label option[value=untrusted][selected]")
+    rows = browser.find_elements(By.CSS_SELECTOR, "table.records tbody tr")
+    assert [row.get_attribute("data-record") for row in rows] == [record["id"]]
+    assert "label=untrusted" in browser.current_url and "untrusted" in rows[0].text
+    screenshot(browser, tmp_path, "records")
+
+    rows[0].find_element(By.CSS_SELECTOR, "a").click()
+    shown = wait_for(browser, "ol.checks > li.check")
+    assert len(shown) == len(checks)
+    for row, check in zip(shown, checks, strict=True):
+        options = row.find_elements(By.CSS_SELECTOR, "ul.options li")
+        assert [o.text.split(") ", 1)[1].split("\n")[0].replace(" original answer", "").replace(" chosen", "")
+                for o in options] == check["options"]
+        marked = row.find_element(By.CSS_SELECTOR, "ul.options li.original")
+        assert ANSWER in marked.text and "original answer" in marked.text
+        assert row.find_element(By.CSS_SELECTOR, ".check-head .letter").text == check["chosen"]
+        assert row.find_element(By.CSS_SELECTOR, ".verdict").text == "inconsistent"
+    table = browser.find_element(By.CSS_SELECTOR, "table.evidence").text
+    for passage in evidence:
+        assert passage["title"] in table and f"{passage['score']:.2f}" in table
+    assert "contradict" in browser.find_element(By.ID, "fc-title").text
+    assert UNTRUSTED_QUESTION in browser.find_element(By.ID, "qa-title").find_element(By.XPATH, "..").text
+    screenshot(browser, tmp_path, "record")
+
+    light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                            {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    assert browser.execute_script("return getComputedStyle(document.body).backgroundColor") != light
+    screenshot(browser, tmp_path, "record-dark")
+
+
+def test_another_key_sees_none_of_it(scored_console: ServerThread, browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    alices = {r["id"] for r in records_of(scored_console, "sk-alice")}
+    log_in(browser, scored_console, "sk-bob")
+    browser.find_element(By.CSS_SELECTOR, "nav a[data-view=records]").click()
+    rows = wait_for(browser, "table.records tbody tr")
+    shown = {row.get_attribute("data-record") for row in rows}
+    assert len(shown) == 1 and not shown & alices
+    browser.get(f"{scored_console.url}/ui/records/{next(iter(alices))}")
+    alert = wait_for(browser, "#content [role=alert]")[0]
+    assert "No trust record" in alert.text and ANSWER not in browser.page_source
+
+
+def test_the_records_view_fits_a_phone(scored_console: ServerThread, tmp_path: Path) -> None:
+    with chromium(tmp_path / "phone", 390, 844) as phone:
+        # A phone's viewport (a desktop window does not shrink under 500 px): 390 CSS px, touch-sized.
+        phone.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",  # type: ignore[attr-defined]
+                              {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+        log_in(phone, scored_console, "sk-alice")  # type: ignore[arg-type]
+        phone.get(f"{scored_console.url}/ui/records")  # type: ignore[attr-defined]
+        wait_for(phone, "table.records tbody tr")
+        assert phone.execute_script("return window.innerWidth") == 390  # type: ignore[attr-defined]
+        assert phone.execute_script(  # type: ignore[attr-defined]
+            "return document.documentElement.scrollWidth <= window.innerWidth")
+        screenshot(phone, tmp_path, "records-phone")
