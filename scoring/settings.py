@@ -28,6 +28,11 @@ class ConsistencySettings(BaseModel):
     enabled: bool = True
     max_checks: int = Field(default=10, ge=1, le=50)
     mode: Literal["binary", "graded", "adaptive"] = "adaptive"
+    # paper: the original at a random letter, scored by `mode`'s stop rule (TrustScore §2.1).
+    # debiased: the original at each letter equally often, every check run (the largest multiple of the
+    # number of positions within max_checks, at least one round), scored as agreement beyond the model's
+    # letter prior (scoring/consistency/debias.py): 0.5 is no information.
+    procedure: Literal["paper", "debiased"] = "paper"
     concurrency: int = Field(default=4, ge=1, le=64)
     sparql_endpoint: str | None = None  # None: the embedded Oxigraph server
     graph_profile: Literal["local", "dbpedia"] = "local"

@@ -77,10 +77,18 @@ class MultipleChoice:
         return LETTERS[: len(self.options)]
 
 
-def build_choice(question: str, answer: str, distractors: Sequence[str], rng: random.Random) -> MultipleChoice:
-    """The answer at a random letter among the (up to 3) distractors, then "None of the above"."""
+def build_choice(question: str, answer: str, distractors: Sequence[str], rng: random.Random,
+                 position: int | None = None) -> MultipleChoice:
+    """The answer among the (up to 3) distractors, then "None of the above".
+
+    At ``position`` (0 is A) when given (the debiased procedure balances it
+    across checks), else at a random one.
+    """
     shown = list(distractors[:3])
-    position = rng.randrange(len(shown) + 1)
+    if position is None:
+        position = rng.randrange(len(shown) + 1)
+    elif not 0 <= position <= len(shown):
+        raise ValueError(f"position {position} outside 0..{len(shown)}")
     shown.insert(position, answer)
     return MultipleChoice(question, (*shown, NONE_OF_THE_ABOVE), LETTERS[position])
 

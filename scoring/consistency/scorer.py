@@ -11,6 +11,12 @@ The result's value is the binary Trust_BC (``mode: binary``) or the fraction
 of consistent checks (``graded``, ``adaptive``); the details carry both, the
 log-probability score when the upstream returned log-probabilities, and every
 check's options, letters and raw reply.
+
+With ``procedure: debiased`` the original visits every letter position equally
+often, every planned check is run (the stop rule needs a whole round to
+estimate the letter prior), and the value is the agreement beyond the model's
+letter prior (``debias.py``); the details then carry ``debiased``, ``kappa``
+and the estimated ``letter_prior`` beside the paper's figures.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from typing import Any
 from ..settings import ConsistencySettings
 from ..types import Ask, ComponentResult, Reply, ScoringJob
 from .distractors import DistractorDeck, DistractorGenerator, DistractorPool
+from .debias import agreement_beyond_prior, balanced_positions, letter_distribution
 from .mcq import MultipleChoice, build_choice, letter_probabilities, parse_choice, render_prompt
-from .stopping import StopRule, checks_before_possible_stop, decide_stop, settled_label
+from .stopping import StopRule, checks_before_possible_stop, decide_stop, graded_label, settled_label
 
 __all__ = ["ConsistencyScorer"]
 
@@ -50,14 +57,22 @@ class Check:
         return self.chosen == self.choice.original
 
     @cached_property
+    def letter_probabilities(self) -> dict[str, float] | None:
+        return letter_probabilities(self.reply.top_logprobs, self.choice.letters)
+
+    @property
     def original_probability(self) -> float | None:
-        probabilities = letter_probabilities(self.reply.top_logprobs, self.choice.letters)
+        probabilities = self.letter_probabilities
         return None if probabilities is None else probabilities[self.choice.original]
+
+    @property
+    def distribution(self) -> dict[str, float]:
+        return letter_distribution(self.choice.letters, self.chosen, self.letter_probabilities)
 
     def details(self) -> dict[str, Any]:
         return {"options": list(self.choice.options), "original": self.choice.original, "chosen": self.chosen,
                 "consistent": self.consistent, "original_probability": self.original_probability,
-                "reply": self.reply.text[:REPLY_CHARS_KEPT]}
+                "letter_probabilities": self.letter_probabilities, "reply": self.reply.text[:REPLY_CHARS_KEPT]}
 
 
 class ConsistencyScorer:
@@ -96,13 +111,14 @@ class ConsistencyScorer:
             return ComponentResult(component=self.name, details=self._pool_details(pool, None),
                                    label="unscored", duration_s=time.perf_counter() - started)
         deck = DistractorDeck(pool.distractors, rng)
+        positions = self._positions(len(pool.distractors), rng)
         checks: list[Check] = []
         calls, error = 0, None
-        while (reason := decide_stop(self._rule, sum(c.consistent for c in checks), len(checks))) is None:
-            wave = min(self._settings.concurrency,
-                       checks_before_possible_stop(self._rule, sum(c.consistent for c in checks), len(checks)))
+        while (reason := self._stop(checks, positions)) is None:
+            wave = min(self._settings.concurrency, self._safe_wave(checks, positions))
             choices = [build_choice(job.question, job.answer, [d.text for d in deck.draw(DISTRACTORS_PER_CHECK)],
-                                    rng) for _ in range(wave)]
+                                    rng, None if positions is None else positions[len(checks) + i])
+                       for i in range(wave)]
             calls += wave
             outcomes = await asyncio.gather(*(self._ask(ask, c) for c in choices), return_exceptions=True)
             failures = [o for o in outcomes if isinstance(o, BaseException)]
@@ -111,6 +127,24 @@ class ConsistencyScorer:
                 error = f"upstream: {type(failures[0]).__name__}: {failures[0]}"[:500]
                 break
         return self._result(pool, deck, checks, calls, reason, error, time.perf_counter() - started)
+
+    def _positions(self, distractors: int, rng: random.Random) -> list[int] | None:
+        """The debiased procedure's planned positions of the original, one per check; None for the paper's."""
+        if self._settings.procedure != "debiased":
+            return None
+        per_round = min(distractors, DISTRACTORS_PER_CHECK) + 1
+        rounds = max(1, self._settings.max_checks // per_round)
+        return balanced_positions(per_round, rounds * per_round, rng)
+
+    def _stop(self, checks: list[Check], positions: list[int] | None) -> str | None:
+        if positions is not None:
+            return "planned_checks" if len(checks) >= len(positions) else None
+        return decide_stop(self._rule, sum(c.consistent for c in checks), len(checks))
+
+    def _safe_wave(self, checks: list[Check], positions: list[int] | None) -> int:
+        if positions is not None:
+            return len(positions) - len(checks)
+        return checks_before_possible_stop(self._rule, sum(c.consistent for c in checks), len(checks))
 
     def _pool_details(self, pool: DistractorPool, deck: DistractorDeck | None) -> dict[str, Any]:
         return {"distractor_sources": pool.sources(), "distractors_available": len(pool.distractors),
@@ -131,13 +165,21 @@ class ConsistencyScorer:
             "mode": self._settings.mode, "binary": binary if done else None, "graded": graded,
             "logprob": sum(probabilities) / len(probabilities) if probabilities else None,
             "checks_run": done, "stop_reason": reason if error is None else "error",
-            "distractor_sources_shown": dict(shown),
+            "distractor_sources_shown": dict(shown), "procedure": self._settings.procedure,
             "checks": [c.details() for c in checks], **self._pool_details(pool, deck),
         }
+        agreement = agreement_beyond_prior([c.distribution for c in checks], [c.choice.original for c in checks])
+        if agreement is not None:
+            details.update(debiased=agreement.value, kappa=agreement.kappa, letter_prior=agreement.prior,
+                           observed_agreement=agreement.observed, expected_agreement=agreement.expected,
+                           letter_probabilities_used=len(probabilities) == done)
         if error is not None or not done:
             return ComponentResult(component=self.name, details=details, upstream_calls=calls,
                                    duration_s=duration_s, error=error)
-        if self._settings.mode == "binary":
+        if agreement is not None and self._settings.procedure == "debiased":
+            value = agreement.value
+            label = graded_label(value, self._settings.adaptive_low, self._settings.adaptive_high)
+        elif self._settings.mode == "binary":
             value, label = binary, "consistent" if binary else "inconsistent"
         else:
             value, label = graded, settled_label(self._rule, consistent, done)

@@ -189,3 +189,39 @@ def test_with_too_few_distractors_the_checks_show_fewer_options(fake_upstream: F
     result = asyncio.run(run())
     assert result.value == 1.0 and result.details["fewer_than_3_distractors"]
     assert all(len(c["options"]) == 3 for c in result.details["checks"])
+
+
+def test_debiased_gives_a_model_that_always_answers_c_no_information(generator: DistractorGenerator,
+                                                                     fake_upstream: FakeUpstream) -> None:
+    """The letter habit the issue measured (SmolLM2 chose "C" wherever the original sat) is not consistency."""
+    fake_upstream.responder = always("C")
+    result, ask = score(generator, fake_upstream, RICHIE, procedure="debiased", max_checks=8, concurrency=3)
+    originals = [c["original"] for c in result.details["checks"]]
+    assert sorted(originals) == sorted("ABCD" * 2)  # the original visits every position equally often
+    assert result.upstream_calls == ask.calls == 8 and result.details["stop_reason"] == "planned_checks"
+    assert result.details["graded"] == pytest.approx(0.25)  # the paper's score: the habit hits C a quarter of the time
+    assert result.value == pytest.approx(0.5) and result.label == "uncertain"
+    assert result.details["letter_prior"]["C"] == pytest.approx(1.0) and result.details["kappa"] == pytest.approx(0.0)
+
+
+def test_debiased_without_logprobs_reads_the_chosen_letters(generator: DistractorGenerator,
+                                                            fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = always("C")
+    result, _ = score(generator, fake_upstream, RICHIE, procedure="debiased", max_checks=4, logprobs=False)
+    assert result.details["letter_probabilities_used"] is False
+    assert result.value == pytest.approx(0.5) and result.label == "uncertain"
+
+
+def test_debiased_scores_a_model_that_finds_its_answer_anywhere_as_consistent(generator: DistractorGenerator,
+                                                                             fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = Answerer(RICHIE[1], always("original"))
+    result, _ = score(generator, fake_upstream, RICHIE, procedure="debiased", max_checks=10)
+    assert result.upstream_calls == 8  # the largest whole number of rounds of the 4 positions within 10
+    assert result.value == pytest.approx(1.0) and result.label == "consistent"
+
+
+def test_debiased_scores_a_model_that_avoids_its_answer_below_no_information(generator: DistractorGenerator,
+                                                                            fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = Answerer(RICHIE[1], lambda n: "other" if n % 2 else "none")
+    result, _ = score(generator, fake_upstream, RICHIE, procedure="debiased", max_checks=4, concurrency=1)
+    assert result.value is not None and result.value < 0.4 and result.label == "inconsistent"
