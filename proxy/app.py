@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from exporters import GatewayMetrics, Telemetry, build_metrics
 from scoring.queue import JobQueue, MemoryJobQueue
 from scoring.redis_queue import RedisJobQueue
+from scoring.settings import ScoringSettings
 from scoring.types import Scorer
 
 from .assembly import (
@@ -101,7 +102,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                                        concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
                                        on_depth=metrics.scoring_queue_depth.set)
             trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,
-                                 sample_secret=sampling_secret(settings.secrets()))
+                                 sample_secret=sampling_secret(settings.secrets()),
+                                 answer_logprobs=_scores_answer_logprobs(scoring, scorers))
             await trust.start()
             stack.push_async_callback(trust.stop)
             health = settings.trustgate.health
@@ -120,6 +122,13 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)
     return app
+
+
+def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:
+    """Whether a scorer reads the answer's log-probabilities (the configured ones, or those given)."""
+    if scorers is not None:
+        return any(getattr(s, "needs_answer_logprobs", False) for s in scorers)
+    return scoring.logprob.enabled
 
 
 async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:

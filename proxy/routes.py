@@ -19,6 +19,7 @@ from exporters import RequestTrace, sse_trust_chunk, trust_headers
 
 from .completion import UpstreamStream
 from .errors import ClientDisconnected, GatewayError, InvalidRequest, NotFound
+from .logprobs import strip_logprobs, strip_logprobs_event
 from .request import parse_chat_request
 from .sse import DONE_EVENT, SseTap
 from .trust import Answer, TrustPlan
@@ -74,10 +75,12 @@ async def chat_completions(request: Request) -> Response:
         caller.require_model(chat.model)
         plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers, body=raw,
                                   rag=parsed.rag, traceparent=traced.traceparent)
+        body, strip = gateway.trust.upstream_body(plan, body,
+                                                  speaks_openai=gateway.upstream.uses_passthrough(chat.model))
         gateway.metrics.upstream_calls.labels(model=chat.model, purpose="user").inc()
         if stream:
             opened = await gateway.upstream.open_stream(chat.model, body, may_use=caller.may_use)
-            return _stream_response(gateway, opened, plan, parsed.messages, started, traced)
+            return _stream_response(gateway, opened, plan, parsed.messages, started, traced, strip)
         completion = await _unless_client_leaves(
             request, gateway.upstream.complete(chat.model, body, may_use=caller.may_use))
     except GatewayError as exc:
@@ -97,7 +100,8 @@ async def chat_completions(request: Request) -> Response:
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
     traced.end(200)
-    return Response(completion.raw, media_type="application/json", headers=headers)
+    raw = strip_logprobs(completion.raw) if strip else completion.raw
+    return Response(raw, media_type="application/json", headers=headers)
 
 
 async def _unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
@@ -131,12 +135,12 @@ async def _client_gone(request: Request) -> None:
 
 
 def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
-                     started: float, traced: RequestTrace) -> StreamingResponse:
+                     started: float, traced: RequestTrace, strip: bool) -> StreamingResponse:
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     tap = SseTap()
     if plan.decision.sampled:
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
-        chunks = _scored_stream(gateway, opened, tap, plan, messages)
+        chunks = _scored_stream(gateway, opened, tap, plan, messages, strip)
     else:
         chunks = _plain_stream(opened, tap)
     return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, started, traced),
@@ -144,10 +148,13 @@ def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, 
 
 
 async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: SseTap, plan: TrustPlan,
-                         messages: list[dict[str, Any]]) -> AsyncIterator[bytes]:
-    """Forward events; once the answer is complete, score it and (sync mode) send a trust chunk before [DONE]."""
+                         messages: list[dict[str, Any]], strip: bool) -> AsyncIterator[bytes]:
+    """Forward events; once the answer is complete, score it and (sync mode) send a trust chunk before [DONE].
+
+    With ``strip`` the events lose the log-probabilities the gateway asked for (the tap has read them).
+    """
     async for event in _forwarded(opened, tap):
-        yield event
+        yield strip_logprobs_event(event) if strip else event
     record = await gateway.trust.score(plan, messages, tap.answer())
     if plan.decision.mode == "sync":
         yield sse_trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model)

@@ -10,6 +10,7 @@ from scoring.combine import combine
 from scoring.consistency import open_consistency_scorer
 from scoring.factcheck import FactCheckScorer, NLIModelError
 from scoring.factcheck.assets import load_evidence_index
+from scoring.logprob import LogprobScorer
 from scoring.pipeline import Combiner
 from scoring.rag import build_rag_scorer
 from scoring.settings import ScoringSettings
@@ -27,7 +28,8 @@ BUILD_HINT = "build them with `make install` (or `python -m scoring.consistency.
 
 def scoring_configured(settings: ScoringSettings) -> bool:
     """Whether any scorer is enabled, without loading one (a gateway whose workers score)."""
-    return settings.consistency.enabled or settings.factcheck.enabled or settings.rag.enabled
+    return (settings.consistency.enabled or settings.factcheck.enabled or settings.rag.enabled
+            or settings.logprob.enabled)
 
 
 async def build_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitStack) -> list[Scorer]:
@@ -47,6 +49,8 @@ async def build_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSt
                 scorers.append(FactCheckScorer(index, settings.factcheck))
         if settings.rag.enabled:
             scorers.append(build_rag_scorer(settings))
+        if settings.logprob.enabled:
+            scorers.append(LogprobScorer())
     except NLIModelError as exc:  # Trust_FC's and the RAG judge's model both come from factcheck.nli_model_dir
         raise ConfigError(f"trustgate.scoring.factcheck.nli_model_dir: {exc}") from exc
     return scorers

@@ -34,6 +34,7 @@ from scoring.settings import ScoringMode, ScoringSettings
 from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 
 from .errors import InvalidRequest, ServiceUnavailable
+from .logprobs import ask_for_logprobs
 from .replies import ChatCompletion
 from .throttled_log import ThrottledLog
 
@@ -102,8 +103,10 @@ def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
 
 class TrustService:
     def __init__(self, settings: ScoringSettings, queue: JobQueue, publisher: RecordPublisher,
-                 metrics: GatewayMetrics, *, has_scorers: bool, sample_secret: bytes) -> None:
+                 metrics: GatewayMetrics, *, has_scorers: bool, sample_secret: bytes,
+                 answer_logprobs: bool = False) -> None:
         self._settings = settings
+        self._answer_logprobs = answer_logprobs
         self._queue = queue
         self._publisher = publisher
         self._metrics = metrics
@@ -143,6 +146,21 @@ class TrustService:
                                  key_name, model, decision.mode)
         return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
                          traceparent=traceparent)
+
+    def upstream_body(self, plan: TrustPlan, body: dict[str, Any], *,
+                      speaks_openai: bool) -> tuple[dict[str, Any], bool]:
+        """The body to send upstream, and whether its log-probabilities must be stripped from the response.
+
+        A scored request (not a RAG one: its scorers read documents, not
+        tokens) asks for the answer's log-probabilities when an ``lp`` scorer
+        runs, at no extra upstream call; the client still gets only what it
+        asked for. Only OpenAI-compatible deployments (``speaks_openai``) are
+        asked: a provider behind litellm may refuse the parameter, and scoring
+        must never fail the user's call.
+        """
+        if not (self._answer_logprobs and speaks_openai and plan.decision.sampled and plan.rag is None):
+            return body, False
+        return ask_for_logprobs(body)
 
     def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
         """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.

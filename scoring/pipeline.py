@@ -67,11 +67,16 @@ class ScoringPipeline:
         return result
 
     def _applicable(self, job: ScoringJob) -> list[Scorer]:
-        """Document scorers for a request that carried documents (when any is configured), else the others."""
+        """Document scorers for a request that carried documents (when any is configured), else the others.
+
+        A scorer of the answer's log-probabilities does not run on an answer
+        that came without them: its component is absent, never a zero.
+        """
         with_documents = [s for s in self._scorers if getattr(s, "handles_documents", False)]
         if job.documents and with_documents:
             return with_documents
-        return [s for s in self._scorers if not getattr(s, "handles_documents", False)]
+        return [s for s in self._scorers if not getattr(s, "handles_documents", False)
+                and (job.answer_logprobs or not getattr(s, "needs_answer_logprobs", False))]
 
     def _probability(self, components: dict[str, ComponentResult]) -> float | None:
         """The calibrated probability, from the component the calibration was fitted on (Trust_OV as a rule).

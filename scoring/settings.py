@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ClientModePolicy", "ConsistencySettings", "FactCheckSettings", "PolicySettings", "QueueSettings",
+__all__ = ["ClientModePolicy", "ConsistencySettings", "FactCheckSettings", "LogprobSettings", "PolicySettings", "QueueSettings",
            "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
@@ -72,6 +72,20 @@ class FactCheckSettings(BaseModel):
     # Ask the judge for log-probabilities, so that Trust_FC is graded; off for upstreams that refuse them.
     judge_logprobs: bool = True
     judge_top_logprobs: int = Field(default=5, ge=1, le=20)
+
+
+class LogprobSettings(BaseModel):
+    """``lp``: the answer's own token log-probabilities, asked on the user's call (no extra upstream call).
+
+    When on, a scored request that did not ask for log-probabilities is sent
+    upstream with ``logprobs: true`` and they are removed from the response;
+    turn it off for upstreams that reject ``logprobs``. An answer that comes
+    back without them simply has no ``lp`` component.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
 
 
 class RagSettings(BaseModel):
@@ -139,6 +153,7 @@ class ScoringSettings(BaseModel):
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
     rag: RagSettings = Field(default_factory=RagSettings)
+    logprob: LogprobSettings = Field(default_factory=LogprobSettings)
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:

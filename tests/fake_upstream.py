@@ -94,6 +94,7 @@ class FakeUpstream:
     disconnects: int = 0  # non-streamed requests whose client left while the fake was still working
     record: bool = True
     delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
+    without_logprobs: bool = False  # an upstream that ignores `logprobs` (returns none)
 
     def app(self) -> Starlette:
         return Starlette(routes=[
@@ -129,7 +130,8 @@ class FakeUpstream:
         if "big" in directives:
             text = " ".join(str(n).rjust(999, "x") for n in range(max(int(directives["big"]) // 1000, 1)))
         top = int(body.get("top_logprobs") or 1)
-        logprobs = {"content": token_logprobs(text, top)} if body.get("logprobs") else None
+        logprobs = {"content": token_logprobs(text, top)} if body.get("logprobs") and not self.without_logprobs \
+            else None
         if body.get("stream"):
             stream = self._stream(body, text, logprobs, "stall-stream" in directives,
                                   bad_chunk="bad-chunk" in directives, every=float(directives.get("drip") or 0))

@@ -1,0 +1,5 @@
+"""The ``lp`` component: how sure the model was of its own answer's tokens, at no extra upstream call."""
+
+from .scorer import LogprobScorer
+
+__all__ = ["LogprobScorer"]
