@@ -72,6 +72,10 @@ class FactCheckSettings(BaseModel):
     # Ask the judge for log-probabilities, so that Trust_FC is graded; off for upstreams that refuse them.
     judge_logprobs: bool = True
     judge_top_logprobs: int = Field(default=5, ge=1, le=20)
+    # text: the paper's prompt (Table 6), the label read from the reply's words.
+    # choice: the same inputs as a yes/no choice, the label from the answer tokens' log-probabilities,
+    # debiased by a content-free probe (scoring/factcheck/judge.py); the reply's words when no token is found.
+    judge_procedure: Literal["text", "choice"] = "text"
 
 
 class LogprobSettings(BaseModel):

@@ -33,7 +33,7 @@ def _fake_server() -> Iterator[tuple[FakeUpstream, ServerThread]]:
 def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[FakeUpstream]:
     """The session's fake upstream, reset to its echo behaviour for each test."""
     fake, server = _fake_server
-    fake.responder, fake.api_key, fake.delay_ms = echo, None, 0.0
+    fake.responder, fake.api_key, fake.delay_ms, fake.without_logprobs = echo, None, 0.0, False
     fake.requests.clear()
     fake.headers.clear()
     fake.stream_disconnects = 0

@@ -8,6 +8,17 @@ reply with none is "neutral", the paper's label for evidence that settles
 nothing. When the reply starts with a label token and carries its
 log-probabilities, the alternatives at that token give each label's
 probability, which makes Trust_FC graded rather than three-valued.
+
+The constrained-choice judge (``judge_procedure: choice``) does not wait for a
+weak judge to write a label: it asks the same question as a yes/no choice
+(Table 6's instruction and inputs, then "Does the evidence support the
+answer? Reply yes or no.") and reads the probabilities of the answer tokens
+where the reply starts, whatever the reply goes on to say: "yes" is support,
+"no" contradict. Like the MCQ letters, those tokens carry the judge's habit
+(SmolLM2 says "no" to almost anything), so they are debiased by the judge's
+answer to a content-free probe (every input "N/A"): each label's probability
+is divided by its probability there and renormalised (contextual calibration).
+When no answer token is among the alternatives, the reply's words decide.
 """
 
 from __future__ import annotations
@@ -20,9 +31,15 @@ from typing import Literal, cast
 from .index import Evidence
 
 __all__ = [
+    "CONTENT_FREE",
     "LABELS",
     "LABEL_VALUES",
     "Label",
+    "choice_probabilities",
+    "choice_prompt",
+    "choice_reply_label",
+    "debiased",
+    "evidence_lines",
     "judge_prompt",
     "label_probabilities",
     "label_value",
@@ -51,6 +68,10 @@ _LABEL_WORD = re.compile(
 _INSTRUCTION_ECHO = re.compile(
     r"align\w*\s+with\s+or\s+contradict\w*"
     r"|(?:either\s+)?\W*support\W*,?\s*\W*contradict\W*,?\s*(?:or\s+)?\W*neutral\b")
+CHOICE_QUESTION = "Does the evidence support the answer? Reply yes or no.\nReply:"
+CONTENT_FREE = "N/A"  # every input of the probe that measures the judge's habit
+_CHOICE_WORDS: dict[str, Label] = {"yes": "support", "no": "contradict"}
+_PRIOR_FLOOR = 1e-3  # a label the probe never gave is not divided by zero
 _NEGATION = re.compile(r"\b(not|no|never|cannot|nor|without)\b|n't\b")
 _NEGATION_REACH = 24  # characters before a label word in which a negation applies to it ...
 _CLAUSE_BREAK = re.compile(r"[,.;:!?()\n]")  # ... unless punctuation ends the negation's clause first
@@ -59,8 +80,52 @@ _LETTERS = re.compile(r"[^a-z]")
 
 def judge_prompt(evidence: Sequence[Evidence], question: str, answer: str) -> str:
     """Table 6 with the passages as evidence, one per line, each led by its title."""
-    lines = (e.text if e.text.lower().startswith(e.title.lower()) else f"{e.title}: {e.text}" for e in evidence)
-    return PROMPT.format(evidence="\n".join(lines), question=question, answer=answer)
+    return PROMPT.format(evidence=evidence_lines(evidence), question=question, answer=answer)
+
+
+def evidence_lines(evidence: Sequence[Evidence]) -> str:
+    """The passages one per line, each led by its title."""
+    return "\n".join(e.text if e.text.lower().startswith(e.title.lower()) else f"{e.title}: {e.text}"
+                     for e in evidence)
+
+
+def choice_prompt(evidence: str, question: str, answer: str) -> str:
+    """Table 6's instruction and inputs, asked as a yes/no choice (``evidence``: the passages, one per line)."""
+    head = PROMPT.removesuffix("Relation:").format(evidence=evidence, question=question, answer=answer)
+    return head + CHOICE_QUESTION
+
+
+def choice_probabilities(top_logprobs: Sequence[dict[str, float]] | None) -> dict[Label, float] | None:
+    """support / contradict probabilities from the "yes" / "no" tokens among the reply's first alternatives.
+
+    None without log-probabilities, or when neither token is among them.
+    """
+    first = next((alternatives for alternatives in top_logprobs or () if alternatives), None)
+    if first is None:
+        return None
+    mass = dict.fromkeys(LABELS, 0.0)
+    for token, logprob in first.items():
+        label = _CHOICE_WORDS.get(_LETTERS.sub("", token.lower()))
+        if label is not None:
+            mass[label] += math.exp(logprob)
+    total = sum(mass.values())
+    return cast(dict[Label, float], {name: mass[name] / total for name in LABELS}) if total > 0 else None
+
+
+def debiased(probabilities: dict[Label, float], prior: dict[Label, float] | None) -> dict[Label, float]:
+    """Each label's probability over its probability under the content-free ``prior``, renormalised."""
+    if prior is None:
+        return probabilities
+    ratios = {name: p / max(prior.get(name, 0.0), _PRIOR_FLOOR) if p > 0 else 0.0
+              for name, p in probabilities.items()}
+    total = sum(ratios.values())
+    return cast(dict[Label, float], {name: r / total for name, r in ratios.items()}) if total > 0 else probabilities
+
+
+def choice_reply_label(reply: str) -> Label:
+    """The fallback reading of a yes/no reply: a leading "yes"/"no", else the label words of ``parse_judge_label``."""
+    first = _LETTERS.sub("", (reply.strip().split() or [""])[0].lower())
+    return _CHOICE_WORDS.get(first) or parse_judge_label(reply)
 
 
 def _word_label(word: str) -> Label:

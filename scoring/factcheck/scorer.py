@@ -15,15 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from ..settings import FactCheckSettings
-from ..types import Ask, ComponentResult, ScoringJob
+from ..types import Ask, ComponentResult, Reply, ScoringJob
 from .index import Evidence, EvidenceIndex
-from .judge import LABELS, Label, judge_prompt, label_probabilities, label_value, parse_judge_label
+from .judge import (CONTENT_FREE, LABELS, Label, choice_probabilities, choice_prompt, choice_reply_label, debiased,
+                    evidence_lines, judge_prompt, label_probabilities, label_value, parse_judge_label)
 from .text import evidence_query, tokenize
 
 __all__ = ["FactCheckScorer"]
 
 JUDGE_MAX_TOKENS = 16  # the label, and room for a judge that words it as a sentence
 SNIPPET_CHARS = 300  # of each passage, kept in the record so a reader sees what the judge was shown
+CHOICE_TOP_LOGPROBS = 20  # the constrained choice reads "yes"/"no" among the first token's alternatives
 
 
 class FactCheckScorer:
@@ -48,6 +50,9 @@ class FactCheckScorer:
 
             self._nli = LocalNLIJudge(Path(settings.nli_model_dir), settings.nli_labels)
         self.judge_model = settings.judge_model  # the pipeline asks this model group; None: the answerer
+        # The constrained-choice judge's answer to the content-free probe, per judging model: asked once.
+        self._priors: dict[str, dict[Label, float] | None] = {}
+        self._prior_lock = asyncio.Lock()
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         started = time.perf_counter()
@@ -66,6 +71,9 @@ class FactCheckScorer:
             probabilities = await asyncio.to_thread(self._nli.judge, evidence, job.answer)
             label = max(probabilities, key=probabilities.__getitem__)
             details["judge"] = "nli"
+        elif evidence and self._settings.judge_procedure == "choice":
+            label, probabilities, calls = await self._choose(evidence, job, ask, details)
+            details["judge"] = "llm-choice"
         elif evidence:
             label, probabilities, details["judge_reply"] = await self._ask_judge(evidence, job, ask)
             details["judge"], calls = "llm", 1
@@ -82,3 +90,30 @@ class FactCheckScorer:
                           logprobs=logprobs, top_logprobs=self._settings.judge_top_logprobs if logprobs else None)
         label = parse_judge_label(reply.text)
         return label, label_probabilities(reply.top_logprobs, label), reply.text
+
+    async def _yes_or_no(self, prompt: str, ask: Ask) -> Reply:
+        return await ask([{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS, temperature=0.0,
+                         logprobs=self._settings.judge_logprobs,
+                         top_logprobs=CHOICE_TOP_LOGPROBS if self._settings.judge_logprobs else None)
+
+    async def _prior(self, model: str, ask: Ask) -> tuple[dict[Label, float] | None, int]:
+        """The judge's label probabilities on the content-free probe (asked once per model), and calls spent."""
+        async with self._prior_lock:
+            if model in self._priors:
+                return self._priors[model], 0
+            reply = await self._yes_or_no(choice_prompt(CONTENT_FREE, CONTENT_FREE, CONTENT_FREE), ask)
+            self._priors[model] = choice_probabilities(reply.top_logprobs)
+            return self._priors[model], 1
+
+    async def _choose(self, evidence: list[Evidence], job: ScoringJob, ask: Ask,
+                      details: dict[str, Any]) -> tuple[Label, dict[Label, float] | None, int]:
+        """The constrained choice: yes/no token probabilities over the probe's, else the reply's words."""
+        reply = await self._yes_or_no(choice_prompt(evidence_lines(evidence), job.question, job.answer), ask)
+        details["judge_reply"] = reply.text
+        raw = choice_probabilities(reply.top_logprobs)
+        if raw is None:
+            return choice_reply_label(reply.text), None, 1
+        prior, probe_calls = await self._prior(self.judge_model or job.model, ask)
+        probabilities = debiased(raw, prior)
+        details.update(raw_label_probs=raw, judge_prior=prior)
+        return max(probabilities, key=probabilities.__getitem__), probabilities, 1 + probe_calls

@@ -3,7 +3,8 @@ import math
 import pytest
 
 from scoring.factcheck.index import Evidence
-from scoring.factcheck.judge import judge_prompt, label_probabilities, label_value, parse_judge_label
+from scoring.factcheck.judge import (choice_probabilities, choice_reply_label, debiased, judge_prompt,
+                                     label_probabilities, label_value, parse_judge_label)
 
 
 @pytest.mark.parametrize(("reply", "label"), [
@@ -78,3 +79,22 @@ def test_no_label_probabilities_without_a_leading_label_token(top: list[dict[str
 
 def test_label_values_without_probabilities() -> None:
     assert [label_value(label) for label in ("support", "neutral", "contradict")] == [1.0, 0.5, 0.0]
+
+
+def test_choice_probabilities_read_yes_and_no_among_the_first_alternatives() -> None:
+    top = [{"The": math.log(0.5), " yes": math.log(0.1), "No": math.log(0.3), "Yes": math.log(0.1)}, {"x": 0.0}]
+    assert choice_probabilities(top) == pytest.approx({"support": 0.2 / 0.5, "contradict": 0.3 / 0.5, "neutral": 0.0})
+    assert choice_probabilities([{"The": 0.0}]) is None and choice_probabilities(None) is None
+
+
+def test_a_judge_that_says_no_to_everything_is_debiased_by_its_content_free_answer() -> None:
+    habit = {"support": 0.1, "contradict": 0.9, "neutral": 0.0}  # the probe: "no" whatever it is shown
+    leaning_yes = debiased({"support": 0.3, "contradict": 0.7, "neutral": 0.0}, habit)
+    assert max(leaning_yes, key=leaning_yes.__getitem__) == "support"  # more "yes" than its habit: support
+    assert debiased(habit, habit) == pytest.approx({"support": 0.5, "contradict": 0.5, "neutral": 0.0})
+    assert debiased(habit, None) == habit
+
+
+def test_the_choice_reply_fallback_reads_a_leading_yes_or_no_then_label_words() -> None:
+    assert [choice_reply_label(r) for r in ("Yes.", "no, it does not", "The evidence supports it", "hmm")] == [
+        "support", "contradict", "support", "neutral"]

@@ -111,3 +111,35 @@ def test_rerank_is_not_a_setting() -> None:
     """Re-ranking was measured (bench/retrieval.py) and gained nothing, so it was left out."""
     with pytest.raises(ValueError, match="rerank"):
         FactCheckSettings(rerank=True)  # type: ignore[call-arg]
+
+
+def test_the_choice_judge_reads_yes_and_probes_its_habit_once(fake_upstream: FakeUpstream,
+                                                            facts_index: EvidenceIndex) -> None:
+    prompts: list[str] = []
+    fake_upstream.responder = judge_saying("Yes", prompts)
+    settings = FactCheckSettings(judge_procedure="choice")
+
+    async def scenario() -> list[ComponentResult]:
+        async with httpx.AsyncClient() as http:
+            upstream = UpstreamClient(settings_from_dict(gateway_config(fake_upstream.url)), http)  # type: ignore[attr-defined]
+            scorer = FactCheckScorer(facts_index, settings)
+            ask = JudgeAsk(upstream, "fake")
+            return [await scorer.score(ScoringJob(id=f"job-{n}", model="fake", question="What is the capital of "
+                                                  "France?", answer="Paris is the capital of France."), ask)
+                    for n in range(2)]
+
+    first, second = asyncio.run(scenario())
+    assert (first.label, first.value, first.upstream_calls, second.upstream_calls) == ("support", 1.0, 2, 1)
+    assert first.details["judge"] == "llm-choice" and first.details["probs_from"] == "logprobs"
+    assert sum("Evidence: N/A" in p for p in prompts) == 1  # the content-free probe, once per judging model
+    assert all(p.endswith("Does the evidence support the answer? Reply yes or no.\nReply:") for p in prompts)
+    assert fake_upstream.requests[0]["top_logprobs"] == 20
+
+
+def test_the_choice_judge_without_logprobs_reads_the_reply(fake_upstream: FakeUpstream,
+                                                           facts_index: EvidenceIndex) -> None:
+    fake_upstream.responder = judge_saying("No, Lyon is not the capital.", [])
+    result = fact_check(fake_upstream, facts_index, "What is the capital of France?", "Lyon is the capital.",
+                        FactCheckSettings(judge_procedure="choice", judge_logprobs=False))
+    assert (result.label, result.value, result.upstream_calls, result.details["probs_from"]) == (
+        "contradict", 0.0, 1, "label")
