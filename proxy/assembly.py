@@ -23,7 +23,7 @@ from exporters import (
     disabled_telemetry,
 )
 from scoring.evaluation.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
-from scoring.pipeline import ScoringPipeline
+from scoring.pipeline import COMBINED, ScoringPipeline
 from scoring.queue import Process
 from scoring.types import Scorer
 
@@ -116,14 +116,14 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
     if calibrator is not None:
         _warn_if_fitted_on_other_scorers(calibrator, active)
     pipeline = ScoringPipeline(active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose),
-                               scoring, combine=combiner(active), calibrator=calibrator)
+                               scoring, combine=combiner(active, scoring, calibrator), calibrator=calibrator)
     return traced(pipeline, telemetry), pipeline.has_scorers
 
 
 def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Scorer]) -> None:
     """Trust_OV from Trust_FC alone is not Trust_OV from both: a mismatch is worth a line in the log."""
     fitted = fitted_components(calibrator)
-    running = {s.name for s in active} & {"bc", "fc"}
+    running = {s.name for s in active} & COMBINED
     if fitted is not None and fitted != running:
         log.warning("the calibration was fitted on Trust_OV from %s, but this process scores with %s: "
                     "records scored so get no x-trust-probability; refit with `trustgate eval run --components ...`",

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+from collections.abc import Sequence
 
-from scoring.combine import combine
+from scoring.combine import fitted_trust, paper_trust
+from scoring.evaluation.calibration import Calibrator, LogisticCombination
 from scoring.consistency import open_consistency_scorer
 from scoring.factcheck import FactCheckScorer, NLIModelError
 from scoring.factcheck.assets import load_evidence_index
 from scoring.logprob import LogprobScorer
-from scoring.pipeline import Combiner
+from scoring.pipeline import COMBINED, Combiner
 from scoring.rag import build_rag_scorer
 from scoring.settings import ScoringSettings
 from scoring.types import Scorer
@@ -56,6 +59,16 @@ async def build_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSt
     return scorers
 
 
-def combiner(scorers: list[Scorer]) -> Combiner | None:
-    """Trust_OV (paper Table 3, graded) whenever Trust_BC or Trust_FC runs."""
-    return combine if {s.name for s in scorers} & {"bc", "fc"} else None
+def combiner(scorers: Sequence[Scorer], settings: ScoringSettings, calibrator: Calibrator | None) -> Combiner | None:
+    """Trust_OV whenever Trust_BC, Trust_FC or lp runs: the paper's Table 3, or the fitted combination.
+
+    ``combine: fitted`` needs the calibration file to be a logistic fit; anything else is a config error.
+    """
+    if not {s.name for s in scorers} & COMBINED:
+        return None
+    if settings.combine == "paper":
+        return paper_trust
+    if not isinstance(calibrator, LogisticCombination):
+        raise ConfigError("trustgate.scoring.combine: fitted needs calibration_path to be a logistic fit "
+                          "(`trustgate eval run --calibration-method logistic --calibration-out ...`)")
+    return functools.partial(fitted_trust, model=calibrator)

@@ -19,15 +19,26 @@ judge's label probabilities ``p`` in place of the indicators:
 ``0.8·p_support + 0.4·p_neutral + 0.2·g``, the expected Table 3 value when the
 two verdicts are independent. On hard inputs (g in {0, 1}, one label with
 probability 1) it is exactly Table 3.
+
+That is the ``paper`` preset. The ``fitted`` one (``combine: fitted``) is a
+logistic regression over whichever component features a labeled set showed to
+matter (``FEATURES``: Trust_BC, Trust_FC, the answer's mean and minimum token
+log-probability), fitted by ``trustgate eval run --calibration-method
+logistic`` and read from the calibration file. A record whose components lack a
+feature the fit used falls back to the paper preset and says so; either way
+``details["source"]`` names the components that fed Trust_OV.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from .evaluation.calibration import LogisticCombination
 from .types import ComponentResult
 
-__all__ = ["TABLE3", "combine", "graded_trust", "table3_trust"]
+__all__ = ["FEATURES", "TABLE3", "combine", "feature_values", "fitted_trust", "graded_trust", "paper_trust",
+           "table3_trust"]
 
 FactLabel = Literal["support", "neutral", "contradict"]
 
@@ -61,7 +72,14 @@ def _usable(result: ComponentResult | None) -> ComponentResult | None:
 
 
 def _bc_verdict(bc: ComponentResult, value: float) -> tuple[bool, float]:
-    """(consistent, graded) from Trust_BC's details; its value stands in for a missing key."""
+    """(consistent, graded) from Trust_BC's details; its value stands in for a missing key.
+
+    A debiased Trust_BC's value is its graded score (agreement beyond the letter prior), and its
+    label says whether it is consistent: the raw fraction of checks that agreed would bring the
+    letter habit back in.
+    """
+    if bc.details.get("procedure") == "debiased":
+        return bc.label == "consistent", value
     return bool(bc.details.get("binary", value >= 0.5)), float(bc.details.get("graded", value))
 
 
@@ -107,3 +125,57 @@ def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: boo
     }
     cell = f"{'consistent' if consistent else 'inconsistent'}/{label}"
     return ComponentResult(component="ov", value=graded_value if graded else table3, label=cell, details=details)
+
+
+Components = Mapping[str, ComponentResult]
+
+
+def _value(name: str) -> Callable[[Components], float | None]:
+    def read(components: Components) -> float | None:
+        result = _usable(components.get(name))
+        return None if result is None else result.value
+    return read
+
+
+def _detail(name: str, key: str) -> Callable[[Components], float | None]:
+    def read(components: Components) -> float | None:
+        result = _usable(components.get(name))
+        value = None if result is None else result.details.get(key)
+        return float(value) if isinstance(value, (int, float)) else None
+    return read
+
+
+# What a fitted Trust_OV may read, each named after the component it comes from ("lp_mean" from lp).
+FEATURES: dict[str, Callable[[Components], float | None]] = {
+    "bc": _value("bc"),
+    "fc": _value("fc"),
+    "lp_mean": _detail("lp", "mean_logprob"),
+    "lp_min": _detail("lp", "min_logprob"),
+}
+
+
+def feature_values(components: Components, names: tuple[str, ...]) -> dict[str, float | None]:
+    return {name: FEATURES[name](components) if name in FEATURES else None for name in names}
+
+
+def paper_trust(components: Components) -> ComponentResult:
+    """The ``paper`` preset over a record's components (Table 3, graded)."""
+    result = combine(components.get("bc"), components.get("fc"))
+    result.details["method"] = "paper"
+    return result
+
+
+def fitted_trust(components: Components, model: LogisticCombination) -> ComponentResult:
+    """The fitted Trust_OV; the paper preset (saying which features were missing) when a feature is absent."""
+    values = feature_values(components, model.features)
+    missing = [name for name, value in values.items() if value is None]
+    if missing:
+        fallback = paper_trust(components)
+        fallback.details.update(method="paper", fitted_missing=missing)
+        return fallback
+    present = {name: float(value) for name, value in values.items() if value is not None}
+    value = model.combined(present)
+    source = "+".join(sorted({name.split("_")[0] for name in model.features}))
+    return ComponentResult(component="ov", value=value, label=None,
+                           details={"source": source, "method": "fitted", "features": present,
+                                    "weights": dict(zip(model.features, model.weights, strict=True))})

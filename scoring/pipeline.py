@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .evaluation.calibration import component_names, fitted_components
@@ -19,10 +19,11 @@ from .types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
 if TYPE_CHECKING:
     from .evaluation.calibration import Calibrator
 
-__all__ = ["AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
+__all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
 
 AskFactory = Callable[[str, str], Ask]  # (model group, purpose) -> Ask bound to that deployment
-Combiner = Callable[[ComponentResult | None, ComponentResult | None], ComponentResult]
+Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a record's components -> Trust_OV
+COMBINED = frozenset({"bc", "fc", "lp"})  # the components Trust_OV is made of
 
 
 def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
@@ -101,8 +102,8 @@ class ScoringPipeline:
         results = await asyncio.gather(*(self._run_one(s, job) for s in self._applicable(job)))
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]
-        if self._combine is not None and ("bc" in components or "fc" in components):
-            overall = self._combine(components.get("bc"), components.get("fc"))
+        if self._combine is not None and components.keys() & COMBINED:
+            overall = self._combine(components)
             components[overall.component] = overall
             score = overall.value
         else:

@@ -151,6 +151,9 @@ class ScoringSettings(BaseModel):
     # A file from `trustgate eval run --calibration-out`: records then carry a calibrated probability
     # (x-trust-probability) beside the raw score. Fit it on your own model and traffic.
     calibration_path: Path | None = None
+    # How Trust_OV is made: paper (Table 3 over Trust_BC and Trust_FC, graded), or fitted (the logistic
+    # combination of `trustgate eval run --calibration-method logistic`, read from calibration_path).
+    combine: Literal["paper", "fitted"] = "paper"
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
     queue: QueueSettings = Field(default_factory=QueueSettings)
@@ -163,4 +166,10 @@ class ScoringSettings(BaseModel):
     def _nli_judge_has_a_model(self) -> ScoringSettings:
         if self.rag.judge == "nli" and not self.factcheck.nli_model_dir:
             raise ValueError("rag.judge: nli needs factcheck.nli_model_dir")
+        return self
+
+    @model_validator(mode="after")
+    def _fitted_combination_has_a_file(self) -> ScoringSettings:
+        if self.combine == "fitted" and self.calibration_path is None:
+            raise ValueError("combine: fitted needs calibration_path (a logistic fit from `trustgate eval run`)")
         return self

@@ -35,10 +35,13 @@ def eval_scoring_settings(settings: GatewaySettings, args: argparse.Namespace) -
     scoring = settings.trustgate.scoring
     bc = scoring.consistency
     overrides = {"seed": bc.seed if bc.seed is not None else args.seed,
-                 "mode": getattr(args, "bc_mode", None), "max_checks": getattr(args, "max_checks", None)}
+                 "mode": getattr(args, "bc_mode", None), "max_checks": getattr(args, "max_checks", None),
+                 "procedure": getattr(args, "bc_procedure", None)}
     consistency = bc.model_copy(update={key: value for key, value in overrides.items() if value is not None})
+    judge = getattr(args, "fc_judge", None)
+    factcheck = scoring.factcheck.model_copy(update={"judge_procedure": judge}) if judge else scoring.factcheck
     queue = scoring.queue.model_copy(update={"scorer_timeout": SCORER_TIMEOUT_S})
-    return scoring.model_copy(update={"consistency": consistency, "queue": queue})
+    return scoring.model_copy(update={"consistency": consistency, "factcheck": factcheck, "queue": queue})
 
 
 def cache_and_report_paths(args: argparse.Namespace, scoring: ScoringSettings, run_name: str) -> tuple[Path, Path]:

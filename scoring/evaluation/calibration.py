@@ -15,9 +15,16 @@ File format (JSON)::
     {"format": "trustgate-calibration", "version": 1, "method": "platt",
      "score": "ov", "a": 4.2, "b": -2.1, "fitted_on": {...}}
 
+    {"format": "trustgate-calibration", "version": 1, "method": "logistic",
+     "score": "ov", "features": ["bc", "fc", "lp_mean"], "weights": [1.2, 0.8, 3.1],
+     "intercept": -0.4, "fitted_on": {...}}
+
 Isotonic: piecewise-linear through the (x, y) thresholds, flat beyond the ends
 (scikit-learn's ``IsotonicRegression(out_of_bounds="clip").predict``). Platt:
-``1 / (1 + exp(-(a·score + b)))``.
+``1 / (1 + exp(-(a·score + b)))``. Logistic: not a map of one score but the
+fitted Trust_OV itself, ``1 / (1 + exp(-(w·features + intercept)))`` over the
+named component features (``scoring.combine.FEATURES``); it is already a
+probability, so its ``probability`` is the identity on the Trust_OV it produced.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ __all__ = [
     "CalibrationError",
     "Calibrator",
     "IsotonicCalibrator",
+    "LogisticCombination",
     "PlattCalibrator",
     "component_names",
     "fitted_components",
@@ -98,12 +106,43 @@ class PlattCalibrator:
     fitted_on: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def probability(self, score: float) -> float:
-        z = self.a * score + self.b
-        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+        return _sigmoid(self.a * score + self.b)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": FORMAT, "version": VERSION, "method": "platt", "score": self.score,
                 "a": self.a, "b": self.b, "fitted_on": self.fitted_on}
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+@dataclass(frozen=True)
+class LogisticCombination:
+    """A fitted Trust_OV: logistic regression over named component features (``combine: fitted``)."""
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    intercept: float
+    score: str = "ov"
+    fitted_on: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.features or len(self.features) != len(self.weights):
+            raise CalibrationError("a logistic combination needs one weight per feature, at least one")
+
+    def combined(self, values: dict[str, float]) -> float:
+        """P(correct) from the feature values (every named feature must be there)."""
+        return _sigmoid(self.intercept + sum(w * values[name] for name, w in zip(self.features, self.weights,
+                                                                                 strict=True)))
+
+    def probability(self, score: float) -> float:
+        return score  # the fitted Trust_OV is already the probability
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "method": "logistic", "score": self.score,
+                "features": list(self.features), "weights": list(self.weights), "intercept": self.intercept,
+                "fitted_on": self.fitted_on}
 
 
 def component_names(named: Any) -> frozenset[str] | None:
@@ -146,6 +185,9 @@ def _from_json(data: Any) -> Calibrator:
             return IsotonicCalibrator(tuple(map(_finite, data["x"])), tuple(map(_finite, data["y"])), **common)
         if data.get("method") == "platt":
             return PlattCalibrator(_finite(data["a"]), _finite(data["b"]), **common)
+        if data.get("method") == "logistic":
+            return LogisticCombination(tuple(str(f) for f in data["features"]), tuple(map(_finite, data["weights"])),
+                                       _finite(data["intercept"]), **common)
     except (KeyError, TypeError, ValueError) as exc:
         raise CalibrationError(f"malformed calibration: {exc}") from exc
     raise CalibrationError(f"unknown calibration method {data.get('method')!r}")

@@ -7,7 +7,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from .datasets import DATASET_FILES
+from .datasets import CAPITALS_DATASET, DATASET_FILES
 
 __all__ = ["add_eval_arguments", "command_line"]
 
@@ -54,20 +54,26 @@ def _rag_arguments(rag: argparse.ArgumentParser) -> None:
 
 
 def _run_arguments(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--dataset", default="mixedqa", choices=[*DATASET_FILES, "jsonl"])
+    run.add_argument("--dataset", default="mixedqa", choices=[*DATASET_FILES, CAPITALS_DATASET, "jsonl"],
+                     help="capitals: built from packaged WordNet, a set the local demo model gets about half right")
     run.add_argument("--mode", default="answer", choices=["answer", "given"],
                      help="answer: the model answers each question, then the full TrustScore; "
                           "given: score the dataset's own answers")
     run.add_argument("--answers", default="gpt", help="given mode on MixedQA: whose answers, e.g. flan,llama,gpt")
-    run.add_argument("--components", help="scorers to run, e.g. bc,fc (default: answer mode bc,fc; given mode fc)")
+    run.add_argument("--components", help="scorers to run, e.g. bc,fc,lp (default: answer mode bc,fc; given mode fc);"
+                     " bc_paper / fc_text: Trust_BC / Trust_FC by the paper's procedure beside the configured one")
     run.add_argument("--bc-mode", choices=["binary", "graded", "adaptive"], help="Trust_BC stop rule (default: config)")
     run.add_argument("--max-checks", type=_positive_int, help="Trust_BC checks per answer (default: config)")
+    run.add_argument("--bc-procedure", choices=["paper", "debiased"], help="Trust_BC procedure (default: config)")
+    run.add_argument("--fc-judge", choices=["text", "choice"], help="Trust_FC judge procedure (default: config)")
     run.add_argument("--no-verbal-confidence", dest="verbal_confidence", action="store_false",
                      help="skip the verbalised-confidence baseline (answer mode)")
     run.add_argument("--no-logprobs", dest="logprobs", action="store_false",
                      help="do not ask for the answer's log-probabilities (for upstreams that refuse them)")
     run.add_argument("--calibration-out", type=Path, help="write the fitted Trust_OV calibration here (JSON)")
-    run.add_argument("--calibration-method", default="isotonic", choices=["isotonic", "platt"])
+    run.add_argument("--calibration-method", default="isotonic", choices=["isotonic", "platt", "logistic"],
+                     help="isotonic / platt: a map of the Trust_OV value; logistic: the fitted Trust_OV "
+                          "(for `combine: fitted`), a logistic regression over the components' features")
     run.add_argument("--calibration-fit", type=float, default=0.5, help="fraction of items to fit on (rest: held out)")
     _common(run)
 

@@ -1,7 +1,8 @@
 """Readers for the labeled evaluation sets, into one item shape. I/O at the edge, nothing else.
 
 The files stay where they are (``../shared/eval/`` by default, or a path the
-user gives); the project never copies them. Each reader turns a file into
+user gives); the project never copies them. One set is built rather than read:
+``capitals``, from packaged WordNet (see ``read_capitals``). Each reader turns a file into
 ``EvalItem``s: a question, its gold answers, and, for sets that come with
 answers to score, the answer, its correctness label and where that label came
 from ("human" for annotators' judgements, "reference" for answers that are
@@ -21,7 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from ..consistency.packaged import WORDNET_DIR
+
 __all__ = [
+    "CAPITALS_DATASET",
     "DATASET_FILES",
     "MIXEDQA_MODELS",
     "DatasetError",
@@ -29,6 +33,7 @@ __all__ = [
     "McQuestion",
     "default_data_dir",
     "load_items",
+    "read_capitals",
     "read_generic_jsonl",
     "read_halueval",
     "read_mixedqa",
@@ -202,15 +207,81 @@ def read_generic_jsonl(path: Path, *, given: bool = False) -> list[EvalItem]:
     return items
 
 
+# Capitals: a labeled set the local demo model is about half right on, built from packaged WordNet.
+#
+# MixedQA's questions are too hard for SmolLM2-135M (7 of 200 right), so every correct-vs-wrong
+# figure on its own answers turns on a handful of items. Capital cities are short facts that a small
+# model knows for famous places and guesses for obscure ones. The questions come from Debian's
+# wordnet-base (installed by `make install`); nothing is downloaded or committed: every noun synset
+# whose gloss starts with "the capital" and which is a part (#p) of another synset gives "What is the
+# capital of <that synset's first lemma>?", with the capital's own lemmas as gold answers (descriptive
+# ones such as "capital of Afghanistan" dropped). Item ids are the capital's synset offset.
+CAPITALS_DATASET = "capitals"
+
+
+def _lemmas(fields: list[str]) -> tuple[str, ...]:
+    count = int(fields[3], 16)
+    return tuple(fields[4 + 2 * i].replace("_", " ") for i in range(count))
+
+
+def _part_holonyms(fields: list[str]) -> list[str]:
+    cursor = 4 + 2 * int(fields[3], 16)
+    pointers = int(fields[cursor])
+    return [fields[cursor + 2 + 4 * i] for i in range(pointers)
+            if fields[cursor + 1 + 4 * i] == "#p" and fields[cursor + 3 + 4 * i] == "n"]
+
+
+def _is_name_of_the_city(lemma: str) -> bool:
+    lowered = lemma.lower()
+    return "capital" not in lowered and not lowered.startswith("city of")
+
+
+def read_capitals(wordnet_dir: Path = WORDNET_DIR) -> list[EvalItem]:
+    """One question per WordNet capital that is part of a named place, in file order."""
+    data = wordnet_dir / "data.noun"
+    if not data.is_file():
+        raise DatasetError(f"WordNet not found at {data} (Debian package wordnet-base; `make install`)")
+    lines: dict[str, list[str]] = {}
+    capitals: list[str] = []
+    with data.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.startswith("  "):
+                continue
+            head, _, gloss = line.partition(" | ")
+            fields = head.split()
+            lines[fields[0]] = fields
+            if gloss.startswith("the capital"):
+                capitals.append(fields[0])
+    items, seen = [], set()
+    for offset in capitals:
+        fields = lines[offset]
+        gold = tuple(lemma for lemma in _lemmas(fields) if _is_name_of_the_city(lemma))
+        holonyms = [lines[h] for h in _part_holonyms(fields) if h in lines]
+        if not gold or not holonyms:
+            continue
+        place = _lemmas(holonyms[0])[0]
+        question = f"What is the capital of {place}?"
+        if question in seen:
+            continue
+        seen.add(question)
+        items.append(EvalItem(dataset=CAPITALS_DATASET, id=offset, question_id=offset, question=question, gold=gold,
+                              group="wordnet"))
+    return items
+
+
 def load_items(dataset: str, mode: Mode, *, data_dir: Path | None = None, path: Path | None = None,
                answers_from: Sequence[str] = ()) -> list[EvalItem]:
     """The items of ``dataset`` for ``mode``: "answer" (questions only) or "given" (labeled answers)."""
+    if dataset == CAPITALS_DATASET:
+        if mode == "given":
+            raise DatasetError("capitals has questions only: use mode 'answer'")
+        return read_capitals(path or WORDNET_DIR)
     if dataset == "jsonl":
         if path is None:
             raise DatasetError("the jsonl dataset needs a file path")
         return read_generic_jsonl(path, given=mode == "given")
     if dataset not in DATASET_FILES:
-        raise DatasetError(f"unknown dataset {dataset!r}; known: {', '.join([*DATASET_FILES, 'jsonl'])}")
+        raise DatasetError(f"unknown dataset {dataset!r}; known: {', '.join([*DATASET_FILES, CAPITALS_DATASET, 'jsonl'])}")
     file = path or (data_dir or default_data_dir()) / DATASET_FILES[dataset]
     given = mode == "given"
     if dataset == "mixedqa":

@@ -18,12 +18,16 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from .calibration import Calibrator, IsotonicCalibrator, PlattCalibrator
+from sklearn.model_selection import StratifiedKFold
+
+from .calibration import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator
 from .metrics import brier_score, expected_calibration_error
 
-__all__ = ["CalibrationStudy", "Method", "calibration_study", "fit_calibrator", "split_indices"]
+__all__ = ["CalibrationStudy", "Method", "calibration_study", "cross_validated_combination", "fit_calibrator",
+           "fit_combination", "split_indices"]
 
-Method = Literal["isotonic", "platt"]
+Method = Literal["isotonic", "platt", "logistic"]
+COMBINATION_C = 1.0  # L2 strength of the fitted Trust_OV: a handful of features, a hundred-odd items
 
 
 def fit_calibrator(scores: Sequence[float], labels: Sequence[int], *, method: Method = "isotonic",
@@ -88,3 +92,31 @@ def calibration_study(scores: Sequence[float], labels: Sequence[int], *, method:
     raw = [float(scores[i]) for i in held]
     return CalibrationStudy(calibrator, len(fit), len(held), raw, [calibrator.probability(s) for s in raw],
                             [int(labels[i]) for i in held])
+
+
+def fit_combination(rows: Sequence[Sequence[float]], labels: Sequence[int], features: Sequence[str], *,
+                    fitted_on: dict[str, Any] | None = None) -> LogisticCombination:
+    """The fitted Trust_OV: a logistic regression of correctness on the component features, all items."""
+    x, y = np.asarray(rows, dtype=float), np.asarray(labels, dtype=int)
+    if len(x) < 4 or len(set(y.tolist())) < 2:
+        raise ValueError("a fitted combination needs at least four items and both labels")
+    model = LogisticRegression(C=COMBINATION_C, max_iter=1000).fit(x, y)
+    about = {**(fitted_on or {}), "items": len(x), "positives": int(y.sum())}
+    return LogisticCombination(tuple(features), tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0]),
+                               fitted_on=about)
+
+
+def cross_validated_combination(rows: Sequence[Sequence[float]], labels: Sequence[int], *, folds: int = 5,
+                                seed: int = 0) -> list[float] | None:
+    """Each item's fitted Trust_OV from a fit on the other folds (stratified): honest figures for the report.
+
+    None when a fold could not see both labels.
+    """
+    x, y = np.asarray(rows, dtype=float), np.asarray(labels, dtype=int)
+    if min(int(y.sum()), int(len(y) - y.sum())) < folds:
+        return None
+    predictions = np.zeros(len(y))
+    for fit, held in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y):
+        model = LogisticRegression(C=COMBINATION_C, max_iter=1000).fit(x[fit], y[fit])
+        predictions[held] = model.predict_proba(x[held])[:, 1]
+    return predictions.tolist()

@@ -59,13 +59,26 @@ def _words(outcome: ItemOutcome) -> float:
     return float(len(outcome.answer.split()))
 
 
+def _paper_ov(outcome: ItemOutcome) -> float | None:
+    return outcome.detail("ov_paper", "table3") if outcome.detail("ov_paper", "source") == "bc+fc" else None
+
+
 SIGNALS: tuple[Signal, ...] = (
     Signal("bc_binary", "Trust_BC (binary)", True, "bc", lambda o: o.detail("bc", "binary")),
     Signal("bc_graded", "Trust_BC (graded)", True, None, lambda o: o.detail("bc", "graded")),
     Signal("bc_letter_probability", "Trust_BC (letter probability)", True, None, lambda o: o.detail("bc", "logprob")),
+    Signal("bc_debiased", "Trust_BC (debiased: agreement beyond the letter prior)", True, None,
+           lambda o: o.detail("bc", "debiased")),
+    Signal("bc_paper", "Trust_BC (paper procedure: random positions, binary)", True, None,
+           lambda o: o.value("bc_paper")),
     Signal("fc", "Trust_FC", True, "fc", lambda o: o.value("fc")),
+    Signal("fc_text", "Trust_FC (paper's text judge)", True, None, lambda o: o.value("fc_text")),
+    Signal("lp", "lp (geometric-mean token probability)", True, None, lambda o: o.value("lp")),
+    Signal("lp_min", "lp (least likely token's probability)", True, None, lambda o: o.detail("lp", "min_probability")),
     Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: _both_scored(o, "table3")),
     Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: _both_scored(o, "graded")),
+    Signal("ov_paper_table3", "Trust_OV (Table 3 of the paper's BC and FC)", True, None, _paper_ov),
+    Signal("ov_fitted", "Trust_OV (fitted, cross-validated)", True, None, lambda o: o.value("ov_fitted")),
     Signal("answer_words", "baseline: answer length (words)", False, None, _words),
     Signal("mean_logprob", "baseline: mean token log-probability", False, None,
            lambda o: o.detail("answer", "mean_logprob")),

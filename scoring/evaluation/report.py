@@ -99,10 +99,30 @@ def _group_section(answerer: str, group: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _combination_section(combination: dict[str, Any] | None) -> list[str]:
+    if not combination:
+        return []
+    lines = ["## Fitted Trust_OV", ""]
+    if combination.get("reason"):
+        return [*lines, f"Not fitted: {combination['reason']}.", ""]
+    fit = combination["combination"]
+    weights = ", ".join(f"{name} {weight:+.3f}" for name, weight in zip(fit["features"], fit["weights"], strict=True))
+    lines += [f"Logistic regression of correctness on {', '.join(combination['features'])} over the "
+              f"{combination['items']} items that have them all. The row *Trust_OV (fitted, cross-validated)* above "
+              f"gives each item the prediction of a fit on the other folds ({combination['folds']}-fold, stratified, "
+              f"seed {combination['seed']}); the fit on all items: weights {weights}, intercept "
+              f"{fit['intercept']:+.3f}.", ""]
+    if combination.get("path"):
+        lines += [f"Saved to `{combination['path']}`: `trustgate.scoring.combine: fitted` with "
+                  "`calibration_path` naming it makes the gateway's Trust_OV this fit.", ""]
+    return lines
+
+
 def _calibration_section(calibration: dict[str, Any] | None) -> list[str]:
     if not calibration:
         return []
-    lines = ["## Calibration of Trust_OV", ""]
+    combination = _combination_section(calibration.get("fitted_combination"))
+    lines = [*combination, "## Calibration of Trust_OV", ""]
     if calibration.get("reason"):
         return [*lines, f"Not fitted: {calibration['reason']}.", ""]
     figures = calibration["held_out"]

@@ -9,14 +9,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..consistency.packaged import WORDNET_DIR
+from ..combine import FEATURES, feature_values
 from ..settings import ScoringSettings
+from ..types import ComponentResult
 from .assembly import cache_and_report_paths, eval_scoring_settings, git_commit, model_group, now_utc, strict_json
 from .cache import EvalCache
 from .calibration import save_calibration
 from .cli import command_line
-from .datasets import DATASET_FILES, EvalItem, default_data_dir, load_items, sample_questions
+from .datasets import CAPITALS_DATASET, DATASET_FILES, EvalItem, default_data_dir, load_items, sample_questions
 from .figures import Curve
-from .fitting import calibration_study
+from .fitting import calibration_study, cross_validated_combination, fit_combination
 from .gateway import gateway_settings, open_upstream
 from .outcome import ItemOutcome
 from .progress import progress_bar
@@ -49,9 +52,43 @@ async def _evaluate(settings: GatewaySettings, scoring: ScoringSettings, spec: R
     return outcomes, failures, evaluator
 
 
+def _combination_features(components: tuple[str, ...]) -> tuple[str, ...]:
+    """The fitted Trust_OV's features: those of the configured scorers that ran."""
+    return tuple(name for name in FEATURES if name.split("_")[0] in components)
+
+
+def _fit_combination(args: argparse.Namespace, outcomes: list[ItemOutcome], features: tuple[str, ...],
+                     fitted_on: dict[str, Any]) -> dict[str, Any]:
+    """The fitted Trust_OV: cross-validated predictions into each item (``ov_fitted``), and the fit on all
+    items saved when ``--calibration-method logistic --calibration-out`` ask for it."""
+    rows, labels, fed = [], [], []
+    for outcome in outcomes:
+        values = feature_values(outcome.components, features)
+        if all(value is not None for value in values.values()):
+            rows.append([float(value) for value in values.values() if value is not None])
+            labels.append(outcome.label)
+            fed.append(outcome)
+    predictions = cross_validated_combination(rows, labels, seed=args.seed) if features else None
+    if predictions is None:
+        return {"reason": "too few items of each label for a cross-validated fit", "features": list(features)}
+    source = "+".join(sorted({name.split("_")[0] for name in features}))
+    for outcome, value in zip(fed, predictions, strict=True):
+        outcome.components["ov_fitted"] = ComponentResult(
+            component="ov", value=value, details={"source": source, "method": "fitted", "cross_validated": True})
+    model = fit_combination(rows, labels, features, fitted_on={**fitted_on, "components": source})
+    summary: dict[str, Any] = {"features": list(features), "items": len(rows), "folds": 5, "seed": args.seed,
+                               "combination": model.to_json()}
+    if args.calibration_method == "logistic" and args.calibration_out:
+        save_calibration(model, args.calibration_out)
+        summary["path"] = str(args.calibration_out)
+    return summary
+
+
 def _calibrate(args: argparse.Namespace, outcomes: list[ItemOutcome],
                fitted_on: dict[str, Any]) -> tuple[dict[str, Any], Curve | None]:
     """Fit on part of the items, measure on the rest; save the calibrator when ``--calibration-out`` asks."""
+    if args.calibration_method == "logistic":
+        return {"reason": "the logistic method fits Trust_OV itself (see the fitted combination)"}, None
     scored = [(value, o.label) for o in outcomes if (value := o.value("ov")) is not None]
     if len(scored) < 4 or len({label for _, label in scored}) < 2:
         return {"reason": "fewer than four scored items, or only one label"}, None
@@ -83,7 +120,8 @@ def _notes(args: argparse.Namespace, spec: RunSpec, judge: str) -> tuple[str, ..
 def _describe(args: argparse.Namespace, settings: GatewaySettings, scoring: ScoringSettings, spec: RunSpec,
               judge: str, items: int) -> dict[str, Any]:
     deployments = ", ".join(d.provider_model for d in settings.model_groups()[spec.model])
-    dataset_file = args.file or (args.data_dir or default_data_dir()) / DATASET_FILES.get(args.dataset, "")
+    dataset_file = args.file or (WORDNET_DIR / "data.noun" if args.dataset == CAPITALS_DATASET
+                                 else (args.data_dir or default_data_dir()) / DATASET_FILES.get(args.dataset, ""))
     described: dict[str, Any] = {
         "dataset file": str(dataset_file),
         "items": f"{items} (seeded sample of {args.limit} questions, seed {args.sample_seed})" if args.limit else items,
@@ -94,9 +132,13 @@ def _describe(args: argparse.Namespace, settings: GatewaySettings, scoring: Scor
                                   f"verbalised confidence {'asked' if spec.verbal_confidence else 'off'}")
     if "bc" in spec.components:
         bc = scoring.consistency
-        described["Trust_BC"] = f"mode {bc.mode}, max_checks {bc.max_checks}, seed {bc.seed}"
+        described["Trust_BC"] = (f"procedure {bc.procedure}, mode {bc.mode}, max_checks {bc.max_checks}, "
+                                 f"seed {bc.seed}" + ("; bc_paper: procedure paper" if "bc_paper" in spec.components
+                                                      else ""))
     if "fc" in spec.components:
-        described["Trust_FC"] = f"top_k {scoring.factcheck.top_k}, judge {judge}"
+        described["Trust_FC"] = (f"top_k {scoring.factcheck.top_k}, judge {judge}, judge procedure "
+                                 f"{scoring.factcheck.judge_procedure}"
+                                 + ("; fc_text: the paper's text judge" if "fc_text" in spec.components else ""))
     described["bootstrap"] = f"{args.bootstrap} resamples, seed {args.seed}"
     return described
 
@@ -118,8 +160,11 @@ def eval_run(args: argparse.Namespace) -> int:
            "calls_made": sum(c.made for c in evaluator.counters.values()),
            "calls_cached": sum(c.cached for c in evaluator.counters.values())}
     judge, created = scoring.factcheck.judge_model or model, now_utc()
-    calibration, curve = _calibrate(args, outcomes, {"dataset": args.dataset, "mode": args.mode, "model": model,
-                                                     "components": "+".join(spec.components), "created_at": created})
+    fitted_on = {"dataset": args.dataset, "mode": args.mode, "model": model,
+                 "components": "+".join(spec.components), "created_at": created}
+    combination = _fit_combination(args, outcomes, _combination_features(spec.components), fitted_on)
+    calibration, curve = _calibrate(args, outcomes, fitted_on)
+    calibration["fitted_combination"] = combination
     context = ReportContext(
         title=args.title or f"TrustScore evaluation: {args.dataset}, {args.mode} mode, model group {model}",
         command=command_line(args), dataset=args.dataset, mode=args.mode, model=model, created_at=created,

@@ -44,11 +44,15 @@ from .matching import gold_match
 from .outcome import ItemOutcome
 from .prompts import CLOSED_BOOK_PROMPT, CONFIDENCE_PROMPT, answer_end, clean_answer, closed_book_prompt, \
     confidence_prompt, parse_confidence
+from .scorers import PAPER_VARIANTS
 
-__all__ = ["ANSWER_MAX_TOKENS", "Evaluator", "ItemFailure", "RunSpec", "evaluate_items", "mean_logprob"]
+__all__ = ["ANSWER_MAX_TOKENS", "Evaluator", "ItemFailure", "RunSpec", "answer_logprobs", "evaluate_items",
+           "mean_logprob"]
 
 Mode = Literal["answer", "given"]
 ANSWER_MAX_TOKENS = 64  # a one-sentence answer, as the paper's examples give
+# Small models go on with the few-shot pattern after their answer; what follows these is cut anyway.
+ANSWER_STOPS = ("\n\n", "\nQuestion:")
 VERBAL_MAX_TOKENS = 8
 
 
@@ -69,14 +73,20 @@ class ItemFailure:
     error: str
 
 
-def mean_logprob(tokens: Sequence[tuple[str, float]], end: int) -> float | None:
-    """Mean log-probability of the tokens that start before character ``end`` of the reply."""
+def answer_logprobs(tokens: Sequence[tuple[str, float]], end: int) -> list[float]:
+    """The log-probabilities of the tokens that start before character ``end`` of the reply (the answer's)."""
     kept, offset = [], 0
     for token, logprob in tokens:
         if offset >= end:
             break
         kept.append(logprob)
         offset += len(token)
+    return kept
+
+
+def mean_logprob(tokens: Sequence[tuple[str, float]], end: int) -> float | None:
+    """Mean log-probability of the tokens that start before character ``end`` of the reply."""
+    kept = answer_logprobs(tokens, end)
     return sum(kept) / len(kept) if kept else None
 
 
@@ -129,7 +139,7 @@ class Evaluator:
     async def _answer(self, item: EvalItem, ask: CachedAsk) -> ComponentResult:
         started = time.perf_counter()
         body: dict[str, Any] = {"messages": [{"role": "user", "content": closed_book_prompt(item.question)}],
-                                "max_tokens": ANSWER_MAX_TOKENS, "temperature": 0.0}
+                                "max_tokens": ANSWER_MAX_TOKENS, "temperature": 0.0, "stop": list(ANSWER_STOPS)}
         if self.spec.answer_logprobs:
             body.update(logprobs=True, top_logprobs=1)
         data = await ask.completion(body)
@@ -137,7 +147,8 @@ class Evaluator:
         return ComponentResult(
             component="answer", upstream_calls=1, duration_s=time.perf_counter() - started,
             details={"answer": clean_answer(reply), "reply": reply[:1000], "tokens": len(tokens or ()),
-                     "mean_logprob": mean_logprob(tokens, answer_end(reply)) if tokens else None})
+                     "mean_logprob": mean_logprob(tokens, answer_end(reply)) if tokens else None,
+                     "answer_logprobs": answer_logprobs(tokens, answer_end(reply)) if tokens else None})
 
     async def _verbal(self, item: EvalItem, answer: str, ask: CachedAsk) -> ComponentResult:
         started = time.perf_counter()
@@ -150,15 +161,17 @@ class Evaluator:
         record = await ScoringPipeline([scorer], lambda model, purpose: ask, self.settings).run(job)
         return record.components[scorer.name]
 
-    def _scorer_fingerprint(self, name: str, answer: str) -> str:
-        section = self.settings.consistency if name == "bc" else self.settings.factcheck
-        code = _source_digest(type(self.scorers[name]).__module__)
-        return _digest(name, section.model_dump(mode="json"), answer, code)
+    def _scorer_fingerprint(self, name: str, answer: str, logprobs: list[float] | None) -> str:
+        scorer = self.scorers[name]
+        section = {"bc": self.settings.consistency, "fc": self.settings.factcheck,
+                   "lp": self.settings.logprob}[PAPER_VARIANTS.get(name, name)]
+        code = _source_digest(type(scorer).__module__)
+        return _digest(name, section.model_dump(mode="json"), answer, logprobs if name == "lp" else None, code)
 
     async def evaluate(self, item: EvalItem) -> ItemOutcome:
         model, components = self.spec.model, {}
         if self.spec.mode == "answer":
-            fingerprint = _digest(CLOSED_BOOK_PROMPT, ANSWER_MAX_TOKENS, self.spec.answer_logprobs)
+            fingerprint = _digest(CLOSED_BOOK_PROMPT, ANSWER_MAX_TOKENS, ANSWER_STOPS, self.spec.answer_logprobs)
             components["answer"] = await self._cached(item, "answer", model, fingerprint,
                                                       lambda ask: self._answer(item, ask))
             answer = str(components["answer"].details.get("answer") or "")
@@ -167,13 +180,20 @@ class Evaluator:
                                                           lambda ask: self._verbal(item, answer, ask))
         else:
             answer = item.answer or ""
-        job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer)
+        logprobs = components["answer"].details.get("answer_logprobs") if "answer" in components else None
+        job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer,
+                         answer_logprobs=logprobs or None)
         for name in self.spec.components:
             scorer = self.scorers[name]
+            if name == "lp" and not job.answer_logprobs:
+                continue  # no log-probabilities, no lp component (as in the gateway)
             target = getattr(scorer, "judge_model", None) or model
-            components[name] = await self._cached(item, name, target, self._scorer_fingerprint(name, answer),
+            components[name] = await self._cached(item, name, target,
+                                                  self._scorer_fingerprint(name, answer, job.answer_logprobs),
                                                   lambda ask, scorer=scorer: self._score(scorer, job, ask))
         components["ov"] = combine(components.get("bc"), components.get("fc"))
+        if components.keys() & set(PAPER_VARIANTS):  # the paper's Trust_OV, of the paper's components
+            components["ov_paper"] = combine(components.get("bc_paper"), components.get("fc_text"))
         matched = gold_match(answer, item.gold, item.question) if item.gold else None
         if item.label is not None and item.label_source is not None:
             label, source = item.label, item.label_source

@@ -26,6 +26,7 @@ __all__ = ["FactCheckScorer"]
 JUDGE_MAX_TOKENS = 16  # the label, and room for a judge that words it as a sentence
 SNIPPET_CHARS = 300  # of each passage, kept in the record so a reader sees what the judge was shown
 CHOICE_TOP_LOGPROBS = 20  # the constrained choice reads "yes"/"no" among the first token's alternatives
+CHOICE_MAX_TOKENS = 8  # the answer token, and a few words for the fallback reading
 
 
 class FactCheckScorer:
@@ -92,7 +93,7 @@ class FactCheckScorer:
         return label, label_probabilities(reply.top_logprobs, label), reply.text
 
     async def _yes_or_no(self, prompt: str, ask: Ask) -> Reply:
-        return await ask([{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS, temperature=0.0,
+        return await ask([{"role": "user", "content": prompt}], max_tokens=CHOICE_MAX_TOKENS, temperature=0.0,
                          logprobs=self._settings.judge_logprobs,
                          top_logprobs=CHOICE_TOP_LOGPROBS if self._settings.judge_logprobs else None)
 

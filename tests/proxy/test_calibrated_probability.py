@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from proxy import ConfigError, settings_from_dict
 from proxy.app import create_app
 from proxy.cli import main
 from proxy.worker import run_worker
-from scoring.combine import combine
+from scoring.combine import paper_trust
 from scoring.evaluation import IsotonicCalibrator, save_calibration
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
@@ -109,7 +110,7 @@ def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
     fitted_on = {"components": fitted_with} if fitted_with else {}
     calibrator = IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on=fitted_on)
     pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
-                               ScoringSettings(), combine=combine, calibrator=calibrator)
+                               ScoringSettings(), combine=paper_trust, calibrator=calibrator)
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
     assert record.score == 0.4 and record.components["ov"].details["source"] == "fc"
     assert record.probability == (pytest.approx(probability) if probability is not None else None)
@@ -133,3 +134,31 @@ def test_a_bad_calibration_file_stops_the_start_with_a_config_error(
     config["trustgate"]["scoring"]["queue"]["backend"] = "redis"
     with pytest.raises(ConfigError, match="calibration_path"):  # before any Redis connection is tried
         asyncio.run(run_worker(settings_from_dict(config, {}), metrics_port=None))
+
+
+def test_a_fitted_trust_ov_is_the_logistic_fit_of_its_features_and_its_own_probability(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    from scoring.evaluation.calibration import LogisticCombination
+    from scoring.logprob import LogprobScorer
+
+    path = tmp_path / "fitted.json"
+    save_calibration(LogisticCombination(("bc", "lp_mean"), (2.0, 1.0), -1.0, fitted_on={"components": "bc+lp"}), path)
+    server = start_gateway(scoring_config(fake_upstream.url, calibration_path=str(path), combine="fitted"),  # type: ignore[attr-defined]
+                           scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
+    response = chat(server, headers={"x-trustgate-mode": "sync"})
+    record = wait_for_record(server, response.headers["x-trust-id"])
+    ov, lp = record["components"]["ov"], record["components"]["lp"]
+    expected = 1 / (1 + math.exp(-(-1.0 + 2.0 * 0.9 + lp["details"]["mean_logprob"])))
+    assert (ov["details"]["method"], ov["details"]["source"]) == ("fitted", "bc+lp")
+    assert record["score"] == pytest.approx(expected) and record["probability"] == pytest.approx(expected)
+
+
+def test_combine_fitted_needs_a_logistic_fit(tmp_path: Path) -> None:
+    from proxy.scorers import combiner
+
+    with pytest.raises(ValueError, match="combine: fitted needs calibration_path"):
+        ScoringSettings(combine="fitted")
+    settings = ScoringSettings(combine="fitted", calibration_path=tmp_path / "c.json")
+    with pytest.raises(ConfigError, match="logistic"):
+        combiner([AskingScorer("bc", 0.9)], settings, CURVE)
+    assert combiner([AskingScorer("bc", 0.9)], ScoringSettings(), None) is paper_trust

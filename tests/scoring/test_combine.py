@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from scoring.combine import TABLE3, combine, graded_trust, table3_trust
@@ -64,3 +66,27 @@ def test_missing_detail_keys_fall_back_to_the_values() -> None:
     bare_bc = ComponentResult(component="bc", value=1.0)
     bare_fc = ComponentResult(component="fc", value=0.0, label="contradict")
     assert combine(bare_bc, bare_fc).value == pytest.approx(0.2)
+
+
+def test_the_fitted_combination_reads_its_features_and_says_what_fed_it() -> None:
+    from scoring.combine import fitted_trust, paper_trust
+    from scoring.evaluation.calibration import LogisticCombination
+
+    model = LogisticCombination(("bc", "lp_mean"), (2.0, 1.0), -0.5)
+    lp = ComponentResult(component="lp", value=0.8, details={"mean_logprob": -0.2, "min_logprob": -1.0})
+    components = {"bc": bc(1, graded=0.75), "fc": fc("support"), "lp": lp}
+    result = fitted_trust(components, model)
+    assert result.value == pytest.approx(1 / (1 + math.exp(-(-0.5 + 2.0 * 0.75 - 0.2))))
+    assert (result.details["source"], result.details["method"]) == ("bc+lp", "fitted")
+    assert result.details["features"] == {"bc": 0.75, "lp_mean": -0.2}
+    without_lp = fitted_trust({"bc": components["bc"], "fc": components["fc"]}, model)  # no logprobs upstream
+    assert without_lp.value == paper_trust({"bc": components["bc"], "fc": components["fc"]}).value
+    assert (without_lp.details["method"], without_lp.details["fitted_missing"], without_lp.details["source"]) == (
+        "paper", ["lp_mean"], "bc+fc")
+
+
+def test_a_debiased_trust_bc_enters_table3_by_its_value_and_label() -> None:
+    debiased = ComponentResult(component="bc", value=0.5, label="uncertain",
+                               details={"procedure": "debiased", "binary": 0.0, "graded": 0.25, "debiased": 0.5})
+    result = combine(debiased, fc("support"))
+    assert (result.details["consistent"], result.details["bc_graded"]) == (False, 0.5)

@@ -97,3 +97,22 @@ def test_the_fitted_components_are_read_from_either_spelling(fitted_on: dict[str
                                                              components: set[str] | None) -> None:
     calibrator = IsotonicCalibrator((0.0, 1.0), (0.0, 1.0), fitted_on=fitted_on)
     assert fitted_components(calibrator) == (frozenset(components) if components is not None else None)
+
+
+def test_the_fitted_combination_round_trips_and_predicts_as_sklearn(tmp_path: Path) -> None:
+    from scoring.evaluation.fitting import COMBINATION_C, cross_validated_combination, fit_combination
+
+    rows = np.column_stack([SCORES, RNG.random(400), -3 * RNG.random(400)])
+    model = fit_combination(rows.tolist(), LABELS.tolist(), ("bc", "fc", "lp_mean"), fitted_on={"dataset": "test"})
+    save_calibration(model, tmp_path / "fitted.json")
+    loaded = load_calibration(tmp_path / "fitted.json")
+    assert loaded == model and json.loads((tmp_path / "fitted.json").read_text())["method"] == "logistic"
+    oracle = LogisticRegression(C=COMBINATION_C, max_iter=1000).fit(rows, LABELS)
+    expected = oracle.predict_proba(rows[:20])[:, 1]
+    got = [model.combined(dict(zip(("bc", "fc", "lp_mean"), row, strict=True))) for row in rows[:20].tolist()]
+    assert got == pytest.approx(expected.tolist(), abs=1e-6)
+    assert loaded.probability(0.37) == 0.37  # the fitted Trust_OV is already a probability
+    held_out = cross_validated_combination(rows.tolist(), LABELS.tolist())
+    in_sample = [model.combined(dict(zip(("bc", "fc", "lp_mean"), r, strict=True))) for r in rows.tolist()]
+    assert held_out is not None and len(held_out) == 400 and held_out != pytest.approx(in_sample)  # other folds' fits
+    assert cross_validated_combination([[0.0]] * 6, [1, 1, 1, 1, 1, 0]) is None  # a fold would lack a label

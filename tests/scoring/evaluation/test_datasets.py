@@ -105,3 +105,29 @@ def test_samples_are_seeded_and_keep_all_answers_of_a_question() -> None:
     assert len(sample) == 20 and len({i.question_id for i in sample}) == 10
     assert [int(i.question_id) for i in sample] == sorted(int(i.question_id) for i in sample)  # file order
     assert set(sample) < set(sample_questions(items, 25, seed=1))  # a larger sample extends a smaller one
+
+
+WORDNET_DATA = "08704237 15 n 02 Kabul 0 capital_of_Afghanistan 0 002 @i 08691669 n 0000 #p 08703454 n 0000 | " \
+               "the capital and largest city of Afghanistan  \n" \
+               "08703454 15 n 02 Afghanistan 0 Islamic_State_of_Afghanistan 0 000 | a landlocked country  \n" \
+               "08691669 15 n 01 national_capital 0 000 | the capital city of a nation  \n" \
+               "08710873 15 n 01 Hamilton 1 001 @i 08524735 n 0000 | the capital of Bermuda  \n"
+
+
+def test_capitals_are_built_from_wordnet_glosses_and_part_holonyms(tmp_path: Path) -> None:
+    (tmp_path / "data.noun").write_text("  1 license header line\n" + WORDNET_DATA, encoding="utf-8")
+    items = load_items("capitals", "answer", path=tmp_path)
+    # Hamilton names no place it is part of, and the descriptive lemma is not a gold answer.
+    assert [(i.id, i.question, i.gold) for i in items] == [
+        ("08704237", "What is the capital of Afghanistan?", ("Kabul",))]
+    with pytest.raises(DatasetError, match="questions only"):
+        load_items("capitals", "given", path=tmp_path)
+    with pytest.raises(DatasetError, match="WordNet not found"):
+        load_items("capitals", "answer", path=tmp_path / "absent")
+
+
+@pytest.mark.skipif(not Path("/usr/share/wordnet/data.noun").is_file(), reason="wordnet-base is not installed")
+def test_the_packaged_wordnet_gives_well_over_a_hundred_capitals() -> None:
+    items = load_items("capitals", "answer")
+    assert len(items) >= 120 and len({i.question for i in items}) == len(items)
+    assert ("What is the capital of France?", "Paris") in {(i.question, i.gold[0]) for i in items}
