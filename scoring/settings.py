@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ClientModePolicy", "ConsistencySettings", "FactCheckSettings", "LogprobSettings", "PolicySettings", "QueueSettings",
-           "RagSettings", "ScoringMode", "ScoringSettings"]
+__all__ = ["ClientModePolicy", "ConsistencySettings", "FactCheckSettings", "LogprobSettings", "PolicySettings",
+           "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost

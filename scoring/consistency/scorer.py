@@ -176,6 +176,7 @@ class ConsistencyScorer:
         if error is not None or not done:
             return ComponentResult(component=self.name, details=details, upstream_calls=calls,
                                    duration_s=duration_s, error=error)
+        value: float | None
         if agreement is not None and self._settings.procedure == "debiased":
             value = agreement.value
             label = graded_label(value, self._settings.adaptive_low, self._settings.adaptive_high)

@@ -60,8 +60,11 @@ class CalibrationError(ValueError):
 class Calibrator(Protocol):
     """Raw score (which component: ``score``) -> probability that the answer is correct."""
 
-    score: str
-    fitted_on: dict[str, Any]  # what the evaluation measured: dataset, mode, model, components ("bc+fc"), ...
+    @property
+    def score(self) -> str: ...
+
+    @property
+    def fitted_on(self) -> dict[str, Any]: ...  # what the evaluation measured: dataset, mode, model, components
 
     def probability(self, score: float) -> float: ...
 
@@ -179,7 +182,7 @@ def _from_json(data: Any) -> Calibrator:
     fitted_on = data.get("fitted_on") or {}
     if not isinstance(fitted_on, dict):
         raise CalibrationError("malformed calibration: fitted_on must be an object")
-    common = {"score": str(data.get("score", "ov")), "fitted_on": dict(fitted_on)}
+    common: dict[str, Any] = {"score": str(data.get("score", "ov")), "fitted_on": dict(fitted_on)}
     try:
         if data.get("method") == "isotonic":
             return IsotonicCalibrator(tuple(map(_finite, data["x"])), tuple(map(_finite, data["y"])), **common)

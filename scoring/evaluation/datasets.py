@@ -281,7 +281,8 @@ def load_items(dataset: str, mode: Mode, *, data_dir: Path | None = None, path: 
             raise DatasetError("the jsonl dataset needs a file path")
         return read_generic_jsonl(path, given=mode == "given")
     if dataset not in DATASET_FILES:
-        raise DatasetError(f"unknown dataset {dataset!r}; known: {', '.join([*DATASET_FILES, CAPITALS_DATASET, 'jsonl'])}")
+        known = ", ".join([*DATASET_FILES, CAPITALS_DATASET, "jsonl"])
+        raise DatasetError(f"unknown dataset {dataset!r}; known: {known}")
     file = path or (data_dir or default_data_dir()) / DATASET_FILES[dataset]
     given = mode == "given"
     if dataset == "mixedqa":
