@@ -81,10 +81,11 @@ class FactCheckSettings(BaseModel):
 class LogprobSettings(BaseModel):
     """``lp``: the answer's own token log-probabilities, asked on the user's call (no extra upstream call).
 
-    When on, a scored request that did not ask for log-probabilities is sent
-    upstream with ``logprobs: true`` and they are removed from the response;
-    turn it off for upstreams that reject ``logprobs``. An answer that comes
-    back without them simply has no ``lp`` component.
+    When on, a scored request to an OpenAI-compatible (pass-through)
+    deployment that did not ask for log-probabilities is sent upstream with
+    ``logprobs: true`` and they are removed from the response; turn it off for
+    such upstreams that reject ``logprobs``. Providers behind litellm are not
+    asked. An answer that comes back without them simply has no ``lp`` component.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -73,3 +73,13 @@ def test_an_answer_without_logprobs_has_no_lp_component(fake_upstream: FakeUpstr
 def test_unscored_requests_are_forwarded_as_sent(lp_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     chat(lp_gateway, headers={"x-trustgate-mode": "off"})
     assert "logprobs" not in fake_upstream.requests[0]
+
+
+def test_a_deployment_behind_litellm_is_not_asked_for_logprobs(fake_upstream: FakeUpstream,
+                                                               start_gateway: Callable[..., ServerThread]) -> None:
+    config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"]["passthrough"] = False  # every group through litellm, whose providers may refuse it
+    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
+    response = chat(gateway, headers={"x-trustgate-mode": "sync"})
+    assert response.status_code == 200 and not fake_upstream.requests[0].get("logprobs")
+    assert "x-trust-lp" not in response.headers
