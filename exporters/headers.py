@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from scoring.types import TrustRecord
+from scoring.types import RAGDetails, TrustRecord
 
 __all__ = ["sse_trust_chunk", "trust_headers", "trust_summary"]
 
@@ -18,12 +18,12 @@ def _fmt(value: float | None) -> str | None:
 
 def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
     rag = record.components.get("rag")
-    if rag is None:
+    if rag is None or not isinstance(rag.details, RAGDetails):
         return {}
-    refusal = rag.details.get("refusal")
-    return {"x-trust-citation-recall": _fmt(rag.details.get("citation_recall")),
-            "x-trust-citation-precision": _fmt(rag.details.get("citation_precision")),
-            "x-trust-refusal": None if refusal is None else str(bool(refusal)).lower()}
+    refusal = rag.details.refusal
+    return {"x-trust-citation-recall": _fmt(rag.details.citation_recall),
+            "x-trust-citation-precision": _fmt(rag.details.citation_precision),
+            "x-trust-refusal": None if refusal is None else str(refusal).lower()}
 
 
 def trust_headers(record: TrustRecord) -> dict[str, str]:

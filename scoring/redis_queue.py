@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
 
+from .failures import FailureLog, describe
 from .queue import Process, Publish, SubmitResult
 from .settings import QueueSettings
 from .types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
@@ -126,12 +127,19 @@ async def stream_backlog(redis: Redis, keys: StreamKeys) -> int:
 class RedisJobQueue:
     """The gateway's side: submit jobs, read pending/finished records, wait for one."""
 
-    def __init__(self, redis: Redis, records: Records, settings: QueueSettings) -> None:
+    def __init__(self, redis: Redis, records: Records, settings: QueueSettings, *,
+                 on_error: Callable[[str], None] = lambda operation: None) -> None:
         self._redis = redis
         self._records = records
         self._settings = settings
         self._keys = StreamKeys(settings.redis_prefix)
         self._append = redis.register_script(_APPEND_UNLESS_FULL)
+        self._on_error = on_error  # counts Redis errors by operation ("submit", "wait")
+        self._failures = FailureLog(log)
+
+    def _failed(self, operation: str, exc: Exception) -> None:
+        self._failures.report(f"redis queue {operation}", type(exc).__name__, exc)
+        self._on_error(operation)
 
     async def start(self) -> None:
         """Nothing to start: the gateway only writes; workers consume."""
@@ -146,7 +154,7 @@ class RedisJobQueue:
             appended = await self._append(keys=[self._keys.stream],
                                           args=[self._settings.max_size, job.model_dump_json()])
         except RedisError as exc:
-            log.warning("scoring queue unavailable: %s", type(exc).__name__)
+            self._failed("submit", exc)
             return "unavailable"
         return "accepted" if appended else "shed"
 
@@ -167,7 +175,8 @@ class RedisJobQueue:
                 if await self._redis.blpop([self._keys.done(job_id)], timeout=step):
                     record = await self._records.get(job_id, scope=RecordScope.everyone())
                     return record if record is not None and record.status in FINAL_STATUSES else None
-        except (RedisError, StoreUnavailable):
+        except (RedisError, StoreUnavailable) as exc:  # the caller answers "pending"; the record lands later
+            self._failed("wait", exc)
             return None
         return None
 
@@ -306,7 +315,7 @@ class RedisStreamWorker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # left unacknowledged: reclaimed and retried after claim_idle_ms
-            log.warning("scoring job %s failed: %s", entry_id, type(exc).__name__)
+            log.warning("scoring job %s failed: %s", entry_id, describe(exc))
             with contextlib.suppress(RedisError):
                 await self._redis.hset(self._keys.errors, job.id, f"{type(exc).__name__}: {exc}"[:500])
             return "retry"

@@ -14,12 +14,12 @@ the scores are equal on a sample of the packaged corpus.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
 
+from .evidence import Evidence
 from .passages import Passage, PassageStore, PassageWriter
 from .text import tokenize
 
@@ -33,16 +33,6 @@ __all__ = ["B", "K1", "Evidence", "EvidenceIndex", "bm25_model", "write_index"]
 # in the evidence for all 30.
 K1, B = 1.5, 0.3
 BM25_DIR = "bm25"
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """A retrieved passage and its BM25 score for the query."""
-
-    id: str
-    title: str
-    text: str
-    score: float
 
 
 def bm25_model() -> bm25s.BM25:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from .index import Evidence
+from .evidence import Evidence
 from .judge import LABELS, Label
 
 __all__ = ["LocalNLIJudge", "NLIModelError", "map_nli_labels"]

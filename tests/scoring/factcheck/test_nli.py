@@ -62,8 +62,8 @@ def test_the_local_nli_model_judges_without_an_upstream_call(tiny_nli_model: Pat
     scorer = FactCheckScorer(facts_index, FactCheckSettings(nli_model_dir=str(tiny_nli_model)))
     job = ScoringJob(id="j", model="m", question="What is the capital of France?", answer="Paris.")
     result = asyncio.run(scorer.score(job, no_upstream))
-    probs = result.details["label_probs"]
-    assert (result.label, result.upstream_calls, result.details["judge"], result.details["probs_from"]) == (
+    probs = result.details.label_probs
+    assert (result.label, result.upstream_calls, result.details.judge, result.details.probs_from) == (
         "support", 0, "nli", "nli")
     assert probs["support"] > probs["neutral"] > probs["contradict"]
     assert sum(probs.values()) == pytest.approx(1.0)

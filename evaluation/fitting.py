@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from .calibration import Calibrator, IsotonicCalibrator, PlattCalibrator
+from scoring.calibration import Calibrator, IsotonicCalibrator, PlattCalibrator
 from .metrics import brier_score, expected_calibration_error
 
 __all__ = ["CalibrationStudy", "Method", "calibration_study", "fit_calibrator", "split_indices"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.evaluation.datasets import (
+from evaluation.datasets import (
     DATASET_FILES,
     DatasetError,
     default_data_dir,
