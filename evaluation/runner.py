@@ -177,7 +177,7 @@ class Evaluator:
             scorer = self.scorers[name]
             target = scorer.judge_model or model
             components[name] = await self._cached(item, name, target, self._scorer_fingerprint(name, answer),
-                                                  lambda ask, scorer=scorer: self._score(scorer, job, ask))
+                                                  functools.partial(self._score, scorer, job))
         components["ov"] = combine(components.get("bc"), components.get("fc"))
         matched = gold_match(answer, item.gold, item.question) if item.gold else None
         if item.label is not None and item.label_source is not None:

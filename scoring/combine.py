@@ -66,7 +66,7 @@ def _bc_verdict(bc: ComponentResult, value: float) -> tuple[bool, float]:
 def _fc_verdict(fc: ComponentResult) -> tuple[FactLabel, dict[str, float]]:
     details = fc.details if isinstance(fc.details, FCDetails) else FCDetails()
     named = details.label or fc.label
-    label: FactLabel = named if named in _LABEL_WEIGHT else "neutral"  # type: ignore[assignment]
+    label: FactLabel = named if named in _LABEL_WEIGHT else "neutral"
     return label, details.label_probs or {label: 1.0}
 
 

@@ -20,10 +20,11 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
+from redis.typing import EncodableT, FieldT
 
 from .failures import FailureLog, describe
 from .queue import Process, Publish, SubmitResult
@@ -275,7 +276,8 @@ class RedisStreamWorker:
     async def _read(self, count: int) -> list[tuple[str, dict[str, str]]]:
         reply = await self._redis.xreadgroup(self._keys.group, self._consumer, {self._keys.stream: ">"},
                                              count=count, block=self._block_ms)
-        return [entry for _, entries in reply or [] for entry in entries]
+        streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply or [])  # decode_responses
+        return [entry for _, entries in streams for entry in entries]
 
     async def _deliveries(self, entry_id: str) -> int:
         pending = await self._redis.xpending_range(self._keys.stream, self._keys.group, min=entry_id,
@@ -331,14 +333,16 @@ class RedisStreamWorker:
             await pipe.execute()
 
     async def _give_up(self, entry_id: str, fields: dict[str, str], job: ScoringJob, attempts: int) -> None:
-        error = await self._redis.hget(self._keys.errors, job.id) or "unknown error"
+        recorded = await self._redis.hget(self._keys.errors, job.id)
+        error = recorded if isinstance(recorded, str) and recorded else "unknown error"
         await self._dead_letter(entry_id, fields, error, attempts=attempts)
         await self._publish(TrustRecord.for_job(job, "failed",
                                                 error=f"dead-lettered after {attempts - 1} attempts: {error}"))
         self._events.dead_lettered(job.model)
         await self._ack(entry_id, job.id)
 
-    async def _dead_letter(self, entry_id: str, fields: dict[str, Any], error: str, *, attempts: int) -> None:
-        await self._redis.xadd(self._keys.dead_letters, {**fields, "error": error, "attempts": str(attempts),
-                                                         "entry_id": entry_id},
+    async def _dead_letter(self, entry_id: str, fields: dict[str, str], error: str, *, attempts: int) -> None:
+        entry: dict[FieldT, EncodableT] = dict(fields.items())
+        entry.update(error=error, attempts=str(attempts), entry_id=entry_id)
+        await self._redis.xadd(self._keys.dead_letters, entry,
                                maxlen=self._settings.max_size, approximate=True)

@@ -163,8 +163,8 @@ class KnowledgeGraph:
         client.setTimeout(self._timeout)  # type: ignore[arg-type]  # urllib takes a float
         client.setQuery(query)
         try:
-            document = client.queryAndConvert()
-            bindings = list(document["results"]["bindings"])  # type: ignore[index]
+            document: dict[str, Any] = client.queryAndConvert()  # type: ignore[assignment]  # JSON asked for
+            bindings = list(document["results"]["bindings"])
         except Exception as exc:  # SPARQLWrapper raises urllib, socket and its own errors
             raise KnowledgeGraphError(f"{type(exc).__name__}: {exc}"[:300]) from exc
         return bindings

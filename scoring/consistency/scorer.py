@@ -142,6 +142,7 @@ class ConsistencyScorer(Scorer):
         if error is not None or not done:
             return ComponentResult(component=self.name, details=details, upstream_calls=calls,
                                    duration_s=duration_s, error=error)
+        value: float | None
         if self._settings.mode == "binary":
             value, label = binary, "consistent" if binary else "inconsistent"
         else:

@@ -23,7 +23,7 @@ from .evidence import Evidence
 from .passages import Passage, PassageStore, PassageWriter
 from .text import tokenize
 
-__all__ = ["B", "K1", "Evidence", "EvidenceIndex", "bm25_model", "write_index"]
+__all__ = ["K1", "B", "Evidence", "EvidenceIndex", "bm25_model", "write_index"]
 
 # k1 is rank-bm25's default. b is lowered from its 0.75 because the corpus mixes
 # ~100-word Wikipedia passages with ~15-word WordNet glosses: at 0.75 the

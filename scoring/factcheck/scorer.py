@@ -63,7 +63,8 @@ class FactCheckScorer(Scorer):
             label, probabilities, details.judge_reply = await self._ask_judge(evidence, job, ask)
             details.judge, calls = "llm", 1
         details.label = label
-        details.label_probs = dict(probabilities or {name: float(name == label) for name in LABELS})
+        one_hot = {name: float(name == label) for name in LABELS}
+        details.label_probs = dict((probabilities or one_hot).items())
         details.probs_from = ("nli" if self._nli else "logprobs") if probabilities else "label"
         return ComponentResult(component=self.name, value=label_value(label, probabilities), label=label,
                                details=details, upstream_calls=calls, duration_s=time.perf_counter() - started)

@@ -36,7 +36,7 @@ def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
 
 def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> None:
     settings = ScoringSettings(data_dir=tmp_path)
-    with pytest.raises(FileNotFoundError, match="scoring.consistency.assets") as raised:
+    with pytest.raises(FileNotFoundError, match=r"scoring.consistency.assets") as raised:
         load_embeddings(settings.consistency, asset_paths(settings))
     assert raised.value.filename == str(asset_paths(settings).vectors)
 

@@ -80,7 +80,7 @@ def test_configured_label_names_override_the_usual_ones(tiny_nli_model: Path, fa
 
 def test_a_model_that_cannot_be_loaded_is_one_named_error(tiny_nli_model: Path, tmp_path: Path) -> None:
     """Missing files and unmapped label names alike: the caller turns it into its own error, not a traceback."""
-    with pytest.raises(NLIModelError, match="cannot load the NLI model in .*missing"):
+    with pytest.raises(NLIModelError, match=r"cannot load the NLI model in .*missing"):
         LocalNLIJudge(tmp_path / "missing", {})
     with pytest.raises(NLIModelError, match="nli_labels"):
         LocalNLIJudge(tiny_nli_model, {"ENTAILMENT": "yes"})

@@ -66,7 +66,8 @@ def test_supported_answer(fake_upstream: FakeUpstream, facts_index: EvidenceInde
     evidence = result.details.evidence
     assert evidence[0].id == "facts:paris" and evidence[0].title == "Paris" and evidence[0].score > 0
     assert len(evidence) <= 10
-    assert prompts == [judge_prompt(facts_index.search(tokenize(evidence_query(question, answer)), 10), question, answer)]
+    evidence_found = facts_index.search(tokenize(evidence_query(question, answer)), 10)
+    assert prompts == [judge_prompt(evidence_found, question, answer)]
     assert (result.details.label_probs, result.details.probs_from) == (
         {"support": 1.0, "contradict": 0.0, "neutral": 0.0}, "logprobs")
     assert result.details.judge_reply == "Support"
