@@ -5,11 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import orjson
-
 from scoring.types import RAGDetails, TrustRecord
 
-__all__ = ["sse_trust_chunk", "trust_headers", "trust_summary"]
+__all__ = ["trust_chunk", "trust_headers", "trust_summary"]
 
 
 def _fmt(value: float | None) -> str | None:
@@ -43,8 +41,10 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
             "components": {name: c.value for name, c in record.components.items()}}
 
 
-def sse_trust_chunk(record: TrustRecord, *, completion_id: str, model: str) -> bytes:
-    """A chat.completion.chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it."""
-    chunk = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
-             "model": model, "choices": [], "trust": trust_summary(record)}
-    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+def trust_chunk(record: TrustRecord, *, completion_id: str, model: str) -> dict[str, Any]:
+    """A chat.completion.chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it.
+
+    The gateway sends it as the stream's last event before ``data: [DONE]``.
+    """
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "choices": [], "trust": trust_summary(record)}

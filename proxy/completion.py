@@ -13,7 +13,14 @@ import orjson
 from .replies import ChatCompletion, MalformedReply, parse_completion
 from .upstream_errors import UpstreamErrors
 
-__all__ = ["Completion", "UpstreamStream", "bounded_chunks", "checked_completion"]
+__all__ = ["DONE_EVENT", "Completion", "UpstreamStream", "bounded_chunks", "checked_completion", "sse_event"]
+
+DONE_EVENT = b"data: [DONE]\n\n"  # the last event of a chat-completions stream
+
+
+def sse_event(payload: Any) -> bytes:
+    """One server-sent event carrying ``payload`` as JSON: how every chunk the gateway writes is framed."""
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from .calibration import component_names, fitted_components
 from .settings import ScoringSettings
 from .failures import FailureLog, describe
-from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord
+from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord, TrustStatus
 
 if TYPE_CHECKING:
     from .calibration import Calibrator
@@ -113,7 +113,8 @@ class ScoringPipeline:
             score = scored[0].value if scored else None
         errors = [f"{r.component}: {r.error}" for r in results if r.error]
         # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
-        status = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
+        status: TrustStatus = "done" if scored else ("failed" if results and len(errors) == len(results)
+                                                     else "skipped")
         return TrustRecord.for_job(
             job, status, components=components,
             score=score, label=trust_label(score, self._settings), probability=self._probability(components),

@@ -20,7 +20,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast
+from typing import Literal, Protocol, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError

@@ -15,8 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("proxy", "scoring", "exporters", "evaluation")
-# What exporters may know of scoring: the record and its component details.
-SCORING_PUBLIC = {"scoring", "scoring.types"}
+# What exporters may use of scoring (scoring/__init__.py says so): the record and its typed details,
+# and the one way every writer of traffic data creates its files.
+SCORING_PUBLIC = {"scoring", "scoring.types", "scoring.private_files"}
 
 
 @dataclass(frozen=True)

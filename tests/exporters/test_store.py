@@ -36,7 +36,8 @@ def test_round_trip_and_retention(tmp_path: Path) -> None:
         for i in range(1, 6):
             await store.put(record(i))
         got = await store.get("r5", scope=ALL)
-        assert got is not None and got.model_dump(exclude={"created_at"}) == record(5).model_dump(exclude={"created_at"})
+        assert got is not None
+        assert got.model_dump(exclude={"created_at"}) == record(5).model_dump(exclude={"created_at"})
         assert await store.count() == 3
         assert await store.get("r2", scope=ALL) is None
         assert (await store.get("r3", scope=ALL)).components["bc"].details.checks_run == 3  # type: ignore[union-attr]
