@@ -37,7 +37,7 @@ def mask_secrets(text: str) -> str:
 
 
 def describe(error: BaseException) -> str:
-    """"Type: message" for a record's ``error``, secrets masked, of the original error when one was wrapped.
+    """A record's ``error`` text, "Type: message" with secrets masked, of the original error if one was wrapped.
 
     A ``ScoringFailure`` raised from another error (an ``Ask``'s upstream
     failure) names that one, as the record did before scoring had a reason.
