@@ -269,6 +269,7 @@ class ComponentResult(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _typed_details(cls, data: Any) -> Any:
+        """A known component's details as its model, also when read back from a record's JSON."""
         if isinstance(data, dict) and (model := DETAILS_BY_COMPONENT.get(data.get("component", ""))) is not None:
             details = data.get("details", {})
             if isinstance(details, dict):
