@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -79,7 +79,7 @@ class UpstreamStream:
 
 
 async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors, *,
-                         seconds: float | None = None) -> AsyncIterator[bytes]:
+                         seconds: float | None = None) -> AsyncGenerator[bytes, None]:
     """``chunks`` until their total passes ``limit`` bytes (or the stream ``seconds``), then the upstream's error.
 
     The time is checked as chunks arrive: a stalled stream is the read timeout's
