@@ -20,7 +20,8 @@ from redis.asyncio import Redis
 
 from exporters import build_metrics
 from proxy.ask import UpstreamAsk
-from proxy.errors import UpstreamUnavailable
+from proxy.errors import UpstreamError, UpstreamUnavailable
+from proxy.upstream_errors import MALFORMED_REPLY
 from scoring.failures import FailureLog, mask_secrets
 from scoring.pipeline import ScoringPipeline
 from scoring.redis_queue import RedisJobQueue
@@ -118,20 +119,18 @@ def test_secrets_are_masked_in_what_is_logged() -> None:
 class _Upstream:
     """An UpstreamClient stand-in: fails the way it is told."""
 
-    def __init__(self, outcome: Exception | dict[str, Any]) -> None:
+    def __init__(self, outcome: Exception) -> None:
         self.outcome = outcome
 
     async def complete(self, model: str, body: dict[str, Any]) -> Any:
-        if isinstance(self.outcome, Exception):
-            raise self.outcome
-        return type("Completion", (), {"data": self.outcome})()
+        raise self.outcome
 
 
 @pytest.mark.parametrize(("outcome", "reason"), [
     (UpstreamUnavailable("connection refused"), "upstream"),
-    ({"choices": [{"message": {"content": "A"}, "logprobs": {"content": [{"token": "A"}]}}]}, "parse"),
+    (UpstreamError("not a chat completion", code=MALFORMED_REPLY, status_code=502), "parse"),
 ], ids=["unreachable", "malformed"])
-def test_the_gateways_ask_tells_scoring_why_it_failed(outcome: Any, reason: str) -> None:
+def test_the_gateways_ask_tells_scoring_why_it_failed(outcome: Exception, reason: str) -> None:
     ask = UpstreamAsk(_Upstream(outcome), build_metrics(CollectorRegistry()), "m", "bc")  # type: ignore[arg-type]
     with pytest.raises((UpstreamFailure, UnreadableReply)) as raised:
         asyncio.run(ask([{"role": "user", "content": "q"}]))
