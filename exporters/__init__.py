@@ -1,6 +1,6 @@
 """Exporters: functions of what the gateway and scorers produce; they never compute scores."""
 
-from .headers import sse_trust_chunk, trust_headers, trust_summary
+from .headers import trust_chunk, trust_headers, trust_summary
 from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
 from .prometheus import (
     GatewayMetrics,
@@ -26,7 +26,7 @@ __all__ = [
     "build_worker_metrics",
     "configure_telemetry",
     "disabled_telemetry",
-    "sse_trust_chunk",
+    "trust_chunk",
     "trust_headers",
     "trust_summary",
 ]

@@ -5,11 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import orjson
+from scoring.types import RAGDetails, TrustRecord
 
-from scoring.types import TrustRecord
-
-__all__ = ["sse_trust_chunk", "trust_headers", "trust_summary"]
+__all__ = ["trust_chunk", "trust_headers", "trust_summary"]
 
 
 def _fmt(value: float | None) -> str | None:
@@ -18,12 +16,12 @@ def _fmt(value: float | None) -> str | None:
 
 def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
     rag = record.components.get("rag")
-    if rag is None:
+    if rag is None or not isinstance(rag.details, RAGDetails):
         return {}
-    refusal = rag.details.get("refusal")
-    return {"x-trust-citation-recall": _fmt(rag.details.get("citation_recall")),
-            "x-trust-citation-precision": _fmt(rag.details.get("citation_precision")),
-            "x-trust-refusal": None if refusal is None else str(bool(refusal)).lower()}
+    refusal = rag.details.refusal
+    return {"x-trust-citation-recall": _fmt(rag.details.citation_recall),
+            "x-trust-citation-precision": _fmt(rag.details.citation_precision),
+            "x-trust-refusal": None if refusal is None else str(refusal).lower()}
 
 
 def trust_headers(record: TrustRecord) -> dict[str, str]:
@@ -44,8 +42,10 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
             "components": {name: c.value for name, c in record.components.items()}}
 
 
-def sse_trust_chunk(record: TrustRecord, *, completion_id: str, model: str) -> bytes:
-    """A chat.completion.chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it."""
-    chunk = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
-             "model": model, "choices": [], "trust": trust_summary(record)}
-    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+def trust_chunk(record: TrustRecord, *, completion_id: str, model: str) -> dict[str, Any]:
+    """A chat.completion.chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it.
+
+    The gateway sends it as the stream's last event before ``data: [DONE]``.
+    """
+    return {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+            "model": model, "choices": [], "trust": trust_summary(record)}

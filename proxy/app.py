@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from exporters import GatewayMetrics, Telemetry, build_metrics
+from scoring.assembly import scoring_configured
 from scoring.queue import JobQueue, MemoryJobQueue
 from scoring.redis_queue import RedisJobQueue
 from scoring.settings import ScoringSettings
@@ -38,7 +39,6 @@ from .connections import BodyDeadline, quiet_accept_errors
 from .errors import GatewayError, error_body
 from .readiness import ReadinessCheck
 from .routes import router
-from .scorers import scoring_configured
 from .throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
 from .trust_list import router as trust_list_router
@@ -93,7 +93,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             publisher = await build_publisher(settings, metrics, redis, stack)
             queue: JobQueue
             if redis is not None:  # workers score; this process only needs to know whether anything will
-                queue = RedisJobQueue(redis, publisher.store, scoring.queue)
+                queue = RedisJobQueue(redis, publisher.store, scoring.queue,
+                                      on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
                 has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
                 process, has_scorers = await build_processor(
@@ -127,7 +128,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
 def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:
     """Whether a scorer reads the answer's log-probabilities (the configured ones, or those given)."""
     if scorers is not None:
-        return any(getattr(s, "needs_answer_logprobs", False) for s in scorers)
+        return any(s.needs_answer_logprobs for s in scorers)
     return scoring.logprob.enabled
 
 

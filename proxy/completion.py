@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -13,7 +13,14 @@ import orjson
 from .replies import ChatCompletion, MalformedReply, parse_completion
 from .upstream_errors import UpstreamErrors
 
-__all__ = ["Completion", "UpstreamStream", "bounded_chunks", "checked_completion"]
+__all__ = ["DONE_EVENT", "Completion", "UpstreamStream", "bounded_chunks", "checked_completion", "sse_event"]
+
+DONE_EVENT = b"data: [DONE]\n\n"  # the last event of a chat-completions stream
+
+
+def sse_event(payload: Any) -> bytes:
+    """One server-sent event carrying ``payload`` as JSON: how every chunk the gateway writes is framed."""
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,7 @@ class UpstreamStream:
 
 
 async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors, *,
-                         seconds: float | None = None) -> AsyncIterator[bytes]:
+                         seconds: float | None = None) -> AsyncGenerator[bytes, None]:
     """``chunks`` until their total passes ``limit`` bytes (or the stream ``seconds``), then the upstream's error.
 
     The time is checked as chunks arrive: a stalled stream is the read timeout's

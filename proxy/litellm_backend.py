@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import Any
 
 import orjson
 
-from .completion import Completion, UpstreamStream, bounded_chunks, checked_completion
+from .completion import DONE_EVENT, Completion, UpstreamStream, bounded_chunks, checked_completion, sse_event
 from .config import Deployment, GatewaySettings
 from .errors import GatewayError
 from .upstream_errors import UpstreamErrors
@@ -87,19 +87,19 @@ class LitellmBackend:
                                         seconds=self._stream_deadlines[group])
                 first = await anext(chunks)
         except StopAsyncIteration:
-            first = b"data: [DONE]\n\n"
+            first = DONE_EVENT
             chunks = _empty()
         except Exception as exc:
             raise self._translate(exc) from exc
         return UpstreamStream(chunks=chunks, close=chunks.aclose, model_group=group, first=[first])
 
-    async def _sse(self, wrapper: Any) -> AsyncIterator[bytes]:
+    async def _sse(self, wrapper: Any) -> AsyncGenerator[bytes, None]:
         try:
             async for chunk in wrapper:
-                yield b"data: " + orjson.dumps(chunk.model_dump(exclude_none=True)) + b"\n\n"
+                yield sse_event(chunk.model_dump(exclude_none=True))
         except Exception as exc:
             raise self._translate(exc) from exc
-        yield b"data: [DONE]\n\n"
+        yield DONE_EVENT
 
     async def aclose(self) -> None:
         close = getattr(self._router, "aclose", None)
@@ -113,6 +113,6 @@ def _whole_stream_seconds(deployments: list[Deployment]) -> float | None:
     return None if any(s is None for s in seconds) else max(s for s in seconds if s is not None)
 
 
-async def _empty() -> AsyncIterator[bytes]:
+async def _empty() -> AsyncGenerator[bytes, None]:
     return
     yield  # pragma: no cover - makes this an async generator

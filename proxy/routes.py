@@ -9,19 +9,18 @@ import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from exporters import RequestTrace, sse_trust_chunk, trust_headers
+from exporters import RequestTrace, trust_chunk, trust_headers
 
-from .completion import UpstreamStream
+from .completion import DONE_EVENT, UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, InvalidRequest, NotFound
 from .logprobs import strip_logprobs, strip_logprobs_event
 from .request import parse_chat_request
-from .sse import DONE_EVENT, SseTap
+from .sse import SseTap
 from .trust import Answer, TrustPlan
 
 if TYPE_CHECKING:
@@ -36,7 +35,8 @@ T = TypeVar("T")
 
 
 def _gateway(request: Request) -> Gateway:
-    return request.app.state.gateway  # type: ignore[no-any-return]
+    gateway: Gateway = request.app.state.gateway
+    return gateway
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
@@ -157,7 +157,7 @@ async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: SseTap, 
         yield strip_logprobs_event(event) if strip else event
     record = await gateway.trust.score(plan, messages, tap.answer())
     if plan.decision.mode == "sync":
-        yield sse_trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model)
+        yield sse_event(trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model))
     if tap.done:
         yield DONE_EVENT
 
@@ -195,7 +195,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
     except GatewayError as exc:
         status, error = exc.status_code, exc.code or exc.error_type
         log.warning("stream from model %s ended with an error: %s", plan.model, exc)
-        yield b"data: " + orjson.dumps(exc.body()) + b"\n\n"
+        yield sse_event(exc.body())
     except BaseException as exc:  # the client went away, or a bug: counted, and the span still ends
         status, error = (499, "cancelled") if isinstance(exc, asyncio.CancelledError | GeneratorExit) \
             else (500, type(exc).__name__)

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .completion import DONE_EVENT
 from .replies import ChatCompletionChunk, parse_chunk
 from .trust import Answer
 
-__all__ = ["DONE_EVENT", "SseTap"]
-
-DONE_EVENT = b"data: [DONE]\n\n"
+__all__ = ["SseTap"]
 
 
 class SseTap:
@@ -35,7 +34,7 @@ class SseTap:
         self._buffer += chunk.replace(b"\r\n", b"\n")
         while b"\n\n" in self._buffer:
             event, self._buffer = self._buffer.split(b"\n\n", 1)
-            if event.strip() == b"data: [DONE]":
+            if event.strip() == DONE_EVENT.strip():
                 self.done = True
                 continue
             self._read(event)

@@ -32,15 +32,12 @@ feature the fit used falls back to the paper preset and says so; either way
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
 
-from .evaluation.calibration import LogisticCombination
-from .types import ComponentResult
+from .calibration import LogisticCombination
+from .types import BCDetails, ComponentResult, FactLabel, FCDetails, LPDetails, OVDetails
 
 __all__ = ["FEATURES", "TABLE3", "combine", "feature_values", "fitted_trust", "graded_trust", "paper_trust",
            "table3_trust"]
-
-FactLabel = Literal["support", "neutral", "contradict"]
 
 TABLE3: dict[tuple[bool, FactLabel], float] = {
     (True, "support"): 1.0,
@@ -72,30 +69,33 @@ def _usable(result: ComponentResult | None) -> ComponentResult | None:
 
 
 def _bc_verdict(bc: ComponentResult, value: float) -> tuple[bool, float]:
-    """(consistent, graded) from Trust_BC's details; its value stands in for a missing key.
+    """(consistent, graded) from Trust_BC's details; its value stands in for one not given.
 
     A debiased Trust_BC's value is its graded score (agreement beyond the letter prior), and its
     label says whether it is consistent: the raw fraction of checks that agreed would bring the
     letter habit back in.
     """
-    if bc.details.get("procedure") == "debiased":
+    details = bc.details if isinstance(bc.details, BCDetails) else BCDetails()
+    if details.procedure == "debiased":
         return bc.label == "consistent", value
-    return bool(bc.details.get("binary", value >= 0.5)), float(bc.details.get("graded", value))
+    binary = details.binary if details.binary is not None else float(value >= 0.5)
+    return bool(binary), details.graded if details.graded is not None else value
 
 
 def _fc_verdict(fc: ComponentResult) -> tuple[FactLabel, dict[str, float]]:
-    named = fc.details.get("label") or fc.label
+    details = fc.details if isinstance(fc.details, FCDetails) else FCDetails()
+    named = details.label or fc.label
     label: FactLabel = named if named in _LABEL_WEIGHT else "neutral"
-    return label, fc.details.get("label_probs") or {label: 1.0}
+    return label, details.label_probs or {label: 1.0}
 
 
 def combine(bc: ComponentResult | None, fc: ComponentResult | None, *, graded: bool = True) -> ComponentResult:
     """Trust_OV as the "ov" component.
 
-    Contract: ``bc`` is the "bc" component; its ``details`` carry ``binary``
-    (0/1: consistent over all checks) and ``graded`` (float in [0, 1]); when a
-    key is missing its ``value`` stands in. ``fc`` is the "fc" component; its
-    ``details`` carry ``label`` ("support" / "neutral" / "contradict") and
+    Contract: ``bc`` is the "bc" component; its ``BCDetails`` carry ``binary``
+    (0/1: consistent over all checks) and ``graded`` (float in [0, 1]); when
+    one is not given its ``value`` stands in. ``fc`` is the "fc" component; its
+    ``FCDetails`` carry ``label`` ("support" / "neutral" / "contradict") and
     ``label_probs`` ({label: probability}; one-hot when the judge gave no
     log-probabilities). A component that is None, has no value or has an error
     does not count.
@@ -110,8 +110,9 @@ def combine(bc: ComponentResult | None, fc: ComponentResult | None, *, graded: b
         return _both(bc, bc.value, fc, graded)
     only = bc or fc
     if only is None:
-        return ComponentResult(component="ov", details={"source": None})
-    return ComponentResult(component="ov", value=only.value, label=only.label, details={"source": only.component})
+        return ComponentResult(component="ov", details=OVDetails(source=None))
+    return ComponentResult(component="ov", value=only.value, label=only.label,
+                           details=OVDetails(source=only.component))
 
 
 def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: bool) -> ComponentResult:
@@ -119,10 +120,8 @@ def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: boo
     label, probs = _fc_verdict(fc)
     table3 = table3_trust(consistent, label)
     graded_value = graded_trust(graded_bc, probs)
-    details: dict[str, Any] = {
-        "source": "bc+fc", "table3": table3, "graded": graded_value,
-        "consistent": consistent, "bc_graded": graded_bc, "fc_label": label, "fc_label_probs": probs,
-    }
+    details = OVDetails(source="bc+fc", table3=table3, graded=graded_value, consistent=consistent,
+                        bc_graded=graded_bc, fc_label=label, fc_label_probs=probs)
     cell = f"{'consistent' if consistent else 'inconsistent'}/{label}"
     return ComponentResult(component="ov", value=graded_value if graded else table3, label=cell, details=details)
 
@@ -137,20 +136,17 @@ def _value(name: str) -> Callable[[Components], float | None]:
     return read
 
 
-def _detail(name: str, key: str) -> Callable[[Components], float | None]:
-    def read(components: Components) -> float | None:
-        result = _usable(components.get(name))
-        value = None if result is None else result.details.get(key)
-        return float(value) if isinstance(value, (int, float)) else None
-    return read
+def _lp(components: Components) -> LPDetails:
+    result = _usable(components.get("lp"))
+    return result.details if result is not None and isinstance(result.details, LPDetails) else LPDetails()
 
 
 # What a fitted Trust_OV may read, each named after the component it comes from ("lp_mean" from lp).
 FEATURES: dict[str, Callable[[Components], float | None]] = {
     "bc": _value("bc"),
     "fc": _value("fc"),
-    "lp_mean": _detail("lp", "mean_logprob"),
-    "lp_min": _detail("lp", "min_logprob"),
+    "lp_mean": lambda components: _lp(components).mean_logprob,
+    "lp_min": lambda components: _lp(components).min_logprob,
 }
 
 
@@ -161,7 +157,8 @@ def feature_values(components: Components, names: tuple[str, ...]) -> dict[str, 
 def paper_trust(components: Components) -> ComponentResult:
     """The ``paper`` preset over a record's components (Table 3, graded)."""
     result = combine(components.get("bc"), components.get("fc"))
-    result.details["method"] = "paper"
+    if isinstance(result.details, OVDetails):  # always: combine writes OVDetails
+        result.details.method = "paper"
     return result
 
 
@@ -171,11 +168,12 @@ def fitted_trust(components: Components, model: LogisticCombination) -> Componen
     missing = [name for name, value in values.items() if value is None]
     if missing:
         fallback = paper_trust(components)
-        fallback.details.update(method="paper", fitted_missing=missing)
+        if isinstance(fallback.details, OVDetails):
+            fallback.details.fitted_missing = missing
         return fallback
     present = {name: float(value) for name, value in values.items() if value is not None}
     value = model.combined(present)
     source = "+".join(sorted({name.split("_")[0] for name in model.features}))
     return ComponentResult(component="ov", value=value, label=None,
-                           details={"source": source, "method": "fitted", "features": present,
-                                    "weights": dict(zip(model.features, model.weights, strict=True))})
+                           details=OVDetails(source=source, method="fitted", features=present,
+                                             weights=dict(zip(model.features, model.weights, strict=True))))

@@ -12,29 +12,28 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 from ..settings import FactCheckSettings
-from ..types import Ask, ComponentResult, Reply, ScoringJob
+from ..types import Ask, ComponentResult, FCDetails, FCEvidence, Reply, Scorer, ScoringJob
 from .index import Evidence, EvidenceIndex
-from .judge import (CONTENT_FREE, LABELS, Label, choice_probabilities, choice_prompt, choice_reply_label, debiased,
-                    evidence_lines, judge_prompt, label_probabilities, label_value, parse_judge_label)
+from .judge import (CONTENT_FREE, JUDGE_MAX_TOKENS, LABELS, Label, choice_probabilities, choice_prompt,
+                    choice_reply_label, debiased, evidence_lines, judge_prompt, label_probabilities, label_value,
+                    parse_judge_label)
 from .text import evidence_query, tokenize
 
 __all__ = ["FactCheckScorer"]
 
-JUDGE_MAX_TOKENS = 16  # the label, and room for a judge that words it as a sentence
 SNIPPET_CHARS = 300  # of each passage, kept in the record so a reader sees what the judge was shown
 CHOICE_TOP_LOGPROBS = 20  # the constrained choice reads "yes"/"no" among the first token's alternatives
 CHOICE_MAX_TOKENS = 8  # the answer token, and a few words for the fallback reading
 
 
-class FactCheckScorer:
+class FactCheckScorer(Scorer):
     """``score(job, ask)`` -> the "fc" component: the judge's label on the top-k passages.
 
     ``details`` holds ``label`` and ``label_probs`` (what ``scoring.combine``
     reads), the query, the evidence (ids, titles, BM25 scores, snippets), which judge
-    ruled ("llm" or "nli"), where the probabilities came from ("logprobs",
+    ruled ("llm", "llm-choice" or "nli"), where the probabilities came from ("logprobs",
     "nli", or "label": one-hot), and the LLM judge's raw reply. With no passage sharing a word with the query the label
     is "neutral" and no judge is asked. With ``nli_model_dir`` set, the local
     NLI model judges and no upstream call is made.
@@ -59,27 +58,26 @@ class FactCheckScorer:
         started = time.perf_counter()
         query = evidence_query(job.question, job.answer)
         evidence = await asyncio.to_thread(self._index.search, tokenize(query), self._settings.top_k)
-        details: dict[str, Any] = {
-            "query": query,
-            "evidence": [{"id": e.id, "title": e.title, "score": round(e.score, 4),
-                          "snippet": e.text[:SNIPPET_CHARS]} for e in evidence],
-            "judge": None,
-        }
+        details = FCDetails(query=query, evidence=[FCEvidence(id=e.id, title=e.title, score=round(e.score, 4),
+                                                              snippet=e.text[:SNIPPET_CHARS]) for e in evidence],
+                            judge=None)
         label: Label = "neutral"
         probabilities: dict[Label, float] | None = None
         calls = 0
         if evidence and self._nli is not None:
             probabilities = await asyncio.to_thread(self._nli.judge, evidence, job.answer)
             label = max(probabilities, key=probabilities.__getitem__)
-            details["judge"] = "nli"
+            details.judge = "nli"
         elif evidence and self._settings.judge_procedure == "choice":
             label, probabilities, calls = await self._choose(evidence, job, ask, details)
-            details["judge"] = "llm-choice"
+            details.judge = "llm-choice"
         elif evidence:
-            label, probabilities, details["judge_reply"] = await self._ask_judge(evidence, job, ask)
-            details["judge"], calls = "llm", 1
-        details.update(label=label, label_probs=probabilities or {name: float(name == label) for name in LABELS},
-                       probs_from=("nli" if self._nli else "logprobs") if probabilities else "label")
+            label, probabilities, details.judge_reply = await self._ask_judge(evidence, job, ask)
+            details.judge, calls = "llm", 1
+        details.label = label
+        one_hot = {name: float(name == label) for name in LABELS}
+        details.label_probs = dict((probabilities or one_hot).items())
+        details.probs_from = ("nli" if self._nli else "logprobs") if probabilities else "label"
         return ComponentResult(component=self.name, value=label_value(label, probabilities), label=label,
                                details=details, upstream_calls=calls, duration_s=time.perf_counter() - started)
 
@@ -107,14 +105,15 @@ class FactCheckScorer:
             return self._priors[model], 1
 
     async def _choose(self, evidence: list[Evidence], job: ScoringJob, ask: Ask,
-                      details: dict[str, Any]) -> tuple[Label, dict[Label, float] | None, int]:
+                      details: FCDetails) -> tuple[Label, dict[Label, float] | None, int]:
         """The constrained choice: yes/no token probabilities over the probe's, else the reply's words."""
         reply = await self._yes_or_no(choice_prompt(evidence_lines(evidence), job.question, job.answer), ask)
-        details["judge_reply"] = reply.text
+        details.judge_reply = reply.text
         raw = choice_probabilities(reply.top_logprobs)
         if raw is None:
             return choice_reply_label(reply.text), None, 1
         prior, probe_calls = await self._prior(self.judge_model or job.model, ask)
         probabilities = debiased(raw, prior)
-        details.update(raw_label_probs=raw, judge_prior=prior)
+        details.raw_label_probs = dict(raw.items())
+        details.judge_prior = None if prior is None else dict(prior.items())
         return max(probabilities, key=probabilities.__getitem__), probabilities, 1 + probe_calls

@@ -21,27 +21,27 @@ from __future__ import annotations
 import math
 import time
 
-from ..types import Ask, ComponentResult, ScoringJob
+from ..types import Ask, ComponentResult, LPDetails, Scorer, ScoringJob
 
 __all__ = ["LogprobScorer"]
 
 
-class LogprobScorer:
+class LogprobScorer(Scorer):
     """The ``lp`` component; stateless, never calls the upstream."""
 
     name = "lp"
-    needs_answer_logprobs = True  # the pipeline skips it for jobs without them
+    needs_answer_logprobs = True
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         started = time.perf_counter()
         logprobs = [lp for lp in job.answer_logprobs or () if math.isfinite(lp)]
         if not logprobs:
-            return ComponentResult(component=self.name, label="unscored", details={"reason": "no_logprobs"},
+            return ComponentResult(component=self.name, label="unscored", details=LPDetails(reason="no_logprobs"),
                                    duration_s=time.perf_counter() - started)
         mean, least = sum(logprobs) / len(logprobs), min(logprobs)
         value = min(1.0, math.exp(mean))
         return ComponentResult(
             component=self.name, value=value, label=None,
-            details={"mean_logprob": mean, "min_logprob": least, "mean_probability": value,
-                     "min_probability": min(1.0, math.exp(least)), "tokens": len(logprobs)},
+            details=LPDetails(mean_logprob=mean, min_logprob=least, mean_probability=value,
+                              min_probability=min(1.0, math.exp(least)), tokens=len(logprobs)),
             duration_s=time.perf_counter() - started)

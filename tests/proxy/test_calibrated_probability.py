@@ -16,11 +16,11 @@ from proxy import ConfigError, settings_from_dict
 from proxy.app import create_app
 from proxy.cli import main
 from proxy.worker import run_worker
+from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.combine import paper_trust
-from scoring.evaluation import IsotonicCalibrator, save_calibration
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
-from scoring.types import Ask, ComponentResult, ScoringJob
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
@@ -80,7 +80,7 @@ def test_without_a_calibration_the_probability_is_absent(
     assert wait_for_record(server, response.headers["x-trust-id"])["probability"] is None
 
 
-class FixedScorer:
+class FixedScorer(Scorer):
     def __init__(self, name: str, value: float) -> None:
         self.name, self.value = name, value
 
@@ -96,7 +96,7 @@ def test_a_record_without_the_calibrated_component_gets_no_probability() -> None
     assert record.score == 0.7 and record.probability is None
 
 
-class FailingScorer:
+class FailingScorer(Scorer):
     name = "bc"
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
@@ -112,7 +112,7 @@ def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
     pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
                                ScoringSettings(), combine=paper_trust, calibrator=calibrator)
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
-    assert record.score == 0.4 and record.components["ov"].details["source"] == "fc"
+    assert record.score == 0.4 and record.components["ov"].details.source == "fc"
     assert record.probability == (pytest.approx(probability) if probability is not None else None)
 
 
@@ -138,7 +138,7 @@ def test_a_bad_calibration_file_stops_the_start_with_a_config_error(
 
 def test_a_fitted_trust_ov_is_the_logistic_fit_of_its_features_and_its_own_probability(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
-    from scoring.evaluation.calibration import LogisticCombination
+    from scoring.calibration import LogisticCombination
     from scoring.logprob import LogprobScorer
 
     path = tmp_path / "fitted.json"
@@ -154,11 +154,11 @@ def test_a_fitted_trust_ov_is_the_logistic_fit_of_its_features_and_its_own_proba
 
 
 def test_combine_fitted_needs_a_logistic_fit(tmp_path: Path) -> None:
-    from proxy.scorers import combiner
+    from scoring.assembly import ScorerAssetsError, combiner_for
 
     with pytest.raises(ValueError, match="combine: fitted needs calibration_path"):
         ScoringSettings(combine="fitted")
     settings = ScoringSettings(combine="fitted", calibration_path=tmp_path / "c.json")
-    with pytest.raises(ConfigError, match="logistic"):
-        combiner([AskingScorer("bc", 0.9)], settings, CURVE)
-    assert combiner([AskingScorer("bc", 0.9)], ScoringSettings(), None) is paper_trust
+    with pytest.raises(ScorerAssetsError, match="logistic"):
+        combiner_for([AskingScorer("bc", 0.9)], settings, CURVE)
+    assert combiner_for([AskingScorer("bc", 0.9)], ScoringSettings(), None) is paper_trust

@@ -27,7 +27,7 @@ def test_table3_cells(binary: int, label: str, expected: float) -> None:
     result = combine(bc(binary), fc(label), graded=False)
     assert (result.component, result.value) == ("ov", expected)
     assert result.label == f"{'consistent' if binary else 'inconsistent'}/{label}"
-    assert result.details["table3"] == expected
+    assert result.details.table3 == expected
 
 
 def test_the_graded_variant_equals_table3_on_hard_inputs() -> None:
@@ -41,8 +41,8 @@ def test_the_graded_variant_is_table3s_expectation() -> None:
     expected = 0.7 * (0.6 * 1.0 + 0.3 * 0.6 + 0.1 * 0.2) + 0.3 * (0.6 * 0.8 + 0.3 * 0.4 + 0.1 * 0.0)
     result = combine(bc(1, graded=0.7), fc("support", probs))
     assert result.value == pytest.approx(expected)
-    assert result.details["graded"] == pytest.approx(expected)
-    assert result.details["table3"] == 1.0
+    assert result.details.graded == pytest.approx(expected)
+    assert result.details.table3 == 1.0
 
 
 def test_graded_trust_normalises_partial_probabilities() -> None:
@@ -54,11 +54,11 @@ def test_trust_bc_alone_when_there_is_no_fact_check() -> None:
     assert combine(bc(1, graded=0.9), None).value == 0.9
     failed = ComponentResult(component="fc", error="timeout")
     result = combine(bc(0, graded=0.3), failed)
-    assert (result.value, result.details["source"]) == (0.3, "bc")
+    assert (result.value, result.details.source) == (0.3, "bc")
 
 
 def test_trust_fc_alone_and_neither() -> None:
-    assert combine(None, fc("contradict")).details["source"] == "fc"
+    assert combine(None, fc("contradict")).details.source == "fc"
     assert combine(None, None).value is None
 
 
@@ -70,18 +70,18 @@ def test_missing_detail_keys_fall_back_to_the_values() -> None:
 
 def test_the_fitted_combination_reads_its_features_and_says_what_fed_it() -> None:
     from scoring.combine import fitted_trust, paper_trust
-    from scoring.evaluation.calibration import LogisticCombination
+    from scoring.calibration import LogisticCombination
 
     model = LogisticCombination(("bc", "lp_mean"), (2.0, 1.0), -0.5)
     lp = ComponentResult(component="lp", value=0.8, details={"mean_logprob": -0.2, "min_logprob": -1.0})
     components = {"bc": bc(1, graded=0.75), "fc": fc("support"), "lp": lp}
     result = fitted_trust(components, model)
     assert result.value == pytest.approx(1 / (1 + math.exp(-(-0.5 + 2.0 * 0.75 - 0.2))))
-    assert (result.details["source"], result.details["method"]) == ("bc+lp", "fitted")
-    assert result.details["features"] == {"bc": 0.75, "lp_mean": -0.2}
+    assert (result.details.source, result.details.method) == ("bc+lp", "fitted")
+    assert result.details.features == {"bc": 0.75, "lp_mean": -0.2}
     without_lp = fitted_trust({"bc": components["bc"], "fc": components["fc"]}, model)  # no logprobs upstream
     assert without_lp.value == paper_trust({"bc": components["bc"], "fc": components["fc"]}).value
-    assert (without_lp.details["method"], without_lp.details["fitted_missing"], without_lp.details["source"]) == (
+    assert (without_lp.details.method, without_lp.details.fitted_missing, without_lp.details.source) == (
         "paper", ["lp_mean"], "bc+fc")
 
 
@@ -89,4 +89,4 @@ def test_a_debiased_trust_bc_enters_table3_by_its_value_and_label() -> None:
     debiased = ComponentResult(component="bc", value=0.5, label="uncertain",
                                details={"procedure": "debiased", "binary": 0.0, "graded": 0.25, "debiased": 0.5})
     result = combine(debiased, fc("support"))
-    assert (result.details["consistent"], result.details["bc_graded"]) == (False, 0.5)
+    assert (result.details.consistent, result.details.bc_graded) == (False, 0.5)

@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..consistency.packaged import WORDNET_DIR
-from ..combine import FEATURES, feature_values
-from ..settings import ScoringSettings
-from ..types import ComponentResult
+from scoring.assembly import open_scorers
+from scoring.combine import FEATURES, feature_values
+from scoring.settings import ScoringSettings
+from scoring.types import ComponentResult, OVDetails
 from .assembly import cache_and_report_paths, eval_scoring_settings, git_commit, model_group, now_utc, strict_json
 from .cache import EvalCache
-from .calibration import save_calibration
+from scoring.calibration import save_calibration
 from .cli import command_line
-from .datasets import CAPITALS_DATASET, DATASET_FILES, EvalItem, default_data_dir, load_items, sample_questions
+from .datasets import (CAPITALS_DATASET, DATASET_FILES, EvalItem, capitals_file, default_data_dir, load_items,
+                       sample_questions)
 from .figures import Curve
 from .fitting import calibration_study, cross_validated_combination, fit_combination
 from .gateway import gateway_settings, open_upstream
@@ -25,7 +27,6 @@ from .outcome import ItemOutcome
 from .progress import progress_bar
 from .report import ReportContext, write_report
 from .runner import ANSWER_MAX_TOKENS, Evaluator, ItemFailure, RunSpec, evaluate_items
-from .scorers import open_scorers
 from .summary import summarise
 
 if TYPE_CHECKING:
@@ -44,7 +45,8 @@ def _spec(args: argparse.Namespace, model: str) -> RunSpec:
 
 async def _evaluate(settings: GatewaySettings, scoring: ScoringSettings, spec: RunSpec, items: list[EvalItem],
                     cache: EvalCache, concurrency: int) -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
-    async with open_scorers(scoring, spec.components) as scorers, open_upstream(settings) as complete:
+    async with contextlib.AsyncExitStack() as stack, open_upstream(settings) as complete:
+        scorers = await open_scorers(scoring, stack, components=spec.components, missing_evidence="raise")
         evaluator = Evaluator(spec, complete, cache, scorers, scoring)
         label = f"{items[0].dataset if items else ''} {spec.mode}"
         with progress_bar(len(items), label, evaluator.counters) as advance:
@@ -74,7 +76,7 @@ def _fit_combination(args: argparse.Namespace, outcomes: list[ItemOutcome], feat
     source = "+".join(sorted({name.split("_")[0] for name in features}))
     for outcome, value in zip(fed, predictions, strict=True):
         outcome.components["ov_fitted"] = ComponentResult(
-            component="ov", value=value, details={"source": source, "method": "fitted", "cross_validated": True})
+            component="ov", value=value, details=OVDetails(source=source, method="fitted", cross_validated=True))
     model = fit_combination(rows, labels, features, fitted_on={**fitted_on, "components": source})
     summary: dict[str, Any] = {"features": list(features), "items": len(rows), "folds": 5, "seed": args.seed,
                                "combination": model.to_json()}
@@ -120,7 +122,7 @@ def _notes(args: argparse.Namespace, spec: RunSpec, judge: str) -> tuple[str, ..
 def _describe(args: argparse.Namespace, settings: GatewaySettings, scoring: ScoringSettings, spec: RunSpec,
               judge: str, items: int) -> dict[str, Any]:
     deployments = ", ".join(d.provider_model for d in settings.model_groups()[spec.model])
-    dataset_file = args.file or (WORDNET_DIR / "data.noun" if args.dataset == CAPITALS_DATASET
+    dataset_file = args.file or (capitals_file() if args.dataset == CAPITALS_DATASET
                                  else (args.data_dir or default_data_dir()) / DATASET_FILES.get(args.dataset, ""))
     described: dict[str, Any] = {
         "dataset file": str(dataset_file),

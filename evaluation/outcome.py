@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from ..types import ComponentResult
+from scoring.types import BCDetails, ComponentResult, LPDetails, OVDetails
+
+D = TypeVar("D", bound=BaseModel)
 
 __all__ = ["SIGNALS", "ItemOutcome", "Signal", "by_answerer", "signal_values"]
 
@@ -32,9 +34,16 @@ class ItemOutcome(BaseModel):
     gold_match: bool | None = None  # the matching label too, where gold answers exist (agreement with humans)
     components: dict[str, ComponentResult] = Field(default_factory=dict)
 
-    def detail(self, component: str, key: str) -> Any:
+    def details(self, component: str, kind: type[D]) -> D | None:
+        """A scored component's typed details; None when it did not run, failed, or has others."""
         result = self.components.get(component)
-        return None if result is None or result.error else result.details.get(key)
+        return result.details if result is not None and not result.error and isinstance(result.details, kind) \
+            else None
+
+    def answer_detail(self, key: str) -> Any:
+        """What the answer step recorded (the evaluation's own "answer" component keeps a dict)."""
+        result = self.components.get("answer")
+        return result.details.get(key) if result is not None and isinstance(result.details, dict) else None
 
     def value(self, component: str) -> float | None:
         result = self.components.get(component)
@@ -50,38 +59,45 @@ class Signal:
     read: Callable[[ItemOutcome], float | None]
 
 
-def _both_scored(outcome: ItemOutcome, key: str) -> float | None:
-    """A Trust_OV figure only where Trust_OV combined both components (else it repeats one of them)."""
-    return outcome.detail("ov", key) if outcome.detail("ov", "source") == "bc+fc" else None
+def _both_scored(outcome: ItemOutcome, name: str = "ov") -> OVDetails | None:
+    """Trust_OV's (``name``: "ov" or "ov_paper") details only where it combined both components (else it repeats
+    one of them)."""
+    ov = outcome.details(name, OVDetails)
+    return ov if ov is not None and ov.source == "bc+fc" else None
+
+
+def _bc(outcome: ItemOutcome) -> BCDetails:
+    return outcome.details("bc", BCDetails) or BCDetails()
+
+
+def _lp(outcome: ItemOutcome) -> LPDetails:
+    return outcome.details("lp", LPDetails) or LPDetails()
 
 
 def _words(outcome: ItemOutcome) -> float:
     return float(len(outcome.answer.split()))
 
 
-def _paper_ov(outcome: ItemOutcome) -> float | None:
-    return outcome.detail("ov_paper", "table3") if outcome.detail("ov_paper", "source") == "bc+fc" else None
-
-
 SIGNALS: tuple[Signal, ...] = (
-    Signal("bc_binary", "Trust_BC (binary)", True, "bc", lambda o: o.detail("bc", "binary")),
-    Signal("bc_graded", "Trust_BC (graded)", True, None, lambda o: o.detail("bc", "graded")),
-    Signal("bc_letter_probability", "Trust_BC (letter probability)", True, None, lambda o: o.detail("bc", "logprob")),
+    Signal("bc_binary", "Trust_BC (binary)", True, "bc", lambda o: _bc(o).binary),
+    Signal("bc_graded", "Trust_BC (graded)", True, None, lambda o: _bc(o).graded),
+    Signal("bc_letter_probability", "Trust_BC (letter probability)", True, None, lambda o: _bc(o).logprob),
     Signal("bc_debiased", "Trust_BC (debiased: agreement beyond the letter prior)", True, None,
-           lambda o: o.detail("bc", "debiased")),
+           lambda o: _bc(o).debiased),
     Signal("bc_paper", "Trust_BC (paper procedure: random positions, binary)", True, None,
            lambda o: o.value("bc_paper")),
     Signal("fc", "Trust_FC", True, "fc", lambda o: o.value("fc")),
     Signal("fc_text", "Trust_FC (paper's text judge)", True, None, lambda o: o.value("fc_text")),
     Signal("lp", "lp (geometric-mean token probability)", True, None, lambda o: o.value("lp")),
-    Signal("lp_min", "lp (least likely token's probability)", True, None, lambda o: o.detail("lp", "min_probability")),
-    Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: _both_scored(o, "table3")),
-    Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: _both_scored(o, "graded")),
-    Signal("ov_paper_table3", "Trust_OV (Table 3 of the paper's BC and FC)", True, None, _paper_ov),
+    Signal("lp_min", "lp (least likely token's probability)", True, None, lambda o: _lp(o).min_probability),
+    Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: ov.table3 if (ov := _both_scored(o)) else None),
+    Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: ov.graded if (ov := _both_scored(o)) else None),
+    Signal("ov_paper_table3", "Trust_OV (Table 3 of the paper's BC and FC)", True, None,
+           lambda o: ov.table3 if (ov := _both_scored(o, "ov_paper")) else None),
     Signal("ov_fitted", "Trust_OV (fitted, cross-validated)", True, None, lambda o: o.value("ov_fitted")),
     Signal("answer_words", "baseline: answer length (words)", False, None, _words),
     Signal("mean_logprob", "baseline: mean token log-probability", False, None,
-           lambda o: o.detail("answer", "mean_logprob")),
+           lambda o: o.answer_detail("mean_logprob")),
     Signal("verbal_confidence", "baseline: verbalised confidence", True, None, lambda o: o.value("verbal")),
 )
 

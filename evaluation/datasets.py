@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-from ..consistency.packaged import WORDNET_DIR
-
 __all__ = [
     "CAPITALS_DATASET",
     "DATASET_FILES",
@@ -31,6 +29,7 @@ __all__ = [
     "DatasetError",
     "EvalItem",
     "McQuestion",
+    "capitals_file",
     "default_data_dir",
     "load_items",
     "read_capitals",
@@ -117,7 +116,7 @@ def read_mixedqa(path: Path, answers_from: Sequence[str] = ()) -> list[EvalItem]
     rows = json.loads(_open(path).read_text(encoding="utf-8"))
     items = []
     for number, row in enumerate(rows):
-        base = dict(dataset="mixedqa", question_id=str(number), question=row["question"],
+        base: dict[str, Any] = dict(dataset="mixedqa", question_id=str(number), question=row["question"],
                     gold=tuple(row["answers"]), group=row.get("source"))
         if not answers_from:
             items.append(EvalItem(id=str(number), **base))
@@ -142,7 +141,7 @@ def read_truthfulqa(path: Path, *, given: bool = False) -> list[EvalItem]:
     items = []
     for number, row in _truthfulqa_rows(path):
         true, false = _answers(row["Correct Answers"]), _answers(row["Incorrect Answers"])
-        base = dict(dataset="truthfulqa", question_id=str(number), question=row["Question"], gold=true,
+        base: dict[str, Any] = dict(dataset="truthfulqa", question_id=str(number), question=row["Question"], gold=true,
                     group=row["Category"])
         if not given:
             items.append(EvalItem(id=str(number), **base))
@@ -161,7 +160,8 @@ def read_truthfulqa_mc(path: Path) -> list[McQuestion]:
 
 def read_truthfulqa_judge(path: Path) -> list[EvalItem]:
     """TruthfulQA's judge data: (question, answer) pairs with a human truthfulness label."""
-    items, question_ids = [], {}
+    items: list[EvalItem] = []
+    question_ids: dict[str, str] = {}
     for number, row in _jsonl(path):
         match = _JUDGE_PROMPT.match(row["prompt"])
         if match is None:
@@ -236,9 +236,23 @@ def _is_name_of_the_city(lemma: str) -> bool:
     return "capital" not in lowered and not lowered.startswith("city of")
 
 
-def read_capitals(wordnet_dir: Path = WORDNET_DIR) -> list[EvalItem]:
+def capitals_file(wordnet_dir: Path | None = None) -> Path:
+    """WordNet's noun file the capitals are read from (by default the packaged WordNet Trust_BC uses).
+
+    Imported here, not at the top: ``trustgate --help`` registers the eval
+    sub-command, which imports this module, and scoring.consistency's package
+    loads spaCy and gensim.
+    """
+    if wordnet_dir is None:
+        from scoring.consistency.packaged import WORDNET_DIR
+
+        wordnet_dir = WORDNET_DIR
+    return wordnet_dir / "data.noun"
+
+
+def read_capitals(wordnet_dir: Path | None = None) -> list[EvalItem]:
     """One question per WordNet capital that is part of a named place, in file order."""
-    data = wordnet_dir / "data.noun"
+    data = capitals_file(wordnet_dir)
     if not data.is_file():
         raise DatasetError(f"WordNet not found at {data} (Debian package wordnet-base; `make install`)")
     lines: dict[str, list[str]] = {}
@@ -275,7 +289,7 @@ def load_items(dataset: str, mode: Mode, *, data_dir: Path | None = None, path: 
     if dataset == CAPITALS_DATASET:
         if mode == "given":
             raise DatasetError("capitals has questions only: use mode 'answer'")
-        return read_capitals(path or WORDNET_DIR)
+        return read_capitals(path)
     if dataset == "jsonl":
         if path is None:
             raise DatasetError("the jsonl dataset needs a file path")

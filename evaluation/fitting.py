@@ -17,10 +17,9 @@ from typing import Any, Literal
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
-
 from sklearn.model_selection import StratifiedKFold
 
-from .calibration import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator
+from scoring.calibration import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator
 from .metrics import brier_score, expected_calibration_error
 
 __all__ = ["CalibrationStudy", "Method", "calibration_study", "cross_validated_combination", "fit_calibrator",
@@ -54,7 +53,7 @@ def split_indices(labels: Sequence[int], fit_fraction: float, seed: int) -> tupl
     fit: list[int] = []
     for label in sorted(set(labels)):
         members = rng.permutation([i for i, value in enumerate(labels) if value == label]).tolist()
-        fit += members[:int(round(len(members) * fit_fraction))]
+        fit += members[:round(len(members) * fit_fraction)]
     chosen = set(fit)
     return sorted(fit), [i for i in range(len(labels)) if i not in chosen]
 

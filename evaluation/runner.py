@@ -33,10 +33,11 @@ from typing import Any, Literal
 
 import orjson
 
-from ..combine import combine
-from ..pipeline import ScoringPipeline
-from ..settings import ScoringSettings
-from ..types import ComponentResult, Scorer, ScoringJob
+from scoring.assembly import PAPER_VARIANTS
+from scoring.combine import combine
+from scoring.pipeline import ScoringPipeline
+from scoring.settings import ScoringSettings
+from scoring.types import ComponentResult, Scorer, ScoringJob
 from .asking import CachedAsk, CallCounter, Complete, chosen_tokens, reply_text
 from .cache import CallSite, EvalCache
 from .datasets import EvalItem
@@ -44,7 +45,6 @@ from .matching import gold_match
 from .outcome import ItemOutcome
 from .prompts import CLOSED_BOOK_PROMPT, CONFIDENCE_PROMPT, answer_end, clean_answer, closed_book_prompt, \
     confidence_prompt, parse_confidence
-from .scorers import PAPER_VARIANTS
 
 __all__ = ["ANSWER_MAX_TOKENS", "Evaluator", "ItemFailure", "RunSpec", "answer_logprobs", "evaluate_items",
            "mean_logprob"]
@@ -111,6 +111,17 @@ def _source_digest(module: str) -> str:
     return digest.hexdigest()[:16]
 
 
+def _answer_text(result: ComponentResult) -> str:
+    """The cleaned answer the answer step recorded in its details."""
+    return str(result.details.get("answer") or "") if isinstance(result.details, dict) else ""
+
+
+def _answer_logprobs(result: ComponentResult) -> list[float] | None:
+    """The answer's own token log-probabilities the answer step recorded (None: the upstream gave none)."""
+    logprobs = result.details.get("answer_logprobs") if isinstance(result.details, dict) else None
+    return [float(lp) for lp in logprobs] if isinstance(logprobs, list) and logprobs else None
+
+
 @dataclass
 class Evaluator:
     """Turns one item into an ``ItemOutcome``; holds the run's collaborators and call counters."""
@@ -174,23 +185,23 @@ class Evaluator:
             fingerprint = _digest(CLOSED_BOOK_PROMPT, ANSWER_MAX_TOKENS, ANSWER_STOPS, self.spec.answer_logprobs)
             components["answer"] = await self._cached(item, "answer", model, fingerprint,
                                                       lambda ask: self._answer(item, ask))
-            answer = str(components["answer"].details.get("answer") or "")
+            answer = _answer_text(components["answer"])
             if self.spec.verbal_confidence:
                 components["verbal"] = await self._cached(item, "verbal", model, _digest(CONFIDENCE_PROMPT, answer),
                                                           lambda ask: self._verbal(item, answer, ask))
         else:
             answer = item.answer or ""
-        logprobs = components["answer"].details.get("answer_logprobs") if "answer" in components else None
+        logprobs = _answer_logprobs(components["answer"]) if "answer" in components else None
         job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer,
                          answer_logprobs=logprobs or None)
         for name in self.spec.components:
             scorer = self.scorers[name]
-            if name == "lp" and not job.answer_logprobs:
+            if scorer.needs_answer_logprobs and not job.answer_logprobs:
                 continue  # no log-probabilities, no lp component (as in the gateway)
-            target = getattr(scorer, "judge_model", None) or model
+            target = scorer.judge_model or model
             components[name] = await self._cached(item, name, target,
                                                   self._scorer_fingerprint(name, answer, job.answer_logprobs),
-                                                  lambda ask, scorer=scorer: self._score(scorer, job, ask))
+                                                  functools.partial(self._score, scorer, job))
         components["ov"] = combine(components.get("bc"), components.get("fc"))
         if components.keys() & set(PAPER_VARIANTS):  # the paper's Trust_OV, of the paper's components
             components["ov_paper"] = combine(components.get("bc_paper"), components.get("fc_text"))

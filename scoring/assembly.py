@@ -1,0 +1,154 @@
+"""Open the scorers the settings ask for, once per process: the gateway, ``trustgate worker`` and ``trustgate eval``.
+
+Each scorer's module is imported inside the function that opens it, not at
+the top of this one: spaCy, gensim, bm25s (and torch for an NLI judge) load
+only in a process that scores, never in a gateway with scoring off or one
+whose Redis workers score.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import Collection
+from typing import Literal
+
+from .calibration import Calibrator, LogisticCombination
+from .combine import fitted_trust, paper_trust
+from .pipeline import COMBINED, Combiner
+from .settings import ScoringSettings
+from .types import Scorer
+
+__all__ = ["ASSETS_HINT", "PAPER_VARIANTS", "ScorerAssetsError", "combiner_for", "enabled_components",
+           "open_scorers", "scoring_configured"]
+
+ASSETS_HINT = "build them with `trustgate build-assets` (or `make install`)"
+
+MissingEvidence = Literal["warn", "raise"]
+
+log = logging.getLogger("trustgate.scorers")
+
+
+# The paper's procedures, opened beside the configured ones (``trustgate eval``) so that one run measures both
+# on the same answers: each shares the loaded parts of the scorer it varies.
+PAPER_VARIANTS = {"bc_paper": "bc", "fc_text": "fc"}
+
+
+class ScorerAssetsError(RuntimeError):
+    """A requested scorer cannot load what it needs: built assets (graph, vectors, evidence index) or its NLI model.
+
+    Also a ``combine: fitted`` whose calibration file is not a logistic fit.
+    """
+
+
+def enabled_components(settings: ScoringSettings) -> tuple[str, ...]:
+    """The scorers the settings enable, by component name."""
+    enabled = {"bc": settings.consistency.enabled, "fc": settings.factcheck.enabled, "rag": settings.rag.enabled,
+               "lp": settings.logprob.enabled}
+    return tuple(name for name, on in enabled.items() if on)
+
+
+def scoring_configured(settings: ScoringSettings) -> bool:
+    """Whether any scorer is enabled, without loading one (a gateway whose workers score)."""
+    return bool(enabled_components(settings))
+
+
+async def _open_consistency(settings: ScoringSettings, stack: contextlib.AsyncExitStack,
+                            wanted: Collection[str]) -> dict[str, Scorer]:
+    """``bc`` and, when wanted, ``bc_paper``: the paper's procedure (random positions, binary) on the same parts."""
+    from .consistency import open_consistency_scorer
+    from .consistency.scorer import ConsistencyScorer
+
+    try:
+        bc = await stack.enter_async_context(open_consistency_scorer(settings))
+    except FileNotFoundError as exc:
+        raise ScorerAssetsError(f"Trust_BC assets are missing ({exc.filename}): {ASSETS_HINT}") from exc
+    if "bc_paper" not in wanted:
+        return {"bc": bc}
+    paper = settings.consistency.model_copy(update={"procedure": "paper", "mode": "binary"})
+    return {"bc": bc, "bc_paper": ConsistencyScorer(paper, bc.generator)}
+
+
+async def _open_factcheck(settings: ScoringSettings, missing_evidence: MissingEvidence,
+                          wanted: Collection[str]) -> dict[str, Scorer]:
+    """``fc`` and, when wanted, ``fc_text``: the paper's text judge on the same index."""
+    from .factcheck.scorer import FactCheckScorer
+    from .factcheck.assets import load_evidence_index
+
+    index = await asyncio.to_thread(load_evidence_index, settings)
+    if index is None:
+        message = f"no evidence index under {settings.data_dir}: {ASSETS_HINT}"
+        if missing_evidence == "raise":
+            raise ScorerAssetsError(message)
+        log.warning("%s; Trust_FC is off", message)
+        return {}
+    scorers: dict[str, Scorer] = {"fc": FactCheckScorer(index, settings.factcheck)}
+    if "fc_text" in wanted:
+        scorers["fc_text"] = FactCheckScorer(index, settings.factcheck.model_copy(update={"judge_procedure": "text"}))
+    return scorers
+
+
+def _open_logprob() -> Scorer:
+    from .logprob import LogprobScorer
+
+    return LogprobScorer()
+
+
+def _open_rag(settings: ScoringSettings) -> Scorer:
+    from .rag import build_rag_scorer
+
+    return build_rag_scorer(settings)
+
+
+async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitStack, *,
+                       components: Collection[str] | None = None,
+                       missing_evidence: MissingEvidence = "warn") -> dict[str, Scorer]:
+    """The scorers by name ("bc", "fc", "rag", "lp"): ``components``, or those the settings enable.
+
+    ``components`` may also name ``PAPER_VARIANTS`` (``trustgate eval``); each
+    comes with the scorer it varies, which is opened too but returned only when
+    named.
+
+    Services they need (the embedded SPARQL server) live on ``stack``. A
+    missing evidence index turns Trust_FC off with a warning (a gateway still
+    serves) or, with ``missing_evidence="raise"``, is an error (an evaluation
+    that asked for Trust_FC measures nothing without it). Missing Trust_BC
+    assets and an NLI model that cannot be loaded raise ``ScorerAssetsError``.
+    """
+    wanted = enabled_components(settings) if components is None else tuple(components)
+    if not wanted:
+        return {}
+    families = {PAPER_VARIANTS.get(name, name) for name in wanted}
+    from .factcheck.nli import NLIModelError
+
+    scorers: dict[str, Scorer] = {}
+    try:
+        if "bc" in families:
+            scorers.update(await _open_consistency(settings, stack, wanted))
+        if "fc" in families:
+            scorers.update(await _open_factcheck(settings, missing_evidence, wanted))
+        if "rag" in families:
+            scorers["rag"] = _open_rag(settings)
+        if "lp" in families:
+            scorers["lp"] = _open_logprob()
+    except NLIModelError as exc:  # Trust_FC's and the RAG judge's model both come from factcheck.nli_model_dir
+        raise ScorerAssetsError(f"trustgate.scoring.factcheck.nli_model_dir: {exc}") from exc
+    return {name: scorers[name] for name in wanted if name in scorers}
+
+
+def combiner_for(scorers: Collection[Scorer], settings: ScoringSettings,
+                 calibrator: Calibrator | None) -> Combiner | None:
+    """Trust_OV whenever Trust_BC, Trust_FC or lp runs: the paper's Table 3, or the fitted combination.
+
+    ``combine: fitted`` needs the calibration file to be a logistic fit; anything else raises ``ScorerAssetsError``.
+    """
+    if not {s.name for s in scorers} & COMBINED:
+        return None
+    if settings.combine == "paper":
+        return paper_trust
+    if not isinstance(calibrator, LogisticCombination):
+        raise ScorerAssetsError("trustgate.scoring.combine: fitted needs calibration_path to be a logistic fit "
+                                "(`trustgate eval run --calibration-method logistic --calibration-out ...`)")
+    return functools.partial(fitted_trust, model=calibrator)
