@@ -163,6 +163,15 @@ class BCCheck(BaseModel):
     letter_probabilities: dict[str, float] | None = None
     reply: str
 
+    @model_serializer(mode="wrap")
+    def _letter_probabilities_only_when_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No null beside original_probability's null, and records written before they were kept read back as
+        they were written."""
+        data: dict[str, Any] = handler(self)
+        if data.get("letter_probabilities") is None:
+            data.pop("letter_probabilities", None)
+        return data
+
 
 class BCDetails(_Details):
     """Trust_BC ("bc"): the checks asked and how the distractors were found."""

@@ -27,7 +27,7 @@ BC_DETAILS: dict[str, Any] = {
     "stop_reason": "max_checks", "distractor_sources_shown": {"knowledge_graph": 4, "embedding": 2},
     "checks": [
         {"options": ["Paris", "Lyon", "Nice", "Lille"], "original": "A", "chosen": "A", "consistent": True,
-         "original_probability": 0.91, "reply": "A"},
+         "original_probability": 0.91, "letter_probabilities": {"A": 0.91, "B": 0.09}, "reply": "A"},
         {"options": ["Lyon", "Paris", "Nice", "Lille"], "original": "B", "chosen": None, "consistent": False,
          "original_probability": None, "reply": "I am not sure"},
     ],
@@ -65,6 +65,7 @@ RAG_SKIPPED: dict[str, Any] = {"skipped": "empty answer"}
 OV_DETAILS: dict[str, Any] = {
     "source": "bc+fc", "table3": 0.8, "graded": pytest.approx(0.8), "consistent": False, "bc_graded": 0.5,
     "fc_label": "support", "fc_label_probs": {"support": 0.8, "contradict": 0.05, "neutral": 0.15},
+    "method": "paper",
 }
 
 
@@ -103,7 +104,7 @@ def test_closed_book_details_come_back_key_for_key(fake_upstream: FakeUpstream, 
     components = record["components"]
     assert components["bc"]["details"] == bc and list(components["bc"]["details"]) == list(bc)
     assert components["fc"]["details"] == fc and list(components["fc"]["details"]) == list(fc)
-    expected_ov = OV_DETAILS if scored else {"source": "fc"}
+    expected_ov = OV_DETAILS if scored else {"source": "fc", "method": "paper"}
     assert components["ov"]["details"] == expected_ov and list(components["ov"]["details"]) == list(expected_ov)
     assert set(components["bc"]) == {"component", "value", "label", "details", "upstream_calls", "duration_s",
                                      "error"}
