@@ -67,15 +67,30 @@ def scoring_calls(url: str) -> float:
                if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line)
 
 
+def final_record(url: str, trust_id: str, timeout_s: float = 180.0) -> dict[str, Any]:
+    """The record once it is no longer pending (bounded wait)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        record: dict[str, Any] = httpx.get(f"{url}/v1/trust/{trust_id}", headers=AUTH, timeout=10).json()
+        if record["status"] != "pending" or time.monotonic() > deadline:
+            return record
+        time.sleep(1.0)
+
+
 def test_the_readme_quickstart_runs_and_streams_stay_whole_under_scoring(gateway: GatewayProcess) -> None:
     namespace: dict[str, Any] = {}
     exec(compile(readme_snippet().replace("http://127.0.0.1:4000", gateway.url), "README.md", "exec"), namespace)
     assert namespace["answer"].strip()
     assert namespace["streamed"] == namespace["answer"]
     scored = namespace["scored"]
-    assert scored.headers["x-trust-status"] == "done"
-    assert 0.0 <= float(scored.headers["x-trust-score"]) <= 1.0
-    assert namespace["record"]["status"] == "done" and "bc" in namespace["record"]["components"]
+    # Whether the score beats sync_timeout on a shared 2-core machine is bench.embedded_default's question
+    # (9 of 10 is its target); here the score must arrive: in the headers, or in the record soon after.
+    if scored.headers["x-trust-status"] == "done":
+        assert 0.0 <= float(scored.headers["x-trust-score"]) <= 1.0
+    else:
+        assert scored.headers["x-trust-status"] == "pending" and "x-trust-score" not in scored.headers
+    record = final_record(gateway.url, scored.headers["x-trust-id"])
+    assert record["status"] == "done" and 0.0 <= record["score"] <= 1.0 and "bc" in record["components"]
 
     # Scoring jobs first (async), then streams while they run on the same single-slot model.
     with ThreadPoolExecutor(len(QUESTIONS)) as pool:
@@ -88,8 +103,14 @@ def test_the_readme_quickstart_runs_and_streams_stay_whole_under_scoring(gateway
     assert len(pending) >= 5
     calls_before = scoring_calls(gateway.url)
     question = [{"role": "user", "content": "What is the capital of France?"}]
-    with ThreadPoolExecutor(3) as pool:
-        streams = list(pool.map(lambda _: stream_events(gateway.url, question), range(3)))
+    streams: list[list[str]] = []
+    # Rounds of 3 streams until a scoring call has reached the model meanwhile (bounded): on a fast machine
+    # the first round can finish while the scorers are still on their own CPU work between calls.
+    for _ in range(8):
+        with ThreadPoolExecutor(3) as pool:
+            streams += pool.map(lambda _: stream_events(gateway.url, question), range(3))
+        if scoring_calls(gateway.url) > calls_before:
+            break
     assert scoring_calls(gateway.url) > calls_before  # the scorers used the model during the streams
     for events in streams:
         assert events.count("[DONE]") == 1 and events[-1] == "[DONE]"
