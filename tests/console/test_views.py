@@ -124,3 +124,32 @@ def test_overview_fragment_draws_the_window(console_gateway: ServerThread) -> No
     assert "3 records" not in page and "2 records\n" in page  # alice sees her two records only
     assert page.count("<rect class=\"bar") == 10 and "<polyline" in page
     assert fragment(console_gateway, "overview?window=1y").status_code == 400
+
+
+def test_a_record_of_the_debiased_choice_and_fitted_procedures_is_explained(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    """Issue 21's details (debiased Trust_BC, the yes/no judge, lp, a fitted Trust_OV) render; lp as a plain part."""
+    now = time.time()
+    record = explained_record(now)
+    bc, fc = record.components["bc"], record.components["fc"]
+    debiased = bc.model_copy(update={"label": "uncertain", "details": bc.details.model_copy(update={  # type: ignore[union-attr]
+        "procedure": "debiased", "debiased": 0.5, "kappa": 0.0, "letter_prior": {"B": 0.5, "C": 0.5}})})
+    choice = fc.model_copy(update={"details": fc.details.model_copy(update={  # type: ignore[union-attr]
+        "judge": "llm-choice", "raw_label_probs": {"support": 0.1, "contradict": 0.9, "neutral": 0.0}})})
+    lp = ComponentResult(component="lp", value=0.8125, details={"mean_logprob": -0.2076, "min_logprob": -1.5,
+                                                                 "tokens": 7})
+    ov = ComponentResult(component="ov", value=0.3, details={"source": "bc+lp", "method": "fitted",
+                                                             "features": {"bc": 0.5, "lp_mean": -0.2076},
+                                                             "weights": {"bc": 2.0, "lp_mean": 1.0}})
+    record = record.model_copy(update={"id": "trust-fitted", "components": {"bc": debiased, "fc": choice, "lp": lp,
+                                                                           "ov": ov}})
+    path = tmp_path / "console.sqlite3"
+    stored(path, [record])
+    server = start_gateway(gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
+                                          trustgate={"keys": KEYS, "store": {"path": str(path)}}),
+                           mounts=[console.mount])
+    response = fragment(server, "records/trust-fitted")
+    assert response.status_code == 200
+    page = response.text
+    assert 'aria-label="Component lp"' in page and "0.81" in page
+    assert len(re.findall(r'<li class="check ', page)) == 2 and "llm-choice" in page
