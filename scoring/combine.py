@@ -26,7 +26,7 @@ matter (``FEATURES``: Trust_BC, Trust_FC, the answer's mean and minimum token
 log-probability), fitted by ``trustgate eval run --calibration-method
 logistic`` and read from the calibration file. A record whose components lack a
 feature the fit used falls back to the paper preset and says so; either way
-``details["source"]`` names the components that fed Trust_OV.
+``details.source`` names the components that fed Trust_OV.
 """
 
 from __future__ import annotations
