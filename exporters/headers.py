@@ -9,7 +9,10 @@ import orjson
 
 from scoring.types import TrustRecord
 
-__all__ = ["sse_trust_chunk", "trust_headers", "trust_summary"]
+__all__ = ["TRUST_EVENT", "sse_trust_chunk", "sse_trust_event", "trust_headers", "trust_summary"]
+
+# The name of the trust event in a Responses API stream.
+TRUST_EVENT = "trustgate.trust"
 
 
 def _fmt(value: float | None) -> str | None:
@@ -43,8 +46,23 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
             "components": {name: c.value for name, c in record.components.items()}}
 
 
-def sse_trust_chunk(record: TrustRecord, *, completion_id: str, model: str) -> bytes:
-    """A chat.completion.chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it."""
-    chunk = {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+def sse_trust_chunk(record: TrustRecord, *, completion_id: str, model: str,
+                    object_type: str = "chat.completion.chunk") -> bytes:
+    """A chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it.
+
+    ``object_type`` is ``text_completion`` in a legacy completions stream.
+    """
+    chunk = {"id": completion_id, "object": object_type, "created": int(time.time()),
              "model": model, "choices": [], "trust": trust_summary(record)}
     return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+def sse_trust_event(record: TrustRecord, *, sequence_number: int) -> bytes:
+    """A named event in a Responses API stream, sent before ``response.completed``.
+
+    OpenAI SDKs pass event types they do not know through to the caller (and
+    their stream accumulators skip them), so the trust object reaches code that
+    looks for it without breaking code that does not.
+    """
+    event = {"type": TRUST_EVENT, "sequence_number": sequence_number, "trust": trust_summary(record)}
+    return f"event: {TRUST_EVENT}\n".encode() + b"data: " + orjson.dumps(event) + b"\n\n"

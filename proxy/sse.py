@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from exporters import sse_trust_chunk
+from scoring.types import TrustRecord
+
 from .replies import ChatCompletionChunk, parse_chunk
 from .trust import Answer
 
@@ -66,3 +69,10 @@ class SseTap:
     def answer(self) -> Answer:
         return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None,
                       completion_id=self.completion_id or None)
+
+    def trust_event(self, record: TrustRecord, model: str) -> bytes:
+        return sse_trust_chunk(record, completion_id=self.completion_id, model=self.model or model)
+
+    def closing(self) -> bytes:
+        """What was held back to follow the trust event: ``[DONE]``, if the upstream sent it."""
+        return DONE_EVENT if self.done else b""
