@@ -142,7 +142,7 @@ class UpstreamClient:
 
     async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint, *,
                       may_use: ModelFilter = _any_model) -> Forwarded:
-        """A whole reply of another endpoint (completions, embeddings, Responses), with the same retries and fallbacks."""
+        """A whole reply of another endpoint (completions, embeddings, Responses): same retries and fallbacks."""
         self.require_group(group)
         return await self._with_fallbacks(
             group, may_use, lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False))
