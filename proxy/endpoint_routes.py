@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 
 from exporters import trust_headers
 
-from .errors import GatewayError, ModelNotFound
+from .errors import ModelNotFound
 from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
 from .routes import StreamTap, failed_request, stream_response, unless_client_leaves

@@ -111,7 +111,8 @@ class ResponsesTap:
         return self._buffer
 
     def answer(self) -> Answer:
-        return Answer(text="".join(self._text), has_tool_calls=self._tool_calls, completion_id=self.completion_id or None)
+        return Answer(text="".join(self._text), has_tool_calls=self._tool_calls,
+                      completion_id=self.completion_id or None)
 
     def trust_event(self, record: TrustRecord, model: str) -> bytes:
         return sse_trust_event(record, sequence_number=self._sequence)
