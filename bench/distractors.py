@@ -76,7 +76,7 @@ def load_answers(path: Path, count: int, seed: int) -> list[Answer]:
 
 def percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def full_checks(pool: DistractorPool) -> int:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from scoring.types import ComponentResult, TrustRecord
 
 __all__ = ["CheckRow", "ConsistencyView", "EvidenceRow", "FactCheckView", "OverallView", "RagView", "RecordView",
@@ -129,6 +131,13 @@ def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _fields(result: ComponentResult) -> Mapping[str, Any]:
+    """A component's details as JSON fields (typed models for known components, a dict for others):
+    the views read the record as the API serves it, so an unknown component still renders."""
+    details = result.details
+    return details.model_dump(mode="json") if isinstance(details, BaseModel) else details
+
+
 def _check(number: int, raw: Mapping[str, Any]) -> CheckRow:
     options = [str(o) for o in raw.get("options", [])]
     original, chosen = raw.get("original"), raw.get("chosen")
@@ -140,7 +149,7 @@ def _check(number: int, raw: Mapping[str, Any]) -> CheckRow:
 
 
 def _consistency(result: ComponentResult) -> ConsistencyView:
-    details = result.details
+    details = _fields(result)
     return ConsistencyView(summary=Component.of(result), mode=details.get("mode"), binary=_float(details.get("binary")),
                            graded=_float(details.get("graded")),
                            stop_reason=details.get("stop_reason") or details.get("reason"),
@@ -149,7 +158,7 @@ def _consistency(result: ComponentResult) -> ConsistencyView:
 
 
 def _factcheck(result: ComponentResult) -> FactCheckView:
-    details = result.details
+    details = _fields(result)
     evidence = [EvidenceRow(id=str(e.get("id", "")), title=str(e.get("title", "")), snippet=e.get("snippet"),
                             score=float(e.get("score", 0.0))) for e in details.get("evidence", [])]
     return FactCheckView(summary=Component.of(result), query=details.get("query"), evidence=evidence,
@@ -159,7 +168,7 @@ def _factcheck(result: ComponentResult) -> FactCheckView:
 
 
 def _overall(result: ComponentResult) -> OverallView:
-    details = result.details
+    details = _fields(result)
     consistent = details.get("consistent")
     return OverallView(summary=Component.of(result), source=details.get("source"),
                        table3=_float(details.get("table3")), graded=_float(details.get("graded")),
@@ -168,7 +177,7 @@ def _overall(result: ComponentResult) -> OverallView:
 
 
 def _rag(result: ComponentResult) -> RagView:
-    details = result.details
+    details = _fields(result)
     statements = [StatementRow(text=str(s.get("text", "")), citations=[str(c) for c in s.get("citations", [])],
                                refusal=bool(s.get("refusal")), judged=bool(s.get("judged")),
                                grounding=s.get("grounding"), recall=_float(s.get("recall")),

@@ -1,6 +1,6 @@
 """Exporters: functions of what the gateway and scorers produce; they never compute scores."""
 
-from .headers import TRUST_EVENT, sse_trust_chunk, sse_trust_event, trust_headers, trust_summary
+from .headers import TRUST_EVENT, trust_chunk, trust_event, trust_headers, trust_summary
 from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
 from .prometheus import (
     GatewayMetrics,
@@ -27,8 +27,8 @@ __all__ = [
     "build_worker_metrics",
     "configure_telemetry",
     "disabled_telemetry",
-    "sse_trust_chunk",
-    "sse_trust_event",
+    "trust_chunk",
+    "trust_event",
     "trust_headers",
     "trust_summary",
 ]

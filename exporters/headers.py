@@ -5,11 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import orjson
+from scoring.types import RAGDetails, TrustRecord
 
-from scoring.types import TrustRecord
-
-__all__ = ["TRUST_EVENT", "sse_trust_chunk", "sse_trust_event", "trust_headers", "trust_summary"]
+__all__ = ["TRUST_EVENT", "trust_chunk", "trust_event", "trust_headers", "trust_summary"]
 
 # The name of the trust event in a Responses API stream.
 TRUST_EVENT = "trustgate.trust"
@@ -21,12 +19,12 @@ def _fmt(value: float | None) -> str | None:
 
 def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
     rag = record.components.get("rag")
-    if rag is None:
+    if rag is None or not isinstance(rag.details, RAGDetails):
         return {}
-    refusal = rag.details.get("refusal")
-    return {"x-trust-citation-recall": _fmt(rag.details.get("citation_recall")),
-            "x-trust-citation-precision": _fmt(rag.details.get("citation_precision")),
-            "x-trust-refusal": None if refusal is None else str(bool(refusal)).lower()}
+    refusal = rag.details.refusal
+    return {"x-trust-citation-recall": _fmt(rag.details.citation_recall),
+            "x-trust-citation-precision": _fmt(rag.details.citation_precision),
+            "x-trust-refusal": None if refusal is None else str(refusal).lower()}
 
 
 def trust_headers(record: TrustRecord) -> dict[str, str]:
@@ -46,23 +44,22 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
             "components": {name: c.value for name, c in record.components.items()}}
 
 
-def sse_trust_chunk(record: TrustRecord, *, completion_id: str, model: str,
-                    object_type: str = "chat.completion.chunk") -> bytes:
+def trust_chunk(record: TrustRecord, *, completion_id: str, model: str,
+                object_type: str = "chat.completion.chunk") -> dict[str, Any]:
     """A chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it.
 
+    The gateway sends it as the stream's last event before ``data: [DONE]``;
     ``object_type`` is ``text_completion`` in a legacy completions stream.
     """
-    chunk = {"id": completion_id, "object": object_type, "created": int(time.time()),
-             "model": model, "choices": [], "trust": trust_summary(record)}
-    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+    return {"id": completion_id, "object": object_type, "created": int(time.time()),
+            "model": model, "choices": [], "trust": trust_summary(record)}
 
 
-def sse_trust_event(record: TrustRecord, *, sequence_number: int) -> bytes:
-    """A named event in a Responses API stream, sent before ``response.completed``.
+def trust_event(record: TrustRecord, *, sequence_number: int) -> dict[str, Any]:
+    """The ``TRUST_EVENT`` of a Responses API stream, sent before ``response.completed``.
 
     OpenAI SDKs pass event types they do not know through to the caller (and
     their stream accumulators skip them), so the trust object reaches code that
     looks for it without breaking code that does not.
     """
-    event = {"type": TRUST_EVENT, "sequence_number": sequence_number, "trust": trust_summary(record)}
-    return f"event: {TRUST_EVENT}\n".encode() + b"data: " + orjson.dumps(event) + b"\n\n"
+    return {"type": TRUST_EVENT, "sequence_number": sequence_number, "trust": trust_summary(record)}

@@ -25,9 +25,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, NoOpTracerProvider, Span, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from scoring.types import ScoringJob, TrustRecord
+from scoring.types import RAGDetails, ScoringJob, TrustRecord
 
-from .prometheus import RAG_METRICS
 
 __all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry"]
 
@@ -136,10 +135,9 @@ class Telemetry:
                 continue
             label = record.label if component.component == "ov" else component.label
             event.score(name, component.value, label)
-            if component.component == "rag":
-                for metric in RAG_METRICS:
-                    value = component.details.get(metric)
-                    event.score(f"trustgate.{metric}", value if isinstance(value, float) else None, None)
+            if isinstance(component.details, RAGDetails):
+                for metric, value in component.details.metrics().items():
+                    event.score(f"trustgate.{metric}", value, None)
         event.score("trustgate.trust_probability", record.probability, None)
 
 

@@ -11,11 +11,10 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from scoring.types import TrustRecord
+from scoring.types import ComponentResult, RAGDetails, TrustRecord
 
 __all__ = [
     "LATENCY_BUCKETS",
-    "RAG_METRICS",
     "SCORE_BUCKETS",
     "GatewayMetrics",
     "WorkerMetrics",
@@ -26,8 +25,6 @@ __all__ = [
 NAMESPACE = "trustgate"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-# The RAG component's details that are exported as histograms (Trust-Eval's metrics).
-RAG_METRICS = ("citation_recall", "citation_precision", "groundedness", "claim_correctness")
 
 
 @dataclass(frozen=True)
@@ -45,6 +42,7 @@ class GatewayMetrics:
     scorer_errors: Counter
     upstream_calls: Counter
     dead_letters: Counter
+    queue_errors: Counter
     rag_metric: Histogram
     rag_refusals: Counter
     client_overrides_refused: Counter
@@ -70,14 +68,14 @@ class GatewayMetrics:
         for component in record.components.values():
             if component.value is not None:
                 self.trust_score.labels(model=model, component=component.component).observe(component.value)
-            if component.error is not None:
-                self.scorer_errors.labels(model=model, component=component.component).inc()
+            self._observe_failures(model, component)
         if record.label is not None:
             self.trust_labels.labels(model=model, label=record.label).inc()
             if record.label == "untrusted":
                 self.low_trust_responses.labels(model=model).inc()
-        if "rag" in record.components:
-            self._observe_rag(model, record.components["rag"].details)
+        rag = record.components.get("rag")
+        if rag is not None and isinstance(rag.details, RAGDetails):
+            self._observe_rag(model, rag.details)
         if "scoring_s" in record.timings:
             self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
 
@@ -85,12 +83,19 @@ class GatewayMetrics:
         """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
         self.sync_timeouts.labels(model=model).inc()
 
-    def _observe_rag(self, model: str, details: dict[str, object]) -> None:
-        for name in RAG_METRICS:
-            value = details.get(name)
-            if isinstance(value, (int, float)):
+    def _observe_failures(self, model: str, component: ComponentResult) -> None:
+        """Each failure by its reason; an error that names none (a record built elsewhere) counts as internal."""
+        reasons = [f.reason for f in component.failures]
+        if component.error is not None and not reasons:
+            reasons = ["internal"]
+        for reason in reasons:
+            self.scorer_errors.labels(model=model, component=component.component, reason=reason).inc()
+
+    def _observe_rag(self, model: str, details: RAGDetails) -> None:
+        for name, value in details.metrics().items():
+            if value is not None:
                 self.rag_metric.labels(model=model, metric=name).observe(value)
-        if details.get("refusal") is True:
+        if details.refusal:
             self.rag_refusals.labels(model=model).inc()
 
 
@@ -119,12 +124,15 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                   namespace=NAMESPACE, registry=registry),
         scoring_shed_jobs=counter("scoring_shed_jobs", "Scoring jobs dropped because the queue was full.",
                                   ["model"]),
-        scorer_errors=counter("scorer_errors", "Scorer failures (exceptions and timeouts), per component.",
-                              ["model", "component"]),
+        scorer_errors=counter("scorer_errors", "Scoring failures, per component and reason (timeout, upstream, "
+                              "parse, knowledge_graph, judge, internal).", ["model", "component", "reason"]),
         upstream_calls=counter("upstream_calls", "Upstream calls, by purpose (user or a scorer's).",
                                ["model", "purpose"]),
         dead_letters=counter("scoring_dead_letters", "Scoring jobs moved to the dead-letter stream after "
                              "failing repeatedly.", ["model"]),
+        queue_errors=counter("scoring_queue_errors", "Errors of the Redis scoring queue, by operation (submit: "
+                             "the job was not queued; wait: a sync request answered pending; consume: a worker "
+                             "retries).", ["operation"]),
         rag_metric=histogram("rag_metric", "RAG answers' Trust-Eval metrics (citation recall and precision, "
                              "groundedness, claim correctness).", ["model", "metric"], SCORE_BUCKETS),
         rag_refusals=counter("rag_refusals", "RAG answers that refused to answer.", ["model"]),

@@ -170,6 +170,7 @@ class SqliteRecordStore:
 
     async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None:
         """The record, if it exists and ``scope`` may read it; None alike for both misses (no oracle for ids)."""
+        args: tuple[str, ...]
         if scope.owner is None:
             query, args = "SELECT record FROM trust_records WHERE id = ?", (record_id,)
         else:

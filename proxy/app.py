@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from exporters import GatewayMetrics, Telemetry, build_metrics
+from scoring.assembly import scoring_configured
 from scoring.queue import JobQueue, MemoryJobQueue
 from scoring.redis_queue import RedisJobQueue
 from scoring.types import Scorer
@@ -41,7 +42,6 @@ from .limits import Limiter
 from .litellm_backend import check_providers
 from .readiness import ReadinessCheck
 from .routes import router
-from .scorers import scoring_configured
 from .throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
 from .trust_list import router as trust_list_router
@@ -103,7 +103,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             publisher = await build_publisher(settings, metrics, redis, stack)
             queue: JobQueue
             if redis is not None:  # workers score; this process only needs to know whether anything will
-                queue = RedisJobQueue(redis, publisher.store, scoring.queue)
+                queue = RedisJobQueue(redis, publisher.store, scoring.queue,
+                                      on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
                 has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
                 process, has_scorers = await build_processor(

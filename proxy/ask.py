@@ -11,11 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from exporters import GatewayMetrics
-from scoring.types import Reply
+from scoring.types import Reply, UnreadableReply, UpstreamFailure
 
+from .errors import GatewayError
 from .replies import ChatCompletion, parse_completion
 from .slots import Priority
 from .upstream import UpstreamClient
+from .upstream_errors import MALFORMED_REPLY
 
 __all__ = ["UpstreamAsk", "ask_body", "reply_from_completion", "scoring_reply"]
 
@@ -55,5 +57,9 @@ class UpstreamAsk:
         body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
                         top_logprobs=top_logprobs)
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
-        completion = await self._upstream.complete(self._model, body, priority=Priority.SCORING)
+        try:
+            completion = await self._upstream.complete(self._model, body, priority=Priority.SCORING)
+        except GatewayError as exc:  # scoring knows no HTTP errors, only that the upstream failed, and how
+            unreadable = exc.code == MALFORMED_REPLY
+            raise (UnreadableReply if unreadable else UpstreamFailure)(str(exc)) from exc
         return scoring_reply(completion.reply)

@@ -22,23 +22,24 @@ from exporters import (
     configure_telemetry,
     disabled_telemetry,
 )
-from scoring.evaluation.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
+from scoring.assembly import ScorerAssetsError, combiner_for, open_scorers
+from scoring.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
 from scoring.pipeline import ScoringPipeline
 from scoring.queue import Process
+from scoring.settings import ScoringSettings
 from scoring.types import Scorer
 
 from .ask import UpstreamAsk
 from .config import ConfigError, GatewaySettings
 from .limits import Limiter, MemoryCounters, RedisCounters
 from .local_upstream import run_local_upstream
-from .scorers import build_scorers, combiner
+from .retries import OnScoringShed
 from .throttled_log import ThrottledLog
 from .trust import traced
-from .retries import OnScoringShed
 from .upstream import OnFallbackSkipped, UpstreamClient
 
-__all__ = ["build_limiter", "build_processor", "build_publisher", "build_telemetry", "http_client", "load_calibrator",
-           "open_redis", "open_upstream_client"]
+__all__ = ["build_limiter", "build_processor", "build_publisher", "build_scorers", "build_telemetry", "http_client",
+           "load_calibrator", "open_redis", "open_upstream_client"]
 
 log = logging.getLogger("trustgate.assembly")
 
@@ -122,6 +123,14 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, re
     return RecordPublisher(store, metrics)
 
 
+async def build_scorers(scoring: ScoringSettings, stack: contextlib.AsyncExitStack) -> list[Scorer]:
+    """The configured scorers; what they cannot load is a config error, so the process refuses to start."""
+    try:
+        return list((await open_scorers(scoring, stack)).values())
+    except ScorerAssetsError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
 async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, metrics: GatewayMetrics,
                           telemetry: Telemetry, scorers: Sequence[Scorer] | None, calibrator: Calibrator | None,
                           stack: contextlib.AsyncExitStack) -> tuple[Process, bool]:
@@ -131,7 +140,7 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
     if calibrator is not None:
         _warn_if_fitted_on_other_scorers(calibrator, active)
     pipeline = ScoringPipeline(active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose),
-                               scoring, combine=combiner(active), calibrator=calibrator)
+                               scoring, combine=combiner_for(active), calibrator=calibrator)
     return traced(pipeline, telemetry), pipeline.has_scorers
 
 

@@ -7,15 +7,13 @@ import asyncio
 import logging
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import uvicorn
 from threadpoolctl import threadpool_limits
 
-from scoring.evaluation.cli import add_eval_arguments
-from scoring.factcheck import CorpusError
 from scoring.settings import ScoringSettings
 
 from .access_log import install_access_log_redaction
@@ -27,6 +25,13 @@ from .local_upstream import LocalUpstreamError, packaged_model_path
 from .worker import run_worker
 
 __all__ = ["main"]
+
+
+class UserError(Exception):
+    """What the user can fix (a config, a corpus file): one line on stderr and exit status 2, no traceback."""
+
+
+Handler = Callable[[argparse.Namespace], int]
 
 
 def _one_blas_thread() -> None:
@@ -82,11 +87,25 @@ def _scoring_settings(args: argparse.Namespace) -> ScoringSettings:
     return load_settings(args.config or default_config_path()).trustgate.scoring
 
 
-def _build_assets(args: argparse.Namespace) -> int:
+# The asset and corpus commands import the scorers' builders (spaCy, gensim, bm25s) when they run,
+# not when the CLI starts: `trustgate serve` with scoring off and `trustgate --help` never load them.
+
+def _asset_command(work: Callable[[ScoringSettings, argparse.Namespace], int]) -> Handler:
+    """A handler that runs ``work`` on the config's scoring settings; a corpus it cannot read is a user error."""
+    def handler(args: argparse.Namespace) -> int:
+        from scoring.factcheck.sources import CorpusError
+
+        try:
+            return work(_scoring_settings(args), args)
+        except CorpusError as exc:
+            raise UserError(str(exc)) from exc
+    return handler
+
+
+def _build_assets(settings: ScoringSettings, args: argparse.Namespace) -> int:
     from scoring.consistency.assets import build_consistency_assets
     from scoring.factcheck.assets import build_factcheck_assets
 
-    settings = _scoring_settings(args)
     if args.data_dir is not None:
         settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
     build_consistency_assets(settings)
@@ -94,28 +113,39 @@ def _build_assets(args: argparse.Namespace) -> int:
     return 0
 
 
-def _corpus_add(args: argparse.Namespace) -> int:
+def _corpus_add(settings: ScoringSettings, args: argparse.Namespace) -> int:
     from scoring.factcheck.assets import add_corpus
 
-    added = add_corpus(_scoring_settings(args), Path(args.path), name=args.name)
+    added = add_corpus(settings, Path(args.path), name=args.name)
     print(f"corpus {added.name}: {added.passages} passages; the evidence index now holds {added.index_passages}")
     return 0
 
 
-def _corpus_remove(args: argparse.Namespace) -> int:
+def _corpus_remove(settings: ScoringSettings, args: argparse.Namespace) -> int:
     from scoring.factcheck.assets import remove_corpus
 
-    if not remove_corpus(_scoring_settings(args), args.name):
+    if not remove_corpus(settings, args.name):
         print(f"trustgate: no corpus named {args.name}", file=sys.stderr)
         return 1
     print(f"corpus {args.name} removed; evidence index rebuilt")
     return 0
 
 
-def _eval(args: argparse.Namespace) -> int:
-    from scoring.evaluation.command import run_eval_command
+def _add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``trustgate eval``: the evaluation app sits on top of the gateway, which imports it only here."""
+    from evaluation.cli import add_eval_arguments
 
-    return run_eval_command(args)
+    def run(args: argparse.Namespace) -> int:
+        try:
+            from evaluation.command import run_eval_command
+        except ModuleNotFoundError as exc:  # the gateway's own install (a container image) leaves the app out
+            raise UserError(f"trustgate eval needs the `eval` extra ({exc.name} is not installed): "
+                            "pip install 'trustgate[eval]'") from exc
+        return run_eval_command(args)
+
+    evaluation = commands.add_parser("eval", help="measure how well trust scores predict correctness on labeled data")
+    add_eval_arguments(evaluation)
+    evaluation.set_defaults(handler=run)
 
 
 def _model_path(args: argparse.Namespace) -> int:
@@ -144,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
     assets = commands.add_parser("build-assets", help="build the knowledge graph, word vectors and evidence index")
     assets.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
     assets.add_argument("--data-dir", help="build here instead of the config's data_dir (an image build)")
-    assets.set_defaults(handler=_build_assets)
+    assets.set_defaults(handler=_asset_command(_build_assets))
 
     corpus = commands.add_parser("corpus", help="manage the fact-check evidence corpora")
     corpus_commands = corpus.add_subparsers(dest="corpus_command", required=True)
@@ -152,15 +182,13 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("path")
     add.add_argument("--name", help="corpus name (default: the file or folder name)")
     add.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
-    add.set_defaults(handler=_corpus_add)
+    add.set_defaults(handler=_asset_command(_corpus_add))
     remove = corpus_commands.add_parser("remove", help="remove a user corpus and rebuild the index")
     remove.add_argument("name")
     remove.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
-    remove.set_defaults(handler=_corpus_remove)
+    remove.set_defaults(handler=_asset_command(_corpus_remove))
 
-    evaluation = commands.add_parser("eval", help="measure how well trust scores predict correctness on labeled data")
-    add_eval_arguments(evaluation)
-    evaluation.set_defaults(handler=_eval)
+    _add_eval_command(commands)
 
     model = commands.add_parser("model-path", help="print the packaged SmolLM2 GGUF path")
     model.set_defaults(handler=_model_path)
@@ -175,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("gensim").setLevel(logging.WARNING)  # ~30 lines per training run of the word vectors
     try:
         return int(args.handler(args))
-    except (ConfigError, LocalUpstreamError, CorpusError) as exc:
+    except (ConfigError, LocalUpstreamError, UserError) as exc:
         print(f"trustgate: {exc}", file=sys.stderr)
         return 2
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -13,7 +13,19 @@ import orjson
 from .replies import ChatCompletion, MalformedReply, parse_completion
 from .upstream_errors import UpstreamErrors
 
-__all__ = ["Completion", "Forwarded", "UpstreamStream", "bounded_chunks", "checked_completion", "checked_forwarded"]
+__all__ = ["DONE_EVENT", "Completion", "Forwarded", "UpstreamStream", "bounded_chunks", "checked_completion",
+           "checked_forwarded", "sse_event"]
+
+DONE_EVENT = b"data: [DONE]\n\n"  # the last event of a chat-completions stream
+
+
+def sse_event(payload: Any, *, name: str | None = None) -> bytes:
+    """One server-sent event carrying ``payload`` as JSON: how every chunk the gateway writes is framed.
+
+    ``name`` gives the event an ``event:`` line, as the Responses API's gateway events carry.
+    """
+    head = f"event: {name}\n".encode() if name else b""
+    return head + b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 @dataclass(frozen=True)
@@ -98,7 +110,7 @@ class UpstreamStream:
 
 
 async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors, *,
-                         seconds: float | None = None) -> AsyncIterator[bytes]:
+                         seconds: float | None = None) -> AsyncGenerator[bytes, None]:
     """``chunks`` until their total passes ``limit`` bytes (or the stream ``seconds``), then the upstream's error.
 
     The time is checked as chunks arrive: a stalled stream is the read timeout's

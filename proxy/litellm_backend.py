@@ -28,12 +28,14 @@ from typing import Any
 import orjson
 
 from .completion import (
+    DONE_EVENT,
     Completion,
     Forwarded,
     UpstreamStream,
     bounded_chunks,
     checked_completion,
     checked_forwarded,
+    sse_event,
 )
 from .config import ConfigError, Deployment, GatewaySettings
 from .errors import GatewayError
@@ -114,12 +116,11 @@ class _LitellmCalls:
                                         seconds=stream_seconds)
                 first = await anext(chunks)
         except StopAsyncIteration:
-            first = b"" if endpoint == "responses" else b"data: [DONE]\n\n"
+            first = b"" if endpoint == "responses" else DONE_EVENT
             chunks = _empty()
         except Exception as exc:
             raise self.translate(exc) from exc
-        return UpstreamStream(chunks=chunks, close=chunks.aclose, model_group=group,  # type: ignore[attr-defined]
-                              first=[first])
+        return UpstreamStream(chunks=chunks, close=chunks.aclose, model_group=group, first=[first])
 
     async def _sse(self, wrapper: Any, endpoint: Endpoint) -> AsyncGenerator[bytes, None]:
         """litellm's stream objects as the SSE the endpoint's clients expect.
@@ -130,15 +131,12 @@ class _LitellmCalls:
         try:
             async for item in wrapper:
                 payload = item.model_dump(mode="json", exclude_none=True, warnings=False)
-                if endpoint == "responses":
-                    name = str(payload.get("type", "message")).encode()
-                    yield b"event: " + name + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
-                else:
-                    yield b"data: " + orjson.dumps(payload) + b"\n\n"
+                name = str(payload.get("type", "message")) if endpoint == "responses" else None
+                yield sse_event(payload, name=name)
         except Exception as exc:
             raise self.translate(exc) from exc
         if endpoint != "responses":
-            yield b"data: [DONE]\n\n"
+            yield DONE_EVENT
 
 
 class LitellmBackend:

@@ -15,7 +15,8 @@ __all__ = ["gateway_of", "read_body"]
 
 
 def gateway_of(request: Request) -> Gateway:
-    return request.app.state.gateway  # type: ignore[no-any-return]
+    gateway: Gateway = request.app.state.gateway
+    return gateway
 
 
 async def read_body(request: Request, limit: int) -> bytes:

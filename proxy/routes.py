@@ -9,7 +9,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -18,7 +17,7 @@ from redis.exceptions import RedisError
 from exporters import RequestTrace, trust_headers
 from scoring.types import TrustRecord
 
-from .completion import UpstreamStream
+from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound
 from .limits import Slot
 from .request import parse_chat_request
@@ -195,7 +194,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
     except GatewayError as exc:
         status, error = exc.status_code, exc.code or exc.error_type
         log.warning("stream from model %s ended with an error: %s", plan.model, exc)
-        yield b"data: " + orjson.dumps(exc.body()) + b"\n\n"
+        yield sse_event(exc.body())
     except BaseException as exc:  # the client went away, or a bug: counted, and the span still ends
         status, error = (499, "cancelled") if isinstance(exc, asyncio.CancelledError | GeneratorExit) \
             else (500, type(exc).__name__)

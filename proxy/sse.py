@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from exporters import sse_trust_chunk
+from exporters import trust_chunk
 from scoring.types import TrustRecord
 
+from .completion import DONE_EVENT, sse_event
 from .replies import ChatCompletionChunk, parse_chunk
 from .trust import Answer
 
-__all__ = ["DONE_EVENT", "SseTap"]
-
-DONE_EVENT = b"data: [DONE]\n\n"
+__all__ = ["SseTap"]
 
 
 class SseTap:
@@ -38,7 +37,7 @@ class SseTap:
         self._buffer += chunk.replace(b"\r\n", b"\n")
         while b"\n\n" in self._buffer:
             event, self._buffer = self._buffer.split(b"\n\n", 1)
-            if event.strip() == b"data: [DONE]":
+            if event.strip() == DONE_EVENT.strip():
                 self.done = True
                 continue
             self._read(event)
@@ -71,7 +70,7 @@ class SseTap:
                       completion_id=self.completion_id or None)
 
     def trust_event(self, record: TrustRecord, model: str) -> bytes:
-        return sse_trust_chunk(record, completion_id=self.completion_id, model=self.model or model)
+        return sse_event(trust_chunk(record, completion_id=self.completion_id, model=self.model or model))
 
     def closing(self) -> bytes:
         """What was held back to follow the trust event: ``[DONE]``, if the upstream sent it."""

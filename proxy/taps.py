@@ -14,9 +14,10 @@ from typing import Any
 
 import orjson
 
-from exporters import sse_trust_chunk, sse_trust_event
+from exporters import TRUST_EVENT, trust_chunk, trust_event
 from scoring.types import TrustRecord
 
+from .completion import sse_event
 from .sse import SseTap
 from .trust import Answer
 
@@ -64,8 +65,8 @@ class TextCompletionTap(SseTap):
                     self._text.append(choice["text"])
 
     def trust_event(self, record: TrustRecord, model: str) -> bytes:
-        return sse_trust_chunk(record, completion_id=self.completion_id, model=self.model or model,
-                               object_type="text_completion")
+        return sse_event(trust_chunk(record, completion_id=self.completion_id, model=self.model or model,
+                                     object_type="text_completion"))
 
 
 class ResponsesTap:
@@ -115,7 +116,7 @@ class ResponsesTap:
                       completion_id=self.completion_id or None)
 
     def trust_event(self, record: TrustRecord, model: str) -> bytes:
-        return sse_trust_event(record, sequence_number=self._sequence)
+        return sse_event(trust_event(record, sequence_number=self._sequence), name=TRUST_EVENT)
 
     def closing(self) -> bytes:
         return self._held

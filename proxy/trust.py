@@ -25,6 +25,7 @@ from typing import Any, cast
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import TrustSummary
+from scoring.failures import describe
 from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
@@ -241,6 +242,6 @@ class TrustService:
         try:
             await self._publisher.publish(record)
         except Exception as exc:  # e.g. the store is down: counted in metrics already, never raised to users
-            log.warning("could not store trust record %s: %s", record.id, type(exc).__name__)
+            log.warning("could not store trust record %s: %s", record.id, describe(exc))
         finally:
             self._unstored.pop(record.id, None)

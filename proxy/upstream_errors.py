@@ -23,7 +23,9 @@ import orjson
 
 from .errors import UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
 
-__all__ = ["UpstreamErrors", "message_from_body", "parse_retry_after", "scrub"]
+__all__ = ["MALFORMED_REPLY", "UpstreamErrors", "message_from_body", "parse_retry_after", "scrub"]
+
+MALFORMED_REPLY = "upstream_malformed_reply"  # the error code of a 200 that is not a chat completion
 
 log = logging.getLogger("trustgate.upstream")
 
@@ -176,7 +178,7 @@ class UpstreamErrors:
 
     def malformed(self, detail: str) -> UpstreamError:
         return self._logged(UpstreamError("The upstream model sent a reply that is not a chat completion",
-                                          code="upstream_malformed_reply"), detail)
+                                          code=MALFORMED_REPLY), detail)
 
     def too_large(self, limit: int) -> UpstreamError:
         return self._logged(UpstreamError(f"The upstream model's reply exceeded {limit} bytes",

@@ -23,13 +23,9 @@ probability 1) it is exactly Table 3.
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from .types import ComponentResult
+from .types import BCDetails, ComponentResult, FactLabel, FCDetails, OVDetails
 
 __all__ = ["TABLE3", "combine", "graded_trust", "table3_trust"]
-
-FactLabel = Literal["support", "neutral", "contradict"]
 
 TABLE3: dict[tuple[bool, FactLabel], float] = {
     (True, "support"): 1.0,
@@ -61,23 +57,26 @@ def _usable(result: ComponentResult | None) -> ComponentResult | None:
 
 
 def _bc_verdict(bc: ComponentResult, value: float) -> tuple[bool, float]:
-    """(consistent, graded) from Trust_BC's details; its value stands in for a missing key."""
-    return bool(bc.details.get("binary", value >= 0.5)), float(bc.details.get("graded", value))
+    """(consistent, graded) from Trust_BC's details; its value stands in for one not given."""
+    details = bc.details if isinstance(bc.details, BCDetails) else BCDetails()
+    binary = details.binary if details.binary is not None else float(value >= 0.5)
+    return bool(binary), details.graded if details.graded is not None else value
 
 
 def _fc_verdict(fc: ComponentResult) -> tuple[FactLabel, dict[str, float]]:
-    named = fc.details.get("label") or fc.label
+    details = fc.details if isinstance(fc.details, FCDetails) else FCDetails()
+    named = details.label or fc.label
     label: FactLabel = named if named in _LABEL_WEIGHT else "neutral"
-    return label, fc.details.get("label_probs") or {label: 1.0}
+    return label, details.label_probs or {label: 1.0}
 
 
 def combine(bc: ComponentResult | None, fc: ComponentResult | None, *, graded: bool = True) -> ComponentResult:
     """Trust_OV as the "ov" component.
 
-    Contract: ``bc`` is the "bc" component; its ``details`` carry ``binary``
-    (0/1: consistent over all checks) and ``graded`` (float in [0, 1]); when a
-    key is missing its ``value`` stands in. ``fc`` is the "fc" component; its
-    ``details`` carry ``label`` ("support" / "neutral" / "contradict") and
+    Contract: ``bc`` is the "bc" component; its ``BCDetails`` carry ``binary``
+    (0/1: consistent over all checks) and ``graded`` (float in [0, 1]); when
+    one is not given its ``value`` stands in. ``fc`` is the "fc" component; its
+    ``FCDetails`` carry ``label`` ("support" / "neutral" / "contradict") and
     ``label_probs`` ({label: probability}; one-hot when the judge gave no
     log-probabilities). A component that is None, has no value or has an error
     does not count.
@@ -92,8 +91,9 @@ def combine(bc: ComponentResult | None, fc: ComponentResult | None, *, graded: b
         return _both(bc, bc.value, fc, graded)
     only = bc or fc
     if only is None:
-        return ComponentResult(component="ov", details={"source": None})
-    return ComponentResult(component="ov", value=only.value, label=only.label, details={"source": only.component})
+        return ComponentResult(component="ov", details=OVDetails(source=None))
+    return ComponentResult(component="ov", value=only.value, label=only.label,
+                           details=OVDetails(source=only.component))
 
 
 def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: bool) -> ComponentResult:
@@ -101,9 +101,7 @@ def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: boo
     label, probs = _fc_verdict(fc)
     table3 = table3_trust(consistent, label)
     graded_value = graded_trust(graded_bc, probs)
-    details: dict[str, Any] = {
-        "source": "bc+fc", "table3": table3, "graded": graded_value,
-        "consistent": consistent, "bc_graded": graded_bc, "fc_label": label, "fc_label_probs": probs,
-    }
+    details = OVDetails(source="bc+fc", table3=table3, graded=graded_value, consistent=consistent,
+                        bc_graded=graded_bc, fc_label=label, fc_label_probs=probs)
     cell = f"{'consistent' if consistent else 'inconsistent'}/{label}"
     return ComponentResult(component="ov", value=graded_value if graded else table3, label=cell, details=details)

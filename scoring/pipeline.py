@@ -2,27 +2,33 @@
 
 A scorer that raises or overruns its timeout yields a component with ``error``
 set; the record still completes with whatever the other scorers found. The
-record is "failed" only when no component produced a value.
+record is "failed" only when no component produced a value. Every failure met
+(a scorer's exception, or one a scorer absorbed) is logged with its
+traceback, rate-limited, and stays on the component for the error counter.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .evaluation.calibration import component_names, fitted_components
+from .calibration import component_names, fitted_components
 from .settings import ScoringSettings
-from .types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
+from .failures import FailureLog, describe
+from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord, TrustStatus
 
 if TYPE_CHECKING:
-    from .evaluation.calibration import Calibrator
+    from .calibration import Calibrator
 
 __all__ = ["AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
 
 AskFactory = Callable[[str, str], Ask]  # (model group, purpose) -> Ask bound to that deployment
 Combiner = Callable[[ComponentResult | None, ComponentResult | None], ComponentResult]
+
+log = logging.getLogger("trustgate.scoring")
 
 
 def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
@@ -44,6 +50,7 @@ class ScoringPipeline:
         self._combine = combine
         self._calibrator = calibrator
         self._calibrated_components = fitted_components(calibrator) if calibrator is not None else None
+        self._failure_log = FailureLog(log)
 
     @property
     def has_scorers(self) -> bool:
@@ -51,27 +58,29 @@ class ScoringPipeline:
 
     def _target_model(self, scorer: Scorer, job: ScoringJob) -> str:
         """The scorers re-ask the deployment that answered, except a judge configured elsewhere."""
-        return getattr(scorer, "judge_model", None) or job.model
+        return scorer.judge_model or job.model
 
     async def _run_one(self, scorer: Scorer, job: ScoringJob) -> ComponentResult:
         started = time.perf_counter()
         ask = self._ask_for(self._target_model(scorer, job), scorer.name)
         try:
             result = await asyncio.wait_for(scorer.score(job, ask), self._settings.queue.scorer_timeout)
-        except TimeoutError:
-            return ComponentResult(component=scorer.name, error="timeout",
-                                   duration_s=time.perf_counter() - started)
+        except TimeoutError as exc:
+            result = ComponentResult(component=scorer.name, error="timeout", failures=[Failure.of(exc)],
+                                     duration_s=time.perf_counter() - started)
         except Exception as exc:  # a scorer's failure is recorded, never propagated to the user
-            return ComponentResult(component=scorer.name, error=f"{type(exc).__name__}: {exc}"[:500],
-                                   duration_s=time.perf_counter() - started)
+            result = ComponentResult(component=scorer.name, error=describe(exc)[:500], failures=[Failure.of(exc)],
+                                     duration_s=time.perf_counter() - started)
+        for failure in result.failures:
+            self._failure_log.report(f"scorer {scorer.name}", failure.reason, failure.error)
         return result
 
     def _applicable(self, job: ScoringJob) -> list[Scorer]:
         """Document scorers for a request that carried documents (when any is configured), else the others."""
-        with_documents = [s for s in self._scorers if getattr(s, "handles_documents", False)]
+        with_documents = [s for s in self._scorers if s.handles_documents]
         if job.documents and with_documents:
             return with_documents
-        return [s for s in self._scorers if not getattr(s, "handles_documents", False)]
+        return [s for s in self._scorers if not s.handles_documents]
 
     def _probability(self, components: dict[str, ComponentResult]) -> float | None:
         """The calibrated probability, from the component the calibration was fitted on (Trust_OV as a rule).
@@ -86,7 +95,7 @@ class ScoringPipeline:
         result = components.get(self._calibrator.score)
         if result is None or result.value is None:
             return None
-        source = component_names(result.details.get("source"))
+        source = component_names(result.details.source) if isinstance(result.details, OVDetails) else None
         if source is not None and self._calibrated_components is not None and source != self._calibrated_components:
             return None
         return self._calibrator.probability(result.value)
@@ -104,7 +113,8 @@ class ScoringPipeline:
             score = scored[0].value if scored else None
         errors = [f"{r.component}: {r.error}" for r in results if r.error]
         # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
-        status = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
+        status: TrustStatus = "done" if scored else ("failed" if results and len(errors) == len(results)
+                                                     else "skipped")
         return TrustRecord.for_job(
             job, status, components=components,
             score=score, label=trust_label(score, self._settings), probability=self._probability(components),

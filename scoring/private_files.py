@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["FILE_MODE", "DIRECTORY_MODE", "private_directory", "private_file"]
+__all__ = ["DIRECTORY_MODE", "FILE_MODE", "private_directory", "private_file"]
 
 log = logging.getLogger("trustgate.files")
 

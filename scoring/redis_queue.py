@@ -19,12 +19,15 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError, ResponseError
+from redis.typing import EncodableT, FieldT
 
+from .failures import FailureLog, describe
 from .queue import Process, Publish, SubmitResult
 from .settings import QueueSettings
 from .types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
@@ -126,12 +129,19 @@ async def stream_backlog(redis: Redis, keys: StreamKeys) -> int:
 class RedisJobQueue:
     """The gateway's side: submit jobs, read pending/finished records, wait for one."""
 
-    def __init__(self, redis: Redis, records: Records, settings: QueueSettings) -> None:
+    def __init__(self, redis: Redis, records: Records, settings: QueueSettings, *,
+                 on_error: Callable[[str], None] = lambda operation: None) -> None:
         self._redis = redis
         self._records = records
         self._settings = settings
         self._keys = StreamKeys(settings.redis_prefix)
         self._append = redis.register_script(_APPEND_UNLESS_FULL)
+        self._on_error = on_error  # counts Redis errors by operation ("submit", "wait")
+        self._failures = FailureLog(log)
+
+    def _failed(self, operation: str, exc: Exception) -> None:
+        self._failures.report(f"redis queue {operation}", type(exc).__name__, exc)
+        self._on_error(operation)
 
     async def start(self) -> None:
         """Nothing to start: the gateway only writes; workers consume."""
@@ -146,7 +156,7 @@ class RedisJobQueue:
             appended = await self._append(keys=[self._keys.stream],
                                           args=[self._settings.max_size, job.model_dump_json()])
         except RedisError as exc:
-            log.warning("scoring queue unavailable: %s", type(exc).__name__)
+            self._failed("submit", exc)
             return "unavailable"
         return "accepted" if appended else "shed"
 
@@ -167,7 +177,8 @@ class RedisJobQueue:
                 if await self._redis.blpop([self._keys.done(job_id)], timeout=step):
                     record = await self._records.get(job_id, scope=RecordScope.everyone())
                     return record if record is not None and record.status in FINAL_STATUSES else None
-        except (RedisError, StoreUnavailable):
+        except (RedisError, StoreUnavailable) as exc:  # the caller answers "pending"; the record lands later
+            self._failed("wait", exc)
             return None
         return None
 
@@ -266,7 +277,8 @@ class RedisStreamWorker:
     async def _read(self, count: int) -> list[tuple[str, dict[str, str]]]:
         reply = await self._redis.xreadgroup(self._keys.group, self._consumer, {self._keys.stream: ">"},
                                              count=count, block=self._block_ms)
-        return [entry for _, entries in reply or [] for entry in entries]
+        streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply or [])  # decode_responses
+        return [entry for _, entries in streams for entry in entries]
 
     async def _deliveries(self, entry_id: str) -> int:
         pending = await self._redis.xpending_range(self._keys.stream, self._keys.group, min=entry_id,
@@ -306,7 +318,7 @@ class RedisStreamWorker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # left unacknowledged: reclaimed and retried after claim_idle_ms
-            log.warning("scoring job %s failed: %s", entry_id, type(exc).__name__)
+            log.warning("scoring job %s failed: %s", entry_id, describe(exc))
             with contextlib.suppress(RedisError):
                 await self._redis.hset(self._keys.errors, job.id, f"{type(exc).__name__}: {exc}"[:500])
             return "retry"
@@ -322,14 +334,16 @@ class RedisStreamWorker:
             await pipe.execute()
 
     async def _give_up(self, entry_id: str, fields: dict[str, str], job: ScoringJob, attempts: int) -> None:
-        error = await self._redis.hget(self._keys.errors, job.id) or "unknown error"
+        recorded = await self._redis.hget(self._keys.errors, job.id)
+        error = recorded if isinstance(recorded, str) and recorded else "unknown error"
         await self._dead_letter(entry_id, fields, error, attempts=attempts)
         await self._publish(TrustRecord.for_job(job, "failed",
                                                 error=f"dead-lettered after {attempts - 1} attempts: {error}"))
         self._events.dead_lettered(job.model)
         await self._ack(entry_id, job.id)
 
-    async def _dead_letter(self, entry_id: str, fields: dict[str, Any], error: str, *, attempts: int) -> None:
-        await self._redis.xadd(self._keys.dead_letters, {**fields, "error": error, "attempts": str(attempts),
-                                                         "entry_id": entry_id},
+    async def _dead_letter(self, entry_id: str, fields: dict[str, str], error: str, *, attempts: int) -> None:
+        entry: dict[FieldT, EncodableT] = dict(fields.items())
+        entry.update(error=error, attempts=str(attempts), entry_id=entry_id)
+        await self._redis.xadd(self._keys.dead_letters, entry,
                                maxlen=self._settings.max_size, approximate=True)

@@ -18,6 +18,8 @@ ScoringMode = Literal["sync", "async", "off"]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
 # (off, or async instead of sync); any: choose freely; none: nothing, the header is ignored.
 ClientModePolicy = Literal["lower", "any", "none"]
+PackagedCorpus = Literal["wikipedia", "wordnet"]
+PACKAGED_CORPORA: tuple[PackagedCorpus, ...] = ("wikipedia", "wordnet")
 
 
 class ConsistencySettings(BaseModel):
@@ -61,7 +63,7 @@ class FactCheckSettings(BaseModel):
     nli_model_dir: str | None = None
     nli_labels: dict[str, str] = Field(default_factory=dict)
     # The packaged corpora indexed at install time; user corpora are added with `trustgate corpus add`.
-    default_corpora: list[Literal["wikipedia", "wordnet"]] = Field(default_factory=lambda: ["wikipedia", "wordnet"])
+    default_corpora: list[PackagedCorpus] = Field(default_factory=lambda: list(PACKAGED_CORPORA))
     wordnet_dir: Path = Path("/usr/share/wordnet")  # Debian's wordnet-base
     passage_words: int = Field(default=100, ge=10, le=1000)  # the paper's corpus uses ~100-word passages
     # Ask the judge for log-probabilities, so that Trust_FC is graded; off for upstreams that refuse them.

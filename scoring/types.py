@@ -11,23 +11,84 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, get_args
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 __all__ = [
+    "FAILURE_REASONS",
     "Ask",
+    "BCCheck",
+    "BCDetails",
+    "ComponentDetails",
     "ComponentResult",
+    "FCDetails",
+    "FCEvidence",
+    "FactLabel",
+    "Failure",
+    "FailureReason",
+    "OVDetails",
+    "RAGDetails",
     "RecordScope",
     "Reply",
     "Scorer",
+    "ScoringFailure",
     "ScoringJob",
     "StoreUnavailable",
     "TrustRecord",
     "TrustStatus",
+    "UnreadableReply",
+    "UpstreamFailure",
 ]
 
 TrustStatus = Literal["pending", "done", "failed", "shed", "skipped"]
+FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge's verdict on an answer
+# Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
+FailureReason = Literal["timeout", "upstream", "parse", "knowledge_graph", "judge", "internal"]
+FAILURE_REASONS: tuple[FailureReason, ...] = get_args(FailureReason)
+
+
+class ScoringFailure(Exception):
+    """A failure whose reason is known where it is raised."""
+
+    reason: ClassVar[FailureReason] = "internal"
+
+
+class UpstreamFailure(ScoringFailure):
+    """An ``Ask`` whose upstream call failed (refused, unreachable, timed out, malformed): ``Ask`` raises this."""
+
+    reason = "upstream"
+
+
+class UnreadableReply(ScoringFailure):
+    """An upstream reply without the shape a scorer needs (no choices, malformed log-probabilities)."""
+
+    reason = "parse"
+
+
+class Failure:
+    """One failure met while scoring: its reason for the counter, its exception (and traceback) for the log.
+
+    A scorer that absorbs a failure (a knowledge-graph outage, a judge call
+    that failed) and still returns a result lists it here; the pipeline adds
+    the exception of a scorer that raised or timed out.
+    """
+
+    __slots__ = ("error", "reason")
+
+    def __init__(self, reason: FailureReason, error: BaseException) -> None:
+        self.reason = reason
+        self.error = error
+
+    @classmethod
+    def of(cls, error: BaseException) -> Failure:
+        """The failure an exception stands for: its own reason, a timeout, or internal (a bug)."""
+        if isinstance(error, ScoringFailure):
+            return cls(error.reason, error)
+        return cls("timeout" if isinstance(error, TimeoutError) else "internal", error)
+
+    def __repr__(self) -> str:
+        return f"Failure({self.reason!r}, {type(self.error).__name__})"
 
 
 class Reply(BaseModel):
@@ -40,7 +101,11 @@ class Reply(BaseModel):
 
 
 class Ask(Protocol):
-    """Ask the *same* deployment that produced the answer; each call is one upstream call."""
+    """Ask the *same* deployment that produced the answer; each call is one upstream call.
+
+    Raises ``UpstreamFailure`` when the upstream cannot answer and
+    ``UnreadableReply`` when its reply has no usable shape.
+    """
 
     def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
                  logprobs: bool = False, top_logprobs: int | None = None) -> Awaitable[Reply]: ...
@@ -63,20 +128,167 @@ class ScoringJob(BaseModel):
     traceparent: str | None = None
 
 
+class _Details(BaseModel):
+    """A component's details: what a user needs to understand its value.
+
+    A scorer sets the fields that apply to what it measured (an unscored
+    Trust_BC has no checks, a Trust_OV from one component only its source);
+    the record's JSON carries exactly those, so that "not measured" reads as
+    absent rather than as a null that looks like a measurement.
+
+    Fields not declared here are kept, not refused: a record written by
+    another version of the gateway (a worker upgraded before it, sharing
+    Redis) still loads, and reads the same back.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _only_set_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        kept = self.model_fields_set | set(self.model_extra or ())
+        return {name: value for name, value in data.items() if name in kept}
+
+
+class BCCheck(BaseModel):
+    """One multiple-choice check of Trust_BC: the options shown and the letter the model chose."""
+
+    options: list[str]
+    original: str  # the letter of the original answer
+    chosen: str | None  # the letter the model chose; None when its reply named none
+    consistent: bool
+    original_probability: float | None  # from the letter's log-probability, when the upstream gives them
+    reply: str
+
+
+class BCDetails(_Details):
+    """Trust_BC ("bc"): the checks asked and how the distractors were found."""
+
+    mode: Literal["binary", "graded", "adaptive"] | None = None
+    binary: float | None = None  # 1.0 when every check was consistent
+    graded: float | None = None  # the share of consistent checks
+    logprob: float | None = None  # mean probability of the original's letter
+    checks_run: int = 0
+    stop_reason: str | None = None
+    distractor_sources_shown: dict[str, int] = Field(default_factory=dict)
+    checks: list[BCCheck] = Field(default_factory=list)
+    distractor_sources: dict[str, int] = Field(default_factory=dict)
+    distractors_available: int = 0
+    fewer_than_3_distractors: bool = False
+    distractors_reused: bool = False
+    substitution_level: int = 0
+    generation_s: float = 0.0
+    source_errors: list[str] = Field(default_factory=list)
+    reason: str | None = None  # why nothing was scored ("no_distractors")
+
+
+class FCEvidence(BaseModel):
+    id: str
+    title: str
+    score: float  # BM25
+    snippet: str | None = None  # the passage's opening, so a reader sees what the judge was shown
+
+
+class FCDetails(_Details):
+    """Trust_FC ("fc"): the evidence retrieved and the judge's verdict on it."""
+
+    query: str = ""
+    evidence: list[FCEvidence] = Field(default_factory=list)
+    judge: Literal["llm", "nli"] | None = None  # None: no evidence, so no judge was asked
+    judge_reply: str | None = None  # the LLM judge's raw reply
+    label: FactLabel | None = None
+    label_probs: dict[str, float] = Field(default_factory=dict)
+    probs_from: Literal["logprobs", "nli", "label"] | None = None  # "label": one-hot on the parsed label
+
+
+class OVDetails(_Details):
+    """Trust_OV ("ov"): which components it combines and, with both, the Table 3 cell and graded value."""
+
+    source: str | None = None  # "bc+fc", "bc", "fc", or None when neither scored
+    table3: float | None = None
+    graded: float | None = None
+    consistent: bool | None = None
+    bc_graded: float | None = None
+    fc_label: FactLabel | None = None
+    fc_label_probs: dict[str, float] | None = None
+
+
+class RAGDetails(_Details):
+    """RAG trust ("rag", Trust-Eval): refusal, citation recall and precision, groundedness, claims."""
+
+    skipped: str | None = None  # why nothing was judged ("no documents", "empty answer")
+    documents: int = 0
+    judge: Literal["llm", "nli"] | None = None
+    kind: Literal["answer", "partial", "refusal"] | None = None
+    refusal: bool | None = None  # the whole answer refuses
+    partial_refusal: bool = False
+    statements: list[dict[str, Any]] = Field(default_factory=list)
+    statements_judged: int = 0
+    citations_judged: int = 0
+    citation_recall: float | None = None
+    citation_precision: float | None = None
+    citation_f1: float | None = None
+    groundedness: float | None = None
+    answerable: bool | None = None
+    answerable_from: Literal["label", "claims"] | None = None
+    refusal_grounded: float | None = None
+    reference_claims: int = 0
+    claims: list[dict[str, Any]] = Field(default_factory=list)
+    claim_correctness: float | None = None
+    words: int = 0
+    judge_errors: list[str] = Field(default_factory=list)
+    trust_parts: dict[str, float | None] = Field(default_factory=dict)
+
+    def metrics(self) -> dict[str, float | None]:
+        """Trust-Eval's metrics by name, as the exporters publish them (Prometheus, OpenTelemetry)."""
+        return {"citation_recall": self.citation_recall, "citation_precision": self.citation_precision,
+                "groundedness": self.groundedness, "claim_correctness": self.claim_correctness}
+
+
+# The typed details of the gateway's components; any other component (the evaluation's "answer") keeps a dict.
+DETAILS_BY_COMPONENT: dict[str, type[_Details]] = {
+    "bc": BCDetails, "fc": FCDetails, "ov": OVDetails, "rag": RAGDetails}
+ComponentDetails = dict[str, Any] | BCDetails | FCDetails | OVDetails | RAGDetails
+
+
 class ComponentResult(BaseModel):
     """One scorer's verdict: a value in [0, 1] (None when it could not score) and why."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     component: str
     value: float | None = Field(default=None, ge=0.0, le=1.0)
     label: str | None = None
-    details: dict[str, Any] = Field(default_factory=dict)
+    # dict first: a dict stays a dict; _typed_details has already made a known component's details its model.
+    details: ComponentDetails = Field(default_factory=dict, union_mode="left_to_right")
     upstream_calls: int = 0
     duration_s: float = 0.0
     error: str | None = None
+    # What went wrong while scoring, for the log and the error counter; not part of the record's JSON.
+    failures: list[Failure] = Field(default_factory=list, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_details(cls, data: Any) -> Any:
+        """A known component's details as its model, also when read back from a record's JSON."""
+        if isinstance(data, dict) and (model := DETAILS_BY_COMPONENT.get(data.get("component", ""))) is not None:
+            details = data.get("details", {})
+            if isinstance(details, dict):
+                return {**data, "details": model.model_validate(details)}
+        return data
 
 
 class Scorer(Protocol):
-    name: str
+    """A scoring component: ``score(job, ask)`` for one job, whatever the transport behind ``ask``.
+
+    Subclass it to inherit the defaults of ``judge_model`` and ``handles_documents``.
+    """
+
+    name: str  # the component it produces: "bc", "fc", "rag"
+    # The model group its ``ask`` reaches; None: the deployment that answered.
+    judge_model: str | None = None
+    # True: it scores the jobs that carry documents (RAG), instead of the closed-book scorers.
+    handles_documents: ClassVar[bool] = False
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult: ...
 

@@ -12,12 +12,12 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from prometheus_client import CollectorRegistry  # noqa: E402
+from prometheus_client import CollectorRegistry
 
-from proxy import create_app, settings_from_dict  # noqa: E402
-from proxy.connections import server_options  # noqa: E402
-from tests.fake_upstream import FakeUpstream, echo  # noqa: E402
-from tests.servers import ServerThread  # noqa: E402
+from proxy import create_app, settings_from_dict
+from proxy.connections import server_options
+from tests.fake_upstream import FakeUpstream, echo
+from tests.servers import ServerThread
 
 MASTER_KEY = "sk-test-master"
 

@@ -46,8 +46,8 @@ from starlette.routing import Route
 
 Responder = Callable[[list[dict[str, Any]]], str]
 
-_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset|bad-chunk)"
-                        r"(?::([\w.-]+))?\]")
+_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
+                        r"|bad-chunk)(?::([\w.-]+))?\]")
 SERVER_PATH = "/opt/fake-upstream/models/server_internal.py"
 
 # 200 bodies that are not chat completions, by name.

@@ -14,10 +14,10 @@ import os
 
 from proxy.config import load_settings
 from proxy.worker import run_worker
-from scoring.types import Ask, ComponentResult, ScoringJob
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 
 
-class WhoScoredScorer:
+class WhoScoredScorer(Scorer):
     name = "bc"
 
     def __init__(self, delay_s: float) -> None:

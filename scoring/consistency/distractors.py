@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from spacy.language import Language
 
+from ..types import Failure
 from .selection import select_targets
 from .substitution import SOURCE_TIER, Candidate, Source, SubstituteSources, find_candidates
 
@@ -41,6 +42,7 @@ class DistractorPool:
     level: int
     errors: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    failures: list[Failure] = field(default_factory=list)
 
     def sources(self) -> dict[str, int]:
         return dict(Counter(d.source for d in self.distractors))
@@ -102,7 +104,8 @@ class DistractorGenerator:
         for tier in sorted(by_tier):
             rng.shuffle(by_tier[tier])
             ordered += by_tier[tier]
-        return DistractorPool(answer, ordered, found.level, found.errors, time.perf_counter() - started)
+        return DistractorPool(answer, ordered, found.level, found.errors, time.perf_counter() - started,
+                              found.failures)
 
 
 class DistractorDeck:

@@ -238,8 +238,8 @@ def write_ntriples(path: Path, entities: Sequence[EntityRecord], types: Sequence
                 triple(e.iri, f"{TG}alias", _literal(alias))
             for key in sorted(e.keys):
                 triple(e.iri, f"{TG}key", _literal(key))
-            for t in sorted(e.types):
-                triple(e.iri, RDF_TYPE, f"<{t}>")
+            for type_iri in sorted(e.types):
+                triple(e.iri, RDF_TYPE, f"<{type_iri}>")
             triple(e.iri, f"{TG}popularity", _integer(popularity.get(e.iri, 0)))
             if e.description:
                 triple(e.iri, RDFS_COMMENT, _literal(e.description))

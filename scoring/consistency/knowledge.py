@@ -15,10 +15,9 @@ per query: the graph does not change while the gateway runs.
 
 from __future__ import annotations
 
+import functools
 import random
-import threading
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,27 +153,20 @@ class KnowledgeGraph:
         self.endpoint = endpoint
         self.profile = profile
         self._timeout = timeout
-        self._cache: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
-        self._cache_lock = threading.Lock()  # generation runs in worker threads
+        # select(query) -> bindings, memoised per graph: functools' cache is thread-safe (generation runs
+        # in worker threads), and a query that fails raises and is not cached.
+        self.select: Callable[[str], list[dict[str, Any]]] = functools.lru_cache(maxsize=CACHE_SIZE)(self._select)
 
-    def select(self, query: str) -> list[dict[str, Any]]:
+    def _select(self, query: str) -> list[dict[str, Any]]:
         """Run a SELECT and return its bindings; raises KnowledgeGraphError on any failure."""
-        with self._cache_lock:
-            if query in self._cache:
-                self._cache.move_to_end(query)
-                return self._cache[query]
         client = SPARQLWrapper(self.endpoint, returnFormat=JSON)
         client.setTimeout(self._timeout)  # type: ignore[arg-type]  # urllib takes a float
         client.setQuery(query)
         try:
-            document = client.queryAndConvert()
-            bindings = list(document["results"]["bindings"])  # type: ignore[index]
+            document: dict[str, Any] = client.queryAndConvert()  # type: ignore[assignment]  # JSON asked for
+            bindings = list(document["results"]["bindings"])
         except Exception as exc:  # SPARQLWrapper raises urllib, socket and its own errors
             raise KnowledgeGraphError(f"{type(exc).__name__}: {exc}"[:300]) from exc
-        with self._cache_lock:
-            self._cache[query] = bindings
-            if len(self._cache) > CACHE_SIZE:
-                self._cache.popitem(last=False)
         return bindings
 
     def link(self, forms: Sequence[str]) -> list[LinkedEntity]:

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..failures import describe
 from ..settings import ConsistencySettings
-from ..types import Ask, ComponentResult, Reply, ScoringJob
+from ..types import Ask, BCCheck, BCDetails, ComponentResult, Failure, Reply, Scorer, ScoringJob
 from .distractors import DistractorDeck, DistractorGenerator, DistractorPool
 from .mcq import MultipleChoice, build_choice, letter_probabilities, parse_choice, render_prompt
 from .stopping import StopRule, checks_before_possible_stop, decide_stop, settled_label
@@ -54,13 +55,13 @@ class Check:
         probabilities = letter_probabilities(self.reply.top_logprobs, self.choice.letters)
         return None if probabilities is None else probabilities[self.choice.original]
 
-    def details(self) -> dict[str, Any]:
-        return {"options": list(self.choice.options), "original": self.choice.original, "chosen": self.chosen,
-                "consistent": self.consistent, "original_probability": self.original_probability,
-                "reply": self.reply.text[:REPLY_CHARS_KEPT]}
+    def details(self) -> BCCheck:
+        return BCCheck(options=list(self.choice.options), original=self.choice.original, chosen=self.chosen,
+                       consistent=self.consistent, original_probability=self.original_probability,
+                       reply=self.reply.text[:REPLY_CHARS_KEPT])
 
 
-class ConsistencyScorer:
+class ConsistencyScorer(Scorer):
     """The ``bc`` component. Holds only read-only collaborators; safe to share across jobs."""
 
     name = "bc"
@@ -93,11 +94,12 @@ class ConsistencyScorer:
         wanted = DISTRACTORS_PER_CHECK * self._settings.max_checks
         pool = await asyncio.to_thread(self._generator.generate, job.question, job.answer, wanted, rng)
         if not pool.distractors:
-            return ComponentResult(component=self.name, details=self._pool_details(pool, None),
-                                   label="unscored", duration_s=time.perf_counter() - started)
+            return ComponentResult(component=self.name, details=BCDetails(**self._pool_details(pool, None)),
+                                   label="unscored", duration_s=time.perf_counter() - started,
+                                   failures=list(pool.failures))
         deck = DistractorDeck(pool.distractors, rng)
         checks: list[Check] = []
-        calls, error = 0, None
+        calls, error, failures = 0, None, list(pool.failures)
         while (reason := decide_stop(self._rule, sum(c.consistent for c in checks), len(checks))) is None:
             wave = min(self._settings.concurrency,
                        checks_before_possible_stop(self._rule, sum(c.consistent for c in checks), len(checks)))
@@ -105,12 +107,15 @@ class ConsistencyScorer:
                                     rng) for _ in range(wave)]
             calls += wave
             outcomes = await asyncio.gather(*(self._ask(ask, c) for c in choices), return_exceptions=True)
-            failures = [o for o in outcomes if isinstance(o, BaseException)]
             checks += [o for o in outcomes if isinstance(o, Check)]
-            if failures:  # an upstream failure ends scoring; what was asked is still reported
-                error = f"upstream: {type(failures[0]).__name__}: {failures[0]}"[:500]
+            if failed := [o for o in outcomes if isinstance(o, BaseException)]:
+                # an upstream failure ends scoring; what was asked is still reported
+                error = f"upstream: {describe(failed[0])}"[:500]
+                failures.append(Failure.of(failed[0]))
                 break
-        return self._result(pool, deck, checks, calls, reason, error, time.perf_counter() - started)
+        result = self._result(pool, deck, checks, calls, reason, error, time.perf_counter() - started)
+        result.failures = failures
+        return result
 
     def _pool_details(self, pool: DistractorPool, deck: DistractorDeck | None) -> dict[str, Any]:
         return {"distractor_sources": pool.sources(), "distractors_available": len(pool.distractors),
@@ -127,16 +132,17 @@ class ConsistencyScorer:
         probabilities = [p for p in (c.original_probability for c in checks) if p is not None]
         source_of = {d.text: d.source for d in pool.distractors}
         shown = Counter(source_of[o] for c in checks for o in c.choice.options if o in source_of)
-        details: dict[str, Any] = {
-            "mode": self._settings.mode, "binary": binary if done else None, "graded": graded,
-            "logprob": sum(probabilities) / len(probabilities) if probabilities else None,
-            "checks_run": done, "stop_reason": reason if error is None else "error",
-            "distractor_sources_shown": dict(shown),
-            "checks": [c.details() for c in checks], **self._pool_details(pool, deck),
-        }
+        details = BCDetails(
+            mode=self._settings.mode, binary=binary if done else None, graded=graded,
+            logprob=sum(probabilities) / len(probabilities) if probabilities else None,
+            checks_run=done, stop_reason=reason if error is None else "error",
+            distractor_sources_shown=dict(shown),
+            checks=[c.details() for c in checks], **self._pool_details(pool, deck),
+        )
         if error is not None or not done:
             return ComponentResult(component=self.name, details=details, upstream_calls=calls,
                                    duration_s=duration_s, error=error)
+        value: float | None
         if self._settings.mode == "binary":
             value, label = binary, "consistent" if binary else "inconsistent"
         else:

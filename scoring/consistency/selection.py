@@ -101,7 +101,9 @@ def select_targets(question: Doc, answer: Doc, this_year: int) -> Levels:
     """
     asked = f" {_normalised(question.text)} "
     asked_words = {t.lower_ for t in question} | {stem(t.lower_) for t in question}
-    ents_1, ents_2, inside = [], [], set()
+    ents_1: list[Target] = []
+    ents_2: list[Target] = []
+    inside: set[int] = set()
     for entity in answer.ents:
         if _common_noun(entity):
             continue
@@ -109,7 +111,10 @@ def select_targets(question: Doc, answer: Doc, this_year: int) -> Levels:
         inside.update(range(span.start, span.end))
         target = _entity_target(span, this_year)
         (ents_2 if f" {_normalised(span.text)} " in asked else ents_1).append(target)
-    nncds_1, vbjjs_1, nncds_2, others = [], [], [], []
+    nncds_1: list[Target] = []
+    vbjjs_1: list[Target] = []
+    nncds_2: list[Target] = []
+    others: list[Target] = []
     for token in answer:
         if token.i in inside or token.is_punct or token.is_space or not re.search(r"\w", token.text):
             continue

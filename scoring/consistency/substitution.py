@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..types import Failure
 from .embedding import WordEmbeddings, WordSet, near_duplicate
 from .knowledge import KnowledgeGraph, KnowledgeGraphError, compatible_with
 from .numeric import numeric_substitutes
@@ -64,6 +65,7 @@ class CandidateSet:
     by_target: dict[Target, list[Candidate]] = field(default_factory=dict)
     level: int = 0  # the priority level used (1-4), 0 when the answer had nothing to replace
     errors: list[str] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)  # the errors' exceptions, for the log and the counter
 
     def count(self) -> int:
         return sum(len(c) for c in self.by_target.values())
@@ -92,6 +94,7 @@ class CandidateSet:
             for source in dict.fromkeys(c.source for c in candidates):
                 self.add(target, [c.text for c in candidates if c.source == source], source)
         self.errors += other.errors
+        self.failures += other.failures
 
     def prune(self) -> None:
         self.by_target = {t: c for t, c in self.by_target.items() if c}
@@ -123,6 +126,7 @@ def _graph_candidates(target: Target, num: int, sources: SubstituteSources, rng:
                       "knowledge_graph")
     except KnowledgeGraphError as exc:
         found.errors.append(f"knowledge_graph: {exc}")
+        found.failures.append(Failure("knowledge_graph", exc))
 
 
 def _rare_word(target: Target, embeddings: WordEmbeddings) -> str | None:

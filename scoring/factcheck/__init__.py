@@ -8,13 +8,17 @@ What the gateway uses:
   ``add_corpus(settings, path, name=...)`` and ``remove_corpus(settings, name)``
   for ``trustgate corpus add|remove``. It is not imported here, so that
   ``python -m`` runs it without importing it twice.
-- ``FactCheckScorer(index, settings.factcheck)``: the ``Scorer`` named "fc".
+- ``scoring.factcheck.scorer.FactCheckScorer(index, settings.factcheck)``: the
+  ``Scorer`` named "fc".
+
+What is exported here loads no index library (bm25s): the RAG judge and the
+gateway's RAG request handling import this package; the index and the scorer
+are imported from their modules by what runs them (``scoring.assembly``).
 """
 
-from .index import Evidence, EvidenceIndex
+from .evidence import Evidence
 from .judge import LABELS, Label, judge_prompt, label_probabilities, label_value, parse_judge_label
 from .nli import NLIModelError
-from .scorer import FactCheckScorer
 from .sources import CorpusError
 from .text import evidence_query, tokenize
 
@@ -22,8 +26,6 @@ __all__ = [
     "LABELS",
     "CorpusError",
     "Evidence",
-    "EvidenceIndex",
-    "FactCheckScorer",
     "Label",
     "NLIModelError",
     "evidence_query",

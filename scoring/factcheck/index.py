@@ -14,16 +14,16 @@ the scores are equal on a sample of the packaged corpus.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
 import numpy as np
 
+from .evidence import Evidence
 from .passages import Passage, PassageStore, PassageWriter
 from .text import tokenize
 
-__all__ = ["B", "K1", "Evidence", "EvidenceIndex", "bm25_model", "write_index"]
+__all__ = ["K1", "B", "Evidence", "EvidenceIndex", "bm25_model", "write_index"]
 
 # k1 is rank-bm25's default. b is lowered from its 0.75 because the corpus mixes
 # ~100-word Wikipedia passages with ~15-word WordNet glosses: at 0.75 the
@@ -33,16 +33,6 @@ __all__ = ["B", "K1", "Evidence", "EvidenceIndex", "bm25_model", "write_index"]
 # in the evidence for all 30.
 K1, B = 1.5, 0.3
 BM25_DIR = "bm25"
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """A retrieved passage and its BM25 score for the query."""
-
-    id: str
-    title: str
-    text: str
-    score: float
 
 
 def bm25_model() -> bm25s.BM25:

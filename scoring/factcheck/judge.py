@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import cast
 
-from .index import Evidence
+from ..types import FactLabel
+from .evidence import Evidence
 
 __all__ = [
+    "JUDGE_MAX_TOKENS",
     "LABELS",
     "LABEL_VALUES",
     "Label",
@@ -29,8 +31,9 @@ __all__ = [
     "parse_judge_label",
 ]
 
-Label = Literal["support", "contradict", "neutral"]
+Label = FactLabel
 LABELS: tuple[Label, ...] = ("support", "contradict", "neutral")
+JUDGE_MAX_TOKENS = 16  # the label, and room for a judge that words it as a sentence
 LABEL_VALUES: dict[Label, float] = {"support": 1.0, "neutral": 0.5, "contradict": 0.0}
 
 # Table 6 of the paper, word for word; only the placeholders are filled in.

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from .index import Evidence
+from .evidence import Evidence
 from .judge import LABELS, Label
 
 __all__ = ["LocalNLIJudge", "NLIModelError", "map_nli_labels"]
@@ -42,7 +42,7 @@ def map_nli_labels(model_labels: Mapping[int, str], configured: Mapping[str, str
         if label not in LABELS:
             raise ValueError(f"NLI label {name!r} maps to {label!r}: set factcheck.nli_labels to "
                              f"support / contradict / neutral for each of {sorted(model_labels.values())}")
-        mapping[index] = cast(Label, label)
+        mapping[index] = label
     return mapping
 
 

@@ -12,21 +12,19 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any
 
 from ..settings import FactCheckSettings
-from ..types import Ask, ComponentResult, ScoringJob
+from ..types import Ask, ComponentResult, FCDetails, FCEvidence, Scorer, ScoringJob
 from .index import Evidence, EvidenceIndex
-from .judge import LABELS, Label, judge_prompt, label_probabilities, label_value, parse_judge_label
+from .judge import JUDGE_MAX_TOKENS, LABELS, Label, judge_prompt, label_probabilities, label_value, parse_judge_label
 from .text import evidence_query, tokenize
 
 __all__ = ["FactCheckScorer"]
 
-JUDGE_MAX_TOKENS = 16  # the label, and room for a judge that words it as a sentence
 SNIPPET_CHARS = 300  # of each passage, kept in the record so a reader sees what the judge was shown
 
 
-class FactCheckScorer:
+class FactCheckScorer(Scorer):
     """``score(job, ask)`` -> the "fc" component: the judge's label on the top-k passages.
 
     ``details`` holds ``label`` and ``label_probs`` (what ``scoring.combine``
@@ -53,24 +51,23 @@ class FactCheckScorer:
         started = time.perf_counter()
         query = evidence_query(job.question, job.answer)
         evidence = await asyncio.to_thread(self._index.search, tokenize(query), self._settings.top_k)
-        details: dict[str, Any] = {
-            "query": query,
-            "evidence": [{"id": e.id, "title": e.title, "score": round(e.score, 4),
-                          "snippet": e.text[:SNIPPET_CHARS]} for e in evidence],
-            "judge": None,
-        }
+        details = FCDetails(query=query, evidence=[FCEvidence(id=e.id, title=e.title, score=round(e.score, 4),
+                                                              snippet=e.text[:SNIPPET_CHARS]) for e in evidence],
+                            judge=None)
         label: Label = "neutral"
         probabilities: dict[Label, float] | None = None
         calls = 0
         if evidence and self._nli is not None:
             probabilities = await asyncio.to_thread(self._nli.judge, evidence, job.answer)
             label = max(probabilities, key=probabilities.__getitem__)
-            details["judge"] = "nli"
+            details.judge = "nli"
         elif evidence:
-            label, probabilities, details["judge_reply"] = await self._ask_judge(evidence, job, ask)
-            details["judge"], calls = "llm", 1
-        details.update(label=label, label_probs=probabilities or {name: float(name == label) for name in LABELS},
-                       probs_from=("nli" if self._nli else "logprobs") if probabilities else "label")
+            label, probabilities, details.judge_reply = await self._ask_judge(evidence, job, ask)
+            details.judge, calls = "llm", 1
+        details.label = label
+        one_hot = {name: float(name == label) for name in LABELS}
+        details.label_probs = dict((probabilities or one_hot).items())
+        details.probs_from = ("nli" if self._nli else "logprobs") if probabilities else "label"
         return ComponentResult(component=self.name, value=label_value(label, probabilities), label=label,
                                details=details, upstream_calls=calls, duration_s=time.perf_counter() - started)
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..types import Ask, ScoringJob
 from .documents import job_documents
 from .labels import LABELS_KEY
@@ -81,7 +83,8 @@ async def score_cases(jobs: Sequence[ScoringJob], scorer: RagScorer, ask_for: Ca
     async def one(job: ScoringJob) -> dict[str, Any]:
         async with slots:
             result = await scorer.score(job, ask_for(job))
-        case = {"id": job.id, **result.details, "value": result.value, "upstream_calls": result.upstream_calls}
+        details = result.details.model_dump() if isinstance(result.details, BaseModel) else result.details
+        case = {"id": job.id, **details, "value": result.value, "upstream_calls": result.upstream_calls}
         if on_done is not None:
             on_done(case)
         return case

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..factcheck.index import Evidence
+from ..factcheck.evidence import Evidence
 from ..jobs import message_text
 
 __all__ = [

@@ -16,9 +16,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Protocol
 
-from ..factcheck.index import Evidence
-from ..factcheck.judge import Label, judge_prompt, parse_judge_label
-from ..factcheck.scorer import JUDGE_MAX_TOKENS
+from ..factcheck.evidence import Evidence
+from ..factcheck.judge import JUDGE_MAX_TOKENS, Label, judge_prompt, parse_judge_label
+from ..failures import describe
 from ..types import Ask
 
 __all__ = ["EntailmentJudge", "NLIJudge", "Verdict"]
@@ -83,7 +83,8 @@ class EntailmentJudge:
         self._backend = backend
         self._slots = asyncio.Semaphore(concurrency)
         self._verdicts: dict[tuple[tuple[tuple[str, str], ...], str, bool], asyncio.Future[Verdict]] = {}
-        self.errors: list[str] = []
+        self.errors: list[str] = []  # the first few, as the details show them
+        self.failures: list[BaseException] = []  # every one, for the log and the error counter
 
     @classmethod
     def llm(cls, ask: Ask, question: str, concurrency: int = 4) -> EntailmentJudge:
@@ -113,6 +114,7 @@ class EntailmentJudge:
             try:
                 return await self._backend.label(premise, hypothesis, joint)
             except Exception as exc:  # an upstream or model failure costs this verdict only
+                self.failures.append(exc)
                 if len(self.errors) < MAX_ERRORS_KEPT:
-                    self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+                    self.errors.append(describe(exc)[:300])
                 return None

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..factcheck.index import Evidence
+from ..factcheck.evidence import Evidence
 from ..settings import ScoringSettings
-from ..types import Ask, ComponentResult, ScoringJob
+from ..types import Ask, ComponentResult, Failure, RAGDetails, Scorer, ScoringJob
 from .documents import Document, documents_from_job, evidence
 from .entailment import EntailmentJudge, NLIJudge, Verdict
 from .labels import RagLabels, labels_from_job
@@ -42,14 +42,14 @@ MAX_STATEMENTS = 20  # statements judged per answer; each costs one to seven jud
 MAX_CITATIONS = 3  # Trust-Eval's at_most_citations: later citations of a statement are not judged
 
 
-def trust_parts(details: dict[str, Any]) -> dict[str, float | None]:
+def trust_parts(details: RAGDetails) -> dict[str, float | None]:
     """The metrics that make up the value. Citation F1 counts only when the answer cites something:
     an answer written without citations is judged on groundedness, not failed for its style."""
     return {
-        "citation_f1": details["citation_f1"] if details["citations_judged"] else None,
-        "groundedness": details["groundedness"],
-        "refusal_grounded": details["refusal_grounded"],
-        "claim_correctness": details["claim_correctness"],
+        "citation_f1": details.citation_f1 if details.citations_judged else None,
+        "groundedness": details.groundedness,
+        "refusal_grounded": details.refusal_grounded,
+        "claim_correctness": details.claim_correctness,
     }
 
 
@@ -117,7 +117,7 @@ def _statement_details(statement: Statement, refuses: bool, check: StatementChec
     return details
 
 
-class RagScorer:
+class RagScorer(Scorer):
     """``score(job, ask)`` -> the "rag" component for a job with ``documents``.
 
     The judge is the LLM behind ``ask`` (``judge_model``, by default the
@@ -151,19 +151,19 @@ class RagScorer:
         documents = documents_from_job(job.documents)
         statements = split_statements(job.answer, len(documents))
         if not documents or not statements:
-            return ComponentResult(component=self.name, details={"skipped": "no documents" if not documents
-                                                                 else "empty answer"},
+            skipped = "no documents" if not documents else "empty answer"
+            return ComponentResult(component=self.name, details=RAGDetails(skipped=skipped),
                                    duration_s=time.perf_counter() - started)
         judge = (EntailmentJudge.local(self._nli, self._concurrency) if self._nli is not None
                  else EntailmentJudge.llm(ask, job.question, self._concurrency))
         details = await self._assess(job.answer, statements, documents, labels_from_job(job), judge)
-        parts = trust_parts(details)
-        details["trust_parts"] = parts
-        return ComponentResult(component=self.name, value=trust_value(parts), label=details["kind"],
-                               details=details, upstream_calls=judge.calls, duration_s=time.perf_counter() - started)
+        details.trust_parts = trust_parts(details)
+        return ComponentResult(component=self.name, value=trust_value(details.trust_parts), label=details.kind,
+                               details=details, upstream_calls=judge.calls, duration_s=time.perf_counter() - started,
+                               failures=[Failure("judge", error) for error in judge.failures])
 
     async def _assess(self, answer: str, statements: list[Statement], documents: list[Document],
-                      labels: RagLabels, judge: EntailmentJudge) -> dict[str, Any]:
+                      labels: RagLabels, judge: EntailmentJudge) -> RAGDetails:
         refusing = [is_refusal_statement(s) for s in statements]
         kind: RefusalKind = refusal_kind(statements, refusing)
         judged = [] if kind == "refusal" else [i for i, refuses in enumerate(refusing) if not refuses]
@@ -175,28 +175,28 @@ class RagScorer:
             _claims(answer, claims, judge))
         by_index = dict(zip(judged, checks, strict=True))
         recall, precision = citation_recall(checks), citation_precision(checks)
-        return {
-            "documents": len(documents),
-            "judge": judge.kind,
-            "kind": kind,
-            "refusal": kind == "refusal",
-            "partial_refusal": kind == "partial",
-            "statements": [_statement_details(s, refusing[i], by_index.get(i)) for i, s in enumerate(statements)],
-            "statements_judged": len(judged),
-            "citations_judged": sum(len(c.cited) for c in checks),
-            "citation_recall": recall,
-            "citation_precision": precision,
-            "citation_f1": f1(precision, recall),
-            "groundedness": groundedness(checks),
-            "answerable": answerable,
-            "answerable_from": answerable_from,
-            "refusal_grounded": None if answerable is None else float((kind != "refusal") == answerable),
-            "reference_claims": len(labels.reference_claims),
-            "claims": [{"claim": c, "label": v} for c, v in zip(claims, verdicts, strict=True)],
-            "claim_correctness": share_supported(verdicts) if verdicts else None,
-            "words": len(answer.split()),
-            "judge_errors": judge.errors,
-        }
+        return RAGDetails(
+            documents=len(documents),
+            judge=judge.kind,
+            kind=kind,
+            refusal=kind == "refusal",
+            partial_refusal=kind == "partial",
+            statements=[_statement_details(s, refusing[i], by_index.get(i)) for i, s in enumerate(statements)],
+            statements_judged=len(judged),
+            citations_judged=sum(len(c.cited) for c in checks),
+            citation_recall=recall,
+            citation_precision=precision,
+            citation_f1=f1(precision, recall),
+            groundedness=groundedness(checks),
+            answerable=answerable,
+            answerable_from=answerable_from,
+            refusal_grounded=None if answerable is None else float((kind != "refusal") == answerable),
+            reference_claims=len(labels.reference_claims),
+            claims=[{"claim": c, "label": v} for c, v in zip(claims, verdicts, strict=True)],
+            claim_correctness=share_supported(verdicts) if verdicts else None,
+            words=len(answer.split()),
+            judge_errors=judge.errors,
+        )
 
 
 def build_rag_scorer(settings: ScoringSettings) -> RagScorer:

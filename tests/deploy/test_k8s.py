@@ -182,7 +182,7 @@ def test_workers_scale(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 def test_strict_schema_validation(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
-    """Every object against the Kubernetes OpenAPI schemas, rejecting unknown fields (as `kubectl --validate=strict`)."""
+    """Every object against the Kubernetes OpenAPI schemas, rejecting unknown fields (`kubectl --validate=strict`)."""
     version = kubernetes_validate.latest_version()
     for obj in objects.values():
         kubernetes_validate.validate(obj, version, strict=True)

@@ -53,7 +53,8 @@ def real_scorer_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[...
 
 def ask(server: ServerThread) -> httpx.Response:
     return httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER_KEY}"},
-                      json={"model": "fake", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
+                      json={"model": "fake",
+                            "messages": [{"role": "user", "content": "What is the capital of France?"}]},
                       timeout=60)
 
 

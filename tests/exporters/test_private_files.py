@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from exporters.store import SqliteRecordStore
-from scoring.evaluation.cache import EvalCache
+from evaluation.cache import EvalCache
 from scoring.types import TrustRecord
 
 

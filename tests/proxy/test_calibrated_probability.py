@@ -16,10 +16,10 @@ from proxy.app import create_app
 from proxy.cli import main
 from proxy.worker import run_worker
 from scoring.combine import combine
-from scoring.evaluation import IsotonicCalibrator, save_calibration
+from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
-from scoring.types import Ask, ComponentResult, ScoringJob
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
@@ -79,7 +79,7 @@ def test_without_a_calibration_the_probability_is_absent(
     assert wait_for_record(server, response.headers["x-trust-id"])["probability"] is None
 
 
-class FixedScorer:
+class FixedScorer(Scorer):
     def __init__(self, name: str, value: float) -> None:
         self.name, self.value = name, value
 
@@ -95,7 +95,7 @@ def test_a_record_without_the_calibrated_component_gets_no_probability() -> None
     assert record.score == 0.7 and record.probability is None
 
 
-class FailingScorer:
+class FailingScorer(Scorer):
     name = "bc"
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
@@ -111,7 +111,7 @@ def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
     pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
                                ScoringSettings(), combine=combine, calibrator=calibrator)
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
-    assert record.score == 0.4 and record.components["ov"].details["source"] == "fc"
+    assert record.score == 0.4 and record.components["ov"].details.source == "fc"
     assert record.probability == (pytest.approx(probability) if probability is not None else None)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxy import ConfigError, default_config_path, load_settings, settings_from_dict
-from proxy.scorers import build_scorers
+from proxy.assembly import build_scorers
 from scoring.settings import ScoringSettings
 
 MINIMAL = {"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/x", "api_base": "http://h/v1",
@@ -94,5 +94,5 @@ def test_the_gateway_refuses_to_start_on_an_nli_model_it_cannot_load(tmp_path: P
         async with contextlib.AsyncExitStack() as stack:
             await build_scorers(settings, stack)
 
-    with pytest.raises(ConfigError, match="trustgate.scoring.factcheck.nli_model_dir: cannot load the NLI model"):
+    with pytest.raises(ConfigError, match=r"trustgate.scoring.factcheck.nli_model_dir: cannot load the NLI model"):
         asyncio.run(build())

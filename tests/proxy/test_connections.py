@@ -25,7 +25,6 @@ import yaml
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_service_endpoints import samples
 from tests.redis_server import free_port
 from tests.servers import ServerThread
 

@@ -39,8 +39,8 @@ messages = st.lists(st.fixed_dictionaries(
     optional={"name": json_values, "tool_calls": json_values, "tool_call_id": json_values}), max_size=3)
 documents = st.lists(st.text(max_size=40) | st.fixed_dictionaries(
     {"text": st.text(max_size=40) | json_values}, optional={"id": json_values, "title": json_values}), max_size=3)
-optional_fields = {name: json_values for name in sorted(ALLOWED_PARAMS - {"model", "messages"})}
-optional_fields.update({name: json_values for name in RAG_FIELDS}, documents=documents | json_values,
+optional_fields = dict.fromkeys(sorted(ALLOWED_PARAMS - {"model", "messages"}), json_values)
+optional_fields.update(dict.fromkeys(RAG_FIELDS, json_values), documents=documents | json_values,
                        stream=st.booleans() | json_values)
 chat_bodies = st.fixed_dictionaries(
     {"model": st.just("fake") | json_values, "messages": messages | json_values}, optional=optional_fields)

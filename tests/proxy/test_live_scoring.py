@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from exporters import Telemetry
-from scoring.types import Ask, ComponentResult, ScoringJob
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_service_endpoints import samples
@@ -26,7 +26,7 @@ from tests.servers import ServerThread
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 
-class AskingScorer:
+class AskingScorer(Scorer):
     """Re-asks the upstream once (as the real scorers do) and scores by what it heard."""
 
     def __init__(self, name: str, value: float, delay: float = 0.0, label: str = "neutral") -> None:
@@ -39,14 +39,14 @@ class AskingScorer:
                                details={"heard": reply.text, "question": job.question})
 
 
-class RaisingScorer:
+class RaisingScorer(Scorer):
     name = "fc"
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         raise RuntimeError("evidence index exploded")
 
 
-class HangingScorer:
+class HangingScorer(Scorer):
     name = "fc"
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
@@ -200,11 +200,12 @@ def test_a_failing_scorer_never_changes_the_response(fake_upstream: FakeUpstream
     assert response.status_code == 200
     assert response.json()["choices"][0]["message"]["content"] == "You said: same body"
     record = wait_for_record(server, response.headers["x-trust-id"])
-    expected = "timeout" if isinstance(broken, HangingScorer) else "RuntimeError: evidence index exploded"
+    hangs = isinstance(broken, HangingScorer)
+    expected = "timeout" if hangs else "RuntimeError: evidence index exploded"
     assert record["components"]["fc"]["error"] == expected and record["components"]["fc"]["value"] is None
     assert record["status"] == "done" and record["score"] == 0.9
-    errors = samples(server)[("trustgate_scorer_errors_total", frozenset({"model": "fake", "component": "fc"}.items()))]
-    assert errors == 1
+    labels = {"model": "fake", "component": "fc", "reason": "timeout" if hangs else "internal"}
+    assert samples(server)[("trustgate_scorer_errors_total", frozenset(labels.items()))] == 1
 
 
 def test_flood_sheds_jobs_without_blocking_users(fake_upstream: FakeUpstream,

@@ -122,7 +122,7 @@ def test_key_names_must_be_unique_and_not_reserved(fake_upstream: FakeUpstream,
                  [{"key": "sk-1", "name": "master"}]):
         config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
         config["trustgate"] = {"keys": keys}
-        with pytest.raises(ConfigError, match="team|master"):
+        with pytest.raises(ConfigError, match=r"team|master"):
             settings_from_dict(config, {})
 
 

@@ -12,7 +12,7 @@ import httpx
 import orjson
 import pytest
 
-from scoring.types import Ask, ComponentResult, ScoringJob
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import NOT_A_COMPLETION, SERVER_PATH, FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer
@@ -155,7 +155,7 @@ def test_the_upstream_key_is_masked_in_the_log(any_gateway: ServerThread, fake_u
     assert "sk-upstream-secret" not in caplog.text and "***" in logged[0]
 
 
-class MalformedReplyScorer:
+class MalformedReplyScorer(Scorer):
     """A scorer whose own upstream call gets a 200 that is not a chat completion."""
 
     name = "fc"

@@ -25,7 +25,7 @@ def test_table3_cells(binary: int, label: str, expected: float) -> None:
     result = combine(bc(binary), fc(label), graded=False)
     assert (result.component, result.value) == ("ov", expected)
     assert result.label == f"{'consistent' if binary else 'inconsistent'}/{label}"
-    assert result.details["table3"] == expected
+    assert result.details.table3 == expected
 
 
 def test_the_graded_variant_equals_table3_on_hard_inputs() -> None:
@@ -39,8 +39,8 @@ def test_the_graded_variant_is_table3s_expectation() -> None:
     expected = 0.7 * (0.6 * 1.0 + 0.3 * 0.6 + 0.1 * 0.2) + 0.3 * (0.6 * 0.8 + 0.3 * 0.4 + 0.1 * 0.0)
     result = combine(bc(1, graded=0.7), fc("support", probs))
     assert result.value == pytest.approx(expected)
-    assert result.details["graded"] == pytest.approx(expected)
-    assert result.details["table3"] == 1.0
+    assert result.details.graded == pytest.approx(expected)
+    assert result.details.table3 == 1.0
 
 
 def test_graded_trust_normalises_partial_probabilities() -> None:
@@ -52,11 +52,11 @@ def test_trust_bc_alone_when_there_is_no_fact_check() -> None:
     assert combine(bc(1, graded=0.9), None).value == 0.9
     failed = ComponentResult(component="fc", error="timeout")
     result = combine(bc(0, graded=0.3), failed)
-    assert (result.value, result.details["source"]) == (0.3, "bc")
+    assert (result.value, result.details.source) == (0.3, "bc")
 
 
 def test_trust_fc_alone_and_neither() -> None:
-    assert combine(None, fc("contradict")).details["source"] == "fc"
+    assert combine(None, fc("contradict")).details.source == "fc"
     assert combine(None, None).value is None
 
 

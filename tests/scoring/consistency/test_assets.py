@@ -36,7 +36,7 @@ def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
 
 def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> None:
     settings = ScoringSettings(data_dir=tmp_path)
-    with pytest.raises(FileNotFoundError, match="scoring.consistency.assets") as raised:
+    with pytest.raises(FileNotFoundError, match=r"scoring.consistency.assets") as raised:
         load_embeddings(settings.consistency, asset_paths(settings))
     assert raised.value.filename == str(asset_paths(settings).vectors)
 
@@ -88,6 +88,6 @@ def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_
             fake_upstream.responder = Answerer(YEAR_ANSWER[1], lambda n: "original")
             result = await scorer.score(ScoringJob(id="y", model="fake", question=YEAR_ANSWER[0],
                                                    answer=YEAR_ANSWER[1]), ask)
-            assert result.value == 1.0 and result.details["distractor_sources"] == {"numeric": 30}
+            assert result.value == 1.0 and result.details.distractor_sources == {"numeric": 30}
 
     asyncio.run(run())

@@ -121,6 +121,7 @@ def test_a_dead_endpoint_is_recorded_and_skipped(nlp: Language, embeddings: Word
     pool = DistractorGenerator(nlp, SubstituteSources(graph, embeddings, 2025)).generate(
         *FLORIDA, 10, random.Random(0))
     assert pool.errors == [pool.errors[0]] and pool.errors[0].startswith("knowledge_graph:")  # asked once
+    assert [f.reason for f in pool.failures] == ["knowledge_graph"]  # its exception, for the log and the counter
     assert all(d.source != "knowledge_graph" for d in pool.distractors)
 
 

@@ -39,7 +39,7 @@ def test_a_missing_store_is_a_clear_error(tmp_path: Path) -> None:
         async with serve_oxigraph(tmp_path / "nothing"):
             pass
 
-    with pytest.raises(FileNotFoundError, match="scoring.consistency.assets") as raised:
+    with pytest.raises(FileNotFoundError, match=r"scoring.consistency.assets") as raised:
         asyncio.run(run())
     assert raised.value.filename == str(tmp_path / "nothing")
 

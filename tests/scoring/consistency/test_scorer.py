@@ -55,14 +55,14 @@ def test_binary_consistent_model_scores_one_after_every_check(generator: Distrac
     result, ask = score(generator, fake_upstream, RICHIE, mode="binary")
     assert (result.component, result.value, result.label) == ("bc", 1.0, "consistent")
     assert result.upstream_calls == ask.calls == len(fake_upstream.requests) == 10
-    checks = result.details["checks"]
-    assert all(c["chosen"] == c["original"] and c["consistent"] for c in checks)
-    assert len({c["original"] for c in checks}) > 1  # the original moves between checks
-    shown = [o for c in checks for o in c["options"] if o not in (RICHIE[1], NONE_OF_THE_ABOVE)]
+    checks = result.details.checks
+    assert all(c.chosen == c.original and c.consistent for c in checks)
+    assert len({c.original for c in checks}) > 1  # the original moves between checks
+    shown = [o for c in checks for o in c.options if o not in (RICHIE[1], NONE_OF_THE_ABOVE)]
     assert len(shown) == 30 and len(set(shown)) == 30  # distractors differ across checks
-    assert all(c["options"][-1] == NONE_OF_THE_ABOVE and len(c["options"]) == 5 for c in checks)
-    assert result.details["distractor_sources"] == result.details["distractor_sources_shown"] == {"numeric": 30}
-    assert not result.details["fewer_than_3_distractors"] and not result.details["distractors_reused"]
+    assert all(c.options[-1] == NONE_OF_THE_ABOVE and len(c.options) == 5 for c in checks)
+    assert result.details.distractor_sources == result.details.distractor_sources_shown == {"numeric": 30}
+    assert not result.details.fewer_than_3_distractors and not result.details.distractors_reused
 
 
 def test_binary_stops_at_the_first_inconsistent_choice(generator: DistractorGenerator,
@@ -70,7 +70,7 @@ def test_binary_stops_at_the_first_inconsistent_choice(generator: DistractorGene
     fake_upstream.responder = Answerer(RICHIE[1], lambda n: "other" if n == 2 else "original")
     result, ask = score(generator, fake_upstream, RICHIE, mode="binary")
     assert (result.value, result.label, result.upstream_calls) == (0.0, "inconsistent", 3)
-    assert result.details["stop_reason"] == "inconsistent" and result.details["graded"] == pytest.approx(2 / 3)
+    assert result.details.stop_reason == "inconsistent" and result.details.graded == pytest.approx(2 / 3)
     assert ask.most_in_flight == 1
 
 
@@ -78,8 +78,8 @@ def test_graded_counts_every_check(generator: DistractorGenerator, fake_upstream
     fake_upstream.responder = Answerer(RICHIE[1], lambda n: "none" if n % 10 in (1, 4, 8) else "original")
     result, _ = score(generator, fake_upstream, RICHIE, mode="graded", concurrency=1)
     assert (result.value, result.label, result.upstream_calls) == (0.7, "consistent", 10)
-    assert result.details["binary"] == 0.0 and result.details["stop_reason"] == "max_checks"
-    assert [c["chosen"] for c in result.details["checks"]].count("E") == 3
+    assert result.details.binary == 0.0 and result.details.stop_reason == "max_checks"
+    assert [c.chosen for c in result.details.checks].count("E") == 3
 
 
 @pytest.mark.parametrize(("step", "calls", "value", "label"), [
@@ -89,7 +89,7 @@ def test_adaptive_stops_once_the_label_is_settled(generator: DistractorGenerator
     fake_upstream.responder = Answerer(FLORIDA[1], always(step))
     result, ask = score(generator, fake_upstream, FLORIDA, mode="adaptive")
     assert (result.value, result.label, result.upstream_calls) == (value, label, calls)
-    assert len(fake_upstream.requests) == calls and result.details["stop_reason"] == "posterior"
+    assert len(fake_upstream.requests) == calls and result.details.stop_reason == "posterior"
     assert 1 < ask.most_in_flight <= 4
 
 
@@ -107,8 +107,8 @@ def test_junk_replies_are_inconsistent(generator: DistractorGenerator, fake_upst
     fake_upstream.responder = Answerer(RICHIE[1], always("I am not sure, maybe both?"))
     result, _ = score(generator, fake_upstream, RICHIE, mode="binary")
     assert (result.value, result.upstream_calls) == (0.0, 1)
-    assert result.details["checks"][0]["chosen"] is None
-    assert result.details["checks"][0]["reply"] == "I am not sure, maybe both?"
+    assert result.details.checks[0].chosen is None
+    assert result.details.checks[0].reply == "I am not sure, maybe both?"
 
 
 def test_the_prompt_is_the_papers_and_asks_for_the_letters_logprobs(generator: DistractorGenerator,
@@ -120,15 +120,15 @@ def test_the_prompt_is_the_papers_and_asks_for_the_letters_logprobs(generator: D
     assert message["role"] == "user" and message["content"].startswith(PROMPT_HEADER)
     assert message["content"].endswith("E) None of the above.\nAnswer:")
     assert (body["logprobs"], body["top_logprobs"], body["temperature"], body["max_tokens"]) == (True, 5, 0.0, 16)
-    assert result.details["logprob"] == pytest.approx(1.0)  # the fake gives the chosen token all the mass
-    assert all(c["original_probability"] == pytest.approx(1.0) for c in result.details["checks"])
+    assert result.details.logprob == pytest.approx(1.0)  # the fake gives the chosen token all the mass
+    assert all(c.original_probability == pytest.approx(1.0) for c in result.details.checks)
 
 
 def test_without_logprobs_there_is_no_logprob_score(generator: DistractorGenerator,
                                                     fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = Answerer(RICHIE[1], always("original"))
     result, _ = score(generator, fake_upstream, RICHIE, mode="binary", max_checks=2, logprobs=False)
-    assert "logprobs" not in fake_upstream.requests[0] and result.details["logprob"] is None
+    assert "logprobs" not in fake_upstream.requests[0] and result.details.logprob is None
 
 
 def test_concurrency_is_capped(generator: DistractorGenerator, fake_upstream: FakeUpstream) -> None:
@@ -142,7 +142,7 @@ def test_no_distractors_means_no_score_and_no_calls(generator: DistractorGenerat
                                                     fake_upstream: FakeUpstream) -> None:
     result, ask = score(generator, fake_upstream, ("Is it?", "Yes."))
     assert (result.value, result.label, result.upstream_calls, ask.calls) == (None, "unscored", 0, 0)
-    assert result.details["reason"] == "no_distractors" and result.error is None
+    assert result.details.reason == "no_distractors" and result.error is None
 
 
 def test_few_distractors_are_shown_as_they_are_and_recorded(generator: DistractorGenerator,
@@ -150,8 +150,8 @@ def test_few_distractors_are_shown_as_they_are_and_recorded(generator: Distracto
     case = ("who sings i just want to use your love tonight?", "The Outfield sings it.")
     fake_upstream.responder = Answerer(case[1], always("original"))
     result, _ = score(generator, fake_upstream, case, mode="binary", max_checks=3)
-    assert result.value == 1.0 and result.details["distractors_reused"]
-    assert result.details["distractor_sources"].get("embedding", 0) > 0
+    assert result.value == 1.0 and result.details.distractors_reused
+    assert result.details.distractor_sources.get("embedding", 0) > 0
 
 
 def test_an_upstream_failure_is_reported_not_raised(generator: DistractorGenerator,
@@ -159,14 +159,16 @@ def test_an_upstream_failure_is_reported_not_raised(generator: DistractorGenerat
     case = ("When did it come out? [fail:503]", "It came out in 1983")
     result, _ = score(generator, fake_upstream, case, mode="binary")
     assert result.value is None and result.error is not None and result.error.startswith("upstream:")
-    assert result.upstream_calls == 1 and result.details["stop_reason"] == "error"
+    assert result.upstream_calls == 1 and result.details.stop_reason == "error"
+    assert [f.reason for f in result.failures] == ["upstream"]  # for the log and trustgate_scorer_errors_total
+    assert "UpstreamFailure" not in result.error  # the record names the upstream's own error, as before
 
 
 def test_a_seed_makes_scoring_repeatable(generator: DistractorGenerator, fake_upstream: FakeUpstream) -> None:
     runs = []
     for _ in range(2):
         fake_upstream.responder = Answerer(FLORIDA[1], lambda n: random.Random(n).choice(["original", "other"]))
-        runs.append(score(generator, fake_upstream, FLORIDA, mode="graded")[0].details["checks"])
+        runs.append(score(generator, fake_upstream, FLORIDA, mode="graded")[0].details.checks)
     assert runs[0] == runs[1]
 
 
@@ -187,5 +189,5 @@ def test_with_too_few_distractors_the_checks_show_fewer_options(fake_upstream: F
             return await scorer.score(ScoringJob(id="j", model="fake", question=RICHIE[0], answer=RICHIE[1]), ask)
 
     result = asyncio.run(run())
-    assert result.value == 1.0 and result.details["fewer_than_3_distractors"]
-    assert all(len(c["options"]) == 3 for c in result.details["checks"])
+    assert result.value == 1.0 and result.details.fewer_than_3_distractors
+    assert all(len(c.options) == 3 for c in result.details.checks)

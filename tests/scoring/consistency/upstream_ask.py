@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 
 from proxy import settings_from_dict
+from proxy.errors import GatewayError
 from proxy.upstream import UpstreamClient
-from scoring.types import Reply
+from scoring.types import Reply, UpstreamFailure
 from tests.conftest import gateway_config
 from tests.fake_upstream import last_user_text
 
@@ -51,6 +52,8 @@ class ClientAsk:
         self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
             completion = await self._upstream.complete(self._group, body)
+        except GatewayError as exc:  # the Ask contract: scoring sees an UpstreamFailure
+            raise UpstreamFailure(str(exc)) from exc
         finally:
             self.in_flight -= 1
         return reply_from_data(completion.data)

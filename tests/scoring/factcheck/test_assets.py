@@ -70,7 +70,7 @@ def test_an_empty_or_broken_corpus_is_refused_and_leaves_nothing_behind(settings
     with pytest.raises(CorpusError, match="no text"):
         add_corpus(settings, write_jsonl(tmp_path / "empty.jsonl", [{"text": "  "}]))
     (tmp_path / "broken.jsonl").write_text('{"text": "ok"}\n{broken\n')
-    with pytest.raises(CorpusError, match="broken.jsonl:2"):
+    with pytest.raises(CorpusError, match=r"broken.jsonl:2"):
         add_corpus(settings, tmp_path / "broken.jsonl")
     assert list((Path(settings.data_dir) / "factcheck" / "corpora").iterdir()) == []
     assert load_evidence_index(settings) is None

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from scoring.factcheck.index import Evidence
+from scoring.factcheck.evidence import Evidence
 from scoring.factcheck.judge import judge_prompt, label_probabilities, label_value, parse_judge_label
 
 

@@ -62,8 +62,8 @@ def test_the_local_nli_model_judges_without_an_upstream_call(tiny_nli_model: Pat
     scorer = FactCheckScorer(facts_index, FactCheckSettings(nli_model_dir=str(tiny_nli_model)))
     job = ScoringJob(id="j", model="m", question="What is the capital of France?", answer="Paris.")
     result = asyncio.run(scorer.score(job, no_upstream))
-    probs = result.details["label_probs"]
-    assert (result.label, result.upstream_calls, result.details["judge"], result.details["probs_from"]) == (
+    probs = result.details.label_probs
+    assert (result.label, result.upstream_calls, result.details.judge, result.details.probs_from) == (
         "support", 0, "nli", "nli")
     assert probs["support"] > probs["neutral"] > probs["contradict"]
     assert sum(probs.values()) == pytest.approx(1.0)
@@ -80,7 +80,7 @@ def test_configured_label_names_override_the_usual_ones(tiny_nli_model: Path, fa
 
 def test_a_model_that_cannot_be_loaded_is_one_named_error(tiny_nli_model: Path, tmp_path: Path) -> None:
     """Missing files and unmapped label names alike: the caller turns it into its own error, not a traceback."""
-    with pytest.raises(NLIModelError, match="cannot load the NLI model in .*missing"):
+    with pytest.raises(NLIModelError, match=r"cannot load the NLI model in .*missing"):
         LocalNLIJudge(tmp_path / "missing", {})
     with pytest.raises(NLIModelError, match="nli_labels"):
         LocalNLIJudge(tiny_nli_model, {"ENTAILMENT": "yes"})

@@ -63,13 +63,14 @@ def test_supported_answer(fake_upstream: FakeUpstream, facts_index: EvidenceInde
     result = fact_check(fake_upstream, facts_index, question, answer)
 
     assert (result.component, result.label, result.value, result.upstream_calls) == ("fc", "support", 1.0, 1)
-    evidence = result.details["evidence"]
-    assert evidence[0]["id"] == "facts:paris" and evidence[0]["title"] == "Paris" and evidence[0]["score"] > 0
+    evidence = result.details.evidence
+    assert evidence[0].id == "facts:paris" and evidence[0].title == "Paris" and evidence[0].score > 0
     assert len(evidence) <= 10
-    assert prompts == [judge_prompt(facts_index.search(tokenize(evidence_query(question, answer)), 10), question, answer)]
-    assert (result.details["label_probs"], result.details["probs_from"]) == (
+    evidence_found = facts_index.search(tokenize(evidence_query(question, answer)), 10)
+    assert prompts == [judge_prompt(evidence_found, question, answer)]
+    assert (result.details.label_probs, result.details.probs_from) == (
         {"support": 1.0, "contradict": 0.0, "neutral": 0.0}, "logprobs")
-    assert result.details["judge_reply"] == "Support"
+    assert result.details.judge_reply == "Support"
     sent = fake_upstream.requests[0]
     assert (sent["logprobs"], sent["top_logprobs"], sent["temperature"]) == (True, 5, 0.0)
 
@@ -77,8 +78,8 @@ def test_supported_answer(fake_upstream: FakeUpstream, facts_index: EvidenceInde
 def test_contradicted_answer_in_a_sentence(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
     fake_upstream.responder = judge_saying("The evidence contradicts the answer.", [])
     result = fact_check(fake_upstream, facts_index, "What is the capital of France?", "Lyon is the capital.")
-    assert (result.label, result.value, result.details["probs_from"]) == ("contradict", 0.0, "label")
-    assert result.details["label_probs"] == {"support": 0.0, "contradict": 1.0, "neutral": 0.0}
+    assert (result.label, result.value, result.details.probs_from) == ("contradict", 0.0, "label")
+    assert result.details.label_probs == {"support": 0.0, "contradict": 1.0, "neutral": 0.0}
 
 
 def test_a_junk_reply_is_neutral(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
@@ -91,7 +92,7 @@ def test_no_evidence_is_neutral_without_asking_the_judge(fake_upstream: FakeUpst
                                                          facts_index: EvidenceIndex) -> None:
     result = fact_check(fake_upstream, facts_index, "Qui a écrit Zazie?", "Queneau.")
     assert (result.label, result.value, result.upstream_calls, result.error) == ("neutral", 0.5, 0, None)
-    assert result.details["evidence"] == [] and fake_upstream.requests == []
+    assert result.details.evidence == [] and fake_upstream.requests == []
 
 
 def test_logprobs_can_be_turned_off(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
@@ -99,7 +100,7 @@ def test_logprobs_can_be_turned_off(fake_upstream: FakeUpstream, facts_index: Ev
     result = fact_check(fake_upstream, facts_index, "What is the only natural satellite of Earth?", "The Moon.",
                         FactCheckSettings(judge_logprobs=False, top_k=2))
     assert "logprobs" not in fake_upstream.requests[0]
-    assert (result.value, result.details["probs_from"], len(result.details["evidence"])) == (1.0, "label", 2)
+    assert (result.value, result.details.probs_from, len(result.details.evidence)) == (1.0, "label", 2)
 
 
 def test_the_judge_model_is_exposed_for_the_pipeline(facts_index: EvidenceIndex) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scoring.factcheck.index import Evidence
+from scoring.factcheck.evidence import Evidence
 from scoring.factcheck.judge import Label, judge_prompt
 from scoring.pipeline import ScoringPipeline
 from scoring.rag import LABELS_KEY, RagLabels, RagScorer
@@ -53,16 +53,16 @@ def test_citation_recall_precision_and_groundedness(fake_upstream: FakeUpstream)
     details = result.details
 
     assert (result.component, result.label) == ("rag", "answer")
-    assert details["citation_recall"] == pytest.approx(RECALL)
-    assert details["citation_precision"] == pytest.approx(PRECISION)
-    assert details["citation_f1"] == pytest.approx(CITATION_F1)
-    assert details["groundedness"] == pytest.approx(GROUNDEDNESS)
-    assert (details["refusal"], details["partial_refusal"], details["judge"]) == (False, False, "llm")
-    assert (details["answerable"], details["refusal_grounded"], details["claim_correctness"]) == (None, None, None)
+    assert details.citation_recall == pytest.approx(RECALL)
+    assert details.citation_precision == pytest.approx(PRECISION)
+    assert details.citation_f1 == pytest.approx(CITATION_F1)
+    assert details.groundedness == pytest.approx(GROUNDEDNESS)
+    assert (details.refusal, details.partial_refusal, details.judge) == (False, False, "llm")
+    assert (details.answerable, details.refusal_grounded, details.claim_correctness) == (None, None, None)
     assert result.value == pytest.approx((CITATION_F1 + GROUNDEDNESS) / 2)  # 13/21
     assert result.upstream_calls == CALLS == len(fake_upstream.requests)
 
-    statements = details["statements"]
+    statements = details.statements
     assert [s["recall"] for s in statements] == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
     assert [s["precision"] for s in statements] == [[1, 1], [2, 2], [1, 2], [0, 1], [0, 0], [0, 0]]
     assert [s["grounding"] for s in statements] == ["support"] * 3 + ["neutral", "neutral", "support"]
@@ -96,10 +96,10 @@ def test_a_refusal_is_graded_by_the_answerability_label_without_judge_calls(fake
     wrong = score(fake_upstream, answer=refusal, labels=RagLabels(answerable=True))
     unknown = score(fake_upstream, answer=refusal)
 
-    assert (right.label, right.details["refusal"], right.details["refusal_grounded"], right.value) == (
+    assert (right.label, right.details.refusal, right.details.refusal_grounded, right.value) == (
         "refusal", True, 1.0, 1.0)
-    assert (wrong.details["refusal_grounded"], wrong.value) == (0.0, 0.0)
-    assert (unknown.value, unknown.details["citation_recall"], unknown.details["groundedness"]) == (None, None, None)
+    assert (wrong.details.refusal_grounded, wrong.value) == (0.0, 0.0)
+    assert (unknown.value, unknown.details.citation_recall, unknown.details.groundedness) == (None, None, None)
     assert fake_upstream.requests == []
 
 
@@ -110,9 +110,9 @@ def test_reference_claims_give_correctness_and_answerability(fake_upstream: Fake
     details = result.details
 
     # Answerable: the documents entail the first claim. Correct: the answer entails one claim of two.
-    assert (details["answerable"], details["answerable_from"], details["refusal_grounded"]) == (True, "claims", 1.0)
-    assert details["claims"] == [{"claim": claims[0], "label": "support"}, {"claim": claims[1], "label": "neutral"}]
-    assert details["claim_correctness"] == 0.5
+    assert (details.answerable, details.answerable_from, details.refusal_grounded) == (True, "claims", 1.0)
+    assert details.claims == [{"claim": claims[0], "label": "support"}, {"claim": claims[1], "label": "neutral"}]
+    assert details.claim_correctness == 0.5
     assert result.value == pytest.approx((1.0 + 1.0 + 1.0 + 0.5) / 4)  # citation F1, groundedness, refusal, claims
     assert result.upstream_calls == 1 + 2 + 2  # the statement, answerability per claim, correctness per claim
 
@@ -122,9 +122,9 @@ def test_a_partial_refusal_judges_only_its_answering_statements(fake_upstream: F
     result = score(fake_upstream, answer="The documents do not mention GAMMA. The tower has ALPHA [1].",
                    labels=RagLabels(answerable=True))
     details = result.details
-    assert (result.label, details["refusal"], details["partial_refusal"]) == ("partial", False, True)
-    assert [(s["refusal"], s["judged"]) for s in details["statements"]] == [(True, False), (False, True)]
-    assert (details["citation_recall"], details["citation_precision"], details["refusal_grounded"]) == (1.0, 1.0, 1.0)
+    assert (result.label, details.refusal, details.partial_refusal) == ("partial", False, True)
+    assert [(s["refusal"], s["judged"]) for s in details.statements] == [(True, False), (False, True)]
+    assert (details.citation_recall, details.citation_precision, details.refusal_grounded) == (1.0, 1.0, 1.0)
     assert result.upstream_calls == 1
 
 
@@ -133,9 +133,11 @@ def test_a_failing_judge_gives_none_for_its_metrics_and_never_raises(fake_upstre
     answer = "The tower has ALPHA [1]. The bridge has BETA [fail:503] [2]."
     result = score(fake_upstream, answer=answer, labels=RagLabels(answerable=True))
     details = result.details
-    assert (details["citation_recall"], details["citation_precision"], details["groundedness"]) == (None, None, None)
-    assert details["statements"][1]["joint"] is None and details["judge_errors"]
+    assert (details.citation_recall, details.citation_precision, details.groundedness) == (None, None, None)
+    assert details.statements[1]["joint"] is None and details.judge_errors
     assert (result.value, result.error) == (1.0, None)  # refusal groundedness alone still stands
+    # every failed judge call, for the log and trustgate_scorer_errors_total{component="rag", reason="judge"}
+    assert result.failures and {f.reason for f in result.failures} == {"judge"}
 
 
 @pytest.mark.parametrize(("answer", "documents", "skipped"), [
@@ -146,7 +148,7 @@ def test_a_failing_judge_gives_none_for_its_metrics_and_never_raises(fake_upstre
 def test_nothing_to_score(fake_upstream: FakeUpstream, answer: str, documents: list[Any] | None,
                           skipped: str) -> None:
     result = score(fake_upstream, answer=answer, documents=documents)
-    assert (result.value, result.details, result.upstream_calls) == (None, {"skipped": skipped}, 0)
+    assert (result.value, result.details.model_dump(), result.upstream_calls) == (None, {"skipped": skipped}, 0)
 
 
 def test_messy_documents_and_citations_never_raise(fake_upstream: FakeUpstream) -> None:
@@ -154,11 +156,11 @@ def test_messy_documents_and_citations_never_raise(fake_upstream: FakeUpstream) 
     documents = [{"text": "The tower has ALPHA."}, {"title": None, "text": 42}, {}, {"id": 3}]
     answer = "ALPHA [1, 0, 99][Document 1] [1-1000] [x] []. ]] [[ [4]? 42 [2]"
     result = score(fake_upstream, answer=answer, documents=documents)
-    first = result.details["statements"][0]
+    first = result.details.statements[0]
     # "]] [[ [4]?" has no word of its own: its citation joins the sentence before it.
     assert (first["citations"], first["out_of_range"]) == ([1, 4], [0, 99, 1000])
-    assert result.details["statements"][1]["citations"] == [2]
-    assert result.details["documents"] == 4 and result.value is not None
+    assert result.details.statements[1]["citations"] == [2]
+    assert result.details.documents == 4 and result.value is not None
 
 
 class MarkerNLI:
@@ -179,10 +181,10 @@ def test_the_local_nli_judge_reads_cited_passages_as_one_premise(fake_upstream: 
     nli = MarkerNLI()
     result = score(fake_upstream, scorer=RagScorer(nli=nli))
     details = result.details
-    assert (details["judge"], result.upstream_calls, fake_upstream.requests) == ("nli", 0, [])
-    assert (details["citation_recall"], details["citation_precision"]) == (pytest.approx(RECALL),
+    assert (details.judge, result.upstream_calls, fake_upstream.requests) == ("nli", 0, [])
+    assert (details.citation_recall, details.citation_precision) == (pytest.approx(RECALL),
                                                                            pytest.approx(PRECISION))
-    assert details["groundedness"] == pytest.approx(GROUNDEDNESS)
+    assert details.groundedness == pytest.approx(GROUNDEDNESS)
     joint = [p for p in nli.premises if len(p) == 1 and p[0].startswith("Title: Tower\n")]
     assert joint and "Title: Bridge\n" in joint[0][0]  # [1][2] together: one premise in Trust-Eval's format
 

@@ -6,6 +6,12 @@ adds rank measures (Spearman, AUROC, AUPRC) and, for scores that claim to be
 probabilities, the expected calibration error. Every function returns NaN where
 the measure is undefined (a constant score, a single class), never raises, so a
 bootstrap resample that happens to be degenerate is skipped rather than fatal.
+
+The measures are scipy's and scikit-learn's; what is ours is the guard that
+turns their warnings and errors on degenerate input into NaN, the calibration
+error over the reliability bins the report draws, and the bootstrap, which
+keeps the resamples where a metric is defined (scipy's ``bootstrap`` gives a
+NaN interval when any one is not).
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import rankdata
+from scipy.stats import pearsonr, spearmanr
+from sklearn.metrics import average_precision_score, brier_score_loss, cohen_kappa_score, roc_auc_score, roc_curve
 
 __all__ = [
     "ConfidenceInterval",
@@ -48,49 +55,31 @@ def _both_classes(y: NDArray[np.float64]) -> bool:
     return 0 < y.sum() < len(y)
 
 
+def _varies(values: NDArray[np.float64]) -> bool:
+    return len(values) >= 2 and bool(np.ptp(values) > 0)
+
+
 def pearson(scores: ArrayLike, labels: ArrayLike) -> float:
     s, y = _arrays(scores, labels)
-    if len(s) < 2 or np.ptp(s) == 0 or np.ptp(y) == 0:
-        return NAN
-    ds, dy = s - s.mean(), y - y.mean()
-    return float(np.clip((ds @ dy) / np.sqrt((ds @ ds) * (dy @ dy)), -1.0, 1.0))
+    return float(pearsonr(s, y).statistic) if _varies(s) and _varies(y) else NAN
 
 
 def spearman(scores: ArrayLike, labels: ArrayLike) -> float:
     """Pearson's r of the average ranks (ties share their mean rank)."""
     s, y = _arrays(scores, labels)
-    return pearson(rankdata(s), rankdata(y))
+    return float(spearmanr(s, y).statistic) if _varies(s) and _varies(y) else NAN
 
 
 def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
     """P(score of a correct answer > score of a wrong one), ties counting half (Mann-Whitney U)."""
     s, y = _arrays(scores, labels)
-    if not _both_classes(y):
-        return NAN
-    positives = y == 1
-    n_pos, n_neg = positives.sum(), (~positives).sum()
-    rank_sum = rankdata(s)[positives].sum()
-    return float((rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
-def _threshold_counts(s: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
-    """True and false positives when predicting "correct" at or above each distinct score, highest first."""
-    order = np.argsort(-s, kind="mergesort")
-    s, y = s[order], y[order]
-    last_of_each = np.r_[np.flatnonzero(np.diff(s)), len(s) - 1]
-    tps = np.cumsum(y)[last_of_each]
-    fps = last_of_each + 1 - tps
-    return tps, fps, s[last_of_each]
+    return float(roc_auc_score(y, s)) if _both_classes(y) else NAN
 
 
 def auprc(scores: ArrayLike, labels: ArrayLike) -> float:
     """Average precision: precision at each threshold weighted by the recall it adds (no interpolation)."""
     s, y = _arrays(scores, labels)
-    if y.sum() == 0:
-        return NAN
-    tps, fps, _ = _threshold_counts(s, y)
-    precision, recall = tps / (tps + fps), tps / tps[-1]
-    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+    return float(average_precision_score(y, s)) if y.sum() > 0 else NAN
 
 
 def roc_points(scores: ArrayLike, labels: ArrayLike) -> tuple[list[float], list[float]]:
@@ -98,8 +87,8 @@ def roc_points(scores: ArrayLike, labels: ArrayLike) -> tuple[list[float], list[
     s, y = _arrays(scores, labels)
     if not _both_classes(y):
         return [], []
-    tps, fps, _ = _threshold_counts(s, y)
-    return [0.0, *(fps / fps[-1]).tolist()], [0.0, *(tps / tps[-1]).tolist()]
+    fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
+    return [float(v) for v in fpr], [float(v) for v in tpr]
 
 
 @dataclass(frozen=True)
@@ -134,16 +123,15 @@ def expected_calibration_error(scores: ArrayLike, labels: ArrayLike, bins: int =
 def brier_score(scores: ArrayLike, labels: ArrayLike) -> float:
     """Mean squared distance between the probability and the 0/1 outcome."""
     s, y = _arrays(scores, labels)
-    return float(np.mean((s - y) ** 2)) if len(s) else NAN
+    return float(brier_score_loss(y, s, pos_label=1)) if len(s) else NAN
 
 
 def cohen_kappa(a: ArrayLike, b: ArrayLike) -> float:
     """Agreement of two 0/1 labelings beyond chance; NaN when chance agreement is total."""
     x, y = _arrays(a, b)
-    if len(x) == 0:
-        return NAN
-    chance = float(x.mean() * y.mean() + (1 - x.mean()) * (1 - y.mean()))
-    return NAN if chance == 1.0 else (float(np.mean(x == y)) - chance) / (1 - chance)
+    if len(x) == 0 or (len(np.unique(x)) == 1 and np.array_equal(np.unique(x), np.unique(y))):
+        return NAN  # both labelings one and the same class: agreement by chance is total
+    return float(cohen_kappa_score(x, y))
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from typing import Any
 
 import orjson
 
-from ..private_files import private_file
-from ..types import ComponentResult
+from scoring.private_files import private_file
+from scoring.types import ComponentResult
 
 __all__ = ["CallSite", "EvalCache", "request_hash"]
 

@@ -148,7 +148,7 @@ def render_markdown(context: ReportContext, summary: dict[str, dict[str, Any]], 
 
 
 def _curves(outcomes: list[ItemOutcome], probability_only: bool) -> list[Curve]:
-    curves = []
+    curves: list[Curve] = []
     for signal in SIGNALS:
         if probability_only and not signal.probability:
             continue

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..settings import ScoringSettings
+from scoring.assembly import open_scorers
+from scoring.settings import ScoringSettings
 from .assembly import cache_and_report_paths, eval_scoring_settings, git_commit, model_group, now_utc, strict_json
 from .cache import EvalCache
-from .calibration import save_calibration
+from scoring.calibration import save_calibration
 from .cli import command_line
 from .datasets import DATASET_FILES, EvalItem, default_data_dir, load_items, sample_questions
 from .figures import Curve
@@ -22,7 +24,6 @@ from .outcome import ItemOutcome
 from .progress import progress_bar
 from .report import ReportContext, write_report
 from .runner import ANSWER_MAX_TOKENS, Evaluator, ItemFailure, RunSpec, evaluate_items
-from .scorers import open_scorers
 from .summary import summarise
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ def _spec(args: argparse.Namespace, model: str) -> RunSpec:
 
 async def _evaluate(settings: GatewaySettings, scoring: ScoringSettings, spec: RunSpec, items: list[EvalItem],
                     cache: EvalCache, concurrency: int) -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
-    async with open_scorers(scoring, spec.components) as scorers, open_upstream(settings) as complete:
+    async with contextlib.AsyncExitStack() as stack, open_upstream(settings) as complete:
+        scorers = await open_scorers(scoring, stack, components=spec.components, missing_evidence="raise")
         evaluator = Evaluator(spec, complete, cache, scorers, scoring)
         label = f"{items[0].dataset if items else ''} {spec.mode}"
         with progress_bar(len(items), label, evaluator.counters) as advance:

@@ -15,7 +15,7 @@ from typing import Any
 
 from proxy.ask import ask_body, reply_from_completion
 
-from ..types import Reply
+from scoring.types import Reply
 from .cache import CallSite, EvalCache
 
 __all__ = ["CachedAsk", "CallCounter", "Complete", "alternatives", "chosen_tokens", "reply_text"]

@@ -112,7 +112,7 @@ def read_mixedqa(path: Path, answers_from: Sequence[str] = ()) -> list[EvalItem]
     rows = json.loads(_open(path).read_text(encoding="utf-8"))
     items = []
     for number, row in enumerate(rows):
-        base = dict(dataset="mixedqa", question_id=str(number), question=row["question"],
+        base: dict[str, Any] = dict(dataset="mixedqa", question_id=str(number), question=row["question"],
                     gold=tuple(row["answers"]), group=row.get("source"))
         if not answers_from:
             items.append(EvalItem(id=str(number), **base))
@@ -137,7 +137,7 @@ def read_truthfulqa(path: Path, *, given: bool = False) -> list[EvalItem]:
     items = []
     for number, row in _truthfulqa_rows(path):
         true, false = _answers(row["Correct Answers"]), _answers(row["Incorrect Answers"])
-        base = dict(dataset="truthfulqa", question_id=str(number), question=row["Question"], gold=true,
+        base: dict[str, Any] = dict(dataset="truthfulqa", question_id=str(number), question=row["Question"], gold=true,
                     group=row["Category"])
         if not given:
             items.append(EvalItem(id=str(number), **base))
@@ -156,7 +156,8 @@ def read_truthfulqa_mc(path: Path) -> list[McQuestion]:
 
 def read_truthfulqa_judge(path: Path) -> list[EvalItem]:
     """TruthfulQA's judge data: (question, answer) pairs with a human truthfulness label."""
-    items, question_ids = [], {}
+    items: list[EvalItem] = []
+    question_ids: dict[str, str] = {}
     for number, row in _jsonl(path):
         match = _JUDGE_PROMPT.match(row["prompt"])
         if match is None:

@@ -10,9 +10,9 @@ import pytest
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from scoring.evaluation import CalibrationError, IsotonicCalibrator, load_calibration, save_calibration
-from scoring.evaluation.calibration import fitted_components
-from scoring.evaluation.fitting import calibration_study, fit_calibrator, split_indices
+from scoring.calibration import CalibrationError, IsotonicCalibrator, load_calibration, save_calibration
+from scoring.calibration import fitted_components
+from evaluation.fitting import calibration_study, fit_calibrator, split_indices
 
 # Trust_OV-like scores: the six Table 3 cells, correct more often in the higher cells.
 RNG = np.random.default_rng(11)
@@ -84,7 +84,7 @@ def test_a_single_label_split_fits_nothing() -> None:
 
 def test_the_committed_report_calibration_loads() -> None:
     """docs/eval ships a calibration file as the format's example: it must stay loadable."""
-    path = Path(__file__).resolve().parents[3] / "docs" / "eval" / "mixedqa-given-fc" / "calibration.json"
+    path = Path(__file__).resolve().parents[2] / "docs" / "eval" / "mixedqa-given-fc" / "calibration.json"
     calibrator = load_calibration(path)
     assert calibrator.score == "ov" and calibrator.fitted_on["components"] == "fc"
     assert all(0.0 <= calibrator.probability(score) <= 1.0 for score in (0.0, 0.5, 1.0))

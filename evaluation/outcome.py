@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from ..types import ComponentResult
+from scoring.types import BCDetails, ComponentResult, OVDetails
+
+D = TypeVar("D", bound=BaseModel)
 
 __all__ = ["SIGNALS", "ItemOutcome", "Signal", "by_answerer", "signal_values"]
 
@@ -32,9 +34,16 @@ class ItemOutcome(BaseModel):
     gold_match: bool | None = None  # the matching label too, where gold answers exist (agreement with humans)
     components: dict[str, ComponentResult] = Field(default_factory=dict)
 
-    def detail(self, component: str, key: str) -> Any:
+    def details(self, component: str, kind: type[D]) -> D | None:
+        """A scored component's typed details; None when it did not run, failed, or has others."""
         result = self.components.get(component)
-        return None if result is None or result.error else result.details.get(key)
+        return result.details if result is not None and not result.error and isinstance(result.details, kind) \
+            else None
+
+    def answer_detail(self, key: str) -> Any:
+        """What the answer step recorded (the evaluation's own "answer" component keeps a dict)."""
+        result = self.components.get("answer")
+        return result.details.get(key) if result is not None and isinstance(result.details, dict) else None
 
     def value(self, component: str) -> float | None:
         result = self.components.get(component)
@@ -50,9 +59,14 @@ class Signal:
     read: Callable[[ItemOutcome], float | None]
 
 
-def _both_scored(outcome: ItemOutcome, key: str) -> float | None:
-    """A Trust_OV figure only where Trust_OV combined both components (else it repeats one of them)."""
-    return outcome.detail("ov", key) if outcome.detail("ov", "source") == "bc+fc" else None
+def _both_scored(outcome: ItemOutcome) -> OVDetails | None:
+    """Trust_OV's details only where it combined both components (else it repeats one of them)."""
+    ov = outcome.details("ov", OVDetails)
+    return ov if ov is not None and ov.source == "bc+fc" else None
+
+
+def _bc(outcome: ItemOutcome) -> BCDetails:
+    return outcome.details("bc", BCDetails) or BCDetails()
 
 
 def _words(outcome: ItemOutcome) -> float:
@@ -60,15 +74,15 @@ def _words(outcome: ItemOutcome) -> float:
 
 
 SIGNALS: tuple[Signal, ...] = (
-    Signal("bc_binary", "Trust_BC (binary)", True, "bc", lambda o: o.detail("bc", "binary")),
-    Signal("bc_graded", "Trust_BC (graded)", True, None, lambda o: o.detail("bc", "graded")),
-    Signal("bc_letter_probability", "Trust_BC (letter probability)", True, None, lambda o: o.detail("bc", "logprob")),
+    Signal("bc_binary", "Trust_BC (binary)", True, "bc", lambda o: _bc(o).binary),
+    Signal("bc_graded", "Trust_BC (graded)", True, None, lambda o: _bc(o).graded),
+    Signal("bc_letter_probability", "Trust_BC (letter probability)", True, None, lambda o: _bc(o).logprob),
     Signal("fc", "Trust_FC", True, "fc", lambda o: o.value("fc")),
-    Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: _both_scored(o, "table3")),
-    Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: _both_scored(o, "graded")),
+    Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: ov.table3 if (ov := _both_scored(o)) else None),
+    Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: ov.graded if (ov := _both_scored(o)) else None),
     Signal("answer_words", "baseline: answer length (words)", False, None, _words),
     Signal("mean_logprob", "baseline: mean token log-probability", False, None,
-           lambda o: o.detail("answer", "mean_logprob")),
+           lambda o: o.answer_detail("mean_logprob")),
     Signal("verbal_confidence", "baseline: verbalised confidence", True, None, lambda o: o.value("verbal")),
 )
 

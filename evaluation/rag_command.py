@@ -15,11 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..factcheck import NLIModelError
-from ..rag import RagScorer, build_rag_scorer, rag_report
-from ..rag.cases import load_cases, score_cases
-from ..settings import ScoringSettings
-from ..types import ScoringJob
+from scoring.factcheck import NLIModelError
+from scoring.rag import RagScorer, build_rag_scorer, rag_report
+from scoring.rag.cases import load_cases, score_cases
+from scoring.assembly import ScorerAssetsError
+from scoring.settings import ScoringSettings
+from scoring.types import ScoringJob
 from .asking import CachedAsk, CallCounter
 from .assembly import cache_and_report_paths, git_commit, model_group, now_utc, strict_json
 from .cache import CallSite, EvalCache
@@ -28,7 +29,6 @@ from .datasets import DatasetError
 from .gateway import gateway_settings, open_upstream
 from .progress import progress_bar
 from .report import ReportContext, render_rag_markdown, write_json
-from .scorers import MissingAssets
 
 __all__ = ["eval_rag"]
 
@@ -77,4 +77,4 @@ def _rag_scorer(scoring: ScoringSettings) -> RagScorer:
     try:
         return build_rag_scorer(scoring)
     except NLIModelError as exc:
-        raise MissingAssets(f"cannot load the RAG judge's NLI model: {exc}") from exc
+        raise ScorerAssetsError(f"cannot load the RAG judge's NLI model: {exc}") from exc

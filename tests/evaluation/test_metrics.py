@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import pearsonr, spearmanr
 from sklearn.metrics import average_precision_score, brier_score_loss, cohen_kappa_score, roc_auc_score, roc_curve
 
-from scoring.evaluation.metrics import (
+from evaluation.metrics import (
     auprc,
     auroc,
     bootstrap_ci,

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from .calibration import Calibrator, IsotonicCalibrator, PlattCalibrator
+from scoring.calibration import Calibrator, IsotonicCalibrator, PlattCalibrator
 from .metrics import brier_score, expected_calibration_error
 
 __all__ = ["CalibrationStudy", "Method", "calibration_study", "fit_calibrator", "split_indices"]
@@ -50,7 +50,7 @@ def split_indices(labels: Sequence[int], fit_fraction: float, seed: int) -> tupl
     fit: list[int] = []
     for label in sorted(set(labels)):
         members = rng.permutation([i for i, value in enumerate(labels) if value == label]).tolist()
-        fit += members[:int(round(len(members) * fit_fraction))]
+        fit += members[:round(len(members) * fit_fraction)]
     chosen = set(fit)
     return sorted(fit), [i for i in range(len(labels)) if i not in chosen]
 

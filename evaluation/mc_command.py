@@ -64,8 +64,8 @@ def eval_truthfulqa_mc(args: argparse.Namespace) -> int:
                             command=command_line(args), dataset="truthfulqa", mode="mc", model=model,
                             created_at=now_utc(), git_commit=git_commit(), notes=tuple(args.note))
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "results.json", {"context": context, "summary": summary, "run": run,
-                                      "questions": [{"id": q.id, **asdict(r)} for q, r in zip(questions, results)]})
+    per_question = [{"id": q.id, **asdict(r)} for q, r in zip(questions, results, strict=True)]
+    write_json(out / "results.json", {"context": context, "summary": summary, "run": run, "questions": per_question})
     (out / "report.md").write_text(render_mc_markdown(context, summary, run), encoding="utf-8")
     print(f"report: {out / 'report.md'}")
     return 0

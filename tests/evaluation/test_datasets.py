@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.evaluation.datasets import (
+from evaluation.datasets import (
     DATASET_FILES,
     DatasetError,
     default_data_dir,
@@ -86,7 +86,7 @@ def test_generic_jsonl(tmp_path: Path) -> None:
     assert [(i.id, i.label, i.gold) for i in items] == [("0", 1, ("Paris",)), ("q2", 0, ())]
     assert items[0].dataset == "mine"
     (tmp_path / "bad.jsonl").write_text('{"question": "no answer"}\n')
-    with pytest.raises(DatasetError, match="bad.jsonl:1"):
+    with pytest.raises(DatasetError, match=r"bad.jsonl:1"):
         read_generic_jsonl(tmp_path / "bad.jsonl", given=True)
 
 

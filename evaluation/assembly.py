@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..settings import ScoringSettings
+from scoring.settings import ScoringSettings
 from .datasets import DatasetError
 
 if TYPE_CHECKING:

@@ -33,10 +33,10 @@ from typing import Any, Literal
 
 import orjson
 
-from ..combine import combine
-from ..pipeline import ScoringPipeline
-from ..settings import ScoringSettings
-from ..types import ComponentResult, Scorer, ScoringJob
+from scoring.combine import combine
+from scoring.pipeline import ScoringPipeline
+from scoring.settings import ScoringSettings
+from scoring.types import ComponentResult, Scorer, ScoringJob
 from .asking import CachedAsk, CallCounter, Complete, chosen_tokens, reply_text
 from .cache import CallSite, EvalCache
 from .datasets import EvalItem
@@ -101,6 +101,11 @@ def _source_digest(module: str) -> str:
     return digest.hexdigest()[:16]
 
 
+def _answer_text(result: ComponentResult) -> str:
+    """The cleaned answer the answer step recorded in its details."""
+    return str(result.details.get("answer") or "") if isinstance(result.details, dict) else ""
+
+
 @dataclass
 class Evaluator:
     """Turns one item into an ``ItemOutcome``; holds the run's collaborators and call counters."""
@@ -161,7 +166,7 @@ class Evaluator:
             fingerprint = _digest(CLOSED_BOOK_PROMPT, ANSWER_MAX_TOKENS, self.spec.answer_logprobs)
             components["answer"] = await self._cached(item, "answer", model, fingerprint,
                                                       lambda ask: self._answer(item, ask))
-            answer = str(components["answer"].details.get("answer") or "")
+            answer = _answer_text(components["answer"])
             if self.spec.verbal_confidence:
                 components["verbal"] = await self._cached(item, "verbal", model, _digest(CONFIDENCE_PROMPT, answer),
                                                           lambda ask: self._verbal(item, answer, ask))
@@ -170,9 +175,9 @@ class Evaluator:
         job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer)
         for name in self.spec.components:
             scorer = self.scorers[name]
-            target = getattr(scorer, "judge_model", None) or model
+            target = scorer.judge_model or model
             components[name] = await self._cached(item, name, target, self._scorer_fingerprint(name, answer),
-                                                  lambda ask, scorer=scorer: self._score(scorer, job, ask))
+                                                  functools.partial(self._score, scorer, job))
         components["ov"] = combine(components.get("bc"), components.get("fc"))
         matched = gold_match(answer, item.gold, item.question) if item.gold else None
         if item.label is not None and item.label_source is not None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scoring.evaluation.matching import gold_match, normalise_answer
-from scoring.evaluation.prompts import (
+from evaluation.matching import gold_match, normalise_answer
+from evaluation.prompts import (
     answer_end,
     clean_answer,
     closed_book_prompt,

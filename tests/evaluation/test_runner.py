@@ -10,16 +10,16 @@ import orjson
 import pytest
 
 from proxy import GatewaySettings
-from scoring.evaluation.asking import Complete
-from scoring.evaluation import runner
-from scoring.evaluation.cache import EvalCache
-from scoring.evaluation.datasets import EvalItem
-from scoring.evaluation.gateway import open_upstream
-from scoring.evaluation.outcome import ItemOutcome
-from scoring.evaluation.runner import Evaluator, ItemFailure, RunSpec, evaluate_items
-from scoring.evaluation.summary import summarise
+from evaluation.asking import Complete
+from evaluation import runner
+from evaluation.cache import EvalCache
+from evaluation.datasets import EvalItem
+from evaluation.gateway import open_upstream
+from evaluation.outcome import ItemOutcome
+from evaluation.runner import Evaluator, ItemFailure, RunSpec, evaluate_items
+from evaluation.summary import summarise
 from scoring.settings import ScoringSettings
-from scoring.types import Scorer
+from scoring.types import OVDetails, Scorer
 from tests.fake_upstream import FakeUpstream
 
 from .scripted import ALBUMS, ScriptedModel
@@ -78,11 +78,11 @@ def test_answer_and_score_with_hand_computed_metrics(gateway: GatewaySettings, e
     assert [(o.label, o.label_source) for o in outcomes] == [(1, "gold-match"), (0, "gold-match")] * 2
     assert [o.value("bc") for o in outcomes] == [1.0, 0.0, 0.0, 1.0]
     assert [o.value("fc") for o in outcomes] == [1.0, 0.0, 1.0, 0.5]
-    assert [o.detail("ov", "table3") for o in outcomes] == [1.0, 0.0, 0.8, 0.6]
+    assert [o.details("ov", OVDetails).table3 for o in outcomes]  # type: ignore[union-attr] == [1.0, 0.0, 0.8, 0.6]
     assert [o.value("verbal") for o in outcomes] == [0.9, 0.8, 0.6, 0.7]
     # The fake's token log-probabilities are -0.05·(position mod 7), one token per word.
     words = [len(s.answer.split()) for s in ALBUMS]
-    assert [o.detail("answer", "mean_logprob") for o in outcomes] == \
+    assert [o.answer_detail("mean_logprob") for o in outcomes] == \
         pytest.approx([-0.05 * sum(i % 7 for i in range(n)) / n for n in words])
     assert len(fake_upstream.requests) == 4 * sum(CALLS_PER_ITEM.values())
     assert {name: c.made for name, c in evaluator.counters.items()} == {k: 4 * v for k, v in CALLS_PER_ITEM.items()}
@@ -137,7 +137,7 @@ def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(gateway:
     assert not failures and [o.value("fc") for o in outcomes] == [1.0, 0.0, 1.0, 0.5]
     assert {o.answerer for o in outcomes} == {"someone"} and {o.label_source for o in outcomes} == {"human"}
     assert [o.gold_match for o in outcomes] == [True, False, True, False]
-    assert all(o.detail("ov", "source") == "fc" for o in outcomes)  # Trust_OV is Trust_FC alone here
+    assert all(o.details("ov", OVDetails).source == "fc" for o in outcomes)  # type: ignore[union-attr]  # Trust_OV is Trust_FC alone here
     assert len(fake_upstream.requests) == 4  # one judge call each: no answering, no checks, no confidence
     group = summarise(outcomes, resamples=50)["someone"]
     assert set(group["signals"]) == {"fc", "answer_words"}
@@ -163,7 +163,7 @@ def test_without_logprobs_the_answer_call_asks_for_none(gateway: GatewaySettings
     spec = RunSpec(mode="answer", model="fake", components=(), verbal_confidence=False, answer_logprobs=False)
     (outcome,), _, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", ITEMS[:1], spec)
     assert "logprobs" not in fake_upstream.requests[0] and len(fake_upstream.requests) == 1
-    assert outcome.detail("answer", "mean_logprob") is None and outcome.value("ov") is None
+    assert outcome.answer_detail("mean_logprob") is None and outcome.value("ov") is None
 
 
 def test_results_of_changed_scorer_code_are_recomputed_from_cached_replies(

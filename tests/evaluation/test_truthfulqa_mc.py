@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from scoring.evaluation.truthfulqa_mc import CandidateScore, candidate_score, mc_scores, repeat_prompt
+from evaluation.truthfulqa_mc import CandidateScore, candidate_score, mc_scores, repeat_prompt
 
 
 def test_a_reproduced_candidate_sums_its_tokens() -> None:

@@ -13,7 +13,7 @@ from scoring.consistency.distractors import DistractorGenerator
 from scoring.consistency.runtime import load_nlp
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.consistency.substitution import SubstituteSources
-from scoring.factcheck import FactCheckScorer
+from scoring.factcheck.scorer import FactCheckScorer
 from scoring.factcheck.assets import add_corpus, load_evidence_index
 from scoring.settings import ConsistencySettings, FactCheckSettings, ScoringSettings
 from scoring.types import Scorer

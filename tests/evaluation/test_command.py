@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from proxy.cli import main
-from scoring.evaluation import load_calibration
+from scoring.calibration import load_calibration
 from scoring.settings import ScoringSettings
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text

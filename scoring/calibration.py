@@ -23,6 +23,7 @@ Isotonic: piecewise-linear through the (x, y) thresholds, flat beyond the ends
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -52,8 +53,12 @@ class CalibrationError(ValueError):
 class Calibrator(Protocol):
     """Raw score (which component: ``score``) -> probability that the answer is correct."""
 
-    score: str
-    fitted_on: dict[str, Any]  # what the evaluation measured: dataset, mode, model, components ("bc+fc"), ...
+    @property
+    def score(self) -> str: ...
+
+    @property
+    def fitted_on(self) -> dict[str, Any]:
+        """What the evaluation measured: dataset, mode, model, components ("bc+fc"), ..."""
 
     def probability(self, score: float) -> float: ...
 
@@ -70,7 +75,7 @@ class IsotonicCalibrator:
     def __post_init__(self) -> None:
         if not self.x or len(self.x) != len(self.y):
             raise CalibrationError("isotonic calibration needs as many y as x thresholds, at least one")
-        if any(b < a for a, b in zip(self.x, self.x[1:])) or any(b < a for a, b in zip(self.y, self.y[1:])):
+        if any(b < a for a, b in itertools.pairwise(self.x)) or any(b < a for a, b in itertools.pairwise(self.y)):
             raise CalibrationError("isotonic thresholds must be non-decreasing")
         if not all(0.0 <= p <= 1.0 for p in self.y):
             raise CalibrationError("isotonic probabilities must lie in [0, 1]")
@@ -140,12 +145,12 @@ def _from_json(data: Any) -> Calibrator:
     fitted_on = data.get("fitted_on") or {}
     if not isinstance(fitted_on, dict):
         raise CalibrationError("malformed calibration: fitted_on must be an object")
-    common = {"score": str(data.get("score", "ov")), "fitted_on": dict(fitted_on)}
+    score, fitted = str(data.get("score", "ov")), dict(fitted_on)
     try:
         if data.get("method") == "isotonic":
-            return IsotonicCalibrator(tuple(map(_finite, data["x"])), tuple(map(_finite, data["y"])), **common)
+            return IsotonicCalibrator(tuple(map(_finite, data["x"])), tuple(map(_finite, data["y"])), score, fitted)
         if data.get("method") == "platt":
-            return PlattCalibrator(_finite(data["a"]), _finite(data["b"]), **common)
+            return PlattCalibrator(_finite(data["a"]), _finite(data["b"]), score, fitted)
     except (KeyError, TypeError, ValueError) as exc:
         raise CalibrationError(f"malformed calibration: {exc}") from exc
     raise CalibrationError(f"unknown calibration method {data.get('method')!r}")

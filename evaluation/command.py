@@ -11,14 +11,14 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 
-from ..rag.cases import CaseError
-from .calibration import CalibrationError
+from scoring.assembly import ScorerAssetsError
+from scoring.rag.cases import CaseError
+from scoring.calibration import CalibrationError
 from .datasets import DatasetError
 from .mc_command import eval_truthfulqa_mc
 from .mc_runner import NoLogprobs
 from .rag_command import eval_rag
 from .run_command import eval_run
-from .scorers import MissingAssets
 
 __all__ = ["run_eval_command"]
 
@@ -48,6 +48,6 @@ def run_eval_command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("trustgate eval: interrupted; rerun the same command to resume from the cache", file=sys.stderr)
         return 130
-    except (DatasetError, MissingAssets, NoLogprobs, CalibrationError, CaseError) as exc:
+    except (DatasetError, ScorerAssetsError, NoLogprobs, CalibrationError, CaseError) as exc:
         print(f"trustgate eval: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,81 @@
+"""Scoring failures in the log: one line with its traceback per failure, rate-limited, secrets masked.
+
+A scorer that fails never fails the user's response (the record says what
+broke); this makes the failure visible to the operator too. The counters
+(``trustgate_scorer_errors_total{component,reason}``, the queue's errors) are
+the exporters' job; the log is this module's, where the exceptions still
+carry their tracebacks.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .types import ScoringFailure
+
+__all__ = ["FailureLog", "describe", "mask_secrets"]
+
+# Credentials that an exception's text can carry, and what each becomes.
+_SECRETS = (
+    (re.compile(r"(?i)(bearer\s+)[^\s\"',;]+"), r"\1***"),
+    (re.compile(r"(?i)((?:api[_-]?key|token|password|secret)[\"']?\s*[=:]\s*[\"']?)[^\s\"'&,;]+"), r"\1***"),
+    (re.compile(r"(://[^/\s:@]*:)[^/\s@]+@"), r"\1***@"),  # user:password@ in a URL (Redis, SPARQL)
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}"), "sk-***"),  # OpenAI-style keys
+)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with what looks like a credential replaced by ``***``."""
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def describe(error: BaseException) -> str:
+    """A record's ``error`` text, "Type: message" with secrets masked, of the original error if one was wrapped.
+
+    A ``ScoringFailure`` raised from another error (an ``Ask``'s upstream
+    failure) names that one, as the record did before scoring had a reason.
+    """
+    shown = error.__cause__ if isinstance(error, ScoringFailure) and error.__cause__ is not None else error
+    return mask_secrets(f"{type(shown).__name__}: {shown}")
+
+
+@dataclass
+class _Window:
+    logged_at: float
+    suppressed: int = 0
+
+
+class FailureLog:
+    """Logs failures by (where, reason): the first at once, then at most one per ``interval_s``.
+
+    A line after a quiet spell says how many were left out since the last
+    one; the counters have them all. One instance per owner (a pipeline, a
+    queue), no global state.
+    """
+
+    def __init__(self, logger: logging.Logger, *, interval_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = logger
+        self._interval_s = interval_s
+        self._clock = clock
+        self._windows: dict[tuple[str, str], _Window] = {}
+
+    def report(self, where: str, reason: str, error: BaseException) -> None:
+        """Log ``error`` (met by ``where``: a component, a queue operation) unless one like it just was."""
+        key, now = (where, reason), self._clock()
+        window = self._windows.get(key)
+        if window is not None and now - window.logged_at < self._interval_s:
+            window.suppressed += 1
+            return
+        left_out = f" ({window.suppressed} more left out of the log since the last)" if window and window.suppressed \
+            else ""
+        self._windows[key] = _Window(now)
+        trace = "".join(traceback.format_exception(error)).rstrip()
+        self._log.warning("%s failed (%s)%s: %s", where, reason, left_out, mask_secrets(trace))
