@@ -88,7 +88,7 @@ class McQuestion:
 
 def default_data_dir() -> Path:
     """``../shared/eval`` beside the repository, where the labeled sets live read-only."""
-    return Path(__file__).resolve().parents[2].parent / "shared" / "eval"
+    return Path(__file__).resolve().parents[1].parent / "shared" / "eval"
 
 
 def _open(path: Path) -> Path:

@@ -188,6 +188,14 @@ class FCEvidence(BaseModel):
     score: float  # BM25
     snippet: str | None = None  # the passage's opening, so a reader sees what the judge was shown
 
+    @model_serializer(mode="wrap")
+    def _snippet_only_when_kept(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Records written before snippets were kept read back as they were written: no null snippet."""
+        data: dict[str, Any] = handler(self)
+        if data.get("snippet") is None:
+            data.pop("snippet", None)
+        return data
+
 
 class FCDetails(_Details):
     """Trust_FC ("fc"): the evidence retrieved and the judge's verdict on it."""

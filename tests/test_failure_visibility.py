@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from exporters import build_metrics
 from proxy.ask import UpstreamAsk
 from proxy.errors import UpstreamError, UpstreamUnavailable
+from proxy.slots import Priority
 from proxy.upstream_errors import MALFORMED_REPLY
 from scoring.failures import FailureLog, mask_secrets
 from scoring.pipeline import ScoringPipeline
@@ -122,7 +123,7 @@ class _Upstream:
     def __init__(self, outcome: Exception) -> None:
         self.outcome = outcome
 
-    async def complete(self, model: str, body: dict[str, Any]) -> Any:
+    async def complete(self, model: str, body: dict[str, Any], *, priority: Priority) -> Any:
         raise self.outcome
 
 
