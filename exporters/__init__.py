@@ -1,6 +1,6 @@
 """Exporters: functions of what the gateway and scorers produce; they never compute scores."""
 
-from .headers import trust_chunk, trust_headers, trust_summary
+from .headers import TRUST_EVENT, trust_chunk, trust_event, trust_headers, trust_summary
 from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
 from .prometheus import (
     GatewayMetrics,
@@ -13,6 +13,7 @@ from .redis_store import RedisRecordStore
 from .store import RecordStore, SqliteRecordStore, StoreUnavailable
 
 __all__ = [
+    "TRUST_EVENT",
     "GatewayMetrics",
     "RecordPublisher",
     "RecordStore",
@@ -27,6 +28,7 @@ __all__ = [
     "configure_telemetry",
     "disabled_telemetry",
     "trust_chunk",
+    "trust_event",
     "trust_headers",
     "trust_summary",
 ]

@@ -7,7 +7,10 @@ from typing import Any
 
 from scoring.types import RAGDetails, TrustRecord
 
-__all__ = ["trust_chunk", "trust_headers", "trust_summary"]
+__all__ = ["TRUST_EVENT", "trust_chunk", "trust_event", "trust_headers", "trust_summary"]
+
+# The name of the trust event in a Responses API stream.
+TRUST_EVENT = "trustgate.trust"
 
 
 def _fmt(value: float | None) -> str | None:
@@ -42,10 +45,22 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
             "components": {name: c.value for name, c in record.components.items()}}
 
 
-def trust_chunk(record: TrustRecord, *, completion_id: str, model: str) -> dict[str, Any]:
-    """A chat.completion.chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it.
+def trust_chunk(record: TrustRecord, *, completion_id: str, model: str,
+                object_type: str = "chat.completion.chunk") -> dict[str, Any]:
+    """A chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it.
 
-    The gateway sends it as the stream's last event before ``data: [DONE]``.
+    The gateway sends it as the stream's last event before ``data: [DONE]``;
+    ``object_type`` is ``text_completion`` in a legacy completions stream.
     """
-    return {"id": completion_id, "object": "chat.completion.chunk", "created": int(time.time()),
+    return {"id": completion_id, "object": object_type, "created": int(time.time()),
             "model": model, "choices": [], "trust": trust_summary(record)}
+
+
+def trust_event(record: TrustRecord, *, sequence_number: int) -> dict[str, Any]:
+    """The ``TRUST_EVENT`` of a Responses API stream, sent before ``response.completed``.
+
+    OpenAI SDKs pass event types they do not know through to the caller (and
+    their stream accumulators skip them), so the trust object reaches code that
+    looks for it without breaking code that does not.
+    """
+    return {"type": TRUST_EVENT, "sequence_number": sequence_number, "trust": trust_summary(record)}

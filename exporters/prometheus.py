@@ -52,6 +52,7 @@ class GatewayMetrics:
     store_errors: Counter
     accept_errors: Counter
     sync_timeouts: Counter
+    scoring_calls_shed: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -150,6 +151,9 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                               "descriptors or buffers).", []),
         sync_timeouts=counter("scoring_sync_timeouts", "Sync-mode responses sent with a pending trust record "
                               "because scoring took longer than sync_timeout.", ["model"]),
+        scoring_calls_shed=counter("scoring_calls_shed", "Scorers' upstream calls or retries not made: the group "
+                                   "was rate limited (rate_limited) or scoring's retry budget was spent "
+                                   "(retry_budget).", ["model", "reason"]),
     )
 
 

@@ -26,6 +26,7 @@ from scoring.settings import ScoringSettings
 from scoring.types import Scorer
 
 from .assembly import (
+    build_limiter,
     build_processor,
     build_publisher,
     build_telemetry,
@@ -36,7 +37,10 @@ from .assembly import (
 from .auth import KeyRing
 from .config import GatewaySettings
 from .connections import BodyDeadline, quiet_accept_errors
+from .endpoint_routes import router as endpoint_router
 from .errors import GatewayError, error_body
+from .limits import Limiter
+from .litellm_backend import check_providers
 from .readiness import ReadinessCheck
 from .routes import router
 from .throttled_log import ThrottledLog
@@ -64,6 +68,7 @@ class Gateway:
     trust: TrustService
     telemetry: Telemetry
     readiness: ReadinessCheck
+    limits: Limiter
 
 
 def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
@@ -76,6 +81,9 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     metrics = build_metrics(registry if registry is not None else CollectorRegistry())
     scoring = settings.trustgate.scoring
     calibrator = load_calibrator(settings)
+    translated = [d for d in settings.model_list if not (settings.trustgate.passthrough and d.is_openai_compatible)]
+    if translated:
+        check_providers(translated)
     skipped_log = ThrottledLog(log)
 
     def fallback_skipped(group: str, fallback: str) -> None:
@@ -87,9 +95,12 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(quiet_accept_errors(asyncio.get_running_loop(), metrics.accept_errors.inc))
-            upstream = await open_upstream_client(settings, stack, on_fallback_skipped=fallback_skipped)
-            tracing = telemetry or build_telemetry(settings, stack)
             redis = await open_redis(settings, stack)
+            limiter = build_limiter(settings, redis, stack)
+            upstream = await open_upstream_client(
+                settings, stack, on_fallback_skipped=fallback_skipped, limiter=limiter,
+                on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
+            tracing = telemetry or build_telemetry(settings, stack)
             publisher = await build_publisher(settings, metrics, redis, stack)
             queue: JobQueue
             if redis is not None:  # workers score; this process only needs to know whether anything will
@@ -110,12 +121,14 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             health = settings.trustgate.health
             readiness = ReadinessCheck(lambda: upstream.check_ready(health.readiness_probe_timeout), health,
                                        on_probe=metrics.readiness_probes.inc)
-            app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing, readiness)
+            app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing, readiness,
+                                        limiter)
             yield
 
     app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
     app.include_router(router)
+    app.include_router(endpoint_router)
     app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
     for mount in mounts:
         mount(app)
@@ -133,7 +146,7 @@ def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] 
 
 
 async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status_code)
+    return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers())
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

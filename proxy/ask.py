@@ -1,8 +1,9 @@
 """The scorers' door to the upstream: an ``Ask`` bound to one model group and a purpose.
 
 Scoring calls go through the same UpstreamClient as user traffic (same
-retries, timeouts, fallbacks) and are counted by purpose, so dashboards can
-tell user calls from scoring calls.
+timeouts and fallbacks; retries within scoring's budget, shed while the group
+is rate limited) and are counted by purpose, so dashboards can tell user calls
+from scoring calls.
 """
 
 from __future__ import annotations

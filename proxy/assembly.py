@@ -31,13 +31,15 @@ from scoring.types import Scorer
 
 from .ask import UpstreamAsk
 from .config import ConfigError, GatewaySettings
+from .limits import Limiter, MemoryCounters, RedisCounters
 from .local_upstream import run_local_upstream
+from .retries import OnScoringShed
 from .throttled_log import ThrottledLog
 from .trust import traced
 from .upstream import OnFallbackSkipped, UpstreamClient
 
-__all__ = ["build_processor", "build_publisher", "build_scorers", "build_telemetry", "http_client", "load_calibrator",
-           "open_redis", "open_upstream_client"]
+__all__ = ["build_limiter", "build_processor", "build_publisher", "build_scorers", "build_telemetry", "http_client",
+           "load_calibrator", "open_redis", "open_upstream_client"]
 
 log = logging.getLogger("trustgate.assembly")
 
@@ -50,7 +52,9 @@ def http_client() -> httpx.AsyncClient:
 
 async def open_upstream_client(settings: GatewaySettings, stack: contextlib.AsyncExitStack, *,
                                start_local: bool = True,
-                               on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None) -> UpstreamClient:
+                               on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
+                               on_scoring_shed: OnScoringShed = lambda group, reason: None,
+                               limiter: Limiter | None = None) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -59,7 +63,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
     if start_local and settings.trustgate.local_upstream.enabled:
         await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
     http = await stack.enter_async_context(http_client())
-    upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped)
+    upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped,
+                              on_scoring_shed=on_scoring_shed, limiter=limiter)
     stack.push_async_callback(upstream.aclose)
     return upstream
 
@@ -82,6 +87,16 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
                            socket_connect_timeout=queue.redis_timeout, health_check_interval=10)
     stack.push_async_callback(redis.aclose)
     return redis
+
+
+def build_limiter(settings: GatewaySettings, queue_redis: Redis | None, stack: contextlib.AsyncExitStack) -> Limiter:
+    """Rate-limit counters in Redis when the gateway has one (so replicas share them), else in this process."""
+    url = settings.trustgate.limits.redis_url
+    if url is not None:
+        redis = Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+        stack.push_async_callback(redis.aclose)
+        return Limiter(RedisCounters(redis))
+    return Limiter(RedisCounters(queue_redis) if queue_redis is not None else MemoryCounters())
 
 
 async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None,

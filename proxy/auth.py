@@ -7,12 +7,13 @@ leaves this module (for logs, per-key policy and record ownership), never the ke
 from __future__ import annotations
 
 import hmac
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from scoring.types import RecordScope
 
 from .config import GatewaySettings
 from .errors import AuthenticationFailed, PermissionDenied
+from .limits import KeyLimits
 
 __all__ = ["Caller", "KeyRing"]
 
@@ -22,12 +23,14 @@ class Caller:
     name: str
     models: frozenset[str] | None  # None: every model
     admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
+    limits: KeyLimits = field(default_factory=KeyLimits)
 
     def may_use(self, model: str) -> bool:
         return self.models is None or model in self.models
 
-    def require_model(self, model: str) -> None:
-        if not self.may_use(model):
+    def require_model(self, model: str, group: str | None = None) -> None:
+        """``model`` as asked for, or the ``group`` it is an alias of, must be on the key's list."""
+        if not self.may_use(model) and (group is None or not self.may_use(group)):
             raise PermissionDenied(f"This key may not use model `{model}`", param="model",
                                    code="model_not_allowed")
 
@@ -41,7 +44,8 @@ class KeyRing:
     def __init__(self, settings: GatewaySettings) -> None:
         self._entries: list[tuple[bytes, Caller]] = [
             (k.key.get_secret_value().encode(),
-             Caller(k.name, frozenset(k.models) if k.models is not None else None, admin=k.admin))
+             Caller(k.name, frozenset(k.models) if k.models is not None else None, admin=k.admin,
+                    limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests)))
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:

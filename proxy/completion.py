@@ -13,14 +13,19 @@ import orjson
 from .replies import ChatCompletion, MalformedReply, parse_completion
 from .upstream_errors import UpstreamErrors
 
-__all__ = ["DONE_EVENT", "Completion", "UpstreamStream", "bounded_chunks", "checked_completion", "sse_event"]
+__all__ = ["DONE_EVENT", "Completion", "Forwarded", "UpstreamStream", "bounded_chunks", "checked_completion",
+           "checked_forwarded", "sse_event"]
 
 DONE_EVENT = b"data: [DONE]\n\n"  # the last event of a chat-completions stream
 
 
-def sse_event(payload: Any) -> bytes:
-    """One server-sent event carrying ``payload`` as JSON: how every chunk the gateway writes is framed."""
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
+def sse_event(payload: Any, *, name: str | None = None) -> bytes:
+    """One server-sent event carrying ``payload`` as JSON: how every chunk the gateway writes is framed.
+
+    ``name`` gives the event an ``event:`` line, as the Responses API's gateway events carry.
+    """
+    head = f"event: {name}\n".encode() if name else b""
+    return head + b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,32 @@ def checked_completion(raw: bytes, model_group: str, *, max_bytes: int, errors: 
     except MalformedReply as exc:
         raise errors.malformed(str(exc)) from exc
     return Completion(raw=raw, reply=reply, model_group=model_group)
+
+
+@dataclass(frozen=True)
+class Forwarded:
+    """A whole reply of an endpoint besides chat (legacy completions, embeddings, Responses).
+
+    Checked only as far as every such reply goes — within ``max_response_bytes``
+    and a JSON object — because each endpoint's shape is the client's to read;
+    the scored ones read their answer from ``data`` defensively (``taps``).
+    """
+
+    raw: bytes
+    data: dict[str, Any]
+    model_group: str
+
+
+def checked_forwarded(raw: bytes, model_group: str, *, max_bytes: int, errors: UpstreamErrors) -> Forwarded:
+    if len(raw) > max_bytes:
+        raise errors.too_large(max_bytes)
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise errors.malformed(f"reply is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise errors.malformed("reply is not a JSON object")
+    return Forwarded(raw=raw, data=data, model_group=model_group)
 
 
 @dataclass

@@ -10,23 +10,29 @@ no secret is printed by a ``repr``.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from scoring.settings import ScoringSettings
+
+from .litellm_config import merge_litellm_settings, unimplemented_keys
 
 __all__ = [
     "ApiKey",
     "ConfigError",
     "Deployment",
+    "FallbackKind",
     "GatewaySettings",
     "HealthSettings",
+    "LimitSettings",
     "LocalUpstreamSettings",
+    "RetrySettings",
     "RouterSettings",
     "ServerSettings",
     "TrustGateSection",
@@ -34,6 +40,8 @@ __all__ = [
     "default_config_path",
     "load_settings",
 ]
+
+log = logging.getLogger("trustgate.config")
 
 ENV_PREFIX = "os.environ/"
 
@@ -79,6 +87,18 @@ class Deployment(BaseModel):
         return key if isinstance(key, SecretStr) else SecretStr(str(key))
 
     @property
+    def rpm(self) -> int | None:
+        """LiteLLM's per-deployment requests-per-minute limit."""
+        value = self.litellm_params.get("rpm")
+        return int(value) if value is not None else None
+
+    @property
+    def tpm(self) -> int | None:
+        """LiteLLM's per-deployment tokens-per-minute limit (answers whose usage is reported)."""
+        value = self.litellm_params.get("tpm")
+        return int(value) if value is not None else None
+
+    @property
     def timeout(self) -> float | None:
         value = self.litellm_params.get("timeout")
         return float(value) if value is not None else None
@@ -112,23 +132,50 @@ class Deployment(BaseModel):
                 for k, v in self.litellm_params.items()}
 
 
+FallbackKind = Literal["fallbacks", "context_window_fallbacks", "content_policy_fallbacks"]
+
+
 class RouterSettings(BaseModel):
+    """LiteLLM's ``router_settings`` (with ``litellm_settings``' fallbacks merged in) that TrustGate honours.
+
+    Other LiteLLM keys are named in the start-up warning (``litellm_config``).
+    """
+
     model_config = ConfigDict(extra="ignore")
 
     num_retries: int = Field(default=2, ge=0, le=10)
     timeout: float = Field(default=60.0, gt=0)
     retry_after: float = Field(default=0.0, ge=0)
     fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    context_window_fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    content_policy_fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    # Another name for a model group: {alias: group} or LiteLLM's {alias: {model: group, hidden: bool}}.
+    model_group_alias: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
 
-    def fallbacks_for(self, group: str) -> list[str]:
-        return [name for entry in self.fallbacks for name in entry.get(group, [])]
+    def fallbacks_for(self, group: str, kind: FallbackKind = "fallbacks") -> list[str]:
+        return [name for entry in getattr(self, kind) for name in entry.get(group, [])]
+
+    def aliases(self) -> dict[str, str]:
+        return {alias: target if isinstance(target, str) else str(target.get("model", ""))
+                for alias, target in self.model_group_alias.items()}
+
+    def listed_aliases(self) -> list[str]:
+        """The aliases /v1/models shows (LiteLLM's ``hidden: true`` ones it does not)."""
+        return [alias for alias, target in self.model_group_alias.items()
+                if isinstance(target, str) or not target.get("hidden", False)]
+
+
+class _Section(BaseModel):
+    """TrustGate's own settings: a key it does not know is a typo, refused with its path (``_one_line``)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 # Names the gateway gives callers itself; a client key named so would read their records.
 RESERVED_KEY_NAMES = ("master", "anonymous")
 
 
-class ApiKey(BaseModel):
+class ApiKey(_Section):
     """A client key: who it is (for logs/metrics, never the key itself) and what it may use.
 
     Its name owns the trust records of its requests; ``admin`` keys read every key's records.
@@ -138,9 +185,13 @@ class ApiKey(BaseModel):
     name: str = Field(min_length=1)
     models: list[str] | None = None
     admin: bool = False
+    # LiteLLM's per-key limits (proxy.limits), shared by replicas through Redis when there is one.
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    max_parallel_requests: int | None = Field(default=None, ge=1)
 
 
-class ServerSettings(BaseModel):
+class ServerSettings(_Section):
     """The HTTP server: where it listens and how long a client may hold a connection (proxy/connections.py)."""
 
     host: str = "127.0.0.1"
@@ -152,7 +203,7 @@ class ServerSettings(BaseModel):
     keep_alive_s: float = Field(default=5.0, gt=0)  # an idle kept-alive connection is closed after this
 
 
-class HealthSettings(BaseModel):
+class HealthSettings(_Section):
     """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready."""
 
     # Anyone can call readiness (probes carry no key): its upstream probes are cached this long, so
@@ -163,7 +214,7 @@ class HealthSettings(BaseModel):
     readiness_probe_timeout: float = Field(default=2.0, gt=0)
 
 
-class LocalUpstreamSettings(BaseModel):
+class LocalUpstreamSettings(_Section):
     """The embedded llama.cpp server the gateway starts and stops with itself."""
 
     enabled: bool = False
@@ -186,7 +237,7 @@ class LocalUpstreamSettings(BaseModel):
         return f"http://{self.host}:{self.port}/v1"
 
 
-class StoreSettings(BaseModel):
+class StoreSettings(_Section):
     """Where finished trust records are kept for GET /v1/trust/{id}, and for how long."""
 
     backend: Literal["sqlite"] = "sqlite"
@@ -199,7 +250,7 @@ class StoreSettings(BaseModel):
     max_pending_writes: int = Field(default=2000, ge=1)
 
 
-class UpstreamLimits(BaseModel):
+class UpstreamLimits(_Section):
     """Bounds on what an upstream may send back, on both upstream paths (each deployment's ``timeout`` bounds time)."""
 
     # A chat completion is kilobytes; a few megabytes leaves room for long answers with
@@ -207,16 +258,34 @@ class UpstreamLimits(BaseModel):
     max_response_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
 
 
-class TelemetrySettings(BaseModel):
+class TelemetrySettings(_Section):
     """OpenTelemetry export, off by default; endpoint and headers come from the standard OTEL_* variables."""
 
     enabled: bool = False
     service_name: str = "trustgate"
 
 
-class TrustGateSection(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class RetrySettings(_Section):
+    """How upstream calls are retried (how many times: ``router_settings.num_retries``); see ``proxy.retries``."""
 
+    backoff_initial: float = Field(default=0.5, ge=0)  # seconds before the first retry
+    backoff_max: float = Field(default=8.0, ge=0)
+    jitter: float = Field(default=0.5, ge=0)  # up to this many seconds added at random
+    # A Retry-After longer than this is not waited out: the 429 goes back to the client.
+    retry_after_cap: float = Field(default=30.0, ge=0)
+    # Scoring's retries: at most this share of its calls (plus the minimum) per window.
+    scoring_retry_ratio: float = Field(default=0.1, ge=0, le=1)
+    scoring_min_retries: int = Field(default=3, ge=0)
+    scoring_budget_window: float = Field(default=10.0, gt=0)
+
+
+class LimitSettings(_Section):
+    """Where per-key and per-deployment rate limits are counted: this Redis, else the scoring queue's, else memory."""
+
+    redis_url: str | None = None
+
+
+class TrustGateSection(_Section):
     server: ServerSettings = Field(default_factory=ServerSettings)
     keys: list[ApiKey] = Field(default_factory=list)
     passthrough: bool = True
@@ -229,6 +298,8 @@ class TrustGateSection(BaseModel):
     store: StoreSettings = Field(default_factory=StoreSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     health: HealthSettings = Field(default_factory=HealthSettings)
+    retries: RetrySettings = Field(default_factory=RetrySettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
 
     @field_validator("keys")
     @classmethod
@@ -258,6 +329,30 @@ class GatewaySettings(BaseModel):
         if not value:
             raise ValueError("model_list must name at least one deployment")
         return value
+
+    @model_validator(mode="after")
+    def _names_are_model_groups(self) -> GatewaySettings:
+        """Every model named in fallbacks, aliases, key lists and per-model policy is one the config serves."""
+        groups = set(self.model_groups())
+        router = self.router_settings
+        for alias, target in router.aliases().items():
+            if target not in groups:
+                raise ValueError(f"router_settings.model_group_alias.{alias}: unknown model group `{target}`")
+        known = groups | set(router.aliases())
+        for kind in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+            for entry in getattr(router, kind):
+                for group, targets in entry.items():
+                    unknown = [name for name in [group, *targets] if name not in known]
+                    if unknown:
+                        raise ValueError(f"{kind}: unknown model group `{unknown[0]}`")
+        for index, key in enumerate(self.trustgate.keys):
+            unknown = [name for name in key.models or [] if name not in known]
+            if unknown:
+                raise ValueError(f"trustgate.keys[{index}].models: unknown model `{unknown[0]}`")
+        unknown = [name for name in self.trustgate.scoring.per_model if name not in known]
+        if unknown:
+            raise ValueError(f"trustgate.scoring.per_model: unknown model `{unknown[0]}`")
+        return self
 
     @model_validator(mode="after")
     def _auth_configured(self) -> GatewaySettings:
@@ -295,12 +390,34 @@ def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
 
 
 def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> GatewaySettings:
+    """Typed settings from a config mapping; LiteLLM keys TrustGate does not implement are named in one warning."""
     resolved = _resolve_env(dict(raw), os.environ if environ is None else environ, "config")
     general = resolved.pop("general_settings", None) or {}
+    resolved["router_settings"] = merge_litellm_settings(resolved)
+    resolved.pop("litellm_settings", None)
+    ignored = unimplemented_keys(raw)
+    for extra in ignored:
+        if "." not in extra and "[" not in extra:
+            resolved.pop(extra, None)
     try:
-        return GatewaySettings(**resolved, master_key=general.get("master_key"))
+        settings = GatewaySettings(**resolved, master_key=general.get("master_key"))
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc)) from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+    if ignored:
+        log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(ignored))
+    return settings
+
+
+def _one_line(exc: ValidationError) -> str:
+    """The first problem, with the key's path as it reads in the YAML file (``trustgate.server.port``)."""
+    error = exc.errors()[0]
+    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        return f"{path}: unknown key"
+    return f"{path}: {message}" if path else message
 
 
 def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:

@@ -5,8 +5,9 @@
     │   ├── InvalidRequest          400 invalid_request_error
     │   ├── AuthenticationFailed    401 authentication_error
     │   ├── PermissionDenied        403 permission_error
-    │   └── NotFound                404 not_found_error
-    │       └── ModelNotFound
+    │   ├── NotFound                404 not_found_error
+    │   │   └── ModelNotFound
+    │   └── RateLimited             429 rate_limit_error (a key's or deployment's limit, with Retry-After)
     ├── ServiceUnavailable          503 a part of the gateway (the record store) is down for now
     ├── ClientDisconnected          499 (nobody reads it: for logs and metrics)
     └── UpstreamError               the upstream's own status, passed on
@@ -22,6 +23,7 @@ place (``proxy.upstream_errors``) so clients never see a provider's raw exceptio
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "ModelNotFound",
     "NotFound",
     "PermissionDenied",
+    "RateLimited",
     "RequestRejected",
     "ServiceUnavailable",
     "UpstreamAuthFailed",
@@ -48,13 +51,19 @@ class GatewayError(Exception):
     error_type: str = "api_error"
 
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
-                 status_code: int | None = None) -> None:
+                 status_code: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code
+        self.retry_after = retry_after  # seconds; sent back as ``Retry-After`` (a 429's, an upstream's)
         if status_code is not None:
             self.status_code = status_code
+
+    def headers(self) -> dict[str, str]:
+        if self.retry_after is None:
+            return {}
+        return {"retry-after": str(max(1, math.ceil(self.retry_after)))}
 
     def body(self) -> dict[str, Any]:
         return error_body(self.message, self.error_type, param=self.param, code=self.code)
@@ -98,6 +107,11 @@ class ClientDisconnected(GatewayError):
 
     status_code = 499
     error_type = "client_closed_request"
+
+
+class RateLimited(RequestRejected):
+    status_code = 429
+    error_type = "rate_limit_error"
 
 
 class UpstreamError(GatewayError):

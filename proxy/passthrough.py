@@ -17,11 +17,16 @@ from typing import Any
 import httpx
 import orjson
 
-from .completion import Completion, UpstreamStream, bounded_chunks, checked_completion
+from .completion import Completion, Forwarded, UpstreamStream, bounded_chunks, checked_completion, checked_forwarded
 from .config import Deployment
-from .upstream_errors import UpstreamErrors, message_from_body
+from .sdk_params import Endpoint
+from .upstream_errors import UpstreamErrors, message_from_body, parse_retry_after
 
-__all__ = ["PassthroughBackend"]
+__all__ = ["PATHS", "PassthroughBackend"]
+
+# Where each endpoint lives under a deployment's api_base.
+PATHS: dict[Endpoint, str] = {"chat": "/chat/completions", "completions": "/completions",
+                              "embeddings": "/embeddings", "responses": "/responses"}
 
 _ERROR_BODY_BYTES = 64 * 1024  # enough of an error reply to log its message
 
@@ -34,14 +39,14 @@ class PassthroughBackend:
         self._errors = errors
         self._max_bytes = max_response_bytes
 
-    def _request(self, deployment: Deployment, body: dict[str, Any]) -> httpx.Request:
+    def _request(self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint) -> httpx.Request:
         headers = {"content-type": "application/json"}
         if deployment.api_key is not None:
             headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
         payload = orjson.dumps({**body, "model": deployment.wire_model})
         timeout = deployment.deadline(self._default_timeout)
         return self._http.build_request(
-            "POST", f"{deployment.api_base}/chat/completions", content=payload, headers=headers,
+            "POST", f"{deployment.api_base}{PATHS[endpoint]}", content=payload, headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 5.0)),
         )
 
@@ -53,7 +58,8 @@ class PassthroughBackend:
             raise self._errors.for_exception(exc) from exc
         if response.status_code >= 400:
             body = await self._read(response, _ERROR_BODY_BYTES, truncate=True)
-            raise self._errors.for_status(response.status_code, message_from_body(body, response.status_code))
+            raise self._errors.for_status(response.status_code, message_from_body(body, response.status_code),
+                                          parse_retry_after(response.headers.get("retry-after")))
         return response
 
     async def _read(self, response: httpx.Response, limit: int, *, truncate: bool = False) -> bytes:
@@ -77,21 +83,30 @@ class PassthroughBackend:
         finally:
             await response.aclose()
 
-    async def complete(self, deployment: Deployment, body: dict[str, Any]) -> Completion:
+    async def _fetch(self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint) -> bytes:
         deadline = deployment.deadline(self._default_timeout)
         try:
             async with asyncio.timeout(deadline):
-                response = await self._send(self._request(deployment, body))
-                raw = await self._read(response, self._max_bytes)
+                response = await self._send(self._request(deployment, body, endpoint))
+                return await self._read(response, self._max_bytes)
         except TimeoutError as exc:
             raise self._errors.timed_out(f"no complete reply within {deadline:g}s") from exc
+
+    async def complete(self, deployment: Deployment, body: dict[str, Any]) -> Completion:
+        raw = await self._fetch(deployment, body, "chat")
         return checked_completion(raw, deployment.model_name, max_bytes=self._max_bytes, errors=self._errors)
 
-    async def open_stream(self, deployment: Deployment, body: dict[str, Any]) -> UpstreamStream:
+    async def forward(self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint) -> Forwarded:
+        """A whole reply of another endpoint (completions, embeddings, Responses), checked as a JSON object."""
+        raw = await self._fetch(deployment, body, endpoint)
+        return checked_forwarded(raw, deployment.model_name, max_bytes=self._max_bytes, errors=self._errors)
+
+    async def open_stream(self, deployment: Deployment, body: dict[str, Any],
+                          endpoint: Endpoint = "chat") -> UpstreamStream:
         deadline = deployment.deadline(self._default_timeout)
         try:
             async with asyncio.timeout(deadline):
-                response = await self._send(self._request(deployment, body))
+                response = await self._send(self._request(deployment, body, endpoint))
         except TimeoutError as exc:
             raise self._errors.timed_out(f"no response headers within {deadline:g}s") from exc
         chunks = bounded_chunks(self._raw_chunks(response), self._max_bytes, self._errors,

@@ -1,7 +1,8 @@
-"""Validate a chat-completions body and build the upstream keyword arguments from an allowlist.
+"""Validate a request body and build what goes upstream from the endpoint's allowlist.
 
-Only OpenAI's documented request parameters pass. Anything that would let a
-client steer the gateway itself — ``api_base``, ``base_url``, ``api_key``,
+Only OpenAI's documented request parameters pass (``sdk_params.FORWARDED``,
+checked against the installed SDK's types). Anything that would let a client
+steer the gateway itself — ``api_base``, ``base_url``, ``api_key``,
 ``extra_headers``, ``fallbacks``, ``custom_llm_provider``, ``mock_response`` and
 the like, which were SSRF and key-leak holes in LiteLLM's own proxy — is not
 on the list and is refused with a 400 naming it.
@@ -24,21 +25,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scoring.rag import InvalidRagField, RagRequest, prepare_rag_request
 
 from .errors import InvalidRequest
+from .sdk_params import FORWARDED, REFUSED, Endpoint
 
-__all__ = ["ALLOWED_PARAMS", "MAX_NESTING", "ChatRequest", "ParsedRequest", "parse_chat_request"]
+__all__ = ["ALLOWED_PARAMS", "MAX_NESTING", "ChatRequest", "EndpointRequest", "ParsedRequest", "parse_chat_request",
+           "parse_endpoint_request"]
 
 # Far deeper than any real chat body (a tool's JSON schema nests a dozen levels),
 # far below what the serialisers on the way upstream accept.
 MAX_NESTING = 64
 
-ALLOWED_PARAMS = frozenset({
-    "model", "messages", "stream", "stream_options", "temperature", "top_p", "n", "stop",
-    "max_tokens", "max_completion_tokens", "presence_penalty", "frequency_penalty", "logit_bias",
-    "logprobs", "top_logprobs", "user", "seed", "tools", "tool_choice", "parallel_tool_calls",
-    "response_format", "functions", "function_call", "reasoning_effort", "modalities", "audio",
-    "prediction", "service_tier", "store", "verbosity", "prompt_cache_key", "safety_identifier",
-    "web_search_options",
-})
+ALLOWED_PARAMS = FORWARDED["chat"]
 
 
 class Message(BaseModel):
@@ -67,6 +63,18 @@ class ChatRequest(BaseModel):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     seed: int | None = None
     user: str | None = None
+    metadata: dict[str, str] | None = None
+
+
+def _refuse_unknown(body: dict[str, Any], endpoint: Endpoint) -> None:
+    refused = sorted(set(body) & set(REFUSED[endpoint]))
+    if refused:
+        raise InvalidRequest(f"Request argument not supported by this gateway: {refused[0]} "
+                             f"({REFUSED[endpoint][refused[0]]})", param=refused[0], code="unsupported_parameter")
+    unknown = sorted(set(body) - FORWARDED[endpoint])
+    if unknown:
+        raise InvalidRequest(f"Unrecognized request argument supplied: {', '.join(unknown)}",
+                             param=unknown[0], code="unsupported_parameter")
 
 
 def _nested_deeper_than(value: Any, limit: int) -> bool:
@@ -120,8 +128,98 @@ def parse_chat_request(raw: bytes) -> ParsedRequest:
         body, rag = prepare_rag_request(original)
     except InvalidRagField as exc:
         raise InvalidRequest(str(exc), param=exc.param, code="invalid_documents") from exc
-    unknown = sorted(set(body) - ALLOWED_PARAMS)
-    if unknown:
-        raise InvalidRequest(f"Unrecognized request argument supplied: {', '.join(unknown)}",
-                             param=unknown[0], code="unsupported_parameter")
+    _refuse_unknown(body, "chat")
     return ParsedRequest(request, body, original["messages"], rag)
+
+
+class _EndpointBody(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str = Field(min_length=1)
+    stream: bool = False
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+
+
+class _CompletionsBody(_EndpointBody):
+    prompt: str | list[str] | list[int] | list[list[int]]
+    n: int | None = Field(default=None, ge=1, le=128)
+    max_tokens: int | None = Field(default=None, ge=0)
+
+
+class _EmbeddingsBody(_EndpointBody):
+    input: str | list[str] | list[int] | list[list[int]]
+    dimensions: int | None = Field(default=None, ge=1)
+
+
+class _ResponsesBody(_EndpointBody):
+    input: str | list[dict[str, Any]]
+    instructions: str | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+
+
+_BODY_TYPES: dict[Endpoint, type[_EndpointBody]] = {
+    "completions": _CompletionsBody, "embeddings": _EmbeddingsBody, "responses": _ResponsesBody,
+}
+
+
+@dataclass(frozen=True)
+class EndpointRequest:
+    """A checked request to one of the endpoints besides chat completions."""
+
+    endpoint: Endpoint
+    model: str
+    stream: bool
+    body: dict[str, Any]  # forwarded as the client sent it
+    messages: list[dict[str, Any]]  # the conversation as chat messages, for scoring; [] when there is none to score
+
+
+def parse_endpoint_request(raw: bytes, endpoint: Endpoint) -> EndpointRequest:
+    """Validate a completions, embeddings or responses body against its allowlist and type; 400 otherwise."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from exc
+    if not isinstance(body, dict):
+        raise InvalidRequest("Request body must be a JSON object", code="invalid_json")
+    if _nested_deeper_than(body, MAX_NESTING):
+        raise InvalidRequest(f"Request body is nested deeper than {MAX_NESTING} levels", code="nesting_too_deep")
+    _refuse_unknown(body, endpoint)
+    try:
+        checked = _BODY_TYPES[endpoint].model_validate(body)
+    except ValidationError as exc:
+        message, param = _first_error(exc)
+        raise InvalidRequest(message, param=param, code="invalid_value") from exc
+    return EndpointRequest(endpoint, checked.model, checked.stream, body, _conversation(checked))
+
+
+def _conversation(checked: _EndpointBody) -> list[dict[str, Any]]:
+    if isinstance(checked, _CompletionsBody):
+        prompt = checked.prompt
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+            prompt = prompt[0]
+        return [{"role": "user", "content": prompt}] if isinstance(prompt, str) else []
+    if isinstance(checked, _ResponsesBody):
+        return responses_input_as_messages(checked.instructions, checked.input)
+    return []
+
+
+def responses_input_as_messages(instructions: str | None, items: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A Responses ``input`` read as chat messages: what scoring takes the question and context from.
+
+    Only message items carry the conversation; tool calls and their outputs
+    are left out, as they are for chat completions' scoring.
+    """
+    messages: list[dict[str, Any]] = [{"role": "system", "content": instructions}] if instructions else []
+    if isinstance(items, str):
+        return [*messages, {"role": "user", "content": items}]
+    for item in items:
+        role, content = item.get("role"), item.get("content")
+        if item.get("type", "message") != "message" or role not in ("system", "developer", "user", "assistant"):
+            continue
+        if isinstance(content, list):
+            content = " ".join(str(part.get("text", "")) for part in content
+                               if isinstance(part, dict) and isinstance(part.get("text"), str))
+        if isinstance(content, str):
+            messages.append({"role": role, "content": content})
+    return messages

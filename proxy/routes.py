@@ -6,27 +6,31 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from exporters import RequestTrace, trust_chunk, trust_headers
+from exporters import RequestTrace, trust_headers
+from scoring.types import TrustRecord
 
-from .completion import DONE_EVENT, UpstreamStream, sse_event
-from .errors import ClientDisconnected, GatewayError, InvalidRequest, NotFound
+from .completion import UpstreamStream, sse_event
+from .errors import ClientDisconnected, GatewayError, NotFound
+from .limits import Slot
 from .logprobs import strip_logprobs, strip_logprobs_event
 from .request import parse_chat_request
+from .request_context import gateway_of as _gateway
+from .request_context import read_body as _read_body
 from .sse import SseTap
 from .trust import Answer, TrustPlan
 
 if TYPE_CHECKING:
     from .app import Gateway
 
-__all__ = ["router"]
+__all__ = ["StreamTap", "router", "stream_response", "unless_client_leaves"]
 
 router = APIRouter()
 log = logging.getLogger("trustgate")
@@ -34,21 +38,16 @@ log = logging.getLogger("trustgate")
 T = TypeVar("T")
 
 
-def _gateway(request: Request) -> Gateway:
-    gateway: Gateway = request.app.state.gateway
-    return gateway
+class StreamTap(Protocol):
+    """Reads a stream as it passes (``sse.SseTap`` and the taps in ``taps``): see ``_scored_stream``."""
 
+    completion_id: str
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise InvalidRequest(f"Request body exceeds {limit} bytes", code="body_too_large", status_code=413)
-    body = bytearray()
-    async for part in request.stream():
-        body += part
-        if len(body) > limit:
-            raise InvalidRequest(f"Request body exceeds {limit} bytes", code="body_too_large", status_code=413)
-    return bytes(body)
+    def feed(self, chunk: bytes) -> Iterator[bytes]: ...
+    def rest(self) -> bytes: ...
+    def answer(self) -> Answer: ...
+    def trust_event(self, record: TrustRecord, model: str) -> bytes: ...
+    def closing(self) -> bytes: ...
 
 
 @router.post("/v1/chat/completions")
@@ -56,7 +55,7 @@ async def chat_completions(request: Request) -> Response:
     gateway = _gateway(request)
     started = time.perf_counter()
     traced = gateway.telemetry.start_request(request.headers)
-    model_label, stream = "unknown", False
+    model_label, stream, slot = "unknown", False, None
 
     def failed(status: int, error: str) -> None:
         gateway.metrics.observe_request(model=model_label, status=status, stream=stream,
@@ -69,29 +68,25 @@ async def chat_completions(request: Request) -> Response:
         parsed = parse_chat_request(raw)
         chat, body = parsed.chat, parsed.body
         stream = chat.stream
-        gateway.upstream.require_group(chat.model)
-        model_label = chat.model
-        traced.named(chat.model, stream)
-        caller.require_model(chat.model)
-        plan = gateway.trust.plan(model=chat.model, key_name=caller.name, headers=request.headers, body=raw,
+        group = gateway.upstream.require_group(chat.model)
+        model_label = group
+        traced.named(group, stream)
+        caller.require_model(chat.model, group)
+        plan = gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
                                   rag=parsed.rag, traceparent=traced.traceparent)
-        body, strip = gateway.trust.upstream_body(plan, body,
-                                                  speaks_openai=gateway.upstream.uses_passthrough(chat.model))
-        gateway.metrics.upstream_calls.labels(model=chat.model, purpose="user").inc()
+        body, strip = gateway.trust.upstream_body(plan, body, speaks_openai=gateway.upstream.uses_passthrough(group))
+        slot = await gateway.limits.admit(caller.name, caller.limits)
+        gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if stream:
-            opened = await gateway.upstream.open_stream(chat.model, body, may_use=caller.may_use)
-            return _stream_response(gateway, opened, plan, parsed.messages, started, traced, strip)
-        completion = await _unless_client_leaves(
-            request, gateway.upstream.complete(chat.model, body, may_use=caller.may_use))
-    except GatewayError as exc:
-        failed(exc.status_code, exc.code or exc.error_type)
+            opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use)
+            return stream_response(gateway, opened, plan, parsed.messages, started, traced, SseTap(), slot,
+                                   strip=strip)
+        completion = await unless_client_leaves(
+            request, gateway.upstream.complete(group, body, may_use=caller.may_use))
+    except BaseException as exc:
+        await failed_request(exc, slot, failed, traced)
         raise
-    except Exception as exc:  # answered 500 by the app's handler; counted and traced here
-        failed(500, type(exc).__name__)
-        raise
-    except BaseException:  # the client went away (cancelled): the span must still end
-        traced.end(499, "cancelled")
-        raise
+    await slot.done(completion.data)
     answer = Answer.from_reply(completion.reply)
     headers: dict[str, str] = {}
     if plan.decision.sampled:
@@ -100,11 +95,24 @@ async def chat_completions(request: Request) -> Response:
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
     traced.end(200)
-    raw = strip_logprobs(completion.raw) if strip else completion.raw
-    return Response(raw, media_type="application/json", headers=headers)
+    content = strip_logprobs(completion.raw) if strip else completion.raw
+    return Response(content, media_type="application/json", headers=headers)
 
 
-async def _unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
+async def failed_request(exc: BaseException, slot: Slot | None, failed: Callable[[int, str], None],
+                         traced: RequestTrace) -> None:
+    """Count and trace a request that did not get its answer; its key's parallel slot is free again."""
+    if slot is not None:
+        await slot.release()
+    if isinstance(exc, GatewayError):
+        failed(exc.status_code, exc.code or exc.error_type)
+    elif isinstance(exc, Exception):  # answered 500 by the app's handler; counted and traced here
+        failed(500, type(exc).__name__)
+    else:  # the client went away (cancelled): the span must still end
+        traced.end(499, "cancelled")
+
+
+async def unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
     """``call``'s result; if the client disconnects first, ``call`` is cancelled (closing its upstream call).
 
     uvicorn does not cancel a handler whose client went away, so without this an
@@ -134,22 +142,22 @@ async def _client_gone(request: Request) -> None:
         pass
 
 
-def _stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
-                     started: float, traced: RequestTrace, strip: bool) -> StreamingResponse:
+def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
+                    started: float, traced: RequestTrace, tap: StreamTap, slot: Slot, *,
+                    strip: bool = False) -> StreamingResponse:
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-    tap = SseTap()
     if plan.decision.sampled:
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
         chunks = _scored_stream(gateway, opened, tap, plan, messages, strip)
     else:
         chunks = _plain_stream(opened, tap)
-    return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, started, traced),
+    return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, started, traced, slot),
                              media_type="text/event-stream", headers=headers)
 
 
-async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: SseTap, plan: TrustPlan,
+async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: StreamTap, plan: TrustPlan,
                          messages: list[dict[str, Any]], strip: bool) -> AsyncIterator[bytes]:
-    """Forward events; once the answer is complete, score it and (sync mode) send a trust chunk before [DONE].
+    """Forward events; once the answer is complete, score it and (sync mode) send a trust event before the end.
 
     With ``strip`` the events lose the log-probabilities the gateway asked for (the tap has read them).
     """
@@ -157,20 +165,18 @@ async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: SseTap, 
         yield strip_logprobs_event(event) if strip else event
     record = await gateway.trust.score(plan, messages, tap.answer())
     if plan.decision.mode == "sync":
-        yield sse_event(trust_chunk(record, completion_id=tap.completion_id, model=tap.model or plan.model))
-    if tap.done:
-        yield DONE_EVENT
+        yield tap.trust_event(record, plan.model)
+    yield tap.closing()
 
 
-async def _plain_stream(opened: UpstreamStream, tap: SseTap) -> AsyncIterator[bytes]:
-    """An unscored stream: the upstream's events, ``[DONE]`` only once the upstream closed cleanly."""
+async def _plain_stream(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:
+    """An unscored stream: the upstream's events, its end (``[DONE]``) only once the upstream closed cleanly."""
     async for event in _forwarded(opened, tap):
         yield event
-    if tap.done:
-        yield DONE_EVENT
+    yield tap.closing()
 
 
-async def _forwarded(opened: UpstreamStream, tap: SseTap) -> AsyncIterator[bytes]:
+async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:
     """The upstream's events as whole events, its ``[DONE]`` held back by the tap.
 
     ``[DONE]`` goes to the client only after the upstream closed its stream
@@ -185,9 +191,10 @@ async def _forwarded(opened: UpstreamStream, tap: SseTap) -> AsyncIterator[bytes
         yield tap.rest()
 
 
-async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: TrustPlan, tap: SseTap,
-                          started: float, traced: RequestTrace) -> AsyncIterator[bytes]:
-    """Forward the stream; a failure mid-stream becomes a final error event. The request span ends here."""
+async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: TrustPlan, tap: StreamTap,
+                          started: float, traced: RequestTrace, slot: Slot) -> AsyncIterator[bytes]:
+    """Forward the stream; a failure mid-stream becomes a final error event. The request span and the key's
+    parallel slot end here."""
     status, error = 200, None
     try:
         async for chunk in chunks:
@@ -201,6 +208,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
             else (500, type(exc).__name__)
         raise
     finally:
+        await slot.release()
         gateway.metrics.observe_request(model=plan.model, status=status, stream=True,
                                         seconds=time.perf_counter() - started)
         traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)
@@ -222,12 +230,13 @@ async def list_models(request: Request) -> JSONResponse:
     gateway = _gateway(request)
     caller = gateway.keys.authenticate(request.headers.get("authorization"))
     data = [{"id": name, "object": "model", "created": 0, "owned_by": "trustgate"}
-            for name in gateway.upstream.model_groups
-            if caller.may_use(name)]
+            for name in gateway.upstream.listed_names
+            if caller.may_use(name) or caller.may_use(gateway.upstream.require_group(name))]
     return JSONResponse({"object": "list", "data": data})
 
 
 @router.get("/health/liveness")
+@router.get("/health/liveliness")  # LiteLLM's spelling, which copied probes use
 async def liveness() -> dict[str, str]:
     return {"status": "ok"}
 

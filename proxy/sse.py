@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .completion import DONE_EVENT
+from exporters import trust_chunk
+from scoring.types import TrustRecord
+
+from .completion import DONE_EVENT, sse_event
 from .replies import ChatCompletionChunk, parse_chunk
 from .trust import Answer
 
@@ -65,3 +68,10 @@ class SseTap:
     def answer(self) -> Answer:
         return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None,
                       completion_id=self.completion_id or None)
+
+    def trust_event(self, record: TrustRecord, model: str) -> bytes:
+        return sse_event(trust_chunk(record, completion_id=self.completion_id, model=self.model or model))
+
+    def closing(self) -> bytes:
+        """What was held back to follow the trust event: ``[DONE]``, if the upstream sent it."""
+        return DONE_EVENT if self.done else b""

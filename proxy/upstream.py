@@ -1,13 +1,18 @@
 """UpstreamClient: the one door through which every upstream call passes.
 
-User traffic and, later, the scorers' own re-asks both call ``complete`` /
+User traffic and the scorers' own re-asks both call ``complete`` /
 ``open_stream`` with a model group name. Each group goes either to the
 pass-through backend (all its deployments speak OpenAI's wire format) or to
-litellm's Router. Retries within a group follow ``router_settings`` for the
-pass-through path (litellm's Router retries its own); fallbacks to other groups
-are applied here for both, so the behaviour of a config does not depend on
+litellm's Router. Retries within a group (``proxy.retries``: backoff,
+``Retry-After``, scoring's budget) and fallbacks to other groups are applied
+here for both, so the behaviour of a config does not depend on
 which path serves it — and so that a fallback to a group the caller's key may
-not use is skipped (and counted) on both. Calls to the embedded single-slot
+not use is skipped (and counted) on both.
+
+Every endpoint (chat, legacy completions, embeddings, Responses) takes the same
+way. A pass-through deployment that answers ``/responses`` with 404 or 405 is
+remembered as speaking only chat completions, and its Responses calls go over
+litellm's responses↔chat bridge from then on. Calls to the embedded single-slot
 model server wait for a slot here, user calls ahead of scoring calls (``slots.PrioritySlots``).
 """
 
@@ -20,11 +25,14 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .completion import Completion, UpstreamStream
-from .config import Deployment, GatewaySettings
-from .errors import ModelNotFound, UpstreamError
-from .litellm_backend import LitellmBackend
+from .completion import Completion, Forwarded, UpstreamStream
+from .config import Deployment, FallbackKind, GatewaySettings
+from .errors import ModelNotFound, UpstreamError, UpstreamRateLimited
+from .limits import Limiter, MemoryCounters, usage_tokens
+from .litellm_backend import LitellmBackend, ResponsesBridge
 from .passthrough import PassthroughBackend
+from .retries import OnScoringShed, RetryPolicy
+from .sdk_params import Endpoint
 from .slots import Priority, PrioritySlots
 from .upstream_errors import UpstreamErrors
 
@@ -33,6 +41,7 @@ __all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
 T = TypeVar("T")
 
 ModelFilter = Callable[[str], bool]  # may the caller use this model group?
+DeploymentCall = Callable[[Deployment], Awaitable[T]]  # one try at one deployment
 OnFallbackSkipped = Callable[[str, str], None]  # (group asked for, fallback skipped)
 
 
@@ -40,12 +49,38 @@ def _any_model(group: str) -> bool:
     return True
 
 
+_CONTEXT_WINDOW = ("context_length_exceeded", "context window", "maximum context length", "too many tokens")
+_CONTENT_POLICY = ("content_policy", "content_filter", "content management policy", "safety system")
+
+
+def fallback_kind(exc: UpstreamError) -> FallbackKind | None:
+    """Which of LiteLLM's fallback lists applies to a failure, if any.
+
+    A failing or unreachable group falls back on ``fallbacks``. A refused
+    request falls back only when the refusal is one another model may not
+    share: a prompt too long for this one (``context_window_fallbacks``) or
+    its content policy (``content_policy_fallbacks``) — read from the
+    provider's message, as LiteLLM reads it.
+    """
+    if not exc.client_fault:
+        return "fallbacks"
+    text = exc.message.lower()
+    if any(marker in text for marker in _CONTEXT_WINDOW):
+        return "context_window_fallbacks"
+    if any(marker in text for marker in _CONTENT_POLICY):
+        return "content_policy_fallbacks"
+    return None
+
+
 class UpstreamClient:
     def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient, *,
-                 on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None) -> None:
+                 on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
+                 on_scoring_shed: OnScoringShed = lambda group, reason: None,
+                 limiter: Limiter | None = None) -> None:
         self._groups = settings.model_groups()
         self._on_fallback_skipped = on_fallback_skipped
         self._router_settings = settings.router_settings
+        self._aliases = settings.router_settings.aliases()
         self._http = http
         errors = UpstreamErrors(settings.secrets())
         self._passthrough = PassthroughBackend(
@@ -57,7 +92,13 @@ class UpstreamClient:
         }
         slow_groups = set(self._groups) - self._fast_groups
         self._litellm = LitellmBackend(settings, slow_groups, errors) if slow_groups else None
+        self._bridge = ResponsesBridge(errors, settings.router_settings.timeout,
+                                       settings.trustgate.upstream.max_response_bytes)
+        self._chat_only: set[tuple[str | None, str]] = set()  # (api_base, model) without /responses
         self._cursor = itertools.count()
+        self._limiter = limiter or Limiter(MemoryCounters())
+        self._retries = RetryPolicy(settings.router_settings, settings.trustgate.retries,
+                                    on_scoring_shed=on_scoring_shed)
         self._default_timeout = settings.router_settings.timeout
         local = settings.trustgate.local_upstream
         self._local_base = local.base_url if local.enabled else None
@@ -73,25 +114,48 @@ class UpstreamClient:
     def uses_passthrough(self, group: str) -> bool:
         return group in self._fast_groups
 
-    def require_group(self, group: str) -> None:
+    @property
+    def listed_names(self) -> list[str]:
+        """What /v1/models lists: the groups and their visible aliases."""
+        return [*self._groups, *self._router_settings.listed_aliases()]
+
+    def require_group(self, name: str) -> str:
+        """The model group ``name`` is, or is an alias of (``model_group_alias``); 404 when neither."""
+        group = self._aliases.get(name, name)
         if group not in self._groups:
-            raise ModelNotFound(f"The model `{group}` does not exist", param="model",
+            raise ModelNotFound(f"The model `{name}` does not exist", param="model",
                                 code="model_not_found")
+        return group
 
     async def complete(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
                        priority: Priority = Priority.USER) -> Completion:
-        """A non-streamed completion from ``group`` (or those of its fallbacks ``may_use`` allows)."""
+        """A non-streamed chat completion from ``group`` (or those of its fallbacks ``may_use`` allows).
+
+        A scoring call (``Priority.SCORING``) retries within a budget and is shed
+        while the group is rate limited (``proxy.retries``), and waits behind users
+        for the embedded model server's slot.
+        """
         self.require_group(group)
-        return await self._with_fallbacks(group, may_use, lambda g: self._complete_in_group(g, body, priority))
+        return await self._with_fallbacks(
+            group, may_use,
+            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority == Priority.SCORING))
+
+    async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint, *,
+                      may_use: ModelFilter = _any_model) -> Forwarded:
+        """A whole reply of another endpoint (completions, embeddings, Responses): same retries and fallbacks."""
+        self.require_group(group)
+        return await self._with_fallbacks(
+            group, may_use, lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False))
 
     async def open_stream(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
-                          priority: Priority = Priority.USER) -> UpstreamStream:
+                          endpoint: Endpoint = "chat", priority: Priority = Priority.USER) -> UpstreamStream:
         """An opened stream from ``group`` (or its allowed fallbacks); errors before the first byte raise."""
         self.require_group(group)
-        return await self._with_fallbacks(group, may_use, lambda g: self._stream_in_group(g, body, priority))
+        return await self._with_fallbacks(
+            group, may_use, lambda g: self._retrying(g, self._stream_at(g, body, endpoint, priority), False))
 
     async def _with_fallbacks(self, group: str, may_use: ModelFilter, call: Callable[[str], Awaitable[T]]) -> T:
-        """``group``, then each configured fallback the caller may use; the error of the last one tried is raised.
+        """``group``, then each fallback of the failure's kind the caller may use; the last error is raised.
 
         A fallback the caller's key may not use is skipped when its turn comes
         (and reported), so a failing group never opens a door to another.
@@ -99,58 +163,103 @@ class UpstreamClient:
         try:
             return await call(group)
         except UpstreamError as exc:
-            if exc.client_fault:
+            kind = fallback_kind(exc)
+            if kind is None:
                 raise
             failure = exc
-        for fallback in self._router_settings.fallbacks_for(group):
+        for fallback in self._router_settings.fallbacks_for(group, kind):
             if not may_use(fallback):
                 self._on_fallback_skipped(group, fallback)
                 continue
             try:
                 return await call(fallback)
             except UpstreamError as exc:
-                if exc.client_fault:
+                if fallback_kind(exc) is None:
                     raise
                 failure = exc
         raise failure
 
-    async def _complete_in_group(self, group: str, body: dict[str, Any], priority: Priority) -> Completion:
-        if self._litellm is not None and group not in self._fast_groups:
-            return await self._litellm.complete(group, body)
-        return await self._retrying(group, lambda d: self._complete_at(d, body, priority))
+    def _complete_at(self, group: str, body: dict[str, Any], priority: Priority) -> DeploymentCall[Completion]:
+        """One try at ``group``: litellm's Router picks its deployment, the pass-through path is given one."""
+        litellm = self._litellm
+        if litellm is not None and group not in self._fast_groups:
+            return lambda d: litellm.complete(group, body)
+        return lambda d: self._in_slot(d, priority, lambda: self._passthrough.complete(d, body))
 
-    async def _stream_in_group(self, group: str, body: dict[str, Any], priority: Priority) -> UpstreamStream:
-        if self._litellm is not None and group not in self._fast_groups:
-            return await self._litellm.open_stream(group, body)
-        return await self._retrying(group, lambda d: self._stream_at(d, body, priority))
+    def _forward_at(self, group: str, body: dict[str, Any], endpoint: Endpoint,
+                    priority: Priority) -> DeploymentCall[Forwarded]:
+        litellm = self._litellm
+        if litellm is not None and group not in self._fast_groups:
+            return lambda d: litellm.forward(group, body, endpoint)
+        if endpoint == "responses":
+            return lambda d: self._in_slot(d, priority, lambda: self._responses_at(
+                d, body, self._passthrough.forward, self._bridge.forward))
+        return lambda d: self._in_slot(d, priority, lambda: self._passthrough.forward(d, body, endpoint))
 
-    async def _complete_at(self, deployment: Deployment, body: dict[str, Any], priority: Priority) -> Completion:
+    async def _in_slot(self, deployment: Deployment, priority: Priority, call: Callable[[], Awaitable[T]]) -> T:
+        """``call``, holding a slot of the embedded model server when ``deployment`` is it."""
         slots = self._slots_for(deployment)
         if slots is None:
-            return await self._passthrough.complete(deployment, body)
-        async with slots.held(priority, deployment.timeout or self._default_timeout):
-            return await self._passthrough.complete(deployment, body)
+            return await call()
+        async with slots.held(priority, deployment.deadline(self._default_timeout)):
+            return await call()
 
-    async def _stream_at(self, deployment: Deployment, body: dict[str, Any], priority: Priority) -> UpstreamStream:
+    def _stream_at(self, group: str, body: dict[str, Any], endpoint: Endpoint,
+                   priority: Priority) -> DeploymentCall[UpstreamStream]:
+        litellm = self._litellm
+        if litellm is not None and group not in self._fast_groups:
+            return lambda d: litellm.open_stream(group, body, endpoint)
+        if endpoint == "responses":
+            return lambda d: self._stream_in_slot(d, priority, lambda: self._responses_at(
+                d, body, self._passthrough.open_stream, self._bridge.open_stream))
+        return lambda d: self._stream_in_slot(d, priority, lambda: self._passthrough.open_stream(d, body, endpoint))
+
+    async def _stream_in_slot(self, deployment: Deployment, priority: Priority,
+                              opener: Callable[[], Awaitable[UpstreamStream]]) -> UpstreamStream:
+        """A stream that holds a slot of the embedded model server until it ends, when ``deployment`` is it."""
         slots = self._slots_for(deployment)
         if slots is None:
-            return await self._passthrough.open_stream(deployment, body)
-        return await slots.open_stream(priority, deployment.timeout or self._default_timeout,
-                                       lambda: self._passthrough.open_stream(deployment, body))
+            return await opener()
+        return await slots.open_stream(priority, deployment.deadline(self._default_timeout), opener)
 
-    async def _retrying(self, group: str, call: Callable[[Deployment], Awaitable[T]]) -> T:
-        """Round-robin over the group's deployments, retrying what LiteLLM would retry."""
+    async def _responses_at(self, deployment: Deployment, body: dict[str, Any],
+                            native: Callable[[Deployment, dict[str, Any], Endpoint], Awaitable[T]],
+                            bridged: Callable[[Deployment, dict[str, Any]], Awaitable[T]]) -> T:
+        """A Responses call forwarded as is, or over the bridge for a deployment known to lack ``/responses``."""
+        where = (deployment.api_base, deployment.wire_model)
+        if where not in self._chat_only:
+            try:
+                return await native(deployment, body, "responses")
+            except UpstreamError as exc:
+                if exc.status_code not in (404, 405):
+                    raise
+            self._chat_only.add(where)
+        return await bridged(deployment, body)
+
+    async def _retrying(self, group: str, call: DeploymentCall[T], for_scoring: bool) -> T:
+        """Round-robin over the group's deployments, one per try, retrying what LiteLLM would retry."""
         deployments = self._groups[group]
         start = next(self._cursor)
-        attempts = self._router_settings.num_retries + 1
-        for attempt in range(attempts):
-            try:
-                return await call(deployments[(start + attempt) % len(deployments)])
-            except UpstreamError as exc:
-                if not exc.retryable or attempt == attempts - 1:
-                    raise
-                await asyncio.sleep(self._router_settings.retry_after)
-        raise AssertionError("unreachable: the loop returns or raises")
+
+        async def attempt_at(attempt: int) -> T:
+            index = (start + attempt) % len(deployments)
+            deployment, name = deployments[index], f"deployment:{group}:{index}"
+            await self._within_limits(name, deployment)
+            result = await call(deployment)
+            if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
+                await self._limiter.add_tokens(name, usage_tokens(result.data))
+            return result
+
+        return await self._retries.run(group, attempt_at, for_scoring=for_scoring)
+
+    async def _within_limits(self, name: str, deployment: Deployment) -> None:
+        """A deployment's own ``rpm`` / ``tpm``: over one, the try fails as the provider's 429 would."""
+        for kind, limit, over in (("tpm", deployment.tpm, self._limiter.over_tpm),
+                                  ("rpm", deployment.rpm, self._limiter.over_rpm)):
+            wait = await over(name, limit) if limit is not None else None
+            if wait is not None:
+                raise UpstreamRateLimited(f"{name} is at its {kind} limit ({limit})",
+                                          code="deployment_rate_limited", retry_after=wait)
 
     async def check_ready(self, timeout: float = 2.0) -> dict[str, str]:
         """Per model group: "ok", "unreachable", or "unchecked" for litellm-only providers."""

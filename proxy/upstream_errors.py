@@ -13,7 +13,9 @@ That text is logged here, once per failure, with every configured secret masked.
 
 from __future__ import annotations
 
+import email.utils
 import logging
+import time
 from collections.abc import Iterable, Iterator
 
 import httpx
@@ -21,7 +23,7 @@ import orjson
 
 from .errors import UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
 
-__all__ = ["MALFORMED_REPLY", "UpstreamErrors", "message_from_body", "scrub"]
+__all__ = ["MALFORMED_REPLY", "UpstreamErrors", "message_from_body", "parse_retry_after", "scrub"]
 
 MALFORMED_REPLY = "upstream_malformed_reply"  # the error code of a 200 that is not a chat completion
 
@@ -56,6 +58,22 @@ def message_from_body(body: bytes, status: int) -> str:
     return body[:500].decode("utf-8", "replace") or f"upstream returned HTTP {status}"
 
 
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header: delay-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
+
+
 def _causes(exc: BaseException) -> Iterator[BaseException]:
     """``exc`` and what it was raised from, innermost last (bounded: chains can loop)."""
     seen: set[int] = set()
@@ -64,6 +82,21 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
         seen.add(id(link))
         yield link
         link = link.__cause__ or link.__context__
+
+
+def _retry_after_in(causes: list[BaseException]) -> float | None:
+    """A ``Retry-After`` the provider sent, from the first exception in the chain that kept its headers.
+
+    litellm keeps the provider's headers as ``litellm_response_headers`` (its
+    ``response`` attribute is a stand-in); httpx's status errors carry the response.
+    """
+    for cause in causes:
+        headers = getattr(cause, "litellm_response_headers", None)
+        if headers is None and isinstance(cause, httpx.HTTPStatusError):
+            headers = cause.response.headers
+        if headers:
+            return parse_retry_after(headers.get("retry-after"))
+    return None
 
 
 def _client_message(status: int) -> str:
@@ -90,18 +123,18 @@ class UpstreamErrors:
         log.warning("upstream failure (%s, %s): %s", error.status_code, error.code, scrub(detail, self._secrets))
         return error
 
-    def for_status(self, status: int, detail: str) -> UpstreamError:
-        """An upstream HTTP error status, passed on with the status it had."""
+    def for_status(self, status: int, detail: str, retry_after: float | None = None) -> UpstreamError:
+        """An upstream HTTP error status, passed on with the status it had (and the wait it asked for)."""
         message = _client_message(status)
         error: UpstreamError
         if status in (401, 403):
             error = UpstreamAuthFailed(message, status_code=status, code="upstream_auth")
         elif status == 429:
-            error = UpstreamRateLimited(message, code="upstream_rate_limited")
+            error = UpstreamRateLimited(message, code="upstream_rate_limited", retry_after=retry_after)
         elif status == 408:
             error = UpstreamTimeout(message, code="upstream_timeout")
         elif 400 <= status < 600:
-            error = UpstreamError(message, status_code=status, code=f"upstream_{status}")
+            error = UpstreamError(message, status_code=status, code=f"upstream_{status}", retry_after=retry_after)
             if status in _INVALID_REQUEST_STATUSES:
                 error.error_type = "invalid_request_error"
         else:  # a library's own 5xx stand-in, or no status at all
@@ -121,16 +154,17 @@ class UpstreamErrors:
         """
         detail = f"{type(exc).__name__}: {exc}"
         causes = list(_causes(exc))
+        retry_after = _retry_after_in(causes)
         for cause in causes:
             if isinstance(cause, httpx.HTTPStatusError):
-                return self.for_status(cause.response.status_code, detail)
+                return self.for_status(cause.response.status_code, detail, retry_after)
         if any(isinstance(cause, (TimeoutError, httpx.TimeoutException)) for cause in causes):
             return self.timed_out(detail)
         if any(isinstance(cause, (httpx.TransportError, OSError)) for cause in causes):
             return self.unreachable(detail)
         status = getattr(exc, "status_code", None)
-        if isinstance(status, int) and 400 <= status < 500:  # refused before any upstream call (litellm's checks)
-            return self.for_status(status, detail)
+        if isinstance(status, int) and 400 <= status < 500:  # litellm's own errors carry the provider's status
+            return self.for_status(status, detail, retry_after)
         return self.malformed(detail)
 
     def timed_out(self, detail: str) -> UpstreamError:

@@ -59,7 +59,9 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
     async with contextlib.AsyncExitStack() as stack:
-        upstream = await open_upstream_client(settings, stack, start_local=False)
+        upstream = await open_upstream_client(
+            settings, stack, start_local=False,
+            on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
         telemetry = build_telemetry(settings, stack)
         redis = await open_redis(settings, stack)
         assert redis is not None  # the backend was checked above

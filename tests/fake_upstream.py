@@ -19,6 +19,11 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [reset]         send half of the body, then drop the connection
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones
 
+Besides chat completions it serves ``/v1/completions``, ``/v1/embeddings`` and
+``/v1/responses`` (stream and not; ``responses_supported=False`` makes the last
+a 404, as on servers that only speak chat completions). ``rate_limited`` answers
+that many requests with 429 (and ``retry_after`` as its ``Retry-After``) first.
+
 Every request is recorded (headers and body) so tests can assert what the
 gateway forwarded.
 """
@@ -95,11 +100,17 @@ class FakeUpstream:
     record: bool = True
     delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
     without_logprobs: bool = False  # an upstream that ignores `logprobs` (returns none)
+    responses_supported: bool = True
+    rate_limited: int = 0  # the next this many requests get 429
+    retry_after: str | None = None  # the Retry-After header of those 429s
 
     def app(self) -> Starlette:
         return Starlette(routes=[
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
+            Route("/v1/completions", self._text_completion, methods=["POST"]),
+            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+            Route("/v1/responses", self._responses, methods=["POST"]),
         ])
 
     async def _models(self, request: Request) -> Response:
@@ -114,6 +125,8 @@ class FakeUpstream:
             self.headers.append(dict(request.headers))
         if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return _error(401, "Incorrect API key provided: " + request.headers.get("authorization", ""))
+        if (throttled := self._throttled()) is not None:
+            return throttled
         messages = body.get("messages", [])
         directives = dict(_DIRECTIVE.findall(last_user_text(messages)))
         if "fail" in directives:
@@ -192,6 +205,111 @@ class FakeUpstream:
         except asyncio.CancelledError:
             self.stream_disconnects += 1
             raise
+
+    def _throttled(self) -> Response | None:
+        if self.rate_limited <= 0:
+            return None
+        self.rate_limited -= 1
+        response = _error(429, "fake upstream rate limit")
+        if self.retry_after is not None:
+            response.headers["retry-after"] = self.retry_after
+        return response
+
+    async def _recorded_body(self, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = orjson.loads(await request.body())
+        if self.record:
+            self.requests.append(body)
+            self.headers.append(dict(request.headers))
+        return body
+
+    async def _text_completion(self, request: Request) -> Response:
+        body = await self._recorded_body(request)
+        if (throttled := self._throttled()) is not None:
+            return throttled
+        prompt = body.get("prompt")
+        text = self.responder([{"role": "user", "content": prompt if isinstance(prompt, str) else str(prompt)}])
+        base = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
+                "model": body.get("model", self.model)}
+        if body.get("stream"):
+            async def chunks():  # type: ignore[no-untyped-def]
+                for index, word in enumerate(text.split(" ")):
+                    piece = word if index == 0 else " " + word
+                    yield _sse({**base, "choices": [{"index": 0, "text": piece, "logprobs": None,
+                                                     "finish_reason": None}]})
+                yield _sse({**base, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]})
+                yield b"data: [DONE]\n\n"
+            return StreamingResponse(chunks(), media_type="text/event-stream")
+        words = len(text.split())
+        return _json({**base, "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "stop"}],
+                      "usage": {"prompt_tokens": 1, "completion_tokens": words, "total_tokens": 1 + words}})
+
+    async def _embeddings(self, request: Request) -> Response:
+        body = await self._recorded_body(request)
+        if (throttled := self._throttled()) is not None:
+            return throttled
+        inputs = body.get("input")
+        inputs = inputs if isinstance(inputs, list) else [inputs]
+        data = [{"object": "embedding", "index": i, "embedding": [float(len(str(text))), 0.5, -0.5]}
+                for i, text in enumerate(inputs)]
+        return _json({"object": "list", "data": data, "model": body.get("model", self.model),
+                      "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}})
+
+    async def _responses(self, request: Request) -> Response:
+        body = await self._recorded_body(request)
+        if not self.responses_supported:
+            return Response(b"Not Found", status_code=404, media_type="text/plain")
+        if (throttled := self._throttled()) is not None:
+            return throttled
+        text = self.responder(_responses_messages(body))
+        response = {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "status": "completed",
+                    "model": body.get("model", self.model), "output": [], "parallel_tool_calls": True,
+                    "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
+                    "instructions": body.get("instructions"), "metadata": {}, "temperature": None, "top_p": None}
+        message = {"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
+                   "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        words = len(text.split())
+        done = {**response, "output": [message],
+                "usage": {"input_tokens": 1, "output_tokens": words, "total_tokens": 1 + words,
+                          "input_tokens_details": {"cached_tokens": 0},
+                          "output_tokens_details": {"reasoning_tokens": 0}}}
+        if not body.get("stream"):
+            return _json(done)
+        return StreamingResponse(_responses_events(response, message, text, done), media_type="text/event-stream")
+
+
+def _responses_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
+    items = body.get("input")
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    return [{"role": item.get("role"), "content": item.get("content")} for item in items or []
+            if isinstance(item, dict) and "role" in item]
+
+
+async def _responses_events(response: dict[str, Any], message: dict[str, Any], text: str,  # type: ignore[no-untyped-def]
+                            done: dict[str, Any]):
+    in_progress = {**response, "status": "in_progress"}
+    empty_item = {**message, "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": in_progress},
+        {"type": "response.in_progress", "response": in_progress},
+        {"type": "response.output_item.added", "output_index": 0, "item": empty_item},
+        {"type": "response.content_part.added", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
+         "part": part},
+    ]
+    for index, word in enumerate(text.split(" ")):
+        events.append({"type": "response.output_text.delta", "item_id": "msg_fake", "output_index": 0,
+                       "content_index": 0, "delta": word if index == 0 else " " + word, "logprobs": []})
+    events += [
+        {"type": "response.output_text.done", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
+         "text": text, "logprobs": []},
+        {"type": "response.content_part.done", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
+         "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": message},
+        {"type": "response.completed", "response": done},
+    ]
+    for number, event in enumerate(events):
+        yield f"event: {event['type']}\n".encode() + _sse({**event, "sequence_number": number})
 
 
 async def _drip(payload: bytes, every: float):  # type: ignore[no-untyped-def]

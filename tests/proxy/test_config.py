@@ -47,6 +47,8 @@ def test_litellm_proxy_config_file_loads(tmp_path: Path) -> None:
         "      api_base: https://example.invalid\n"
         "      api_key: os.environ/AZURE_KEY\n"
         "      api_version: '2024-06-01'\n"
+        "  - model_name: local\n"
+        "    litellm_params: {model: openai/smollm2, api_base: 'http://127.0.0.1:8090/v1'}\n"
         "router_settings:\n"
         "  num_retries: 3\n"
         "  fallbacks: [{gpt-4o: [local]}]\n"

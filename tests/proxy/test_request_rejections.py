@@ -69,12 +69,20 @@ def test_schema_errors_are_400_and_name_the_param(gateway: ServerThread, fake_up
 
 @pytest.mark.parametrize("field", ["api_base", "base_url", "api_key", "extra_headers", "fallbacks",
                                    "custom_llm_provider", "mock_response", "mock_testing_fallbacks",
-                                   "litellm_params", "metadata"])
+                                   "litellm_params", "use_chat_completions_api", "timeout"])
 def test_gateway_steering_params_are_refused(gateway: ServerThread, fake_upstream: FakeUpstream,
                                              field: str) -> None:
     error = assert_openai_error(post(gateway, {**CHAT, field: "http://169.254.169.254/"}), 400,
                                 "invalid_request_error")
     assert error["param"] == field and error["code"] == "unsupported_parameter"
+    assert fake_upstream.requests == []
+
+
+def test_metadata_is_checked_as_openai_documents_it(gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    """An official parameter (string values only), not a door into litellm's routing metadata."""
+    error = assert_openai_error(post(gateway, {**CHAT, "metadata": "http://169.254.169.254/"}), 400,
+                                "invalid_request_error")
+    assert error["param"] == "metadata" and error["code"] == "invalid_value"
     assert fake_upstream.requests == []
 
 

@@ -1,0 +1,132 @@
+"""Stream taps and answer readers for the endpoints besides chat completions.
+
+A tap forwards a stream's events as they pass, keeps the answer for scoring
+and holds back the stream's end, so that in sync mode the trust event goes out
+before it: ``[DONE]`` for legacy completions (as for chat), the terminal
+``response.completed`` (or ``.incomplete`` / ``.failed``) event for the
+Responses API, which has no ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from exporters import TRUST_EVENT, trust_chunk, trust_event
+from scoring.types import TrustRecord
+
+from .completion import sse_event
+from .sse import SseTap
+from .trust import Answer
+
+__all__ = ["ResponsesTap", "TextCompletionTap", "answer_from_response", "answer_from_text_completion"]
+
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def answer_from_text_completion(data: dict[str, Any]) -> Answer:
+    """The first choice's text of a legacy completion; another shape reads as no answer."""
+    choices = data.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    text = choice.get("text")
+    return Answer(text=text if isinstance(text, str) else None, completion_id=_id(data))
+
+
+def answer_from_response(data: dict[str, Any]) -> Answer:
+    """A Responses object's answer: the text of its message items; function calls mark it as a tool call."""
+    output = data.get("output")
+    items = [item for item in output if isinstance(item, dict)] if isinstance(output, list) else []
+    texts = [part["text"] for item in items if item.get("type") == "message"
+             for part in item.get("content") or []
+             if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str)]
+    calls = any(item.get("type") in ("function_call", "custom_tool_call") for item in items)
+    return Answer(text="".join(texts) if texts else None, has_tool_calls=calls, completion_id=_id(data))
+
+
+def _id(data: dict[str, Any]) -> str | None:
+    value = data.get("id")
+    return value if isinstance(value, str) and value else None
+
+
+class TextCompletionTap(SseTap):
+    """A legacy completions stream: chunks carry ``choices[].text`` instead of a delta."""
+
+    def _read(self, event: bytes) -> None:
+        for line in event.split(b"\n"):
+            payload = _data(line)
+            if payload is None:
+                continue
+            self.completion_id = self.completion_id or str(payload.get("id") or "")
+            self.model = self.model or str(payload.get("model") or "")
+            for choice in payload.get("choices") or []:
+                if isinstance(choice, dict) and choice.get("index", 0) == 0 and isinstance(choice.get("text"), str):
+                    self._text.append(choice["text"])
+
+    def trust_event(self, record: TrustRecord, model: str) -> bytes:
+        return sse_event(trust_chunk(record, completion_id=self.completion_id, model=self.model or model,
+                                     object_type="text_completion"))
+
+
+class ResponsesTap:
+    """A Responses API event stream: text from ``response.output_text.delta``, the terminal event held back."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._text: list[str] = []
+        self._tool_calls = False
+        self._held = b""
+        self._sequence = 0
+        self.completion_id = ""  # the response's id, from its first event
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        self._buffer += chunk.replace(b"\r\n", b"\n")
+        while b"\n\n" in self._buffer:
+            raw, self._buffer = self._buffer.split(b"\n\n", 1)
+            event = raw + b"\n\n"
+            kind = self._read(raw)
+            if kind in _TERMINAL:
+                self._held += event
+                continue
+            yield event
+
+    def _read(self, event: bytes) -> str | None:
+        payload = next((p for p in map(_data, event.split(b"\n")) if p is not None), None)
+        if payload is None:
+            return None
+        kind = payload.get("type")
+        if isinstance(payload.get("sequence_number"), int):
+            self._sequence = max(self._sequence, payload["sequence_number"] + 1)
+        response = payload.get("response")
+        if not self.completion_id and isinstance(response, dict) and isinstance(response.get("id"), str):
+            self.completion_id = response["id"]
+        if kind == "response.output_text.delta" and isinstance(payload.get("delta"), str):
+            self._text.append(payload["delta"])
+        item = payload.get("item")
+        if kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call":
+            self._tool_calls = True
+        return kind if isinstance(kind, str) else None
+
+    def rest(self) -> bytes:
+        return self._buffer
+
+    def answer(self) -> Answer:
+        return Answer(text="".join(self._text), has_tool_calls=self._tool_calls,
+                      completion_id=self.completion_id or None)
+
+    def trust_event(self, record: TrustRecord, model: str) -> bytes:
+        return sse_event(trust_event(record, sequence_number=self._sequence), name=TRUST_EVENT)
+
+    def closing(self) -> bytes:
+        return self._held
+
+
+def _data(line: bytes) -> dict[str, Any] | None:
+    if not line.startswith(b"data:"):
+        return None
+    try:
+        payload = orjson.loads(line[5:])
+    except orjson.JSONDecodeError:
+        return None
+    return payload if isinstance(payload, dict) else None
