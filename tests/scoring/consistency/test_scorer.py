@@ -20,7 +20,7 @@ from scoring.settings import ConsistencySettings
 from scoring.types import ComponentResult, ScoringJob
 from tests.fake_upstream import FakeUpstream
 
-from .upstream_ask import Answerer, ClientAsk, upstream_ask
+from .upstream_ask import Answerer, ClientAsk, shown_options, upstream_ask
 
 RICHIE = ("When did all night long come out lionel richie?", "All night long came out in 1983")
 FLORIDA = ("which state was returned to spain after the revolutionary war?",
@@ -164,10 +164,22 @@ def test_an_upstream_failure_is_reported_not_raised(generator: DistractorGenerat
     assert "UpstreamFailure" not in result.error  # the record names the upstream's own error, as before
 
 
+class ContentAnswerer:
+    """A scripted model whose choice depends on the options a check shows, not on the order concurrent
+    checks arrive in (which varies from run to run)."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def __call__(self, messages: list[dict[str, Any]]) -> str:
+        step = random.Random(str(shown_options(messages))).choice(["original", "other"])
+        return Answerer(self.answer, lambda n: step)(messages)
+
+
 def test_a_seed_makes_scoring_repeatable(generator: DistractorGenerator, fake_upstream: FakeUpstream) -> None:
     runs = []
     for _ in range(2):
-        fake_upstream.responder = Answerer(FLORIDA[1], lambda n: random.Random(n).choice(["original", "other"]))
+        fake_upstream.responder = ContentAnswerer(FLORIDA[1])
         runs.append(score(generator, fake_upstream, FLORIDA, mode="graded")[0].details.checks)
     assert runs[0] == runs[1]
 
