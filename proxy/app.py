@@ -43,7 +43,7 @@ from .limits import Limiter
 from .litellm_backend import check_providers
 from .readiness import ReadinessCheck
 from .routes import router
-from .throttled_log import ThrottledLog
+from scoring.throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
 from .trust_list import router as trust_list_router
 from .upstream import UpstreamClient

@@ -34,7 +34,7 @@ from .config import ConfigError, GatewaySettings
 from .limits import Limiter, MemoryCounters, RedisCounters
 from .local_upstream import run_local_upstream
 from .retries import OnScoringShed
-from .throttled_log import ThrottledLog
+from scoring.throttled_log import ThrottledLog
 from .trust import traced
 from .upstream import OnFallbackSkipped, UpstreamClient
 

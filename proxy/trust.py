@@ -37,7 +37,7 @@ from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 from .errors import InvalidRequest, ServiceUnavailable
 from .logprobs import ask_for_logprobs
 from .replies import ChatCompletion
-from .throttled_log import ThrottledLog
+from scoring.throttled_log import ThrottledLog
 
 __all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
 

@@ -14,8 +14,8 @@ import re
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from .throttled_log import ThrottledLog
 from .types import ScoringFailure
 
 __all__ = ["FailureLog", "describe", "mask_secrets"]
@@ -46,36 +46,22 @@ def describe(error: BaseException) -> str:
     return mask_secrets(f"{type(shown).__name__}: {shown}")
 
 
-@dataclass
-class _Window:
-    logged_at: float
-    suppressed: int = 0
-
-
 class FailureLog:
-    """Logs failures by (where, reason): the first at once, then at most one per ``interval_s``.
+    """Logs failures by (where, reason) through a ``ThrottledLog``: the first at once, then one per interval.
 
-    A line after a quiet spell says how many were left out since the last
-    one; the counters have them all. One instance per owner (a pipeline, a
-    queue), no global state.
+    One instance per owner (a pipeline, a queue), no global state.
     """
 
     def __init__(self, logger: logging.Logger, *, interval_s: float = 60.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._log = logger
-        self._interval_s = interval_s
-        self._clock = clock
-        self._windows: dict[tuple[str, str], _Window] = {}
+        self._throttle = ThrottledLog(logger, interval_s=interval_s, clock=clock)
 
     def report(self, where: str, reason: str, error: BaseException) -> None:
         """Log ``error`` (met by ``where``: a component, a queue operation) unless one like it just was."""
-        key, now = (where, reason), self._clock()
-        window = self._windows.get(key)
-        if window is not None and now - window.logged_at < self._interval_s:
-            window.suppressed += 1
+        left_out = self._throttle.admit((where, reason))
+        if left_out is None:
             return
-        left_out = f" ({window.suppressed} more left out of the log since the last)" if window and window.suppressed \
-            else ""
-        self._windows[key] = _Window(now)
+        note = f" ({left_out} more left out of the log since the last)" if left_out else ""
         trace = "".join(traceback.format_exception(error)).rstrip()
-        self._log.warning("%s failed (%s)%s: %s", where, reason, left_out, mask_secrets(trace))
+        self._log.warning("%s failed (%s)%s: %s", where, reason, note, mask_secrets(trace))
