@@ -157,11 +157,16 @@ def report(figures: dict[str, Any]) -> str:
         f"{latency['backlog_still_pending_after']} jobs still pending after | {summary(busy)} |", "",
         f"User latency with scoring on / off: p50 {percentile(busy, 0.5) / percentile(idle, 0.5):.2f}×, "
         f"p90 {percentile(busy, 0.9) / percentile(idle, 0.9):.2f}×.",
-        "", f"Sync: Trust_BC finished in {sync['bc_scored']} of {len(sync_seconds)} (the others: "
-        + ", ".join(sorted({str(r['components'].get('bc')) for r in sync['rows']} - {'ok'})) + ").",
+        "", f"Sync: Trust_BC finished in {sync['bc_scored']} of {len(sync_seconds)}{_others(sync['rows'])}.",
         f"Load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}.",
     ]
     return "\n".join(lines)
+
+
+def _others(rows: list[dict[str, Any]]) -> str:
+    """What Trust_BC's component said where it did not finish, if anywhere."""
+    others = sorted({str(r["components"].get("bc")) for r in rows} - {"ok"})
+    return f" (the others: {', '.join(others)})" if others else ""
 
 
 def main(argv: list[str] | None = None) -> None:
