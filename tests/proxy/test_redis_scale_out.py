@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -81,6 +82,24 @@ def wait_until_a_worker_holds_a_job(server: RedisServer) -> None:
         time.sleep(0.05)
 
 
+def start_ready_worker(start_worker: Callable[..., subprocess.Popen[bytes]], config: dict[str, Any],
+                       delay: float) -> int:
+    """A worker process that is consuming (its readiness probe answers 200); its pid.
+
+    A worker spends seconds importing before it reads: jobs sent before then
+    all go to the workers that are already reading.
+    """
+    port = free_port()
+    worker = start_worker(config, delay, "--metrics-port", str(port))
+    deadline = time.monotonic() + 60
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"http://127.0.0.1:{port}/health/readiness", timeout=2).status_code == 200:
+                return worker.pid
+        assert worker.poll() is None and time.monotonic() < deadline, "the worker did not become ready"
+        time.sleep(0.1)
+
+
 def chat(server: ServerThread, content: str, mode: str = "async") -> httpx.Response:
     return httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": mode}, timeout=30,
                       json={"model": "fake", "messages": [{"role": "user", "content": content}]})
@@ -107,7 +126,7 @@ def test_two_workers_share_the_load(fake_upstream: FakeUpstream, redis_server: R
                                     start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
-    workers = {start_worker(config, 0.3).pid, start_worker(config, 0.3).pid}
+    workers = {start_ready_worker(start_worker, config, 0.3) for _ in range(2)}
     ids = [chat(gateway, f"job {i}").headers["x-trust-id"] for i in range(12)]
     scored_by = [wait_for_record(gateway, i, timeout=30)["components"]["bc"]["details"]["worker_pid"] for i in ids]
     assert set(scored_by) == workers
