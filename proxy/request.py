@@ -111,14 +111,7 @@ def parse_chat_request(raw: bytes) -> ParsedRequest:
     documents sent only in the field are appended to the prompt so the
     upstream sees them.
     """
-    try:
-        original = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from exc
-    if not isinstance(original, dict):
-        raise InvalidRequest("Request body must be a JSON object", code="invalid_json")
-    if _nested_deeper_than(original, MAX_NESTING):
-        raise InvalidRequest(f"Request body is nested deeper than {MAX_NESTING} levels", code="nesting_too_deep")
+    original = _json_object(raw)
     try:
         request = ChatRequest.model_validate(original)  # the extension fields pass as extras
     except ValidationError as exc:
@@ -174,8 +167,8 @@ class EndpointRequest:
     messages: list[dict[str, Any]]  # the conversation as chat messages, for scoring; [] when there is none to score
 
 
-def parse_endpoint_request(raw: bytes, endpoint: Endpoint) -> EndpointRequest:
-    """Validate a completions, embeddings or responses body against its allowlist and type; 400 otherwise."""
+def _json_object(raw: bytes) -> dict[str, Any]:
+    """The body as a JSON object no deeper than ``MAX_NESTING`` (deeper would fail when re-serialised); 400 else."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -184,6 +177,12 @@ def parse_endpoint_request(raw: bytes, endpoint: Endpoint) -> EndpointRequest:
         raise InvalidRequest("Request body must be a JSON object", code="invalid_json")
     if _nested_deeper_than(body, MAX_NESTING):
         raise InvalidRequest(f"Request body is nested deeper than {MAX_NESTING} levels", code="nesting_too_deep")
+    return body
+
+
+def parse_endpoint_request(raw: bytes, endpoint: Endpoint) -> EndpointRequest:
+    """Validate a completions, embeddings or responses body against its allowlist and type; 400 otherwise."""
+    body = _json_object(raw)
     _refuse_unknown(body, endpoint)
     try:
         checked = _BODY_TYPES[endpoint].model_validate(body)
