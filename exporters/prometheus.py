@@ -53,6 +53,7 @@ class GatewayMetrics:
     accept_errors: Counter
     sync_timeouts: Counter
     scoring_calls_shed: Counter
+    scoring_upstream_tokens: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -64,7 +65,7 @@ class GatewayMetrics:
         model = record.model or "unknown"
         self.scoring_jobs.labels(model=model, status=record.status).inc()
         if record.status == "shed":
-            self.scoring_shed_jobs.labels(model=model).inc()
+            self.scoring_shed_jobs.labels(model=model, reason=record.shed_reason or "unknown").inc()
         for component in record.components.values():
             if component.value is not None:
                 self.trust_score.labels(model=model, component=component.component).observe(component.value)
@@ -78,6 +79,13 @@ class GatewayMetrics:
             self._observe_rag(model, rag.details)
         if "scoring_s" in record.timings:
             self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
+
+    def observe_scoring_usage(self, *, model: str, component: str, prompt_tokens: int,
+                              completion_tokens: int) -> None:
+        """The tokens one scoring call used (as its upstream reported them): scoring's share of the bill."""
+        self.scoring_upstream_tokens.labels(model=model, component=component, kind="prompt").inc(prompt_tokens)
+        self.scoring_upstream_tokens.labels(model=model, component=component, kind="completion").inc(
+            completion_tokens)
 
     def observe_sync_timeout(self, model: str) -> None:
         """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
@@ -122,8 +130,9 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                    LATENCY_BUCKETS, unit="seconds"),
         scoring_queue_depth=Gauge("scoring_queue_depth", "Scoring jobs waiting in the queue.",
                                   namespace=NAMESPACE, registry=registry),
-        scoring_shed_jobs=counter("scoring_shed_jobs", "Scoring jobs dropped because the queue was full.",
-                                  ["model"]),
+        scoring_shed_jobs=counter("scoring_shed_jobs", "Scoring jobs not scored, by reason: the queue was full "
+                                  "or unreachable (queue_full, queue_unavailable), or the model group's scoring "
+                                  "budget was spent (call_budget, token_budget).", ["model", "reason"]),
         scorer_errors=counter("scorer_errors", "Scoring failures, per component and reason (timeout, upstream, "
                               "parse, knowledge_graph, judge, internal).", ["model", "component", "reason"]),
         upstream_calls=counter("upstream_calls", "Upstream calls, by purpose (user or a scorer's).",
@@ -152,8 +161,12 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
         sync_timeouts=counter("scoring_sync_timeouts", "Sync-mode responses sent with a pending trust record "
                               "because scoring took longer than sync_timeout.", ["model"]),
         scoring_calls_shed=counter("scoring_calls_shed", "Scorers' upstream calls or retries not made: the group "
-                                   "was rate limited (rate_limited) or scoring's retry budget was spent "
-                                   "(retry_budget).", ["model", "reason"]),
+                                   "was rate limited (rate_limited), scoring's retry budget was spent "
+                                   "(retry_budget), or the group's scoring budget was (call_budget, "
+                                   "token_budget).", ["model", "reason"]),
+        scoring_upstream_tokens=counter("scoring_upstream_tokens", "Tokens the scorers' upstream calls used, as "
+                                        "the upstream reported them, by component and kind (prompt, "
+                                        "completion).", ["model", "component", "kind"]),
     )
 
 

@@ -109,7 +109,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
                 process, has_scorers = await build_processor(
-                    settings, upstream, metrics, tracing, scorers, calibrator, stack)
+                    settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter)
                 queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
                                        on_depth=metrics.scoring_queue_depth.set)

@@ -3,7 +3,8 @@
 Scoring calls go through the same UpstreamClient as user traffic (same
 timeouts and fallbacks; retries within scoring's budget, shed while the group
 is rate limited) and are counted by purpose, so dashboards can tell user calls
-from scoring calls.
+from scoring calls; their tokens are counted too, and held to the group's
+scoring budget (``proxy.scoring_budget``) when the operator set one.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from typing import Any
 from exporters import GatewayMetrics
 from scoring.types import Reply, UnreadableReply, UpstreamFailure
 
+from .completion import Completion
 from .errors import GatewayError
 from .replies import ChatCompletion, parse_completion
+from .scoring_budget import ScoringBudget
 from .slots import Priority
 from .upstream import UpstreamClient
 from .upstream_errors import MALFORMED_REPLY
@@ -46,20 +49,38 @@ def reply_from_completion(data: dict[str, Any]) -> Reply:
 
 
 class UpstreamAsk:
-    def __init__(self, upstream: UpstreamClient, metrics: GatewayMetrics, model: str, purpose: str) -> None:
+    """An ``Ask`` of one scorer (``purpose``) at one model group, within the group's scoring budget if given."""
+
+    def __init__(self, upstream: UpstreamClient, metrics: GatewayMetrics, model: str, purpose: str, *,
+                 budget: ScoringBudget | None = None) -> None:
         self._upstream = upstream
         self._metrics = metrics
         self._model = model
         self._purpose = purpose
+        self._budget = budget
 
     async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
                        logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
         body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
                         top_logprobs=top_logprobs)
+        if self._budget is not None:
+            await self._budget.take_call(self._model)  # BudgetSpent: not made, and the scorer is told why
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
         try:
             completion = await self._upstream.complete(self._model, body, priority=Priority.SCORING)
         except GatewayError as exc:  # scoring knows no HTTP errors, only that the upstream failed, and how
             unreadable = exc.code == MALFORMED_REPLY
             raise (UnreadableReply if unreadable else UpstreamFailure)(str(exc)) from exc
+        await self._meter(completion)
         return scoring_reply(completion.reply)
+
+    async def _meter(self, completion: Completion) -> None:
+        """The call's tokens, on the bill of the group that answered (a fallback's, if one did)."""
+        usage = completion.reply.usage
+        if usage is None:
+            return
+        group = completion.model_group
+        self._metrics.observe_scoring_usage(model=group, component=self._purpose, prompt_tokens=usage.prompt_tokens,
+                                            completion_tokens=usage.completion_tokens)
+        if self._budget is not None:
+            await self._budget.add_tokens(group, usage.prompt_tokens + usage.completion_tokens)

@@ -27,6 +27,7 @@ from scoring.calibration import CalibrationError, Calibrator, fitted_components,
 from scoring.pipeline import COMBINED, ScoringPipeline
 from scoring.queue import Process
 from scoring.settings import ScoringSettings
+from scoring.throttled_log import ThrottledLog
 from scoring.types import Scorer
 
 from .ask import UpstreamAsk
@@ -34,7 +35,7 @@ from .config import ConfigError, GatewaySettings
 from .limits import Limiter, MemoryCounters, RedisCounters
 from .local_upstream import run_local_upstream
 from .retries import OnScoringShed
-from scoring.throttled_log import ThrottledLog
+from .scoring_budget import ScoringBudget
 from .trust import traced
 from .upstream import OnFallbackSkipped, UpstreamClient
 
@@ -133,8 +134,12 @@ async def build_scorers(scoring: ScoringSettings, stack: contextlib.AsyncExitSta
 
 async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, metrics: GatewayMetrics,
                           telemetry: Telemetry, scorers: Sequence[Scorer] | None, calibrator: Calibrator | None,
-                          stack: contextlib.AsyncExitStack) -> tuple[Process, bool]:
-    """The job processor (scorers → record, calibrated, traced) and whether any scorer is active."""
+                          stack: contextlib.AsyncExitStack, limiter: Limiter) -> tuple[Process, bool]:
+    """The job processor (scorers → record, calibrated, traced) and whether any scorer is active.
+
+    Jobs and their calls are held to the scoring budget, counted on ``limiter`` (shared through Redis
+    when it is, so a gateway and its workers spend one budget).
+    """
     scoring = settings.trustgate.scoring
     active = list(scorers) if scorers is not None else await build_scorers(scoring, stack)
     if calibrator is not None:
@@ -143,9 +148,12 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
         combine = combiner_for(active, scoring, calibrator)
     except ScorerAssetsError as exc:
         raise ConfigError(str(exc)) from exc
-    pipeline = ScoringPipeline(active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose),
-                               scoring, combine=combine, calibrator=calibrator)
-    return traced(pipeline, telemetry), pipeline.has_scorers
+    budget = ScoringBudget(scoring.budget, limiter, on_call_refused=lambda group, reason: (
+        metrics.scoring_calls_shed.labels(model=group, reason=reason).inc()))
+    pipeline = ScoringPipeline(
+        active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose, budget=budget),
+        scoring, combine=combine, calibrator=calibrator)
+    return budget.gate(traced(pipeline, telemetry)), pipeline.has_scorers
 
 
 def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Scorer]) -> None:

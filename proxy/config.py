@@ -352,6 +352,11 @@ class GatewaySettings(BaseModel):
         unknown = [name for name in self.trustgate.scoring.per_model if name not in known]
         if unknown:
             raise ValueError(f"trustgate.scoring.per_model: unknown model `{unknown[0]}`")
+        # A budget is counted per model group, so an alias would name a budget nothing spends.
+        unknown = [name for name in self.trustgate.scoring.budget.per_model if name not in groups]
+        if unknown:
+            raise ValueError(f"trustgate.scoring.budget.per_model: `{unknown[0]}` is not a model group"
+                             + (" (it is an alias: name its group)" if unknown[0] in known else ""))
         return self
 
     @model_validator(mode="after")

@@ -8,6 +8,10 @@ shape with ``Retry-After`` set to the end of the window.
 ``tpm`` counts the tokens of answers whose usage is known (non-streamed ones,
 and streams that report it); a key at or over it is refused until the window
 turns. ``max_parallel_requests`` holds a slot until the answer (or stream) ends.
+
+The same counters hold scoring's budget per model group (``proxy.scoring_budget``,
+which sheds rather than answers 429), each kind of limit under its own key, so
+no name can share another kind's count.
 """
 
 from __future__ import annotations
@@ -119,21 +123,32 @@ class Limiter:
     def _left_in_window(self) -> float:
         return WINDOW_S - self._clock() % WINDOW_S
 
-    async def over_rpm(self, name: str, rpm: int) -> float | None:
-        """Count one request; the seconds until the window turns when that was one too many, else None."""
-        if await self.counters.add(self.window_key("rpm", name), 1, WINDOW_S) > rpm:
+    async def count_one(self, kind: str, name: str, limit: int) -> float | None:
+        """Count one use of ``kind`` by ``name``; the seconds until the window turns when that was one too many."""
+        if await self.counters.add(self.window_key(kind, name), 1, WINDOW_S) > limit:
             return self._left_in_window()
         return None
+
+    async def used_up(self, kind: str, name: str, limit: int) -> float | None:
+        """The seconds until the window turns when ``name`` has used ``limit`` of ``kind`` already, else None."""
+        if await self.counters.get(self.window_key(kind, name)) >= limit:
+            return self._left_in_window()
+        return None
+
+    async def add(self, kind: str, name: str, amount: int) -> None:
+        if amount > 0:
+            await self.counters.add(self.window_key(kind, name), amount, WINDOW_S)
+
+    async def over_rpm(self, name: str, rpm: int) -> float | None:
+        """Count one request; the seconds until the window turns when that was one too many, else None."""
+        return await self.count_one("rpm", name, rpm)
 
     async def over_tpm(self, name: str, tpm: int) -> float | None:
         """The seconds until the window turns when ``name`` has used its tokens, else None."""
-        if await self.counters.get(self.window_key("tpm", name)) >= tpm:
-            return self._left_in_window()
-        return None
+        return await self.used_up("tpm", name, tpm)
 
     async def add_tokens(self, name: str, tokens: int) -> None:
-        if tokens > 0:
-            await self.counters.add(self.window_key("tpm", name), tokens, WINDOW_S)
+        await self.add("tpm", name, tokens)
 
     async def admit(self, name: str, limits: KeyLimits) -> Slot:
         """Count the request against ``name``'s limits; 429 (nothing held) when one is reached."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
 
 __all__ = [
     "ChatCompletion",
@@ -35,6 +35,7 @@ __all__ = [
     "CompletionChoice",
     "MalformedReply",
     "TokenLogprob",
+    "TokenUsage",
     "parse_chunk",
     "parse_completion",
 ]
@@ -108,12 +109,30 @@ class CompletionChoice(_Logprobbed):
         return self.message.content
 
 
+class TokenUsage(_Lenient):
+    """``usage``: what the call cost, as the upstream reports it."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class ChatCompletion(_Lenient):
     """A non-streamed chat completion, as far as the gateway reads it."""
 
     id: str | None = None
     model: str | None = None
     choices: list[CompletionChoice]
+    usage: TokenUsage | None = None
+
+    @field_validator("usage", mode="wrap")
+    @classmethod
+    def _usage_if_readable(cls, value: Any, read: ValidatorFunctionWrapHandler) -> TokenUsage | None:
+        """Usage in another shape reads as unreported: it is metered, never a reason to refuse an answer."""
+        try:
+            usage: TokenUsage | None = read(value)
+        except ValidationError:
+            return None
+        return usage
 
     @property
     def first(self) -> CompletionChoice | None:

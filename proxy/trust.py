@@ -200,8 +200,10 @@ class TrustService:
                           completion_id=answer.completion_id, traceparent=plan.traceparent)
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
-            error = "scoring queue full" if outcome == "shed" else "scoring queue unavailable"
-            return self._publish_later(TrustRecord.for_job(job, "shed", error=error))
+            full = outcome == "shed"
+            return self._publish_later(TrustRecord.for_job(
+                job, "shed", shed_reason="queue_full" if full else "queue_unavailable",
+                error="scoring queue full" if full else "scoring queue unavailable"))
         return TrustRecord.for_job(job, "pending")
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:

@@ -1,7 +1,8 @@
 """``trustgate worker``: score jobs from the Redis Stream, with the same config and scorers as the gateway.
 
 A worker re-asks upstreams through its own UpstreamClient (same retries,
-timeouts, fallbacks), writes records to Redis and serves its own ``/metrics``
+timeouts, fallbacks; the gateways' rate-limit counters in Redis, and so one
+scoring budget for all), writes records to Redis and serves its own ``/metrics``
 and ``/health/liveness`` / ``/health/readiness`` probes (``worker_http``).
 SIGTERM/SIGINT stop reading new jobs and let in-flight ones finish for a grace
 period; what is still unfinished then stays pending in the consumer group for
@@ -26,6 +27,7 @@ from scoring.redis_queue import RedisStreamWorker
 from scoring.types import Scorer
 
 from .assembly import (
+    build_limiter,
     build_processor,
     build_publisher,
     build_telemetry,
@@ -59,14 +61,16 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
     async with contextlib.AsyncExitStack() as stack:
-        upstream = await open_upstream_client(
-            settings, stack, start_local=False,
-            on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
-        telemetry = build_telemetry(settings, stack)
         redis = await open_redis(settings, stack)
         assert redis is not None  # the backend was checked above
+        limiter = build_limiter(settings, redis, stack)  # the gateways' counters: one scoring budget for all
+        upstream = await open_upstream_client(
+            settings, stack, start_local=False, limiter=limiter,
+            on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
+        telemetry = build_telemetry(settings, stack)
         publisher = await build_publisher(settings, metrics, redis, stack)
-        process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack)
+        process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack,
+                                           limiter)
         worker = RedisStreamWorker(
             redis, publisher.store, settings.trustgate.scoring.queue, process=process, publish=publisher.publish,
             consumer=_consumer_name(), events=build_worker_metrics(registry, metrics))

@@ -36,7 +36,9 @@ __all__ = ["NO_EVENTS", "RedisJobQueue", "RedisStreamWorker", "StreamKeys", "Wor
 
 log = logging.getLogger("trustgate.scoring.redis")
 
-FINAL_STATUSES = ("done", "failed")
+# Every status but pending: a worker's record is final whether it scored the job, failed it, found
+# nothing to score, or shed it (its model's scoring budget was spent).
+FINAL_STATUSES = ("done", "failed", "skipped", "shed")
 # How a delivery ended: scored and acknowledged; already final (a redelivery); failed and
 # left for a retry; or given up and moved to the dead-letter stream.
 JobOutcome = Literal["done", "duplicate", "retry", "dead_letter"]

@@ -11,8 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["ClientModePolicy", "ConsistencySettings", "FactCheckSettings", "LogprobSettings", "PolicySettings",
-           "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
+__all__ = ["BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings", "FactCheckSettings",
+           "LogprobSettings", "PolicySettings", "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
@@ -139,6 +139,33 @@ class QueueSettings(BaseModel):
     record_ttl_s: int = Field(default=7 * 86400, ge=60)
 
 
+class BudgetLimits(BaseModel):
+    """What scoring may spend on one model group per minute (None: no limit); the user's own calls never count."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls_per_minute: int | None = Field(default=None, ge=1)  # scorers' upstream calls (retries aside)
+    tokens_per_minute: int | None = Field(default=None, ge=1)  # their prompt + completion tokens, as reported
+
+
+class BudgetSettings(BudgetLimits):
+    """Scoring's budget: these limits for every model group, ``per_model`` entries overriding them by group.
+
+    A key an entry leaves out is the default's; an entry's explicit ``null``
+    lifts that limit for its group. Beyond a budget, jobs are shed before they
+    run and a running job's further calls are refused (``proxy.scoring_budget``).
+    """
+
+    per_model: dict[str, BudgetLimits] = Field(default_factory=dict)
+
+    def for_model(self, model: str) -> BudgetLimits:
+        override = self.per_model.get(model)
+        if override is None:
+            return BudgetLimits(calls_per_minute=self.calls_per_minute, tokens_per_minute=self.tokens_per_minute)
+        return BudgetLimits.model_validate({name: getattr(override if name in override.model_fields_set else self,
+                                                          name) for name in BudgetLimits.model_fields})
+
+
 class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -159,6 +186,7 @@ class ScoringSettings(BaseModel):
     combine: Literal["paper", "fitted"] = "paper"
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)

@@ -20,6 +20,7 @@ __all__ = [
     "Ask",
     "BCCheck",
     "BCDetails",
+    "BudgetSpent",
     "ComponentDetails",
     "ComponentResult",
     "FCDetails",
@@ -35,6 +36,7 @@ __all__ = [
     "Scorer",
     "ScoringFailure",
     "ScoringJob",
+    "ShedReason",
     "StoreUnavailable",
     "TrustRecord",
     "TrustStatus",
@@ -43,9 +45,12 @@ __all__ = [
 ]
 
 TrustStatus = Literal["pending", "done", "failed", "shed", "skipped"]
+# Why a job was shed, not scored: the bounded label of trustgate_scoring_shed_jobs_total. queue_full and
+# queue_unavailable: at hand-off; call_budget and token_budget: the model group's scoring budget was spent.
+ShedReason = Literal["queue_full", "queue_unavailable", "call_budget", "token_budget"]
 FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge's verdict on an answer
 # Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
-FailureReason = Literal["timeout", "upstream", "parse", "knowledge_graph", "judge", "internal"]
+FailureReason = Literal["timeout", "upstream", "parse", "knowledge_graph", "judge", "budget", "internal"]
 FAILURE_REASONS: tuple[FailureReason, ...] = get_args(FailureReason)
 
 
@@ -59,6 +64,12 @@ class UpstreamFailure(ScoringFailure):
     """An ``Ask`` whose upstream call failed (refused, unreachable, timed out, malformed): ``Ask`` raises this."""
 
     reason = "upstream"
+
+
+class BudgetSpent(ScoringFailure):
+    """An ``Ask`` not made: the model group's scoring budget for this minute is spent (``Ask`` raises this)."""
+
+    reason = "budget"
 
 
 class UnreadableReply(ScoringFailure):
@@ -359,6 +370,7 @@ class TrustRecord(BaseModel):
     probability: float | None = None  # calibrated, when a calibration file is loaded
     label: str | None = None  # trusted / uncertain / untrusted
     error: str | None = None
+    shed_reason: ShedReason | None = None  # set on a "shed" record
     created_at: float = Field(default_factory=time.time)
     finished_at: float | None = None
     timings: dict[str, float] = Field(default_factory=dict)

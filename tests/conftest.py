@@ -36,6 +36,7 @@ def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[F
     fake.responder, fake.api_key, fake.delay_ms, fake.without_logprobs = echo, None, 0.0, False
     fake.responses_supported, fake.rate_limited, fake.retry_after = True, 0, None
     fake.requests.clear()
+    fake.answered.clear()
     fake.headers.clear()
     fake.stream_disconnects = 0
     fake.model_listings = 0

@@ -93,6 +93,7 @@ class FakeUpstream:
     api_key: str | None = None
     model: str = "fake-model"
     requests: list[dict[str, Any]] = field(default_factory=list)
+    answered: list[dict[str, Any]] = field(default_factory=list)  # the non-streamed chat completions sent back
     headers: list[dict[str, str]] = field(default_factory=list)
     stream_disconnects: int = 0
     model_listings: int = 0  # GET /v1/models calls (the gateway's readiness probes)
@@ -151,7 +152,10 @@ class FakeUpstream:
             if "reset-stream" in directives or "done-then-reset" in directives:
                 stream = _cut(stream, done_first="done-then-reset" in directives)
             return StreamingResponse(stream, media_type="text/event-stream")
-        payload = orjson.dumps(self._completion(body, text, logprobs))
+        completion = self._completion(body, text, logprobs)
+        if self.record:
+            self.answered.append(completion)
+        payload = orjson.dumps(completion)
         if "drip" in directives:
             return StreamingResponse(_drip(payload, float(directives["drip"])), media_type="application/json")
         if "reset" in directives:

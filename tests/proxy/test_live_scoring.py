@@ -219,7 +219,9 @@ def test_flood_sheds_jobs_without_blocking_users(fake_upstream: FakeUpstream,
     shed = wait_for_record(server, responses[-1].headers["x-trust-id"])
     assert shed["status"] == "shed"
     found = samples(server)
-    assert found[("trustgate_scoring_shed_jobs_total", frozenset({"model": "fake"}.items()))] == 4
+    full = frozenset({"model": "fake", "reason": "queue_full"}.items())
+    assert found[("trustgate_scoring_shed_jobs_total", full)] == 4
+    assert shed["shed_reason"] == "queue_full"
 
 
 def test_metrics_after_known_traffic(scored_gateway: ServerThread) -> None:

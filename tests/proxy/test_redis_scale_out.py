@@ -270,7 +270,8 @@ def test_redis_restart_degrades_scoring_but_never_user_traffic(
         while chat(gateway, "after", mode="sync").headers["x-trust-status"] != "done":
             assert time.monotonic() < deadline, "scoring did not recover after Redis came back"
             time.sleep(0.2)
-        shed = samples(gateway)[("trustgate_scoring_shed_jobs_total", frozenset({"model": "fake"}.items()))]
+        unavailable = frozenset({"model": "fake", "reason": "queue_unavailable"}.items())
+        shed = samples(gateway)[("trustgate_scoring_shed_jobs_total", unavailable)]
         assert shed >= 3
     finally:
         restarted.stop()
