@@ -28,6 +28,7 @@ REQUIRED_SERIES = {
     "shed jobs": "trustgate_scoring_shed_jobs_total",
     "scorer errors": "trustgate_scorer_errors_total",
     "scoring cost by purpose": "trustgate_upstream_calls_total",
+    "scoring tokens": "trustgate_scoring_upstream_tokens_total",
     "request rate": "trustgate_requests_total",
     "request latency": "trustgate_request_duration_seconds_bucket",
     "RAG metrics": "trustgate_rag_metric_bucket",
