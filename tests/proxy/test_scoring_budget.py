@@ -11,7 +11,6 @@ import asyncio
 import subprocess
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
