@@ -7,10 +7,10 @@ has one, so gateways and ``trustgate worker`` processes share one budget).
 Only scoring's calls are counted: a user's call to the same model never is,
 and is never refused for it.
 
-- A job whose model group (the one that answered) has spent its calls or
-  tokens for this minute is shed before it runs: its record is ``shed`` with ``shed_reason``
-  ``call_budget`` / ``token_budget`` and an error that says so, counted in
-  ``trustgate_scoring_shed_jobs_total{reason}``.
+- A job whose model group (the one that answered the user) has spent its
+  calls or tokens for this minute is shed before it runs: its record is
+  ``shed`` with ``shed_reason`` ``call_budget`` / ``token_budget`` and an
+  error that says so, counted in ``trustgate_scoring_shed_jobs_total{reason}``.
 - A job that started within the budget and runs past it mid-way has its
   further calls refused: each ``Ask`` beyond the budget raises ``BudgetSpent``
   without calling the upstream (counted in
@@ -22,7 +22,9 @@ and is never refused for it.
 A call counts when it is made (its retries are bounded by the retry budget,
 ``proxy.retries``, not counted again); its tokens count when its answer comes
 back with ``usage``, against the group that answered. The token budget is
-checked before a call, so the call that crosses it still completes.
+checked before a call, so the call that crosses it still completes. Counters
+that cannot be read (their Redis is down) fail the job's scoring like any other
+error of it; the user's answer does not wait on them.
 """
 
 from __future__ import annotations
