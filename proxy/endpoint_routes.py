@@ -93,13 +93,17 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         caller.require_model(parsed.model, group)
         plan = (gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
                                    traceparent=traced.traceparent) if scored is not None else None)
+        body, added = (gateway.trust.upstream_body(plan, parsed.body, endpoint,
+                                                   gives_logprobs=gateway.upstream.gives_logprobs(group, endpoint))
+                       if plan is not None else (parsed.body, None))
         slot = await gateway.limits.admit(caller.name, caller.limits)
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
-            opened = await gateway.upstream.open_stream(group, parsed.body, may_use=caller.may_use, endpoint=endpoint)
-            return stream_response(gateway, opened, plan, parsed.messages, started, traced, scored.tap(), slot)
+            opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=endpoint)
+            return stream_response(gateway, opened, plan, parsed.messages, started, traced, scored.tap(), slot,
+                                   added=added)
         reply = await unless_client_leaves(
-            request, gateway.upstream.forward(group, parsed.body, endpoint, may_use=caller.may_use))
+            request, gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use))
     except BaseException as exc:
         await failed_request(exc, slot, failed, traced)
         raise
@@ -113,4 +117,5 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
     traced.answered(str(reply.data.get("id") or "") or None, record_id)
     gateway.metrics.observe_request(model=model_label, status=200, stream=False, seconds=time.perf_counter() - started)
     traced.end(200)
-    return Response(reply.raw, media_type="application/json", headers=headers)
+    content = added.body(reply.raw) if added is not None else reply.raw
+    return Response(content, media_type="application/json", headers=headers)

@@ -157,6 +157,12 @@ class LitellmBackend:
                            for name, ds in groups_here.items()}
         self._stream_deadlines = {name: _whole_stream_seconds(ds) for name, ds in groups_here.items()}
         self._calls = _LitellmCalls(self._litellm, errors, settings.trustgate.upstream.max_response_bytes)
+        self._with_logprobs = {name for name, ds in groups_here.items()
+                               if all(_takes_logprobs(self._litellm, d) for d in ds)}
+
+    def gives_logprobs(self, group: str) -> bool:
+        """Whether every deployment of ``group`` has a provider that litellm lists as taking ``logprobs``."""
+        return group in self._with_logprobs
 
     async def complete(self, group: str, body: dict[str, Any]) -> Completion:
         completion: Completion = await self._calls.whole(self._call(group, body, "chat"), self._deadlines[group],
@@ -220,6 +226,17 @@ class ResponsesBridge:
         return await self._loaded().opened(lambda: self._call(deployment, {**body, "stream": True}),
                                            deployment.deadline(self._default_timeout), deployment.stream_timeout,
                                            deployment.model_name, "responses")
+
+
+def _takes_logprobs(litellm: Any, deployment: Deployment) -> bool:
+    """Whether litellm passes ``logprobs`` to this deployment's provider (rather than refusing or dropping it)."""
+    try:
+        model, provider, _, _ = litellm.get_llm_provider(model=deployment.provider_model,
+                                                         api_base=deployment.api_base)
+        supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # litellm raises assorted types for models it cannot place: then it is not asked
+        return False
+    return "logprobs" in (supported or [])
 
 
 def _whole_stream_seconds(deployments: list[Deployment]) -> float | None:

@@ -18,6 +18,8 @@ Public use:
   the bytes are still forwarded to the client untouched.
 - ``ChatCompletion.first`` / ``CompletionChoice.answer_text``,
   ``.chosen_logprobs()``, ``.top_logprobs()``: what scoring reads.
+- ``text_completion_logprobs`` / ``output_text_logprobs``: the answer's token
+  log-probabilities as legacy completions and the Responses API carry them.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 __all__ = [
     "ChatCompletion",
@@ -36,8 +46,10 @@ __all__ = [
     "MalformedReply",
     "TokenLogprob",
     "TokenUsage",
+    "output_text_logprobs",
     "parse_chunk",
     "parse_completion",
+    "text_completion_logprobs",
 ]
 
 
@@ -181,6 +193,34 @@ def parse_chunk(data: bytes) -> ChatCompletionChunk | None:
         return ChatCompletionChunk.model_validate(payload)
     except ValidationError:
         return None
+
+
+class TextLogprobs(_Lenient):
+    """A legacy completion choice's ``logprobs``: one entry per token (null for a server's -inf)."""
+
+    token_logprobs: list[float | None] = Field(default_factory=list)
+
+
+_TEXT_LOGPROBS = TypeAdapter(TextLogprobs | None)
+_OUTPUT_TEXT_LOGPROBS = TypeAdapter(list[Alternative] | None)
+
+
+def text_completion_logprobs(value: Any) -> list[float]:
+    """The sampled tokens' log-probabilities of a legacy completion choice's ``logprobs`` ([]: none, or malformed)."""
+    try:
+        parsed = _TEXT_LOGPROBS.validate_python(value)
+    except ValidationError:
+        return []
+    return [lp for lp in parsed.token_logprobs if lp is not None] if parsed is not None else []
+
+
+def output_text_logprobs(value: Any) -> list[float]:
+    """The sampled tokens' log-probabilities of a Responses ``output_text`` part or text delta ([]: none)."""
+    try:
+        parsed = _OUTPUT_TEXT_LOGPROBS.validate_python(value)
+    except ValidationError:
+        return []
+    return [entry.logprob for entry in parsed or [] if entry.logprob is not None]
 
 
 def _describe(exc: ValidationError) -> str:

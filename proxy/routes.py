@@ -20,7 +20,7 @@ from scoring.types import TrustRecord
 from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound
 from .limits import Slot
-from .logprobs import strip_logprobs, strip_logprobs_event
+from .logprobs import LogprobsAdded
 from .request import parse_chat_request
 from .request_context import gateway_of as _gateway
 from .request_context import read_body as _read_body
@@ -74,13 +74,14 @@ async def chat_completions(request: Request) -> Response:
         caller.require_model(chat.model, group)
         plan = gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
                                   rag=parsed.rag, traceparent=traced.traceparent)
-        body, strip = gateway.trust.upstream_body(plan, body, speaks_openai=gateway.upstream.uses_passthrough(group))
+        body, added = gateway.trust.upstream_body(plan, body, "chat",
+                                                  gives_logprobs=gateway.upstream.gives_logprobs(group, "chat"))
         slot = await gateway.limits.admit(caller.name, caller.limits)
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if stream:
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use)
             return stream_response(gateway, opened, plan, parsed.messages, started, traced, SseTap(), slot,
-                                   strip=strip)
+                                   added=added)
         completion = await unless_client_leaves(
             request, gateway.upstream.complete(group, body, may_use=caller.may_use))
     except BaseException as exc:
@@ -95,7 +96,7 @@ async def chat_completions(request: Request) -> Response:
     gateway.metrics.observe_request(model=model_label, status=200, stream=False,
                                     seconds=time.perf_counter() - started)
     traced.end(200)
-    content = strip_logprobs(completion.raw) if strip else completion.raw
+    content = added.body(completion.raw) if added is not None else completion.raw
     return Response(content, media_type="application/json", headers=headers)
 
 
@@ -144,11 +145,11 @@ async def _client_gone(request: Request) -> None:
 
 def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
                     started: float, traced: RequestTrace, tap: StreamTap, slot: Slot, *,
-                    strip: bool = False) -> StreamingResponse:
+                    added: LogprobsAdded | None = None) -> StreamingResponse:
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     if plan.decision.sampled:
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
-        chunks = _scored_stream(gateway, opened, tap, plan, messages, strip)
+        chunks = _scored_stream(gateway, opened, tap, plan, messages, added)
     else:
         chunks = _plain_stream(opened, tap)
     return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, started, traced, slot),
@@ -156,17 +157,18 @@ def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, m
 
 
 async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: StreamTap, plan: TrustPlan,
-                         messages: list[dict[str, Any]], strip: bool) -> AsyncIterator[bytes]:
+                         messages: list[dict[str, Any]], added: LogprobsAdded | None) -> AsyncIterator[bytes]:
     """Forward events; once the answer is complete, score it and (sync mode) send a trust event before the end.
 
-    With ``strip`` the events lose the log-probabilities the gateway asked for (the tap has read them).
+    With ``added`` the events lose the log-probabilities the gateway asked for (the tap has read them).
     """
     async for event in _forwarded(opened, tap):
-        yield strip_logprobs_event(event) if strip else event
+        yield added.event(event) if added is not None else event
     record = await gateway.trust.score(plan, messages, tap.answer())
     if plan.decision.mode == "sync":
         yield tap.trust_event(record, plan.model)
-    yield tap.closing()
+    closing = tap.closing()  # a Responses stream's held-back terminal event carries the whole response
+    yield added.event(closing) if added is not None else closing
 
 
 async def _plain_stream(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:

@@ -4,7 +4,8 @@ A tap forwards a stream's events as they pass, keeps the answer for scoring
 and holds back the stream's end, so that in sync mode the trust event goes out
 before it: ``[DONE]`` for legacy completions (as for chat), the terminal
 ``response.completed`` (or ``.incomplete`` / ``.failed``) event for the
-Responses API, which has no ``[DONE]``.
+Responses API, which has no ``[DONE]``. Taps and readers keep the answer's
+token log-probabilities too, where the upstream sent them (``lp``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from exporters import TRUST_EVENT, trust_chunk, trust_event
 from scoring.types import TrustRecord
 
 from .completion import sse_event
+from .replies import output_text_logprobs, text_completion_logprobs
 from .sse import SseTap
 from .trust import Answer
 
@@ -31,18 +33,20 @@ def answer_from_text_completion(data: dict[str, Any]) -> Answer:
     choices = data.get("choices")
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     text = choice.get("text")
-    return Answer(text=text if isinstance(text, str) else None, completion_id=_id(data))
+    return Answer(text=text if isinstance(text, str) else None,
+                  logprobs=text_completion_logprobs(choice.get("logprobs")) or None, completion_id=_id(data))
 
 
 def answer_from_response(data: dict[str, Any]) -> Answer:
     """A Responses object's answer: the text of its message items; function calls mark it as a tool call."""
     output = data.get("output")
     items = [item for item in output if isinstance(item, dict)] if isinstance(output, list) else []
-    texts = [part["text"] for item in items if item.get("type") == "message"
-             for part in item.get("content") or []
+    parts = [part for item in items if item.get("type") == "message" for part in item.get("content") or []
              if isinstance(part, dict) and part.get("type") == "output_text" and isinstance(part.get("text"), str)]
     calls = any(item.get("type") in ("function_call", "custom_tool_call") for item in items)
-    return Answer(text="".join(texts) if texts else None, has_tool_calls=calls, completion_id=_id(data))
+    logprobs = [lp for part in parts for lp in output_text_logprobs(part.get("logprobs"))]
+    return Answer(text="".join(part["text"] for part in parts) if parts else None, has_tool_calls=calls,
+                  logprobs=logprobs or None, completion_id=_id(data))
 
 
 def _id(data: dict[str, Any]) -> str | None:
@@ -63,6 +67,7 @@ class TextCompletionTap(SseTap):
             for choice in payload.get("choices") or []:
                 if isinstance(choice, dict) and choice.get("index", 0) == 0 and isinstance(choice.get("text"), str):
                     self._text.append(choice["text"])
+                    self._logprobs += text_completion_logprobs(choice.get("logprobs"))
 
     def trust_event(self, record: TrustRecord, model: str) -> bytes:
         return sse_event(trust_chunk(record, completion_id=self.completion_id, model=self.model or model,
@@ -75,6 +80,7 @@ class ResponsesTap:
     def __init__(self) -> None:
         self._buffer = b""
         self._text: list[str] = []
+        self._logprobs: list[float] = []
         self._tool_calls = False
         self._held = b""
         self._sequence = 0
@@ -103,6 +109,7 @@ class ResponsesTap:
             self.completion_id = response["id"]
         if kind == "response.output_text.delta" and isinstance(payload.get("delta"), str):
             self._text.append(payload["delta"])
+            self._logprobs += output_text_logprobs(payload.get("logprobs"))
         item = payload.get("item")
         if kind == "response.output_item.added" and isinstance(item, dict) and item.get("type") == "function_call":
             self._tool_calls = True
@@ -112,7 +119,7 @@ class ResponsesTap:
         return self._buffer
 
     def answer(self) -> Answer:
-        return Answer(text="".join(self._text), has_tool_calls=self._tool_calls,
+        return Answer(text="".join(self._text), has_tool_calls=self._tool_calls, logprobs=self._logprobs or None,
                       completion_id=self.completion_id or None)
 
     def trust_event(self, record: TrustRecord, model: str) -> bytes:

@@ -32,12 +32,13 @@ from scoring.policy import Decision, decide, skip_reason
 from scoring.queue import JobQueue, Process
 from scoring.rag import LABELS_KEY, RagRequest
 from scoring.settings import ScoringMode, ScoringSettings
+from scoring.throttled_log import ThrottledLog
 from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 
 from .errors import InvalidRequest, ServiceUnavailable
-from .logprobs import ask_for_logprobs
+from .logprobs import LogprobsAdded, ask_for_logprobs
 from .replies import ChatCompletion
-from scoring.throttled_log import ThrottledLog
+from .sdk_params import Endpoint
 
 __all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
 
@@ -148,20 +149,20 @@ class TrustService:
         return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
                          traceparent=traceparent)
 
-    def upstream_body(self, plan: TrustPlan, body: dict[str, Any], *,
-                      speaks_openai: bool) -> tuple[dict[str, Any], bool]:
-        """The body to send upstream, and whether its log-probabilities must be stripped from the response.
+    def upstream_body(self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *,
+                      gives_logprobs: bool) -> tuple[dict[str, Any], LogprobsAdded | None]:
+        """The body to send upstream, and what to strip from the response (None: nothing).
 
         A scored request (not a RAG one: its scorers read documents, not
         tokens) asks for the answer's log-probabilities when an ``lp`` scorer
         runs, at no extra upstream call; the client still gets only what it
-        asked for. Only OpenAI-compatible deployments (``speaks_openai``) are
-        asked: a provider behind litellm may refuse the parameter, and scoring
-        must never fail the user's call.
+        asked for. Only deployments that take the parameter
+        (``gives_logprobs``: OpenAI-compatible ones, and providers litellm
+        says accept it) are asked: scoring must never fail the user's call.
         """
-        if not (self._answer_logprobs and speaks_openai and plan.decision.sampled and plan.rag is None):
-            return body, False
-        return ask_for_logprobs(body)
+        if not (self._answer_logprobs and gives_logprobs and plan.decision.sampled and plan.rag is None):
+            return body, None
+        return ask_for_logprobs(body, endpoint)
 
     def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
         """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.

@@ -111,8 +111,18 @@ class UpstreamClient:
     def model_groups(self) -> list[str]:
         return list(self._groups)
 
-    def uses_passthrough(self, group: str) -> bool:
-        return group in self._fast_groups
+    def gives_logprobs(self, group: str, endpoint: Endpoint) -> bool:
+        """Whether ``group``'s deployments take a request for the answer's log-probabilities on ``endpoint``.
+
+        Pass-through deployments speak OpenAI's API, which has them. Behind
+        litellm, only providers it lists as taking ``logprobs`` are asked, and
+        not on legacy completions: litellm turns a text completion for a chat
+        model into a chat call with the integer ``logprobs`` unchanged, which
+        a chat API may refuse, and drops them from the answer anyway.
+        """
+        if group in self._fast_groups:
+            return True
+        return self._litellm is not None and endpoint != "completions" and self._litellm.gives_logprobs(group)
 
     @property
     def listed_names(self) -> list[str]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import re
 import time
 from collections.abc import Callable
@@ -234,17 +235,22 @@ class FakeUpstream:
         text = self.responder([{"role": "user", "content": prompt if isinstance(prompt, str) else str(prompt)}])
         base = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
                 "model": body.get("model", self.model)}
+        asked = body.get("logprobs") is not None and not self.without_logprobs
+        entries = token_logprobs(text, int(body.get("logprobs") or 0) + 1) if asked else []
         if body.get("stream"):
             async def chunks():  # type: ignore[no-untyped-def]
                 for index, word in enumerate(text.split(" ")):
                     piece = word if index == 0 else " " + word
-                    yield _sse({**base, "choices": [{"index": 0, "text": piece, "logprobs": None,
-                                                     "finish_reason": None}]})
+                    yield _sse({**base, "choices": [{"index": 0, "text": piece,
+                                                     "logprobs": _text_logprobs(entries[index:index + 1]) if asked
+                                                     else None, "finish_reason": None}]})
                 yield _sse({**base, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]})
                 yield b"data: [DONE]\n\n"
             return StreamingResponse(chunks(), media_type="text/event-stream")
         words = len(text.split())
-        return _json({**base, "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": "stop"}],
+        return _json({**base, "choices": [{"index": 0, "text": text,
+                                           "logprobs": _text_logprobs(entries) if asked else None,
+                                           "finish_reason": "stop"}],
                       "usage": {"prompt_tokens": 1, "completion_tokens": words, "total_tokens": 1 + words}})
 
     async def _embeddings(self, request: Request) -> Response:
@@ -265,12 +271,14 @@ class FakeUpstream:
         if (throttled := self._throttled()) is not None:
             return throttled
         text = self.responder(_responses_messages(body))
+        asked = "message.output_text.logprobs" in (body.get("include") or []) and not self.without_logprobs
+        entries = token_logprobs(text, int(body.get("top_logprobs") or 0)) if asked else []
         response = {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "status": "completed",
                     "model": body.get("model", self.model), "output": [], "parallel_tool_calls": True,
                     "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
                     "instructions": body.get("instructions"), "metadata": {}, "temperature": None, "top_p": None}
         message = {"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
-                   "content": [{"type": "output_text", "text": text, "annotations": []}]}
+                   "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": entries}]}
         words = len(text.split())
         done = {**response, "output": [message],
                 "usage": {"input_tokens": 1, "output_tokens": words, "total_tokens": 1 + words,
@@ -278,7 +286,16 @@ class FakeUpstream:
                           "output_tokens_details": {"reasoning_tokens": 0}}}
         if not body.get("stream"):
             return _json(done)
-        return StreamingResponse(_responses_events(response, message, text, done), media_type="text/event-stream")
+        return StreamingResponse(_responses_events(response, message, text, done, entries),
+                                 media_type="text/event-stream")
+
+
+def _text_logprobs(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Token log-probabilities in the legacy completions' shape (parallel lists)."""
+    offsets = list(itertools.accumulate((len(e["token"]) + 1 for e in entries), initial=0))[:len(entries)]
+    return {"tokens": [e["token"] for e in entries], "token_logprobs": [e["logprob"] for e in entries],
+            "top_logprobs": [{alt["token"]: alt["logprob"] for alt in e["top_logprobs"]} for e in entries],
+            "text_offset": offsets}
 
 
 def _responses_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -290,10 +307,10 @@ def _responses_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def _responses_events(response: dict[str, Any], message: dict[str, Any], text: str,  # type: ignore[no-untyped-def]
-                            done: dict[str, Any]):
+                            done: dict[str, Any], entries: list[dict[str, Any]]):
     in_progress = {**response, "status": "in_progress"}
     empty_item = {**message, "status": "in_progress", "content": []}
-    part = {"type": "output_text", "text": "", "annotations": []}
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": in_progress},
         {"type": "response.in_progress", "response": in_progress},
@@ -303,12 +320,13 @@ async def _responses_events(response: dict[str, Any], message: dict[str, Any], t
     ]
     for index, word in enumerate(text.split(" ")):
         events.append({"type": "response.output_text.delta", "item_id": "msg_fake", "output_index": 0,
-                       "content_index": 0, "delta": word if index == 0 else " " + word, "logprobs": []})
+                       "content_index": 0, "delta": word if index == 0 else " " + word,
+                       "logprobs": entries[index:index + 1]})
     events += [
         {"type": "response.output_text.done", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
-         "text": text, "logprobs": []},
+         "text": text, "logprobs": entries},
         {"type": "response.content_part.done", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
-         "part": {**part, "text": text}},
+         "part": {**part, "text": text, "logprobs": entries}},
         {"type": "response.output_item.done", "output_index": 0, "item": message},
         {"type": "response.completed", "response": done},
     ]

@@ -1,62 +1,128 @@
 """The ``lp`` component through the gateway: log-probabilities asked on the user's call, hidden from a client
-that did not ask (streamed and not), exported as ``x-trust-lp``; an answer without them has no ``lp``."""
+that did not ask (chat, legacy completions and the Responses API; streamed and not; pass-through and
+litellm), exported as ``x-trust-lp``; an answer without them has no ``lp``."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
+from proxy.config import settings_from_dict
+from proxy.upstream import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AUTH, AskingScorer, chat, scoring_config
+from tests.proxy.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """One scored endpoint as the leak tests use it: a request, and how an upstream request asks for logprobs."""
+
+    path: str
+    body: dict[str, Any]
+    client_asks: dict[str, Any]  # the fields by which a client asks for them itself
+    asked: Callable[[dict[str, Any]], bool]  # whether a request the upstream got asks for them
+
+
+ENDPOINTS = {
+    "chat": Endpoint("/v1/chat/completions", {"messages": [{"role": "user", "content": "Who built it?"}]},
+                     {"logprobs": True, "top_logprobs": 2}, lambda sent: sent.get("logprobs") is True),
+    "completions": Endpoint("/v1/completions", {"prompt": "Who built it?"}, {"logprobs": 2},
+                            lambda sent: sent.get("logprobs") is not None),
+    "responses": Endpoint("/v1/responses", {"input": "Who built it?"},
+                          {"include": ["message.output_text.logprobs"], "top_logprobs": 2},
+                          lambda sent: "message.output_text.logprobs" in (sent.get("include") or [])),
+}
+PATHS = ("passthrough", "litellm")
+
+
+def lp_config(upstream_url: str, path: str) -> dict[str, Any]:
+    config = scoring_config(upstream_url)
+    config["trustgate"]["passthrough"] = path == "passthrough"
+    return config
+
+
+# Where the gateway asks: everywhere but legacy completions behind litellm, which turns a text completion
+# for a chat model into a chat call with the integer unchanged and drops the answer's log-probabilities.
+NOT_ASKED = {("litellm", "completions")}
+
+
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def lp_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
-    return start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+def lp_gateway(path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    return start_gateway(lp_config(fake_upstream.url, path),  # type: ignore[attr-defined]
                          scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
 
 
-def stream_events(server: ServerThread, **extra: Any) -> tuple[httpx.Headers, list[dict[str, Any]]]:
-    with httpx.stream("POST", f"{server.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "sync"},
-                      timeout=20, json={"model": "fake", "stream": True,
-                                        "messages": [{"role": "user", "content": "Who built it?"}], **extra}) as r:
+def visible_logprobs(payload: Any) -> list[Any]:
+    """Every non-empty ``logprobs`` in a reply or event, however the endpoint nests it (null and [] are empty)."""
+    if isinstance(payload, dict):
+        own = [payload["logprobs"]] if payload.get("logprobs") else []
+        return own + [found for value in payload.values() for found in visible_logprobs(value)]
+    if isinstance(payload, list):
+        return [found for value in payload for found in visible_logprobs(value)]
+    return []
+
+
+def call(server: ServerThread, endpoint: Endpoint, *, stream: bool, **extra: Any) -> tuple[httpx.Headers, list[Any]]:
+    """The reply's headers and its JSON payloads: the body, or each streamed event's."""
+    with httpx.stream("POST", f"{server.url}{endpoint.path}", headers={**AUTH, "x-trustgate-mode": "sync"},
+                      timeout=20, json={"model": "fake", "stream": stream, **endpoint.body, **extra}) as r:
+        assert r.status_code == 200, r.read()
         body = r.read().decode()
         headers = r.headers
-    events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
-    return headers, events
+    if not stream:
+        return headers, [json.loads(body)]
+    return headers, [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
 
 
-def test_logprobs_asked_upstream_never_reach_a_client_that_did_not_ask(lp_gateway: ServerThread,
-                                                                     fake_upstream: FakeUpstream) -> None:
-    response = chat(lp_gateway, headers={"x-trustgate-mode": "sync"})
-    assert fake_upstream.requests[0]["logprobs"] is True  # asked on the user's own call ...
-    assert all(choice["logprobs"] is None for choice in response.json()["choices"])  # ... and hidden again
-    assert 0.0 < float(response.headers["x-trust-lp"]) <= 1.0
-    record = httpx.get(f"{lp_gateway.url}/v1/trust/{response.headers['x-trust-id']}", headers=AUTH).json()
-    assert record["components"]["lp"]["details"]["tokens"] > 0
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("name", list(ENDPOINTS))
+def test_logprobs_asked_upstream_never_reach_a_client_that_did_not_ask(
+        path: str, lp_gateway: ServerThread, fake_upstream: FakeUpstream, name: str, stream: bool) -> None:
+    endpoint = ENDPOINTS[name]
+    headers, payloads = call(lp_gateway, endpoint, stream=stream)
+    assert visible_logprobs(payloads) == []  # hidden again, in every event
+    record = wait_for_record(lp_gateway, headers["x-trust-id"])
     assert len(fake_upstream.requests) == 2  # the user's call and the bc scorer's re-ask: lp costs none
+    if (path, name) in NOT_ASKED:
+        assert not endpoint.asked(fake_upstream.requests[0]) and "lp" not in record["components"]
+        return
+    assert endpoint.asked(fake_upstream.requests[0])  # asked on the user's own call
+    assert record["components"]["lp"]["details"]["tokens"] > 0  # and read before they were stripped
 
 
-def test_streamed_logprobs_asked_upstream_never_reach_a_client_that_did_not_ask(lp_gateway: ServerThread,
-                                                                              fake_upstream: FakeUpstream) -> None:
-    _, events = stream_events(lp_gateway)
-    assert fake_upstream.requests[0]["logprobs"] is True
-    choices = [choice for event in events for choice in event.get("choices", [])]
-    assert choices and all(choice.get("logprobs") is None for choice in choices)
-    assert events[-1]["trust"]["components"]["lp"] is not None  # the tap read them before they were stripped
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("name", list(ENDPOINTS))
+def test_a_client_that_asked_for_logprobs_gets_them(path: str, lp_gateway: ServerThread, name: str,
+                                                    stream: bool) -> None:
+    if (path, name) in NOT_ASKED:
+        pytest.skip("litellm drops a text completion's log-probabilities even when the client asks")
+    _, payloads = call(lp_gateway, ENDPOINTS[name], stream=stream, **ENDPOINTS[name].client_asks)
+    assert visible_logprobs(payloads)
 
 
-def test_a_client_that_asked_for_logprobs_gets_them(lp_gateway: ServerThread) -> None:
-    response = chat(lp_gateway, headers={"x-trustgate-mode": "sync"}, logprobs=True, top_logprobs=2)
-    assert response.json()["choices"][0]["logprobs"]["content"]
-    _, events = stream_events(lp_gateway, logprobs=True)
-    assert any((choice.get("logprobs") or {}).get("content") for e in events for choice in e.get("choices", []))
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_responses_call_over_the_chat_bridge_has_no_lp_and_leaks_none(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], stream: bool) -> None:
+    """An upstream without /responses: litellm's bridge drops the log-probabilities, so lp is absent, not zero."""
+    fake_upstream.responses_supported = False
+    gateway = start_gateway(lp_config(fake_upstream.url, "passthrough"),  # type: ignore[attr-defined]
+                            scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
+    headers, payloads = call(gateway, ENDPOINTS["responses"], stream=stream)
+    assert visible_logprobs(payloads) == []
+    record = wait_for_record(gateway, headers["x-trust-id"])
+    assert "lp" not in record["components"] and record["components"]["bc"]["value"] == 0.9
 
 
 def test_an_answer_without_logprobs_has_no_lp_component(fake_upstream: FakeUpstream,
@@ -75,11 +141,11 @@ def test_unscored_requests_are_forwarded_as_sent(lp_gateway: ServerThread, fake_
     assert "logprobs" not in fake_upstream.requests[0]
 
 
-def test_a_deployment_behind_litellm_is_not_asked_for_logprobs(fake_upstream: FakeUpstream,
-                                                               start_gateway: Callable[..., ServerThread]) -> None:
-    config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"]["passthrough"] = False  # every group through litellm, whose providers may refuse it
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
-    response = chat(gateway, headers={"x-trustgate-mode": "sync"})
-    assert response.status_code == 200 and not fake_upstream.requests[0].get("logprobs")
-    assert "x-trust-lp" not in response.headers
+def test_only_providers_that_take_logprobs_are_asked_behind_litellm(fake_upstream: FakeUpstream) -> None:
+    config = lp_config(fake_upstream.url, "litellm")  # type: ignore[attr-defined]
+    config["model_list"].append({"model_name": "claude", "litellm_params": {
+        "model": "anthropic/claude-3-5-haiku-20241022", "api_key": "sk-ant-unused"}})
+    upstream = UpstreamClient(settings_from_dict(config), httpx.AsyncClient())
+    assert upstream.gives_logprobs("fake", "chat") and upstream.gives_logprobs("fake", "responses")
+    assert not upstream.gives_logprobs("fake", "completions")  # litellm may turn it into a chat call
+    assert not upstream.gives_logprobs("claude", "chat")  # litellm would refuse or drop it: never asked
