@@ -1,22 +1,27 @@
 """A trust record, read for a person: each component's details turned into rows a template can show.
 
-Scorers write their details as JSON objects; this module is the one place in
-the console that knows their keys, so a template reads attributes and a
-renamed key shows up here, not as a silently empty table cell.
+Each known component's details arrive as their typed model (``scoring.types``:
+``BCDetails``, ``FCDetails``, ``OVDetails``, ``LPDetails``, ``RAGDetails``);
+this module reads their attributes, so a renamed field fails type checking
+here rather than showing as a silently empty table cell. A record whose
+details do not fit their model (written by another version) shows the
+component's summary with empty details, never an error page.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from scoring.types import ComponentResult, TrustRecord
+from scoring.types import BCCheck, BCDetails, ComponentResult, FCDetails, LPDetails, OVDetails, RAGDetails, TrustRecord
 
-__all__ = ["CheckRow", "ConsistencyView", "EvidenceRow", "FactCheckView", "OverallView", "RagView", "RecordView",
-           "explain"]
+__all__ = ["CheckRow", "ConsistencyView", "EvidenceRow", "FactCheckView", "LogprobView", "OverallView", "RagView",
+           "RecordView", "explain"]
+
+D = TypeVar("D", bound=BaseModel)
 
 LETTERS = "ABCDE"
 
@@ -65,6 +70,12 @@ class ConsistencyView:
     stop_reason: str | None
     checks: list[CheckRow]
     distractor_sources: dict[str, int]
+    procedure: str | None = None  # "paper" or "debiased"; None in records written before either existed
+    debiased: float | None = None  # agreement beyond the letter prior: 0.5 is no information
+    kappa: float | None = None
+    observed_agreement: float | None = None
+    expected_agreement: float | None = None
+    letter_prior: dict[str, float] = field(default_factory=dict)  # the model's own letter habit, by letter
 
 
 @dataclass(frozen=True)
@@ -85,6 +96,17 @@ class FactCheckView:
     probabilities: dict[str, float]
     probabilities_from: str | None
     judge_reply: str | None
+    raw_probabilities: dict[str, float] = field(default_factory=dict)  # the choice judge's, before debiasing
+    judge_prior: dict[str, float] = field(default_factory=dict)  # its answer to the content-free probe
+
+
+@dataclass(frozen=True)
+class FittedInput:
+    """One input of a fitted Trust_OV: the feature, its value on this answer and its weight."""
+
+    name: str
+    value: float
+    weight: float | None
 
 
 @dataclass(frozen=True)
@@ -95,6 +117,23 @@ class OverallView:
     graded: float | None
     consistent: bool | None
     fc_label: str | None
+    method: str | None = None  # "paper" (Table 3) or "fitted"
+    sources: list[str] = field(default_factory=list)  # the components that fed it
+    inputs: list[FittedInput] = field(default_factory=list)
+    fitted_missing: list[str] = field(default_factory=list)  # why a fitted combination fell back to Table 3
+
+
+@dataclass(frozen=True)
+class LogprobView:
+    """``lp``: the answer's own token probabilities, mean and least likely."""
+
+    summary: Component
+    mean_probability: float | None
+    min_probability: float | None
+    mean_logprob: float | None
+    min_logprob: float | None
+    tokens: int
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -123,6 +162,7 @@ class RecordView:
     consistency: ConsistencyView | None = None
     factcheck: FactCheckView | None = None
     overall: OverallView | None = None
+    logprob: LogprobView | None = None
     rag: RagView | None = None
     others: list[Component] = field(default_factory=list)
 
@@ -131,73 +171,92 @@ def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _fields(result: ComponentResult) -> Mapping[str, Any]:
-    """A component's details as JSON fields (typed models for known components, a dict for others):
-    the views read the record as the API serves it, so an unknown component still renders."""
+def _details(result: ComponentResult, model: type[D]) -> D:
+    """The component's details as ``model``: the typed model the record carries, or empty when they do not fit."""
     details = result.details
-    return details.model_dump(mode="json") if isinstance(details, BaseModel) else details
+    if isinstance(details, model):
+        return details
+    try:
+        return model.model_validate(details if isinstance(details, dict) else {})
+    except ValidationError:
+        return model()
 
 
-def _check(number: int, raw: Mapping[str, Any]) -> CheckRow:
-    options = [str(o) for o in raw.get("options", [])]
-    original, chosen = raw.get("original"), raw.get("chosen")
+def _check(number: int, check: BCCheck) -> CheckRow:
     return CheckRow(number=number,
-                    options=[Option(LETTERS[i], text, LETTERS[i] == original, LETTERS[i] == chosen)
-                             for i, text in enumerate(options[:len(LETTERS)])],
-                    chosen=chosen, consistent=bool(raw.get("consistent")),
-                    original_probability=_float(raw.get("original_probability")), reply=str(raw.get("reply", "")))
+                    options=[Option(LETTERS[i], text, LETTERS[i] == check.original, LETTERS[i] == check.chosen)
+                             for i, text in enumerate(check.options[:len(LETTERS)])],
+                    chosen=check.chosen, consistent=check.consistent,
+                    original_probability=check.original_probability, reply=check.reply)
 
 
 def _consistency(result: ComponentResult) -> ConsistencyView:
-    details = _fields(result)
-    return ConsistencyView(summary=Component.of(result), mode=details.get("mode"), binary=_float(details.get("binary")),
-                           graded=_float(details.get("graded")),
-                           stop_reason=details.get("stop_reason") or details.get("reason"),
-                           checks=[_check(i + 1, c) for i, c in enumerate(details.get("checks", []))],
-                           distractor_sources=dict(details.get("distractor_sources_shown") or {}))
+    details = _details(result, BCDetails)
+    return ConsistencyView(summary=Component.of(result), mode=details.mode, binary=details.binary,
+                           graded=details.graded, stop_reason=details.stop_reason or details.reason,
+                           checks=[_check(i + 1, c) for i, c in enumerate(details.checks)],
+                           distractor_sources=dict(details.distractor_sources_shown),
+                           procedure=details.procedure, debiased=details.debiased, kappa=details.kappa,
+                           observed_agreement=details.observed_agreement,
+                           expected_agreement=details.expected_agreement,
+                           letter_prior=dict(sorted((details.letter_prior or {}).items())))
 
 
 def _factcheck(result: ComponentResult) -> FactCheckView:
-    details = _fields(result)
-    evidence = [EvidenceRow(id=str(e.get("id", "")), title=str(e.get("title", "")), snippet=e.get("snippet"),
-                            score=float(e.get("score", 0.0))) for e in details.get("evidence", [])]
-    return FactCheckView(summary=Component.of(result), query=details.get("query"), evidence=evidence,
-                         judge=details.get("judge"), verdict=details.get("label") or result.label,
-                         probabilities={str(k): float(v) for k, v in (details.get("label_probs") or {}).items()},
-                         probabilities_from=details.get("probs_from"), judge_reply=details.get("judge_reply"))
+    details = _details(result, FCDetails)
+    evidence = [EvidenceRow(id=e.id, title=e.title, snippet=e.snippet, score=e.score) for e in details.evidence]
+    return FactCheckView(summary=Component.of(result), query=details.query or None, evidence=evidence,
+                         judge=details.judge, verdict=details.label or result.label,
+                         probabilities=dict(details.label_probs), probabilities_from=details.probs_from,
+                         judge_reply=details.judge_reply, raw_probabilities=dict(details.raw_label_probs or {}),
+                         judge_prior=dict(details.judge_prior or {}))
 
 
 def _overall(result: ComponentResult) -> OverallView:
-    details = _fields(result)
-    consistent = details.get("consistent")
-    return OverallView(summary=Component.of(result), source=details.get("source"),
-                       table3=_float(details.get("table3")), graded=_float(details.get("graded")),
-                       consistent=consistent if isinstance(consistent, bool) else None,
-                       fc_label=details.get("fc_label"))
+    details = _details(result, OVDetails)
+    weights = details.weights or {}
+    inputs = [FittedInput(name, value, weights.get(name)) for name, value in (details.features or {}).items()]
+    return OverallView(summary=Component.of(result), source=details.source, table3=details.table3,
+                       graded=details.graded, consistent=details.consistent, fc_label=details.fc_label,
+                       method=details.method, sources=details.source.split("+") if details.source else [],
+                       inputs=inputs,
+                       fitted_missing=list(details.fitted_missing or []))
+
+
+def _logprob(result: ComponentResult) -> LogprobView:
+    details = _details(result, LPDetails)
+    return LogprobView(summary=Component.of(result), mean_probability=details.mean_probability,
+                       min_probability=details.min_probability, mean_logprob=details.mean_logprob,
+                       min_logprob=details.min_logprob, tokens=details.tokens, reason=details.reason)
+
+
+def _statement(raw: Mapping[str, Any]) -> StatementRow:
+    """One judged statement (``RAGDetails.statements`` holds them as JSON objects: scoring/rag/aggregate.py)."""
+    return StatementRow(text=str(raw.get("text", "")), citations=[str(c) for c in raw.get("citations", [])],
+                        refusal=bool(raw.get("refusal")), judged=bool(raw.get("judged")),
+                        grounding=raw.get("grounding"), recall=_float(raw.get("recall")),
+                        precision=raw.get("precision"))
 
 
 def _rag(result: ComponentResult) -> RagView:
-    details = _fields(result)
-    statements = [StatementRow(text=str(s.get("text", "")), citations=[str(c) for c in s.get("citations", [])],
-                               refusal=bool(s.get("refusal")), judged=bool(s.get("judged")),
-                               grounding=s.get("grounding"), recall=_float(s.get("recall")),
-                               precision=s.get("precision")) for s in details.get("statements", [])]
-    metrics = {name: _float(details.get(name)) for name in
-               ("citation_recall", "citation_precision", "citation_f1", "groundedness", "refusal_grounded",
-                "claim_correctness")}
-    return RagView(summary=Component.of(result), kind=details.get("kind"), statements=statements,
-                   metrics=metrics, skipped=details.get("skipped"))
+    details = _details(result, RAGDetails)
+    metrics = {"citation_recall": details.citation_recall, "citation_precision": details.citation_precision,
+               "citation_f1": details.citation_f1, "groundedness": details.groundedness,
+               "refusal_grounded": details.refusal_grounded, "claim_correctness": details.claim_correctness}
+    return RagView(summary=Component.of(result), kind=details.kind,
+                   statements=[_statement(s) for s in details.statements], metrics=metrics, skipped=details.skipped)
 
 
 def explain(record: TrustRecord) -> RecordView:
     """The record with each known component read into its view; unknown components keep their summary."""
     parts = record.components
-    known = {"bc", "fc", "ov", "rag"}
+    known = {"bc", "fc", "ov", "lp", "rag"}
     return RecordView(
         record=record,
         consistency=_consistency(parts["bc"]) if "bc" in parts else None,
         factcheck=_factcheck(parts["fc"]) if "fc" in parts else None,
         overall=_overall(parts["ov"]) if "ov" in parts else None,
+        logprob=_logprob(parts["lp"]) if "lp" in parts else None,
         rag=_rag(parts["rag"]) if "rag" in parts else None,
         others=[Component.of(r) for name, r in parts.items() if name not in known],
     )

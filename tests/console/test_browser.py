@@ -158,6 +158,16 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: Server
     for passage in evidence:
         assert passage["title"] in table and f"{passage['score']:.2f}" in table
     assert "contradict" in browser.find_element(By.ID, "fc-title").text
+    bc_details = record["components"]["bc"]["details"]  # issue 21's fields, as the record carries them
+    procedure = browser.find_element(By.CSS_SELECTOR, ".bc-procedure").text
+    assert f"Procedure {bc_details['procedure']}" in procedure
+    assert browser.find_element(By.CSS_SELECTOR, ".bc-procedure .kappa").text == f"{bc_details['kappa']:.3f}"
+    assert browser.find_element(By.CSS_SELECTOR, ".bc-procedure .debiased").text == f"{bc_details['debiased']:.3f}"
+    prior = browser.find_element(By.CSS_SELECTOR, ".letter-prior").text
+    assert all(f"{letter} {p:.2f}" in prior for letter, p in bc_details["letter_prior"].items())
+    lp = record["components"]["lp"]
+    assert f"{lp['details']['mean_probability']:.3f}" in browser.find_element(By.CSS_SELECTOR, ".lp-figures").text
+    assert "of bc + fc" in browser.find_element(By.CSS_SELECTOR, ".ov-sources").text
     assert UNTRUSTED_QUESTION in browser.find_element(By.ID, "qa-title").find_element(By.XPATH, "..").text
     screenshot(browser, tmp_path, "record")
 

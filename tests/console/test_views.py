@@ -136,11 +136,14 @@ def test_a_record_of_the_debiased_choice_and_fitted_procedures_is_explained(
         "procedure": "debiased", "debiased": 0.5, "kappa": 0.0, "letter_prior": {"B": 0.5, "C": 0.5}})})
     choice = fc.model_copy(update={"details": fc.details.model_copy(update={  # type: ignore[union-attr]
         "judge": "llm-choice", "raw_label_probs": {"support": 0.1, "contradict": 0.9, "neutral": 0.0}})})
+    choice = choice.model_copy(update={"details": choice.details.model_copy(update={  # type: ignore[union-attr]
+        "judge_prior": {"support": 0.7, "contradict": 0.3}})})
     lp = ComponentResult(component="lp", value=0.8125, details={"mean_logprob": -0.2076, "min_logprob": -1.5,
-                                                                 "tokens": 7})
+                                                                 "mean_probability": 0.8125,
+                                                                 "min_probability": 0.2231, "tokens": 7})
     ov = ComponentResult(component="ov", value=0.3, details={"source": "bc+lp", "method": "fitted",
                                                              "features": {"bc": 0.5, "lp_mean": -0.2076},
-                                                             "weights": {"bc": 2.0, "lp_mean": 1.0}})
+                                                             "weights": {"bc": 2.0, "lp_mean": 1.25}})
     record = record.model_copy(update={"id": "trust-fitted", "components": {"bc": debiased, "fc": choice, "lp": lp,
                                                                            "ov": ov}})
     path = tmp_path / "console.sqlite3"
@@ -151,5 +154,18 @@ def test_a_record_of_the_debiased_choice_and_fitted_procedures_is_explained(
     response = fragment(server, "records/trust-fitted")
     assert response.status_code == 200
     page = response.text
-    assert 'aria-label="Component lp"' in page and "0.81" in page
     assert len(re.findall(r'<li class="check ', page)) == 2 and "llm-choice" in page
+    # Trust_BC: the procedure, the debiased value, kappa and the letter prior it discounts
+    assert "Procedure <strong>debiased</strong>" in page and '<strong class="debiased">0.500</strong>' in page
+    assert '<strong class="kappa">0.000</strong>' in page
+    assert re.search(r'<span class="letter">B</span> 0\.50 · <span class="letter">C</span> 0\.50', page)
+    # the yes/no judge before debiasing, and its content-free prior
+    assert re.search(r"Before debiasing:\s+support 0\.100, contradict 0\.900, neutral 0\.000", page)
+    assert "support 0.700, contradict 0.300" in page
+    # lp in its own section, not as a bare component
+    assert 'id="lp-title"' in page and 'aria-label="Component lp"' not in page
+    assert "Mean token probability <strong>0.812</strong>" in page and "<strong>0.223</strong>" in page
+    assert "7 tokens" in page
+    # the fitted Trust_OV: what fed it, each input with its weight
+    assert re.search(r"Fitted combination\s+of <strong>bc \+ lp</strong>", page)
+    assert "<td>lp_mean</td><td>-0.208</td><td>1.250</td>" in page and "<td>bc</td><td>0.500</td><td>2.000</td>" in page
