@@ -18,6 +18,8 @@ import numpy as np
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
 
 from scoring.calibration import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator
 from .metrics import brier_score, expected_calibration_error
@@ -93,16 +95,35 @@ def calibration_study(scores: Sequence[float], labels: Sequence[int], *, method:
                             [int(labels[i]) for i in held])
 
 
+def _standardised_logistic() -> Pipeline:
+    """Logistic regression on standardised features.
+
+    The features live on different scales (Trust_BC and Trust_FC in [0, 1],
+    mean log-probabilities around -1, minimum ones down to -10 and below), and
+    one L2 penalty over raw weights shrinks a small-scale feature's weight far
+    more than a large-scale one's: on the capitals run that cost the fit most of
+    lp's ranking. Standardised, each feature is penalised alike.
+    """
+    return make_pipeline(StandardScaler(), LogisticRegression(C=COMBINATION_C, max_iter=1000))
+
+
 def fit_combination(rows: Sequence[Sequence[float]], labels: Sequence[int], features: Sequence[str], *,
                     fitted_on: dict[str, Any] | None = None) -> LogisticCombination:
-    """The fitted Trust_OV: a logistic regression of correctness on the component features, all items."""
+    """The fitted Trust_OV: a logistic regression of correctness on the component features, all items.
+
+    Fitted on standardised features, stored as weights on the raw ones
+    (``w / sd``, the intercept taking ``-sum(w * mean / sd)``), so the
+    gateway applies it to a record's features as they are.
+    """
     x, y = np.asarray(rows, dtype=float), np.asarray(labels, dtype=int)
     if len(x) < 4 or len(set(y.tolist())) < 2:
         raise ValueError("a fitted combination needs at least four items and both labels")
-    model = LogisticRegression(C=COMBINATION_C, max_iter=1000).fit(x, y)
-    about = {**(fitted_on or {}), "items": len(x), "positives": int(y.sum())}
-    return LogisticCombination(tuple(features), tuple(float(w) for w in model.coef_[0]), float(model.intercept_[0]),
-                               fitted_on=about)
+    pipeline = _standardised_logistic().fit(x, y)
+    scaler, model = pipeline[0], pipeline[-1]
+    weights = model.coef_[0] / scaler.scale_
+    intercept = float(model.intercept_[0] - np.dot(weights, scaler.mean_))
+    about = {**(fitted_on or {}), "items": len(x), "positives": int(y.sum()), "standardised": True}
+    return LogisticCombination(tuple(features), tuple(float(w) for w in weights), intercept, fitted_on=about)
 
 
 def cross_validated_combination(rows: Sequence[Sequence[float]], labels: Sequence[int], *, folds: int = 5,
@@ -116,6 +137,5 @@ def cross_validated_combination(rows: Sequence[Sequence[float]], labels: Sequenc
         return None
     predictions = np.zeros(len(y))
     for fit, held in StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y):
-        model = LogisticRegression(C=COMBINATION_C, max_iter=1000).fit(x[fit], y[fit])
-        predictions[held] = model.predict_proba(x[held])[:, 1]
+        predictions[held] = _standardised_logistic().fit(x[fit], y[fit]).predict_proba(x[held])[:, 1]
     return predictions.tolist()

@@ -107,8 +107,9 @@ def test_the_fitted_combination_round_trips_and_predicts_as_sklearn(tmp_path: Pa
     save_calibration(model, tmp_path / "fitted.json")
     loaded = load_calibration(tmp_path / "fitted.json")
     assert loaded == model and json.loads((tmp_path / "fitted.json").read_text())["method"] == "logistic"
-    oracle = LogisticRegression(C=COMBINATION_C, max_iter=1000).fit(rows, LABELS)
-    expected = oracle.predict_proba(rows[:20])[:, 1]
+    scaled = (rows - rows.mean(axis=0)) / rows.std(axis=0)  # fitted standardised, stored on the raw scale
+    oracle = LogisticRegression(C=COMBINATION_C, max_iter=1000).fit(scaled, LABELS)
+    expected = oracle.predict_proba(scaled[:20])[:, 1]
     got = [model.combined(dict(zip(("bc", "fc", "lp_mean"), row, strict=True))) for row in rows[:20].tolist()]
     assert got == pytest.approx(expected.tolist(), abs=1e-6)
     assert loaded.probability(0.37) == 0.37  # the fitted Trust_OV is already a probability
