@@ -41,7 +41,8 @@ class PassthroughBackend:
         self._max_bytes = max_response_bytes
 
     def _request(self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint) -> httpx.Request:
-        headers = {"content-type": "application/json"}
+        # Uncompressed: max_response_bytes then bounds what is held, not only what crossed the wire.
+        headers = {"content-type": "application/json", "accept-encoding": "identity"}
         if deployment.api_key is not None:
             headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
         payload = orjson.dumps({**body, "model": deployment.wire_model})

@@ -13,6 +13,8 @@ process, while each gateway has its own ``max_response_bytes``. A call opens a
 context when the request is sent, so the body of that response — read now or
 streamed later — is held to that call's cap. The cap records that it tripped,
 because litellm wraps whatever the transport raised in its own error types.
+A capped call asks for its reply uncompressed: the cap counts bytes on the
+wire, and a compressed reply far under it could still decode to many times it.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         cap = _current.get()
+        if cap is not None:
+            request.headers["accept-encoding"] = "identity"  # compressed, the bytes counted are not those held
         response = await self._pool().handle_async_request(request)
         if cap is None:
             return response

@@ -17,7 +17,8 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [drip:0.2]      send a valid completion one byte every that many seconds (streamed: the first event at
                     once, then the rest one byte at a time)
     [big:5000000]   answer with a completion whose text is that many bytes (streamed: that many bytes of chunks)
-    [unsized]       send a non-streamed answer in 64 KiB pieces without a Content-Length (chunked encoding)
+    [unsized]       send a non-streamed answer in 64 KiB pieces without a Content-Length (chunked encoding);
+                    [unsized:gzip] gzip-compressed first when the request accepts gzip
     [reset]         send half of the body, then drop the connection
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones ([bad-chunk:not-json]: an
                     event whose data is not JSON)
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import re
 import time
 from collections.abc import Callable
@@ -164,7 +166,10 @@ class FakeUpstream:
         if "drip" in directives:
             return StreamingResponse(_drip(payload, float(directives["drip"])), media_type="application/json")
         if "unsized" in directives:
-            return StreamingResponse(_pieces(payload, 64 * 1024), media_type="application/json")
+            headers = {}
+            if directives["unsized"] == "gzip" and "gzip" in request.headers.get("accept-encoding", ""):
+                payload, headers["content-encoding"] = gzip.compress(payload), "gzip"
+            return StreamingResponse(_pieces(payload, 64 * 1024), media_type="application/json", headers=headers)
         if "reset" in directives:
             return StreamingResponse(_reset_halfway(payload), media_type="application/json",
                                      headers={"content-length": str(len(payload))})

@@ -29,9 +29,15 @@ def chat(gateway: GatewayProcess, content: str) -> httpx.Response:
                       headers={"authorization": f"Bearer {MASTER_KEY}"}, timeout=60)
 
 
+@pytest.mark.parametrize("sent", ["[unsized]", "[unsized:gzip]"], ids=["chunked", "gzip-if-asked"])
 @pytest.mark.parametrize("path", PATHS)
-def test_a_50_mb_reply_is_refused_without_the_gateway_holding_it(path: str, fake_upstream: FakeUpstream,
+def test_a_50_mb_reply_is_refused_without_the_gateway_holding_it(path: str, sent: str, fake_upstream: FakeUpstream,
                                                                    tmp_path: Path) -> None:
+    """Sent in 64 KiB pieces without a Content-Length: only reading it counts its size.
+
+    Compressed, the reply is a fraction of the cap on the wire; the gateway asks
+    for it uncompressed, so that what it counts is what it would hold.
+    """
     config = path_config(fake_upstream, path, upstream={"max_response_bytes": CAP_BYTES}, scoring=NO_SCORERS,
                          server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")})
     config_file = tmp_path / "config.yaml"
@@ -39,10 +45,9 @@ def test_a_50_mb_reply_is_refused_without_the_gateway_holding_it(path: str, fake
     with serve_config(config_file, timeout=120) as gateway:
         # Lazy imports and pools, an answer's and a refusal's, before measuring.
         assert chat(gateway, "warm up").status_code == 200
-        assert chat(gateway, f"[big:{2 * CAP_BYTES}] [unsized]").status_code == 502
+        assert chat(gateway, f"[big:{2 * CAP_BYTES}] {sent}").status_code == 502
         before = gateway.peak_rss_bytes()
-        # Sent in 64 KiB pieces without a Content-Length: only reading it counts its size.
-        error = openai_error(chat(gateway, f"[big:{BODY_BYTES}] [unsized]"), 502)
+        error = openai_error(chat(gateway, f"[big:{BODY_BYTES}] {sent}"), 502)
         grown = gateway.peak_rss_bytes() - before
     assert error["code"] == "upstream_reply_too_large"
     assert grown < BODY_BYTES // 5, f"peak RSS grew by {grown / 1e6:.0f} MB for a {BODY_BYTES / 1e6:.0f} MB reply"
