@@ -110,19 +110,26 @@ class UpstreamStream:
 
 
 async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors, *,
-                         seconds: float | None = None) -> AsyncGenerator[bytes, None]:
-    """``chunks`` until their total passes ``limit`` bytes (or the stream ``seconds``), then the upstream's error.
+                         seconds: float, started: float | None = None) -> AsyncGenerator[bytes, None]:
+    """``chunks`` until their total passes ``limit`` bytes or ``seconds`` have passed, then the upstream's error.
 
-    The time is checked as chunks arrive: a stalled stream is the read timeout's
-    job, a stream dripped slowly is this one's.
+    ``seconds`` counts from ``started`` (the event loop's clock when the call
+    began; default now) and is a timer, not a check on arrival: a stream dripped
+    slowly, one that stalls, and one whose bytes trickle in too slowly to make
+    an event all end at the deadline.
     """
     loop = asyncio.get_running_loop()
-    ends = loop.time() + seconds if seconds is not None else None
+    ends = (loop.time() if started is None else started) + seconds
     total = 0
-    async for chunk in chunks:
+    while True:
+        try:
+            async with asyncio.timeout_at(ends):
+                chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return
+        except TimeoutError as exc:
+            raise errors.timed_out(f"stream still running after {seconds:g}s") from exc
         total += len(chunk)
         if total > limit:
             raise errors.too_large(limit)
-        if ends is not None and loop.time() > ends:
-            raise errors.timed_out(f"stream still running after stream_timeout {seconds:g}s")
         yield chunk

@@ -118,13 +118,18 @@ class Deployment(BaseModel):
 
     @property
     def stream_timeout(self) -> float | None:
-        """Seconds a whole stream may take (litellm's own key); None: only its opening and each gap are bounded.
-
-        A stream's length is the answer's, often longer than a sensible ``timeout``,
-        so the whole-call deadline of non-streamed calls is opt-in here.
-        """
+        """Seconds a whole stream may take (litellm's own key), in place of ``timeout`` for streams."""
         value = self.litellm_params.get("stream_timeout")
         return float(value) if value is not None else None
+
+    def stream_deadline(self, default: float) -> float:
+        """Seconds a whole stream from this deployment may take: ``stream_timeout``, else the call's deadline.
+
+        A stream's length is the answer's, often longer than a sensible
+        ``timeout``: a deployment that streams long answers sets ``stream_timeout``
+        (as for litellm, which uses it instead of ``timeout`` for streams).
+        """
+        return self.stream_timeout or self.deadline(default)
 
     def litellm_params_plain(self) -> dict[str, Any]:
         """litellm's own view of the deployment, secrets unwrapped only for it."""

@@ -6,8 +6,10 @@ and memory.
 
 It behaves as the pass-through path does: failures go through the same
 ``UpstreamErrors`` mapping, a call is bounded by a deadline (the group's
-``timeout``) and by ``max_response_bytes``, a chat reply must parse as a chat
-completion, and deployments are never put in cooldown — litellm would
+``timeout``; for a stream its ``stream_timeout`` when set) and by
+``max_response_bytes`` — counted as the body streams in for the providers
+litellm reaches through the OpenAI SDK (``reply_cap``) — a chat reply must
+parse as a chat completion, and deployments are never put in cooldown — litellm would
 otherwise bench a deployment for every client after one client's 401 or 404
 (or a 404 on ``/responses``), which the pass-through path never does. Retries
 and fallbacks are UpstreamClient's, for both paths alike.
@@ -16,15 +18,24 @@ It also holds the Responses API bridge: for a deployment that only speaks chat
 completions, litellm's responses↔chat transformation turns a Responses request
 into a chat completion and the answer (or stream) back into the Responses
 shape, on either upstream path.
+
+Streams differ in one way litellm imposes: it re-serialises every chunk from
+what it parsed, so a chunk it cannot read (``"delta": "str"``, or not JSON)
+cannot be forwarded as the pass-through path forwards it, and its Router ends
+the stream there (it closes the upstream response and re-raises). The client's
+stream then ends with one OpenAI-shaped error event naming the malformed reply,
+and no ``[DONE]``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import Any
 
+import httpx
 import orjson
 
 from .completion import (
@@ -39,6 +50,7 @@ from .completion import (
 )
 from .config import ConfigError, Deployment, GatewaySettings
 from .errors import GatewayError
+from .reply_cap import CappedTransport, ReplyCap, capped
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors
 
@@ -47,6 +59,10 @@ __all__ = ["LitellmBackend", "ResponsesBridge", "check_providers"]
 # litellm reads these request fields itself (``metadata`` steers its routing and
 # logging) and does not forward them, so a client's never reach it.
 _LITELLM_OWN_FIELDS = frozenset({"metadata"})
+
+# Under the HTTP client litellm's OpenAI-SDK providers share (``litellm.aclient_session``): one for the
+# process, as that client is; each call's cap comes from the call (``reply_cap.capped``).
+_TRANSPORT = CappedTransport()
 
 # The Router's method for each endpoint.
 _ROUTER_CALLS: dict[Endpoint, str] = {"chat": "acompletion", "completions": "atext_completion",
@@ -61,6 +77,8 @@ def _import_litellm() -> Any:
     # Module settings, set once: no banner/debug text on stdout, no telemetry.
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    if litellm.aclient_session is None:
+        litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True)
     return litellm
 
 
@@ -87,46 +105,55 @@ class _LitellmCalls:
         self._errors = errors
         self._max_bytes = max_bytes
 
-    def translate(self, exc: Exception) -> GatewayError:
+    def translate(self, exc: Exception, cap: ReplyCap) -> GatewayError:
         if isinstance(exc, GatewayError):
             return exc
+        if cap.exceeded:  # litellm wraps the transport's error in its own: the cap says what happened
+            return self._errors.too_large(self._max_bytes)
         if isinstance(exc, self._litellm.Timeout):
             return self._errors.timed_out(f"{type(exc).__name__}: {exc}")
         return self._errors.for_exception(exc)
 
     async def whole(self, call: Awaitable[Any], deadline: float, group: str, endpoint: Endpoint) -> Any:
-        try:
-            async with asyncio.timeout(deadline):
-                response = await call
-        except Exception as exc:  # litellm raises many unrelated types; all are mapped here
-            raise self.translate(exc) from exc
-        # litellm has read the whole body by now: the cap keeps it from clients and scorers, not from memory.
+        with capped(self._max_bytes) as cap:
+            try:
+                async with asyncio.timeout(deadline):
+                    response = await call
+            except Exception as exc:  # litellm raises many unrelated types; all are mapped here
+                raise self.translate(exc, cap) from exc
         raw = orjson.dumps(response.model_dump(mode="json", warnings=False))
         if endpoint == "chat":
             return checked_completion(raw, group, max_bytes=self._max_bytes, errors=self._errors)
         return checked_forwarded(raw, group, max_bytes=self._max_bytes, errors=self._errors)
 
-    async def opened(self, call: Callable[[], Awaitable[Any]], deadline: float, stream_seconds: float | None,
+    async def opened(self, call: Callable[[], Awaitable[Any]], deadline: float, stream_seconds: float,
                      group: str, endpoint: Endpoint) -> UpstreamStream:
-        """Open a litellm stream and read its first event, so that errors before the first byte still raise."""
-        try:
-            async with asyncio.timeout(deadline):
-                wrapper = await call()
-                chunks = bounded_chunks(self._sse(wrapper, endpoint), self._max_bytes, self._errors,
-                                        seconds=stream_seconds)
-                first = await anext(chunks)
-        except StopAsyncIteration:
-            first = b"" if endpoint == "responses" else DONE_EVENT
-            chunks = _empty()
-        except Exception as exc:
-            raise self.translate(exc) from exc
+        """Open a litellm stream and read its first event, so that errors before the first byte still raise.
+
+        The stream's opening is bounded by ``deadline``, the whole stream by
+        ``stream_seconds``, both from now.
+        """
+        started = asyncio.get_running_loop().time()
+        with capped(self._max_bytes) as cap:
+            try:
+                async with asyncio.timeout(min(deadline, stream_seconds)):
+                    wrapper = await call()
+                    chunks = bounded_chunks(self._sse(wrapper, endpoint, cap), self._max_bytes,
+                                            self._errors, seconds=stream_seconds, started=started)
+                    first = await anext(chunks)
+            except StopAsyncIteration:
+                first = b"" if endpoint == "responses" else DONE_EVENT
+                chunks = _empty()
+            except Exception as exc:
+                raise self.translate(exc, cap) from exc
         return UpstreamStream(chunks=chunks, close=chunks.aclose, model_group=group, first=[first])
 
-    async def _sse(self, wrapper: Any, endpoint: Endpoint) -> AsyncGenerator[bytes, None]:
+    async def _sse(self, wrapper: Any, endpoint: Endpoint, cap: ReplyCap) -> AsyncGenerator[bytes, None]:
         """litellm's stream objects as the SSE the endpoint's clients expect.
 
         Responses events are named (``event: response.output_text.delta``) and
         have no ``[DONE]``; chat and text completion chunks end with ``[DONE]``.
+        The upstream's connection is closed however the stream ends.
         """
         try:
             async for item in wrapper:
@@ -134,9 +161,19 @@ class _LitellmCalls:
                 name = str(payload.get("type", "message")) if endpoint == "responses" else None
                 yield sse_event(payload, name=name)
         except Exception as exc:
-            raise self.translate(exc) from exc
+            raise self.translate(exc, cap) from exc
+        finally:
+            await _closed(wrapper)
         if endpoint != "responses":
             yield DONE_EVENT
+
+
+async def _closed(wrapper: Any) -> None:
+    """Close a litellm stream object (its HTTP response); a failure to close changes nothing, the stream is over."""
+    close = getattr(wrapper, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
 
 
 class LitellmBackend:
@@ -155,7 +192,8 @@ class LitellmBackend:
         # The Router picks the deployment, so a call is bounded by its group's slowest one.
         self._deadlines = {name: max(d.deadline(router_settings.timeout) for d in ds)
                            for name, ds in groups_here.items()}
-        self._stream_deadlines = {name: _whole_stream_seconds(ds) for name, ds in groups_here.items()}
+        self._stream_deadlines = {name: max(d.stream_deadline(router_settings.timeout) for d in ds)
+                                  for name, ds in groups_here.items()}
         self._calls = _LitellmCalls(self._litellm, errors, settings.trustgate.upstream.max_response_bytes)
         self._with_logprobs = {name for name, ds in groups_here.items()
                                if all(_takes_logprobs(self._litellm, d) for d in ds)}
@@ -193,6 +231,7 @@ class LitellmBackend:
         close = getattr(self._router, "aclose", None)
         if close is not None:
             await close()
+        await _TRANSPORT.close_loop_pool()
 
 
 class ResponsesBridge:
@@ -216,6 +255,10 @@ class ResponsesBridge:
             "api_key": params.get("api_key"), "timeout": deployment.deadline(self._default_timeout),
             "use_chat_completions_api": True})
 
+    async def aclose(self) -> None:
+        if self._calls is not None:
+            await _TRANSPORT.close_loop_pool()
+
     async def forward(self, deployment: Deployment, body: dict[str, Any]) -> Forwarded:
         forwarded: Forwarded = await self._loaded().whole(
             self._call(deployment, body), deployment.deadline(self._default_timeout), deployment.model_name,
@@ -224,7 +267,8 @@ class ResponsesBridge:
 
     async def open_stream(self, deployment: Deployment, body: dict[str, Any]) -> UpstreamStream:
         return await self._loaded().opened(lambda: self._call(deployment, {**body, "stream": True}),
-                                           deployment.deadline(self._default_timeout), deployment.stream_timeout,
+                                           deployment.deadline(self._default_timeout),
+                                           deployment.stream_deadline(self._default_timeout),
                                            deployment.model_name, "responses")
 
 
@@ -237,12 +281,6 @@ def _takes_logprobs(litellm: Any, deployment: Deployment) -> bool:
     except Exception:  # litellm raises assorted types for models it cannot place: then it is not asked
         return False
     return "logprobs" in (supported or [])
-
-
-def _whole_stream_seconds(deployments: list[Deployment]) -> float | None:
-    """The group's ``stream_timeout`` when every deployment sets one (the largest); else None."""
-    seconds = [d.stream_timeout for d in deployments]
-    return None if any(s is None for s in seconds) else max(s for s in seconds if s is not None)
 
 
 async def _empty() -> AsyncGenerator[bytes, None]:

@@ -4,7 +4,8 @@ litellm's per-call translation costs more CPU than the network round trip to a
 local upstream; for deployments that already speak OpenAI's wire format the
 gateway only needs to swap the model name and the credentials. What comes back
 is bounded before anyone sees it: the deployment's ``timeout`` is a deadline for
-the whole call (a body dripped byte by byte included), replies are capped at
+the whole call (a body dripped byte by byte included; for a stream, its
+``stream_timeout`` when set), replies are capped at
 ``max_response_bytes``, and a non-streamed 200 must parse as a chat completion.
 """
 
@@ -40,7 +41,8 @@ class PassthroughBackend:
         self._max_bytes = max_response_bytes
 
     def _request(self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint) -> httpx.Request:
-        headers = {"content-type": "application/json"}
+        # Uncompressed: max_response_bytes then bounds what is held, not only what crossed the wire.
+        headers = {"content-type": "application/json", "accept-encoding": "identity"}
         if deployment.api_key is not None:
             headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
         payload = orjson.dumps({**body, "model": deployment.wire_model})
@@ -103,14 +105,16 @@ class PassthroughBackend:
 
     async def open_stream(self, deployment: Deployment, body: dict[str, Any],
                           endpoint: Endpoint = "chat") -> UpstreamStream:
-        deadline = deployment.deadline(self._default_timeout)
+        started = asyncio.get_running_loop().time()
+        whole = deployment.stream_deadline(self._default_timeout)
+        deadline = min(deployment.deadline(self._default_timeout), whole)
         try:
             async with asyncio.timeout(deadline):
                 response = await self._send(self._request(deployment, body, endpoint))
         except TimeoutError as exc:
             raise self._errors.timed_out(f"no response headers within {deadline:g}s") from exc
         chunks = bounded_chunks(self._raw_chunks(response), self._max_bytes, self._errors,
-                                seconds=deployment.stream_timeout)
+                                seconds=whole, started=started)
         return UpstreamStream(chunks=chunks, close=response.aclose, model_group=deployment.model_name)
 
     async def _raw_chunks(self, response: httpx.Response) -> AsyncIterator[bytes]:

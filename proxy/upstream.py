@@ -297,3 +297,4 @@ class UpstreamClient:
     async def aclose(self) -> None:
         if self._litellm is not None:
             await self._litellm.aclose()
+        await self._bridge.aclose()

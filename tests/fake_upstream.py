@@ -14,10 +14,14 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [delay-ms:15]   answer after that many milliseconds
     [reply:html]    answer 200 with a body that is not a chat completion: html, truncated, array, empty,
                     no-message (a choice without its message)
-    [drip:0.2]      send a valid completion one byte every that many seconds (streamed: one chunk)
+    [drip:0.2]      send a valid completion one byte every that many seconds (streamed: the first event at
+                    once, then the rest one byte at a time)
     [big:5000000]   answer with a completion whose text is that many bytes (streamed: that many bytes of chunks)
+    [unsized]       send a non-streamed answer in 64 KiB pieces without a Content-Length (chunked encoding);
+                    [unsized:gzip] gzip-compressed first when the request accepts gzip
     [reset]         send half of the body, then drop the connection
-    [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones
+    [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones ([bad-chunk:not-json]: an
+                    event whose data is not JSON)
 
 Besides chat completions it serves ``/v1/completions``, ``/v1/embeddings`` and
 ``/v1/responses`` (stream and not; ``responses_supported=False`` makes the last
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import itertools
 import re
 import time
@@ -48,7 +53,7 @@ from starlette.routing import Route
 Responder = Callable[[list[dict[str, Any]]], str]
 
 _DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
-                        r"|bad-chunk)(?::([\w.-]+))?\]")
+                        r"|bad-chunk|unsized)(?::([\w.-]+))?\]")
 SERVER_PATH = "/opt/fake-upstream/models/server_internal.py"
 
 # 200 bodies that are not chat completions, by name.
@@ -149,9 +154,11 @@ class FakeUpstream:
             else None
         if body.get("stream"):
             stream = self._stream(body, text, logprobs, "stall-stream" in directives,
-                                  bad_chunk="bad-chunk" in directives, every=float(directives.get("drip") or 0))
+                                  bad_chunk=directives.get("bad-chunk"))
             if "reset-stream" in directives or "done-then-reset" in directives:
                 stream = _cut(stream, done_first="done-then-reset" in directives)
+            if "drip" in directives:
+                stream = _drip_after_first(stream, float(directives["drip"]))
             return StreamingResponse(stream, media_type="text/event-stream")
         completion = self._completion(body, text, logprobs)
         if self.record:
@@ -159,6 +166,11 @@ class FakeUpstream:
         payload = orjson.dumps(completion)
         if "drip" in directives:
             return StreamingResponse(_drip(payload, float(directives["drip"])), media_type="application/json")
+        if "unsized" in directives:
+            headers = {}
+            if directives["unsized"] == "gzip" and "gzip" in request.headers.get("accept-encoding", ""):
+                payload, headers["content-encoding"] = gzip.compress(payload), "gzip"
+            return StreamingResponse(_pieces(payload, 64 * 1024), media_type="application/json", headers=headers)
         if "reset" in directives:
             return StreamingResponse(_reset_halfway(payload), media_type="application/json",
                                      headers={"content-length": str(len(payload))})
@@ -184,7 +196,7 @@ class FakeUpstream:
                           "total_tokens": prompt_tokens + len(text.split())}}
 
     async def _stream(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None, stall: bool,  # type: ignore[no-untyped-def]
-                      *, bad_chunk: bool = False, every: float = 0.0):
+                      *, bad_chunk: str | None = None):
         base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": body.get("model", self.model)}
         words = text.split(" ")
@@ -197,11 +209,11 @@ class FakeUpstream:
                 if logprobs:
                     choice["logprobs"] = {"content": [logprobs["content"][index]]}
                 yield _sse({**base, "choices": [choice]})
-                if bad_chunk and index == 0:
-                    yield _sse({**base, "choices": [{"index": 0, "delta": "str", "finish_reason": None}]})
+                if bad_chunk is not None and index == 0:
+                    yield b"data: {not json\n\n" if bad_chunk == "not-json" else \
+                        _sse({**base, "choices": [{"index": 0, "delta": "str", "finish_reason": None}]})
                 if stall:
                     await asyncio.sleep(3600)
-                await asyncio.sleep(every)
             yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             if (body.get("stream_options") or {}).get("include_usage"):
                 yield _sse({**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": len(words),
@@ -338,6 +350,23 @@ async def _drip(payload: bytes, every: float):  # type: ignore[no-untyped-def]
     for index in range(len(payload)):
         yield payload[index:index + 1]
         await asyncio.sleep(every)
+
+
+async def _drip_after_first(stream, every: float):  # type: ignore[no-untyped-def]
+    first = True
+    async for event in stream:
+        if first:
+            first = False
+            yield event
+            continue
+        for index in range(len(event)):
+            yield event[index:index + 1]
+            await asyncio.sleep(every)
+
+
+async def _pieces(payload: bytes, size: int):  # type: ignore[no-untyped-def]
+    for start in range(0, len(payload), size):
+        yield payload[start:start + size]
 
 
 async def _reset_halfway(payload: bytes):  # type: ignore[no-untyped-def]

@@ -1,4 +1,4 @@
-"""``trustgate serve`` as a real child process of the test, on the embedded default config.
+"""``trustgate serve`` as a real child process of the test, on the embedded default config or a given one.
 
 The checkout's own code runs (``python -m proxy.cli serve`` from the repository
 root), with the default config's every setting except where it listens and
@@ -63,6 +63,13 @@ class GatewayProcess:
                     found.append(int(stat.parent.name))
         return found
 
+    def peak_rss_bytes(self) -> int:
+        """The most resident memory the gateway has held so far (the kernel's VmHWM)."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+        raise RuntimeError("no VmHWM in /proc status")
+
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
@@ -81,7 +88,13 @@ def _read_lines(gateway: GatewayProcess, ready: threading.Event) -> None:
 @contextlib.contextmanager
 def serve_default_config(folder: Path, *, model_port: int | None = None,
                          timeout: float = 240.0) -> Iterator[GatewayProcess]:
-    config = default_config_on_free_ports(folder, model_port)
+    with serve_config(default_config_on_free_ports(folder, model_port), timeout=timeout) as gateway:
+        yield gateway
+
+
+@contextlib.contextmanager
+def serve_config(config: Path, *, timeout: float = 240.0) -> Iterator[GatewayProcess]:
+    """``serve --config config`` until its ready banner; SIGTERM (then SIGKILL) when the block ends."""
     process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", "--config", str(config)], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1"})

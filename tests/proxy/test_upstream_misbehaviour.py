@@ -51,9 +51,10 @@ def openai_error(response: httpx.Response, status: int) -> dict[str, Any]:
     return error
 
 
-def stream_events(server: ServerThread, content: str) -> list[str]:
+def stream_events(server: ServerThread, content: str, *, timeout: float = 20) -> list[str]:
     body = {"model": "fake", "messages": [{"role": "user", "content": content}], "stream": True}
-    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, headers=AUTH, timeout=20) as response:
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, headers=AUTH,
+                      timeout=timeout) as response:
         assert response.status_code == 200
         return [line for line in response.iter_lines() if line.startswith("data: ")]
 
@@ -72,11 +73,12 @@ def test_a_200_that_is_not_a_chat_completion_is_502(any_gateway: ServerThread, k
     assert requests_counted(any_gateway, 502) == 1
 
 
-def test_a_reply_over_max_response_bytes_is_502(path: str, fake_upstream: FakeUpstream,
+@pytest.mark.parametrize("sent", ["", "[unsized]"], ids=["content-length", "chunked"])
+def test_a_reply_over_max_response_bytes_is_502(path: str, sent: str, fake_upstream: FakeUpstream,
                                                 start_gateway: Callable[..., ServerThread]) -> None:
     server = start_gateway(path_config(fake_upstream, path, upstream={"max_response_bytes": 200_000}))
-    assert chat(server, "[big:100000]").status_code == 200  # under the cap: answered
-    error = openai_error(chat(server, "[big:1000000]"), 502)
+    assert chat(server, f"[big:100000] {sent}").status_code == 200  # under the cap: answered
+    error = openai_error(chat(server, f"[big:1000000] {sent}"), 502)
     assert error["code"] == "upstream_reply_too_large"
 
 
@@ -99,14 +101,22 @@ def test_a_dripped_body_is_cut_at_the_deployment_timeout(path: str, fake_upstrea
     assert error["type"] == "timeout_error"
 
 
-def test_a_slow_stream_is_cut_at_its_stream_timeout(path: str, fake_upstream: FakeUpstream,
-                                                    start_gateway: Callable[..., ServerThread]) -> None:
-    """Fifty chunks 0.2 s apart (10 s) against a 1 s ``stream_timeout``: an error event, no [DONE]."""
-    config = path_config(fake_upstream, path)
-    config["model_list"][0]["litellm_params"]["stream_timeout"] = 1
-    events = stream_events(start_gateway(config), "[drip:0.2] " + "w " * 50)
-    assert orjson.loads(events[-1][6:])["error"]["code"] == "upstream_timeout"
-    assert len(events) < 20
+@pytest.mark.parametrize("bound", ["timeout", "stream_timeout"])
+def test_a_dripped_stream_is_cut_at_its_deadline(path: str, bound: str, fake_upstream: FakeUpstream,
+                                                 start_gateway: Callable[..., ServerThread]) -> None:
+    """The first event at once, then one byte every 0.2 s (minutes), against a 1 s deadline: the
+    deployment's ``timeout``, or its ``stream_timeout`` where set (then ``timeout`` is 5 s).
+
+    litellm yields nothing until a whole event has arrived, so only a timer, not a check as events
+    arrive, ends it; the client gives up after 10 s without a byte.
+    """
+    config = path_config(fake_upstream, path, timeout=1 if bound == "timeout" else 5)
+    if bound == "stream_timeout":
+        config["model_list"][0]["litellm_params"]["stream_timeout"] = 1
+    events = stream_events(start_gateway(config), "[drip:0.2] one two", timeout=10)
+    assert len(events) == 2 and "[DONE]" not in events[-1]
+    error = orjson.loads(events[-1][6:])["error"]
+    assert error["code"] == "upstream_timeout" and error["type"] == "timeout_error"
 
 
 def test_a_connection_reset_mid_body_is_502(any_gateway: ServerThread) -> None:
@@ -182,24 +192,32 @@ def test_a_scoring_call_answered_with_garbage_fails_the_component(
     assert record["score"] is None
 
 
+BAD_CHUNKS = {"delta-str": ("[bad-chunk]", '"delta":"str"'), "not-json": ("[bad-chunk:not-json]", "{not json")}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_CHUNKS))
 def test_a_malformed_stream_chunk_never_cuts_a_scored_stream(
-        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+        path: str, kind: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
     """Pass-through forwards the bad chunk, the tap skips it, scoring and [DONE] follow.
 
-    litellm parses every chunk itself and stops at the bad one; that stream still
-    ends cleanly, with an OpenAI-shaped error event naming the malformed reply.
+    litellm re-serialises each chunk from what it parsed and its Router ends the
+    stream at one it cannot read: that stream ends cleanly after the good chunks
+    before it, with one OpenAI-shaped error event naming the malformed reply.
     """
+    directive, forwarded = BAD_CHUNKS[kind]
     server = start_gateway(path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
                            scorers=[AskingScorer("bc", 0.9)])
-    events = stream_events(server, "[bad-chunk] one two")
+    events = stream_events(server, f"{directive} one two")  # read to its end: a cut body would raise here
+    assert '"content":"You"' in events[1]  # the good chunks before the bad one reached the client
     if path == "litellm":
+        assert sum(e.startswith('data: {"error"') for e in events) == 1 and "[DONE]" not in "".join(events)
         assert orjson.loads(events[-1][6:])["error"]["code"] == "upstream_malformed_reply"
         return
     assert events[-1] == "data: [DONE]"
-    assert any('"delta":"str"' in e for e in events)  # forwarded as the upstream sent it
+    assert any(forwarded in e for e in events)  # forwarded as the upstream sent it
     assert any('"trust"' in e for e in events[:-1])  # the tap read the good chunks and scored them
     assert not any(e.startswith('data: {"error"') for e in events)
-    chunks = [orjson.loads(e[6:]) for e in events[:-1]]
+    chunks = [orjson.loads(e[6:]) for e in events[:-1] if forwarded not in e]
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks
                    if c.get("choices") and isinstance(c["choices"][0].get("delta"), dict))
-    assert text == "You said: [bad-chunk] one two"
+    assert text == f"You said: {directive} one two"
