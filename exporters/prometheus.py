@@ -54,6 +54,7 @@ class GatewayMetrics:
     sync_timeouts: Counter
     scoring_calls_shed: Counter
     scoring_upstream_tokens: Counter
+    user_upstream_tokens: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -86,6 +87,11 @@ class GatewayMetrics:
         self.scoring_upstream_tokens.labels(model=model, component=component, kind="prompt").inc(prompt_tokens)
         self.scoring_upstream_tokens.labels(model=model, component=component, kind="completion").inc(
             completion_tokens)
+
+    def observe_user_usage(self, *, model: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """The tokens one user call used (as its upstream reported them): the bill scoring's share sits beside."""
+        self.user_upstream_tokens.labels(model=model, kind="prompt").inc(prompt_tokens)
+        self.user_upstream_tokens.labels(model=model, kind="completion").inc(completion_tokens)
 
     def observe_sync_timeout(self, model: str) -> None:
         """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
@@ -167,6 +173,9 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
         scoring_upstream_tokens=counter("scoring_upstream_tokens", "Tokens the scorers' upstream calls used, as "
                                         "the upstream reported them, by component and kind (prompt, "
                                         "completion).", ["model", "component", "kind"]),
+        user_upstream_tokens=counter("user_upstream_tokens", "Tokens the users' own upstream calls used, as the "
+                                     "upstream reported them (a stream only when it reported usage), by kind "
+                                     "(prompt, completion).", ["model", "kind"]),
     )
 
 

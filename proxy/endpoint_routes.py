@@ -21,7 +21,8 @@ from exporters import trust_headers
 from .errors import ModelNotFound
 from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
-from .routes import StreamTap, failed_request, stream_response, unless_client_leaves
+from .replies import reported_usage
+from .routes import StreamTap, failed_request, settle_usage, stream_response, unless_client_leaves
 from .sdk_params import Endpoint
 from .taps import ResponsesTap, TextCompletionTap, answer_from_response, answer_from_text_completion
 from .trust import Answer
@@ -107,7 +108,7 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
     except BaseException as exc:
         await failed_request(exc, slot, failed, traced)
         raise
-    await slot.done(reply.data)
+    await settle_usage(gateway, group, slot, reported_usage(reply.data))
     headers: dict[str, str] = {}
     record_id = None
     if scored is not None and plan is not None and plan.decision.sampled:

@@ -19,13 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from redis.asyncio import Redis
 
 from .errors import RateLimited
 
-__all__ = ["Counters", "KeyLimits", "Limiter", "MemoryCounters", "RedisCounters", "Slot", "usage_tokens"]
+__all__ = ["Counters", "KeyLimits", "Limiter", "MemoryCounters", "RedisCounters", "Slot"]
 
 WINDOW_S = 60
 # A parallel-request slot nobody released (a replica that died holding it) lapses after this long.
@@ -82,13 +82,6 @@ class KeyLimits:
     max_parallel_requests: int | None = None
 
 
-def usage_tokens(reply: dict[str, Any]) -> int:
-    """``usage.total_tokens`` of a whole answer; 0 when it did not say."""
-    usage = reply.get("usage")
-    total = usage.get("total_tokens") if isinstance(usage, dict) else None
-    return total if isinstance(total, int) else 0
-
-
 class Slot:
     """An admitted request: report its tokens, then release its parallel slot (once)."""
 
@@ -100,9 +93,9 @@ class Slot:
         if self._limits.tpm is not None:
             await self._limiter.add_tokens(self._name, tokens)
 
-    async def done(self, reply: dict[str, Any]) -> None:
-        """A whole answer came back: count its tokens and free the slot."""
-        await self.used_tokens(usage_tokens(reply))
+    async def done(self, tokens: int) -> None:
+        """A whole answer came back: count its tokens (0 when it reported none) and free the slot."""
+        await self.used_tokens(tokens)
         await self.release()
 
     async def release(self) -> None:

@@ -18,13 +18,15 @@ Public use:
   the bytes are still forwarded to the client untouched.
 - ``ChatCompletion.first`` / ``CompletionChoice.answer_text``,
   ``.chosen_logprobs()``, ``.top_logprobs()``: what scoring reads.
+- ``reported_usage(data)``: the tokens a reply or stream event of any endpoint
+  reports (user traffic's share of the bill, and keys' tokens per minute).
 - ``text_completion_logprobs`` / ``output_text_logprobs``: the answer's token
   log-probabilities as legacy completions and the Responses API carry them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from pydantic import (
@@ -34,7 +36,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     ValidatorFunctionWrapHandler,
-    field_validator,
+    WrapValidator,
 )
 
 __all__ = [
@@ -44,11 +46,14 @@ __all__ = [
     "ChunkChoice",
     "CompletionChoice",
     "MalformedReply",
+    "ReportedUsage",
     "TokenLogprob",
     "TokenUsage",
     "output_text_logprobs",
     "parse_chunk",
     "parse_completion",
+    "reported_tokens",
+    "reported_usage",
     "text_completion_logprobs",
 ]
 
@@ -127,6 +132,44 @@ class TokenUsage(_Lenient):
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+def _usage_if_readable(value: Any, read: ValidatorFunctionWrapHandler) -> TokenUsage | None:
+    """Usage in another shape reads as unreported: it is metered, never a reason to refuse an answer."""
+    try:
+        usage: TokenUsage | None = read(value)
+    except ValidationError:
+        return None
+    return usage
+
+
+ReportedUsage = Annotated[TokenUsage | None, WrapValidator(_usage_if_readable)]
+_USAGE = TypeAdapter(ReportedUsage)
+
+
+def reported_usage(data: dict[str, Any]) -> TokenUsage | None:
+    """The ``usage`` of any endpoint's reply or stream event; the Responses API's is read from its own names.
+
+    Chat and legacy completions say ``prompt_tokens`` / ``completion_tokens``;
+    a Responses object says ``input_tokens`` / ``output_tokens``. None when the
+    reply reports none, or in a shape neither reads.
+    """
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    if "input_tokens" in usage or "output_tokens" in usage:
+        usage = {"prompt_tokens": usage.get("input_tokens", 0), "completion_tokens": usage.get("output_tokens", 0)}
+    return _USAGE.validate_python(usage)
+
+
+def reported_tokens(data: dict[str, Any]) -> int:
+    """All the tokens ``data`` reports using (prompt and completion); 0 when it reports none."""
+    usage = reported_usage(data)
+    return usage.total if usage is not None else 0
+
 
 class ChatCompletion(_Lenient):
     """A non-streamed chat completion, as far as the gateway reads it."""
@@ -134,17 +177,7 @@ class ChatCompletion(_Lenient):
     id: str | None = None
     model: str | None = None
     choices: list[CompletionChoice]
-    usage: TokenUsage | None = None
-
-    @field_validator("usage", mode="wrap")
-    @classmethod
-    def _usage_if_readable(cls, value: Any, read: ValidatorFunctionWrapHandler) -> TokenUsage | None:
-        """Usage in another shape reads as unreported: it is metered, never a reason to refuse an answer."""
-        try:
-            usage: TokenUsage | None = read(value)
-        except ValidationError:
-            return None
-        return usage
+    usage: ReportedUsage = None
 
     @property
     def first(self) -> CompletionChoice | None:
@@ -169,6 +202,7 @@ class ChatCompletionChunk(_Lenient):
     id: str | None = None
     model: str | None = None
     choices: list[ChunkChoice] = Field(default_factory=list)
+    usage: ReportedUsage = None  # the last chunk's, when the stream was asked to include usage
 
 
 def parse_completion(body: bytes | dict[str, Any]) -> ChatCompletion:

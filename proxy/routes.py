@@ -21,6 +21,7 @@ from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound
 from .limits import Slot
 from .logprobs import LogprobsAdded
+from .replies import TokenUsage
 from .request import parse_chat_request
 from .request_context import gateway_of as _gateway
 from .request_context import read_body as _read_body
@@ -42,6 +43,7 @@ class StreamTap(Protocol):
     """Reads a stream as it passes (``sse.SseTap`` and the taps in ``taps``): see ``_scored_stream``."""
 
     completion_id: str
+    usage: TokenUsage | None  # what the upstream reported, once the stream has passed
 
     def feed(self, chunk: bytes) -> Iterator[bytes]: ...
     def rest(self) -> bytes: ...
@@ -87,7 +89,7 @@ async def chat_completions(request: Request) -> Response:
     except BaseException as exc:
         await failed_request(exc, slot, failed, traced)
         raise
-    await slot.done(completion.data)
+    await settle_usage(gateway, group, slot, completion.reply.usage)
     answer = Answer.from_reply(completion.reply)
     headers: dict[str, str] = {}
     if plan.decision.sampled:
@@ -98,6 +100,15 @@ async def chat_completions(request: Request) -> Response:
     traced.end(200)
     content = added.body(completion.raw) if added is not None else completion.raw
     return Response(content, media_type="application/json", headers=headers)
+
+
+async def settle_usage(gateway: Gateway, group: str, slot: Slot, usage: TokenUsage | None) -> None:
+    """An answer ended: its reported tokens count on the key's ``tpm`` and the user-traffic token counter
+    (beside scoring's), and the key's parallel slot is free again."""
+    if usage is not None:
+        gateway.metrics.observe_user_usage(model=group, prompt_tokens=usage.prompt_tokens,
+                                           completion_tokens=usage.completion_tokens)
+    await slot.done(usage.total if usage is not None else 0)
 
 
 async def failed_request(exc: BaseException, slot: Slot | None, failed: Callable[[int, str], None],
@@ -210,7 +221,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
             else (500, type(exc).__name__)
         raise
     finally:
-        await slot.release()
+        await settle_usage(gateway, plan.model, slot, tap.usage)
         gateway.metrics.observe_request(model=plan.model, status=status, stream=True,
                                         seconds=time.perf_counter() - started)
         traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)

@@ -2,7 +2,8 @@
 
 The tap re-frames the upstream's bytes into whole events (so a trust chunk can
 be slipped in before ``data: [DONE]``) and collects the first choice's text,
-tool calls and token log-probabilities for scoring. Events are forwarded as
+tool calls and token log-probabilities for scoring, and the usage the upstream
+reports (with ``stream_options.include_usage``) for metering. Events are forwarded as
 the upstream sent them; one the parser does not read as a chunk (a provider's
 own event, a malformed delta) is passed on and left out of the answer, so the
 tap can never cut the client's stream.
@@ -16,7 +17,7 @@ from exporters import trust_chunk
 from scoring.types import TrustRecord
 
 from .completion import DONE_EVENT, sse_event
-from .replies import ChatCompletionChunk, parse_chunk
+from .replies import ChatCompletionChunk, TokenUsage, parse_chunk
 from .trust import Answer
 
 __all__ = ["SseTap"]
@@ -31,6 +32,7 @@ class SseTap:
         self.completion_id = ""
         self.model = ""
         self.done = False
+        self.usage: TokenUsage | None = None  # what the upstream reported, if it did (last chunk)
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         """Complete events from the bytes seen so far, except the final ``[DONE]``, which is held back."""
@@ -56,6 +58,7 @@ class SseTap:
     def _read_chunk(self, chunk: ChatCompletionChunk) -> None:
         self.completion_id = self.completion_id or chunk.id or ""
         self.model = self.model or chunk.model or ""
+        self.usage = chunk.usage or self.usage
         for choice in chunk.choices:
             if choice.index != 0:
                 continue

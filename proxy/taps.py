@@ -5,7 +5,8 @@ and holds back the stream's end, so that in sync mode the trust event goes out
 before it: ``[DONE]`` for legacy completions (as for chat), the terminal
 ``response.completed`` (or ``.incomplete`` / ``.failed``) event for the
 Responses API, which has no ``[DONE]``. Taps and readers keep the answer's
-token log-probabilities too, where the upstream sent them (``lp``).
+token log-probabilities too, where the upstream sent them (``lp``), and the
+usage it reported (metering).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from exporters import TRUST_EVENT, trust_chunk, trust_event
 from scoring.types import TrustRecord
 
 from .completion import sse_event
-from .replies import output_text_logprobs, text_completion_logprobs
+from .replies import TokenUsage, output_text_logprobs, reported_usage, text_completion_logprobs
 from .sse import SseTap
 from .trust import Answer
 
@@ -64,6 +65,7 @@ class TextCompletionTap(SseTap):
                 continue
             self.completion_id = self.completion_id or str(payload.get("id") or "")
             self.model = self.model or str(payload.get("model") or "")
+            self.usage = reported_usage(payload) or self.usage
             for choice in payload.get("choices") or []:
                 if isinstance(choice, dict) and choice.get("index", 0) == 0 and isinstance(choice.get("text"), str):
                     self._text.append(choice["text"])
@@ -85,6 +87,7 @@ class ResponsesTap:
         self._held = b""
         self._sequence = 0
         self.completion_id = ""  # the response's id, from its first event
+        self.usage: TokenUsage | None = None  # from the terminal event's response
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         self._buffer += chunk.replace(b"\r\n", b"\n")
@@ -105,8 +108,10 @@ class ResponsesTap:
         if isinstance(payload.get("sequence_number"), int):
             self._sequence = max(self._sequence, payload["sequence_number"] + 1)
         response = payload.get("response")
-        if not self.completion_id and isinstance(response, dict) and isinstance(response.get("id"), str):
-            self.completion_id = response["id"]
+        if isinstance(response, dict):
+            if not self.completion_id and isinstance(response.get("id"), str):
+                self.completion_id = response["id"]
+            self.usage = reported_usage(response) or self.usage
         if kind == "response.output_text.delta" and isinstance(payload.get("delta"), str):
             self._text.append(payload["delta"])
             self._logprobs += output_text_logprobs(payload.get("logprobs"))

@@ -28,9 +28,10 @@ import httpx
 from .completion import Completion, Forwarded, UpstreamStream
 from .config import Deployment, FallbackKind, GatewaySettings
 from .errors import ModelNotFound, UpstreamError, UpstreamRateLimited
-from .limits import Limiter, MemoryCounters, usage_tokens
+from .limits import Limiter, MemoryCounters
 from .litellm_backend import LitellmBackend, ResponsesBridge
 from .passthrough import PassthroughBackend
+from .replies import reported_tokens
 from .retries import OnScoringShed, RetryPolicy
 from .sdk_params import Endpoint
 from .slots import Priority, PrioritySlots
@@ -257,7 +258,7 @@ class UpstreamClient:
             await self._within_limits(name, deployment)
             result = await call(deployment)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
-                await self._limiter.add_tokens(name, usage_tokens(result.data))
+                await self._limiter.add_tokens(name, reported_tokens(result.data))
             return result
 
         return await self._retries.run(group, attempt_at, for_scoring=for_scoring)

@@ -29,6 +29,7 @@ REQUIRED_SERIES = {
     "scorer errors": "trustgate_scorer_errors_total",
     "scoring cost by purpose": "trustgate_upstream_calls_total",
     "scoring tokens": "trustgate_scoring_upstream_tokens_total",
+    "user tokens beside them": "trustgate_user_upstream_tokens_total",
     "request rate": "trustgate_requests_total",
     "request latency": "trustgate_request_duration_seconds_bucket",
     "RAG metrics": "trustgate_rag_metric_bucket",

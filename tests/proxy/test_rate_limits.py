@@ -45,7 +45,7 @@ def test_rpm_tpm_and_parallel_limits_in_process() -> None:
         clock.now += 40
         await limiter.admit("team", KeyLimits(rpm=2))  # a new window
         slot = await limiter.admit("big", KeyLimits(tpm=100))
-        await slot.done({"usage": {"total_tokens": 120}})
+        await slot.done(120)
         with pytest.raises(RateLimited, match="tokens per minute"):
             await limiter.admit("big", KeyLimits(tpm=100))
         held = await limiter.admit("one", KeyLimits(max_parallel_requests=1))
