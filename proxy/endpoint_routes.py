@@ -8,7 +8,6 @@ does: a model the key may not use reads as missing.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from exporters import trust_headers
 from .errors import ModelNotFound
 from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
+from .request_meter import RequestMeter
 from .replies import reported_usage
 from .routes import StreamTap, failed_request, settle_usage, stream_response, unless_client_leaves
 from .sdk_params import Endpoint
@@ -73,40 +73,31 @@ async def retrieve_model(model_id: str, request: Request) -> JSONResponse:
 
 async def _serve(request: Request, endpoint: Endpoint) -> Response:
     gateway = gateway_of(request)
-    started = time.perf_counter()
-    traced = gateway.telemetry.start_request(request.headers)
-    model_label, stream, slot = "unknown", False, None
+    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers))
+    slot = None
     scored = _SCORED.get(endpoint)
-
-    def failed(status: int, error: str) -> None:
-        gateway.metrics.observe_request(model=model_label, status=status, stream=stream,
-                                        seconds=time.perf_counter() - started)
-        traced.end(status, error)
-
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
         raw = await read_body(request, gateway.settings.trustgate.server.max_body_bytes)
         parsed = parse_endpoint_request(raw, endpoint)
-        stream = parsed.stream
         group = gateway.upstream.require_group(parsed.model)
-        model_label = group
-        traced.named(group, stream)
+        meter.named(group, parsed.stream)
         caller.require_model(parsed.model, group)
         plan = (gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
-                                   traceparent=traced.traceparent) if scored is not None else None)
+                                   traceparent=meter.traced.traceparent) if scored is not None else None)
         body, added = (gateway.trust.upstream_body(plan, parsed.body, endpoint,
                                                    gives_logprobs=gateway.upstream.gives_logprobs(group, endpoint))
                        if plan is not None else (parsed.body, None))
         slot = await gateway.limits.admit(caller.name, caller.limits)
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
-        if stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
+        if parsed.stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=endpoint)
-            return stream_response(gateway, opened, plan, parsed.messages, started, traced, scored.tap(), slot,
+            return stream_response(gateway, opened, plan, parsed.messages, meter, scored.tap(), slot,
                                    added=added)
         reply = await unless_client_leaves(
             request, gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use))
     except BaseException as exc:
-        await failed_request(exc, slot, failed, traced)
+        await failed_request(exc, slot, meter)
         raise
     await settle_usage(gateway, group, slot, reported_usage(reply.data))
     headers: dict[str, str] = {}
@@ -115,8 +106,7 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         answer = scored.answer(reply.data) if parsed.messages else Answer(text=None)
         headers = trust_headers(await gateway.trust.score(plan, parsed.messages, answer))
         record_id = plan.record_id
-    traced.answered(str(reply.data.get("id") or "") or None, record_id)
-    gateway.metrics.observe_request(model=model_label, status=200, stream=False, seconds=time.perf_counter() - started)
-    traced.end(200)
+    meter.traced.answered(str(reply.data.get("id") or "") or None, record_id)
+    meter.end(200)
     content = added.body(reply.raw) if added is not None else reply.raw
     return Response(content, media_type="application/json", headers=headers)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastapi import APIRouter, Request, Response
@@ -14,7 +13,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from exporters import RequestTrace, trust_headers
+from exporters import trust_headers
 from scoring.types import TrustRecord
 
 from .completion import UpstreamStream, sse_event
@@ -25,6 +24,7 @@ from .replies import TokenUsage
 from .request import parse_chat_request
 from .request_context import gateway_of as _gateway
 from .request_context import read_body as _read_body
+from .request_meter import RequestMeter
 from .sse import SseTap
 from .trust import Answer, TrustPlan
 
@@ -55,49 +55,37 @@ class StreamTap(Protocol):
 @router.post("/v1/chat/completions")
 async def chat_completions(request: Request) -> Response:
     gateway = _gateway(request)
-    started = time.perf_counter()
-    traced = gateway.telemetry.start_request(request.headers)
-    model_label, stream, slot = "unknown", False, None
-
-    def failed(status: int, error: str) -> None:
-        gateway.metrics.observe_request(model=model_label, status=status, stream=stream,
-                                        seconds=time.perf_counter() - started)
-        traced.end(status, error)
-
+    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers))
+    slot = None
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
         raw = await _read_body(request, gateway.settings.trustgate.server.max_body_bytes)
         parsed = parse_chat_request(raw)
         chat, body = parsed.chat, parsed.body
-        stream = chat.stream
         group = gateway.upstream.require_group(chat.model)
-        model_label = group
-        traced.named(group, stream)
+        meter.named(group, chat.stream)
         caller.require_model(chat.model, group)
         plan = gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
-                                  rag=parsed.rag, traceparent=traced.traceparent)
+                                  rag=parsed.rag, traceparent=meter.traced.traceparent)
         body, added = gateway.trust.upstream_body(plan, body, "chat",
                                                   gives_logprobs=gateway.upstream.gives_logprobs(group, "chat"))
         slot = await gateway.limits.admit(caller.name, caller.limits)
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
-        if stream:
+        if chat.stream:
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use)
-            return stream_response(gateway, opened, plan, parsed.messages, started, traced, SseTap(), slot,
-                                   added=added)
+            return stream_response(gateway, opened, plan, parsed.messages, meter, SseTap(), slot, added=added)
         completion = await unless_client_leaves(
             request, gateway.upstream.complete(group, body, may_use=caller.may_use))
     except BaseException as exc:
-        await failed_request(exc, slot, failed, traced)
+        await failed_request(exc, slot, meter)
         raise
     await settle_usage(gateway, group, slot, completion.reply.usage)
     answer = Answer.from_reply(completion.reply)
     headers: dict[str, str] = {}
     if plan.decision.sampled:
         headers = trust_headers(await gateway.trust.score(plan, parsed.messages, answer))
-    traced.answered(answer.completion_id, plan.record_id if plan.decision.sampled else None)
-    gateway.metrics.observe_request(model=model_label, status=200, stream=False,
-                                    seconds=time.perf_counter() - started)
-    traced.end(200)
+    meter.traced.answered(answer.completion_id, plan.record_id if plan.decision.sampled else None)
+    meter.end(200)
     content = added.body(completion.raw) if added is not None else completion.raw
     return Response(content, media_type="application/json", headers=headers)
 
@@ -111,17 +99,16 @@ async def settle_usage(gateway: Gateway, group: str, slot: Slot, usage: TokenUsa
     await slot.done(usage.total if usage is not None else 0)
 
 
-async def failed_request(exc: BaseException, slot: Slot | None, failed: Callable[[int, str], None],
-                         traced: RequestTrace) -> None:
+async def failed_request(exc: BaseException, slot: Slot | None, meter: RequestMeter) -> None:
     """Count and trace a request that did not get its answer; its key's parallel slot is free again."""
     if slot is not None:
         await slot.release()
     if isinstance(exc, GatewayError):
-        failed(exc.status_code, exc.code or exc.error_type)
+        meter.end(exc.status_code, exc.code or exc.error_type)
     elif isinstance(exc, Exception):  # answered 500 by the app's handler; counted and traced here
-        failed(500, type(exc).__name__)
+        meter.end(500, type(exc).__name__)
     else:  # the client went away (cancelled): the span must still end
-        traced.end(499, "cancelled")
+        meter.traced.end(499, "cancelled")
 
 
 async def unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
@@ -155,7 +142,7 @@ async def _client_gone(request: Request) -> None:
 
 
 def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
-                    started: float, traced: RequestTrace, tap: StreamTap, slot: Slot, *,
+                    meter: RequestMeter, tap: StreamTap, slot: Slot, *,
                     added: LogprobsAdded | None = None) -> StreamingResponse:
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
     if plan.decision.sampled:
@@ -163,7 +150,7 @@ def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, m
         chunks = _scored_stream(gateway, opened, tap, plan, messages, added)
     else:
         chunks = _plain_stream(opened, tap)
-    return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, started, traced, slot),
+    return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, meter, slot),
                              media_type="text/event-stream", headers=headers)
 
 
@@ -205,7 +192,7 @@ async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[by
 
 
 async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: TrustPlan, tap: StreamTap,
-                          started: float, traced: RequestTrace, slot: Slot) -> AsyncIterator[bytes]:
+                          meter: RequestMeter, slot: Slot) -> AsyncIterator[bytes]:
     """Forward the stream; a failure mid-stream becomes a final error event. The request span and the key's
     parallel slot end here."""
     status, error = 200, None
@@ -222,10 +209,8 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
         raise
     finally:
         await settle_usage(gateway, plan.model, slot, tap.usage)
-        gateway.metrics.observe_request(model=plan.model, status=status, stream=True,
-                                        seconds=time.perf_counter() - started)
-        traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)
-        traced.end(status, error)
+        meter.traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)
+        meter.end(status, error)
 
 
 @router.get("/v1/trust/{record_id}")
