@@ -105,9 +105,14 @@ def _asset_command(work: Callable[[ScoringSettings, argparse.Namespace], int]) -
 def _build_assets(settings: ScoringSettings, args: argparse.Namespace) -> int:
     from scoring.consistency.assets import build_consistency_assets
     from scoring.factcheck.assets import build_factcheck_assets
+    from scoring.private_files import private_directory
 
-    if args.data_dir is not None:
+    if args.data_dir is not None:  # an image's shared, read-only copy: readable by the user the image runs as
         settings = settings.model_copy(update={"data_dir": Path(args.data_dir)})
+    elif not settings.data_dir.exists():
+        # The config's data_dir is also where the gateway keeps its records by default: made private from
+        # the start, so the first `trustgate serve` has nothing to tighten (and no warning to print).
+        private_directory(settings.data_dir)
     build_consistency_assets(settings)
     build_factcheck_assets(settings)
     return 0

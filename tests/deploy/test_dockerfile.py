@@ -4,10 +4,13 @@ entrypoint that compose and Kubernetes rely on."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.deploy.image import image, instructions
 from tests.deploy.promql import DEPLOY
@@ -75,3 +78,30 @@ def test_build_assets_data_dir_overrides_the_config(monkeypatch: pytest.MonkeyPa
     built.clear()
     assert cli.main(["build-assets"]) == 0
     assert built == [Path("var/trustgate")] * 2  # the default config's data_dir
+
+
+def test_build_assets_makes_the_configs_data_dir_private_but_not_an_images(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    """The config's data_dir also holds the gateway's records by default: created 0700, so the first
+    `trustgate serve` finds nothing to tighten; an image's --data-dir stays readable by the user it runs as."""
+    from proxy import cli
+    from scoring.consistency import assets as consistency_assets
+    from scoring.factcheck import assets as factcheck_assets
+
+    monkeypatch.setattr(consistency_assets, "build_consistency_assets",
+                        lambda s: (s.data_dir / "kg").mkdir(parents=True))
+    monkeypatch.setattr(factcheck_assets, "build_factcheck_assets", lambda s: None)
+    config = tmp_path / "config.yaml"
+    deployment = {"model_name": "m", "litellm_params": {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1"}}
+    scoring = {"data_dir": str(tmp_path / "state" / "trustgate")}
+    config.write_text(yaml.safe_dump({"model_list": [deployment], "general_settings": {"master_key": "sk-x"},
+                                      "trustgate": {"scoring": scoring}}))
+    umask = os.umask(0o022)
+    try:
+        assert cli.main(["build-assets", "--config", str(config)]) == 0
+        assert cli.main(["build-assets", "--data-dir", str(tmp_path / "image")]) == 0
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "state" / "trustgate").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "image").stat().st_mode) == 0o755
