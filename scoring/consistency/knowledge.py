@@ -45,6 +45,7 @@ NER_CLASSES: dict[str, frozenset[str]] = {
     "LANGUAGE": frozenset({"language"}),
     "LAW": frozenset({"law", "document", "legal document"}),
 }
+LINK_COLUMNS = ("entity", "label", "form", "type", "typeLabel", "depth", "parent", "popularity")
 CACHE_SIZE = 4096
 # Each relaxation is one query, and the broad classes ("person") are the slow ones; four
 # levels reach from "dramatist" to "person", from "king" to "representative".
@@ -93,10 +94,15 @@ def _number(text: str | None) -> float:
 
 
 def parse_links(bindings: Sequence[dict[str, Any]], forms: Sequence[str]) -> list[LinkedEntity]:
-    """Group link rows (one per type and parent) by entity; best first: earliest form, most popular."""
+    """Group link rows (one per type and parent) by entity; best first: earliest form, most popular.
+
+    SPARQL leaves the order of rows open, and an entity's first label and popularity are the ones
+    kept, so the rows are read in a fixed order: the same graph links a form to the same entities
+    whichever order an endpoint returns them in.
+    """
     order = {f.lower(): i for i, f in reversed(list(enumerate(forms)))}
     grouped: dict[str, dict[str, Any]] = {}
-    for row in bindings:
+    for row in sorted(bindings, key=_row_key):
         iri, label, form = _value(row, "entity"), _value(row, "label"), _value(row, "form")
         type_iri, type_label = _value(row, "type"), _value(row, "typeLabel")
         if not (iri and label and form and type_iri):
@@ -113,6 +119,10 @@ def parse_links(bindings: Sequence[dict[str, Any]], forms: Sequence[str]) -> lis
                              e["popularity"]) for iri, e in grouped.items()]
     return sorted(entities, key=lambda e: (order.get(e.form.lower(), len(order)), -e.popularity, -len(e.types),
                                            e.iri))
+
+
+def _row_key(row: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(_value(row, name) or "" for name in LINK_COLUMNS)
 
 
 def _type_order(t: GraphType) -> tuple[int, str]:

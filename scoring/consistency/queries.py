@@ -48,7 +48,8 @@ class GraphProfile:
 
     ``link`` returns ?entity ?label ?form ?type ?typeLabel ?depth ?parent ?popularity, a row per
     type and direct superclass (the entity's types are closed under superclass, as in DBpedia);
-    ``candidates`` returns ?entity ?label ?popularity, most popular first.
+    ``candidates`` returns ?entity ?label ?popularity, most popular first, in a total order (ties by label,
+    then entity), so that the rows kept under its limit and their order never depend on the endpoint.
     """
 
     name: Literal["local", "dbpedia"]
@@ -85,7 +86,7 @@ LOCAL = GraphProfile(
   ?entity rdf:type $TYPES ; rdfs:label ?label .
   OPTIONAL { ?entity tg:popularity ?popularity }
   FILTER(?entity NOT IN ($EXCLUDE))
-} ORDER BY DESC(?popularity) ?label LIMIT $LIMIT""",
+} ORDER BY DESC(?popularity) ?label ?entity LIMIT $LIMIT""",
     form_case="lower",
     form_language=None,
     min_type_depth=4,
@@ -113,7 +114,7 @@ DBPEDIA = GraphProfile(
   FILTER(LANG(?label) = "en")
   OPTIONAL { ?entity dbo:wikiPageLength ?popularity }
   FILTER(?entity NOT IN ($EXCLUDE))
-} ORDER BY DESC(?popularity) ?label LIMIT $LIMIT""",
+} ORDER BY DESC(?popularity) ?label ?entity LIMIT $LIMIT""",
     form_case="as_written",
     form_language="en",
     min_type_depth=1,

@@ -3,7 +3,9 @@
 For one job: build the distractor pool once (in a worker thread: it parses and
 queries), then run multiple-choice checks against the deployment that answered,
 through the ``Ask`` the pipeline binds. Each check gets fresh distractors and a
-new position for the original. Checks are sent in waves no larger than
+new position for the original, all drawn from generators seeded by (``seed``,
+question, answer) (``check_rngs``): the same answer gets the same checks in the
+same order wherever it is scored. Checks are sent in waves no larger than
 ``concurrency`` and never larger than the number the stop rule is sure to need,
 so parallelism never costs an extra upstream call.
 
@@ -22,6 +24,8 @@ and the estimated ``letter_prior`` beside the paper's figures.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import random
 import time
 from collections import Counter
@@ -37,11 +41,23 @@ from .debias import agreement_beyond_prior, balanced_positions, letter_distribut
 from .mcq import MultipleChoice, build_choice, letter_probabilities, parse_choice, render_prompt
 from .stopping import StopRule, checks_before_possible_stop, decide_stop, graded_label, settled_label
 
-__all__ = ["ConsistencyScorer"]
+__all__ = ["ConsistencyScorer", "check_rngs"]
 
 DISTRACTORS_PER_CHECK = 3
 TOP_LOGPROBS = 5
 REPLY_CHARS_KEPT = 300
+
+
+def check_rngs(seed: int, question: str, answer: str) -> tuple[random.Random, random.Random]:
+    """The random generators of one answer's checks: one for its distractor pool, one for the rest.
+
+    Both are seeded from a SHA-256 of (seed, question, answer), never from a job id or Python's
+    ``hash()`` (salted per process), so the gateway, a worker and ``trustgate eval`` build the same
+    checks for the same answer. The pool has its own generator so that building it elsewhere (a
+    worker process, say, that cannot hand back the state it left) does not change the draws after it.
+    """
+    digest = hashlib.sha256(json.dumps([seed, question, answer]).encode()).hexdigest()
+    return random.Random(f"{digest}:distractors"), random.Random(f"{digest}:checks")
 
 
 @dataclass(frozen=True)
@@ -91,10 +107,6 @@ class ConsistencyScorer(Scorer):
     def generator(self) -> DistractorGenerator:
         return self._generator
 
-    def _rng(self, job: ScoringJob) -> random.Random:
-        """Seeded per job when a seed is configured, so a re-scored job sees the same checks."""
-        return random.Random(f"{self._settings.seed}:{job.id}") if self._settings.seed is not None \
-            else random.Random()
 
     async def _ask(self, ask: Ask, choice: MultipleChoice) -> Check:
         messages = [{"role": "user", "content": render_prompt(choice, self._settings.prompt_examples)}]
@@ -105,9 +117,9 @@ class ConsistencyScorer(Scorer):
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         started = time.perf_counter()
-        rng = self._rng(job)
+        pool_rng, rng = check_rngs(self._settings.seed, job.question, job.answer)
         wanted = DISTRACTORS_PER_CHECK * self._settings.max_checks
-        pool = await asyncio.to_thread(self._generator.generate, job.question, job.answer, wanted, rng)
+        pool = await asyncio.to_thread(self._generator.generate, job.question, job.answer, wanted, pool_rng)
         if not pool.distractors:
             return ComponentResult(component=self.name, details=BCDetails(**self._pool_details(pool, None)),
                                    label="unscored", duration_s=time.perf_counter() - started,

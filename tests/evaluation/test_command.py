@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from pathlib import Path
@@ -10,6 +11,9 @@ import orjson
 import pytest
 import yaml
 
+from evaluation.assembly import eval_scoring_settings
+from evaluation.cli import add_eval_arguments
+from proxy import settings_from_dict
 from proxy.cli import main
 from scoring.calibration import load_calibration
 from scoring.settings import ScoringSettings
@@ -102,3 +106,22 @@ def test_counts_below_one_are_refused_at_the_command_line(arguments: list[str], 
     with pytest.raises(SystemExit) as stopped:
         main(["eval", *arguments])
     assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("config_seed", "arguments", "seed"), [
+    (None, [], 0),  # neither sets it: 0, the gateway's default, so both ask the same checks
+    (None, ["--seed", "3"], 3),
+    (7, [], 7),  # the config's seed is the gateway's: the eval keeps it
+    (7, ["--seed", "3"], 7),
+])
+def test_trust_bc_seed_is_the_configs_where_it_sets_one_else_the_eval_seed(config_seed: int | None,
+                                                                           arguments: list[str], seed: int) -> None:
+    config = gateway_config("http://127.0.0.1:9")
+    if config_seed is not None:
+        config["trustgate"] = {"scoring": {"consistency": {"seed": config_seed}}}
+    settings = settings_from_dict(config)
+    parser = argparse.ArgumentParser()
+    add_eval_arguments(parser)
+    scoring = eval_scoring_settings(settings, parser.parse_args(["run", *arguments]))
+    assert scoring.consistency.seed == seed
+    assert settings.trustgate.scoring.consistency.seed == (0 if config_seed is None else config_seed)
