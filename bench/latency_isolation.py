@@ -6,18 +6,19 @@ shared machine's lock for heavy work::
     flock /work/wt/heavy.lock .venv/bin/python -m bench.latency_isolation
 
 One run. Every server is its own process on 127.0.0.1: the fake upstream (answers after ~12 ms with the
-first 16 words of the prompt, as a model held to the checks' ``max_tokens`` would; it judges too), then,
-one after the other, two gateways with the real scorers (spaCy, the embedded Oxigraph graph, word
-vectors, the BM25 index), alike but for where scoring's CPU work runs:
+first 16 words of the prompt, as a model held to the checks' ``max_tokens`` would; it judges too) and
+two gateways with the real scorers (spaCy, the embedded Oxigraph graph, word vectors, the BM25 index),
+alike but for where scoring's CPU work runs:
 
 - ``threads``: ``scoring.cpu.processes: 0``, in threads of the gateway process (its GIL, its event loop's core);
 - ``process``: ``scoring.cpu.processes: 1``, in one worker process at nice 10.
 
-Against each, phases ``off``, ``async``, ``off``, ``async`` at ``--rate`` requests/s for ``--seconds``
-each: an open loop, so requests go out on schedule whatever the answers do, each asking about another
-Wikipedia title of the evidence corpus (no two alike, so the graph's query cache does not flatter
-scoring). In ``async`` phases every answer is scored; the queue holds ``--queue`` jobs and sheds the
-rest, as a busy gateway does. After each phase the queue drains before the next starts.
+They take turns, never loaded at once: ``threads`` off, async, ``process`` off, async, and the same
+again, each phase ``--seconds`` at ``--rate`` requests/s: an open loop, so requests go out on schedule
+whatever the answers do, each asking about another Wikipedia title of the evidence corpus (no two alike
+within a gateway, so the graph's query cache does not flatter scoring). In ``async`` phases every
+answer is scored; the queue holds ``--queue`` jobs and sheds the rest, as a busy gateway does. After
+each phase the queue drains before the next starts.
 
 Reported per phase: user p50/p99; answers scored per second during the phase; the gateway process's CPU
 per user request; and for async phases what scoring added per scored answer beyond the same requests'
@@ -267,19 +268,22 @@ def main() -> int:
     per_phase = int(args.rate * args.seconds)
     bodies = questions(4 * per_phase + WARM_UP_REQUESTS)
     phases: list[Phase] = []
-    with tempfile.TemporaryDirectory(prefix="trustgate-isolation-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="trustgate-isolation-bench-") as tmp, contextlib.ExitStack() as stack:
         workdir = Path(tmp)
         upstream_port = free_port()
-        with running(upstream(upstream_port, workdir), f"http://127.0.0.1:{upstream_port}/v1/models"):
-            for name, processes in CONFIGS.items():
-                port = free_port()
-                config = gateway_yaml(workdir, upstream_port, port, name, processes, args)
-                with started(config, name, port, workdir) as (target, server):
-                    print(f"{name}: scoring.cpu.processes {processes}", flush=True)
-                    warm_up(target, bodies[-WARM_UP_REQUESTS:], args)
-                    for round_index, mode in enumerate(("off", "async", "off", "async")):
-                        chunk = bodies[round_index * per_phase:(round_index + 1) * per_phase]
-                        phases.append(run_phase(target, server, name, mode, chunk, args))
+        stack.enter_context(running(upstream(upstream_port, workdir), f"http://127.0.0.1:{upstream_port}/v1/models"))
+        gateways = {}
+        for name, processes in CONFIGS.items():
+            port = free_port()
+            config = gateway_yaml(workdir, upstream_port, port, name, processes, args)
+            gateways[name] = stack.enter_context(started(config, name, port, workdir))
+            warm_up(gateways[name][0], bodies[-WARM_UP_REQUESTS:], args)
+        # Configurations take turns, so that whatever else the machine does falls on both alike.
+        for round_index in range(2):
+            for name, (target, server) in gateways.items():
+                for mode_index, mode in enumerate(("off", "async")):
+                    start = (2 * round_index + mode_index) * per_phase
+                    phases.append(run_phase(target, server, name, mode, bodies[start:start + per_phase], args))
     print()
     print(report(phases, args))
     return 0
