@@ -26,7 +26,7 @@ from scoring.children import reap_stale_children, registry_dir
 from scoring.consistency.oxigraph import oxigraph_load
 from scoring.consistency.paths import asset_paths
 from scoring.consistency.scorer import ConsistencyScorer
-from scoring.cpu_pool import CpuRecipe, InProcesses, InThreads, open_cpu_work
+from scoring.cpu_pool import CpuRecipe, InProcesses, InThreads, WorkerCrashed, open_cpu_work
 from scoring.factcheck.assets import add_corpus
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ConsistencySettings, CpuSettings, FactCheckSettings, ScoringSettings
@@ -197,6 +197,29 @@ def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored
     assert len([r for r in caplog.records if "scorer bc failed (worker)" in r.getMessage()]) == 1  # logged once
     assert scored.status == "done" and scored.components["bc"].value == 1.0
     assert scored.components["bc"].details.distractors_available > 0
+
+
+def test_shutdown_kills_a_worker_still_busy_after_the_grace_period(data_dir: Path,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    """A job stuck in the worker (a graph query that never ends) does not hold the gateway's shutdown."""
+    hanging = HangingGraph()
+
+    async def scenario() -> tuple[BaseException | None, multiprocessing.process.BaseProcess]:
+        async with open_cpu_work(recipe(data_dir, hanging.url, sparql_timeout=600.0), CpuSettings(processes=1)) as cpu:
+            stuck = asyncio.create_task(cpu.distractors(*CASES[0], 30, random.Random(1)))
+            assert await asyncio.to_thread(hanging.asked.wait, 60)
+            [worker] = multiprocessing.active_children()
+        await asyncio.wait({stuck})
+        return stuck.exception(), worker
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="trustgate.cpu"):
+            error, worker = asyncio.run(scenario())
+    finally:
+        hanging.close()
+    assert isinstance(error, WorkerCrashed) and not worker.is_alive()
+    assert any("killed" in r.getMessage() for r in caplog.records)
+    assert multiprocessing.active_children() == []  # not restarted: the pool was closing
 
 
 def gateway_config_file(folder: Path, data_dir: Path, endpoint: str, upstream_url: str) -> Path:
