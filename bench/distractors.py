@@ -48,6 +48,7 @@ from scoring.consistency.runtime import load_embeddings, load_nlp, make_generato
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.consistency.selection import select_targets
 from scoring.consistency.vectors_build import VectorOptions, read_sentences, train_vectors
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.settings import ConsistencySettings, ScoringSettings
 from scoring.types import ScoringJob
 
@@ -138,7 +139,8 @@ async def measure_calls(generator: DistractorGenerator, answers: Sequence[Answer
     with ServerThread(fake.app()) as server:
         async with upstream_ask(server.url) as ask:
             for mode in ("binary", "graded", "adaptive"):
-                scorer = ConsistencyScorer(ConsistencySettings(mode=mode, seed=0, logprobs=False), generator)  # type: ignore[arg-type]
+                scorer = ConsistencyScorer(ConsistencySettings(mode=mode, seed=0, logprobs=False),
+                                           InThreads(CpuParts(generator)))
                 calls, started = [], time.perf_counter()
                 labels[mode] = []
                 for index, item in enumerate(answers):

@@ -28,7 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import aiohttp
@@ -88,14 +88,18 @@ def wait_started(process: ServerProcess, timeout: float = 180.0) -> None:
         time.sleep(0.2)
 
 
-async def open_loop(target: Target, mode: str, rate: float, seconds: float) -> list[float]:
-    """Requests sent at a fixed rate whatever the answers do; latency of each (seconds)."""
+async def open_loop(target: Target, mode: str, rate: float, seconds: float,
+                    bodies: Sequence[bytes] = ()) -> list[float]:
+    """Requests sent at a fixed rate whatever the answers do; latency of each successful one (seconds).
+
+    ``bodies``: the request bodies to send in turn (default: the target's one body).
+    """
     url = f"{target.base_url}/v1/chat/completions"
-    payload = json.dumps(target.body(False)).encode()
+    payloads = bodies or [json.dumps(target.body(False)).encode()]
     headers = {**target.headers, "content-type": "application/json", "x-trustgate-mode": mode}
     latencies: list[float] = []
 
-    async def one(session: aiohttp.ClientSession) -> None:
+    async def one(session: aiohttp.ClientSession, payload: bytes) -> None:
         started = time.perf_counter()
         async with session.post(url, data=payload, headers=headers) as response:
             await response.read()
@@ -106,7 +110,7 @@ async def open_loop(target: Target, mode: str, rate: float, seconds: float) -> l
         tasks, begin = [], time.perf_counter()
         for i in range(int(rate * seconds)):
             await asyncio.sleep(max(0.0, begin + i / rate - time.perf_counter()))
-            tasks.append(asyncio.create_task(one(session)))
+            tasks.append(asyncio.create_task(one(session, payloads[i % len(payloads)])))
         await asyncio.gather(*tasks)
     return latencies
 

@@ -8,18 +8,20 @@ whose Redis workers score.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
 from collections.abc import Collection
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .calibration import Calibrator, LogisticCombination
 from .combine import fitted_trust, paper_trust
 from .pipeline import COMBINED, Combiner
 from .settings import ScoringSettings
 from .types import Scorer
+
+if TYPE_CHECKING:
+    from .cpu_pool import CpuWork
 
 __all__ = ["ASSETS_HINT", "PAPER_VARIANTS", "ScorerAssetsError", "combiner_for", "enabled_components",
            "open_scorers", "scoring_configured"]
@@ -55,38 +57,45 @@ def scoring_configured(settings: ScoringSettings) -> bool:
     return bool(enabled_components(settings))
 
 
-async def _open_consistency(settings: ScoringSettings, stack: contextlib.AsyncExitStack,
-                            wanted: Collection[str]) -> dict[str, Scorer]:
-    """``bc`` and, when wanted, ``bc_paper``: the paper's procedure (random positions, binary) on the same parts."""
-    from .consistency import open_consistency_scorer
-    from .consistency.scorer import ConsistencyScorer
+async def _open_cpu_work(settings: ScoringSettings, families: Collection[str],
+                         stack: contextlib.AsyncExitStack) -> CpuWork:
+    """Where Trust_BC's and Trust_FC's CPU work runs, its parts loaded (and the embedded graph served for BC)."""
+    from .consistency.runtime import local_sparql_endpoint
+    from .cpu_pool import CpuRecipe, open_cpu_work
 
     try:
-        bc = await stack.enter_async_context(open_consistency_scorer(settings))
+        endpoint = (await stack.enter_async_context(local_sparql_endpoint(settings))) if "bc" in families else None
+        recipe = CpuRecipe(settings, endpoint, distractors="bc" in families, evidence="fc" in families)
+        return await stack.enter_async_context(open_cpu_work(recipe, settings.cpu))
     except FileNotFoundError as exc:
         raise ScorerAssetsError(f"Trust_BC assets are missing ({exc.filename}): {ASSETS_HINT}") from exc
+
+
+def _consistency(settings: ScoringSettings, cpu: CpuWork, wanted: Collection[str]) -> dict[str, Scorer]:
+    """``bc`` and, when wanted, ``bc_paper``: the paper's procedure (random positions, binary) on the same parts."""
+    from .consistency.scorer import ConsistencyScorer
+
+    bc = ConsistencyScorer(settings.consistency, cpu)
     if "bc_paper" not in wanted:
         return {"bc": bc}
     paper = settings.consistency.model_copy(update={"procedure": "paper", "mode": "binary"})
-    return {"bc": bc, "bc_paper": ConsistencyScorer(paper, bc.generator)}
+    return {"bc": bc, "bc_paper": ConsistencyScorer(paper, cpu)}
 
 
-async def _open_factcheck(settings: ScoringSettings, missing_evidence: MissingEvidence,
-                          wanted: Collection[str]) -> dict[str, Scorer]:
+def _factcheck(settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence,
+               wanted: Collection[str]) -> dict[str, Scorer]:
     """``fc`` and, when wanted, ``fc_text``: the paper's text judge on the same index."""
     from .factcheck.scorer import FactCheckScorer
-    from .factcheck.assets import load_evidence_index
 
-    index = await asyncio.to_thread(load_evidence_index, settings)
-    if index is None:
+    if not cpu.loaded.evidence:
         message = f"no evidence index under {settings.data_dir}: {ASSETS_HINT}"
         if missing_evidence == "raise":
             raise ScorerAssetsError(message)
         log.warning("%s; Trust_FC is off", message)
         return {}
-    scorers: dict[str, Scorer] = {"fc": FactCheckScorer(index, settings.factcheck)}
+    scorers: dict[str, Scorer] = {"fc": FactCheckScorer(cpu, settings.factcheck)}
     if "fc_text" in wanted:
-        scorers["fc_text"] = FactCheckScorer(index, settings.factcheck.model_copy(update={"judge_procedure": "text"}))
+        scorers["fc_text"] = FactCheckScorer(cpu, settings.factcheck.model_copy(update={"judge_procedure": "text"}))
     return scorers
 
 
@@ -111,7 +120,8 @@ async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSta
     comes with the scorer it varies, which is opened too but returned only when
     named.
 
-    Services they need (the embedded SPARQL server) live on ``stack``. A
+    Services they need (the embedded SPARQL server, the CPU worker processes of
+    ``scoring.cpu``) live on ``stack``. A
     missing evidence index turns Trust_FC off with a warning (a gateway still
     serves) or, with ``missing_evidence="raise"``, is an error (an evaluation
     that asked for Trust_FC measures nothing without it). Missing Trust_BC
@@ -125,10 +135,12 @@ async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSta
 
     scorers: dict[str, Scorer] = {}
     try:
-        if "bc" in families:
-            scorers.update(await _open_consistency(settings, stack, wanted))
-        if "fc" in families:
-            scorers.update(await _open_factcheck(settings, missing_evidence, wanted))
+        if families & {"bc", "fc"}:
+            cpu = await _open_cpu_work(settings, families, stack)
+            if "bc" in families:
+                scorers.update(_consistency(settings, cpu, wanted))
+            if "fc" in families:
+                scorers.update(_factcheck(settings, cpu, missing_evidence, wanted))
         if "rag" in families:
             scorers["rag"] = _open_rag(settings)
         if "lp" in families:

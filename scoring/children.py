@@ -1,4 +1,4 @@
-"""Child servers (Oxigraph, llama.cpp) that never outlive the process that started them.
+"""Child processes (Oxigraph, llama.cpp, scoring's CPU workers) that never outlive the process that started them.
 
 Two guards, because a gateway can die without running any clean-up (SIGKILL,
 the OOM killer):
@@ -10,6 +10,9 @@ the OOM killer):
   user's temp directory) naming its parent; a starting process kills the
   registered children whose parent is gone and which are still running, in
   case the signal was not available or did not fire.
+
+A process-pool worker (``scoring.cpu_pool``) arms the same signal itself as it
+starts (``die_with``) and registers itself, naming the gateway as its parent.
 
 A process is identified by its pid *and* its start time, so a recycled pid is
 never mistaken for a registered one. The parent-death signal follows the
@@ -32,7 +35,7 @@ from pathlib import Path
 
 import orjson
 
-__all__ = ["die_with_parent", "forget_child", "reap_stale_children", "register_child", "registry_dir"]
+__all__ = ["die_with", "die_with_parent", "forget_child", "reap_stale_children", "register_child", "registry_dir"]
 
 log = logging.getLogger("trustgate.children")
 
@@ -61,11 +64,26 @@ def die_with_parent() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before the signal was armed
-            os._exit(1)
+        _arm(prctl, parent)
 
     return preexec
+
+
+def die_with(parent: int) -> None:
+    """Make this running process receive SIGKILL when ``parent`` dies (a pool worker, armed as it starts).
+
+    A process-pool worker runs Python from the start, so it arms the signal
+    itself rather than through a ``preexec_fn``; off Linux this does nothing.
+    """
+    prctl = _prctl()
+    if prctl is not None:
+        _arm(prctl, parent)
+
+
+def _arm(prctl: Callable[..., int], parent: int) -> None:
+    prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
 
 
 def _start_time(pid: int) -> int | None:
@@ -79,11 +97,12 @@ def _start_time(pid: int) -> int | None:
     return None if state == "Z" else int(start)
 
 
-def register_child(pid: int, argv: Sequence[str]) -> None:
-    """Note a started child and its parent (this process) in the registry."""
+def register_child(pid: int, argv: Sequence[str], *, parent: int | None = None) -> None:
+    """Note a started child and its parent (this process, unless a child registers itself) in the registry."""
     folder = registry_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    entry = {"pid": pid, "start": _start_time(pid), "parent": os.getpid(), "parent_start": _start_time(os.getpid()),
+    parent = os.getpid() if parent is None else parent
+    entry = {"pid": pid, "start": _start_time(pid), "parent": parent, "parent_start": _start_time(parent),
              "argv": list(argv)}
     (folder / f"{pid}.json").write_bytes(orjson.dumps(entry))
 

@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings", "FactCheckSettings",
-           "LogprobSettings", "PolicySettings", "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
+__all__ = ["BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings", "CpuSettings",
+           "FactCheckSettings", "LogprobSettings", "PolicySettings", "QueueSettings", "RagSettings", "ScoringMode",
+           "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
@@ -169,6 +170,21 @@ class BudgetSettings(BudgetLimits):
                                                           name) for name in BudgetLimits.model_fields})
 
 
+class CpuSettings(BaseModel):
+    """Where scoring's CPU work runs: distractor generation (spaCy, graph queries, word vectors) and retrieval.
+
+    In worker processes it cannot hold the gateway's GIL or its core while
+    users wait; ``processes: 0`` keeps it in threads of the scoring process
+    (tests, one-off tools), where it shares both with the event loop.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    processes: int = Field(default=1, ge=0, le=64)
+    # Added to the workers' niceness, so that under contention the kernel gives the event loop the CPU first.
+    nice: int = Field(default=10, ge=0, le=19)
+
+
 class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -191,6 +207,7 @@ class ScoringSettings(BaseModel):
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    cpu: CpuSettings = Field(default_factory=CpuSettings)
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
     rag: RagSettings = Field(default_factory=RagSettings)

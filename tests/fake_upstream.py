@@ -411,8 +411,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--reply-words", type=int, default=0,
+                        help="cut each echo to this many words, as a model held to a small max_tokens answers "
+                             "(0: the whole echo)")
     args = parser.parse_args()
     fake = FakeUpstream(record=False, delay_ms=args.delay_ms)
+    if args.reply_words:
+        fake.responder = lambda messages: " ".join(echo(messages).split()[:args.reply_words])
     uvicorn.run(fake.app(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
 
 

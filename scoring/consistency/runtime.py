@@ -1,9 +1,11 @@
-"""Load the consistency scorer's heavy parts once per process, and serve the local graph.
+"""Load the consistency scorer's heavy parts, and serve the local graph.
 
-The gateway enters ``open_consistency_scorer(settings)`` in its lifespan: it
-starts the embedded Oxigraph server when no SPARQL endpoint is configured,
-loads the spaCy pipeline, vectors and vocabulary, and yields a ready
-``ConsistencyScorer``. Requests then only use what was loaded here.
+The process that scores enters ``local_sparql_endpoint(settings)`` for its
+lifetime: it starts the embedded Oxigraph server when no SPARQL endpoint is
+configured. Wherever scoring's CPU work runs (``scoring.cpu_pool``: a worker
+process, or the scoring process itself), ``load_generator`` loads the spaCy
+pipeline, vectors and vocabulary there once; requests then only use what was
+loaded.
 """
 
 from __future__ import annotations
@@ -25,10 +27,9 @@ from .knowledge import KnowledgeGraph
 from .oxigraph import serve_oxigraph
 from .paths import AssetPaths, asset_paths
 from .queries import PROFILES
-from .scorer import ConsistencyScorer
 from .substitution import SubstituteSources
 
-__all__ = ["load_embeddings", "load_nlp", "local_sparql_endpoint", "make_generator", "open_consistency_scorer"]
+__all__ = ["load_embeddings", "load_generator", "load_nlp", "local_sparql_endpoint", "make_generator"]
 
 
 def load_nlp(model: str) -> Language:
@@ -71,11 +72,8 @@ async def local_sparql_endpoint(settings: ScoringSettings) -> AsyncIterator[str]
         yield url
 
 
-@contextlib.asynccontextmanager
-async def open_consistency_scorer(settings: ScoringSettings) -> AsyncIterator[ConsistencyScorer]:
-    """A ready Trust_BC scorer for the gateway's lifetime (assets must be built first)."""
+def load_generator(settings: ScoringSettings, endpoint: str | None) -> DistractorGenerator:
+    """The distractor generator over the built assets and the graph at ``endpoint`` (built assets needed)."""
     consistency = settings.consistency
-    nlp = load_nlp(consistency.spacy_model)
-    embeddings = load_embeddings(consistency, asset_paths(settings))
-    async with local_sparql_endpoint(settings) as endpoint:
-        yield ConsistencyScorer(consistency, make_generator(nlp, embeddings, endpoint, consistency))
+    return make_generator(load_nlp(consistency.spacy_model), load_embeddings(consistency, asset_paths(settings)),
+                          endpoint, consistency)

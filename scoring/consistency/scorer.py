@@ -1,6 +1,6 @@
 """Trust_BC: does the model pick its own answer again among distractors? (TrustScore, §2.1)
 
-For one job: build the distractor pool once (in a worker thread: it parses and
+For one job: build the distractor pool once (off the event loop: it parses and
 queries), then run multiple-choice checks against the deployment that answered,
 through the ``Ask`` the pipeline binds. Each check gets fresh distractors and a
 new position for the original, all drawn from generators seeded by (``seed``,
@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from ..cpu_pool import CpuWork
 from ..failures import describe
 from ..settings import ConsistencySettings
 from ..types import Ask, BCCheck, BCDetails, ComponentResult, Failure, Reply, Scorer, ScoringJob
-from .distractors import DistractorDeck, DistractorGenerator, DistractorPool
+from .distractors import DistractorDeck, DistractorPool
 from .debias import agreement_beyond_prior, balanced_positions, letter_distribution
 from .mcq import MultipleChoice, build_choice, letter_probabilities, parse_choice, render_prompt
 from .stopping import StopRule, checks_before_possible_stop, decide_stop, graded_label, settled_label
@@ -97,16 +98,11 @@ class ConsistencyScorer(Scorer):
 
     name = "bc"
 
-    def __init__(self, settings: ConsistencySettings, generator: DistractorGenerator) -> None:
+    def __init__(self, settings: ConsistencySettings, cpu: CpuWork) -> None:
         self._settings = settings
-        self._generator = generator
+        self._cpu = cpu  # generates the distractors, in a worker process or a thread
         self._rule = StopRule(settings.mode, settings.max_checks, settings.adaptive_low, settings.adaptive_high,
                               settings.adaptive_credibility)
-
-    @property
-    def generator(self) -> DistractorGenerator:
-        return self._generator
-
 
     async def _ask(self, ask: Ask, choice: MultipleChoice) -> Check:
         messages = [{"role": "user", "content": render_prompt(choice, self._settings.prompt_examples)}]
@@ -119,7 +115,7 @@ class ConsistencyScorer(Scorer):
         started = time.perf_counter()
         pool_rng, rng = check_rngs(self._settings.seed, job.question, job.answer)
         wanted = DISTRACTORS_PER_CHECK * self._settings.max_checks
-        pool = await asyncio.to_thread(self._generator.generate, job.question, job.answer, wanted, pool_rng)
+        pool = await self._cpu.distractors(job.question, job.answer, wanted, pool_rng)
         if not pool.distractors:
             return ComponentResult(component=self.name, details=BCDetails(**self._pool_details(pool, None)),
                                    label="unscored", duration_s=time.perf_counter() - started,

@@ -1,9 +1,10 @@
 """Trust_FC: retrieve evidence for an answer, ask the judge whether it supports it (paper §2.2, A.5.2).
 
-The scorer holds the loaded index, the settings and, when configured, a local
+The scorer holds where retrieval runs (``scoring.cpu_pool``: the loaded index,
+in a worker process or a thread), the settings and, when configured, a local
 NLI model; nothing per request. The LLM judge is whatever ``Ask`` the pipeline
 binds (``judge_model``, by default the deployment that answered). Retrieval
-and the NLI model run in a worker thread because they take CPU time that the
+and the NLI model run off the event loop because they take CPU time that the
 event loop, which also serves user traffic, should not spend.
 """
 
@@ -13,13 +14,14 @@ import asyncio
 import time
 from pathlib import Path
 
+from ..cpu_pool import CpuWork
 from ..settings import FactCheckSettings
 from ..types import Ask, ComponentResult, FCDetails, FCEvidence, Reply, Scorer, ScoringJob
-from .index import Evidence, EvidenceIndex
+from .evidence import Evidence
 from .judge import (CONTENT_FREE, JUDGE_MAX_TOKENS, LABELS, Label, choice_probabilities, choice_prompt,
                     choice_reply_label, debiased, evidence_lines, judge_prompt, label_probabilities, label_value,
                     parse_judge_label)
-from .text import evidence_query, tokenize
+from .text import evidence_query
 
 __all__ = ["FactCheckScorer"]
 
@@ -41,8 +43,8 @@ class FactCheckScorer(Scorer):
 
     name = "fc"
 
-    def __init__(self, index: EvidenceIndex, settings: FactCheckSettings) -> None:
-        self._index = index
+    def __init__(self, cpu: CpuWork, settings: FactCheckSettings) -> None:
+        self._cpu = cpu  # retrieves the evidence, in a worker process or a thread
         self._settings = settings
         self._nli = None
         if settings.nli_model_dir:
@@ -57,7 +59,7 @@ class FactCheckScorer(Scorer):
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         started = time.perf_counter()
         query = evidence_query(job.question, job.answer)
-        evidence = await asyncio.to_thread(self._index.search, tokenize(query), self._settings.top_k)
+        evidence = await self._cpu.evidence(query, self._settings.top_k)
         details = FCDetails(query=query, evidence=[FCEvidence(id=e.id, title=e.title, score=round(e.score, 4),
                                                               snippet=e.text[:SNIPPET_CHARS]) for e in evidence],
                             judge=None)

@@ -13,6 +13,7 @@ from scoring.consistency.distractors import DistractorGenerator
 from scoring.consistency.runtime import load_nlp
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.consistency.substitution import SubstituteSources
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.factcheck.scorer import FactCheckScorer
 from scoring.factcheck.assets import add_corpus, load_evidence_index
 from scoring.settings import ConsistencySettings, FactCheckSettings, ScoringSettings
@@ -50,8 +51,9 @@ def scorers(evidence_settings: ScoringSettings, nlp: Language) -> dict[str, Scor
     index = load_evidence_index(evidence_settings)
     assert index is not None
     generator = DistractorGenerator(nlp, SubstituteSources(None, None, 2025))
-    return {"bc": ConsistencyScorer(evidence_settings.consistency, generator),
-            "fc": FactCheckScorer(index, evidence_settings.factcheck)}
+    cpu = InThreads(CpuParts(generator, index))
+    return {"bc": ConsistencyScorer(evidence_settings.consistency, cpu),
+            "fc": FactCheckScorer(cpu, evidence_settings.factcheck)}
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 from scoring.consistency.distractors import DistractorGenerator
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.embedding import WordEmbeddings
 from scoring.consistency.knowledge import KnowledgeGraph
 from scoring.consistency.oxigraph import serve_oxigraph
@@ -47,7 +48,7 @@ async def checks(store: Path, cases: list[tuple[str, str]]) -> list[dict[str, An
         sources = SubstituteSources(KnowledgeGraph(endpoint, PROFILES["local"]),
                                     WordEmbeddings(make_vectors(), make_vocabulary()), 2025)
         scorer = ConsistencyScorer(ConsistencySettings(mode="graded", max_checks=6),
-                                   DistractorGenerator(nlp, sources))
+                                   InThreads(CpuParts(DistractorGenerator(nlp, sources))))
         found = []
         for question, answer in cases:  # a fresh id each, as the gateway gives its records
             result = await scorer.score(ScoringJob(id=str(uuid.uuid4()), model="m", question=question, answer=answer),

@@ -15,7 +15,9 @@ from scoring.consistency.assets import build_consistency_assets
 from scoring.consistency.knowledge import KnowledgeGraph, compatible_with
 from scoring.consistency.paths import asset_paths
 from scoring.consistency.queries import PROFILES
-from scoring.consistency.runtime import load_embeddings, open_consistency_scorer
+from scoring.consistency.runtime import load_embeddings, load_generator, local_sparql_endpoint
+from scoring.consistency.scorer import ConsistencyScorer
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.vectors_build import (TaggedCorpus, VectorOptions, read_sentences, tag_corpus,
                                                train_vectors, write_sentences, write_vocabulary)
 from scoring.settings import ConsistencySettings, ScoringSettings
@@ -76,10 +78,12 @@ def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_
     assert asset_paths(settings).manifest.read_text() == manifest
 
     async def run() -> None:
-        async with open_consistency_scorer(settings) as scorer, upstream_ask(fake_upstream.url) as ask:
-            graph = KnowledgeGraph(scorer.generator.sources.graph.endpoint, PROFILES["local"])  # type: ignore[union-attr]
+        async with local_sparql_endpoint(settings) as endpoint, upstream_ask(fake_upstream.url) as ask:
+            generator = load_generator(settings, endpoint)
+            scorer = ConsistencyScorer(settings.consistency, InThreads(CpuParts(generator)))
+            graph = KnowledgeGraph(endpoint, PROFILES["local"])
             for (question, answer), kind in ((PERSON_ANSWER, "person"), (PLACE_ANSWER, "region")):
-                pool = await asyncio.to_thread(scorer.generator.generate, question, answer, 30, random.Random(0))
+                pool = await asyncio.to_thread(generator.generate, question, answer, 30, random.Random(0))
                 firsts = pool.distractors[:9]
                 assert {d.source for d in firsts} == {"knowledge_graph"}
                 for distractor in firsts:

@@ -19,6 +19,7 @@ import pytest
 from spacy.language import Language
 
 from scoring.consistency.distractors import DistractorGenerator
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.embedding import WordEmbeddings
 from scoring.consistency.knowledge import KnowledgeGraph
 from scoring.consistency.oxigraph import oxigraph_load
@@ -62,7 +63,8 @@ def test_the_generators_are_seeded_by_seed_question_and_answer_alone() -> None:
 
 def test_a_rescored_answer_gets_the_same_checks_under_any_job_id(generator: DistractorGenerator) -> None:
     def score(job_id: str, **settings: Any) -> tuple[float | None, list[BCCheck]]:
-        scorer = ConsistencyScorer(ConsistencySettings(mode="graded", max_checks=6, **settings), generator)
+        scorer = ConsistencyScorer(ConsistencySettings(mode="graded", max_checks=6, **settings),
+                                   InThreads(CpuParts(generator)))
         question, answer = CASES[2]
         result = asyncio.run(scorer.score(ScoringJob(id=job_id, model="m", question=question, answer=answer),
                                           by_content))

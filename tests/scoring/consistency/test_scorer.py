@@ -15,6 +15,7 @@ from scoring.consistency.knowledge import KnowledgeGraph
 from scoring.consistency.mcq import PROMPT_HEADER, NONE_OF_THE_ABOVE
 from scoring.consistency.queries import PROFILES
 from scoring.consistency.scorer import ConsistencyScorer
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.substitution import SubstituteSources
 from scoring.settings import ConsistencySettings
 from scoring.types import ComponentResult, ScoringJob
@@ -35,7 +36,7 @@ def generator(nlp: Language, local_endpoint: str, embeddings: WordEmbeddings) ->
 
 def score(generator: DistractorGenerator, fake: FakeUpstream, case: tuple[str, str],
           **settings: Any) -> tuple[ComponentResult, ClientAsk]:
-    scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), generator)
+    scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), InThreads(CpuParts(generator)))
 
     async def run() -> tuple[ComponentResult, ClientAsk]:
         async with upstream_ask(fake.url) as ask:  # type: ignore[attr-defined]
@@ -194,7 +195,8 @@ class OneDistractor:
 
 def test_with_too_few_distractors_the_checks_show_fewer_options(fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = Answerer(RICHIE[1], always("original"))
-    scorer = ConsistencyScorer(ConsistencySettings(seed=1, mode="binary", max_checks=3), OneDistractor())  # type: ignore[arg-type]
+    scorer = ConsistencyScorer(ConsistencySettings(seed=1, mode="binary", max_checks=3),
+                               InThreads(CpuParts(OneDistractor())))  # type: ignore[arg-type]
 
     async def run() -> ComponentResult:
         async with upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]

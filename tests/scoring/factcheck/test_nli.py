@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.factcheck.index import EvidenceIndex
 from scoring.factcheck.nli import LocalNLIJudge, NLIModelError, map_nli_labels
 from scoring.factcheck.scorer import FactCheckScorer
@@ -59,7 +60,8 @@ async def no_upstream(messages: list[dict[str, Any]], **params: Any) -> Reply:
 
 def test_the_local_nli_model_judges_without_an_upstream_call(tiny_nli_model: Path,
                                                              facts_index: EvidenceIndex) -> None:
-    scorer = FactCheckScorer(facts_index, FactCheckSettings(nli_model_dir=str(tiny_nli_model)))
+    scorer = FactCheckScorer(InThreads(CpuParts(index=facts_index)),
+                             FactCheckSettings(nli_model_dir=str(tiny_nli_model)))
     job = ScoringJob(id="j", model="m", question="What is the capital of France?", answer="Paris.")
     result = asyncio.run(scorer.score(job, no_upstream))
     probs = result.details.label_probs
@@ -74,7 +76,7 @@ def test_configured_label_names_override_the_usual_ones(tiny_nli_model: Path, fa
     settings = FactCheckSettings(nli_model_dir=str(tiny_nli_model),
                                  nli_labels={"ENTAILMENT": "contradict", "CONTRADICTION": "support"})
     job = ScoringJob(id="j", model="m", question="What is the capital of France?", answer="Paris.")
-    result = asyncio.run(FactCheckScorer(facts_index, settings).score(job, no_upstream))
+    result = asyncio.run(FactCheckScorer(InThreads(CpuParts(index=facts_index)), settings).score(job, no_upstream))
     assert result.label == "contradict"
 
 

@@ -12,6 +12,7 @@ import pytest
 from proxy import settings_from_dict
 from proxy.ask import reply_from_completion
 from proxy.upstream import UpstreamClient
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.factcheck.index import EvidenceIndex
 from scoring.factcheck.judge import judge_prompt
 from scoring.factcheck.scorer import FactCheckScorer
@@ -42,7 +43,7 @@ def fact_check(fake: FakeUpstream, index: EvidenceIndex, question: str, answer: 
     async def scenario() -> ComponentResult:
         async with httpx.AsyncClient() as http:
             upstream = UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)  # type: ignore[attr-defined]
-            scorer = FactCheckScorer(index, settings or FactCheckSettings())
+            scorer = FactCheckScorer(InThreads(CpuParts(index=index)), settings or FactCheckSettings())
             job = ScoringJob(id="job-1", model="fake", question=question, answer=answer)
             return await scorer.score(job, JudgeAsk(upstream, "fake"))
 
@@ -104,8 +105,9 @@ def test_logprobs_can_be_turned_off(fake_upstream: FakeUpstream, facts_index: Ev
 
 
 def test_the_judge_model_is_exposed_for_the_pipeline(facts_index: EvidenceIndex) -> None:
-    assert FactCheckScorer(facts_index, FactCheckSettings(judge_model="judge")).judge_model == "judge"
-    assert FactCheckScorer(facts_index, FactCheckSettings()).judge_model is None
+    cpu = InThreads(CpuParts(index=facts_index))
+    assert FactCheckScorer(cpu, FactCheckSettings(judge_model="judge")).judge_model == "judge"
+    assert FactCheckScorer(cpu, FactCheckSettings()).judge_model is None
 
 
 def test_rerank_is_not_a_setting() -> None:
@@ -123,7 +125,7 @@ def test_the_choice_judge_reads_yes_and_probes_its_habit_once(fake_upstream: Fak
     async def scenario() -> list[ComponentResult]:
         async with httpx.AsyncClient() as http:
             upstream = UpstreamClient(settings_from_dict(gateway_config(fake_upstream.url)), http)  # type: ignore[attr-defined]
-            scorer = FactCheckScorer(facts_index, settings)
+            scorer = FactCheckScorer(InThreads(CpuParts(index=facts_index)), settings)
             ask = JudgeAsk(upstream, "fake")
             return [await scorer.score(ScoringJob(id=f"job-{n}", model="fake", question="What is the capital of "
                                                   "France?", answer="Paris is the capital of France."), ask)
