@@ -47,7 +47,7 @@ from pathlib import Path
 
 import orjson
 
-from bench.bc_policies import Agreement, Observation, Policy, agreement, candidates, reference
+from bench.bc_policies import Agreement, Observation, Policy, agreement, candidates, nearest_to_target, reference
 from bench.bc_simulation import PlaceholderDistractors, ScriptedModel, SimulatedAnswer, simulated_answers
 from evaluation.asking import CachedAsk, CallCounter
 from evaluation.assembly import model_group
@@ -150,20 +150,19 @@ async def _record(args: argparse.Namespace) -> int:
 
 
 def _recorded(args: argparse.Namespace) -> tuple[list[Recorded], Counter[str]]:
-    """The answers whose both runs are complete, and why the others are not there."""
+    """The answers whose both runs are complete, and why each of the others is not there."""
     model, bc = _recording_settings(gateway_settings(None))
     found, missing = [], Counter[str]()
     with EvalCache(args.cache) as cache:
         for item in _items(args):
-            runs = []
-            for seed in SEEDS:
-                result = cache.result(_site(item, seed, model), _fingerprint(bc[seed]))
-                runs.append(observations(result) if result is not None else None)
-                if result is None:
-                    missing["not recorded yet"] += 1
-                elif runs[-1] is None:
-                    missing[f"not scored ({result.label or result.error})"] += 1
-            if all(run is not None for run in runs):
+            results = [cache.result(_site(item, seed, model), _fingerprint(bc[seed])) for seed in SEEDS]
+            runs = [observations(result) for result in results if result is not None]
+            if len(runs) < len(SEEDS):
+                missing["not recorded yet"] += 1
+            elif any(run is None for run in runs):
+                unscored = next(r for r in results if r is not None and observations(r) is None)
+                missing[f"not scored ({unscored.label or unscored.error})"] += 1
+            else:
                 found.append(Recorded(item.id, tuple(run for run in runs if run is not None)))
     return found, missing
 
@@ -200,21 +199,22 @@ def _table(recorded: Sequence[Recorded], policies: Sequence[Policy]) -> list[Agr
     return [ceiling, *(agreement(p, first, second) for p in policies)]
 
 
-def _best(rows: Sequence[Agreement]) -> Agreement | None:
-    """The cheap policy: most label agreement (then Spearman) among those at ≤ 3 calls per answer on average."""
-    cheap = [r for r in rows[1:] if r.mean_calls <= 3.0]
-    return max(cheap, key=lambda r: (r.label_agreement, -math.inf if math.isnan(r.spearman) else r.spearman),
-               default=None)
-
-
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def _markdown(title: str, rows: Sequence[Agreement], labels: Counter[str]) -> str:
-    lines = [f"### {title}", "",
-             f"{rows[0].answers} answers; n=10 labels (seed 1): "
-             + ", ".join(f"{name} {labels[name]}" for name in ("inconsistent", "uncertain", "consistent")), "",
+def _describe(recorded: Sequence[Recorded]) -> str:
+    """What the recorded runs look like: the reference labels, the consistent share, the log-probabilities."""
+    labels = Counter(reference().replay(r.runs[0]).label for r in recorded)
+    checks = [o for r in recorded for run in r.runs for o in run]
+    return (f"{len(recorded)} answers; n=10 labels (seed 1): "
+            + ", ".join(f"{name} {labels[name]}" for name in ("inconsistent", "uncertain", "consistent"))
+            + f"; consistent checks {sum(o.consistent for o in checks) / len(checks):.3f} of {len(checks)}, "
+            f"letter probabilities in {sum(o.probability is not None for o in checks) / len(checks):.3f} of them")
+
+
+def _markdown(title: str, rows: Sequence[Agreement], recorded: Sequence[Recorded]) -> str:
+    lines = [f"### {title}", "", _describe(recorded), "",
              "| policy | calls / answer | label agreement | Spearman | label agr. vs independent n=10 | "
              "Spearman vs independent n=10 |", "|---|---|---|---|---|---|"]
     for i, row in enumerate(rows):
@@ -222,17 +222,13 @@ def _markdown(title: str, rows: Sequence[Agreement], labels: Counter[str]) -> st
         same = ("1 (itself)", "1 (itself)") if i == 0 else (_fmt(row.label_agreement), _fmt(row.spearman))
         lines.append(f"| {name} | {row.mean_calls:.2f} | {same[0]} | {same[1]} | "
                      f"{_fmt(row.label_agreement_independent)} | {_fmt(row.spearman_independent)} |")
-    best = _best(rows)
+    best = nearest_to_target(rows[1:])
     if best is not None:
         verdict = "meets" if best.meets() else "misses"
-        lines += ["", f"Best at ≤ 3 calls: **{best.policy}**, {best.mean_calls:.2f} calls, label agreement "
-                      f"{best.label_agreement:.3f}, Spearman {_fmt(best.spearman)}: {verdict} the target "
-                      "(≥ 0.95 and ≥ 0.9)."]
+        lines += ["", f"Nearest to the target at ≤ 3 calls (largest min(label agreement / 0.95, Spearman / 0.9)): "
+                      f"**{best.policy}**, {best.mean_calls:.2f} calls, label agreement {best.label_agreement:.3f}, "
+                      f"Spearman {_fmt(best.spearman)}: {verdict} the target (≥ 0.95 and ≥ 0.9)."]
     return "\n".join(lines)
-
-
-def _reference_labels(recorded: Sequence[Recorded]) -> Counter[str]:
-    return Counter(reference().replay(r.runs[0]).label for r in recorded)
 
 
 def _per_rate(recorded: Sequence[Recorded], rates: dict[str, float], policy: Policy) -> str:
@@ -252,18 +248,17 @@ def _report(args: argparse.Namespace) -> int:
     if real:
         rows = _table(real, policies)
         sections.append(_markdown(f"Real model: SmolLM2-135M on MixedQA (its own answers), of {args.answers} "
-                                  f"questions asked: {len(real)} with both runs complete", rows,
-                                  _reference_labels(real)))
+                                  f"questions asked: {len(real)} with both runs complete", rows, real))
         figures["real"] = {"rows": [asdict(r) for r in rows], "missing": dict(missing)}
         if missing:
-            sections.append("Not in the table: " + ", ".join(f"{n} {why}" for why, n in missing.items()))
+            sections.append("Not in the table: " + ", ".join(f"{n} answers {why}" for why, n in missing.items()))
     for biased in (False, True):
         simulated = asyncio.run(_simulate(args.per_rate, biased))
         rows = _table(simulated, policies)
         kind = "letter-biased (favourite C, weight 0.5)" if biased else "plain"
         sections.append(_markdown(f"Simulation, {kind}: {args.per_rate} answers per rate 0.1..0.9", rows,
-                                  _reference_labels(simulated)))
-        best = _best(rows)
+                                  simulated))
+        best = nearest_to_target(rows[1:])
         if best is not None:
             rates = {a.id: a.rate for a in simulated_answers(args.per_rate, biased)}
             chosen = next(p for p in policies if p.name == best.policy)

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from scoring.consistency.stopping import (StopRule, checks_before_possible_stop, decide_stop, graded_label,
-                                          predicted_fraction, predicted_labels, settled_label)
+                                          settled_label)
 
 
 def run(rule: StopRule, outcomes: list[bool]) -> tuple[int, str]:
@@ -77,38 +77,3 @@ def test_checks_asked_together_never_overshoot_a_stop(mode: str) -> None:
 def test_graded_labels() -> None:
     assert [graded_label(x, 0.4, 0.7) for x in (0.0, 0.39, 0.4, 0.69, 0.7, 1.0)] == [
         "inconsistent", "inconsistent", "uncertain", "uncertain", "consistent", "consistent"]
-
-
-def test_predictive_stops_once_the_full_runs_label_is_probable_enough() -> None:
-    """After k of k agreeing checks P(consistent at n=10) is 0.62, 0.79, 0.89, 0.96 for k = 1..4."""
-    assert run(StopRule("predictive", 6, 0.4, 0.7, 0.9), [True] * 10) == (4, "predicted")
-    assert run(StopRule("predictive", 6, 0.4, 0.7, 0.8), [True] * 10) == (3, "predicted")
-    assert run(StopRule("predictive", 6, 0.4, 0.7, 0.8), [False] * 10) == (3, "predicted")
-    assert run(StopRule("predictive", 2, 0.4, 0.7, 0.8), [True] * 10) == (2, "max_checks")
-    rule = StopRule("predictive", 6, 0.4, 0.7, 0.9)
-    assert settled_label(rule, 1, 1) == "consistent"  # the most probable label, though only at 0.62
-    assert settled_label(rule, 0, 6) == "inconsistent" and settled_label(rule, 3, 6) == "uncertain"
-
-
-def test_predicted_labels_are_the_beta_binomial_law_of_the_full_run() -> None:
-    """After 5 of 10 nothing is left to predict; after 0 checks the 11 outcomes of 10 are equally likely."""
-    rule = StopRule("predictive", 10, 0.4, 0.7, 0.9)
-    assert predicted_labels(rule, 5, 10) == {"inconsistent": 0.0, "uncertain": 1.0, "consistent": 0.0}
-    # 1 of 1: the 9 checks left agree j times with probability (j + 1) / 55; consistent needs j >= 6
-    assert predicted_labels(rule, 1, 1)["consistent"] == pytest.approx((7 + 8 + 9 + 10) / 55)
-    uniform = predicted_labels(rule, 0, 0)
-    assert uniform["inconsistent"] == pytest.approx(4 / 11) and uniform["consistent"] == pytest.approx(4 / 11)
-    assert sum(predicted_labels(rule, 2, 3).values()) == pytest.approx(1.0)
-    assert predicted_fraction(rule, 10, 10) == 1.0 and predicted_fraction(rule, 0, 0) == pytest.approx(0.5)
-    assert predicted_fraction(rule, 3, 3) == pytest.approx((3 + 7 * 4 / 5) / 10)
-
-
-def test_predictive_waves_never_overshoot_a_stop() -> None:
-    rule = StopRule("predictive", 6, 0.4, 0.7, 0.8)
-    for outcomes in itertools.product([True, False], repeat=6):
-        consistent = done = 0
-        while decide_stop(rule, consistent, done) is None:
-            for step in range(checks_before_possible_stop(rule, consistent, done)):
-                assert step == 0 or decide_stop(rule, consistent, done) is None
-                consistent += outcomes[done]
-                done += 1
