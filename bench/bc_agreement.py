@@ -140,9 +140,9 @@ async def _record(args: argparse.Namespace) -> int:
                     if cache.result(site, fingerprint) is not None:
                         continue
                     result = await scorer.score(job, CachedAsk(complete, cache, site, counter))
+                    recorded += seed == SEEDS[0]
                     if result.error is None:
                         cache.store_result(site, fingerprint, result)
-                recorded += 1
                 print(f"{number}/{len(items)} {time.monotonic() - started:.0f}s calls={counter.made} "
                       f"answer={answer[:50]!r}", file=sys.stderr)
     print(f"recorded {recorded} answers this run ({counter.made} upstream calls, {counter.cached} from the cache)")
