@@ -44,6 +44,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -267,8 +268,19 @@ def _report(args: argparse.Namespace) -> int:
     print(f"Command: `{COMMAND} report --answers {args.answers} --per-rate {args.per_rate}`\n")
     print("\n\n".join(sections))
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=2, allow_nan=True))
+        args.json.write_text(json.dumps(_strict(figures), indent=2, allow_nan=False))
     return 0
+
+
+def _strict(value: Any) -> Any:
+    """NaN (a Spearman of a constant column) as null, so that the file is plain JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_strict(item) for item in value]
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -29,8 +29,9 @@ BCPreset = Literal["paper", "cheap"]
 BC_PRESETS: dict[BCPreset, dict[str, Any]] = {
     # The paper's n=10 (TrustScore, A.5): every one of the 10 checks asked, Trust_BC their consistent fraction.
     "paper": {"procedure": "paper", "mode": "graded", "max_checks": 10},
-    # The policy nearest the n=10 verdicts at <= 3 calls per answer on the local model (bench/bc_agreement.py).
-    "cheap": {"procedure": "paper", "mode": "adaptive", "max_checks": 3},
+    # Three checks, all asked, their consistent fraction: of the policies at <= 3 calls per answer, the nearest
+    # to the n=10 verdicts on the local model (bench/bc_agreement.py), though far from them: not the default.
+    "cheap": {"procedure": "paper", "mode": "graded", "max_checks": 3},
 }
 
 
