@@ -265,7 +265,8 @@ def _report(args: argparse.Namespace) -> int:
             chosen = next(p for p in policies if p.name == best.policy)
             sections.append(_per_rate(simulated, rates, chosen))
         figures["simulation-biased" if biased else "simulation"] = {"rows": [asdict(r) for r in rows]}
-    print(f"Command: `{COMMAND} report --answers {args.answers} --per-rate {args.per_rate}`\n")
+    data_dir = f" --data-dir {args.data_dir}" if args.data_dir else ""
+    print(f"Command: `{COMMAND} report --answers {args.answers} --per-rate {args.per_rate}{data_dir}`\n")
     print("\n\n".join(sections))
     if args.json:
         args.json.write_text(json.dumps(_strict(figures), indent=2, allow_nan=False))
