@@ -55,8 +55,8 @@ from evaluation.assembly import model_group
 from evaluation.cache import CallSite, EvalCache
 from evaluation.datasets import EvalItem, load_items, sample_questions
 from evaluation.gateway import gateway_settings, open_upstream
-from proxy.config import GatewaySettings
 from evaluation.runner import Evaluator, RunSpec
+from proxy.config import GatewaySettings
 from scoring.consistency.runtime import open_consistency_scorer
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.settings import ConsistencySettings

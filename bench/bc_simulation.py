@@ -71,7 +71,6 @@ class ScriptedModel:
     def __init__(self, answer: SimulatedAnswer, rng: random.Random) -> None:
         self._answer = answer
         self._rng = rng
-        self.calls = 0
 
     def _options(self, prompt: str) -> tuple[list[str], str]:
         last_question = prompt.rsplit("Question:", 1)[1]
@@ -92,7 +91,6 @@ class ScriptedModel:
 
     async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
                        logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
-        self.calls += 1
         letters, original = self._options(str(messages[-1]["content"]))
         distribution = self._distribution(letters, original)
         chosen = self._rng.choices(list(distribution), weights=list(distribution.values()))[0]
