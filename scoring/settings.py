@@ -7,13 +7,13 @@ down at start-up, and nothing in scoring reads the environment itself.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings", "CpuSettings",
-           "FactCheckSettings", "LogprobSettings", "PolicySettings", "QueueSettings", "RagSettings", "ScoringMode",
-           "ScoringSettings"]
+__all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
+           "CpuSettings", "FactCheckSettings", "LogprobSettings", "PolicySettings", "QueueSettings", "RagSettings",
+           "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
@@ -23,12 +23,26 @@ PackagedCorpus = Literal["wikipedia", "wordnet"]
 PACKAGED_CORPORA: tuple[PackagedCorpus, ...] = ("wikipedia", "wordnet")
 
 
+BCPreset = Literal["paper", "cheap"]
+# Named choices of the fields that set Trust_BC's cost. A preset fills in only the fields the config
+# leaves out: a field set explicitly beside it wins. Figures: docs/eval/bc-agreement.md.
+BC_PRESETS: dict[BCPreset, dict[str, Any]] = {
+    # The paper's n=10 (TrustScore, A.5): every one of the 10 checks asked, Trust_BC their consistent fraction.
+    "paper": {"procedure": "paper", "mode": "graded", "max_checks": 10},
+    # Three checks, all asked, their consistent fraction: of the policies at <= 3 calls per answer, the nearest
+    # to the n=10 verdicts on the local model (bench/bc_agreement.py), though far from them: not the default.
+    "cheap": {"procedure": "paper", "mode": "graded", "max_checks": 3},
+}
+
+
 class ConsistencySettings(BaseModel):
     """Trust_BC: distractors and multiple-choice re-asks of the answering deployment."""
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
+    # None: the fields as given (their defaults: the adaptive rule, up to 10 checks).
+    preset: BCPreset | None = None
     max_checks: int = Field(default=10, ge=1, le=50)
     mode: Literal["binary", "graded", "adaptive"] = "adaptive"
     # paper: the original at a random letter, scored by `mode`'s stop rule (TrustScore §2.1).
@@ -57,6 +71,14 @@ class ConsistencySettings(BaseModel):
     adaptive_low: float = Field(default=0.4, ge=0.0, le=1.0)
     adaptive_high: float = Field(default=0.7, ge=0.0, le=1.0)
     adaptive_credibility: float = Field(default=0.9, gt=0.5, lt=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset_fills_what_is_left_out(cls, data: Any) -> Any:
+        """The preset's fields under the given ones; an unknown preset is left to the field's own validation."""
+        if isinstance(data, dict) and data.get("preset") in BC_PRESETS:
+            return {**BC_PRESETS[data["preset"]], **data}
+        return data
 
 
 class FactCheckSettings(BaseModel):

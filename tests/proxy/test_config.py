@@ -68,6 +68,33 @@ def test_default_config_routes_local_to_the_embedded_model() -> None:
     assert settings.model_groups()["local"][0].is_openai_compatible
 
 
+def test_default_config_keeps_its_trust_bc_tuned_for_one_cpu_slot() -> None:
+    """The embedded config's explicit consistency fields (issue 16) are not overridden by any preset."""
+    bc = load_settings(default_config_path(), {}).trustgate.scoring.consistency
+    assert bc.preset is None
+    assert (bc.mode, bc.max_checks, bc.concurrency, bc.answer_max_tokens, bc.prompt_examples) == (
+        "adaptive", 4, 1, 4, 2)
+
+
+@pytest.mark.parametrize(("consistency", "expected"), [
+    ({"preset": "paper"}, ("paper", "graded", 10)),
+    ({"preset": "paper", "max_checks": 4}, ("paper", "graded", 4)),  # a field set beside the preset wins
+    ({"preset": "paper", "procedure": "debiased"}, ("debiased", "graded", 10)),
+    ({}, ("paper", "adaptive", 10)),
+])
+def test_a_bc_preset_fills_in_the_fields_the_config_leaves_out(consistency: dict[str, object],
+                                                               expected: tuple[str, str, int]) -> None:
+    config = {**MINIMAL, "trustgate": {"scoring": {"consistency": consistency}}}
+    bc = settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"}).trustgate.scoring.consistency
+    assert (bc.procedure, bc.mode, bc.max_checks) == expected
+
+
+def test_an_unknown_bc_preset_is_a_config_error() -> None:
+    config = {**MINIMAL, "trustgate": {"scoring": {"consistency": {"preset": "cheapest"}}}}
+    with pytest.raises(ConfigError, match="preset"):
+        settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"})
+
+
 @pytest.mark.parametrize("text", ["[]", "model_list: []\ngeneral_settings: {master_key: k}", "::: not yaml"])
 def test_invalid_files_are_config_errors(tmp_path: Path, text: str) -> None:
     path = tmp_path / "bad.yaml"

@@ -17,7 +17,7 @@ from scoring.consistency.queries import PROFILES
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.substitution import SubstituteSources
-from scoring.settings import ConsistencySettings
+from scoring.settings import BC_PRESETS, ConsistencySettings
 from scoring.types import ComponentResult, ScoringJob
 from tests.fake_upstream import FakeUpstream
 
@@ -92,6 +92,18 @@ def test_adaptive_stops_once_the_label_is_settled(generator: DistractorGenerator
     assert (result.value, result.label, result.upstream_calls) == (value, label, calls)
     assert len(fake_upstream.requests) == calls and result.details.stop_reason == "posterior"
     assert 1 < ask.most_in_flight <= 4
+
+
+@pytest.mark.parametrize(("preset", "step", "calls", "value", "label"), [
+    ("paper", "original", 10, 1.0, "consistent"), ("paper", "other", 10, 0.0, "inconsistent"),
+    ("cheap", "original", 3, 1.0, "consistent"), ("cheap", "other", 3, 0.0, "inconsistent")])
+def test_a_preset_asks_the_checks_it_names(generator: DistractorGenerator, fake_upstream: FakeUpstream,
+                                           preset: str, step: str, calls: int, value: float, label: str) -> None:
+    fake_upstream.responder = Answerer(FLORIDA[1], always(step))
+    result, _ = score(generator, fake_upstream, FLORIDA, preset=preset)
+    assert (result.value, result.label, result.upstream_calls, len(fake_upstream.requests)) == (
+        value, label, calls, calls)
+    assert result.details.mode == BC_PRESETS[preset]["mode"]  # type: ignore[index]
 
 
 @pytest.mark.parametrize("form", [
