@@ -2,7 +2,7 @@
 
 Run from the repository root (after ``make install``)::
 
-    flock /work/wt/heavy.lock .venv/bin/python -m bench.bc_agreement record --answers 200 --budget-s 780
+    .venv/bin/python -m bench.bc_agreement record --answers 200 --budget-s 780
     .venv/bin/python -m bench.bc_agreement report --answers 200
 
 ``record`` starts the embedded local model (SmolLM2-135M under llama.cpp, the

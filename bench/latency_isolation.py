@@ -3,7 +3,7 @@
 Run from the repository root (after ``make install``, which builds the scoring assets), holding the
 shared machine's lock for heavy work::
 
-    flock /work/wt/heavy.lock .venv/bin/python -m bench.latency_isolation
+    .venv/bin/python -m bench.latency_isolation
 
 One run. Every server is its own process on 127.0.0.1: the fake upstream (answers after ~12 ms with the
 first 16 words of the prompt, as a model held to the checks' ``max_tokens`` would; it judges too) and
@@ -66,7 +66,7 @@ from scoring.factcheck.passages import PassageStore
 from scoring.settings import ScoringSettings
 from tests.redis_server import RedisServer
 
-COMMAND = "flock /work/wt/heavy.lock .venv/bin/python -m bench.latency_isolation"
+COMMAND = ".venv/bin/python -m bench.latency_isolation"
 # name -> scoring.cpu.processes; REDIS_CONFIG's gateway only queues, a `trustgate worker` scores (with a CPU worker)
 CONFIGS = {"threads": 0, "process": 1, "redis": 1}
 REDIS_CONFIG = "redis"
