@@ -60,7 +60,7 @@ from bench.gateway_load import (
     running,
     write_yaml,
 )
-from bench.scoring_load import DATA_DIR, TRUSTGATE, gateway, open_loop, pct, wait_started
+from bench.scoring_load import DATA_DIR, TRUSTGATE, assets_ready, gateway, open_loop, pct, wait_started
 from scoring.factcheck.assets import index_dir
 from scoring.factcheck.passages import PassageStore
 from scoring.settings import ScoringSettings
@@ -303,8 +303,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
     parser.add_argument("--queue", type=int, default=64, help="the scoring queue's max_size")
     args = parser.parse_args()
-    if not (DATA_DIR / "factcheck" / "index").exists():
-        print("scoring assets missing: run `make install` first", file=sys.stderr)
+    if not assets_ready():
         return 2
     per_phase = int(args.rate * args.seconds)
     bodies = questions(4 * per_phase + WARM_UP_REQUESTS)

@@ -178,6 +178,14 @@ def steady_rows(target: Target, queue: str, args: argparse.Namespace) -> list[st
     return rows
 
 
+def assets_ready() -> bool:
+    """Whether the scoring assets the benchmarks' gateways load are built; says how to build them if not."""
+    if (DATA_DIR / "factcheck" / "index").exists():
+        return True
+    print("scoring assets missing: run `make install` first", file=sys.stderr)
+    return False
+
+
 def throughput(target: Target, seconds: float) -> float:
     call = request_call(target, stream=False)
     asyncio.run(closed_loop(call, 10, 2))
@@ -191,8 +199,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each steady-load phase")
     parser.add_argument("--jobs", type=int, default=120, help="answers submitted in each saturation phase")
     args = parser.parse_args()
-    if not (DATA_DIR / "factcheck" / "index").exists():
-        print("scoring assets missing: run `make install` first", file=sys.stderr)
+    if not assets_ready():
         return 2
     lines = [f"Command: `{COMMAND}` (rate {args.rate}/s, {args.seconds:.0f} s phases, {args.jobs} jobs)", ""]
     with tempfile.TemporaryDirectory(prefix="trustgate-scoring-bench-") as tmp:
