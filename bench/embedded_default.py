@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from bench.gateway_load import process_cpu_seconds
 from tests.e2e.gateway_process import GatewayProcess, serve_default_config
 
 COMMAND = ".venv/bin/python -m bench.embedded_default"
@@ -75,12 +76,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def cpu_seconds(pids: Sequence[int]) -> float:
-    """User + system CPU time of these processes so far (``/proc/PID/stat`` fields 14 and 15)."""
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time of these processes so far."""
+    return sum(process_cpu_seconds(pid) for pid in pids)
 
 
 def sync_phase(url: str, gateway: GatewayProcess) -> dict[str, Any]:

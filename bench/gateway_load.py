@@ -103,10 +103,24 @@ def group_cpu_seconds(pgid: int) -> float:
     total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
+            fields = _stat_fields(stat)
             if int(fields[2]) == pgid:  # fields[0] is the state, [2] the process group
-                total += int(fields[11]) + int(fields[12])  # utime, stime
+                total += _cpu_ticks(fields)
     return total / CLOCK_TICKS
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User+system CPU of one process (all its threads, none of its children), from /proc."""
+    return _cpu_ticks(_stat_fields(Path(f"/proc/{pid}/stat"))) / CLOCK_TICKS
+
+
+def _stat_fields(stat: Path) -> list[str]:
+    """``/proc/PID/stat`` after the command name (which may hold spaces): field 3 of proc(5) is index 0."""
+    return stat.read_text().rsplit(")", 1)[1].split()
+
+
+def _cpu_ticks(fields: list[str]) -> int:
+    return int(fields[11]) + int(fields[12])  # utime, stime
 
 
 def machine_busy_seconds() -> float:

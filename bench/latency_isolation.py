@@ -48,7 +48,6 @@ import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.gateway_load import (
-    CLOCK_TICKS,
     GROUP,
     MASTER_KEY,
     ServerProcess,
@@ -57,6 +56,7 @@ from bench.gateway_load import (
     group_cpu_seconds,
     machine_busy_seconds,
     model_list,
+    process_cpu_seconds,
     running,
     write_yaml,
 )
@@ -75,12 +75,6 @@ DRAIN_TIMEOUT_S = 120.0
 UPSTREAM_DELAY_MS = 12.0
 REPLY_WORDS = 16  # the checks' answer_max_tokens
 WARM_UP_REQUESTS = 100
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User+system CPU of one process (all its threads, none of its children), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
 def questions(count: int) -> list[bytes]:
