@@ -28,18 +28,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from scipy.special import betaln
 from scipy.stats import spearmanr
 
 from scoring.consistency.stopping import StopRule, decide_stop, graded_label, settled_label
+from scoring.settings import ConsistencySettings
 
 __all__ = ["Agreement", "ConstantPolicy", "LogprobPolicy", "Observation", "Outcome", "Policy", "PredictivePolicy",
            "RulePolicy", "agreement", "candidates", "nearest_to_target", "reference"]
 
-LOW, HIGH = 0.4, 0.7  # ConsistencySettings' adaptive_low / adaptive_high defaults
+_DEFAULTS = ConsistencySettings()
+LOW, HIGH = _DEFAULTS.adaptive_low, _DEFAULTS.adaptive_high  # the labels' thresholds, as the scorer's
 FULL = 10  # the paper's maximum check limit (TrustScore, A.5)
 TARGET_CALLS, TARGET_LABELS, TARGET_RHO = 3.0, 0.95, 0.9  # issue 20
 
@@ -223,4 +225,4 @@ def agreement(policy: Policy, runs: Sequence[Sequence[Observation]],
     if independent is None:
         return result
     other_labels, other_rho = _compare(ours, [against.replay(run) for run in independent])
-    return Agreement(result.policy, result.answers, result.mean_calls, labels, rho, other_labels, other_rho)
+    return replace(result, label_agreement_independent=other_labels, spearman_independent=other_rho)

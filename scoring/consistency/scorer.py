@@ -54,8 +54,8 @@ def check_rngs(seed: int, question: str, answer: str) -> tuple[random.Random, ra
 
     Both are seeded from a SHA-256 of (seed, question, answer), never from a job id or Python's
     ``hash()`` (salted per process), so the gateway, a worker and ``trustgate eval`` build the same
-    checks for the same answer. The pool has its own generator so that building it elsewhere (a
-    worker process, say, that cannot hand back the state it left) does not change the draws after it.
+    checks for the same answer. The pool has its own generator so that the checks' draws (the deck,
+    the original's letter) do not depend on how many draws building the pool happened to take.
     """
     digest = hashlib.sha256(json.dumps([seed, question, answer]).encode()).hexdigest()
     return random.Random(f"{digest}:distractors"), random.Random(f"{digest}:checks")
