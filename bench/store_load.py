@@ -57,7 +57,9 @@ from bench.gateway_load import (
     write_yaml,
 )
 from exporters.store import SqliteRecordStore
-from scoring.types import Ask, ComponentResult, Scorer, ScoringJob, TrustRecord
+from scoring.types import Ask, ComponentResult, RecordScope, Scorer, ScoringJob, TrustRecord
+
+EVERYONE = RecordScope.everyone()  # the store read as the master key reads it
 
 COMMAND = ".venv/bin/python -m bench.store_load"
 OLD_PRUNE = "DELETE FROM trust_records WHERE id NOT IN (SELECT id FROM trust_records ORDER BY created_at DESC LIMIT ?)"
@@ -132,7 +134,7 @@ async def _store_phase(path: Path, rows: int, writers: int, seconds: float) -> S
     idle: list[float] = []
     for record_id in ids:
         started = time.perf_counter()
-        assert await store.get(record_id) is not None
+        assert await store.get(record_id, scope=EVERYONE) is not None
         idle.append(time.perf_counter() - started)
 
     written = 0
@@ -150,7 +152,7 @@ async def _store_phase(path: Path, rows: int, writers: int, seconds: float) -> S
     async def reader() -> None:
         while time.perf_counter() < deadline:
             started = time.perf_counter()
-            await store.get(random.choice(ids))  # may be pruned by now: the latency is what counts
+            await store.get(random.choice(ids), scope=EVERYONE)  # may be pruned by now: the latency is what counts
             busy.append(time.perf_counter() - started)
             await asyncio.sleep(0.002)
 
