@@ -7,10 +7,13 @@ from typing import Any
 
 from scoring.types import RAGDetails, TrustRecord
 
-__all__ = ["TRUST_EVENT", "trust_chunk", "trust_event", "trust_headers", "trust_summary"]
+__all__ = ["TRUST_EVENT", "TRUST_FIELD", "TRUST_HEADER_PREFIX", "trust_chunk", "trust_event", "trust_headers",
+           "trust_summary"]
 
-# The name of the trust event in a Responses API stream.
-TRUST_EVENT = "trustgate.trust"
+# The names the gateway's trust data goes by — its own: an upstream's use of them is stripped (proxy.reserved).
+TRUST_EVENT = "trustgate.trust"  # the trust event of a Responses API stream
+TRUST_FIELD = "trust"  # the top-level field of a reply or stream chunk that carries trust data
+TRUST_HEADER_PREFIX = "x-trust-"  # the response headers that carry it
 
 
 def _fmt(value: float | None) -> str | None:

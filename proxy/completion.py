@@ -10,7 +10,9 @@ from typing import Any
 
 import orjson
 
-from .replies import ChatCompletion, MalformedReply, parse_completion
+from .replies import ChatCompletion, MalformedReply, check_reply, parse_completion
+from .reserved import stripped_reply
+from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors
 
 __all__ = ["DONE_EVENT", "Completion", "Forwarded", "UpstreamStream", "bounded_chunks", "checked_completion",
@@ -32,7 +34,8 @@ def sse_event(payload: Any, *, name: str | None = None) -> bytes:
 class Completion:
     """A non-streamed completion: the upstream's bytes, and the same bytes checked as a chat completion.
 
-    The pass-through path forwards ``raw`` untouched; ``reply`` exists only
+    The pass-through path forwards ``raw`` untouched but for an upstream's
+    ``trust`` field, which is stripped (``reserved``); ``reply`` exists only
     because the body was validated (``replies.parse_completion``) before anyone
     sees it, so a 200 that is not a chat completion never reaches a client or a scorer.
     """
@@ -52,6 +55,7 @@ def checked_completion(raw: bytes, model_group: str, *, max_bytes: int, errors: 
     """``raw`` as a Completion once it is within ``max_bytes`` and parses as a chat completion; else the 502."""
     if len(raw) > max_bytes:
         raise errors.too_large(max_bytes)
+    raw = stripped_reply(raw)  # an upstream's ``trust`` field is never the gateway's (``reserved``)
     try:
         reply = parse_completion(raw)
     except MalformedReply as exc:
@@ -63,9 +67,11 @@ def checked_completion(raw: bytes, model_group: str, *, max_bytes: int, errors: 
 class Forwarded:
     """A whole reply of an endpoint besides chat (legacy completions, embeddings, Responses).
 
-    Checked only as far as every such reply goes — within ``max_response_bytes``
-    and a JSON object — because each endpoint's shape is the client's to read;
-    the scored ones read their answer from ``data`` defensively (``taps``).
+    Checked for what the endpoint's clients read first — within
+    ``max_response_bytes``, a JSON object with the endpoint's fields
+    (``replies.check_reply``: a 200 whose fields are all null is refused) —
+    while the rest of the shape is the client's to read; the scored ones read
+    their answer from ``data`` defensively (``taps``).
     """
 
     raw: bytes
@@ -73,15 +79,21 @@ class Forwarded:
     model_group: str
 
 
-def checked_forwarded(raw: bytes, model_group: str, *, max_bytes: int, errors: UpstreamErrors) -> Forwarded:
+def checked_forwarded(raw: bytes, model_group: str, endpoint: Endpoint, *, max_bytes: int,
+                      errors: UpstreamErrors) -> Forwarded:
     if len(raw) > max_bytes:
         raise errors.too_large(max_bytes)
+    raw = stripped_reply(raw)
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise errors.malformed(f"reply is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise errors.malformed("reply is not a JSON object")
+    try:
+        check_reply(data, endpoint)
+    except MalformedReply as exc:
+        raise errors.malformed(str(exc)) from exc
     return Forwarded(raw=raw, data=data, model_group=model_group)
 
 

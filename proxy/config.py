@@ -261,6 +261,9 @@ class UpstreamLimits(_Section):
     # A chat completion is kilobytes; a few megabytes leaves room for long answers with
     # log-probabilities while keeping one misbehaving upstream from filling memory.
     max_response_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    # An upstream's redirect is refused (502) by default; true follows it only within the same origin
+    # (scheme, host, port), so the prompt and the key never go anywhere the config does not name (SECURITY.md).
+    follow_redirects: bool = False
 
 
 class TelemetrySettings(_Section):

@@ -78,8 +78,20 @@ def _import_litellm() -> Any:
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     if litellm.aclient_session is None:
+        # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
         litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True)
+    # The providers litellm reaches with its own HTTP handler (anthropic/, ...) get their transport from
+    # this one factory (aiohttp's by default, which decodes and follows redirects unbounded): ours instead.
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    AsyncHTTPHandler.create_async_transport = staticmethod(_guarded_transport)
+    AsyncHTTPHandler._create_async_transport = staticmethod(_guarded_transport)
     return litellm
+
+
+def _guarded_transport(*args: Any, **kwargs: Any) -> CappedTransport:
+    """litellm's transport factory, answered with the one transport every litellm call goes through."""
+    return _TRANSPORT
 
 
 def check_providers(deployments: Iterable[Deployment]) -> None:
@@ -100,22 +112,27 @@ def _client_fields(body: dict[str, Any]) -> dict[str, Any]:
 class _LitellmCalls:
     """What both litellm users share: error mapping, the bounds on replies, SSE framing."""
 
-    def __init__(self, litellm: Any, errors: UpstreamErrors, max_bytes: int) -> None:
+    def __init__(self, litellm: Any, errors: UpstreamErrors, max_bytes: int, *, follow_redirects: bool) -> None:
         self._litellm = litellm
         self._errors = errors
         self._max_bytes = max_bytes
+        self._follow_redirects = follow_redirects
 
     def translate(self, exc: Exception, cap: ReplyCap) -> GatewayError:
         if isinstance(exc, GatewayError):
             return exc
         if cap.exceeded:  # litellm wraps the transport's error in its own: the cap says what happened
             return self._errors.too_large(self._max_bytes)
+        if cap.redirected:
+            return self._errors.redirected(f"{type(exc).__name__}: {exc}")
+        if cap.undecodable:
+            return self._errors.undecodable(f"{type(exc).__name__}: {exc}")
         if isinstance(exc, self._litellm.Timeout):
             return self._errors.timed_out(f"{type(exc).__name__}: {exc}")
         return self._errors.for_exception(exc)
 
     async def whole(self, call: Awaitable[Any], deadline: float, group: str, endpoint: Endpoint) -> Any:
-        with capped(self._max_bytes) as cap:
+        with capped(self._max_bytes, follow_redirects=self._follow_redirects) as cap:
             try:
                 async with asyncio.timeout(deadline):
                     response = await call
@@ -124,7 +141,7 @@ class _LitellmCalls:
         raw = orjson.dumps(response.model_dump(mode="json", warnings=False))
         if endpoint == "chat":
             return checked_completion(raw, group, max_bytes=self._max_bytes, errors=self._errors)
-        return checked_forwarded(raw, group, max_bytes=self._max_bytes, errors=self._errors)
+        return checked_forwarded(raw, group, endpoint, max_bytes=self._max_bytes, errors=self._errors)
 
     async def opened(self, call: Callable[[], Awaitable[Any]], deadline: float, stream_seconds: float,
                      group: str, endpoint: Endpoint) -> UpstreamStream:
@@ -134,16 +151,13 @@ class _LitellmCalls:
         ``stream_seconds``, both from now.
         """
         started = asyncio.get_running_loop().time()
-        with capped(self._max_bytes) as cap:
+        with capped(self._max_bytes, follow_redirects=self._follow_redirects) as cap:
             try:
                 async with asyncio.timeout(min(deadline, stream_seconds)):
                     wrapper = await call()
                     chunks = bounded_chunks(self._sse(wrapper, endpoint, cap), self._max_bytes,
                                             self._errors, seconds=stream_seconds, started=started)
                     first = await anext(chunks)
-            except StopAsyncIteration:
-                first = b"" if endpoint == "responses" else DONE_EVENT
-                chunks = _empty()
             except Exception as exc:
                 raise self.translate(exc, cap) from exc
         return UpstreamStream(chunks=chunks, close=chunks.aclose, model_group=group, first=[first])
@@ -153,10 +167,14 @@ class _LitellmCalls:
 
         Responses events are named (``event: response.output_text.delta``) and
         have no ``[DONE]``; chat and text completion chunks end with ``[DONE]``.
-        The upstream's connection is closed however the stream ends.
+        The upstream's connection is closed however the stream ends. A stream
+        without a single event (an HTML page answered with 200, which litellm
+        reads as no events) is a malformed reply, never an empty successful stream.
         """
+        events = 0
         try:
             async for item in wrapper:
+                events += 1
                 payload = item.model_dump(mode="json", exclude_none=True, warnings=False)
                 name = str(payload.get("type", "message")) if endpoint == "responses" else None
                 yield sse_event(payload, name=name)
@@ -164,6 +182,8 @@ class _LitellmCalls:
             raise self.translate(exc, cap) from exc
         finally:
             await _closed(wrapper)
+        if not events:
+            raise self._errors.malformed("the stream ended before its first event")
         if endpoint != "responses":
             yield DONE_EVENT
 
@@ -194,7 +214,8 @@ class LitellmBackend:
                            for name, ds in groups_here.items()}
         self._stream_deadlines = {name: max(d.stream_deadline(router_settings.timeout) for d in ds)
                                   for name, ds in groups_here.items()}
-        self._calls = _LitellmCalls(self._litellm, errors, settings.trustgate.upstream.max_response_bytes)
+        self._calls = _LitellmCalls(self._litellm, errors, settings.trustgate.upstream.max_response_bytes,
+                                    follow_redirects=settings.trustgate.upstream.follow_redirects)
         self._with_logprobs = {name for name, ds in groups_here.items()
                                if all(_takes_logprobs(self._litellm, d) for d in ds)}
 
@@ -237,15 +258,18 @@ class LitellmBackend:
 class ResponsesBridge:
     """Responses API calls for pass-through deployments without ``/responses``, as chat completions via litellm."""
 
-    def __init__(self, errors: UpstreamErrors, default_timeout: float, max_bytes: int) -> None:
+    def __init__(self, errors: UpstreamErrors, default_timeout: float, max_bytes: int, *,
+                 follow_redirects: bool) -> None:
         self._errors = errors
         self._default_timeout = default_timeout
         self._max_bytes = max_bytes
+        self._follow_redirects = follow_redirects
         self._calls: _LitellmCalls | None = None
 
     def _loaded(self) -> _LitellmCalls:
         if self._calls is None:
-            self._calls = _LitellmCalls(_import_litellm(), self._errors, self._max_bytes)
+            self._calls = _LitellmCalls(_import_litellm(), self._errors, self._max_bytes,
+                                        follow_redirects=self._follow_redirects)
         return self._calls
 
     def _call(self, deployment: Deployment, body: dict[str, Any]) -> Awaitable[Any]:
@@ -282,7 +306,3 @@ def _takes_logprobs(litellm: Any, deployment: Deployment) -> bool:
         return False
     return "logprobs" in (supported or [])
 
-
-async def _empty() -> AsyncGenerator[bytes, None]:
-    return
-    yield  # pragma: no cover - makes this an async generator

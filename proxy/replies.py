@@ -13,6 +13,10 @@ Public use:
   when the body is not a chat completion (truncated JSON, HTML, ``[1,2,3]``,
   empty, a choice without a message, ...). Callers turn that into a 502 for a
   client, or a failed component for a scorer — never a score.
+- ``check_reply(data, endpoint)``: a whole reply of legacy completions,
+  embeddings or the Responses API has that endpoint's shape (a 200 whose
+  fields are all null is not one); ``first_event_data(buffer)`` and
+  ``check_stream_start(data, endpoint)``: a stream's first event has it.
 - ``parse_chunk(data) -> ChatCompletionChunk | None``: one SSE ``data:``
   payload; ``None`` for anything that is not a chunk, which the tap skips while
   the bytes are still forwarded to the client untouched.
@@ -26,6 +30,7 @@ Public use:
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import orjson
@@ -39,6 +44,8 @@ from pydantic import (
     WrapValidator,
 )
 
+from .sdk_params import Endpoint
+
 __all__ = [
     "ChatCompletion",
     "ChatCompletionChunk",
@@ -49,6 +56,9 @@ __all__ = [
     "ReportedUsage",
     "TokenLogprob",
     "TokenUsage",
+    "check_reply",
+    "check_stream_start",
+    "first_event_data",
     "output_text_logprobs",
     "parse_chunk",
     "parse_completion",
@@ -257,8 +267,90 @@ def output_text_logprobs(value: Any) -> list[float]:
     return [entry.logprob for entry in parsed or [] if entry.logprob is not None]
 
 
-def _describe(exc: ValidationError) -> str:
+class _TextChoice(_Lenient):
+    text: str
+
+
+class _TextCompletion(_Lenient):
+    """A legacy completion: its choices carry text."""
+
+    choices: list[_TextChoice]
+
+
+class _Embedding(_Lenient):
+    embedding: list[float] | str  # a string when the client asked for base64
+
+
+class _EmbeddingList(_Lenient):
+    data: list[_Embedding]
+
+
+class _ResponseObject(_Lenient):
+    """A Responses API object: an id and its output items."""
+
+    id: str
+    output: list[dict[str, Any]]
+
+
+class _StreamChunk(_Lenient):
+    """The first event of a chat or legacy completions stream: a chunk with its choices (maybe none yet)."""
+
+    choices: list[dict[str, Any]]
+
+
+class _StreamEvent(_Lenient):
+    """The first event of a Responses stream: a typed event."""
+
+    type: str
+
+
+# Per endpoint: what its whole reply and its stream's first event must be, and what the reply is called.
+_WHOLE: dict[Endpoint, type[_Lenient]] = {"chat": ChatCompletion, "completions": _TextCompletion,
+                                          "embeddings": _EmbeddingList, "responses": _ResponseObject}
+_FIRST_EVENT: dict[Endpoint, type[_Lenient]] = {"chat": _StreamChunk, "completions": _StreamChunk,
+                                                "embeddings": _StreamChunk, "responses": _StreamEvent}
+_NAMES: dict[Endpoint, str] = {"chat": "chat completion", "completions": "text completion",
+                               "embeddings": "embedding list", "responses": "Responses object"}
+
+
+def check_reply(data: dict[str, Any], endpoint: Endpoint) -> None:
+    """``MalformedReply`` unless ``data`` has the shape of a whole reply of ``endpoint``."""
+    try:
+        _WHOLE[endpoint].model_validate(data)
+    except ValidationError as exc:
+        raise MalformedReply(_describe(exc, _NAMES[endpoint])) from exc
+
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+_LINE = re.compile(rb"\r\n|\r|\n")
+
+
+def first_event_data(buffer: bytes) -> bytes | None:
+    """The data of the first complete SSE event in ``buffer`` that carries data; None while there is none yet.
+
+    Comment-only events (``: ping``) carry none and are passed over, as a client's
+    SSE reader passes over them; several ``data:`` lines are joined as it joins them.
+    """
+    start = 0
+    while (end := _EVENT_END.search(buffer, start)) is not None:
+        lines = _LINE.split(buffer[start:end.start()])
+        data = [line[5:].removeprefix(b" ") for line in lines if line.startswith(b"data:")]
+        if data:
+            return b"\n".join(data)
+        start = end.end()
+    return None
+
+
+def check_stream_start(data: bytes, endpoint: Endpoint) -> None:
+    """``MalformedReply`` unless the first event's ``data`` has the shape of ``endpoint``'s stream events."""
+    try:
+        _FIRST_EVENT[endpoint].model_validate_json(data)
+    except ValidationError as exc:
+        raise MalformedReply(_describe(exc, f"{_NAMES[endpoint]} stream")) from exc
+
+
+def _describe(exc: ValidationError, what: str = "chat completion") -> str:
     """A short reason, without echoing the upstream's text back (it goes to logs, not clients)."""
     error = exc.errors(include_url=False, include_input=False)[0]
     where = ".".join(str(part) for part in error["loc"]) or "body"
-    return f"not a chat completion: {where}: {error['msg']}"
+    return f"not a {what}: {where}: {error['msg']}"

@@ -13,8 +13,14 @@ process, while each gateway has its own ``max_response_bytes``. A call opens a
 context when the request is sent, so the body of that response — read now or
 streamed later — is held to that call's cap. The cap records that it tripped,
 because litellm wraps whatever the transport raised in its own error types.
-A capped call asks for its reply uncompressed: the cap counts bytes on the
-wire, and a compressed reply far under it could still decode to many times it.
+
+The transport is also where litellm's replies are held to the rules the
+pass-through path applies itself (``passthrough``): a body that came
+compressed anyway is decoded with its *decoded* size bounded
+(``content_decoding``; an unknown coding is refused), and a redirect is
+refused or kept to its origin (``redirects``). litellm builds the HTTP clients
+of the providers it does not reach through the OpenAI SDK (``anthropic/``, ...)
+itself, with its own transport; ``litellm_backend`` has them built on this one.
 """
 
 from __future__ import annotations
@@ -29,28 +35,38 @@ from typing import cast
 
 import httpx
 
-__all__ = ["CappedTransport", "ReplyCap", "ReplyTooLarge", "capped"]
+from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
+from .redirects import RedirectRefused, check_redirect
+
+__all__ = ["CappedTransport", "ReplyCap", "ReplyTooLarge", "UndecodableReply", "capped"]
 
 
 @dataclass
 class ReplyCap:
-    """One call's limit, and whether a reply of that call went past it."""
+    """One call's limit and redirect rule, and what went wrong with a reply of that call, if anything."""
 
     limit: int
+    follow_redirects: bool = False  # same-origin redirects only (``redirects``)
     exceeded: bool = False
+    redirected: bool = False
+    undecodable: bool = False
 
 
 class ReplyTooLarge(httpx.ReadError):
     """A body went past its call's cap: the read is aborted and the connection dropped."""
 
 
+class UndecodableReply(httpx.DecodingError):
+    """A body in a content coding the gateway does not decode (or corrupt in one it does)."""
+
+
 _current: ContextVar[ReplyCap | None] = ContextVar("trustgate_reply_cap", default=None)
 
 
 @contextlib.contextmanager
-def capped(limit: int) -> Iterator[ReplyCap]:
-    """Hold the replies of the upstream calls made inside the block to ``limit`` bytes each."""
-    cap = ReplyCap(limit)
+def capped(limit: int, *, follow_redirects: bool = False) -> Iterator[ReplyCap]:
+    """Hold the replies of the upstream calls made inside the block to ``limit`` (decoded) bytes each."""
+    cap = ReplyCap(limit, follow_redirects=follow_redirects)
     token = _current.set(cap)
     try:
         yield cap
@@ -59,18 +75,23 @@ def capped(limit: int) -> Iterator[ReplyCap]:
 
 
 class _CappedBody(httpx.AsyncByteStream):
-    def __init__(self, body: httpx.AsyncByteStream, cap: ReplyCap) -> None:
+    """The body as it arrives, decoded, with both what crossed the wire and what it decodes to held to the cap."""
+
+    def __init__(self, body: httpx.AsyncByteStream, cap: ReplyCap, decoder: BoundedDecoder) -> None:
         self._body = body
         self._cap = cap
+        self._decoder = decoder
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        total = 0
-        async for part in self._body:
-            total += len(part)
-            if total > self._cap.limit:
-                self._cap.exceeded = True
-                raise ReplyTooLarge(f"upstream reply over {self._cap.limit} bytes")
-            yield part
+        try:
+            async for piece in bounded_body(self._body, self._decoder, self._cap.limit):
+                yield piece
+        except DecodedTooLarge as exc:
+            self._cap.exceeded = True
+            raise ReplyTooLarge(str(exc)) from exc
+        except UnsupportedEncoding as exc:
+            self._cap.undecodable = True
+            raise UndecodableReply(str(exc)) from exc
 
     async def aclose(self) -> None:
         await self._body.aclose()
@@ -81,7 +102,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
 
     litellm's session outlives any one event loop (each gateway in a test
     process runs its own), and pooled connections belong to the loop that
-    opened them; so each loop gets its own pool.
+    opened them; so each loop gets its own pool. A request made outside a
+    capped call still asks for identity encoding and has its redirects refused.
     """
 
     def __init__(self) -> None:
@@ -97,9 +119,15 @@ class CappedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         cap = _current.get()
-        if cap is not None:
-            request.headers["accept-encoding"] = "identity"  # compressed, the bytes counted are not those held
+        request.headers["accept-encoding"] = "identity"  # compressed, the bytes counted are not those held
         response = await self._pool().handle_async_request(request)
+        try:
+            check_redirect(request, response, follow=cap is not None and cap.follow_redirects)
+        except RedirectRefused:
+            await response.aclose()
+            if cap is not None:
+                cap.redirected = True
+            raise
         if cap is None:
             return response
         declared = response.headers.get("content-length", "")
@@ -107,9 +135,19 @@ class CappedTransport(httpx.AsyncBaseTransport):
             await response.aclose()
             cap.exceeded = True
             raise ReplyTooLarge(f"upstream reply of {declared} bytes, over {cap.limit}")
+        try:
+            decoder = decoder_for(response.headers.get("content-encoding"), cap.limit)
+        except UnsupportedEncoding as exc:
+            await response.aclose()
+            cap.undecodable = True
+            raise UndecodableReply(str(exc)) from exc
+        headers = httpx.Headers(response.headers)
+        if "content-encoding" in headers:  # decoded here: the client above must not decode it again
+            del headers["content-encoding"]
+            headers.pop("content-length", None)
         body = cast(httpx.AsyncByteStream, response.stream)  # what httpx's own transport answers with
-        return httpx.Response(response.status_code, headers=response.headers,
-                              stream=_CappedBody(body, cap), extensions=response.extensions)
+        return httpx.Response(response.status_code, headers=headers,
+                              stream=_CappedBody(body, cap, decoder), extensions=response.extensions)
 
     async def close_loop_pool(self) -> None:
         """Close the running loop's connections (a backend shutting down); a later call opens new ones."""

@@ -18,6 +18,7 @@ from scoring.types import TrustRecord
 
 from .completion import DONE_EVENT, sse_event
 from .replies import ChatCompletionChunk, TokenUsage, parse_chunk
+from .reserved import stripped_event
 from .trust import Answer
 
 __all__ = ["SseTap"]
@@ -42,8 +43,11 @@ class SseTap:
             if event.strip() == DONE_EVENT.strip():
                 self.done = True
                 continue
-            self._read(event)
-            yield event + b"\n\n"
+            kept = stripped_event(event)  # an upstream's trust data is never the gateway's (``reserved``)
+            if kept is None:
+                continue
+            self._read(kept)
+            yield kept + b"\n\n"
 
     def rest(self) -> bytes:
         return self._buffer

@@ -21,6 +21,7 @@ from scoring.types import TrustRecord
 
 from .completion import sse_event
 from .replies import TokenUsage, output_text_logprobs, reported_usage, text_completion_logprobs
+from .reserved import stripped_event
 from .sse import SseTap
 from .trust import Answer
 
@@ -92,7 +93,10 @@ class ResponsesTap:
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         self._buffer += chunk.replace(b"\r\n", b"\n")
         while b"\n\n" in self._buffer:
-            raw, self._buffer = self._buffer.split(b"\n\n", 1)
+            whole, self._buffer = self._buffer.split(b"\n\n", 1)
+            raw = stripped_event(whole)  # an upstream's trust event is never the gateway's (``reserved``)
+            if raw is None:
+                continue
             event = raw + b"\n\n"
             kind = self._read(raw)
             if kind in _TERMINAL:

@@ -84,17 +84,18 @@ class UpstreamClient:
         self._aliases = settings.router_settings.aliases()
         self._http = http
         errors = UpstreamErrors(settings.secrets())
+        bounds = settings.trustgate.upstream
         self._passthrough = PassthroughBackend(
             http, default_timeout=settings.router_settings.timeout, errors=errors,
-            max_response_bytes=settings.trustgate.upstream.max_response_bytes)
+            max_response_bytes=bounds.max_response_bytes, follow_redirects=bounds.follow_redirects)
         self._fast_groups = {
             name for name, deployments in self._groups.items()
             if settings.trustgate.passthrough and all(d.is_openai_compatible for d in deployments)
         }
         slow_groups = set(self._groups) - self._fast_groups
         self._litellm = LitellmBackend(settings, slow_groups, errors) if slow_groups else None
-        self._bridge = ResponsesBridge(errors, settings.router_settings.timeout,
-                                       settings.trustgate.upstream.max_response_bytes)
+        self._bridge = ResponsesBridge(errors, settings.router_settings.timeout, bounds.max_response_bytes,
+                                       follow_redirects=bounds.follow_redirects)
         self._chat_only: set[tuple[str | None, str]] = set()  # (api_base, model) without /responses
         self._cursor = itertools.count()
         self._limiter = limiter or Limiter(MemoryCounters())

@@ -180,6 +180,16 @@ class UpstreamErrors:
         return self._logged(UpstreamError("The upstream model sent a reply that is not a chat completion",
                                           code=MALFORMED_REPLY), detail)
 
+    def redirected(self, detail: str) -> UpstreamError:
+        """A redirect the gateway did not follow (``redirects``): nothing went to its target."""
+        return self._logged(UpstreamError("The upstream model answered with a redirect, which the gateway does not "
+                                          "follow", code="upstream_redirect"), detail)
+
+    def undecodable(self, detail: str) -> UpstreamError:
+        """A body in a content coding the gateway does not decode, or corrupt in one it does."""
+        return self._logged(UpstreamError("The upstream model sent a reply in an encoding the gateway does not read",
+                                          code="upstream_bad_encoding"), detail)
+
     def too_large(self, limit: int) -> UpstreamError:
         return self._logged(UpstreamError(f"The upstream model's reply exceeded {limit} bytes",
                                           code="upstream_reply_too_large"), f"reply over {limit} bytes")
