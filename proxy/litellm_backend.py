@@ -127,6 +127,8 @@ class _LitellmCalls:
             return self._errors.redirected(f"{type(exc).__name__}: {exc}")
         if cap.undecodable:
             return self._errors.undecodable(f"{type(exc).__name__}: {exc}")
+        if cap.not_a_stream is not None:
+            return self._errors.malformed(f"a stream answered as {cap.not_a_stream[:60]!r}")
         if isinstance(exc, self._litellm.Timeout):
             return self._errors.timed_out(f"{type(exc).__name__}: {exc}")
         return self._errors.for_exception(exc)
@@ -151,7 +153,7 @@ class _LitellmCalls:
         ``stream_seconds``, both from now.
         """
         started = asyncio.get_running_loop().time()
-        with capped(self._max_bytes, follow_redirects=self._follow_redirects) as cap:
+        with capped(self._max_bytes, follow_redirects=self._follow_redirects, stream=True) as cap:
             try:
                 async with asyncio.timeout(min(deadline, stream_seconds)):
                     wrapper = await call()

@@ -26,7 +26,7 @@ from .completion import Completion, Forwarded, UpstreamStream, bounded_chunks, c
 from .config import Deployment
 from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .redirects import MAX_REDIRECTS, RedirectRefused, check_redirect
-from .replies import MalformedReply, check_stream_start, first_event_data
+from .replies import MalformedReply, check_stream_start, first_event_data, media_type
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors, message_from_body, parse_retry_after
 
@@ -172,7 +172,7 @@ class PassthroughBackend:
 
     async def _opening(self, response: httpx.Response, chunks: AsyncIterator[bytes], endpoint: Endpoint) -> list[bytes]:
         """The stream's chunks up to and including its first event, checked (``replies.check_stream_start``)."""
-        kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        kind = media_type(response.headers.get("content-type"))
         if kind != "text/event-stream":
             raise self._errors.malformed(f"a stream answered as {kind[:60]!r}, not text/event-stream")
         seen: list[bytes] = []

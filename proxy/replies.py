@@ -59,6 +59,7 @@ __all__ = [
     "check_reply",
     "check_stream_start",
     "first_event_data",
+    "media_type",
     "output_text_logprobs",
     "parse_chunk",
     "parse_completion",
@@ -339,6 +340,11 @@ def first_event_data(buffer: bytes) -> bytes | None:
             return b"\n".join(data)
         start = end.end()
     return None
+
+
+def media_type(content_type: str | None) -> str:
+    """The media type of a ``Content-Type`` header, lower case and without its parameters (``""`` when absent)."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
 
 
 def check_stream_start(data: bytes, endpoint: Endpoint) -> None:

@@ -18,7 +18,8 @@ The transport is also where litellm's replies are held to the rules the
 pass-through path applies itself (``passthrough``): a body that came
 compressed anyway is decoded with its *decoded* size bounded
 (``content_decoding``; an unknown coding is refused), and a redirect is
-refused or kept to its origin (``redirects``). litellm builds the HTTP clients
+refused or kept to its origin (``redirects``), and a stream must come as one
+of the stream types providers use (an HTML page is not one). litellm builds the HTTP clients
 of the providers it does not reach through the OpenAI SDK (``anthropic/``, ...)
 itself, with its own transport; ``litellm_backend`` has them built on this one.
 """
@@ -37,8 +38,9 @@ import httpx
 
 from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .redirects import RedirectRefused, check_redirect
+from .replies import media_type
 
-__all__ = ["CappedTransport", "ReplyCap", "ReplyTooLarge", "UndecodableReply", "capped"]
+__all__ = ["CappedTransport", "NotAStream", "ReplyCap", "ReplyTooLarge", "UndecodableReply", "capped"]
 
 
 @dataclass
@@ -47,9 +49,11 @@ class ReplyCap:
 
     limit: int
     follow_redirects: bool = False  # same-origin redirects only (``redirects``)
+    stream: bool = False  # a 2xx must then be one of the providers' stream types
     exceeded: bool = False
     redirected: bool = False
     undecodable: bool = False
+    not_a_stream: str | None = None  # the media type a stream was answered with instead
 
 
 class ReplyTooLarge(httpx.ReadError):
@@ -60,13 +64,23 @@ class UndecodableReply(httpx.DecodingError):
     """A body in a content coding the gateway does not decode (or corrupt in one it does)."""
 
 
+class NotAStream(httpx.DecodingError):
+    """A stream answered with a body that is no stream (an HTML page, say)."""
+
+
+# What the providers litellm reaches stream as: server-sent events (OpenAI, Azure, Anthropic, ...),
+# newline-delimited JSON (Ollama), AWS's event stream (Bedrock), a JSON array (Gemini without SSE).
+_STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream",
+                           "application/json"})
+
+
 _current: ContextVar[ReplyCap | None] = ContextVar("trustgate_reply_cap", default=None)
 
 
 @contextlib.contextmanager
-def capped(limit: int, *, follow_redirects: bool = False) -> Iterator[ReplyCap]:
+def capped(limit: int, *, follow_redirects: bool = False, stream: bool = False) -> Iterator[ReplyCap]:
     """Hold the replies of the upstream calls made inside the block to ``limit`` (decoded) bytes each."""
-    cap = ReplyCap(limit, follow_redirects=follow_redirects)
+    cap = ReplyCap(limit, follow_redirects=follow_redirects, stream=stream)
     token = _current.set(cap)
     try:
         yield cap
@@ -130,6 +144,11 @@ class CappedTransport(httpx.AsyncBaseTransport):
             raise
         if cap is None:
             return response
+        kind = media_type(response.headers.get("content-type"))
+        if cap.stream and response.is_success and kind not in _STREAM_TYPES:
+            await response.aclose()
+            cap.not_a_stream = kind
+            raise NotAStream(f"a stream answered as {kind!r}")
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap.limit:
             await response.aclose()
