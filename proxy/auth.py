@@ -17,6 +17,8 @@ from .limits import KeyLimits
 
 __all__ = ["Caller", "KeyRing"]
 
+MASTER = "master"  # the master key's caller name (config.RESERVED_KEY_NAMES keeps it from client keys)
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -49,13 +51,20 @@ class KeyRing:
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            self._entries.append((settings.master_key.get_secret_value().encode(), Caller("master", None, admin=True)))
+            self._entries.append((settings.master_key.get_secret_value().encode(), Caller(MASTER, None, admin=True)))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
     @property
     def open(self) -> bool:
         """Explicitly configured without keys: every caller is accepted (local development)."""
         return self._open
+
+    def is_master(self, authorization: str | None) -> bool:
+        """Whether the header carries the master key (never raises: probes without one are not refused)."""
+        try:
+            return self.authenticate(authorization).name == MASTER
+        except AuthenticationFailed:
+            return False
 
     def authenticate(self, authorization: str | None) -> Caller:
         if self.open:

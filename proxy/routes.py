@@ -241,11 +241,17 @@ async def liveness() -> dict[str, str]:
 
 @router.get("/health/readiness")
 async def readiness(request: Request) -> JSONResponse:
-    """Open to probes without a key; upstream checks come from ReadinessCheck's cache, not from each call."""
-    report = await _gateway(request).readiness.report()
-    return JSONResponse({"status": "ok" if report.ready else "unavailable", "mode": report.mode,
-                         "models": report.groups, "checked_at": report.checked_at},
-                        status_code=200 if report.ready else 503)
+    """Open to probes without a key; upstream checks come from ReadinessCheck's cache, not from each call.
+
+    Anyone learns only ready or not: the model groups and their states are the
+    master key's to read, not a map of the deployment for whoever asks.
+    """
+    gateway = _gateway(request)
+    report = await gateway.readiness.report()
+    body: dict[str, Any] = {"status": "ok" if report.ready else "unavailable"}
+    if gateway.keys.is_master(request.headers.get("authorization")):
+        body.update(mode=report.mode, models=report.groups, checked_at=report.checked_at)
+    return JSONResponse(body, status_code=200 if report.ready else 503)
 
 
 @router.get("/metrics")
