@@ -26,6 +26,7 @@ class Caller:
     models: frozenset[str] | None  # None: every model
     admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
     limits: KeyLimits = field(default_factory=KeyLimits)
+    account_references: bool = False  # may name objects in the operator's upstream account (proxy.account_refs)
 
     def may_use(self, model: str) -> bool:
         return self.models is None or model in self.models
@@ -47,7 +48,8 @@ class KeyRing:
         self._entries: list[tuple[bytes, Caller]] = [
             (k.key.get_secret_value().encode(),
              Caller(k.name, frozenset(k.models) if k.models is not None else None, admin=k.admin,
-                    limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests)))
+                    limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests),
+                    account_references=k.allow_account_references))
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:

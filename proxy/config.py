@@ -194,6 +194,9 @@ class ApiKey(_Section):
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
     max_parallel_requests: int | None = Field(default=None, ge=1)
+    # May name objects in the operator's upstream account (stored responses, files, vector stores, store: true):
+    # every key shares that account, so only a key trusted with all of it (proxy.account_refs).
+    allow_account_references: bool = False
 
 
 class ServerSettings(_Section):

@@ -60,7 +60,7 @@ async def chat_completions(request: Request) -> Response:
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
         raw = await _read_body(request, gateway.settings.trustgate.server.max_body_bytes)
-        parsed = parse_chat_request(raw)
+        parsed = parse_chat_request(raw, account_references=caller.account_references)
         chat, body = parsed.chat, parsed.body
         group = gateway.upstream.require_group(chat.model)
         meter.named(group, chat.stream)
