@@ -42,6 +42,7 @@ from .errors import GatewayError, error_body
 from .limits import Limiter
 from .litellm_backend import check_providers
 from .readiness import ReadinessCheck
+from .relative_redirects import RelativeRedirects
 from .routes import router
 from scoring.throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
@@ -130,6 +131,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     app.include_router(router)
     app.include_router(endpoint_router)
     app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
+    app.add_middleware(RelativeRedirects)
     for mount in mounts:
         mount(app)
     app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]

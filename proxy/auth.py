@@ -17,6 +17,8 @@ from .limits import KeyLimits
 
 __all__ = ["Caller", "KeyRing"]
 
+MASTER = "master"  # the master key's caller name (config.RESERVED_KEY_NAMES keeps it from client keys)
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -24,6 +26,7 @@ class Caller:
     models: frozenset[str] | None  # None: every model
     admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
     limits: KeyLimits = field(default_factory=KeyLimits)
+    account_references: bool = False  # may name objects in the operator's upstream account (proxy.account_refs)
 
     def may_use(self, model: str) -> bool:
         return self.models is None or model in self.models
@@ -45,17 +48,25 @@ class KeyRing:
         self._entries: list[tuple[bytes, Caller]] = [
             (k.key.get_secret_value().encode(),
              Caller(k.name, frozenset(k.models) if k.models is not None else None, admin=k.admin,
-                    limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests)))
+                    limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests),
+                    account_references=k.allow_account_references))
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            self._entries.append((settings.master_key.get_secret_value().encode(), Caller("master", None, admin=True)))
+            self._entries.append((settings.master_key.get_secret_value().encode(), Caller(MASTER, None, admin=True)))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
     @property
     def open(self) -> bool:
         """Explicitly configured without keys: every caller is accepted (local development)."""
         return self._open
+
+    def is_master(self, authorization: str | None) -> bool:
+        """Whether the header carries the master key (never raises: probes without one are not refused)."""
+        try:
+            return self.authenticate(authorization).name == MASTER
+        except AuthenticationFailed:
+            return False
 
     def authenticate(self, authorization: str | None) -> Caller:
         if self.open:

@@ -194,6 +194,9 @@ class ApiKey(_Section):
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
     max_parallel_requests: int | None = Field(default=None, ge=1)
+    # May name objects in the operator's upstream account (stored responses, files, vector stores, store: true):
+    # every key shares that account, so only a key trusted with all of it (proxy.account_refs).
+    allow_account_references: bool = False
 
 
 class ServerSettings(_Section):
@@ -203,9 +206,19 @@ class ServerSettings(_Section):
     port: int = Field(default=4000, ge=0, le=65535)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     max_connections: int = Field(default=1000, ge=1)  # beyond it a connection gets 503 and is closed
+    # One peer address's share of max_connections (None: half of it); behind a reverse proxy every client
+    # has the proxy's address, so raise it to max_connections there.
+    max_connections_per_client: int | None = Field(default=None, ge=1)
+    # Connections beyond max_connections that serve only /health/* and /metrics (one request each), so that
+    # probes and scrapes still answer while the cap is reached.
+    reserved_connections: int = Field(default=16, ge=0)
     header_timeout_s: float = Field(default=10.0, gt=0)  # a request head, from connect or the last response
     body_timeout_s: float = Field(default=30.0, gt=0)  # the whole body, from its head; else 408
     keep_alive_s: float = Field(default=5.0, gt=0)  # an idle kept-alive connection is closed after this
+
+    @property
+    def per_client_connections(self) -> int:
+        return self.max_connections_per_client or max(1, self.max_connections // 2)
 
 
 class HealthSettings(_Section):

@@ -10,6 +10,13 @@ So: a request head must arrive within ``header_timeout_s`` of the connection
 closed at once. When the process still runs out of descriptors, the event
 loop's accept errors are counted and logged at most once per interval instead
 of once per attempt.
+
+One client must not be able to take every place: a peer address holds at most
+``per_client_connections`` of them (its next connection is answered 503), and
+``reserved_connections`` places beyond the cap serve only ``/health/*`` and
+``/metrics``, one request each, so that an orchestrator's probes and the
+metrics scrape still answer while the cap is reached (a restart of a healthy
+but busy gateway helps no one).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import asyncio
 import errno
 import logging
 import resource
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +38,7 @@ from .errors import error_body
 from scoring.throttled_log import ThrottledLog
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
-           "server_options"]
+           "reserved_only", "server_options"]
 
 log = logging.getLogger("trustgate.server")
 
@@ -40,33 +48,78 @@ _RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.E
 _OTHER_DESCRIPTORS = 1000 + 100
 
 
-def _refusal() -> bytes:
-    body = orjson.dumps(error_body("The gateway is at its connection limit; retry later", "api_error",
-                                   code="too_many_connections"))
+_AT_CAP = "The gateway is at its connection limit; retry later"
+_PER_CLIENT = "This client holds as many connections as one client may; close one or retry later"
+
+
+def _refusal(message: str) -> bytes:
+    body = orjson.dumps(error_body(message, "api_error", code="too_many_connections"))
     head = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
             b"retry-after: 1\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n")
     return head + body
 
 
-_REFUSAL = _refusal()
+_REFUSAL, _CLIENT_REFUSAL = _refusal(_AT_CAP), _refusal(_PER_CLIENT)
+
+
+def _reserved_path(path: str) -> bool:
+    return path.startswith("/health/") or path == "/metrics"
+
+
+def reserved_only(app: ASGIApp) -> ASGIApp:
+    """``app`` for a connection in the reserve: probes and scrapes only, each on a connection closed after it."""
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _reserved_path(scope["path"]):
+            body = orjson.dumps(error_body(_AT_CAP, "api_error", code="too_many_connections"))
+            await send({"type": "http.response.start", "status": 503, "headers": [
+                (b"content-type", b"application/json"), (b"connection", b"close"), (b"retry-after", b"1"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive, send_closing)
+
+    return serve
 
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a request-head deadline and a connection cap (``settings``: set by subclass)."""
+    """uvicorn's h11 protocol with a request-head deadline, a connection cap, a per-client share and a reserve.
+
+    ``settings`` and ``peers`` (connections held per peer address, for one
+    server) are set by the subclass ``guarded_protocol`` makes.
+    """
 
     settings: ServerSettings
+    peers: Counter[str]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._peer: str | None = None  # the address counted in ``peers`` for this connection
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.settings.max_connections:
-            transport.write(_REFUSAL)
-            transport.close()
+        settings, peer = self.settings, self.client[0] if self.client else None
+        if peer is not None and self.peers[peer] >= settings.per_client_connections:
+            refusal = _CLIENT_REFUSAL
+        elif len(self.connections) > settings.max_connections + settings.reserved_connections:
+            refusal = _REFUSAL
+        else:
+            if peer is not None:
+                self._peer = peer
+                self.peers[peer] += 1
+            if len(self.connections) > settings.max_connections:
+                self.app = reserved_only(self.app)
+            self._await_request_head()
             return
-        self._await_request_head()
+        transport.write(refusal)
+        transport.close()
 
     def on_response_complete(self) -> None:
         self._await_request_head()  # before super(): it may start a pipelined request, which is in time
@@ -75,6 +128,11 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._head_deadline is not None:
             self._head_deadline.cancel()
+        if self._peer is not None:
+            self.peers[self._peer] -= 1
+            if not self.peers[self._peer]:
+                del self.peers[self._peer]
+            self._peer = None
         super().connection_lost(exc)
 
     def _await_request_head(self) -> None:
@@ -90,7 +148,7 @@ class GuardedH11Protocol(H11Protocol):
 
 def guarded_protocol(settings: ServerSettings) -> type[GuardedH11Protocol]:
     """The protocol class to give uvicorn (``http=``): uvicorn builds it, so the settings travel on the class."""
-    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"settings": settings})
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"settings": settings, "peers": Counter()})
 
 
 class RequestBodyTimeout(Exception):
@@ -174,7 +232,7 @@ def raise_descriptor_limit(settings: ServerSettings) -> None:
     Past the limit accept() fails; with the limit above the connection cap,
     connections beyond it are accepted and answered 503 instead.
     """
-    needed = settings.max_connections + _OTHER_DESCRIPTORS
+    needed = settings.max_connections + settings.reserved_connections + _OTHER_DESCRIPTORS
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < needed:
         soft = needed if hard == resource.RLIM_INFINITY else min(needed, hard)

@@ -79,7 +79,7 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
         raw = await read_body(request, gateway.settings.trustgate.server.max_body_bytes)
-        parsed = parse_endpoint_request(raw, endpoint)
+        parsed = parse_endpoint_request(raw, endpoint, account_references=caller.account_references)
         group = gateway.upstream.require_group(parsed.model)
         meter.named(group, parsed.stream)
         caller.require_model(parsed.model, group)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scoring.rag import InvalidRagField, RagRequest, prepare_rag_request
 
+from .account_refs import account_reference_in
 from .errors import InvalidRequest
 from .sdk_params import FORWARDED, REFUSED, Endpoint
 
@@ -66,7 +67,8 @@ class ChatRequest(BaseModel):
     metadata: dict[str, str] | None = None
 
 
-def _refuse_unknown(body: dict[str, Any], endpoint: Endpoint) -> None:
+def _refuse_unknown(body: dict[str, Any], endpoint: Endpoint, *, account_references: bool) -> None:
+    """A 400 for a parameter the endpoint refuses, does not know, or (unless allowed) that reaches the account."""
     refused = sorted(set(body) & set(REFUSED[endpoint]))
     if refused:
         raise InvalidRequest(f"Request argument not supported by this gateway: {refused[0]} "
@@ -75,6 +77,11 @@ def _refuse_unknown(body: dict[str, Any], endpoint: Endpoint) -> None:
     if unknown:
         raise InvalidRequest(f"Unrecognized request argument supplied: {', '.join(unknown)}",
                              param=unknown[0], code="unsupported_parameter")
+    reference = None if account_references else account_reference_in(body, endpoint)
+    if reference is not None:
+        raise InvalidRequest(f"Request argument not allowed for this key: {reference.where} ({reference.why}; "
+                             "the operator can allow it per key with allow_account_references)",
+                             param=reference.param, code="account_reference_not_allowed")
 
 
 def _nested_deeper_than(value: Any, limit: int) -> bool:
@@ -103,8 +110,11 @@ class ParsedRequest:
     rag: RagRequest | None  # documents came with the request: RAG trust applies
 
 
-def parse_chat_request(raw: bytes) -> ParsedRequest:
+def parse_chat_request(raw: bytes, *, account_references: bool = False) -> ParsedRequest:
     """Validate a body and split it into what goes upstream and what scoring needs; 400 otherwise.
+
+    ``account_references``: the key may name objects in the operator's upstream
+    account (``proxy.account_refs``).
 
     TrustGate's RAG extension fields (``documents``, ``answerable``,
     ``reference_claims``) are taken out before the allowlist check, and
@@ -121,7 +131,7 @@ def parse_chat_request(raw: bytes) -> ParsedRequest:
         body, rag = prepare_rag_request(original)
     except InvalidRagField as exc:
         raise InvalidRequest(str(exc), param=exc.param, code="invalid_documents") from exc
-    _refuse_unknown(body, "chat")
+    _refuse_unknown(body, "chat", account_references=account_references)
     return ParsedRequest(request, body, original["messages"], rag)
 
 
@@ -180,10 +190,10 @@ def _json_object(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def parse_endpoint_request(raw: bytes, endpoint: Endpoint) -> EndpointRequest:
+def parse_endpoint_request(raw: bytes, endpoint: Endpoint, *, account_references: bool = False) -> EndpointRequest:
     """Validate a completions, embeddings or responses body against its allowlist and type; 400 otherwise."""
     body = _json_object(raw)
-    _refuse_unknown(body, endpoint)
+    _refuse_unknown(body, endpoint, account_references=account_references)
     try:
         checked = _BODY_TYPES[endpoint].model_validate(body)
     except ValidationError as exc:

@@ -60,7 +60,7 @@ async def chat_completions(request: Request) -> Response:
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
         raw = await _read_body(request, gateway.settings.trustgate.server.max_body_bytes)
-        parsed = parse_chat_request(raw)
+        parsed = parse_chat_request(raw, account_references=caller.account_references)
         chat, body = parsed.chat, parsed.body
         group = gateway.upstream.require_group(chat.model)
         meter.named(group, chat.stream)
@@ -241,11 +241,17 @@ async def liveness() -> dict[str, str]:
 
 @router.get("/health/readiness")
 async def readiness(request: Request) -> JSONResponse:
-    """Open to probes without a key; upstream checks come from ReadinessCheck's cache, not from each call."""
-    report = await _gateway(request).readiness.report()
-    return JSONResponse({"status": "ok" if report.ready else "unavailable", "mode": report.mode,
-                         "models": report.groups, "checked_at": report.checked_at},
-                        status_code=200 if report.ready else 503)
+    """Open to probes without a key; upstream checks come from ReadinessCheck's cache, not from each call.
+
+    Anyone learns only ready or not: the model groups and their states are the
+    master key's to read, not a map of the deployment for whoever asks.
+    """
+    gateway = _gateway(request)
+    report = await gateway.readiness.report()
+    body: dict[str, Any] = {"status": "ok" if report.ready else "unavailable"}
+    if gateway.keys.is_master(request.headers.get("authorization")):
+        body.update(mode=report.mode, models=report.groups, checked_at=report.checked_at)
+    return JSONResponse(body, status_code=200 if report.ready else 503)
 
 
 @router.get("/metrics")

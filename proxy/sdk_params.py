@@ -54,20 +54,18 @@ _RESPONSES = frozenset({
     "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier",
     "store", "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user",
     "context_management",
+    # state in the operator's upstream account: forwarded only for keys allowed it (proxy.account_refs)
+    "previous_response_id", "conversation", "prompt",
 })
 
 FORWARDED: MappingProxyType[Endpoint, frozenset[str]] = MappingProxyType({
     "chat": _CHAT, "completions": _COMPLETIONS, "embeddings": _EMBEDDINGS, "responses": _RESPONSES,
 })
 
-# SDK parameters refused on purpose: each names state held at the upstream under
-# the operator's account, which every key shares, so one tenant could reach
-# another's (or the operator's) conversations, stored prompts or queued jobs —
-# and the gateway serves none of the endpoints that read them back.
+# SDK parameters refused on purpose, for every key. (Fields naming objects in the
+# operator's upstream account, such as previous_response_id, are refused unless a
+# key is allowed them: proxy.account_refs lists those.)
 _RESPONSES_REFUSED = MappingProxyType({
-    "previous_response_id": "continues a response stored at the upstream, shared by every key",
-    "conversation": "a conversation stored at the upstream, shared by every key",
-    "prompt": "a prompt template stored in the operator's upstream account",
     "background": "a queued job read back from GET /v1/responses/{id}, which the gateway does not serve",
 })
 

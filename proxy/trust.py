@@ -131,6 +131,8 @@ class TrustService:
     def plan(self, *, model: str, key_name: str, headers: Mapping[str, str], body: bytes,
              rag: RagRequest | None = None, traceparent: str | None = None) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
+        if mode_header is not None:  # spelled as the client likes (SYNC, Off); the policy below still decides
+            mode_header = mode_header.strip().lower()
         if mode_header is not None and mode_header not in _MODES:
             raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
                                  code="invalid_trust_mode")

@@ -11,6 +11,14 @@ the OOM killer):
   registered children whose parent is gone and which are still running, in
   case the signal was not available or did not fire.
 
+The registry can kill, so it trusts only what no one else can have written:
+its directories (``$TMPDIR/trustgate-$UID/children``) are created 0700 and
+used only while they are ours, real directories (not links) and writable by
+no one else; otherwise the registry is off (logged once) and only the signal
+guards. An entry is killed only while its pid still runs the command line
+recorded when it was registered (read from ``/proc``, not taken from the
+caller) and belongs to this user.
+
 A process-pool worker (``scoring.cpu_pool``) arms the same signal itself as it
 starts (``die_with``) and registers itself, naming the gateway as its parent.
 
@@ -24,9 +32,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import logging
 import os
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -44,6 +54,44 @@ _PR_SET_PDEATHSIG = 1
 
 def registry_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"trustgate-{os.getuid()}" / "children"
+
+
+class UntrustedRegistry(Exception):
+    """A registry directory someone else could have written to: its entries are never acted on."""
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` 0700, or accept it as it is when it is ours, a real directory and writable only by us.
+
+    One readable by others (an older gateway's 0755) is narrowed to 0700: nothing
+    could have been planted in it. Raises ``UntrustedRegistry`` otherwise.
+    """
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise UntrustedRegistry(f"{path} is not a directory of this user writable only by it "
+                                f"(mode {stat.filemode(info.st_mode)}, owner uid {info.st_uid})")
+    if info.st_mode & 0o077:
+        path.chmod(0o700)
+
+
+def _private_registry() -> Path | None:
+    """The registry directory, created and checked; None (logged once per directory) when it cannot be trusted."""
+    folder = registry_dir()
+    try:
+        _private_dir(folder.parent)
+        _private_dir(folder)
+    except (OSError, UntrustedRegistry) as exc:
+        _warn_untrusted(str(folder), str(exc))
+        return None
+    return folder
+
+
+@functools.cache
+def _warn_untrusted(folder: str, why: str) -> None:
+    log.warning("child-process registry %s not used (%s); children still die with their parent through the "
+                "kernel's parent-death signal", folder, why)
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -97,13 +145,33 @@ def _start_time(pid: int) -> int | None:
     return None if state == "Z" else int(start)
 
 
+def _cmdline(pid: int) -> str | None:
+    """The process's command line as the kernel shows it (``/proc/PID/cmdline``); None when gone."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return None
+
+
+def _ours(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid == os.getuid()
+    except OSError:
+        return False
+
+
 def register_child(pid: int, argv: Sequence[str], *, parent: int | None = None) -> None:
-    """Note a started child and its parent (this process, unless a child registers itself) in the registry."""
-    folder = registry_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    """Note a started child and its parent (this process, unless a child registers itself) in the registry.
+
+    ``argv`` names the child in the log; what identifies it is its start time and
+    the command line the kernel shows now, once it has started.
+    """
+    folder = _private_registry()
+    if folder is None:
+        return
     parent = os.getpid() if parent is None else parent
-    entry = {"pid": pid, "start": _start_time(pid), "parent": parent, "parent_start": _start_time(parent),
-             "argv": list(argv)}
+    entry = {"pid": pid, "start": _start_time(pid), "cmdline": _cmdline(pid), "parent": parent,
+             "parent_start": _start_time(parent), "argv": list(argv)}
     (folder / f"{pid}.json").write_bytes(orjson.dumps(entry))
 
 
@@ -113,10 +181,17 @@ def forget_child(pid: int) -> None:
         (registry_dir() / f"{pid}.json").unlink()
 
 
+def _still_the_child(pid: int, entry: dict[str, object]) -> bool:
+    """Whether ``pid`` is still the registered process: same start time, same command line, this user's."""
+    return (entry.get("start") is not None and _start_time(pid) == entry["start"]
+            and entry.get("cmdline") is not None and _cmdline(pid) == entry["cmdline"] and _ours(pid))
+
+
 def reap_stale_children(wait_s: float = 5.0) -> list[int]:
     """Kill registered children whose parent has died; returns their pids."""
     killed: list[int] = []
-    for file in sorted(registry_dir().glob("*.json")):
+    folder = _private_registry()
+    for file in sorted(folder.glob("*.json")) if folder is not None else []:
         try:
             entry = orjson.loads(file.read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -124,7 +199,7 @@ def reap_stale_children(wait_s: float = 5.0) -> list[int]:
         parent, child = int(entry["parent"]), int(entry["pid"])
         if entry["parent_start"] is not None and _start_time(parent) == entry["parent_start"]:
             continue  # its parent still runs: not stale
-        if entry["start"] is not None and _start_time(child) == entry["start"]:
+        if _still_the_child(child, entry):
             log.warning("killing stale child process %d left by dead process %d: %s", child, parent,
                         " ".join(entry["argv"][:3]))
             with contextlib.suppress(ProcessLookupError):

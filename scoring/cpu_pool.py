@@ -25,6 +25,14 @@ generation are the same either way), a ``Distractions`` or a list of
 ``Evidence``. A worker that dies fails the jobs it held with ``WorkerCrashed``
 (reason ``worker``: counted and logged like any scorer failure, never a hung
 job) and a fresh pool takes the next ones.
+
+Each job may use ``max_job_cpu_s`` of CPU time in a worker: the worker sets
+its own soft ``RLIMIT_CPU`` that far above what it has used before each job,
+so the kernel kills it (SIGXCPU, no core dump) past the limit, wherever the
+time goes (spaCy's compiled code included, which no Python timer interrupts).
+That job fails with ``CpuTimeExceeded`` (reason ``cpu_time``); jobs that were
+only waiting behind it in the broken pool are run again on the fresh one, so
+one hostile job costs the others at most its limit.
 """
 
 from __future__ import annotations
@@ -33,15 +41,18 @@ import asyncio
 import contextlib
 import functools
 import logging
+import math
 import multiprocessing
+import multiprocessing.connection
 import os
 import random
+import resource
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .children import die_with, forget_child, register_child
@@ -53,8 +64,8 @@ if TYPE_CHECKING:  # the heavy libraries load only where the parts are loaded (C
     from .factcheck.evidence import Evidence
     from .factcheck.index import EvidenceIndex
 
-__all__ = ["CpuParts", "CpuRecipe", "CpuWork", "Distractions", "InProcesses", "InThreads", "PartsLoaded",
-           "WorkerCrashed", "open_cpu_work"]
+__all__ = ["CpuParts", "CpuRecipe", "CpuTimeExceeded", "CpuWork", "Distractions", "InProcesses", "InThreads",
+           "PartsLoaded", "WorkerCrashed", "open_cpu_work"]
 
 log = logging.getLogger("trustgate.cpu")
 
@@ -69,6 +80,12 @@ class WorkerCrashed(ScoringFailure):
     """A scoring CPU worker process died while it held the job (killed, out of memory, crashed)."""
 
     reason = "worker"
+
+
+class CpuTimeExceeded(ScoringFailure):
+    """The job used more than ``cpu.max_job_cpu_s`` of CPU time: its worker was killed and replaced."""
+
+    reason = "cpu_time"
 
 
 @dataclass(frozen=True)
@@ -195,6 +212,7 @@ def _start_worker(recipe: CpuRecipe, nice: int, parent: int) -> None:
     # Ctrl-C and a service manager's SIGTERM reach the whole process group: the owner's shutdown stops workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # killed for its CPU time, a worker of GBs dumps no core
     os.nice(nice)
     try:
         _worker.parts = CpuParts.load(recipe)
@@ -205,11 +223,67 @@ def _start_worker(recipe: CpuRecipe, nice: int, parent: int) -> None:
     threadpool_limits(1, user_api="blas")  # as in the gateway: the small vector maths gains nothing from more
 
 
-def _in_worker(task: Task[T]) -> T:
+def _limit_cpu(seconds: float) -> None:
+    """Let the kernel kill this process once it has used ``seconds`` more CPU time (soft RLIMIT_CPU, SIGXCPU)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = math.ceil(usage.ru_utime + usage.ru_stime + seconds)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+
+
+def _in_worker(task: Task[T], cpu_limit_s: float) -> T:
     if _worker.error is not None:
         raise _worker.error
     assert _worker.parts is not None, "called outside a worker started by _start_worker"
+    _limit_cpu(cpu_limit_s)
     return task(_worker.parts)
+
+
+@dataclass(frozen=True)
+class _Break:
+    running: frozenset[object]  # the jobs the pool's workers held
+    cpu_time: bool  # a worker was killed for its CPU time (SIGXCPU), not by any other death
+
+    def failure(self) -> ScoringFailure:
+        """What a job that was running fails with."""
+        if self.cpu_time:
+            return CpuTimeExceeded("the job used more CPU time than cpu.max_job_cpu_s in a scoring CPU worker, "
+                                   "which was killed; a new one was started")
+        return WorkerCrashed("a scoring CPU worker process died during the job; a new one was started")
+
+
+@dataclass(eq=False)
+class _Pool:
+    """One executor and the jobs handed to it, oldest first: when it breaks, the oldest were the running ones."""
+
+    executor: ProcessPoolExecutor
+    size: int
+    in_flight: list[object] = field(default_factory=list)
+    _broken: _Break | None = None
+
+    def broke(self) -> _Break:
+        """What its break means; the first job to ask fixes it, before any leaves and before the pool shuts down."""
+        if self._broken is None:
+            self._broken = _Break(frozenset(self.in_flight[:self.size]), self._killed_for_cpu_time())
+        return self._broken
+
+    def _killed_for_cpu_time(self) -> bool:
+        workers = list(self.executor._processes.values())  # no public accessor; typeshed declares it
+        gone = multiprocessing.connection.wait([w.sentinel for w in workers], timeout=0)
+        for worker in workers:
+            if worker.sentinel in gone:
+                worker.join(1.0)  # exited: reaped at once, so its exit code can be read
+        return -signal.SIGXCPU in (worker.exitcode for worker in workers)
+
+    def discard(self) -> None:
+        """Stop a broken pool: its other workers ignore SIGTERM (the executor's way), so they are killed."""
+        workers = list(self.executor._processes.values())
+        self.executor.shutdown(wait=False)
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+            if worker.pid is not None:
+                forget_child(worker.pid)
 
 
 class InProcesses(CpuWork):
@@ -219,38 +293,45 @@ class InProcesses(CpuWork):
         self._recipe = recipe
         self._settings = settings
         self._closed = False
-        self._executor = self._start()
+        self._pool = self._start()
         self.loaded = PartsLoaded(distractors=False, evidence=False)
 
-    def _start(self) -> ProcessPoolExecutor:
+    def _start(self) -> _Pool:
         """A new pool, its workers started at once (from this thread, the one their death signal watches)."""
         executor = ProcessPoolExecutor(self._settings.processes, mp_context=multiprocessing.get_context("spawn"),
                                        initializer=_start_worker,
                                        initargs=(self._recipe, self._settings.nice, os.getpid()))
         for _ in range(self._settings.processes):  # the pool starts a worker per call until it has them all
-            executor.submit(_in_worker, CpuParts.loaded)
-        return executor
+            executor.submit(_in_worker, CpuParts.loaded, self._settings.max_job_cpu_s)
+        return _Pool(executor, self._settings.processes)
 
     async def ready(self) -> PartsLoaded:
         """Wait until a worker has loaded its parts; raises what loading raised (missing assets)."""
         self.loaded = await self._run(CpuParts.loaded)
         return self.loaded
 
-    async def _run(self, task: Task[T]) -> T:
-        executor = self._executor
+    async def _run(self, task: Task[T], *, again: bool = False) -> T:
+        pool, job = self._pool, object()
+        pool.in_flight.append(job)
         try:
-            return await asyncio.get_running_loop().run_in_executor(executor, _in_worker, task)
+            return await asyncio.get_running_loop().run_in_executor(pool.executor, _in_worker, task,
+                                                                    self._settings.max_job_cpu_s)
         except BrokenProcessPool:
-            if executor is self._executor and not self._closed:  # the first job to see it restarts the pool
-                self._executor = self._start()
-                executor.shutdown(wait=False)
+            broken = pool.broke()
+            if pool is self._pool and not self._closed:  # the first job to see it restarts the pool
+                self._pool = self._start()
+                pool.discard()
+            if job not in broken.running and not again and not self._closed:  # it only waited behind them
+                return await self._run(task, again=True)
             # from None: the record's error names this, not the executor's own wording
-            raise WorkerCrashed("a scoring CPU worker process died during the job; a new one was started") from None
+            raise broken.failure() from None
+        finally:
+            pool.in_flight.remove(job)
 
     async def aclose(self) -> None:
         """Let the workers finish what they hold (up to ``SHUTDOWN_GRACE_S``), then kill what is left."""
         self._closed = True
-        executor = self._executor
+        executor = self._pool.executor
         workers = list(executor._processes.values())  # no public accessor; typeshed declares it
         closing = asyncio.ensure_future(asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True))
         done, _ = await asyncio.wait({closing}, timeout=SHUTDOWN_GRACE_S)

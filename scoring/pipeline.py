@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .calibration import component_names, fitted_components
 from .settings import ScoringSettings
 from .failures import FailureLog, describe
+from .policy import TOO_LONG, within_limits
 from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord, TrustStatus
 
 if TYPE_CHECKING:
@@ -108,6 +109,12 @@ class ScoringPipeline:
 
     async def run(self, job: ScoringJob) -> TrustRecord:
         started, queued_s = time.perf_counter(), max(0.0, time.time() - job.created_at)
+        bounded = within_limits(job, self._settings.limits)
+        if bounded is None:  # never parsed nor put in a prompt: its cost would be unbounded
+            return TrustRecord.for_job(job, "skipped", error=f"skipped: {TOO_LONG}", finished_at=time.time(),
+                                       timings={"queued_s": queued_s, "scoring_s": 0.0}, question=job.question,
+                                       answer=job.answer)
+        job = bounded
         results = await asyncio.gather(*(self._run_one(s, job) for s in self._applicable(job)))
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]

@@ -11,9 +11,12 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from .settings import ClientModePolicy, ScoringMode, ScoringSettings
+from .settings import ClientModePolicy, InputLimits, ScoringMode, ScoringSettings
+from .types import ScoringJob
 
-__all__ = ["Decision", "client_may_choose", "decide", "in_sample", "skip_reason"]
+__all__ = ["TOO_LONG", "Decision", "client_may_choose", "decide", "in_sample", "skip_reason", "within_limits"]
+
+TOO_LONG = "too_long"  # the skip reason of an answer longer than InputLimits.max_answer_chars
 
 # Answers that decline to answer carry no claim to check (Trust-Eval's refusal phrasing, abridged).
 _REFUSAL = re.compile(
@@ -80,3 +83,16 @@ def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:
     if _REFUSAL.match(answer):
         return "refusal"
     return None
+
+
+def within_limits(job: ScoringJob, limits: InputLimits) -> ScoringJob | None:
+    """``job`` as scoring may read it: None when its answer is too long to score, else its question bounded.
+
+    A question past ``max_question_chars`` keeps its end (where a long prompt
+    asks its question), marked with "…".
+    """
+    if len(job.answer) > limits.max_answer_chars:
+        return None
+    if len(job.question) <= limits.max_question_chars:
+        return job
+    return job.model_copy(update={"question": "…" + job.question[-(limits.max_question_chars - 1):]})

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
-           "CpuSettings", "FactCheckSettings", "LogprobSettings", "PolicySettings", "QueueSettings", "RagSettings",
-           "ScoringMode", "ScoringSettings"]
+           "CpuSettings", "FactCheckSettings", "InputLimits", "LogprobSettings", "PolicySettings", "QueueSettings",
+           "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
@@ -104,6 +104,9 @@ class FactCheckSettings(BaseModel):
     # choice: the same inputs as a yes/no choice, the label from the answer tokens' log-probabilities,
     # debiased by a content-free probe (scoring/factcheck/judge.py); the reply's words when no token is found.
     judge_procedure: Literal["text", "choice"] = "text"
+    # Each part of the evidence query (the answer, the question), cut with a visible "…": BM25 gains nothing
+    # from more, and the query is kept in the record.
+    max_query_chars: int = Field(default=2000, ge=50)
 
 
 class LogprobSettings(BaseModel):
@@ -205,6 +208,26 @@ class CpuSettings(BaseModel):
     processes: int = Field(default=1, ge=0, le=64)
     # Added to the workers' niceness, so that under contention the kernel gives the event loop the CPU first.
     nice: int = Field(default=10, ge=0, le=19)
+    # CPU seconds one job may use in a worker process; past it the kernel kills the worker (SIGXCPU), that job
+    # fails with reason cpu_time and a fresh worker takes the next. A bounded job (InputLimits) needs ~1 s.
+    max_job_cpu_s: float = Field(default=10.0, ge=1.0)
+
+
+class InputLimits(BaseModel):
+    """How much text one job may bring into scoring, so that no answer costs unbounded CPU, memory or tokens.
+
+    Parsing an answer for distractors costs about 40 CPU seconds and 3.5 GB per
+    million characters, and the answer and question go into every check's and
+    judge's prompt. An answer longer than ``max_answer_chars`` is not scored
+    (the record is skipped, reason ``too_long``); a longer question is scored
+    on its last ``max_question_chars`` characters (a long prompt's question
+    closes it). The evidence query has its own bound (``factcheck.max_query_chars``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_answer_chars: int = Field(default=20_000, ge=100)
+    max_question_chars: int = Field(default=20_000, ge=100)
 
 
 class ScoringSettings(BaseModel):
@@ -230,6 +253,7 @@ class ScoringSettings(BaseModel):
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
     queue: QueueSettings = Field(default_factory=QueueSettings)
     cpu: CpuSettings = Field(default_factory=CpuSettings)
+    limits: InputLimits = Field(default_factory=InputLimits)
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
     rag: RagSettings = Field(default_factory=RagSettings)

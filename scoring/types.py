@@ -50,8 +50,9 @@ TrustStatus = Literal["pending", "done", "failed", "shed", "skipped"]
 ShedReason = Literal["queue_full", "queue_unavailable", "call_budget", "token_budget"]
 FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge's verdict on an answer
 # Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
-# worker: a scoring CPU worker process died mid-job (scoring.cpu_pool).
-FailureReason = Literal["timeout", "upstream", "parse", "knowledge_graph", "judge", "budget", "worker", "internal"]
+# worker: a scoring CPU worker process died mid-job; cpu_time: the job used more than its CPU time (scoring.cpu_pool).
+FailureReason = Literal["timeout", "upstream", "parse", "knowledge_graph", "judge", "budget", "worker", "cpu_time",
+                        "internal"]
 FAILURE_REASONS: tuple[FailureReason, ...] = get_args(FailureReason)
 
 

@@ -58,7 +58,7 @@ class FactCheckScorer(Scorer):
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         started = time.perf_counter()
-        query = evidence_query(job.question, job.answer)
+        query = evidence_query(job.question, job.answer, self._settings.max_query_chars)
         evidence = await self._cpu.evidence(query, self._settings.top_k)
         details = FCDetails(query=query, evidence=[FCEvidence(id=e.id, title=e.title, score=round(e.score, 4),
                                                               snippet=e.text[:SNIPPET_CHARS]) for e in evidence],

@@ -57,21 +57,21 @@ def tokenize(text: str) -> list[str]:
 QUERY_PART_CHARS = 2000  # per part; BM25 gains nothing from more, and the query is kept in the record
 
 
-def evidence_query(question: str, answer: str) -> str:
+def evidence_query(question: str, answer: str, part_chars: int = QUERY_PART_CHARS) -> str:
     """The query of the paper's Appendix A.5.2: the answer and the question in one sentence.
 
     Its template words ("correctly answers the question of") are kept. On thirty
     known facts, leaving them out changed recall@10 by at most one fact; kept,
     they fill 0.27 of the ten evidence slots on average with passages that
     match only them (WordNet's glosses of "answer" and "question"). Each part is
-    cut at ``QUERY_PART_CHARS`` (marked with "…"): a megabyte answer would
-    otherwise be searched and stored whole in the trust record.
+    cut at ``part_chars`` (marked with "…"; ``factcheck.max_query_chars``): a megabyte
+    answer would otherwise be searched and stored whole in the trust record.
     """
-    return f'"{_capped(answer)}" correctly answers the question of "{_capped(question)}"'
+    return f'"{_capped(answer, part_chars)}" correctly answers the question of "{_capped(question, part_chars)}"'
 
 
-def _capped(text: str) -> str:
-    return text if len(text) <= QUERY_PART_CHARS else text[:QUERY_PART_CHARS] + "…"
+def _capped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def split_passages(text: str, max_words: int = 100) -> list[str]:

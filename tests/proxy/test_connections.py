@@ -34,7 +34,8 @@ DEADLINES = {"header_timeout_s": 0.5, "body_timeout_s": 0.5, "keep_alive_s": 0.5
 @pytest.fixture
 def guarded(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {**DEADLINES, "max_connections": 20}}
+    config["trustgate"] = {"server": {**DEADLINES, "max_connections": 20, "max_connections_per_client": 30,
+                                      "reserved_connections": 5}}
     return start_gateway(config)
 
 
@@ -96,14 +97,19 @@ def test_an_idle_kept_alive_connection_is_closed(guarded: ServerThread) -> None:
 
 
 def test_connections_beyond_the_cap_get_503_and_are_closed(guarded: ServerThread) -> None:
+    """20 places, 5 more in the reserve for probes; the 26th connection on is refused at once."""
     with ExitStack() as stack:
         sockets = [stack.enter_context(closing(connect(guarded))) for _ in range(30)]
-        refused = [closed_within(sock, 0.3) for sock in sockets[20:]]
+        refused = [closed_within(sock, 0.3) for sock in sockets[25:]]
         assert all(reply is not None and reply.startswith(b"HTTP/1.1 503") for reply in refused), refused
         body = (refused[0] or b"").partition(b"\r\n\r\n")[2]
         assert orjson.loads(body)["error"]["code"] == "too_many_connections"
         sockets[0].sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\n\r\n")
         assert sockets[0].recv(65536).startswith(b"HTTP/1.1 200")  # the first 20 are served
+        sockets[20].sendall(b"GET /v1/models HTTP/1.1\r\nhost: gateway\r\n\r\n")  # the reserve: probes only
+        assert (closed_within(sockets[20], 5) or b"").startswith(b"HTTP/1.1 503")
+        sockets[21].sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\n\r\n")
+        assert (closed_within(sockets[21], 5) or b"").startswith(b"HTTP/1.1 200")  # answered, then closed
     # Closed connections free their places.
     assert httpx.get(f"{guarded.url}/health/liveness").status_code == 200
 
@@ -165,3 +171,62 @@ def test_out_of_descriptors_is_counted_and_logged_rarely(low_fd_gateway: tuple[s
     lines = [line for line in log.splitlines() if "cannot accept connections" in line]
     assert len(lines) == 1, log[-3000:]
     assert "Traceback" not in log
+
+
+# --- one client's streams at the cap (issue 31, finding 7) -------------------------------------------------------
+
+def stalled_stream(server: ServerThread, source: str) -> socket.socket:
+    """A streamed chat request from ``source`` whose upstream sends one chunk and then holds the stream open."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5, source_address=(source, 0))
+    body = orjson.dumps({"model": "fake", "stream": True, "messages": [{"role": "user", "content": "[stall-stream]"}]})
+    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                 b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: "
+                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+    assert sock.recv(65536).startswith(b"HTTP/1.1 200")  # the stream is open and being served
+    return sock
+
+
+def client_from(source: str) -> httpx.Client:
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=10)
+
+
+@pytest.fixture
+def capped(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"] = {"server": {"max_connections": 4, "max_connections_per_client": 3,
+                                      "reserved_connections": 2}}
+    return start_gateway(config)
+
+
+def test_one_client_at_its_share_leaves_room_for_others_and_probes(capped: ServerThread) -> None:
+    """A holds its 3 places with open streams; its 4th connection is refused, B is served, probes answer."""
+    with ExitStack() as stack:
+        for _ in range(3):
+            stack.enter_context(closing(stalled_stream(capped, "127.0.0.1")))
+        with closing(socket.create_connection(("127.0.0.1", capped.port), timeout=5)) as fourth:
+            reply = closed_within(fourth, 5) or b""
+        assert reply.startswith(b"HTTP/1.1 503") and b"as many connections as one client may" in reply
+        with client_from("127.0.0.2") as other:
+            answer = other.post(f"{capped.url}/v1/chat/completions", json={
+                "model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+                headers={"authorization": f"Bearer {MASTER_KEY}"})
+            assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"]
+        with client_from("127.0.0.3") as probe:
+            assert probe.get(f"{capped.url}/health/liveness").status_code == 200
+
+
+def test_at_the_cap_probes_and_scrapes_still_answer(capped: ServerThread) -> None:
+    """The cap (4) is full: A's 3 streams and B's one. Liveness, readiness and /metrics answer from the reserve;
+    another request is refused there rather than queued."""
+    with ExitStack() as stack:
+        for _ in range(3):
+            stack.enter_context(closing(stalled_stream(capped, "127.0.0.1")))
+        stack.enter_context(closing(stalled_stream(capped, "127.0.0.2")))
+        with client_from("127.0.0.3") as probe:
+            assert probe.get(f"{capped.url}/health/liveness").json() == {"status": "ok"}
+            assert probe.get(f"{capped.url}/health/readiness").status_code == 200
+            assert "trustgate_requests_total" in probe.get(f"{capped.url}/metrics").text
+            refused = probe.post(f"{capped.url}/v1/chat/completions", json={
+                "model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+                headers={"authorization": f"Bearer {MASTER_KEY}"})
+            assert refused.status_code == 503 and refused.json()["error"]["code"] == "too_many_connections"

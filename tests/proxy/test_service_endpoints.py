@@ -32,10 +32,10 @@ def test_liveness(gateway: ServerThread) -> None:
 
 
 def test_readiness_follows_the_upstream(gateway: ServerThread, start_gateway: Callable[..., ServerThread]) -> None:
-    ready = httpx.get(f"{gateway.url}/health/readiness")
+    ready = httpx.get(f"{gateway.url}/health/readiness", headers=AUTH)
     assert ready.status_code == 200 and ready.json()["models"] == {"fake": "ok"}
     down = start_gateway(gateway_config("http://127.0.0.1:9"))
-    not_ready = httpx.get(f"{down.url}/health/readiness")
+    not_ready = httpx.get(f"{down.url}/health/readiness", headers=AUTH)
     assert not_ready.status_code == 503 and not_ready.json()["models"] == {"fake": "unreachable"}
 
 

@@ -7,6 +7,7 @@ parent, so no clean-up code of the parent runs.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from scoring.children import reap_stale_children, registry_dir
+from scoring.children import reap_stale_children, register_child, registry_dir
 
 PARENT = """
 import subprocess, sys, time
@@ -100,3 +101,53 @@ def test_a_recycled_pid_is_never_killed(temp_registry: dict[str, str]) -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def plant(folder: Path, bystander: int, *, cmdline: str | None) -> Path:
+    """A registry entry naming ``bystander`` (its true start time) as the orphan of a dead parent."""
+    start = int(Path(f"/proc/{bystander}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    entry = folder / f"{bystander}.json"
+    entry.write_text(json.dumps({"pid": bystander, "start": start, "cmdline": cmdline, "parent": 999999999,
+                                 "parent_start": 1, "argv": ["sleep"]}))
+    return entry
+
+
+def test_a_registry_others_can_write_to_is_never_read(temp_registry: dict[str, str]) -> None:
+    """In a shared /tmp another user can make the directory first: a 0777 registry is not acted on."""
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        folder = registry_dir()
+        folder.mkdir(parents=True)
+        for made in (folder, folder.parent):
+            made.chmod(0o777)
+        cmdline = Path(f"/proc/{bystander.pid}/cmdline").read_bytes().decode()
+        entry = plant(folder, bystander.pid, cmdline=cmdline)  # a perfect entry: only the directory gives it away
+        assert reap_stale_children(wait_s=0.5) == []
+        assert alive(bystander.pid) and entry.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+@pytest.mark.parametrize("cmdline", ["oxigraph\0serve-read-only\0", None])
+def test_an_entry_naming_another_program_is_never_killed(temp_registry: dict[str, str], cmdline: str | None) -> None:
+    """Same pid and start time, but not the command line registered (or none: an entry of an older format)."""
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        folder = registry_dir()
+        folder.mkdir(parents=True, mode=0o700)
+        entry = plant(folder, bystander.pid, cmdline=cmdline)
+        assert reap_stale_children(wait_s=0.5) == []
+        assert alive(bystander.pid) and not entry.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_the_registry_directories_are_made_private(temp_registry: dict[str, str]) -> None:
+    """Created 0700; an older gateway's 0755 directory (writable by no one else) is narrowed, not refused."""
+    registry_dir().parent.mkdir(mode=0o755)
+    register_child(os.getpid(), ["pytest"])
+    for folder in (registry_dir(), registry_dir().parent):
+        assert folder.stat().st_mode & 0o777 == 0o700
+    assert (registry_dir() / f"{os.getpid()}.json").exists()

@@ -26,11 +26,11 @@ from scoring.children import reap_stale_children, registry_dir
 from scoring.consistency.oxigraph import oxigraph_load
 from scoring.consistency.paths import asset_paths
 from scoring.consistency.scorer import ConsistencyScorer
-from scoring.cpu_pool import CpuRecipe, InProcesses, InThreads, WorkerCrashed, open_cpu_work
+from scoring.cpu_pool import CpuRecipe, CpuTimeExceeded, InProcesses, InThreads, WorkerCrashed, open_cpu_work
 from scoring.factcheck.assets import add_corpus
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ConsistencySettings, CpuSettings, FactCheckSettings, ScoringSettings
-from scoring.types import ScoringJob
+from scoring.types import Failure, ScoringJob
 from tests.conftest import gateway_config
 from tests.e2e.gateway_process import GatewayProcess, serve_config
 from tests.fake_upstream import FakeUpstream
@@ -261,3 +261,31 @@ def test_the_gateway_takes_its_workers_with_it(stop: str, tmp_path: Path, data_d
     if stop == "shutdown":
         assert not any(entry.exists() for entry in registered)  # stopped on purpose, not by the signal
     reap_stale_children()  # drops the killed gateway's entries
+
+
+def long_answer(chars: int) -> str:
+    """An answer of about ``chars`` characters: real sentences for spaCy to parse, far longer than any check needs."""
+    sentence = "King Solomon built the first temple for god in jerusalem in the tenth century. "
+    return (sentence * (chars // len(sentence) + 1))[:chars]
+
+
+def test_a_job_past_its_cpu_time_fails_alone_and_the_worker_is_replaced(data_dir: Path, graph: str) -> None:
+    """The limit kills the worker in the middle of spaCy's compiled parser; the job queued behind it runs on the
+    fresh worker, and draws what it would have drawn alone."""
+    question, answer = CASES[2]
+
+    async def scenario() -> tuple[BaseException | None, Any, Any, list[int]]:
+        settings = CpuSettings(processes=1, max_job_cpu_s=1.0)
+        async with open_cpu_work(recipe(data_dir, graph), settings) as cpu:
+            [first] = multiprocessing.active_children()
+            hostile = asyncio.create_task(cpu.distractors(question, long_answer(300_000), 30, random.Random(1)))
+            waiting = asyncio.create_task(cpu.distractors(question, answer, 30, random.Random(2)))
+            await asyncio.wait({hostile, waiting})
+            [second] = multiprocessing.active_children()
+            alone = await cpu.distractors(question, answer, 30, random.Random(2))
+            return hostile.exception(), waiting.result(), alone, [first.pid or 0, second.pid or 0]
+
+    error, waited, alone, workers = asyncio.run(scenario())
+    assert isinstance(error, CpuTimeExceeded) and Failure.of(error).reason == "cpu_time"
+    assert waited.distractors and waited.distractors == alone.distractors
+    assert workers[0] != workers[1]
