@@ -168,10 +168,11 @@ class TrustService:
         asked for. Only deployments that take the parameter
         (``gives_logprobs``: OpenAI-compatible ones, and providers litellm
         says accept it) are asked: scoring must never fail the user's call.
+        A client's own chat ``logprobs`` without ``top_logprobs`` loses the
+        alternatives the upstream client may add for a server that needs them.
         """
-        if not (self._answer_logprobs and gives_logprobs and plan.decision.sampled and plan.rag is None):
-            return body, None
-        return ask_for_logprobs(body, endpoint)
+        wanted = self._answer_logprobs and gives_logprobs and plan.decision.sampled and plan.rag is None
+        return ask_for_logprobs(body, endpoint, wanted=wanted)
 
     def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
         """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.
