@@ -17,7 +17,7 @@ from proxy.upstream import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_answer_logprobs import visible_logprobs
+from tests.proxy.test_answer_logprobs import lp_absent_because, visible_logprobs
 from tests.proxy.test_live_scoring import AUTH, AskingScorer, scoring_config
 from tests.servers import ServerThread
 
@@ -115,3 +115,16 @@ def test_the_embedded_server_is_asked_with_top_logprobs_from_the_first_call(fake
     completion = asyncio.run(first_call())
     assert fake_upstream.requests[0]["top_logprobs"] == 1
     assert completion.reply.first is not None and completion.reply.first.chosen_logprobs()
+
+
+def test_a_call_that_could_not_ask_says_so(fake_upstream: FakeUpstream,
+                                           start_gateway: Callable[..., ServerThread]) -> None:
+    """A legacy completion with ``echo``: asking would mix the prompt's tokens into what the client gets."""
+    server = start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+                           scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
+    reply = httpx.post(f"{server.url}/v1/completions", headers={**AUTH, "x-trustgate-mode": "sync"}, timeout=20,
+                       json={"model": "fake", "prompt": "Who built it?", "echo": True})
+    assert reply.status_code == 200 and "x-trust-lp" not in reply.headers
+    assert "logprobs" not in fake_upstream.requests[0]
+    record = httpx.get(f"{server.url}/v1/trust/{reply.headers['x-trust-id']}", headers=AUTH, timeout=10).json()
+    assert lp_absent_because(record) == "not_asked"
