@@ -78,6 +78,7 @@ class RecordQuery(BaseModel):
     since: datetime | None = None  # created at or after
     until: datetime | None = None  # created before
     has_error: bool | None = None
+    labelled: bool | None = None  # True: only records with a user's feedback; False: only those without
     limit: int = Field(default=DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     cursor: str | None = Field(default=None, max_length=1024)
 
@@ -131,6 +132,7 @@ def record_matches(record: TrustRecord, query: RecordQuery) -> bool:
             and (query.label is None or record.label == query.label)
             and (query.status is None or record.status == query.status)
             and (query.has_error is None or (record.error is not None) == query.has_error)
+            and (query.labelled is None or (record.feedback is not None) == query.labelled)
             and (query.min_score is None or (value is not None and value >= query.min_score))
             and (query.max_score is None or (value is not None and value <= query.max_score))
             and (since is None or record.created_at >= since)

@@ -13,21 +13,34 @@ from typing import Any
 
 import orjson
 
-from scoring.types import TrustRecord
+from scoring.types import Feedback, TrustRecord
 
-__all__ = ["TRUNCATION_MARKER", "stored_json"]
+__all__ = ["TRUNCATION_MARKER", "stored_json", "stored_record"]
 
 TRUNCATION_MARKER = "…[truncated {} chars]"
 # Below this a text says nothing any more; a record still too large then loses its components' details.
 _MIN_TEXT_CHARS = 64
+_BESIDE = {"feedback"}  # kept by the stores beside the record's JSON
+
+
+def stored_record(record_json: str | bytes, feedback_json: str | bytes | None) -> TrustRecord:
+    """A record read back from a store: its JSON, with the label kept beside it (None: unlabelled)."""
+    record = TrustRecord.model_validate_json(record_json)
+    if feedback_json:
+        record.feedback = Feedback.model_validate_json(feedback_json)
+    return record
 
 
 def stored_json(record: TrustRecord, max_bytes: int) -> str:
-    """The record as JSON, at most ``max_bytes`` long (texts truncated with TRUNCATION_MARKER when needed)."""
-    raw = record.model_dump_json()
+    """The record as JSON, at most ``max_bytes`` long (texts truncated with TRUNCATION_MARKER when needed).
+
+    Its feedback is left out: a store keeps the label beside the record (``set_feedback``), so that writing
+    the record again never drops a label, and a label never counts against the record's bytes.
+    """
+    raw = record.model_dump_json(exclude=_BESIDE)
     if len(raw.encode()) <= max_bytes:
         return raw
-    data = record.model_dump(mode="json")
+    data = record.model_dump(mode="json", exclude=_BESIDE)
     limit = max(min(_longest_text(data) // 2, max_bytes), _MIN_TEXT_CHARS)
     while True:
         capped = orjson.dumps(_truncate(data, limit))

@@ -5,6 +5,10 @@ time: one over every record and one per owner (the name of the key that
 asked). Both are trimmed on every write to the records' TTL and to
 ``max_records``, so the index never outgrows the records it points at; an id
 whose hash has expired in between is skipped when read.
+
+A user's feedback is a field of its own beside the record's JSON (writing the
+record again keeps it), and its id sits in a sorted set per model group scored
+by when it was labelled: what the per-model fit reads, newest label first.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from typing import cast
 
 import orjson
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.asyncio.client import Pipeline
+from redis.exceptions import RedisError, WatchError
 
-from scoring.types import RecordScope, StoreUnavailable, TrustRecord
+from scoring.types import FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord
 
 from .record_query import Position, RecordPage, RecordQuery, encode_cursor, record_matches
-from .record_size import stored_json
+from .record_size import stored_json, stored_record
 from .record_summary import MAX_SUMMARY_RECORDS, SummaryRow, TrustSummary, summarize
 
 __all__ = ["RedisRecordStore", "record_key"]
@@ -30,6 +35,8 @@ __all__ = ["RedisRecordStore", "record_key"]
 SCAN_LIMIT = 5_000
 _BATCH = 200
 _SUMMARY_BATCH = 2_000
+_STORED = ("record", "feedback")  # a record's hash fields that make the TrustRecord a reader gets
+_FEEDBACK_TRIES = 5  # a label retried when its record changed under it (a concurrent write); then "unavailable"
 
 
 def record_key(prefix: str, record_id: str) -> str:
@@ -57,6 +64,9 @@ class RedisRecordStore:
     def _index_key(self, owner: str | None) -> str:
         return f"{self._prefix}:records-by-time" + ("" if owner is None else f":owner:{owner}")
 
+    def _labelled_key(self, model: str) -> str:
+        return f"{self._prefix}:labelled:{model}"
+
     async def put(self, record: TrustRecord) -> None:
         key = record_key(self._prefix, record.id)
         indexes = [self._index_key(None)] + ([self._index_key(record.owner)] if record.owner is not None else [])
@@ -77,14 +87,60 @@ class RedisRecordStore:
 
         StoreUnavailable when Redis cannot be reached: "retry later", not "no such record".
         """
-        try:
-            raw = await self._redis.hget(record_key(self._prefix, record_id), "record")
-        except RedisError as exc:
-            raise StoreUnavailable(f"Redis unreachable: {type(exc).__name__}") from exc
+        with _reachable():
+            raw, feedback = await self._redis.hmget(record_key(self._prefix, record_id), _STORED)
         if not raw:
             return None
-        record = TrustRecord.model_validate_json(raw)
+        record = stored_record(raw, feedback)
         return record if scope.allows(record) else None
+
+    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> TrustRecord | None:
+        """Label the record if ``scope`` may read it, in a transaction that fails should the record change
+        (or expire) between the check and the write; it is then read and checked again."""
+        key = record_key(self._prefix, record_id)
+        with _reachable():
+            for _ in range(_FEEDBACK_TRIES):
+                async with self._redis.pipeline(transaction=True) as pipe:
+                    await pipe.watch(key)
+                    raw = await pipe.hget(key, "record")
+                    record = TrustRecord.model_validate_json(raw) if raw else None
+                    if record is None or not scope.allows(record):
+                        return None
+                    if record.status not in FEEDBACK_STATUSES:
+                        raise FeedbackRefused(record.status)
+                    pipe.multi()
+                    pipe.hset(key, "feedback", feedback.model_dump_json())
+                    if record.model is not None:
+                        self._index_labelled(pipe, record.model, record_id, feedback.labelled_at)
+                    try:
+                        await pipe.execute()
+                    except WatchError:
+                        continue
+                    record.feedback = feedback
+                    return record
+        raise StoreUnavailable(f"trust record kept changing while labelled ({_FEEDBACK_TRIES} tries)")
+
+    def _index_labelled(self, pipe: Pipeline, model: str, record_id: str, labelled_at: float) -> None:
+        """The model's label index, trimmed like the time index: a label older than the TTL is on an expired
+        record (a record is labelled after it was written)."""
+        index = self._labelled_key(model)
+        pipe.zadd(index, {record_id: labelled_at})
+        pipe.zremrangebyscore(index, "-inf", f"({labelled_at - self._ttl_s}")
+        pipe.zremrangebyrank(index, 0, -self._max_records - 1)
+        pipe.expire(index, self._ttl_s)
+
+    async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
+        """Newest label first; an id whose record has expired since is skipped."""
+        with _reachable():
+            ids = cast(list[str], await self._redis.zrevrange(self._labelled_key(model), 0, limit - 1))
+            records: list[TrustRecord] = []
+            for start in range(0, len(ids), _BATCH):
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for record_id in ids[start:start + _BATCH]:
+                        pipe.hmget(record_key(self._prefix, record_id), _STORED)
+                    replies = await pipe.execute()
+                records += [stored_record(raw, feedback) for raw, feedback in replies if raw and feedback]
+        return records
 
     async def _newest_first(self, owner: str | None, since: float | None, until: float | None,
                             after: Position | None, limit: int,
@@ -114,10 +170,10 @@ class RedisRecordStore:
             seen += len(positions)
             async with self._redis.pipeline(transaction=False) as pipe:
                 for _, record_id in positions:
-                    pipe.hget(record_key(self._prefix, record_id), "record")
-                raws = await pipe.execute()
-            for position, raw in zip(positions, raws, strict=True):
-                yield position, TrustRecord.model_validate_json(raw) if raw else None
+                    pipe.hmget(record_key(self._prefix, record_id), _STORED)
+                replies = await pipe.execute()
+            for position, (raw, feedback) in zip(positions, replies, strict=True):
+                yield position, stored_record(raw, feedback) if raw else None
 
     async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage:
         """One page of the records ``scope`` may read that match ``query``, newest first.

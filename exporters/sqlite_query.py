@@ -12,7 +12,7 @@ from typing import Any
 
 from .record_query import RecordQuery
 
-__all__ = ["add_query_columns", "list_statement", "summary_statement"]
+__all__ = ["add_query_columns", "labelled_statement", "list_statement", "summary_statement"]
 
 _COLUMNS = {
     "q_model": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.model')) VIRTUAL",
@@ -20,6 +20,7 @@ _COLUMNS = {
     "q_status": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.status')) VIRTUAL",
     "q_score": "REAL GENERATED ALWAYS AS (json_extract(record, '$.score')) VIRTUAL",
     "q_error": "INTEGER GENERATED ALWAYS AS (json_extract(record, '$.error') IS NOT NULL) VIRTUAL",
+    "q_labelled_at": "REAL GENERATED ALWAYS AS (json_extract(feedback, '$.labelled_at')) VIRTUAL",
 }
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS trust_records_page ON trust_records (created_at, id)",
@@ -30,6 +31,9 @@ _INDEXES = (
     "CREATE INDEX IF NOT EXISTS trust_records_summary ON trust_records (created_at, q_model, q_label, q_score)",
     "CREATE INDEX IF NOT EXISTS trust_records_owner_summary "
     "ON trust_records (owner, created_at, q_model, q_label, q_score)",
+    # A model's labelled records, newest label first: what the per-model fit reads.
+    "CREATE INDEX IF NOT EXISTS trust_records_labelled ON trust_records (q_model, q_labelled_at) "
+    "WHERE q_labelled_at IS NOT NULL",
 )
 _EQUALS = {"model": "q_model", "label": "q_label", "status": "q_status"}
 
@@ -69,6 +73,8 @@ def list_statement(query: RecordQuery, owner: str | None) -> tuple[str, list[Any
     if query.has_error is not None:
         where.append("q_error = ?")
         args.append(int(query.has_error))
+    if query.labelled is not None:
+        where.append("feedback IS NOT NULL" if query.labelled else "feedback IS NULL")
     value = "q_score" if query.score_of == "score" else "json_extract(record, ?)"
     value_args = [] if query.score_of == "score" else [f"$.components.{query.score_of}.value"]
     for bound, op in ((query.min_score, ">="), (query.max_score, "<=")):
@@ -78,7 +84,7 @@ def list_statement(query: RecordQuery, owner: str | None) -> tuple[str, list[Any
     if (after := query.after) is not None:
         where.append("(created_at, id) < (?, ?)")
         args += list(after)
-    sql = ("SELECT record FROM trust_records" + (" WHERE " + " AND ".join(where) if where else "")
+    sql = ("SELECT record, feedback FROM trust_records" + (" WHERE " + " AND ".join(where) if where else "")
            + " ORDER BY created_at DESC, id DESC LIMIT ?")
     return sql, [*args, query.limit + 1]
 
@@ -89,3 +95,9 @@ def summary_statement(owner: str | None, since: float, until: float, limit: int)
     index = "trust_records_summary" if owner is None else "trust_records_owner_summary"
     return (f"SELECT created_at, q_model, q_label, q_score FROM trust_records INDEXED BY {index} WHERE "
             + " AND ".join(where) + " ORDER BY created_at DESC LIMIT ?", [*args, limit])
+
+
+def labelled_statement(model: str, limit: int) -> tuple[str, list[Any]]:
+    """A model's records that carry feedback, newest label first, over the partial index of labels."""
+    return ("SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL "
+            "ORDER BY q_labelled_at DESC LIMIT ?", [model, limit])

@@ -11,7 +11,8 @@ bounded number of the oldest rows through the ``created_at`` index, so the
 store holds at its configured size at any size, in steps that stay small.
 Records hold users' questions and answers: the database and its WAL files are
 0600 in a 0700 directory, and every read is scoped to the records' owner (the
-name of the key that asked).
+name of the key that asked). A user's feedback on a record sits in its own
+column beside the record's JSON: writing the record again keeps the label.
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from scoring.private_files import private_file
-from scoring.types import RecordScope, StoreUnavailable, TrustRecord
+from scoring.types import FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord
 
 from .record_query import RecordPage, RecordQuery, encode_cursor
-from .record_size import stored_json
+from .record_size import stored_json, stored_record
 from .record_summary import MAX_SUMMARY_RECORDS, SummaryRow, TrustSummary, summarize
-from .sqlite_query import add_query_columns, list_statement, summary_statement
+from .sqlite_query import add_query_columns, labelled_statement, list_statement, summary_statement
 
 __all__ = ["PRUNE_EXPIRED", "PRUNE_OLDEST", "RecordStore", "SqliteRecordStore", "StoreUnavailable"]
 
@@ -40,15 +41,20 @@ CREATE TABLE IF NOT EXISTS trust_records (
     id TEXT PRIMARY KEY,
     created_at REAL NOT NULL,
     record TEXT NOT NULL,
-    owner TEXT
+    owner TEXT,
+    feedback TEXT
 );
 CREATE INDEX IF NOT EXISTS trust_records_created ON trust_records (created_at);
 """
 # Stores written before records had owners lack the column; their rows keep owner NULL (admins only).
 _ADD_OWNER = "ALTER TABLE trust_records ADD COLUMN owner TEXT"
+_ADD_FEEDBACK = "ALTER TABLE trust_records ADD COLUMN feedback TEXT"  # stores written before feedback existed
 _OWNER_INDEX = "CREATE INDEX IF NOT EXISTS trust_records_owner ON trust_records (owner, created_at)"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
-_INSERT = "INSERT OR REPLACE INTO trust_records (id, created_at, record, owner) VALUES (?, ?, ?, ?)"
+# An upsert, not INSERT OR REPLACE: a record written again (pending, then done) keeps its feedback column.
+_INSERT = ("INSERT INTO trust_records (id, created_at, record, owner) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO "
+           "UPDATE SET created_at = excluded.created_at, record = excluded.record, owner = excluded.owner")
+_SET_FEEDBACK = "UPDATE trust_records SET feedback = ? WHERE id = ?"
 # Both prunes walk the created_at index from its oldest end and stop after LIMIT rows.
 PRUNE_EXPIRED = ("DELETE FROM trust_records WHERE rowid IN (SELECT rowid FROM trust_records "
                  "WHERE created_at < ? ORDER BY created_at LIMIT ?)")
@@ -63,7 +69,26 @@ class RecordStore(Protocol):
     async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None: ...
     async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage: ...
     async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary: ...
+
+    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> TrustRecord | None:
+        """Label a record ``scope`` may read; None when it may not or there is none (alike, as for ``get``).
+
+        Raises FeedbackRefused for a record whose status takes no label (FEEDBACK_STATUSES), storing nothing.
+        """
+        ...
+
+    async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
+        """A model group's records that carry feedback, newest label first, every owner's (server-internal)."""
+        ...
+
     async def close(self) -> None: ...
+
+
+def _by_id(record_id: str, scope: RecordScope) -> tuple[str, list[Any]]:
+    """One record and its feedback, if ``scope`` may read it (SQLite filters by owner itself)."""
+    if scope.owner is None:
+        return "SELECT record, feedback FROM trust_records WHERE id = ?", [record_id]
+    return "SELECT record, feedback FROM trust_records WHERE id = ? AND owner = ?", [record_id, scope.owner]
 
 
 class SqliteRecordStore:
@@ -102,8 +127,11 @@ class SqliteRecordStore:
         db.execute("PRAGMA synchronous=NORMAL")  # in WAL mode: durable across a crash of the process
         with db:
             db.executescript(_SCHEMA)
-            if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(trust_records)")}:
+            columns = {row[1] for row in db.execute("PRAGMA table_info(trust_records)")}
+            if "owner" not in columns:
                 db.execute(_ADD_OWNER)
+            if "feedback" not in columns:
+                db.execute(_ADD_FEEDBACK)
             db.execute(_OWNER_INDEX)
             add_query_columns(db)
         self._rows = int(db.execute("SELECT COUNT(*) FROM trust_records").fetchone()[0])
@@ -170,22 +198,32 @@ class SqliteRecordStore:
 
     async def get(self, record_id: str, *, scope: RecordScope) -> TrustRecord | None:
         """The record, if it exists and ``scope`` may read it; None alike for both misses (no oracle for ids)."""
-        args: tuple[str, ...]
-        if scope.owner is None:
-            query, args = "SELECT record FROM trust_records WHERE id = ?", (record_id,)
-        else:
-            query, args = "SELECT record FROM trust_records WHERE id = ? AND owner = ?", (record_id, scope.owner)
+        rows = await self._read_rows(*_by_id(record_id, scope))
+        return stored_record(*rows[0]) if rows else None
 
-        def read() -> str | None:
-            assert self._read_db is not None, "open() the store first"
-            row = self._read_db.execute(query, args).fetchone()
-            return str(row[0]) if row else None
+    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> TrustRecord | None:
+        """Label the record on the writer's connection, so the check and the write see the same row."""
+        def label() -> TrustRecord | None:
+            db = self._write_db
+            assert db is not None, "open() the store first"
+            row = db.execute(*_by_id(record_id, scope)).fetchone()
+            if row is None:
+                return None
+            record = stored_record(row[0], None)
+            if record.status not in FEEDBACK_STATUSES:
+                raise FeedbackRefused(record.status)
+            with db:
+                db.execute(_SET_FEEDBACK, (feedback.model_dump_json(), record_id))
+            record.feedback = feedback
+            return record
 
         try:
-            raw = await asyncio.get_running_loop().run_in_executor(self._reader, read)
+            return await asyncio.get_running_loop().run_in_executor(self._writer, label)
         except sqlite3.Error as exc:
-            raise StoreUnavailable(f"trust store read failed: {exc}") from exc
-        return TrustRecord.model_validate_json(raw) if raw else None
+            raise StoreUnavailable(f"trust store write failed: {exc}") from exc
+
+    async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
+        return [stored_record(*row) for row in await self._read_rows(*labelled_statement(model, limit))]
 
     async def _read_rows(self, sql: str, args: list[Any]) -> list[Any]:
         """Rows of a query on the reader's connection; StoreUnavailable when SQLite fails."""
@@ -201,7 +239,7 @@ class SqliteRecordStore:
     async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage:
         """One page of the records ``scope`` may read that match ``query``, newest first."""
         rows = await self._read_rows(*list_statement(query, scope.owner))
-        records = [TrustRecord.model_validate_json(row[0]) for row in rows[:query.limit]]
+        records = [stored_record(*row) for row in rows[:query.limit]]
         more = len(rows) > query.limit
         return RecordPage(data=records,
                           next_cursor=encode_cursor((records[-1].created_at, records[-1].id)) if more else None)

@@ -19,8 +19,8 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast
 
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
@@ -33,10 +33,18 @@ from scoring.queue import JobQueue, Process
 from scoring.rag import LABELS_KEY, RagRequest
 from scoring.settings import ScoringMode, ScoringSettings
 from scoring.throttled_log import ThrottledLog
-from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
+from scoring.types import (
+    FEEDBACK_STATUSES,
+    Feedback,
+    FeedbackRefused,
+    RecordScope,
+    ScoringJob,
+    StoreUnavailable,
+    TrustRecord,
+)
 
 from .errors import InvalidRequest, ServiceUnavailable
-from .logprobs import LogprobsAdded, ask_for_logprobs
+from .logprobs import RESPONSES_LOGPROBS, LogprobsAdded, ask_for_logprobs
 from .replies import ChatCompletion
 from .sdk_params import Endpoint
 
@@ -46,8 +54,18 @@ log = logging.getLogger("trustgate.trust")
 
 MODE_HEADER = "x-trustgate-mode"
 _MODES = ("sync", "async", "off")
-_READS = {"get": "look-up", "list": "listing", "summary": "summary"}  # store_errors' operation label: its words
+# store_errors' operation label: its words
+_READS = {"get": "look-up", "list": "listing", "summary": "summary", "feedback": "label"}
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+# How the user's call was asked for the answer's log-probabilities: on it (by the gateway or the client), not
+# (nothing to score them, or the request cannot ask without changing what the client gets), or not at all
+# because the model's provider returns none (litellm does not pass ``logprobs`` to it: Anthropic, say).
+LogprobsAsk = Literal["asked", "not_asked", "provider_gives_none"]
+# Why a scored answer has no ``lp`` (LPDetails.reason), by how its call was asked.
+_LOGPROBS_ABSENT = {"asked": "upstream_returned_none", "not_asked": "not_asked",
+                    "provider_gives_none": "provider_gives_none"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,7 @@ class TrustPlan:
     decision: Decision
     rag: RagRequest | None = None
     traceparent: str | None = None  # the request span's, carried by the scoring job
+    logprobs: LogprobsAsk = "not_asked"  # set by TrustService.upstream_body
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
@@ -152,8 +171,9 @@ class TrustService:
                          traceparent=traceparent)
 
     def upstream_body(self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *,
-                      gives_logprobs: bool) -> tuple[dict[str, Any], LogprobsAdded | None]:
-        """The body to send upstream, and what to strip from the response (None: nothing).
+                      gives_logprobs: bool) -> tuple[TrustPlan, dict[str, Any], LogprobsAdded | None]:
+        """The body to send upstream, what to strip from the response (None: nothing), and the plan knowing
+        how the call was asked (so that a record without ``lp`` says why).
 
         A scored request (not a RAG one: its scorers read documents, not
         tokens) asks for the answer's log-probabilities when an ``lp`` scorer
@@ -161,10 +181,14 @@ class TrustService:
         asked for. Only deployments that take the parameter
         (``gives_logprobs``: OpenAI-compatible ones, and providers litellm
         says accept it) are asked: scoring must never fail the user's call.
+        A client's own chat ``logprobs`` without ``top_logprobs`` loses the
+        alternatives the upstream client may add for a server that needs them.
         """
-        if not (self._answer_logprobs and gives_logprobs and plan.decision.sampled and plan.rag is None):
-            return body, None
-        return ask_for_logprobs(body, endpoint)
+        wanted = self._answer_logprobs and gives_logprobs and plan.decision.sampled and plan.rag is None
+        sent, added = ask_for_logprobs(body, endpoint, wanted=wanted)
+        asks = sent.get("logprobs") not in (None, False) or RESPONSES_LOGPROBS in (sent.get("include") or ())
+        how: LogprobsAsk = "asked" if asks else "not_asked" if gives_logprobs else "provider_gives_none"
+        return replace(plan, logprobs=how), sent, added
 
     def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
         """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.
@@ -198,7 +222,9 @@ class TrustService:
         policy: dict[str, Any] = {"mode": plan.decision.mode}
         if plan.rag is not None:
             policy[LABELS_KEY] = plan.rag.labels.as_policy()
+        absent = None if answer.logprobs or plan.rag is not None else _LOGPROBS_ABSENT[plan.logprobs]
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
+                          logprobs_absent=absent,
                           documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner,
                           completion_id=answer.completion_id, traceparent=plan.traceparent)
         outcome = await self._queue.submit(job)
@@ -233,6 +259,23 @@ class TrustService:
             return pending if scope.allows(pending) else None
         with self._store_read("get"):
             return await self._publisher.store.get(record_id, scope=scope)
+
+    async def label(self, record_id: str, feedback: Feedback, scope: RecordScope) -> TrustRecord | None:
+        """Keep a user's label on a record ``scope`` may read; None when there is none it may read (a 404).
+
+        Raises FeedbackRefused, storing nothing, for a record that takes no label: one still being scored
+        (which may not be in the store yet) or one never scored. Each label is counted.
+        """
+        current = await self.lookup(record_id, scope)
+        if current is None:
+            return None
+        if current.status not in FEEDBACK_STATUSES:
+            raise FeedbackRefused(current.status)
+        with self._store_read("feedback"):
+            record = await self._publisher.store.set_feedback(record_id, feedback, scope=scope)
+        if record is not None:
+            self._metrics.observe_feedback(record)
+        return record
 
     async def list_records(self, query: RecordQuery, scope: RecordScope) -> RecordPage:
         """A page of the stored records ``scope`` may read (a pending one is listed once it is stored)."""

@@ -13,10 +13,20 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Protocol, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "FAILURE_REASONS",
+    "FEEDBACK_STATUSES",
+    "MAX_FEEDBACK_COMMENT",
     "Ask",
     "BCCheck",
     "BCDetails",
@@ -28,6 +38,8 @@ __all__ = [
     "FactLabel",
     "Failure",
     "FailureReason",
+    "Feedback",
+    "FeedbackRefused",
     "LPDetails",
     "OVDetails",
     "RAGDetails",
@@ -133,6 +145,10 @@ class ScoringJob(BaseModel):
     answer: str
     context: list[dict[str, Any]] = Field(default_factory=list)  # the conversation before the answer
     answer_logprobs: list[float] | None = None
+    # Why answer_logprobs is None, when the gateway knows (the record's lp then says so): the provider gives
+    # none ("provider_gives_none"), it was asked and returned none ("upstream_returned_none"), or the call
+    # could not ask ("not_asked").
+    logprobs_absent: str | None = None
     documents: list[dict[str, Any]] | None = None
     policy: dict[str, Any] = Field(default_factory=dict)
     created_at: float = Field(default_factory=time.time)
@@ -360,6 +376,32 @@ class StoreUnavailable(Exception):
     """A record store cannot answer now (Redis down, database unreadable): "try again", never "no such record"."""
 
 
+# Feedback labels a scored answer: records whose scoring ran (done, or failed part-way) take one; a pending record
+# has no verdict yet, and a skipped or shed one was never scored, so a label on it would teach nothing.
+FEEDBACK_STATUSES: tuple[TrustStatus, ...] = ("done", "failed")
+MAX_FEEDBACK_COMMENT = 1000  # characters: a short note beside the label, not a document
+
+
+class Feedback(BaseModel):
+    """A user's label on a scored answer: was it right? The latest label is the one a record keeps."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    correct: StrictBool  # a JSON boolean only: "false" or 0 would read as a label nobody gave
+    # A graded label, if any: a JSON number (not true, not "0.5") in [0, 1].
+    score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
+    comment: str | None = Field(default=None, max_length=MAX_FEEDBACK_COMMENT)
+    labelled_at: float  # Unix seconds, set by the gateway when the label arrived
+
+
+class FeedbackRefused(Exception):
+    """Feedback on a record that takes none (still pending, or skipped or shed): its status says why."""
+
+    def __init__(self, status: TrustStatus) -> None:
+        super().__init__(f"a {status} trust record takes no feedback")
+        self.status = status
+
+
 class TrustRecord(BaseModel):
     id: str
     status: TrustStatus
@@ -379,6 +421,9 @@ class TrustRecord(BaseModel):
     # What was scored, so that a reader of the record (the console) can see the score's subject.
     question: str | None = None
     answer: str | None = None
+    # The latest label a user sent for the answer (POST /v1/trust/{id}/feedback); stores keep it beside the
+    # record, so a record written again (a redelivered job) keeps its label.
+    feedback: Feedback | None = None
 
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:
