@@ -117,7 +117,8 @@ def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint, *,
     return body, None
 
 
-Where = tuple[str | None, str]  # a deployment: (api_base, the model name its server expects)
+# A deployment: (api_base, the model name its server expects); behind litellm (None, the model group).
+Where = tuple[str | None, str]
 
 
 class LogprobAsking:

@@ -17,17 +17,19 @@ from proxy.upstream import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_answer_logprobs import lp_absent_because, visible_logprobs
+from tests.proxy.test_answer_logprobs import lp_absent_because, lp_config, visible_logprobs
 from tests.proxy.test_live_scoring import AUTH, AskingScorer, scoring_config
 from tests.servers import ServerThread
 
 QUESTION = [{"role": "user", "content": "Who built the first temple?"}]
 
 
-@pytest.fixture
-def llama_like(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+@pytest.fixture(params=["passthrough", "litellm"])
+def llama_like(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
+               start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    """A gateway in front of an upstream that needs top_logprobs, over either upstream path."""
     fake_upstream.logprobs_need_top = True
-    return start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+    return start_gateway(lp_config(fake_upstream.url, request.param),  # type: ignore[attr-defined]
                          scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
 
 
