@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from proxy.config import settings_from_dict
+from proxy.logprobs import LogprobAsking
 from proxy.upstream import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.conftest import gateway_config
@@ -130,3 +131,18 @@ def test_a_call_that_could_not_ask_says_so(fake_upstream: FakeUpstream,
     assert "logprobs" not in fake_upstream.requests[0]
     record = httpx.get(f"{server.url}/v1/trust/{reply.headers['x-trust-id']}", headers=AUTH, timeout=10).json()
     assert lp_absent_because(record) == "not_asked"
+
+
+def test_what_a_deployment_answered_is_remembered() -> None:
+    """Learnt once either way: a deployment that needed top_logprobs keeps it, one that did not is not watched."""
+    asking = LogprobAsking()
+    plain, needy, body = ("http://a/v1", "m"), ("http://b/v1", "m"), {"logprobs": True}
+    assert asking.learning(plain, body) and asking.learning(needy, body)
+    asking.observe(plain, body, text=True, logprobs=True)
+    asking.observe(needy, body, text=True, logprobs=False)
+    assert not asking.learning(plain, body) and asking.body_for(plain, body) == body
+    assert not asking.learning(needy, body) and asking.body_for(needy, body) == {"logprobs": True, "top_logprobs": 1}
+    asking.observe(("http://c/v1", "m"), body, text=False, logprobs=False)  # a tool call teaches nothing
+    assert asking.learning(("http://c/v1", "m"), body)
+    assert asking.body_for(needy, {"logprobs": True, "top_logprobs": 4})["top_logprobs"] == 4
+    assert "top_logprobs" not in asking.body_for(needy, {"messages": []})  # no logprobs asked: none added
