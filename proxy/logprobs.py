@@ -117,7 +117,8 @@ def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint, *,
     return body, None
 
 
-Where = tuple[str | None, str]  # a deployment: (api_base, the model name its server expects)
+# A deployment: (api_base, the model name its server expects); behind litellm (None, the model group).
+Where = tuple[str | None, str]
 
 
 class LogprobAsking:
@@ -133,6 +134,7 @@ class LogprobAsking:
 
     def __init__(self, needs_top: Iterable[Where] = ()) -> None:
         self._needs_top: set[Where] = set(needs_top)
+        self._plain_works: set[Where] = set()  # returned them for logprobs: true alone: no reply need be watched
 
     def body_for(self, where: Where, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as this deployment needs it to return the log-probabilities it asks for."""
@@ -142,11 +144,15 @@ class LogprobAsking:
 
     def learning(self, where: Where, body: dict[str, Any]) -> bool:
         """Whether a reply to ``body`` from this deployment could teach anything (else nobody need watch it)."""
-        return where not in self._needs_top and _asks_tokens_only(body)
+        return where not in self._needs_top and where not in self._plain_works and _asks_tokens_only(body)
 
     def observe(self, where: Where, body: dict[str, Any], *, text: bool, logprobs: bool) -> None:
         """A reply to ``body``: one with answer text but no log-probabilities means ``top_logprobs`` is needed."""
-        if text and not logprobs and self.learning(where, body):
+        if not self.learning(where, body):
+            return
+        if logprobs:
+            self._plain_works.add(where)
+        elif text:
             self._needs_top.add(where)
             log.info("deployment %s (%s) returned no log-probabilities for logprobs: true; asking with "
                      "top_logprobs: 1 from now on", where[1], where[0])

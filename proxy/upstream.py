@@ -15,7 +15,8 @@ remembered as speaking only chat completions, and its Responses calls go over
 litellm's responses↔chat bridge from then on. A pass-through deployment that
 answers a chat call's ``logprobs: true`` without them is remembered as needing
 ``top_logprobs: 1`` (``logprobs.LogprobAsking``; the embedded llama.cpp server
-is known to from the start). Calls to the embedded single-slot
+is known to from the start); behind litellm, whose Router picks the deployment,
+a model group is. Calls to the embedded single-slot
 model server wait for a slot here, user calls ahead of scoring calls (``slots.PrioritySlots``).
 """
 
@@ -225,24 +226,28 @@ class UpstreamClient:
         """One try at ``group``: litellm's Router picks its deployment, the pass-through path is given one."""
         litellm = self._litellm
         if litellm is not None and group not in self._fast_groups:
-            return lambda d: litellm.complete(group, body)
-        return lambda d: self._in_slot(d, priority, lambda: self._passthrough_chat(d, body))
+            if not litellm.gives_logprobs(group):  # a provider litellm passes no logprobs to: nothing to learn
+                return lambda d: litellm.complete(group, body)
+            # The Router's pick is unknown here: learnt per group.
+            return lambda d: self._chat_learning((None, group), body, lambda sent: litellm.complete(group, sent))
+        return lambda d: self._in_slot(d, priority, lambda: self._chat_learning(
+            _where(d), body, lambda sent: self._passthrough.complete(d, sent)))
 
-    async def _passthrough_chat(self, deployment: Deployment, body: dict[str, Any]) -> Completion:
-        """A pass-through chat call, asked as the deployment needs to return log-probabilities; its reply teaches
-        ``LogprobAsking`` whether it does."""
-        where = _where(deployment)
-        completion = await self._passthrough.complete(deployment, self._logprob_asking.body_for(where, body))
+    async def _chat_learning(self, where: Where, body: dict[str, Any],
+                             call: Callable[[dict[str, Any]], Awaitable[Completion]]) -> Completion:
+        """A chat call asked as ``where`` needs to return log-probabilities; its reply teaches ``LogprobAsking``
+        whether it does."""
+        completion = await call(self._logprob_asking.body_for(where, body))
         choice = completion.reply.first
         if choice is not None:
             self._logprob_asking.observe(where, body, text=bool(choice.answer_text),
                                          logprobs=bool(choice.chosen_logprobs()))
         return completion
 
-    async def _passthrough_chat_stream(self, deployment: Deployment, body: dict[str, Any]) -> UpstreamStream:
-        """A pass-through chat stream, asked and learnt from as ``_passthrough_chat`` is (read as it passes)."""
-        where = _where(deployment)
-        opened = await self._passthrough.open_stream(deployment, self._logprob_asking.body_for(where, body), "chat")
+    async def _chat_stream_learning(self, where: Where, body: dict[str, Any],
+                                    opener: Callable[[dict[str, Any]], Awaitable[UpstreamStream]]) -> UpstreamStream:
+        """A chat stream, asked and learnt from as ``_chat_learning`` does (read as it passes)."""
+        opened = await opener(self._logprob_asking.body_for(where, body))
         if not self._logprob_asking.learning(where, body):
             return opened
         return _watched(opened, lambda text, logprobs: self._logprob_asking.observe(where, body, text=text,
@@ -270,12 +275,16 @@ class UpstreamClient:
                    priority: Priority) -> DeploymentCall[UpstreamStream]:
         litellm = self._litellm
         if litellm is not None and group not in self._fast_groups:
+            if endpoint == "chat" and litellm.gives_logprobs(group):
+                return lambda d: self._chat_stream_learning(
+                    (None, group), body, lambda sent: litellm.open_stream(group, sent, endpoint))
             return lambda d: litellm.open_stream(group, body, endpoint)
         if endpoint == "responses":
             return lambda d: self._stream_in_slot(d, priority, lambda: self._responses_at(
                 d, body, self._passthrough.open_stream, self._bridge.open_stream))
         if endpoint == "chat":
-            return lambda d: self._stream_in_slot(d, priority, lambda: self._passthrough_chat_stream(d, body))
+            return lambda d: self._stream_in_slot(d, priority, lambda: self._chat_stream_learning(
+                _where(d), body, lambda sent: self._passthrough.open_stream(d, sent, "chat")))
         return lambda d: self._stream_in_slot(d, priority, lambda: self._passthrough.open_stream(d, body, endpoint))
 
     async def _stream_in_slot(self, deployment: Deployment, priority: Priority,

@@ -13,21 +13,24 @@ import httpx
 import pytest
 
 from proxy.config import settings_from_dict
+from proxy.logprobs import LogprobAsking
 from proxy.upstream import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_answer_logprobs import lp_absent_because, visible_logprobs
+from tests.proxy.test_answer_logprobs import lp_absent_because, lp_config, visible_logprobs
 from tests.proxy.test_live_scoring import AUTH, AskingScorer, scoring_config
 from tests.servers import ServerThread
 
 QUESTION = [{"role": "user", "content": "Who built the first temple?"}]
 
 
-@pytest.fixture
-def llama_like(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
+@pytest.fixture(params=["passthrough", "litellm"])
+def llama_like(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
+               start_gateway: Callable[..., ServerThread]) -> ServerThread:
+    """A gateway in front of an upstream that needs top_logprobs, over either upstream path."""
     fake_upstream.logprobs_need_top = True
-    return start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+    return start_gateway(lp_config(fake_upstream.url, request.param),  # type: ignore[attr-defined]
                          scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
 
 
@@ -128,3 +131,18 @@ def test_a_call_that_could_not_ask_says_so(fake_upstream: FakeUpstream,
     assert "logprobs" not in fake_upstream.requests[0]
     record = httpx.get(f"{server.url}/v1/trust/{reply.headers['x-trust-id']}", headers=AUTH, timeout=10).json()
     assert lp_absent_because(record) == "not_asked"
+
+
+def test_what_a_deployment_answered_is_remembered() -> None:
+    """Learnt once either way: a deployment that needed top_logprobs keeps it, one that did not is not watched."""
+    asking = LogprobAsking()
+    plain, needy, body = ("http://a/v1", "m"), ("http://b/v1", "m"), {"logprobs": True}
+    assert asking.learning(plain, body) and asking.learning(needy, body)
+    asking.observe(plain, body, text=True, logprobs=True)
+    asking.observe(needy, body, text=True, logprobs=False)
+    assert not asking.learning(plain, body) and asking.body_for(plain, body) == body
+    assert not asking.learning(needy, body) and asking.body_for(needy, body) == {"logprobs": True, "top_logprobs": 1}
+    asking.observe(("http://c/v1", "m"), body, text=False, logprobs=False)  # a tool call teaches nothing
+    assert asking.learning(("http://c/v1", "m"), body)
+    assert asking.body_for(needy, {"logprobs": True, "top_logprobs": 4})["top_logprobs"] == 4
+    assert "top_logprobs" not in asking.body_for(needy, {"messages": []})  # no logprobs asked: none added
