@@ -19,7 +19,6 @@ model server wait for a slot here, user calls ahead of scoring calls (``slots.Pr
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -33,6 +32,7 @@ from .litellm_backend import LitellmBackend, ResponsesBridge
 from .passthrough import PassthroughBackend
 from .replies import reported_tokens
 from .retries import OnScoringShed, RetryPolicy
+from .routing import GroupRouter
 from .sdk_params import Endpoint
 from .slots import Priority, PrioritySlots
 from .upstream_errors import UpstreamErrors
@@ -87,16 +87,18 @@ class UpstreamClient:
         self._passthrough = PassthroughBackend(
             http, default_timeout=settings.router_settings.timeout, errors=errors,
             max_response_bytes=settings.trustgate.upstream.max_response_bytes)
-        self._fast_groups = {
-            name for name, deployments in self._groups.items()
-            if settings.trustgate.passthrough and all(d.is_openai_compatible for d in deployments)
-        }
+        self._fast_groups = settings.passthrough_groups()
         slow_groups = set(self._groups) - self._fast_groups
         self._litellm = LitellmBackend(settings, slow_groups, errors) if slow_groups else None
         self._bridge = ResponsesBridge(errors, settings.router_settings.timeout,
                                        settings.trustgate.upstream.max_response_bytes)
         self._chat_only: set[tuple[str | None, str]] = set()  # (api_base, model) without /responses
-        self._cursor = itertools.count()
+        # litellm's Router chooses its groups' deployments and holds their max_parallel_requests itself.
+        strategy = settings.router_settings.routing_strategy
+        self._routers = {name: GroupRouter(deployments, strategy if name in self._fast_groups else "simple-shuffle",
+                                           default_timeout=settings.router_settings.timeout,
+                                           limit_parallel=name in self._fast_groups)
+                         for name, deployments in self._groups.items()}
         self._limiter = limiter or Limiter(MemoryCounters())
         self._retries = RetryPolicy(settings.router_settings, settings.trustgate.retries,
                                     on_scoring_shed=on_scoring_shed)
@@ -248,15 +250,16 @@ class UpstreamClient:
         return await bridged(deployment, body)
 
     async def _retrying(self, group: str, call: DeploymentCall[T], for_scoring: bool) -> T:
-        """Round-robin over the group's deployments, one per try, retrying what LiteLLM would retry."""
-        deployments = self._groups[group]
-        start = next(self._cursor)
+        """One deployment per try, chosen by the group's routing strategy, retrying what LiteLLM would retry."""
+        deployments, router = self._groups[group], self._routers[group]
+        tried: list[int] = []
 
         async def attempt_at(attempt: int) -> T:
-            index = (start + attempt) % len(deployments)
+            index = router.choose(tried)
+            tried.append(index)
             deployment, name = deployments[index], f"deployment:{group}:{index}"
             await self._within_limits(name, deployment)
-            result = await call(deployment)
+            result = await router.run(index, name, lambda: call(deployment))
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
             return result
