@@ -91,11 +91,9 @@ class PrioritySlots:
 
 def held_until_closed(stream: UpstreamStream, release: Callable[[], None]) -> UpstreamStream:
     """``stream``, calling ``release`` (made idempotent by ``once``) when it is closed or, as a backstop, collected."""
-    close = stream.close
-
     async def close_and_release() -> None:
         try:
-            await close()
+            await stream.close()  # refers to ``stream`` itself: a stream wrapped twice keeps the inner one alive
         finally:
             release()
 

@@ -258,8 +258,13 @@ class UpstreamClient:
             index = router.choose(tried)
             tried.append(index)
             deployment, name = deployments[index], f"deployment:{group}:{index}"
-            await self._within_limits(name, deployment)
-            result = await router.run(index, name, lambda: call(deployment))
+
+            async def within_limits() -> T:
+                await self._within_limits(name, deployment)
+                return await call(deployment)
+
+            # Counted in flight from the choice on (no await between), so concurrent tries see it.
+            result = await router.run(index, name, within_limits)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
             return result
