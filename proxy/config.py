@@ -81,8 +81,8 @@ class Deployment(BaseModel):
         """Credentials as ``SecretStr``, numbers as numbers (litellm refuses a weight of ``"3"``), ranges checked."""
         if not isinstance(value.get("model"), str) or not value["model"]:
             raise ValueError("litellm_params.model is required")
-        typed = {key: SecretStr(item) if isinstance(item, str) and _SECRET_PARAM.search(key) else item
-                 for key, item in value.items()}
+        typed: dict[str, Any] = {key: SecretStr(item) if isinstance(item, str) and _SECRET_PARAM.search(key)
+                                 else item for key, item in value.items()}
         for names, kind in ((_INT_PARAMS, int), (_FLOAT_PARAMS, float)):
             for name in names:
                 if typed.get(name) is not None:

@@ -110,9 +110,9 @@ def _section(name: str, section: Mapping[str, Any], ignored: list[IgnoredKey]) -
 def _model_list(entries: list[Any], trustgate: Any, ignored: list[IgnoredKey]) -> list[Any]:
     enabled = not isinstance(trustgate, Mapping) or trustgate.get("passthrough", True) is not False
     fast = passthrough_groups(
-        (str(entry.get("model_name")), enabled and is_openai_compatible(params.get("model"), params.get("api_base")))
-        for entry in entries if isinstance(entry, Mapping)
-        for params in [entry.get("litellm_params") if isinstance(entry.get("litellm_params"), Mapping) else {}])
+        (str(entry.get("model_name")),
+         enabled and is_openai_compatible(_params(entry).get("model"), _params(entry).get("api_base")))
+        for entry in entries if isinstance(entry, Mapping))
     kept: list[Any] = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
@@ -133,6 +133,11 @@ def _model_list(entries: list[Any], trustgate: Any, ignored: list[IgnoredKey]) -
             read["litellm_params"] = {k: v for k, v in params.items() if k in PASSTHROUGH_PARAMS}
         kept.append(read)
     return kept
+
+
+def _params(entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    params = entry.get("litellm_params")
+    return params if isinstance(params, Mapping) else {}
 
 
 def _ignored(path: str, value: Any, note: str | None = None) -> IgnoredKey:

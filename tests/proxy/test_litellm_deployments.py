@@ -50,7 +50,7 @@ def warned(caplog: pytest.LogCaptureFixture) -> list[list[str]]:
 
 
 def chat(server: ServerThread, model: str, text: str = "hello", client: httpx.Client | None = None) -> httpx.Response:
-    return (client or httpx).post(f"{server.url}/v1/chat/completions", timeout=30,  # type: ignore[attr-defined]
+    return (client or httpx).post(f"{server.url}/v1/chat/completions", timeout=30,
                                   headers={"authorization": f"Bearer {MASTER}"},
                                   json={"model": model, "messages": [{"role": "user", "content": text}]})
 
@@ -253,3 +253,16 @@ def test_a_full_deployment_is_passed_over_for_one_with_room(
             statuses = list(pool.map(lambda n: chat(server, "pair", f"p{n}").status_code, range(2)))
         assert statuses == [200, 200]
         assert sorted(r["model"] for r in slow_upstream.requests) == ["pair-a", "pair-b"]
+
+
+@pytest.mark.parametrize("strategy", ["least-busy", "latency-based-routing"])
+def test_litellms_router_takes_each_strategy_on_the_litellm_path(
+        strategy: str, tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
+        start_gateway: Callable[..., ServerThread]) -> None:
+    config = load(tmp_path, "slow_and_fast", strategy=strategy,
+                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"]["passthrough"] = False
+    server = start_gateway(config)
+    slow_upstream.delay_ms = 0.0
+    assert [chat(server, "chat", f"q{n}").status_code for n in range(4)] == [200] * 4
+    assert len(slow_upstream.requests) + len(fake_upstream.requests) == 4
