@@ -266,3 +266,13 @@ def test_litellms_router_takes_each_strategy_on_the_litellm_path(
     slow_upstream.delay_ms = 0.0
     assert [chat(server, "chat", f"q{n}").status_code for n in range(4)] == [200] * 4
     assert len(slow_upstream.requests) + len(fake_upstream.requests) == 4
+
+
+def test_the_readmes_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = next(part.split("```", 1)[0] for part in readme.split("```yaml\n") if "batch-jobs: {mode: off" in part)
+    path = tmp_path / "config.yaml"
+    path.write_text("model_list: [{model_name: gpt-4o, litellm_params: {model: openai/gpt-4o}}]\n"
+                    "general_settings: {master_key: k}\n" + block)
+    scoring = settings_from_dict(read_config(path), {}).trustgate.scoring
+    assert scoring.per_key["batch-jobs"].mode == "off" and scoring.per_key["batch-jobs"].allow_client_mode == "none"
