@@ -14,6 +14,8 @@ way. A pass-through deployment that answers ``/responses`` with 404 or 405 is
 remembered as speaking only chat completions, and its Responses calls go over
 litellm's responses↔chat bridge from then on. Calls to the embedded single-slot
 model server wait for a slot here, user calls ahead of scoring calls (``slots.PrioritySlots``).
+Which deployment of a pass-through group each try goes to is ``routing.GroupRouter``'s choice
+(``routing_strategy``, ``weight``, ``max_parallel_requests``); litellm's Router makes it for the rest.
 """
 
 from __future__ import annotations
