@@ -180,6 +180,18 @@ def test_weights_split_the_traffic(tmp_path: Path, fake_upstream: FakeUpstream,
     assert abs(split["big-box"] / 1000 - 0.75) <= 0.05, split  # weight 3 of 4
 
 
+def test_litellms_router_honours_the_weights_on_the_litellm_path(
+        tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"]["passthrough"] = False
+    server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
+    with ThreadPoolExecutor(8) as pool, httpx.Client() as client:  # fewer than above: litellm costs more per call
+        statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}", client).status_code, range(300)))
+    assert statuses == [200] * 300
+    split = Counter(completion["model"] for completion in fake_upstream.answered)
+    assert abs(split["big-box"] / 300 - 0.75) <= 0.1, split  # 4 standard deviations at 300 requests
+
+
 def test_latency_based_routing_settles_on_the_fast_deployment(
         tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
         start_gateway: Callable[..., ServerThread]) -> None:
