@@ -3,15 +3,19 @@
 The file reads like LiteLLM's proxy config (``model_list`` of ``model_name`` +
 ``litellm_params``, ``router_settings``, ``general_settings.master_key``) so users
 bring the config they already have; TrustGate's own options live under a
-``trustgate:`` section. ``os.environ/NAME`` references are resolved here, at
-load time, into ``SecretStr`` so that no other module reads the environment and
-no secret is printed by a ``repr``.
+``trustgate:`` section. ``os.environ/NAME`` references (and the config's own
+``environment_variables``, which take precedence over the process's) are
+resolved here, at load time, in every key TrustGate reads, so that no other
+module reads the environment; a deployment's credentials become ``SecretStr``
+whatever their source, so that none is printed by a ``repr``, while its
+addresses and numbers stay what they are.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -21,7 +25,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from scoring.settings import ScoringSettings
 
-from .litellm_config import merge_litellm_settings, unimplemented_keys
+from .litellm_config import (
+    ENV_PREFIX,
+    RoutingStrategy,
+    is_openai_compatible,
+    merge_litellm_settings,
+    passthrough_groups,
+    split_config,
+)
 
 __all__ = [
     "ApiKey",
@@ -39,15 +50,16 @@ __all__ = [
     "UpstreamLimits",
     "default_config_path",
     "load_settings",
+    "read_config",
 ]
 
 log = logging.getLogger("trustgate.config")
 
-ENV_PREFIX = "os.environ/"
-
-# Providers whose wire format is OpenAI's own: for these, the gateway forwards
-# the request bytes itself instead of paying litellm's per-call translation.
-OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "lm_studio/")
+# A deployment's credentials, by name: api_key, aws_secret_access_key, azure_ad_token, vertex_credentials, ...
+_SECRET_PARAM = re.compile(r"(^|_)(key|credentials?)$|secret|password|(^|_)(access|session|ad|auth|api)_token$")
+# Deployment keys that are numbers; a value read from the environment arrives as text.
+_INT_PARAMS = ("rpm", "tpm", "max_parallel_requests")
+_FLOAT_PARAMS = ("timeout", "stream_timeout", "weight")
 
 
 class ConfigError(ValueError):
@@ -65,10 +77,24 @@ class Deployment(BaseModel):
 
     @field_validator("litellm_params")
     @classmethod
-    def _needs_model(cls, value: dict[str, Any]) -> dict[str, Any]:
+    def _typed_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Credentials as ``SecretStr``, numbers as numbers (litellm refuses a weight of ``"3"``), ranges checked."""
         if not isinstance(value.get("model"), str) or not value["model"]:
             raise ValueError("litellm_params.model is required")
-        return value
+        typed: dict[str, Any] = {key: SecretStr(item) if isinstance(item, str) and _SECRET_PARAM.search(key)
+                                 else item for key, item in value.items()}
+        for names, kind in ((_INT_PARAMS, int), (_FLOAT_PARAMS, float)):
+            for name in names:
+                if typed.get(name) is not None:
+                    try:
+                        typed[name] = kind(typed[name])
+                    except (TypeError, ValueError):
+                        raise ValueError(f"litellm_params.{name} must be a number, not {typed[name]!r}") from None
+        if typed.get("weight") is not None and typed["weight"] < 0:
+            raise ValueError("litellm_params.weight must be 0 or more")
+        if typed.get("max_parallel_requests") is not None and typed["max_parallel_requests"] < 1:
+            raise ValueError("litellm_params.max_parallel_requests must be 1 or more")
+        return typed
 
     @property
     def provider_model(self) -> str:
@@ -82,9 +108,22 @@ class Deployment(BaseModel):
     @property
     def api_key(self) -> SecretStr | None:
         key = self.litellm_params.get("api_key")
-        if key is None:
-            return None
-        return key if isinstance(key, SecretStr) else SecretStr(str(key))
+        return key if isinstance(key, SecretStr) else None
+
+    @property
+    def weight(self) -> float | None:
+        """LiteLLM's share of the group's traffic for this deployment (simple-shuffle; ``proxy.routing``)."""
+        value = self.litellm_params.get("weight")
+        return float(value) if value is not None else None
+
+    @property
+    def max_parallel_requests(self) -> int | None:
+        """Calls this deployment may have in flight at once; beyond, a try fails as a provider's 429 would."""
+        value = self.litellm_params.get("max_parallel_requests")
+        return int(value) if value is not None else None
+
+    def secrets(self) -> list[str]:
+        return [v.get_secret_value() for v in self.litellm_params.values() if isinstance(v, SecretStr)]
 
     @property
     def rpm(self) -> int | None:
@@ -105,7 +144,7 @@ class Deployment(BaseModel):
 
     @property
     def is_openai_compatible(self) -> bool:
-        return self.api_base is not None and self.provider_model.startswith(OPENAI_COMPATIBLE_PREFIXES)
+        return is_openai_compatible(self.provider_model, self.api_base)
 
     @property
     def wire_model(self) -> str:
@@ -156,6 +195,9 @@ class RouterSettings(BaseModel):
     content_policy_fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
     # Another name for a model group: {alias: group} or LiteLLM's {alias: {model: group, hidden: bool}}.
     model_group_alias: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
+    # How a deployment of a group is chosen (proxy.routing; litellm's Router on the litellm path);
+    # LiteLLM's other strategies are named in the start-up warning, and this default applies.
+    routing_strategy: RoutingStrategy = "simple-shuffle"
 
     def fallbacks_for(self, group: str, kind: FallbackKind = "fallbacks") -> list[str]:
         return [name for entry in getattr(self, kind) for name in entry.get(group, [])]
@@ -393,16 +435,22 @@ class GatewaySettings(BaseModel):
             groups.setdefault(deployment.model_name, []).append(deployment)
         return groups
 
+    def passthrough_groups(self) -> set[str]:
+        """The groups the pass-through path serves: passthrough on, and every deployment OpenAI-compatible."""
+        return passthrough_groups((d.model_name, self.trustgate.passthrough and d.is_openai_compatible)
+                                  for d in self.model_list)
+
     def secrets(self) -> list[str]:
         """Every configured secret, so that error text can be scrubbed of them."""
         found = [k.key.get_secret_value() for k in self.trustgate.keys]
         if self.master_key:
             found.append(self.master_key.get_secret_value())
-        found += [d.api_key.get_secret_value() for d in self.model_list if d.api_key]
+        found += [secret for d in self.model_list for secret in d.secrets()]
         return [s for s in found if s]
 
 
 def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
+    """``value`` with its ``os.environ/NAME`` references replaced by their text (secrecy is the field's business)."""
     if isinstance(value, dict):
         return {k: _resolve_env(v, environ, f"{path}.{k}") for k, v in value.items()}
     if isinstance(value, list):
@@ -411,20 +459,26 @@ def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
         name = value[len(ENV_PREFIX):]
         if name not in environ:
             raise ConfigError(f"{path} refers to environment variable {name}, which is not set")
-        return SecretStr(environ[name])
+        return environ[name]
     return value
 
 
+def _config_environment(read: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    """The process's environment with the config's ``environment_variables`` over it, as LiteLLM applies them."""
+    given = read.pop("environment_variables", None) or {}
+    if not isinstance(given, Mapping) or any(isinstance(v, (Mapping, list)) for v in given.values()):
+        raise ConfigError("environment_variables must map names to values")
+    return {**environ, **{str(name): "" if value is None else str(value) for name, value in given.items()}}
+
+
 def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> GatewaySettings:
-    """Typed settings from a config mapping; LiteLLM keys TrustGate does not implement are named in one warning."""
-    resolved = _resolve_env(dict(raw), os.environ if environ is None else environ, "config")
+    """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning."""
+    read, ignored = split_config(raw)
+    environment = _config_environment(read, os.environ if environ is None else environ)
+    resolved = _resolve_env(read, environment, "config")
     general = resolved.pop("general_settings", None) or {}
     resolved["router_settings"] = merge_litellm_settings(resolved)
     resolved.pop("litellm_settings", None)
-    ignored = unimplemented_keys(raw)
-    for extra in ignored:
-        if "." not in extra and "[" not in extra:
-            resolved.pop(extra, None)
     try:
         settings = GatewaySettings(**resolved, master_key=general.get("master_key"))
     except ValidationError as exc:
@@ -432,8 +486,14 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     if ignored:
-        log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(ignored))
+        log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(map(str, ignored)))
     return settings
+
+
+# Errors of a choice among words, or of a flag or a number: the value as written is shown beside them
+# (no secret is a choice, a flag or a number).
+_SHOWN_INPUT = frozenset({"literal_error", "enum", "bool_parsing", "bool_type", "int_parsing", "float_parsing",
+                          "int_type", "float_type"})
 
 
 def _one_line(exc: ValidationError) -> str:
@@ -443,17 +503,43 @@ def _one_line(exc: ValidationError) -> str:
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
         return f"{path}: unknown key"
+    if error["type"] in _SHOWN_INPUT:
+        message = f"{message}, not {error['input']!r}"
     return f"{path}: {message}" if path else message
 
 
-def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML as LiteLLM reads it, except that a mode keeps the word it was written as.
+
+    YAML 1.1 reads ``off``, ``on``, ``yes`` and ``no`` as booleans, so ``mode: off``
+    would arrive as ``False``, and a wrong ``mode: yes`` could only be reported
+    as ``True``. Under a key named ``mode`` or ``*_mode`` those words stay text
+    (``true`` / ``false`` stay booleans); elsewhere booleans are LiteLLM's.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        for key, value in node.value:
+            if (isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode)
+                    and (key.value == "mode" or str(key.value).endswith("_mode"))
+                    and value.tag == "tag:yaml.org,2002:bool" and value.style is None
+                    and value.value.lower() not in ("true", "false")):
+                value.tag = "tag:yaml.org,2002:str"
+        return super().construct_mapping(node, deep)
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """A config file as a mapping, read as ``_ConfigLoader`` reads YAML."""
     try:
-        raw = yaml.safe_load(Path(path).read_text())
+        raw = yaml.load(Path(path).read_text(), Loader=_ConfigLoader)
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"config {path} must be a YAML mapping")
-    return settings_from_dict(raw, environ)
+    return raw
+
+
+def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:
+    return settings_from_dict(read_config(path), environ)
 
 
 def default_config_path() -> Path:

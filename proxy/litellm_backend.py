@@ -209,6 +209,7 @@ class LitellmBackend:
         # applied by UpstreamClient for both backends alike, so the Router itself does neither.
         self._router = self._litellm.Router(
             model_list=model_list, num_retries=0, timeout=router_settings.timeout, disable_cooldowns=True,
+            routing_strategy=router_settings.routing_strategy,
         )
         groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
         # The Router picks the deployment, so a call is bounded by its group's slowest one.

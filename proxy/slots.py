@@ -22,7 +22,7 @@ from dataclasses import replace
 from .completion import UpstreamStream
 from .errors import UpstreamTimeout
 
-__all__ = ["Priority", "PrioritySlots"]
+__all__ = ["Priority", "PrioritySlots", "held_until_closed", "once"]
 
 
 class Priority(enum.IntEnum):
@@ -80,29 +80,32 @@ class PrioritySlots:
                           open_stream: Callable[[], Awaitable[UpstreamStream]]) -> UpstreamStream:
         """Open a stream holding a slot until the stream is closed (or, as a backstop, collected)."""
         await self.acquire(priority, timeout)
-        release = _once(self.release)
+        release = once(self.release)
         try:
             stream = await open_stream()
         except BaseException:
             release()
             raise
-        close = stream.close
-
-        async def close_and_release() -> None:
-            try:
-                await close()
-            finally:
-                release()
-
-        held = replace(stream, close=close_and_release)
-        loop = asyncio.get_running_loop()
-        # A response whose body never started (client gone at once) never closes its stream:
-        # free the slot when the stream object is collected, or the model would stay taken.
-        weakref.finalize(held, _release_from_any_thread, loop, release)
-        return held
+        return held_until_closed(stream, release)
 
 
-def _once(action: Callable[[], None]) -> Callable[[], None]:
+def held_until_closed(stream: UpstreamStream, release: Callable[[], None]) -> UpstreamStream:
+    """``stream``, calling ``release`` (made idempotent by ``once``) when it is closed or, as a backstop, collected."""
+    async def close_and_release() -> None:
+        try:
+            await stream.close()  # refers to ``stream`` itself: a stream wrapped twice keeps the inner one alive
+        finally:
+            release()
+
+    held = replace(stream, close=close_and_release)
+    loop = asyncio.get_running_loop()
+    # A response whose body never started (client gone at once) never closes its stream:
+    # release when the stream object is collected, or what it holds would stay taken.
+    weakref.finalize(held, _release_from_any_thread, loop, release)
+    return held
+
+
+def once(action: Callable[[], None]) -> Callable[[], None]:
     done = False
 
     def run() -> None:

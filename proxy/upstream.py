@@ -18,12 +18,13 @@ answers a chat call's ``logprobs: true`` without them is remembered as needing
 is known to from the start); behind litellm, whose Router picks the deployment,
 a model group is. Calls to the embedded single-slot
 model server wait for a slot here, user calls ahead of scoring calls (``slots.PrioritySlots``).
+Which deployment of a pass-through group each try goes to is ``routing.GroupRouter``'s choice
+(``routing_strategy``, ``weight``, ``max_parallel_requests``); litellm's Router makes it for the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -38,6 +39,7 @@ from .logprobs import LogprobAsking, Where
 from .passthrough import PassthroughBackend
 from .replies import reported_tokens
 from .retries import OnScoringShed, RetryPolicy
+from .routing import GroupRouter
 from .sdk_params import Endpoint
 from .slots import Priority, PrioritySlots
 from .sse import SseTap
@@ -116,16 +118,18 @@ class UpstreamClient:
         self._passthrough = PassthroughBackend(
             http, default_timeout=settings.router_settings.timeout, errors=errors,
             max_response_bytes=bounds.max_response_bytes, follow_redirects=bounds.follow_redirects)
-        self._fast_groups = {
-            name for name, deployments in self._groups.items()
-            if settings.trustgate.passthrough and all(d.is_openai_compatible for d in deployments)
-        }
+        self._fast_groups = settings.passthrough_groups()
         slow_groups = set(self._groups) - self._fast_groups
         self._litellm = LitellmBackend(settings, slow_groups, errors) if slow_groups else None
         self._bridge = ResponsesBridge(errors, settings.router_settings.timeout, bounds.max_response_bytes,
                                        follow_redirects=bounds.follow_redirects)
         self._chat_only: set[tuple[str | None, str]] = set()  # (api_base, model) without /responses
-        self._cursor = itertools.count()
+        # litellm's Router chooses its groups' deployments and holds their max_parallel_requests itself.
+        strategy = settings.router_settings.routing_strategy
+        self._routers = {name: GroupRouter(deployments, strategy if name in self._fast_groups else "simple-shuffle",
+                                           default_timeout=settings.router_settings.timeout,
+                                           limit_parallel=name in self._fast_groups)
+                         for name, deployments in self._groups.items()}
         self._limiter = limiter or Limiter(MemoryCounters())
         self._retries = RetryPolicy(settings.router_settings, settings.trustgate.retries,
                                     on_scoring_shed=on_scoring_shed)
@@ -310,15 +314,21 @@ class UpstreamClient:
         return await bridged(deployment, body)
 
     async def _retrying(self, group: str, call: DeploymentCall[T], for_scoring: bool) -> T:
-        """Round-robin over the group's deployments, one per try, retrying what LiteLLM would retry."""
-        deployments = self._groups[group]
-        start = next(self._cursor)
+        """One deployment per try, chosen by the group's routing strategy, retrying what LiteLLM would retry."""
+        deployments, router = self._groups[group], self._routers[group]
+        tried: list[int] = []
 
         async def attempt_at(attempt: int) -> T:
-            index = (start + attempt) % len(deployments)
+            index = router.choose(tried)
+            tried.append(index)
             deployment, name = deployments[index], f"deployment:{group}:{index}"
-            await self._within_limits(name, deployment)
-            result = await call(deployment)
+
+            async def within_limits() -> T:
+                await self._within_limits(name, deployment)
+                return await call(deployment)
+
+            # Counted in flight from the choice on (no await between), so concurrent tries see it.
+            result = await router.run(index, name, within_limits)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
             return result

@@ -7,15 +7,27 @@ down at start-up, and nothing in scoring reads the environment itself.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 __all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
            "CpuSettings", "FactCheckSettings", "InputLimits", "LogprobSettings", "PolicySettings", "QueueSettings",
            "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
+
+
+def _mode_word(value: Any) -> Any:
+    """A mode as a config may write it: YAML's ``false`` is ``off``; ``on`` (or ``true``) is the default, async."""
+    if value is False:
+        return "off"
+    if value is True or value == "on":
+        return "async"
+    return value
+
+
+ConfiguredMode = Annotated[ScoringMode, BeforeValidator(_mode_word)]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
 # (off, or async instead of sync); any: choose freely; none: nothing, the header is ignored.
 ClientModePolicy = Literal["lower", "any", "none"]
@@ -142,7 +154,7 @@ class PolicySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: ScoringMode | None = None
+    mode: ConfiguredMode | None = None
     sample_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     sync_timeout: float | None = Field(default=None, gt=0)
     allow_client_mode: ClientModePolicy | None = None
@@ -234,7 +246,7 @@ class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     data_dir: Path = Path("var/trustgate")
-    mode: ScoringMode = "async"
+    mode: ConfiguredMode = "async"
     sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
     sync_timeout: float = Field(default=30.0, gt=0)
     # The operator decides what clients may ask for: by default a client may lower scoring's cost, never raise it.

@@ -29,12 +29,13 @@ CONFIGS = Path(__file__).with_name("litellm_configs")
 ENV = {"PRIMARY_KEY": "sk-1", "SECONDARY_KEY": "sk-2", "REDIS_HOST": "redis", "LITELLM_MASTER_KEY": "sk-master",
        "OPENAI_API_KEY": "sk-openai", "DATABASE_URL": "postgres://db", "ANTHROPIC_API_KEY": "sk-ant"}
 IGNORED = {
-    "load_balancing": ["router_settings.routing_strategy", "router_settings.redis_host", "router_settings.redis_port",
+    "load_balancing": ["router_settings.routing_strategy (usage-based-routing-v2: simple-shuffle used)",
+                       "router_settings.redis_host (os.environ/REDIS_HOST not read)", "router_settings.redis_port",
                        "router_settings.enable_pre_call_checks", "router_settings.allowed_fails",
                        "router_settings.cooldown_time"],
     "production": ["litellm_settings.drop_params", "litellm_settings.success_callback",
                    "litellm_settings.failure_callback", "litellm_settings.cache", "litellm_settings.cache_params",
-                   "general_settings.database_url", "general_settings.alerting",
+                   "general_settings.database_url (os.environ/DATABASE_URL not read)", "general_settings.alerting",
                    "general_settings.proxy_batch_write_at"],
     "observability": ["guardrails", "litellm_settings.callbacks", "litellm_settings.service_callback",
                       "litellm_settings.turn_off_message_logging"],
