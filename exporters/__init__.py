@@ -1,6 +1,6 @@
 """Exporters: functions of what the gateway and scorers produce; they never compute scores."""
 
-from .headers import TRUST_EVENT, trust_chunk, trust_event, trust_headers, trust_summary
+from .headers import TRUST_EVENT, TRUST_FIELD, trust_chunk, trust_event, trust_headers, trust_summary
 from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
 from .prometheus import (
     GatewayMetrics,
@@ -14,6 +14,7 @@ from .store import RecordStore, SqliteRecordStore, StoreUnavailable
 
 __all__ = [
     "TRUST_EVENT",
+    "TRUST_FIELD",
     "GatewayMetrics",
     "RecordPublisher",
     "RecordStore",

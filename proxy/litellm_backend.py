@@ -159,13 +159,35 @@ class _LitellmCalls:
             async for item in wrapper:
                 payload = item.model_dump(mode="json", exclude_none=True, warnings=False)
                 name = str(payload.get("type", "message")) if endpoint == "responses" else None
-                yield sse_event(payload, name=name)
+                yield sse_event(payload if name else _openai_usage_chunk(payload), name=name)
         except Exception as exc:
             raise self.translate(exc, cap) from exc
         finally:
             await _closed(wrapper)
         if endpoint != "responses":
             yield DONE_EVENT
+
+
+def _openai_usage_chunk(payload: dict[str, Any]) -> dict[str, Any]:
+    """A chunk's ``usage`` as OpenAI sends it: only on the usage chunk, with ``choices: []`` and no ``cost``.
+
+    litellm gives every chunk of a text completion stream a zero ``usage``
+    (dropped here: it reports nothing), and its usage chunk
+    (``stream_options.include_usage``) an empty filler choice (no text, delta
+    or finish_reason) and a ``cost`` field. Any other chunk is unchanged.
+    """
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return payload
+    if not any(usage.get(name) for name in ("prompt_tokens", "completion_tokens", "total_tokens")):
+        del payload["usage"]
+        return payload
+    usage.pop("cost", None)
+    choices = payload.get("choices")
+    if isinstance(choices, list) and all(isinstance(choice, dict) and not any(
+            value for name, value in choice.items() if name != "index") for choice in choices):
+        payload["choices"] = []
+    return payload
 
 
 async def _closed(wrapper: Any) -> None:
