@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -44,24 +45,27 @@ def async_client(server: ServerThread, headers: dict[str, str]) -> openai.AsyncO
                               default_headers=headers)
 
 
-def test_readme_snippet_reads_the_trust_from_the_sdk_objects(gateway: ServerThread) -> None:
-    """The README's snippet, as written there: a chat stream, then a Responses stream."""
-    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=MASTER_KEY,
-                           default_headers={"x-trustgate-mode": "sync"})
-    text, found = "", []
-    stream = client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "Hi"}],
-                                            stream=True)
-    for chunk in stream:
-        text += chunk.choices[0].delta.content or ""
-        trust = (chunk.model_extra or {}).get("trust")  # on the last chunk, in sync mode
-        if trust:
-            found.append(trust)
-    for event in client.responses.create(model="fake", input="Hi", stream=True):
-        if event.type == "response.completed":
-            found.append((event.response.model_extra or {}).get("trust"))
-    assert text == "You said: Hi"
-    assert len(found) == 2 and all(t["status"] == "done" and t["id"].startswith("trust-") for t in found)
-    assert {"score", "label", "probability", "components"} <= set(found[0])
+def readme_snippet() -> str:
+    """The README's Python block that shows where the trust object is (after the line naming this file)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    after = readme[readme.index("(`tests/proxy/test_client_loops.py` runs this)"):]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_readme_snippet_reads_the_trust_from_the_sdk_objects(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The snippet as written, against a gateway serving its model name: a chat stream, then a Responses stream."""
+    config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["model_list"][0]["model_name"] = "local"
+    server = start_gateway(config, scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    code = readme_snippet().replace("http://127.0.0.1:4000", server.url).replace("sk-trustgate-local", MASTER_KEY)
+    exec(compile(f"from openai import OpenAI\n{code}", "README.md", "exec"), {})
+    answer, chat_trust, responses_trust = capsys.readouterr().out.splitlines()
+    assert answer == "You said: Hi"
+    _, label, record_id = chat_trust.split()  # score, label and id, printed from chunk.model_extra["trust"]
+    assert record_id.startswith("trust-") and label in ("trusted", "uncertain", "untrusted", "None")
+    assert "'status': 'done'" in responses_trust and "'id': 'trust-" in responses_trust
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
