@@ -37,7 +37,7 @@ TRUST_EVENT_HEADER = "x-trustgate-trust-event"
 
 
 def _responses_tap(headers: Mapping[str, str]) -> StreamTap:
-    return ResponsesTap(trust_event=headers.get(TRUST_EVENT_HEADER, "").strip().lower() == "true")
+    return ResponsesTap(send_trust_event=headers.get(TRUST_EVENT_HEADER, "").strip().lower() == "true")
 
 
 @dataclass(frozen=True)

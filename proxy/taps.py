@@ -83,8 +83,8 @@ class TextCompletionTap(SseTap):
 class ResponsesTap:
     """A Responses API event stream: text from ``response.output_text.delta``, the terminal event held back."""
 
-    def __init__(self, *, trust_event: bool = False) -> None:
-        self._trust_event = trust_event  # the client asked for the trustgate.trust event too
+    def __init__(self, *, send_trust_event: bool = False) -> None:
+        self._trust_event = send_trust_event  # the client asked for the trustgate.trust event too
         self._buffer = b""
         self._text: list[str] = []
         self._logprobs: list[float] = []
