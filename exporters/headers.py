@@ -1,4 +1,4 @@
-"""Trust results as response headers and as the final SSE chunk of a stream."""
+"""Trust results as response headers and as the ``trust`` object a stream carries in-band."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ __all__ = ["TRUST_EVENT", "TRUST_FIELD", "TRUST_HEADER_PREFIX", "trust_chunk", "
            "trust_summary"]
 
 # The names the gateway's trust data goes by — its own: an upstream's use of them is stripped (proxy.reserved).
-TRUST_EVENT = "trustgate.trust"  # the trust event of a Responses API stream
-TRUST_FIELD = "trust"  # the top-level field of a reply or stream chunk that carries trust data
+# The trust event of a Responses API stream (sent only when the client asks for it).
+TRUST_EVENT = "trustgate.trust"
+# The field that carries a record's summary in-band: on a stream's final chunk, on the Responses
+# stream's terminal response object, and in the trust event.
+TRUST_FIELD = "trust"
 TRUST_HEADER_PREFIX = "x-trust-"  # the response headers that carry it
 
 
@@ -50,20 +53,27 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
 
 def trust_chunk(record: TrustRecord, *, completion_id: str, model: str,
                 object_type: str = "chat.completion.chunk") -> dict[str, Any]:
-    """A chunk with no choices and a ``trust`` object: OpenAI SDKs parse and keep it.
+    """A chunk carrying only the ``trust`` object, for a stream whose upstream sent no final chunk to carry it.
 
-    The gateway sends it as the stream's last event before ``data: [DONE]``;
-    ``object_type`` is ``text_completion`` in a legacy completions stream.
+    Normally the trust object rides on the upstream's own final chunk (the one
+    with ``finish_reason``). This one stands in when there is none, and has one
+    empty choice (an empty delta; in a legacy completions stream, whose
+    ``object_type`` is ``text_completion``, an empty text) so that the common
+    client loop, ``chunk.choices[0].delta.content``, reads it as nothing.
     """
+    choice: dict[str, Any] = ({"index": 0, "text": "", "logprobs": None, "finish_reason": None}
+                              if object_type == "text_completion" else
+                              {"index": 0, "delta": {}, "logprobs": None, "finish_reason": None})
     return {"id": completion_id, "object": object_type, "created": int(time.time()),
-            "model": model, "choices": [], "trust": trust_summary(record)}
+            "model": model, "choices": [choice], TRUST_FIELD: trust_summary(record)}
 
 
 def trust_event(record: TrustRecord, *, sequence_number: int) -> dict[str, Any]:
-    """The ``TRUST_EVENT`` of a Responses API stream, sent before ``response.completed``.
+    """The ``TRUST_EVENT`` of a Responses API stream, sent before its terminal event when the client asks for it.
 
-    OpenAI SDKs pass event types they do not know through to the caller (and
-    their stream accumulators skip them), so the trust object reaches code that
-    looks for it without breaking code that does not.
+    Only on request (``x-trustgate-trust-event: true``): OpenAI SDKs type an
+    event they do not know as whatever their union guesses (a
+    ``ResponseAudioDeltaEvent``), so by default the trust object rides on the
+    terminal event's response instead.
     """
-    return {"type": TRUST_EVENT, "sequence_number": sequence_number, "trust": trust_summary(record)}
+    return {"type": TRUST_EVENT, "sequence_number": sequence_number, TRUST_FIELD: trust_summary(record)}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry._logs import Logger as OtelLogger
@@ -35,6 +36,7 @@ COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov":
                    "lp": "trustgate.trust_lp", "rag": "trustgate.rag_trust"}
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's
 FEEDBACK_NAME = "trustgate.user_feedback"  # a user's label on an answer: an evaluation made by a person
+REQUEST_ID_ATTRIBUTE = "http.request.header.x-request-id"  # OTel's name for a request header (a list of values)
 _W3C = TraceContextTextMapPropagator()
 
 
@@ -96,8 +98,12 @@ class Telemetry:
 
     def start_request(self, headers: Mapping[str, str]) -> RequestTrace:
         """A server span continuing the incoming ``traceparent`` (a new trace without one)."""
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
+        request_id = headers.get("x-request-id")
+        if request_id:  # the gateway sets one on every request it serves (proxy.request_ids)
+            attributes[REQUEST_ID_ATTRIBUTE] = (request_id,)
         span = self.tracer.start_span("chat", context=_W3C.extract(headers), kind=trace.SpanKind.SERVER,
-                                      attributes={"gen_ai.operation.name": "chat"})
+                                      attributes=attributes)
         return RequestTrace(span)
 
     @contextlib.contextmanager

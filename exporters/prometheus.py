@@ -47,6 +47,7 @@ class GatewayMetrics:
     rag_refusals: Counter
     client_overrides_refused: Counter
     fallbacks_skipped: Counter
+    fallbacks: Counter
     readiness_probes: Counter
     store_shed_writes: Counter
     store_errors: Counter
@@ -163,6 +164,9 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
             "allow (ignored: the configured setting applied).", ["setting", "requested"]),
         fallbacks_skipped=counter("fallbacks_skipped", "Fallback model groups skipped because the caller's key "
                                   "may not use them.", ["model", "fallback"]),
+        fallbacks=counter("fallbacks", "User requests answered by a fallback model group instead of the group "
+                          "asked for (the request's other metrics are booked to the group that answered).",
+                          ["asked", "answered"]),
         readiness_probes=counter("readiness_probes", "Upstream probes made for /health/readiness (cached "
                                  "between probes).", []),
         store_shed_writes=counter("store_shed_writes", "Trust records not stored because the store's write "

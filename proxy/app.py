@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -43,6 +44,7 @@ from .limits import Limiter
 from .litellm_backend import check_providers
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
+from .request_ids import RequestIds, request_id_headers
 from .routes import router
 from scoring.throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
@@ -136,10 +138,28 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     app.add_middleware(RelativeRedirects)
     for mount in mounts:
         mount(app)
+    _add_cors(app, settings.trustgate.server.allowed_origins)
+    app.add_middleware(RequestIds, on_rejected=lambda: metrics.observe_request(  # outermost: every response
+        model="unknown", status=400, stream=False, seconds=0.0))
     app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)
     return app
+
+
+def _add_cors(app: FastAPI, origins: list[str]) -> None:
+    """Let browser pages from ``origins`` call the gateway; with none (the default), browsers are refused.
+
+    Closed by default because a browser would otherwise let any web page a
+    user opens drive a gateway that user can reach (one on their machine or
+    their network, open or behind keys a page could phish): CORS is what
+    stops a page's JSON POST. Credentials (cookies) are never allowed: the
+    gateway reads keys from the ``Authorization`` header only. Every response
+    header is exposed, so pages read ``x-request-id`` and the trust headers.
+    """
+    if origins:
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False, allow_methods=["*"],
+                           allow_headers=["*"], expose_headers=["*"])
 
 
 def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:
@@ -160,4 +180,6 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s", request.url.path)
-    return JSONResponse(error_body("Internal gateway error", "api_error"), status_code=500)
+    # Answered outside the middleware that sets the request id on every other response: set here.
+    return JSONResponse(error_body("Internal gateway error", "api_error"), status_code=500,
+                        headers=request_id_headers())

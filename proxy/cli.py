@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_limits
 
 from scoring.settings import ScoringSettings
 
-from .access_log import install_access_log_redaction
+from .access_log import install_access_log
 from .app import Mount, create_app
 from .banner import ready_banner
 from .config import ConfigError, GatewaySettings, default_config_path, load_settings
@@ -69,7 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
                             port=args.port if args.port is not None else server.port,
                             log_level=args.log_level, access_log=args.access_log,
                             **server_options(server))
-    install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
+    install_access_log()  # uvicorn.Config has configured its loggers by now
     gateway = _AnnouncingServer(config, settings)
     gateway.run()
     return 0 if gateway.started else 3  # uvicorn's own exit status for a failed start-up

@@ -257,6 +257,8 @@ class ServerSettings(_Section):
     header_timeout_s: float = Field(default=10.0, gt=0)  # a request head, from connect or the last response
     body_timeout_s: float = Field(default=30.0, gt=0)  # the whole body, from its head; else 408
     keep_alive_s: float = Field(default=5.0, gt=0)  # an idle kept-alive connection is closed after this
+    # Browser origins that may call the gateway (CORS, as LiteLLM's LITELLM_CORS_ORIGINS); none by default.
+    allowed_origins: list[str] = Field(default_factory=list)
 
     @property
     def per_client_connections(self) -> int:

@@ -1,14 +1,15 @@
 """OpenAI's endpoints besides chat completions, under the same rules: auth, the key's models, policy, metrics.
 
 Legacy completions and the Responses API are scored like chat (trust headers;
-in a sync stream a trust event before the end); embeddings are forwarded and
-counted, with nothing to score. ``GET /v1/models/{id}`` answers as the listing
-does: a model the key may not use reads as missing.
+in a sync stream the trust object on the stream's end, ``taps``); embeddings
+are forwarded and counted, with nothing to score. ``GET /v1/models/{id}``
+answers as the listing does: a model the key may not use reads as missing.
+Every route is served with and without the ``/v1`` prefix.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
 from .request_meter import RequestMeter
 from .replies import reported_usage
-from .routes import StreamTap, failed_request, settle_usage, stream_response, unless_client_leaves
+from .routes import StreamTap, answered_by, failed_request, settle_usage, stream_response, unless_client_leaves
 from .sdk_params import Endpoint
 from .taps import ResponsesTap, TextCompletionTap, answer_from_response, answer_from_text_completion
 from .trust import Answer
@@ -31,37 +32,48 @@ __all__ = ["router"]
 
 router = APIRouter()
 
+# A Responses client that wants the trust object as its own event too (before the terminal event) says so.
+TRUST_EVENT_HEADER = "x-trustgate-trust-event"
+
+
+def _responses_tap(headers: Mapping[str, str]) -> StreamTap:
+    return ResponsesTap(send_trust_event=headers.get(TRUST_EVENT_HEADER, "").strip().lower() == "true")
+
 
 @dataclass(frozen=True)
 class _Scored:
     """How an endpoint's answer is read for scoring: from a whole reply, and from its stream."""
 
     answer: Callable[[dict[str, Any]], Answer]
-    tap: Callable[[], StreamTap]
+    tap: Callable[[Mapping[str, str]], StreamTap]  # from the request's headers
 
 
 _SCORED: dict[Endpoint, _Scored] = {
-    "completions": _Scored(answer_from_text_completion, TextCompletionTap),
-    "responses": _Scored(answer_from_response, ResponsesTap),
+    "completions": _Scored(answer_from_text_completion, lambda headers: TextCompletionTap()),
+    "responses": _Scored(answer_from_response, _responses_tap),
 }
 
 
 @router.post("/v1/completions")
+@router.post("/completions")
 async def completions(request: Request) -> Response:
     return await _serve(request, "completions")
 
 
 @router.post("/v1/responses")
+@router.post("/responses")
 async def responses(request: Request) -> Response:
     return await _serve(request, "responses")
 
 
 @router.post("/v1/embeddings")
+@router.post("/embeddings")
 async def embeddings(request: Request) -> Response:
     return await _serve(request, "embeddings")
 
 
 @router.get("/v1/models/{model_id:path}")
+@router.get("/models/{model_id:path}")
 async def retrieve_model(model_id: str, request: Request) -> JSONResponse:
     gateway = gateway_of(request)
     caller = gateway.keys.authenticate(request.headers.get("authorization"))
@@ -93,19 +105,20 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if parsed.stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=endpoint)
-            return stream_response(gateway, opened, plan, parsed.messages, meter, scored.tap(), slot,
-                                   added=added)
+            return stream_response(gateway, opened, plan, parsed.messages, meter, scored.tap(request.headers),
+                                   slot, added=added)
         reply = await unless_client_leaves(
             request, gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use))
     except BaseException as exc:
         await failed_request(exc, slot, meter)
         raise
-    await settle_usage(gateway, group, slot, reported_usage(reply.data))
-    headers: dict[str, str] = {}
+    headers = answered_by(gateway, meter, group, reply.model_group)
+    await settle_usage(gateway, reply.model_group, slot, reported_usage(reply.data))
     record_id = None
     if scored is not None and plan is not None and plan.decision.sampled:
         answer = scored.answer(reply.data) if parsed.messages else Answer(text=None)
-        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, answer))
+        headers.update(trust_headers(await gateway.trust.score(plan.answered_by(reply.model_group),
+                                                               parsed.messages, answer)))
         record_id = plan.record_id
     meter.traced.answered(str(reply.data.get("id") or "") or None, record_id)
     meter.end(200)

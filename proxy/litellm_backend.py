@@ -140,7 +140,7 @@ class _LitellmCalls:
                     response = await call
             except Exception as exc:  # litellm raises many unrelated types; all are mapped here
                 raise self.translate(exc, cap) from exc
-        raw = orjson.dumps(response.model_dump(mode="json", warnings=False))
+        raw = orjson.dumps(_without_cost(response.model_dump(mode="json", warnings=False)))
         if endpoint == "chat":
             return checked_completion(raw, group, max_bytes=self._max_bytes, errors=self._errors)
         return checked_forwarded(raw, group, endpoint, max_bytes=self._max_bytes, errors=self._errors)
@@ -179,7 +179,7 @@ class _LitellmCalls:
                 events += 1
                 payload = item.model_dump(mode="json", exclude_none=True, warnings=False)
                 name = str(payload.get("type", "message")) if endpoint == "responses" else None
-                yield sse_event(payload, name=name)
+                yield sse_event(_without_cost(payload) if name else _openai_usage_chunk(payload), name=name)
         except Exception as exc:
             raise self.translate(exc, cap) from exc
         finally:
@@ -188,6 +188,40 @@ class _LitellmCalls:
             raise self._errors.malformed("the stream ended before its first event")
         if endpoint != "responses":
             yield DONE_EVENT
+
+
+def _openai_usage_chunk(payload: dict[str, Any]) -> dict[str, Any]:
+    """A chunk's ``usage`` as OpenAI sends it: only on the usage chunk, with ``choices: []`` and no ``cost``.
+
+    litellm gives every chunk of a text completion stream a zero ``usage``
+    (dropped here: it reports nothing), and its usage chunk
+    (``stream_options.include_usage``) an empty filler choice (no text, delta
+    or finish_reason) and a ``cost`` field. Any other chunk is unchanged.
+    """
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return payload
+    if not any(usage.get(name) for name in ("prompt_tokens", "completion_tokens", "total_tokens")):
+        del payload["usage"]
+        return payload
+    _without_cost(payload)
+    choices = payload.get("choices")
+    if isinstance(choices, list) and all(isinstance(choice, dict) and not any(
+            value for name, value in choice.items() if name != "index") for choice in choices):
+        payload["choices"] = []
+    return payload
+
+
+def _without_cost(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` without the ``cost`` litellm adds to a reply's ``usage`` (a Responses event's: its response's).
+
+    OpenAI's usage has no such field, and a client reading litellm's would read its price map's guess.
+    """
+    for holder in (payload, payload.get("response")):
+        usage = holder.get("usage") if isinstance(holder, dict) else None
+        if isinstance(usage, dict):
+            usage.pop("cost", None)
+    return payload
 
 
 async def _closed(wrapper: Any) -> None:

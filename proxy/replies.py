@@ -205,6 +205,8 @@ class ChunkDelta(_Lenient):
 class ChunkChoice(_Logprobbed):
     index: int = 0
     delta: ChunkDelta = Field(default_factory=ChunkDelta)
+    # Set on a choice's final chunk; any value counts (a provider's odd one must not cost the chunk its text).
+    finish_reason: Any = None
 
 
 class ChatCompletionChunk(_Lenient):

@@ -28,6 +28,10 @@ class RequestMeter:
         self.model, self.stream = model, stream
         self.traced.named(model, stream)
 
+    def answered_by(self, model: str) -> None:
+        """A fallback group answered: the request's metric books it there (the span names the group asked)."""
+        self.model = model
+
     def end(self, status: int, error: str | None = None) -> None:
         """Count the request with its final status and end its span (``error``: the code of a failure)."""
         self.metrics.observe_request(model=self.model, status=status, stream=self.stream,

@@ -31,12 +31,16 @@ from .trust import Answer, TrustPlan
 if TYPE_CHECKING:
     from .app import Gateway
 
-__all__ = ["StreamTap", "router", "stream_response", "unless_client_leaves"]
+__all__ = ["FALLBACK_HEADER", "MODEL_GROUP_HEADER", "StreamTap", "answered_by", "router", "stream_response",
+           "unless_client_leaves"]
 
 router = APIRouter()
 log = logging.getLogger("trustgate")
 
 T = TypeVar("T")
+
+MODEL_GROUP_HEADER = "x-trustgate-model-group"  # the model group that answered
+FALLBACK_HEADER = "x-trustgate-fallback"  # the group asked for, when a fallback group answered instead
 
 
 class StreamTap(Protocol):
@@ -48,11 +52,11 @@ class StreamTap(Protocol):
     def feed(self, chunk: bytes) -> Iterator[bytes]: ...
     def rest(self) -> bytes: ...
     def answer(self) -> Answer: ...
-    def trust_event(self, record: TrustRecord, model: str) -> bytes: ...
-    def closing(self) -> bytes: ...
+    def closing(self, trust: TrustRecord | None) -> bytes: ...
 
 
 @router.post("/v1/chat/completions")
+@router.post("/chat/completions")  # OpenAI's routes also without /v1, as LiteLLM serves them
 async def chat_completions(request: Request) -> Response:
     gateway = _gateway(request)
     meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers))
@@ -79,15 +83,30 @@ async def chat_completions(request: Request) -> Response:
     except BaseException as exc:
         await failed_request(exc, slot, meter)
         raise
-    await settle_usage(gateway, group, slot, completion.reply.usage)
+    headers = answered_by(gateway, meter, group, completion.model_group)
+    plan = plan.answered_by(completion.model_group)
+    await settle_usage(gateway, plan.model, slot, completion.reply.usage)
     answer = Answer.from_reply(completion.reply)
-    headers: dict[str, str] = {}
     if plan.decision.sampled:
-        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, answer))
+        headers.update(trust_headers(await gateway.trust.score(plan, parsed.messages, answer)))
     meter.traced.answered(answer.completion_id, plan.record_id if plan.decision.sampled else None)
     meter.end(200)
     content = added.body(completion.raw) if added is not None else completion.raw
     return Response(content, media_type="application/json", headers=headers)
+
+
+def answered_by(gateway: Gateway, meter: RequestMeter, asked: str, answered: str) -> dict[str, str]:
+    """The headers that name the group that answered, the fallback counted when it was not the one asked.
+
+    The request's metrics are booked to the group that answered (``meter``);
+    the caller books its usage and trust record there too (``TrustPlan.answered_by``).
+    """
+    headers = {MODEL_GROUP_HEADER: answered}
+    if answered != asked:
+        headers[FALLBACK_HEADER] = asked
+        gateway.metrics.fallbacks.labels(asked=asked, answered=answered).inc()
+        meter.answered_by(answered)
+    return headers
 
 
 async def settle_usage(gateway: Gateway, group: str, slot: Slot, usage: TokenUsage | None) -> None:
@@ -144,7 +163,10 @@ async def _client_gone(request: Request) -> None:
 def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
                     meter: RequestMeter, tap: StreamTap, slot: Slot, *,
                     added: LogprobsAdded | None = None) -> StreamingResponse:
-    headers = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+    """The client's stream of ``opened``: booked, scored and named after the group that answered it."""
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no",
+               **answered_by(gateway, meter, plan.model, opened.model_group)}
+    plan = plan.answered_by(opened.model_group)
     if plan.decision.sampled:
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
         chunks = _scored_stream(gateway, opened, tap, plan, messages, added)
@@ -156,16 +178,14 @@ def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, m
 
 async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: StreamTap, plan: TrustPlan,
                          messages: list[dict[str, Any]], added: LogprobsAdded | None) -> AsyncIterator[bytes]:
-    """Forward events; once the answer is complete, score it and (sync mode) send a trust event before the end.
+    """Forward events; once the answer is complete, score it and send the held-back end (sync: with the trust).
 
     With ``added`` the events lose the log-probabilities the gateway asked for (the tap has read them).
     """
     async for event in _forwarded(opened, tap):
         yield added.event(event) if added is not None else event
     record = await gateway.trust.score(plan, messages, tap.answer())
-    if plan.decision.mode == "sync":
-        yield tap.trust_event(record, plan.model)
-    closing = tap.closing()  # a Responses stream's held-back terminal event carries the whole response
+    closing = tap.closing(record if plan.decision.mode == "sync" else None)
     yield added.event(closing) if added is not None else closing
 
 
@@ -173,11 +193,11 @@ async def _plain_stream(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator
     """An unscored stream: the upstream's events, its end (``[DONE]``) only once the upstream closed cleanly."""
     async for event in _forwarded(opened, tap):
         yield event
-    yield tap.closing()
+    yield tap.closing(None)
 
 
 async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:
-    """The upstream's events as whole events, its ``[DONE]`` held back by the tap.
+    """The upstream's events as whole events, its end (``[DONE]``, the final chunk) held back by the tap.
 
     ``[DONE]`` goes to the client only after the upstream closed its stream
     cleanly: a stream that breaks after it (llama.cpp's server used to send
@@ -224,6 +244,7 @@ async def get_trust_record(record_id: str, request: Request) -> Response:
 
 
 @router.get("/v1/models")
+@router.get("/models")
 async def list_models(request: Request) -> JSONResponse:
     gateway = _gateway(request)
     caller = gateway.keys.authenticate(request.headers.get("authorization"))

@@ -1,12 +1,14 @@
 """Stream taps and answer readers for the endpoints besides chat completions.
 
 A tap forwards a stream's events as they pass, keeps the answer for scoring
-and holds back the stream's end, so that in sync mode the trust event goes out
-before it: ``[DONE]`` for legacy completions (as for chat), the terminal
-``response.completed`` (or ``.incomplete`` / ``.failed``) event for the
-Responses API, which has no ``[DONE]``. Taps and readers keep the answer's
-token log-probabilities too, where the upstream sent them (``lp``), and the
-usage it reported (metering).
+and holds back the stream's end, so that in sync mode the trust object rides on
+it: a legacy completions stream's final chunk (as for chat, ``sse``), the
+Responses API's terminal ``response.completed`` (or ``.incomplete`` /
+``.failed``) event, whose response object gets a ``trust`` field (the API has
+no ``[DONE]``). A Responses client that asks (``x-trustgate-trust-event:
+true``) also gets a ``trustgate.trust`` event just before the terminal one.
+Taps and readers keep the answer's token log-probabilities too, where the
+upstream sent them (``lp``), and the usage it reported (metering).
 """
 
 from __future__ import annotations
@@ -14,15 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
-from exporters import TRUST_EVENT, trust_chunk, trust_event
+from exporters import TRUST_EVENT, trust_event
 from scoring.types import TrustRecord
 
 from .completion import sse_event
 from .replies import TokenUsage, output_text_logprobs, reported_usage, text_completion_logprobs
 from .reserved import stripped_event
-from .sse import SseTap
+from .sse import SseTap, event_payload, with_trust
 from .trust import Answer
 
 __all__ = ["ResponsesTap", "TextCompletionTap", "answer_from_response", "answer_from_text_completion"]
@@ -59,33 +59,38 @@ def _id(data: dict[str, Any]) -> str | None:
 class TextCompletionTap(SseTap):
     """A legacy completions stream: chunks carry ``choices[].text`` instead of a delta."""
 
-    def _read(self, event: bytes) -> None:
+    object_type = "text_completion"
+
+    def _read(self, event: bytes) -> bool:
+        finishes = False
         for line in event.split(b"\n"):
-            payload = _data(line)
+            payload = event_payload(line)
             if payload is None:
                 continue
             self.completion_id = self.completion_id or str(payload.get("id") or "")
             self.model = self.model or str(payload.get("model") or "")
             self.usage = reported_usage(payload) or self.usage
-            for choice in payload.get("choices") or []:
-                if isinstance(choice, dict) and choice.get("index", 0) == 0 and isinstance(choice.get("text"), str):
+            choices = payload.get("choices")
+            for choice in choices if isinstance(choices, list) else []:
+                if not isinstance(choice, dict):
+                    continue
+                finishes = finishes or choice.get("finish_reason") is not None
+                if choice.get("index", 0) == 0 and isinstance(choice.get("text"), str):
                     self._text.append(choice["text"])
                     self._logprobs += text_completion_logprobs(choice.get("logprobs"))
-
-    def trust_event(self, record: TrustRecord, model: str) -> bytes:
-        return sse_event(trust_chunk(record, completion_id=self.completion_id, model=self.model or model,
-                                     object_type="text_completion"))
+        return finishes
 
 
 class ResponsesTap:
     """A Responses API event stream: text from ``response.output_text.delta``, the terminal event held back."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, send_trust_event: bool = False) -> None:
+        self._trust_event = send_trust_event  # the client asked for the trustgate.trust event too
         self._buffer = b""
         self._text: list[str] = []
         self._logprobs: list[float] = []
         self._tool_calls = False
-        self._held = b""
+        self._held: list[bytes] = []
         self._sequence = 0
         self.completion_id = ""  # the response's id, from its first event
         self.usage: TokenUsage | None = None  # from the terminal event's response
@@ -100,12 +105,12 @@ class ResponsesTap:
             event = raw + b"\n\n"
             kind = self._read(raw)
             if kind in _TERMINAL:
-                self._held += event
+                self._held.append(event)
                 continue
             yield event
 
     def _read(self, event: bytes) -> str | None:
-        payload = next((p for p in map(_data, event.split(b"\n")) if p is not None), None)
+        payload = next((p for p in map(event_payload, event.split(b"\n")) if p is not None), None)
         if payload is None:
             return None
         kind = payload.get("type")
@@ -131,18 +136,11 @@ class ResponsesTap:
         return Answer(text="".join(self._text), has_tool_calls=self._tool_calls, logprobs=self._logprobs or None,
                       completion_id=self.completion_id or None)
 
-    def trust_event(self, record: TrustRecord, model: str) -> bytes:
-        return sse_event(trust_event(record, sequence_number=self._sequence), name=TRUST_EVENT)
-
-    def closing(self) -> bytes:
-        return self._held
-
-
-def _data(line: bytes) -> dict[str, Any] | None:
-    if not line.startswith(b"data:"):
-        return None
-    try:
-        payload = orjson.loads(line[5:])
-    except orjson.JSONDecodeError:
-        return None
-    return payload if isinstance(payload, dict) else None
+    def closing(self, trust: TrustRecord | None) -> bytes:
+        """The held terminal event, ``trust`` (sync mode) on its response object; the trust event first if asked."""
+        if trust is None:
+            return b"".join(self._held)
+        ending = b"".join(with_trust(event, trust, inside="response") for event in self._held)
+        if self._trust_event:
+            ending = sse_event(trust_event(trust, sequence_number=self._sequence), name=TRUST_EVENT) + ending
+        return ending

@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -46,6 +45,7 @@ from scoring.types import (
 from .errors import InvalidRequest, ServiceUnavailable
 from .logprobs import RESPONSES_LOGPROBS, LogprobsAdded, ask_for_logprobs
 from .replies import ChatCompletion
+from .request_ids import REQUEST_ID_HEADER, valid_request_id
 from .sdk_params import Endpoint
 
 __all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
@@ -56,7 +56,6 @@ MODE_HEADER = "x-trustgate-mode"
 _MODES = ("sync", "async", "off")
 # store_errors' operation label: its words
 _READS = {"get": "look-up", "list": "listing", "summary": "summary", "feedback": "label"}
-_CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
 # How the user's call was asked for the answer's log-probabilities: on it (by the gateway or the client), not
@@ -77,6 +76,18 @@ class TrustPlan:
     rag: RagRequest | None = None
     traceparent: str | None = None  # the request span's, carried by the scoring job
     logprobs: LogprobsAsk = "not_asked"  # set by TrustService.upstream_body
+    request_id: str | None = None  # the request's x-request-id, carried to the record
+    asked_model: str | None = None  # the group the client asked for, when a fallback group answered
+
+    def answered_by(self, group: str) -> TrustPlan:
+        """The plan for the answer ``group`` gave: scored and booked as that group's, naming the one asked.
+
+        Scoring re-asks the group that answered (its consistency is the answer's),
+        and the record says which group the client asked for.
+        """
+        if group == self.model:
+            return self
+        return replace(self, model=group, asked_model=self.asked_model or self.model)
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
@@ -160,7 +171,8 @@ class TrustService:
             decision = Decision(mode="off", sync_timeout=self._settings.sync_timeout, sampled=False)
         else:
             decision = decide(self._settings, model=model, key_name=key_name,
-                              request_key=self._sample_key(key_name, headers.get("x-request-id", ""), body, record_id),
+                              request_key=self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""), body,
+                                                           record_id),
                               mode_header=cast("ScoringMode | None", mode_header))
         if decision.refused_mode is not None:
             self._metrics.client_overrides_refused.labels(setting="mode", requested=decision.refused_mode).inc()
@@ -168,7 +180,7 @@ class TrustService:
                                  "allow_client_mode; scoring in %s mode", MODE_HEADER, decision.refused_mode,
                                  key_name, model, decision.mode)
         return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
-                         traceparent=traceparent)
+                         traceparent=traceparent, request_id=headers.get(REQUEST_ID_HEADER))
 
     def upstream_body(self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *,
                       gives_logprobs: bool) -> tuple[TrustPlan, dict[str, Any], LogprobsAdded | None]:
@@ -197,7 +209,7 @@ class TrustService:
         compute nor reuse request ids that are always sampled: the fraction
         scored stays the configured sample rate.
         """
-        if not _CLIENT_REQUEST_ID.match(client_id):
+        if not valid_request_id(client_id):
             return record_id
         digest = hashlib.blake2b(key=self._sample_secret, digest_size=16)
         for part in (key_name.encode(), client_id.encode(), body):
@@ -211,14 +223,15 @@ class TrustService:
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
             return TrustRecord(id=plan.record_id, status="failed", model=plan.model, owner=plan.owner,
-                               error=type(exc).__name__)
+                               request_id=plan.request_id, asked_model=plan.asked_model, error=type(exc).__name__)
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:
             return self._publish_later(TrustRecord(id=plan.record_id, status="skipped", model=plan.model,
-                                                   owner=plan.owner, error=f"skipped: {reason}"))
+                                                   owner=plan.owner, request_id=plan.request_id,
+                                                   asked_model=plan.asked_model, error=f"skipped: {reason}"))
         policy: dict[str, Any] = {"mode": plan.decision.mode}
         if plan.rag is not None:
             policy[LABELS_KEY] = plan.rag.labels.as_policy()
@@ -226,7 +239,8 @@ class TrustService:
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
                           logprobs_absent=absent,
                           documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner,
-                          completion_id=answer.completion_id, traceparent=plan.traceparent)
+                          completion_id=answer.completion_id, traceparent=plan.traceparent,
+                          request_id=plan.request_id, asked_model=plan.asked_model)
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             full = outcome == "shed"

@@ -156,6 +156,10 @@ class ScoringJob(BaseModel):
     # and the request span's W3C traceparent (None when tracing is off).
     completion_id: str | None = None
     traceparent: str | None = None
+    # The request's ``x-request-id`` (the client's, or the gateway's own), and the model group the client asked
+    # for when a fallback group answered (``model`` is then the group that answered): copied to the record.
+    request_id: str | None = None
+    asked_model: str | None = None
 
 
 class _Details(BaseModel):
@@ -424,11 +428,16 @@ class TrustRecord(BaseModel):
     # The latest label a user sent for the answer (POST /v1/trust/{id}/feedback); stores keep it beside the
     # record, so a record written again (a redelivered job) keeps its label.
     feedback: Feedback | None = None
+    # Correlation: the request's ``x-request-id``, and the group asked for when a fallback answered
+    # (``model`` is the group that answered, whose answer was scored); None when the asked group answered.
+    request_id: str | None = None
+    asked_model: str | None = None
 
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:
-        """A record of ``job``: its id, model, owner and creation time carried over, so none is ever lost."""
-        return cls(id=job.id, status=status, model=job.model, owner=job.owner, created_at=job.created_at, **fields)
+        """A record of ``job``: its id, model, owner, correlation and creation time carried over, so none is lost."""
+        return cls(id=job.id, status=status, model=job.model, owner=job.owner, created_at=job.created_at,
+                   request_id=job.request_id, asked_model=job.asked_model, **fields)
 
     @property
     def upstream_calls(self) -> int:

@@ -1,4 +1,5 @@
-"""Access logs never carry query-string values: `trustgate serve` as a real process, its log captured."""
+"""Access logs never carry query-string values, and name each request's id: `trustgate serve` as a real process,
+its log captured."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def test_redact_query_keeps_the_path_and_plain_parameter_names() -> None:
     assert redact_query("/x?sk-secret-as-a-name&a%20b=c") == "/x?[redacted]&[redacted]"
 
 
-def test_a_key_in_a_query_string_is_not_in_the_access_log(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+def test_the_access_log_has_no_query_values_and_names_request_ids(fake_upstream: FakeUpstream,
+                                                                   tmp_path: Path) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"store": {"path": str(tmp_path / "records.sqlite3")},
                            "scoring": {"consistency": {"enabled": False}, "factcheck": {"enabled": False},
@@ -49,11 +51,14 @@ def test_a_key_in_a_query_string_is_not_in_the_access_log(fake_upstream: FakeUps
                 except httpx.TransportError:
                     time.sleep(0.1)
             reply = httpx.get(f"{url}/v1/models?key={MASTER_KEY}&api_key={MASTER_KEY}",
-                              headers={"authorization": f"Bearer {MASTER_KEY}"}, timeout=10)
+                              headers={"authorization": f"Bearer {MASTER_KEY}", "x-request-id": "log-me-1"},
+                              timeout=10)
             assert reply.status_code == 200
+            generated = httpx.get(f"{url}/v1/models", timeout=10).headers["x-request-id"]  # a 401
         finally:
             process.terminate()
             process.wait(timeout=20)
     text = log.read_text()
-    assert '"GET /v1/models?key=[redacted]&api_key=[redacted] HTTP/1.1" 200' in text
+    assert '"GET /v1/models?key=[redacted]&api_key=[redacted] HTTP/1.1" 200 OK request_id=log-me-1' in text
+    assert f'"GET /v1/models HTTP/1.1" 401 Unauthorized request_id={generated}' in text
     assert MASTER_KEY not in text

@@ -121,7 +121,7 @@ def test_sync_timeout_returns_pending_and_the_score_lands_later(
 def test_off_mode_scores_nothing(scored_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     response = chat(scored_gateway, headers={"x-trustgate-mode": "off"})
     assert response.status_code == 200
-    assert not [h for h in response.headers if h.startswith("x-trust")]
+    assert not [h for h in response.headers if h.startswith("x-trust-")]
     assert len(fake_upstream.requests) == 1  # no scoring calls
 
 
@@ -131,20 +131,21 @@ def test_invalid_mode_header_is_400(scored_gateway: ServerThread, fake_upstream:
     assert fake_upstream.requests == []
 
 
-def test_streaming_sync_sends_a_trust_chunk_before_done(scored_gateway: ServerThread) -> None:
+def test_streaming_sync_puts_the_trust_on_the_final_chunk(scored_gateway: ServerThread) -> None:
     client = openai.OpenAI(base_url=f"{scored_gateway.url}/v1", api_key=MASTER_KEY, max_retries=0,
                            default_headers={"x-trustgate-mode": "sync"})
     chunks = list(client.chat.completions.create(
         model="fake", messages=[{"role": "user", "content": "stream me"}], stream=True))
-    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)  # every chunk has a choice
     assert text == "You said: stream me"
     trust = chunks[-1].model_extra["trust"]  # type: ignore[index]
-    assert chunks[-1].choices == []
+    assert chunks[-1].choices[0].finish_reason == "stop"  # the upstream's own final chunk carries it
     assert trust["status"] == "done" and trust["components"] == {"bc": 0.9, "fc": 0.5, "ov": pytest.approx(0.58)}
+    assert not any("trust" in (c.model_extra or {}) for c in chunks[:-1])
     with httpx.stream("POST", f"{scored_gateway.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "sync"},
                       json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "x"}]}) as raw:
         events = [line for line in raw.iter_lines() if line.startswith("data: ")]
-    assert '"trust"' in events[-2] and events[-1] == "data: [DONE]"
+    assert '"trust"' in events[-2] and '"finish_reason":"stop"' in events[-2] and events[-1] == "data: [DONE]"
 
 
 def test_streaming_async_scores_the_assembled_answer(scored_gateway: ServerThread) -> None:

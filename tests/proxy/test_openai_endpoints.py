@@ -3,7 +3,9 @@
 Each runs against a real gateway and the fake upstream over loopback; the
 Responses API also against an upstream without ``/responses`` (translated to
 chat completions by litellm's bridge). Answers of completions and Responses
-are scored like chat: trust headers, and a trust event before a sync stream ends.
+are scored like chat: trust headers, and in a sync stream the trust object on
+the stream's end (the final chunk; ``response.completed``'s response), where
+the SDK keeps it in ``model_extra``.
 """
 
 from __future__ import annotations
@@ -61,21 +63,36 @@ def test_responses_non_streamed_is_answered_and_scored(gateway: ServerThread, fa
         assert {"role": "user", "content": "Who built the first temple?"} in forwarded["messages"]
 
 
-def test_responses_stream_ends_with_trust_then_completed(gateway: ServerThread) -> None:
+def test_responses_stream_carries_the_trust_on_response_completed(gateway: ServerThread) -> None:
     events = list(sync_client(gateway, **SYNC).responses.create(model="fake", input="stream me", stream=True))
     kinds = [event.type for event in events]
     text = "".join(event.delta for event in events if event.type == "response.output_text.delta")
     assert text == "You said: stream me"
-    assert kinds[-2:] == ["trustgate.trust", "response.completed"]
-    trust = events[-2].model_extra["trust"] if events[-2].model_extra else events[-2].trust  # type: ignore[union-attr]
-    assert trust["status"] == "done" and trust["components"]["bc"] == 0.9
-    assert events[-1].response.output_text == "You said: stream me"  # type: ignore[union-attr]
+    assert kinds[-1] == "response.completed" and "trustgate.trust" not in kinds  # no event the SDK mistypes
+    completed = events[-1]
+    assert isinstance(completed, openai.types.responses.ResponseCompletedEvent)
+    trust = (completed.response.model_extra or {})["trust"]
+    assert trust["status"] == "done" and set(trust["components"]) == {"bc", "fc", "ov"}
+    assert completed.response.output_text == "You said: stream me"
 
 
-def test_responses_stream_helper_accumulates_past_the_trust_event(gateway: ServerThread) -> None:
+def test_responses_stream_helper_keeps_the_trust_on_the_final_response(gateway: ServerThread) -> None:
     with sync_client(gateway, **SYNC).responses.stream(model="fake", input="helper") as stream:
         final = stream.get_final_response()
     assert final.output_text == "You said: helper"
+    assert (final.model_extra or {})["trust"]["status"] == "done"
+
+
+def test_responses_trust_event_only_when_asked(gateway: ServerThread) -> None:
+    """``x-trustgate-trust-event: true`` adds the ``trustgate.trust`` event before the terminal one."""
+    asks = {**SYNC, "x-trustgate-trust-event": "true"}
+    with httpx.stream("POST", f"{gateway.url}/v1/responses", headers={**AUTH, **asks},
+                      json={"model": "fake", "input": "event please", "stream": True}, timeout=30) as raw:
+        names = [line[len("event: "):] for line in raw.iter_lines() if line.startswith("event: ")]
+    assert names[-2:] == ["trustgate.trust", "response.completed"]
+    with sync_client(gateway, **asks).responses.stream(model="fake", input="helper with event") as stream:
+        final = stream.get_final_response()  # the SDK's accumulator passes the extra event by
+    assert final.output_text == "You said: helper with event" and "trust" in (final.model_extra or {})
 
 
 def test_responses_async_client(gateway: ServerThread) -> None:
@@ -99,8 +116,9 @@ def test_completions_scored_like_chat(gateway: ServerThread, fake_upstream: Fake
     assert raw.headers["x-trust-status"] == "done" and raw.headers["x-trust-bc"] == "0.9000"
     chunks = list(sync_client(gateway, **SYNC).completions.create(model="fake", prompt="legacy stream",
                                                                    stream=True))
-    assert "".join(c.choices[0].text or "" for c in chunks if c.choices) == "You said: legacy stream"
-    assert chunks[-1].choices == [] and chunks[-1].model_extra["trust"]["status"] == "done"  # type: ignore[index]
+    assert "".join(c.choices[0].text or "" for c in chunks) == "You said: legacy stream"  # a choice in every chunk
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert (chunks[-1].model_extra or {})["trust"]["status"] == "done"
 
     async def ask() -> str:
         async with async_client(gateway) as client:

@@ -1,4 +1,5 @@
-"""The SSE tap re-frames events exactly and collects the answer, whatever the chunk boundaries."""
+"""The SSE tap re-frames events exactly and collects the answer, whatever the chunk boundaries; it holds the
+stream's end back and puts the trust object on the upstream's final chunk."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import orjson
 
 from proxy.sse import SseTap
 from proxy.trust import Answer
+from scoring.types import ComponentResult, TrustRecord
 
 
 def event(payload: dict[str, object]) -> bytes:
@@ -49,3 +51,49 @@ def test_a_malformed_chunk_is_forwarded_and_skipped() -> None:
     raw = STREAM.replace(b"data: [DONE]\n\n", b"".join(bad) + b"data: [DONE]\n\n")
     assert b"".join(tap.feed(raw)) == raw.removesuffix(b"data: [DONE]\n\n")
     assert tap.answer().text == "Paris" and tap.done
+
+
+FINISH = event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+USAGE = event({"id": "c1", "model": "m", "choices": [],
+               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+
+
+def scored_record() -> TrustRecord:
+    return TrustRecord(id="trust-1", status="done", model="m", score=0.7, label="uncertain",
+                       components={"bc": ComponentResult(component="bc", value=0.7)})
+
+
+def payloads(raw: bytes) -> list[dict[str, object]]:
+    return [orjson.loads(line[6:]) for line in raw.split(b"\n") if line.startswith(b"data: {")]
+
+
+def test_the_final_chunk_and_what_follows_it_are_held_and_carry_the_trust() -> None:
+    """include_usage: OpenAI's usage chunk (empty choices) follows the final chunk; it stays the upstream's."""
+    raw = STREAM.replace(b"data: [DONE]\n\n", FINISH + USAGE + b"data: [DONE]\n\n")
+    tap = SseTap()
+    passed = b"".join(tap.feed(raw))
+    assert passed == STREAM.removesuffix(b"data: [DONE]\n\n")  # everything before the final chunk, as sent
+    assert tap.usage is not None and tap.usage.total == 5
+    closing = tap.closing(scored_record())
+    assert closing.endswith(b"data: [DONE]\n\n")
+    final, usage = payloads(closing)
+    assert final["trust"] == {"id": "trust-1", "status": "done", "score": 0.7, "label": "uncertain",
+                              "probability": None, "components": {"bc": 0.7}}
+    assert final["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    assert usage == orjson.loads(USAGE[6:]) and "trust" not in usage  # the upstream's, untouched
+
+
+def test_without_trust_the_held_end_goes_out_as_it_came() -> None:
+    raw = STREAM.replace(b"data: [DONE]\n\n", FINISH + USAGE + b"data: [DONE]\n\n")
+    tap = SseTap()
+    assert b"".join(tap.feed(raw)) + tap.closing(None) == raw
+
+
+def test_a_stream_without_a_final_chunk_gets_a_trust_chunk_with_one_empty_choice() -> None:
+    tap = SseTap()
+    list(tap.feed(STREAM))
+    closing = tap.closing(scored_record())
+    (stand_in,) = payloads(closing)
+    assert stand_in["choices"] == [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": None}]
+    assert stand_in["trust"]["id"] == "trust-1" and stand_in["id"] == "c1"  # type: ignore[index]
+    assert closing.endswith(b"data: [DONE]\n\n")
