@@ -38,7 +38,7 @@ from .errors import error_body
 from scoring.throttled_log import ThrottledLog
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
-           "reserved_only", "server_options"]
+           "server_options"]
 
 log = logging.getLogger("trustgate.server")
 
@@ -66,7 +66,7 @@ def _reserved_path(path: str) -> bool:
     return path.startswith("/health/") or path == "/metrics"
 
 
-def reserved_only(app: ASGIApp) -> ASGIApp:
+def _reserved_only(app: ASGIApp) -> ASGIApp:
     """``app`` for a connection in the reserve: probes and scrapes only, each on a connection closed after it."""
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
@@ -115,7 +115,7 @@ class GuardedH11Protocol(H11Protocol):
                 self._peer = peer
                 self.peers[peer] += 1
             if len(self.connections) > settings.max_connections:
-                self.app = reserved_only(self.app)
+                self.app = _reserved_only(self.app)
             self._await_request_head()
             return
         transport.write(refusal)

@@ -9,6 +9,7 @@ while every other user's sync score waited behind it; now it is skipped
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,10 @@ import httpx
 import pytest
 import yaml
 
+from scoring.pipeline import ScoringPipeline
 from scoring.policy import within_limits
-from scoring.settings import InputLimits
-from scoring.types import ScoringJob
+from scoring.settings import InputLimits, ScoringSettings
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import serve_config
 from tests.fake_upstream import FakeUpstream, last_user_text
@@ -110,3 +112,20 @@ def test_an_answer_past_the_bound_is_not_scored() -> None:
     limits = InputLimits(max_answer_chars=100)
     assert within_limits(ScoringJob(id="j", model="m", question="q", answer="a" * 101), limits) is None
     assert within_limits(ScoringJob(id="j", model="m", question="q", answer="a" * 100), limits) is not None
+
+
+class RefusingScorer(Scorer):
+    """Fails the test if it is ever given the job."""
+
+    name = "bc"
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        raise AssertionError("a too-long answer reached a scorer")
+
+
+def test_a_five_megabyte_answer_is_skipped_before_any_scorer_sees_it() -> None:
+    """It used to reach spaCy, fail with E088 and be logged as an internal failure."""
+    pipeline = ScoringPipeline([RefusingScorer()], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
+                               ScoringSettings())
+    record = asyncio.run(pipeline.run(ScoringJob(id="j", model="m", question="q", answer="word " * 1_000_000)))
+    assert (record.status, record.error, record.components) == ("skipped", "skipped: too_long", {})
