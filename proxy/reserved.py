@@ -57,7 +57,8 @@ def stripped_event(event: bytes) -> bytes | None:
     Judged as a client's SSE reader reads it: a lone CR ends a line too, so
     what looks like one event may be several, each judged on its own; the data
     of several ``data:`` lines is joined. A ``trustgate.trust`` event (by name
-    or by type) is dropped; a ``trust`` field is taken out of its payload.
+    or by type) is dropped; a ``trust`` field is taken out of its payload, and out of the response object
+    a Responses event carries (where the gateway puts its own on ``response.completed``).
     """
     if not _may_name(event):
         return event
@@ -85,8 +86,11 @@ def _stripped_group(lines: list[bytes]) -> bytes | None:
         return original
     if payload.get("type") == TRUST_EVENT:
         return None
-    if TRUST_FIELD not in payload:
+    inner = payload.get("response")  # a Responses event's response object, where the gateway puts its own
+    holders = [holder for holder in (payload, inner) if isinstance(holder, dict) and TRUST_FIELD in holder]
+    if not holders:
         return original
-    del payload[TRUST_FIELD]
+    for holder in holders:
+        del holder[TRUST_FIELD]
     rest = [line for (name, _), line in zip(fields, lines, strict=True) if name != b"data"]
     return b"\n".join([*rest, b"data: " + orjson.dumps(payload)])

@@ -128,7 +128,8 @@ def test_following_redirects_stays_on_the_origin(path: str, hostile: HostileUpst
 # --- Reserved names ----------------------------------------------------------------------------------------------
 
 def _trust_objects(response: httpx.Response) -> list[Any]:
-    """Every trust object a client reads: the reply's ``trust`` field, or the stream's events' (read as SSE)."""
+    """Every trust object a client reads: the reply's ``trust`` field, or the stream's (read as SSE): a chunk's,
+    a trust event's, or the one on a Responses stream's terminal response."""
     if not response.headers["content-type"].startswith("text/event-stream"):
         data = response.json()
         return [data["trust"]] if "trust" in data else []
@@ -142,6 +143,9 @@ def _trust_objects(response: httpx.Response) -> list[Any]:
         assert not any(line == "event: trustgate.trust" for line in lines) or "trust" in payload
         if "trust" in payload or payload.get("type") == "trustgate.trust":
             found.append(payload.get("trust"))
+        response_object = payload.get("response")
+        if isinstance(response_object, dict) and "trust" in response_object:  # on response.completed
+            found.append(response_object["trust"])
     return found
 
 
