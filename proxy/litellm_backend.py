@@ -50,6 +50,7 @@ from .completion import (
 )
 from .config import ConfigError, Deployment, GatewaySettings
 from .errors import GatewayError
+from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors
@@ -79,13 +80,14 @@ def _import_litellm() -> Any:
     litellm.telemetry = False
     if litellm.aclient_session is None:
         # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
-        litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True)
+        litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True,
+                                                    max_redirects=MAX_REDIRECTS)
     # The providers litellm reaches with its own HTTP handler (anthropic/, ...) get their transport from
     # this one factory (aiohttp's by default, which decodes and follows redirects unbounded): ours instead.
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
-    AsyncHTTPHandler.create_async_transport = staticmethod(_guarded_transport)
-    AsyncHTTPHandler._create_async_transport = staticmethod(_guarded_transport)
+    for name in ("create_async_transport", "_create_async_transport"):  # the factory, and its older alias
+        setattr(AsyncHTTPHandler, name, staticmethod(_guarded_transport))
     return litellm
 
 

@@ -175,4 +175,5 @@ class CappedTransport(httpx.AsyncBaseTransport):
             await pool.aclose()
 
     async def aclose(self) -> None:
-        await self.close_loop_pool()
+        """Nothing: the transport is shared by clients litellm builds and drops (its cache closes them when they
+        expire) while other calls still use its pools, which close with the backend (``close_loop_pool``)."""
