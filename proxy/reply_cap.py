@@ -69,9 +69,10 @@ class NotAStream(httpx.DecodingError):
 
 
 # What the providers litellm reaches stream as: server-sent events (OpenAI, Azure, Anthropic, ...),
-# newline-delimited JSON (Ollama), AWS's event stream (Bedrock), a JSON array (Gemini without SSE).
-_STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream",
-                           "application/json"})
+# newline-delimited JSON (Ollama's own API, Cohere's older one), AWS's event stream (Bedrock), a JSON
+# array (Gemini without SSE).
+_STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson", "application/stream+json",
+                           "application/vnd.amazon.eventstream", "application/json"})
 
 
 _current: ContextVar[ReplyCap | None] = ContextVar("trustgate_reply_cap", default=None)

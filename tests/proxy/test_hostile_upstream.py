@@ -23,7 +23,7 @@ import yaml
 
 from tests.conftest import MASTER_KEY
 from tests.e2e.gateway_process import free_port, serve_config
-from tests.hostile_upstream import FORGED, HostileUpstream, Recorder, bomb
+from tests.hostile_upstream import ANSWER, FORGED, HostileUpstream, Recorder, bomb
 from tests.proxy.test_live_scoring import AskingScorer
 from tests.proxy.test_upstream_misbehaviour import openai_error
 from tests.servers import ServerThread
@@ -219,6 +219,26 @@ def test_a_reply_in_an_encoding_the_gateway_does_not_read_is_a_502(
     hostile.behaviour = f"encoding:{coding}"
     server = start_gateway(hostile_config(hostile, path=path))
     assert openai_error(call(server.url, mode="off"), 502)["code"] == "upstream_bad_encoding"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize(("provider", "path"), REDIRECTED, ids=[f"{p}-{q}" for p, q in REDIRECTED])
+def test_a_compressed_answer_within_the_cap_is_read_on_every_provider(
+        provider: str, path: str, stream: bool, hostile: HostileUpstream,
+        start_gateway: Callable[..., ServerThread]) -> None:
+    """Decoding stays for an upstream that compresses anyway: the same transport serves every provider."""
+    hostile.behaviour = "gzip-answer"
+    server = start_gateway(hostile_config(hostile, provider=provider, path=path))
+    response = call(server.url, stream=stream, mode="off")
+    assert response.status_code == 200, response.text
+    assert hostile.requests[-1].headers["accept-encoding"] == "identity"
+    if stream:
+        chunks = [orjson.loads(line[6:]) for line in response.text.splitlines()
+                  if line.startswith("data: {")]
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == ANSWER
+        assert response.text.endswith("data: [DONE]\n\n")
+    else:
+        assert response.json()["choices"][0]["message"]["content"] == ANSWER
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
