@@ -7,9 +7,10 @@ and memory.
 It behaves as the pass-through path does: failures go through the same
 ``UpstreamErrors`` mapping, a call is bounded by a deadline (the group's
 ``timeout``; for a stream its ``stream_timeout`` when set) and by
-``max_response_bytes`` — counted as the body streams in for the providers
-litellm reaches through the OpenAI SDK (``reply_cap``) — a chat reply must
-parse as a chat completion, and deployments are never put in cooldown — litellm would
+``max_response_bytes`` — counted as the body streams in and decodes, for every
+provider, on the one HTTP transport all of litellm's calls take (``reply_cap``,
+which also refuses redirects) — a reply must have its endpoint's shape and a
+stream at least one event, and deployments are never put in cooldown — litellm would
 otherwise bench a deployment for every client after one client's 401 or 404
 (or a 404 on ``/responses``), which the pass-through path never does. Retries
 and fallbacks are UpstreamClient's, for both paths alike.
