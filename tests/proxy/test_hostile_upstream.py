@@ -21,6 +21,7 @@ import orjson
 import pytest
 import yaml
 
+from exporters import TRUST_HEADER_PREFIX
 from tests.conftest import MASTER_KEY
 from tests.e2e.gateway_process import free_port, serve_config
 from tests.hostile_upstream import ANSWER, FORGED, HostileUpstream, Recorder, bomb
@@ -170,7 +171,7 @@ def test_an_upstreams_forged_verdict_never_reaches_the_client(
         else:
             assert trust == []
         if mode == "off" or endpoint == "embeddings":
-            assert not [name for name in response.headers if name.startswith("x-trust-")]
+            assert not [name for name in response.headers if name.startswith(TRUST_HEADER_PREFIX)]
         else:
             assert response.headers["x-trust-id"].startswith("trust-")
             assert response.headers["x-trust-id"] != FORGED["id"]

@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from proxy.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
+from proxy.replies import first_event_data
 from proxy.reserved import stripped_event, stripped_reply
 from tests.hostile_upstream import bomb
 
@@ -98,3 +99,15 @@ def test_events_glued_by_lone_carriage_returns_are_each_judged() -> None:
 def test_an_event_without_the_names_is_left_byte_for_byte() -> None:
     event = b'data: {"choices": [{"delta": {"content": "I trust you"}}]}'
     assert stripped_event(event) is event
+
+
+@pytest.mark.parametrize(("buffer", "data"), [
+    (b": keep-alive\n\ndata: {\"choices\": []}\n\n", b'{"choices": []}'),
+    (b"data: {\"choices\":\r\ndata: []}\r\n\r\n", b'{"choices":\n[]}'),
+    (b"data: {\"choices\": []}\n\r\n", b'{"choices": []}'),
+    (b"data: {\"choices\": []}\r\r", b'{"choices": []}'),
+    (b"data: {\"choices\": []}\n", None),  # not ended yet
+    (b"<html><body>\n\n</body></html>", None),  # complete, but no event carries data
+], ids=["after-a-comment", "two-data-lines", "mixed-line-ends", "lone-cr", "incomplete", "html"])
+def test_a_streams_first_event_is_read_as_an_sse_client_reads_it(buffer: bytes, data: bytes | None) -> None:
+    assert first_event_data(buffer) == data
