@@ -106,10 +106,11 @@ def test_a_redirect_to_another_host_carries_neither_prompt_nor_key(
         start_gateway: Callable[..., ServerThread]) -> None:
     hostile.behaviour = "redirect"
     server = start_gateway(hostile_config(hostile, provider=provider, path=path))
-    error = openai_error(call(server.url, stream=stream), 502)
-    assert error["code"] == "upstream_redirect"
+    response = call(server.url, stream=stream)
     assert hostile.requests, "the upstream was never asked: the test proves nothing"
-    assert recorder.requests == []  # not a byte: no prompt, no key, no request at all
+    assert [(r.path, r.headers.get("api-key") or r.headers.get("x-api-key") or r.headers.get("authorization"),
+             PROMPT in r.body.decode()) for r in recorder.requests] == []  # no prompt, no key, no request at all
+    assert openai_error(response, 502)["code"] == "upstream_redirect"
 
 
 @pytest.mark.parametrize("path", PATHS)
