@@ -50,7 +50,8 @@ class SseTap:
             yield kept + b"\n\n"
 
     def rest(self) -> bytes:
-        return self._buffer
+        """What followed the last whole event (an upstream that ended mid-event), held to the same rule."""
+        return stripped_event(self._buffer) or b""
 
     def _read(self, event: bytes) -> None:
         for line in event.split(b"\n"):

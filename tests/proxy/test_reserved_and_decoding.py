@@ -17,6 +17,8 @@ import pytest
 from proxy.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
 from proxy.replies import first_event_data
 from proxy.reserved import stripped_event, stripped_reply
+from proxy.sse import SseTap
+from proxy.taps import ResponsesTap, TextCompletionTap
 from tests.hostile_upstream import bomb
 
 LIMIT = 1_000_000
@@ -111,3 +113,14 @@ def test_an_event_without_the_names_is_left_byte_for_byte() -> None:
 ], ids=["after-a-comment", "two-data-lines", "mixed-line-ends", "lone-cr", "incomplete", "html"])
 def test_a_streams_first_event_is_read_as_an_sse_client_reads_it(buffer: bytes, data: bytes | None) -> None:
     assert first_event_data(buffer) == data
+
+
+@pytest.mark.parametrize("tap", [SseTap, ResponsesTap, TextCompletionTap])
+def test_a_stream_that_ends_mid_event_keeps_no_trust_data_either(tap: type[SseTap | ResponsesTap]) -> None:
+    reader = tap()
+    forwarded = b"".join(reader.feed(b'data: {"choices": []}\n\ndata: {"choices": [], "trust": {"score": 1}}\n'))
+    assert forwarded == b'data: {"choices": []}\n\n'
+    assert b"trust" not in reader.rest() and b"choices" in reader.rest()
+    ended = tap()
+    list(ended.feed(b'event: trustgate.trust\ndata: {"trust": {"score": 1}}'))
+    assert ended.rest() == b""
