@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
-from typing import Protocol
+from typing import IO, Protocol, cast
 
 import zstandard
 
@@ -105,7 +105,8 @@ class _Zstd(_Counted):
     def __init__(self, limit: int) -> None:
         super().__init__(limit)
         self._pieces: list[bytes] = []
-        self._writer = zstandard.ZstdDecompressor().stream_writer(self, write_size=_PIECE)
+        # zstandard calls only ``write`` on the object it writes to.
+        self._writer = zstandard.ZstdDecompressor().stream_writer(cast("IO[bytes]", self), write_size=_PIECE)
 
     def write(self, piece: bytes) -> int:
         """Called by zstandard for each decoded piece; raising here stops the decoding at once."""

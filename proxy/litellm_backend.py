@@ -7,9 +7,10 @@ and memory.
 It behaves as the pass-through path does: failures go through the same
 ``UpstreamErrors`` mapping, a call is bounded by a deadline (the group's
 ``timeout``; for a stream its ``stream_timeout`` when set) and by
-``max_response_bytes`` — counted as the body streams in for the providers
-litellm reaches through the OpenAI SDK (``reply_cap``) — a chat reply must
-parse as a chat completion, and deployments are never put in cooldown — litellm would
+``max_response_bytes`` — counted as the body streams in and decodes, for every
+provider, on the one HTTP transport all of litellm's calls take (``reply_cap``,
+which also refuses redirects) — a reply must have its endpoint's shape and a
+stream at least one event, and deployments are never put in cooldown — litellm would
 otherwise bench a deployment for every client after one client's 401 or 404
 (or a 404 on ``/responses``), which the pass-through path never does. Retries
 and fallbacks are UpstreamClient's, for both paths alike.
@@ -50,6 +51,7 @@ from .completion import (
 )
 from .config import ConfigError, Deployment, GatewaySettings
 from .errors import GatewayError
+from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors
@@ -79,13 +81,14 @@ def _import_litellm() -> Any:
     litellm.telemetry = False
     if litellm.aclient_session is None:
         # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
-        litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True)
+        litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True,
+                                                    max_redirects=MAX_REDIRECTS)
     # The providers litellm reaches with its own HTTP handler (anthropic/, ...) get their transport from
     # this one factory (aiohttp's by default, which decodes and follows redirects unbounded): ours instead.
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
-    AsyncHTTPHandler.create_async_transport = staticmethod(_guarded_transport)
-    AsyncHTTPHandler._create_async_transport = staticmethod(_guarded_transport)
+    for name in ("create_async_transport", "_create_async_transport"):  # the factory, and its older alias
+        setattr(AsyncHTTPHandler, name, staticmethod(_guarded_transport))
     return litellm
 
 

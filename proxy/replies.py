@@ -30,7 +30,6 @@ Public use:
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 import orjson
@@ -324,23 +323,18 @@ def check_reply(data: dict[str, Any], endpoint: Endpoint) -> None:
         raise MalformedReply(_describe(exc, _NAMES[endpoint])) from exc
 
 
-_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-_LINE = re.compile(rb"\r\n|\r|\n")
-
-
 def first_event_data(buffer: bytes) -> bytes | None:
     """The data of the first complete SSE event in ``buffer`` that carries data; None while there is none yet.
 
-    Comment-only events (``: ping``) carry none and are passed over, as a client's
-    SSE reader passes over them; several ``data:`` lines are joined as it joins them.
+    Lines end at CRLF, LF or a lone CR, as a client's SSE reader ends them.
+    Comment-only events (``: ping``) carry none and are passed over, as that
+    reader passes over them; several ``data:`` lines are joined as it joins them.
     """
-    start = 0
-    while (end := _EVENT_END.search(buffer, start)) is not None:
-        lines = _LINE.split(buffer[start:end.start()])
-        data = [line[5:].removeprefix(b" ") for line in lines if line.startswith(b"data:")]
+    events = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n")
+    for event in events[:-1]:  # the last is not known to be complete yet
+        data = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
         if data:
             return b"\n".join(data)
-        start = end.end()
     return None
 
 

@@ -69,9 +69,10 @@ class NotAStream(httpx.DecodingError):
 
 
 # What the providers litellm reaches stream as: server-sent events (OpenAI, Azure, Anthropic, ...),
-# newline-delimited JSON (Ollama), AWS's event stream (Bedrock), a JSON array (Gemini without SSE).
-_STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson", "application/vnd.amazon.eventstream",
-                           "application/json"})
+# newline-delimited JSON (Ollama's own API, Cohere's older one), AWS's event stream (Bedrock), a JSON
+# array (Gemini without SSE).
+_STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson", "application/stream+json",
+                           "application/vnd.amazon.eventstream", "application/json"})
 
 
 _current: ContextVar[ReplyCap | None] = ContextVar("trustgate_reply_cap", default=None)
@@ -175,4 +176,5 @@ class CappedTransport(httpx.AsyncBaseTransport):
             await pool.aclose()
 
     async def aclose(self) -> None:
-        await self.close_loop_pool()
+        """Nothing: the transport is shared by clients litellm builds and drops (its cache closes them when they
+        expire) while other calls still use its pools, which close with the backend (``close_loop_pool``)."""

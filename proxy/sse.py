@@ -91,7 +91,8 @@ class SseTap:
             yield kept + b"\n\n"
 
     def rest(self) -> bytes:
-        return self._buffer
+        """What followed the last whole event (an upstream that ended mid-event), held to the same rule."""
+        return stripped_event(self._buffer) or b""
 
     def _read(self, event: bytes) -> bool:
         """Read the event's chunk into the answer; whether it is a final chunk (a choice has a finish_reason)."""

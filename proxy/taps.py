@@ -130,7 +130,8 @@ class ResponsesTap:
         return kind if isinstance(kind, str) else None
 
     def rest(self) -> bytes:
-        return self._buffer
+        """What followed the last whole event (an upstream that ended mid-event), held to the same rule."""
+        return stripped_event(self._buffer) or b""
 
     def answer(self) -> Answer:
         return Answer(text="".join(self._text), has_tool_calls=self._tool_calls, logprobs=self._logprobs or None,

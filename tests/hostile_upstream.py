@@ -8,6 +8,8 @@ one attacks the gateway: any POST, whatever the provider's path (OpenAI's
     bomb:zstd, bomb:gzip   a 200 of about 32 KiB, compressed although the request asked for identity, that
                            decodes to about 1 GiB (zstd) or 32 MiB (gzip) of zeros
     encoding:<coding>      a valid chat completion under a Content-Encoding the gateway cannot decode
+    gzip-answer            a valid answer (OpenAI's format, or Anthropic's on ``/v1/messages``), gzip-compressed
+                           although the request asked for identity: within the cap, it is read
     redirect               307 to the ``Recorder`` given as ``redirect_to`` (another listener, another origin)
     redirect-same          307 to ``/same-origin`` on this server, which answers a valid chat completion
     forged                 a valid answer with the gateway's trust names in it: a top-level ``trust`` object,
@@ -127,6 +129,33 @@ def _forged_stream(endpoint: str) -> bytes:
             + orjson.dumps(FORGED) + b"}\n\n" + b"data: [DONE]\n\n")
 
 
+ANSWER = "a compressed answer"
+
+
+def _honest(path: str, streamed: bool) -> bytes:
+    """A valid answer in the format of the provider whose path was asked (Anthropic's Messages, or OpenAI's)."""
+    if not path.endswith("/messages"):
+        if not streamed:
+            return orjson.dumps(chat_completion(ANSWER))
+        base = {"id": "chatcmpl-hostile", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+        return (_sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ANSWER},
+                                           "finish_reason": None}]})
+                + _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"data: [DONE]\n\n")
+    message = {"id": "msg_hostile", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",
+               "content": [{"type": "text", "text": ANSWER}], "stop_reason": "end_turn", "stop_sequence": None,
+               "usage": {"input_tokens": 1, "output_tokens": 3}}
+    if not streamed:
+        return orjson.dumps(message)
+    events = [{"type": "message_start", "message": {**message, "content": [], "stop_reason": None}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ANSWER}},
+              {"type": "content_block_stop", "index": 0},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+               "usage": {"output_tokens": 3}},
+              {"type": "message_stop"}]
+    return b"".join(_sse(event, name=str(event["type"])) for event in events)
+
+
 @dataclass
 class HostileUpstream:
     behaviour: str = "forged"
@@ -151,6 +180,10 @@ class HostileUpstream:
         if kind == "bomb":
             media = "text/event-stream" if streamed else "application/json"
             return Response(bomb(argument), media_type=media, headers={"content-encoding": argument})
+        if kind == "gzip-answer":
+            answer = _honest(request.url.path, streamed)
+            return Response(gzip.compress(answer), media_type="text/event-stream" if streamed else "application/json",
+                            headers={"content-encoding": "gzip"})
         if kind == "encoding":
             return Response(orjson.dumps(chat_completion("encoded")), media_type="application/json",
                             headers={"content-encoding": argument})

@@ -21,9 +21,10 @@ import orjson
 import pytest
 import yaml
 
+from exporters import TRUST_HEADER_PREFIX
 from tests.conftest import MASTER_KEY
 from tests.e2e.gateway_process import free_port, serve_config
-from tests.hostile_upstream import FORGED, HostileUpstream, Recorder, bomb
+from tests.hostile_upstream import ANSWER, FORGED, HostileUpstream, Recorder, bomb
 from tests.proxy.test_live_scoring import AskingScorer
 from tests.proxy.test_upstream_misbehaviour import openai_error
 from tests.servers import ServerThread
@@ -105,10 +106,11 @@ def test_a_redirect_to_another_host_carries_neither_prompt_nor_key(
         start_gateway: Callable[..., ServerThread]) -> None:
     hostile.behaviour = "redirect"
     server = start_gateway(hostile_config(hostile, provider=provider, path=path))
-    error = openai_error(call(server.url, stream=stream), 502)
-    assert error["code"] == "upstream_redirect"
+    response = call(server.url, stream=stream)
     assert hostile.requests, "the upstream was never asked: the test proves nothing"
-    assert recorder.requests == []  # not a byte: no prompt, no key, no request at all
+    assert [(r.path, r.headers.get("api-key") or r.headers.get("x-api-key") or r.headers.get("authorization"),
+             PROMPT in r.body.decode()) for r in recorder.requests] == []  # no prompt, no key, no request at all
+    assert openai_error(response, 502)["code"] == "upstream_redirect"
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -174,7 +176,7 @@ def test_an_upstreams_forged_verdict_never_reaches_the_client(
         else:
             assert trust == []
         if mode == "off" or endpoint == "embeddings":
-            assert not [name for name in response.headers if name.startswith("x-trust-")]
+            assert not [name for name in response.headers if name.startswith(TRUST_HEADER_PREFIX)]
         else:
             assert response.headers["x-trust-id"].startswith("trust-")
             assert response.headers["x-trust-id"] != FORGED["id"]
@@ -223,6 +225,26 @@ def test_a_reply_in_an_encoding_the_gateway_does_not_read_is_a_502(
     hostile.behaviour = f"encoding:{coding}"
     server = start_gateway(hostile_config(hostile, path=path))
     assert openai_error(call(server.url, mode="off"), 502)["code"] == "upstream_bad_encoding"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize(("provider", "path"), REDIRECTED, ids=[f"{p}-{q}" for p, q in REDIRECTED])
+def test_a_compressed_answer_within_the_cap_is_read_on_every_provider(
+        provider: str, path: str, stream: bool, hostile: HostileUpstream,
+        start_gateway: Callable[..., ServerThread]) -> None:
+    """Decoding stays for an upstream that compresses anyway: the same transport serves every provider."""
+    hostile.behaviour = "gzip-answer"
+    server = start_gateway(hostile_config(hostile, provider=provider, path=path))
+    response = call(server.url, stream=stream, mode="off")
+    assert response.status_code == 200, response.text
+    assert hostile.requests[-1].headers["accept-encoding"] == "identity"
+    if stream:
+        chunks = [orjson.loads(line[6:]) for line in response.text.splitlines()
+                  if line.startswith("data: {")]
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == ANSWER
+        assert response.text.endswith("data: [DONE]\n\n")
+    else:
+        assert response.json()["choices"][0]["message"]["content"] == ANSWER
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])

@@ -1,0 +1,126 @@
+"""The two pure parts under issue 31's defences: bounded decoding and the stripping of reserved names.
+
+The integration tests (test_hostile_upstream.py) show the gateway's behaviour;
+these pin the edge cases a hostile upstream could reach for: a bomb stopped
+before it is decoded, raw deflate, and trust data hidden the ways an SSE
+reader would still find it.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+import zlib
+
+import orjson
+import pytest
+
+from proxy.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
+from proxy.replies import first_event_data
+from proxy.reserved import stripped_event, stripped_reply
+from proxy.sse import SseTap
+from proxy.taps import ResponsesTap, TextCompletionTap
+from tests.hostile_upstream import bomb
+
+LIMIT = 1_000_000
+
+
+@pytest.mark.parametrize("coding", ["zstd", "gzip"])
+def test_a_bomb_is_stopped_once_past_the_cap_never_decoded_whole(coding: str) -> None:
+    """About 1 GiB (zstd) or 32 MiB (gzip) decoded; the decoder stops at the cap, holding about that much."""
+    compressed = bomb(coding)
+    decoder = decoder_for(coding, LIMIT)
+    produced = 0
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecodedTooLarge):
+            for piece in decoder.feed(compressed):
+                produced += len(piece)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert produced <= LIMIT
+    assert peak < 3 * LIMIT, f"decoding held {peak / 1e6:.1f} MB"
+
+
+@pytest.mark.parametrize(("coding", "encode"), [
+    ("gzip", lambda data: zlib.compress(data, wbits=31)),
+    ("deflate", zlib.compress),
+    ("deflate", lambda data: zlib.compress(data, wbits=-15)),  # raw deflate, as some servers send it
+    ("identity", lambda data: data),
+    ("", lambda data: data),
+], ids=["gzip", "deflate", "raw-deflate", "identity", "none"])
+def test_what_fits_under_the_cap_decodes_to_the_original_in_any_split(coding: str, encode: object) -> None:
+    original = orjson.dumps({"choices": [{"message": {"content": "word " * 20_000}}]})
+    encoded = encode(original)  # type: ignore[operator]
+    decoder = decoder_for(coding, LIMIT)
+    pieces = [piece for start in range(0, len(encoded), 777) for piece in decoder.feed(encoded[start:start + 777])]
+    assert b"".join([*pieces, *decoder.flush()]) == original
+
+
+@pytest.mark.parametrize("coding", ["br", "compress", "gzip, zstd", "x-anything"])
+def test_other_codings_are_refused(coding: str) -> None:
+    with pytest.raises(UnsupportedEncoding):
+        decoder_for(coding, LIMIT)
+
+
+def test_a_reply_without_the_names_is_left_byte_for_byte() -> None:
+    raw = b'{"choices": [{"message": {"content": "I trust you"}}],   "trustworthy": 1}'
+    assert stripped_reply(raw) is raw
+
+
+def test_a_top_level_trust_field_is_taken_out_however_it_is_spelled() -> None:
+    raw = b'{"choices": [], "tr\\u0075st": {"score": 1}, "nested": {"trust": 2}}'
+    assert orjson.loads(stripped_reply(raw)) == {"choices": [], "nested": {"trust": 2}}
+
+
+@pytest.mark.parametrize("event", [
+    b'event: trustgate.trust\ndata: {"sequence_number": 3}',
+    b'event:trustgate.trust\ndata: {}',
+    b'data: {"type": "trustgate.trust", "trust": {"score": 1}}',
+    b'data: {"type": "trustgate.tr\\u0075st"}',
+], ids=["named", "named-without-space", "typed", "typed-escaped"])
+def test_a_trust_event_is_dropped(event: bytes) -> None:
+    assert stripped_event(event) is None
+
+
+def test_a_chunk_loses_its_trust_field_and_keeps_the_rest() -> None:
+    kept = stripped_event(b'id: 7\ndata: {"choices": [{"delta": {"content": "hi"}}],\ndata: "trust": {"s": 1}}')
+    assert kept is not None and kept.startswith(b"id: 7\ndata: ")
+    assert orjson.loads(kept.split(b"data: ", 1)[1]) == {"choices": [{"delta": {"content": "hi"}}]}
+
+
+def test_events_glued_by_lone_carriage_returns_are_each_judged() -> None:
+    """A client's SSE reader ends lines at a lone CR: what the tap frames as one event may be three."""
+    glued = b'data: {"choices": []}\r\revent: trustgate.trust\rdata: {}\r\rdata: {"choices": [], "trust": 1}'
+    kept = stripped_event(glued)
+    assert kept is not None
+    events = kept.split(b"\n\n")
+    assert [orjson.loads(event.removeprefix(b"data: ")) for event in events] == [{"choices": []}, {"choices": []}]
+
+
+def test_an_event_without_the_names_is_left_byte_for_byte() -> None:
+    event = b'data: {"choices": [{"delta": {"content": "I trust you"}}]}'
+    assert stripped_event(event) is event
+
+
+@pytest.mark.parametrize(("buffer", "data"), [
+    (b": keep-alive\n\ndata: {\"choices\": []}\n\n", b'{"choices": []}'),
+    (b"data: {\"choices\":\r\ndata: []}\r\n\r\n", b'{"choices":\n[]}'),
+    (b"data: {\"choices\": []}\n\r\n", b'{"choices": []}'),
+    (b"data: {\"choices\": []}\r\r", b'{"choices": []}'),
+    (b"data: {\"choices\": []}\n", None),  # not ended yet
+    (b"<html><body>\n\n</body></html>", None),  # complete, but no event carries data
+], ids=["after-a-comment", "two-data-lines", "mixed-line-ends", "lone-cr", "incomplete", "html"])
+def test_a_streams_first_event_is_read_as_an_sse_client_reads_it(buffer: bytes, data: bytes | None) -> None:
+    assert first_event_data(buffer) == data
+
+
+@pytest.mark.parametrize("tap", [SseTap, ResponsesTap, TextCompletionTap])
+def test_a_stream_that_ends_mid_event_keeps_no_trust_data_either(tap: type[SseTap | ResponsesTap]) -> None:
+    reader = tap()
+    forwarded = b"".join(reader.feed(b'data: {"choices": []}\n\ndata: {"choices": [], "trust": {"score": 1}}\n'))
+    assert forwarded == b'data: {"choices": []}\n\n'
+    assert b"trust" not in reader.rest() and b"choices" in reader.rest()
+    ended = tap()
+    list(ended.feed(b'event: trustgate.trust\ndata: {"trust": {"score": 1}}'))
+    assert ended.rest() == b""
