@@ -89,7 +89,8 @@ def test_environment_references_reach_both_upstream_paths(
         assert reply.status_code == 200, reply.text
         assert reply.json()["choices"][0]["message"]["content"] == "You said: hello"
         assert fake_upstream.headers[-1]["authorization"] == f"Bearer {key}"
-    ready = httpx.get(f"{server.url}/health/readiness", timeout=10).json()
+    master = {"authorization": f"Bearer {MASTER}"}
+    ready = httpx.get(f"{server.url}/health/readiness", headers=master, timeout=10).json()
     assert ready["models"] == {"chat": "ok", "assistant": "ok"}
     # Redis keys are LiteLLM's, ignored: their unset references did not stop start-up and are named.
     assert warned(caplog) == [["router_settings.redis_host (os.environ/REDIS_HOST not read)",
