@@ -45,7 +45,7 @@ def test_modes_are_read_in_any_case_within_the_policy(fake_upstream: FakeUpstrea
     raised = chat(server, "sk-team-a", headers={"x-trustgate-mode": "SYNC"})
     assert raised.status_code == 200 and raised.headers["x-trust-status"] == "done"
     kept_off = chat(server, "sk-team-b", headers={"x-trustgate-mode": "Sync"})
-    assert kept_off.status_code == 200 and not [h for h in kept_off.headers if h.startswith("x-trust")]
+    assert kept_off.status_code == 200 and not [h for h in kept_off.headers if h.startswith("x-trust-")]
     lowered = chat(server, "sk-team-a", headers={"x-trustgate-mode": "OFF"})
     assert lowered.status_code == 200 and "x-trust-id" not in lowered.headers
     assert chat(server, "sk-team-a", headers={"x-trustgate-mode": "loud"}).status_code == 400
