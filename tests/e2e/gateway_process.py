@@ -93,11 +93,17 @@ def serve_default_config(folder: Path, *, model_port: int | None = None,
 
 
 @contextlib.contextmanager
-def serve_config(config: Path, *, timeout: float = 240.0) -> Iterator[GatewayProcess]:
-    """``serve --config config`` until its ready banner; SIGTERM (then SIGKILL) when the block ends."""
-    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", "--config", str(config)], cwd=REPO,
+def serve_config(config: Path, *, timeout: float = 240.0, environ: dict[str, str] | None = None,
+                 args: tuple[str, ...] = ()) -> Iterator[GatewayProcess]:
+    """``serve --config config`` until its ready banner; SIGTERM (then SIGKILL) when the block ends.
+
+    ``environ`` adds variables; with ``TRUSTGATE_CONFIG`` among them, the config is named by it instead of
+    ``--config``. ``args`` go after ``serve``."""
+    environ = environ or {}
+    named = [] if "TRUSTGATE_CONFIG" in environ else ["--config", str(config)]
+    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", *named, *args], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                               env={**os.environ, "PYTHONUNBUFFERED": "1", **environ})
     gateway = GatewayProcess(process)
     ready = threading.Event()
     threading.Thread(target=_read_lines, args=(gateway, ready), daemon=True).start()
