@@ -41,6 +41,7 @@ from .endpoint_routes import router as endpoint_router
 from .errors import GatewayError, error_body
 from .limits import Limiter
 from .litellm_backend import check_providers
+from .log_context import RequestIdMiddleware
 from .readiness import ReadinessCheck
 from .routes import router
 from scoring.throttled_log import ThrottledLog
@@ -130,6 +131,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     app.include_router(router)
     app.include_router(endpoint_router)
     app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
+    app.add_middleware(RequestIdMiddleware)  # outermost of ours: every line of a request carries its id
     for mount in mounts:
         mount(app)
     app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]

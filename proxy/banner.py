@@ -18,8 +18,9 @@ import yaml
 
 from .config import ENV_PREFIX, GatewaySettings, default_config_path, load_settings
 
-__all__ = ["ready_banner"]
+__all__ = ["READY", "ready_banner", "ready_url"]
 
+READY = "TrustGate is ready on"
 QUESTION = "What is the capital of France?"
 RULE = "-" * 78
 SHELL_KEY_VARIABLE = "TRUSTGATE_KEY"  # what the banner asks for when the config names no variable
@@ -71,9 +72,14 @@ def _key(settings: GatewaySettings, config_path: str | Path) -> _Key | None:
     return _Key(variable=SHELL_KEY_VARIABLE, setup=f"First: export {SHELL_KEY_VARIABLE}=<{source} of your config>")
 
 
-def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: str | Path) -> str:
+def ready_url(host: str, port: int) -> str:
+    """Where a client on this machine reaches the gateway (a wildcard bind is reached on loopback)."""
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-    url = f"http://{shown_host}:{port}"
+    return f"http://{shown_host}:{port}"
+
+
+def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: str | Path) -> str:
+    url = ready_url(host, port)
     key = _key(settings, config_path)
     model = settings.model_list[0].model_name
     body = f'{{"model": "{model}", "messages": [{{"role": "user", "content": "{QUESTION}"}}], "max_tokens": 32}}'
@@ -82,7 +88,7 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
     api_key = key.python if key else '"none"'
     return "\n".join([
         RULE,
-        f"TrustGate is ready on {url}{shown_key}   model: {model}",
+        f"{READY} {url}{shown_key}   model: {model}",
         *([key.setup] if key and key.setup else []),
         "",
         "Try it (sync mode: the response waits for its trust score):",

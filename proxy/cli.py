@@ -19,13 +19,16 @@ from scoring.settings import ScoringSettings
 
 from .access_log import install_access_log_redaction
 from .app import Mount, create_app
-from .banner import ready_banner
+from .banner import READY, ready_banner, ready_url
 from .config import ConfigError, GatewaySettings, default_config_path, load_settings
 from .connections import raise_descriptor_limit, server_options
 from .local_upstream import LocalUpstreamError, packaged_model_path
+from .log_format import LOG_FORMATS, LogFormat, configure_logging
 from .worker import run_worker
 
 __all__ = ["main"]
+
+log = logging.getLogger("trustgate")
 
 
 class UserError(Exception):
@@ -35,6 +38,7 @@ class UserError(Exception):
 Handler = Callable[[argparse.Namespace], int]
 
 CONFIG_VARIABLE = "TRUSTGATE_CONFIG"
+LOG_FORMAT_VARIABLE = "TRUSTGATE_LOG_FORMAT"
 
 
 def _version() -> str:
@@ -56,19 +60,25 @@ def _one_blas_thread() -> None:
 
 
 class _AnnouncingServer(uvicorn.Server):
-    """uvicorn's server, printing the ready banner once its socket listens (after the lifespan started)."""
+    """uvicorn's server, announcing itself once its socket listens (after the lifespan started): the banner
+    for a person at a terminal, or with JSON logs one log line, as a log collector reads the rest."""
 
-    def __init__(self, config: uvicorn.Config, settings: GatewaySettings, config_path: str | Path) -> None:
+    def __init__(self, config: uvicorn.Config, settings: GatewaySettings, config_path: str | Path,
+                 log_format: LogFormat) -> None:
         super().__init__(config)
         self._settings = settings
         self._config_path = config_path
+        self._log_format = log_format
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started and not self.should_exit:
             port = next((s.getsockname()[1] for server in self.servers for s in server.sockets or []),
                         self.config.port)
-            print(ready_banner(self._settings, self.config.host, port, self._config_path), flush=True)
+            if self._log_format == "json":
+                log.info("%s %s", READY, ready_url(self.config.host, port))
+            else:
+                print(ready_banner(self._settings, self.config.host, port, self._config_path), flush=True)
 
 
 def installed_apps() -> list[Mount]:
@@ -86,9 +96,10 @@ def _serve(args: argparse.Namespace) -> int:
     config = uvicorn.Config(create_app(settings, mounts=installed_apps()), host=args.host or server.host,
                             port=args.port if args.port is not None else server.port,
                             log_level=args.log_level, access_log=args.access_log,
+                            log_config=None,  # uvicorn's lines go through the root handler (proxy/log_format.py)
                             **server_options(server))
     install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
-    gateway = _AnnouncingServer(config, settings, config_path)
+    gateway = _AnnouncingServer(config, settings, config_path, _log_format(args))
     gateway.run()
     return 0 if gateway.started else 3  # uvicorn's own exit status for a failed start-up
 
@@ -176,6 +187,18 @@ def _model_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_log_format(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--log-format", choices=LOG_FORMATS,
+                         help=f"log lines as text or one JSON object each (default: ${LOG_FORMAT_VARIABLE}, else text)")
+
+
+def _log_format(args: argparse.Namespace) -> LogFormat:
+    chosen = getattr(args, "log_format", None) or os.environ.get(LOG_FORMAT_VARIABLE) or "text"
+    if chosen not in LOG_FORMATS:
+        raise UserError(f"{LOG_FORMAT_VARIABLE}={chosen}: choose one of {', '.join(LOG_FORMATS)}")
+    return chosen  # type: ignore[return-value]
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trustgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -188,12 +211,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default: from config, 4000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True)
+    _add_log_format(serve)
     serve.set_defaults(handler=_serve)
 
     worker = commands.add_parser("worker", help="score jobs from the Redis Stream (queue backend: redis)")
     worker.add_argument("--config", help=f"YAML config (the gateway's; default: ${CONFIG_VARIABLE})")
     worker.add_argument("--metrics-host", default="127.0.0.1", help="bind address of /metrics")
     worker.add_argument("--metrics-port", type=int, default=9400, help="port of /metrics (0: none)")
+    _add_log_format(worker)
     worker.set_defaults(handler=_worker)
 
     assets = commands.add_parser("build-assets", help="build the knowledge graph, word vectors and evidence index")
@@ -222,7 +247,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        configure_logging(_log_format(args))
+    except UserError as exc:
+        print(f"trustgate: {exc}", file=sys.stderr)
+        return 2
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per upstream request otherwise
     logging.getLogger("gensim").setLevel(logging.WARNING)  # ~30 lines per training run of the word vectors

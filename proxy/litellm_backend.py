@@ -50,6 +50,7 @@ from .completion import (
 )
 from .config import ConfigError, Deployment, GatewaySettings
 from .errors import GatewayError
+from .log_format import route_litellm_logs_to_root
 from .reply_cap import CappedTransport, ReplyCap, capped
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors
@@ -77,6 +78,7 @@ def _import_litellm() -> Any:
     # Module settings, set once: no banner/debug text on stdout, no telemetry.
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    route_litellm_logs_to_root()  # one line per event, in the process's log format
     if litellm.aclient_session is None:
         litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True)
     return litellm

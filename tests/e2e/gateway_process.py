@@ -79,8 +79,8 @@ def _read_lines(gateway: GatewayProcess, ready: threading.Event) -> None:
     assert gateway.process.stdout is not None
     for line in gateway.process.stdout:
         gateway.output.append(line)
-        if line.startswith(READY):
-            gateway.url = line[len(READY):].split()[0]
+        if READY in line:  # the banner's first line, or a JSON log line (--log-format json)
+            gateway.url = line.split(READY, 1)[1].split()[0].rstrip('"},')
             ready.set()
     ready.set()  # the process ended: wake the waiter
 
