@@ -55,10 +55,11 @@ class StreamTap(Protocol):
 @router.post("/v1/chat/completions")
 async def chat_completions(request: Request) -> Response:
     gateway = _gateway(request)
-    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers))
+    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers), "chat")
     slot = None
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
+        meter.authenticated(caller.name)
         raw = await _read_body(request, gateway.settings.trustgate.server.max_body_bytes)
         parsed = parse_chat_request(raw)
         chat, body = parsed.chat, parsed.body
@@ -79,7 +80,7 @@ async def chat_completions(request: Request) -> Response:
     except BaseException as exc:
         await failed_request(exc, slot, meter)
         raise
-    await settle_usage(gateway, group, slot, completion.reply.usage)
+    await settle_usage(meter, slot, completion.reply.usage)
     answer = Answer.from_reply(completion.reply)
     headers: dict[str, str] = {}
     if plan.decision.sampled:
@@ -90,12 +91,11 @@ async def chat_completions(request: Request) -> Response:
     return Response(content, media_type="application/json", headers=headers)
 
 
-async def settle_usage(gateway: Gateway, group: str, slot: Slot, usage: TokenUsage | None) -> None:
+async def settle_usage(meter: RequestMeter, slot: Slot, usage: TokenUsage | None) -> None:
     """An answer ended: its reported tokens count on the key's ``tpm`` and the user-traffic token counter
     (beside scoring's), and the key's parallel slot is free again."""
     if usage is not None:
-        gateway.metrics.observe_user_usage(model=group, prompt_tokens=usage.prompt_tokens,
-                                           completion_tokens=usage.completion_tokens)
+        meter.used(usage)
     await slot.done(usage.total if usage is not None else 0)
 
 
@@ -198,6 +198,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
     status, error = 200, None
     try:
         async for chunk in chunks:
+            meter.first_chunk()
             yield chunk
     except GatewayError as exc:
         status, error = exc.status_code, exc.code or exc.error_type
@@ -208,7 +209,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
             else (500, type(exc).__name__)
         raise
     finally:
-        await settle_usage(gateway, plan.model, slot, tap.usage)
+        await settle_usage(meter, slot, tap.usage)
         meter.traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)
         meter.end(status, error)
 

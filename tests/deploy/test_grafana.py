@@ -31,6 +31,7 @@ REQUIRED_SERIES = {
     "scoring tokens": "trustgate_scoring_upstream_tokens_total",
     "user tokens beside them": "trustgate_user_upstream_tokens_total",
     "request rate": "trustgate_requests_total",
+    "time to first token": "trustgate_time_to_first_token_seconds_bucket",
     "request latency": "trustgate_request_duration_seconds_bucket",
     "RAG metrics": "trustgate_rag_metric_bucket",
     "RAG refusals": "trustgate_rag_refusals_total",
@@ -116,6 +117,14 @@ def test_the_datasource_is_a_variable_as_in_shared_dashboards(dashboard: dict[st
 def test_provisioning_makes_its_prometheus_the_default(datasource: dict[str, Any]) -> None:
     """The datasource variable of a provisioned dashboard starts on the default datasource."""
     assert datasource["type"] == "prometheus" and datasource["isDefault"] is True
+
+
+def test_traffic_is_shown_by_key_and_by_endpoint(dashboard: dict[str, Any]) -> None:
+    """An operator attributes traffic and spend to a key (team) and an endpoint."""
+    grouped = [set(re.findall(r"sum by \(([^)]*)\)", expr)[0].replace(" ", "").split(","))
+               for _, expr in _queries(dashboard) if "sum by (" in expr]
+    assert any("key" in labels for labels in grouped) and any("endpoint" in labels for labels in grouped)
+    assert "key" in {v["name"] for v in dashboard["templating"]["list"]}
 
 
 def test_dashboard_queries_only_exported_series(dashboard: dict[str, Any],
