@@ -2,6 +2,7 @@
 
 from .headers import TRUST_EVENT, trust_chunk, trust_event, trust_headers, trust_summary
 from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
+from .otel_export import ExportChoice, ExportConfigError, export_choice
 from .prometheus import (
     GatewayMetrics,
     WorkerMetrics,
@@ -14,6 +15,8 @@ from .store import RecordStore, SqliteRecordStore, StoreUnavailable
 
 __all__ = [
     "TRUST_EVENT",
+    "ExportChoice",
+    "ExportConfigError",
     "GatewayMetrics",
     "RecordPublisher",
     "RecordStore",
@@ -27,6 +30,7 @@ __all__ = [
     "build_worker_metrics",
     "configure_telemetry",
     "disabled_telemetry",
+    "export_choice",
     "trust_chunk",
     "trust_event",
     "trust_headers",

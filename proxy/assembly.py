@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Sequence
 
 import httpx
 from redis.asyncio import Redis
 
 from exporters import (
+    ExportConfigError,
     GatewayMetrics,
     RecordPublisher,
     RedisRecordStore,
@@ -21,6 +23,7 @@ from exporters import (
     Telemetry,
     configure_telemetry,
     disabled_telemetry,
+    export_choice,
 )
 from scoring.assembly import ScorerAssetsError, combiner_for, open_scorers
 from scoring.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
@@ -71,9 +74,18 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
 
 
 def build_telemetry(settings: GatewaySettings, stack: contextlib.AsyncExitStack) -> Telemetry:
-    if not settings.trustgate.telemetry.enabled:
+    """OpenTelemetry as the OTEL_* variables and the config's overrides choose (off when neither asks)."""
+    section = settings.trustgate.telemetry
+    headers = {k: v.get_secret_value() for k, v in section.headers.items()} if section.headers else None
+    try:
+        choice = export_choice(os.environ, enabled=section.enabled, traces=section.traces_exporter,
+                               logs=section.logs_exporter, protocol=section.protocol, endpoint=section.endpoint,
+                               headers=headers)
+    except ExportConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    if not choice.enabled:
         return disabled_telemetry()
-    telemetry, providers = configure_telemetry(settings.trustgate.telemetry.service_name)
+    telemetry, providers = configure_telemetry(choice, section.service_name)
     for provider in providers:
         stack.callback(provider.shutdown)  # type: ignore[attr-defined]
     return telemetry

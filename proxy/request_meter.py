@@ -31,6 +31,9 @@ class RequestMeter:
     key: str = UNKNOWN  # the key's configured name (bounded by the config), never the key
     _first_chunk_seen: bool = False
 
+    def __post_init__(self) -> None:
+        self.traced.endpoint(self.endpoint)
+
     def authenticated(self, key_name: str) -> None:
         self.key = key_name
 
@@ -50,6 +53,7 @@ class RequestMeter:
         """The tokens the upstream reported for this request, counted against its key."""
         self.metrics.observe_user_usage(model=self.model, key=self.key, prompt_tokens=usage.prompt_tokens,
                                         completion_tokens=usage.completion_tokens)
+        self.traced.usage(usage.prompt_tokens, usage.completion_tokens)
 
     def end(self, status: int, error: str | None = None) -> None:
         """Count the request with its final status and end its span (``error``: the code of a failure)."""
