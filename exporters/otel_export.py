@@ -59,7 +59,7 @@ def _exporters(value: str, variable: str) -> tuple[str, ...]:
 def _protocol(value: str, variable: str) -> OtlpProtocol:
     if value not in PROTOCOLS:
         raise ExportConfigError(f"{variable}={value}: choose grpc or http/protobuf")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def export_choice(environ: Mapping[str, str], *, enabled: bool | None = None, traces: str | None = None,

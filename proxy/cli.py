@@ -196,7 +196,7 @@ def _log_format(args: argparse.Namespace) -> LogFormat:
     chosen = getattr(args, "log_format", None) or os.environ.get(LOG_FORMAT_VARIABLE) or "text"
     if chosen not in LOG_FORMATS:
         raise UserError(f"{LOG_FORMAT_VARIABLE}={chosen}: choose one of {', '.join(LOG_FORMATS)}")
-    return chosen  # type: ignore[return-value]
+    return chosen
 
 
 def _parser() -> argparse.ArgumentParser:
