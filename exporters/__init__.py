@@ -1,7 +1,7 @@
 """Exporters: functions of what the gateway and scorers produce; they never compute scores."""
 
 from .headers import TRUST_EVENT, trust_chunk, trust_event, trust_headers, trust_summary
-from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
+from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry, upstream_span
 from .otel_export import ExportChoice, ExportConfigError, export_choice
 from .prometheus import (
     GatewayMetrics,
@@ -35,4 +35,5 @@ __all__ = [
     "trust_event",
     "trust_headers",
     "trust_summary",
+    "upstream_span",
 ]

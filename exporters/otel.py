@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger as OtelLogger
 from opentelemetry._logs import LogRecord, NoOpLoggerProvider
@@ -30,7 +31,7 @@ from scoring.types import RAGDetails, ScoringJob, TrustRecord
 from .otel_export import ExportChoice, log_exporters, span_exporters
 
 
-__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry"]
+__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "upstream_span"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
@@ -62,6 +63,13 @@ class RequestTrace:
         self._span = span
         self._ended = False
         self._operation = "chat"
+
+    def activate(self) -> None:
+        """Make this span the current one for the rest of the request's task, so that the upstream calls
+        made for it (``upstream_span``) are its children. Never detached: each request runs in its own
+        asyncio task, whose context ends with it, and a stream's last chunk (where the span ends) may be
+        sent from another context than the one that attached it."""
+        otel_context.attach(trace.set_span_in_context(self._span))
 
     def endpoint(self, endpoint: str) -> None:
         """Which endpoint this request came to: the span's operation until the model names it fully."""
@@ -103,6 +111,27 @@ class RequestTrace:
         if status >= 500:
             self._span.set_status(StatusCode.ERROR)
         self._span.end()
+
+
+@contextlib.contextmanager
+def upstream_span(tracer: Tracer, *, endpoint: str, group: str, model: str, deployment: str, attempt: int,
+                  address: str | None) -> Iterator[Span]:
+    """A CLIENT span for one try at one deployment, child of the current span (the request's, or the scoring
+    job's for a scorer's call): each retry and each fallback group is a span of its own. For a stream it
+    lasts until the stream opened (its first byte)."""
+    operation = OPERATIONS.get(endpoint, endpoint)
+    attributes: dict[str, str | int] = {"gen_ai.operation.name": operation, "gen_ai.request.model": model,
+                                        "trustgate.model_group": group, "trustgate.deployment": deployment,
+                                        "trustgate.attempt": attempt}
+    if address:
+        attributes["server.address"] = address
+    with tracer.start_as_current_span(f"{operation} {model}", kind=trace.SpanKind.CLIENT,
+                                      attributes=attributes) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            span.set_attribute("error.type", getattr(exc, "code", None) or type(exc).__name__)
+            raise
 
 
 def _parent(traceparent: str | None) -> Context | None:

@@ -58,7 +58,7 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
                                start_local: bool = True,
                                on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                                on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                               limiter: Limiter | None = None) -> UpstreamClient:
+                               limiter: Limiter | None = None, telemetry: Telemetry | None = None) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -68,7 +68,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
         await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
     http = await stack.enter_async_context(http_client())
     upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped,
-                              on_scoring_shed=on_scoring_shed, limiter=limiter)
+                              on_scoring_shed=on_scoring_shed, limiter=limiter,
+                              tracer=telemetry.tracer if telemetry is not None else None)
     stack.push_async_callback(upstream.aclose)
     return upstream
 

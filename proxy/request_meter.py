@@ -33,6 +33,7 @@ class RequestMeter:
 
     def __post_init__(self) -> None:
         self.traced.endpoint(self.endpoint)
+        self.traced.activate()
 
     def authenticated(self, key_name: str) -> None:
         self.key = key_name

@@ -24,6 +24,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
+from opentelemetry.trace import NoOpTracerProvider, Tracer
+
+from exporters import upstream_span
 
 from .completion import Completion, Forwarded, UpstreamStream
 from .config import Deployment, FallbackKind, GatewaySettings
@@ -77,8 +80,9 @@ class UpstreamClient:
     def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient, *,
                  on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                  on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                 limiter: Limiter | None = None) -> None:
+                 limiter: Limiter | None = None, tracer: Tracer | None = None) -> None:
         self._groups = settings.model_groups()
+        self._tracer = tracer or NoOpTracerProvider().get_tracer("trustgate")
         self._on_fallback_skipped = on_fallback_skipped
         self._router_settings = settings.router_settings
         self._aliases = settings.router_settings.aliases()
@@ -149,21 +153,23 @@ class UpstreamClient:
         self.require_group(group)
         return await self._with_fallbacks(
             group, may_use,
-            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority == Priority.SCORING))
+            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority == Priority.SCORING, "chat"))
 
     async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint, *,
                       may_use: ModelFilter = _any_model) -> Forwarded:
         """A whole reply of another endpoint (completions, embeddings, Responses): same retries and fallbacks."""
         self.require_group(group)
         return await self._with_fallbacks(
-            group, may_use, lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False))
+            group, may_use, lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False,
+                                                     endpoint))
 
     async def open_stream(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
                           endpoint: Endpoint = "chat", priority: Priority = Priority.USER) -> UpstreamStream:
         """An opened stream from ``group`` (or its allowed fallbacks); errors before the first byte raise."""
         self.require_group(group)
         return await self._with_fallbacks(
-            group, may_use, lambda g: self._retrying(g, self._stream_at(g, body, endpoint, priority), False))
+            group, may_use, lambda g: self._retrying(g, self._stream_at(g, body, endpoint, priority), False,
+                                                     endpoint))
 
     async def _with_fallbacks(self, group: str, may_use: ModelFilter, call: Callable[[str], Awaitable[T]]) -> T:
         """``group``, then each fallback of the failure's kind the caller may use; the last error is raised.
@@ -247,16 +253,20 @@ class UpstreamClient:
             self._chat_only.add(where)
         return await bridged(deployment, body)
 
-    async def _retrying(self, group: str, call: DeploymentCall[T], for_scoring: bool) -> T:
-        """Round-robin over the group's deployments, one per try, retrying what LiteLLM would retry."""
+    async def _retrying(self, group: str, call: DeploymentCall[T], for_scoring: bool, endpoint: Endpoint) -> T:
+        """Round-robin over the group's deployments, one per try, retrying what LiteLLM would retry; each try
+        is a client span."""
         deployments = self._groups[group]
         start = next(self._cursor)
 
         async def attempt_at(attempt: int) -> T:
             index = (start + attempt) % len(deployments)
             deployment, name = deployments[index], f"deployment:{group}:{index}"
-            await self._within_limits(name, deployment)
-            result = await call(deployment)
+            with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
+                               deployment=f"{group}:{index}", attempt=attempt,
+                               address=httpx.URL(deployment.api_base).host if deployment.api_base else None):
+                await self._within_limits(name, deployment)
+                result = await call(deployment)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
             return result
