@@ -60,6 +60,8 @@ class GatewayMetrics:
     scoring_calls_shed: Counter
     scoring_upstream_tokens: Counter
     user_upstream_tokens: Counter
+    upstream_tries: Counter
+    upstream_try_duration: Histogram
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float, endpoint: str,
                         key: str) -> None:
@@ -99,6 +101,12 @@ class GatewayMetrics:
         by the key that ran it up."""
         self.user_upstream_tokens.labels(model=model, kind="prompt", key=key).inc(prompt_tokens)
         self.user_upstream_tokens.labels(model=model, kind="completion", key=key).inc(completion_tokens)
+
+    def observe_try(self, model: str, deployment: str, succeeded: bool, seconds: float) -> None:
+        """One try at one deployment of a model group (a retry or a fallback is a try of its own)."""
+        self.upstream_tries.labels(model=model, deployment=deployment,
+                                   outcome="success" if succeeded else "failure").inc()
+        self.upstream_try_duration.labels(model=model, deployment=deployment).observe(seconds)
 
     def observe_sync_timeout(self, model: str) -> None:
         """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
@@ -192,6 +200,14 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                      "upstream reported them (a stream only when it reported usage), by kind "
                                      "(prompt, completion) and the name of the key that asked.",
                                      ["model", "kind", "key"]),
+        upstream_tries=counter("upstream_tries", "Tries at an upstream deployment, users' and scorers' (each "
+                               "retry and each fallback group is a try of its own), by deployment (the model "
+                               "group and the deployment's place among the group's entries in model_list, "
+                               "`gpt-4o:0`) and outcome "
+                               "(success, failure).", ["model", "deployment", "outcome"]),
+        upstream_try_duration=histogram("upstream_try_duration", "Time one try at an upstream deployment took "
+                                        "(a stream: until it opened).", ["model", "deployment"], LATENCY_BUCKETS,
+                                        unit="seconds"),
     )
 
 

@@ -101,6 +101,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             tracing = telemetry or build_telemetry(settings, stack)
             upstream = await open_upstream_client(
                 settings, stack, on_fallback_skipped=fallback_skipped, limiter=limiter, telemetry=tracing,
+                on_try=metrics.observe_try,
                 on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
             publisher = await build_publisher(settings, metrics, redis, stack)
             queue: JobQueue

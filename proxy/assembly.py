@@ -40,7 +40,7 @@ from .local_upstream import run_local_upstream
 from .retries import OnScoringShed
 from .scoring_budget import ScoringBudget
 from .trust import traced
-from .upstream import OnFallbackSkipped, UpstreamClient
+from .upstream import OnFallbackSkipped, OnTry, UpstreamClient
 
 __all__ = ["build_limiter", "build_processor", "build_publisher", "build_scorers", "build_telemetry", "http_client",
            "load_calibrator", "open_redis", "open_upstream_client"]
@@ -58,7 +58,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
                                start_local: bool = True,
                                on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                                on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                               limiter: Limiter | None = None, telemetry: Telemetry | None = None) -> UpstreamClient:
+                               limiter: Limiter | None = None, telemetry: Telemetry | None = None,
+                               on_try: OnTry = lambda group, deployment, succeeded, seconds: None) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -69,7 +70,7 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
     http = await stack.enter_async_context(http_client())
     upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped,
                               on_scoring_shed=on_scoring_shed, limiter=limiter,
-                              tracer=telemetry.tracer if telemetry is not None else None)
+                              tracer=telemetry.tracer if telemetry is not None else None, on_try=on_try)
     stack.push_async_callback(upstream.aclose)
     return upstream
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -47,6 +48,7 @@ T = TypeVar("T")
 ModelFilter = Callable[[str], bool]  # may the caller use this model group?
 DeploymentCall = Callable[[Deployment], Awaitable[T]]  # one try at one deployment
 OnFallbackSkipped = Callable[[str, str], None]  # (group asked for, fallback skipped)
+OnTry = Callable[[str, str, bool, float], None]  # (group, deployment "group:index", succeeded, seconds)
 
 
 def _any_model(group: str) -> bool:
@@ -80,8 +82,10 @@ class UpstreamClient:
     def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient, *,
                  on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                  on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                 limiter: Limiter | None = None, tracer: Tracer | None = None) -> None:
+                 limiter: Limiter | None = None, tracer: Tracer | None = None,
+                 on_try: OnTry = lambda group, deployment, succeeded, seconds: None) -> None:
         self._groups = settings.model_groups()
+        self._on_try = on_try
         self._tracer = tracer or NoOpTracerProvider().get_tracer("trustgate")
         self._on_fallback_skipped = on_fallback_skipped
         self._router_settings = settings.router_settings
@@ -262,11 +266,16 @@ class UpstreamClient:
         async def attempt_at(attempt: int) -> T:
             index = (start + attempt) % len(deployments)
             deployment, name = deployments[index], f"deployment:{group}:{index}"
-            with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
-                               deployment=f"{group}:{index}", attempt=attempt,
-                               address=httpx.URL(deployment.api_base).host if deployment.api_base else None):
-                await self._within_limits(name, deployment)
-                result = await call(deployment)
+            label, started, succeeded = f"{group}:{index}", time.perf_counter(), False
+            try:
+                with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
+                                   deployment=label, attempt=attempt,
+                                   address=httpx.URL(deployment.api_base).host if deployment.api_base else None):
+                    await self._within_limits(name, deployment)
+                    result = await call(deployment)
+                    succeeded = True
+            finally:
+                self._on_try(group, label, succeeded, time.perf_counter() - started)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
             return result

@@ -66,6 +66,8 @@ def test_traffic_is_attributed_to_key_names_and_endpoints(teams: ServerThread) -
     assert _value(samples, "trustgate_time_to_first_token_seconds_count", model="fake", endpoint="chat") == 1
     assert _value(samples, "trustgate_time_to_first_token_seconds_count") == 1, "unary answers have no TTFT"
     assert _value(samples, "trustgate_user_upstream_tokens_total", key="team-a", kind="prompt") > 0
+    assert _value(samples, "trustgate_upstream_tries_total", model="fake", deployment="fake:0", outcome="success") == 5
+    assert _value(samples, "trustgate_upstream_try_duration_seconds_count", deployment="fake:0") == 5
     assert _value(samples, "process_cpu_seconds_total") > 0 and _value(samples, "process_resident_memory_bytes") > 0
 
 
@@ -81,6 +83,7 @@ def test_label_values_stay_bounded_by_the_config(teams: ServerThread) -> None:
     models = {labels["model"] for _, labels, _ in samples if "model" in labels}
     assert keys <= {k["name"] for k in KEYS} | GATEWAY_KEY_NAMES and {"team-a", "team-b", "unknown"} <= keys
     assert models <= {"fake", "unknown"}
+    assert {labels["deployment"] for _, labels, _ in samples if "deployment" in labels} == {"fake:0"}
     series = {(name, tuple(sorted(labels.items()))) for name, labels, _ in samples if name.startswith("trustgate_")}
     _traffic(teams)
     _, again = _scrape(teams)
