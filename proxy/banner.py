@@ -86,16 +86,22 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
     auth = f" -H {key.curl_header}" if key else ""
     shown_key = f"   key: {key.shown}" if key else ""
     api_key = key.python if key else '"none"'
+    scoring = settings.trustgate.scoring
+    # The sync header is honoured only where the operator lets clients raise the mode (or sync is the mode).
+    waits = scoring.mode == "sync" or scoring.allow_client_mode == "any"
+    sync_header = " -H 'x-trustgate-mode: sync'" if waits else ""
     return "\n".join([
         RULE,
         f"{READY} {url}{shown_key}   model: {model}",
         *([key.setup] if key and key.setup else []),
         "",
-        "Try it (sync mode: the response waits for its trust score):",
+        "Try it (sync mode: the response waits for its trust score):" if waits
+        else "Try it (scored after the response: the record fills in once scoring is done):",
         f"  curl -s -D - {url}/v1/chat/completions{auth} \\",
-        "    -H 'content-type: application/json' -H 'x-trustgate-mode: sync' \\",
+        f"    -H 'content-type: application/json'{sync_header} \\",
         f"    -d '{body}'",
-        "  -> headers x-trust-score, x-trust-label, x-trust-id; the whole record (TRUST_ID: that x-trust-id):",
+        "  -> headers x-trust-score, x-trust-label, x-trust-id; the whole record (TRUST_ID: that x-trust-id):"
+        if waits else "  -> headers x-trust-id, x-trust-status: pending; the whole record (TRUST_ID: that x-trust-id):",
         f"  curl -s {url}/v1/trust/TRUST_ID{auth}",
         "",
         "From Python (pip install openai):",
@@ -104,8 +110,9 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
         f'  client = OpenAI(base_url="{url}/v1", api_key={api_key})',
         "  raw = client.chat.completions.with_raw_response.create(",
         f'      model="{model}", messages=[{{"role": "user", "content": "{QUESTION}"}}],',
-        '      max_tokens=32, extra_headers={"x-trustgate-mode": "sync"})',
-        '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-score"], raw.headers["x-trust-label"])',
+        '      max_tokens=32, extra_headers={"x-trustgate-mode": "sync"})' if waits else "      max_tokens=32)",
+        '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-score"], raw.headers["x-trust-label"])'
+        if waits else '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-status"])',
         f'  print("record:", "{url}/v1/trust/" + raw.headers["x-trust-id"])',
         RULE,
     ])

@@ -123,3 +123,15 @@ def test_trustgate_config_names_the_config_and_config_overrides_it(tmp_path: Pat
                            capture_output=True, text=True, timeout=60, env={**os.environ, **shell}, cwd=tmp_path,
                            check=False)
     assert typed.returncode == 2 and "cannot read config typed.yaml" in typed.stderr
+
+
+def test_without_a_client_chosen_sync_mode_the_banner_does_not_promise_a_score(tmp_path: Path) -> None:
+    """The default policy lets a client only lower scoring's mode: the banner then asks for no sync mode
+    and reads only what an async response carries."""
+    config = gateway_config("http://127.0.0.1:9", general_settings={"master_key": "os.environ/GATEWAY_KEY"})
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    banner = ready_banner(settings_from_dict(config, {"GATEWAY_KEY": "sk-x"}), "127.0.0.1", 4000, path)
+    assert "x-trustgate-mode" not in banner and "x-trust-score" not in banner
+    assert 'raw.headers["x-trust-status"]' in banner and '"authorization: Bearer $GATEWAY_KEY"' in banner
+    assert 'api_key=os.environ["GATEWAY_KEY"]' in banner
