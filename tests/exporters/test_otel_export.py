@@ -93,8 +93,8 @@ def test_a_real_receiver_gets_spans_and_evaluation_events(scored_config: Path, p
         assert all(h.get("x-collector-tenant") == "team-a" for h in received.headers)
 
 
-def test_the_console_exporter_prints_spans(scored_config: Path) -> None:
-    environ = {"OTEL_TRACES_EXPORTER": "console", "OTEL_LOGS_EXPORTER": "none"}
+def test_the_console_exporters_print_spans_and_events(scored_config: Path) -> None:
+    environ = {"OTEL_TRACES_EXPORTER": "console", "OTEL_LOGS_EXPORTER": "console"}
     with serve_config(scored_config, environ=environ, timeout=120) as gateway:
         _traffic(gateway.url)
     gateway.process.wait(30)
@@ -107,3 +107,5 @@ def test_the_console_exporter_prints_spans(scored_config: Path) -> None:
     chat = next(s for s in spans if s.get("name") == "chat fake")
     assert chat["attributes"]["gen_ai.usage.input_tokens"] > 0 and chat["kind"] == "SpanKind.SERVER"
     assert any(s.get("name") == "embeddings fake" for s in spans)
+    events = [s for s in spans if s.get("event_name") == EVALUATION_EVENT]
+    assert events and all(e["trace_id"] == chat["context"]["trace_id"] for e in events)
