@@ -12,6 +12,12 @@ from jinja2 import Environment
 __all__ = ["register_filters"]
 
 MISSING = "—"
+# A record's timings and details by the names people read, not the record's field names.
+FIELD_LABELS = {"queued_s": "Waited in the queue", "scoring_s": "Scoring took", "generation_s": "Distractors took"}
+# Why a record was not scored (scoring.policy.skip_reason), as a person would say it.
+SKIP_REASONS = {"tool_calls": "the answer calls tools (no text to score)", "empty": "the answer is empty",
+                "refusal": "the answer is a refusal"}
+SKIPPED_PREFIX = "skipped: "
 
 
 def when(seconds: float | None) -> str:
@@ -44,6 +50,17 @@ def seconds(value: float | None) -> str:
     return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
 
 
+def field_label(name: str) -> str:
+    """``queued_s`` → "Waited in the queue"; a name without a label of its own is at least words."""
+    return FIELD_LABELS.get(name) or name.removesuffix("_s").replace("_", " ").capitalize()
+
+
+def skip_reason(error: str | None) -> str:
+    """What a skipped record's ``error`` field (``skipped: tool_calls``) means: not a failure, a reason."""
+    reason = (error or "").removeprefix(SKIPPED_PREFIX)
+    return "Not scored: " + SKIP_REASONS.get(reason, reason.replace("_", " ") or "nothing to score")
+
+
 def input_time(value: datetime | None) -> str:
     """A datetime-local input's value: the UTC wall time (the form labels its fields UTC)."""
     if value is None:
@@ -58,4 +75,5 @@ def query_string(params: dict[str, Any]) -> str:
 
 def register_filters(env: Environment) -> None:
     env.filters.update(when=when, clock=clock, figure=figure, percent=percent, first_words=first_words, seconds=seconds,
-                       input_time=input_time, query_string=query_string)
+                       input_time=input_time, query_string=query_string, field_label=field_label,
+                       skip_reason=skip_reason)

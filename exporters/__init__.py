@@ -9,7 +9,8 @@ from .headers import (
     trust_headers,
     trust_summary,
 )
-from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry
+from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry, upstream_span
+from .otel_export import ExportChoice, ExportConfigError, export_choice
 from .prometheus import (
     GatewayMetrics,
     WorkerMetrics,
@@ -24,6 +25,8 @@ __all__ = [
     "TRUST_EVENT",
     "TRUST_FIELD",
     "TRUST_HEADER_PREFIX",
+    "ExportChoice",
+    "ExportConfigError",
     "GatewayMetrics",
     "RecordPublisher",
     "RecordStore",
@@ -37,8 +40,10 @@ __all__ = [
     "build_worker_metrics",
     "configure_telemetry",
     "disabled_telemetry",
+    "export_choice",
     "trust_chunk",
     "trust_event",
     "trust_headers",
     "trust_summary",
+    "upstream_span",
 ]

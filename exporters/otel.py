@@ -5,9 +5,9 @@ carries the request span's context to wherever it is scored (this process or
 a worker), so the scoring span and the evaluation events join that trace.
 
 Code elsewhere talks only to the tracer and logger held here. The SDK is wired
-once, in ``configure_telemetry``, and only when enabled; OTLP export then
-follows the standard ``OTEL_*`` environment variables (read by the exporter
-itself). Evaluation results are LogRecords with
+once, in ``configure_telemetry``, and only when enabled; which exporters,
+over which protocol, follows the standard ``OTEL_*`` environment variables
+(``exporters.otel_export``). Evaluation results are LogRecords with
 ``event_name="gen_ai.evaluation.result"`` — the Events API was removed from
 opentelemetry-python in 1.44.
 """
@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger as OtelLogger
 from opentelemetry._logs import LogRecord, NoOpLoggerProvider
@@ -28,8 +29,10 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from scoring.types import RAGDetails, ScoringJob, TrustRecord
 
+from .otel_export import ExportChoice, log_exporters, span_exporters
 
-__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry"]
+
+__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "upstream_span"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
@@ -37,6 +40,10 @@ COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov":
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's
 FEEDBACK_NAME = "trustgate.user_feedback"  # a user's label on an answer: an evaluation made by a person
 REQUEST_ID_ATTRIBUTE = "http.request.header.x-request-id"  # OTel's name for a request header (a list of values)
+ENDPOINT = "trustgate.endpoint"  # which OpenAI endpoint was called: chat, completions, responses, embeddings
+# gen_ai.operation.name of each endpoint (the GenAI semantic conventions' well-known values); the Responses
+# API generates a chat turn, so it is `chat` too, told apart by trustgate.endpoint.
+OPERATIONS = {"chat": "chat", "completions": "text_completion", "embeddings": "embeddings", "responses": "chat"}
 _W3C = TraceContextTextMapPropagator()
 
 
@@ -46,21 +53,43 @@ def error_type(error: str) -> str:
 
 
 class RequestTrace:
-    """The span of one chat request, from the first byte received to the last byte sent.
+    """The span of one OpenAI-endpoint request, from the first byte received to the last byte sent.
 
-    It continues the caller's ``traceparent`` when there is one. The handler
-    names it once the model is known and ends it exactly once, with the final
-    status — after a stream's last chunk, and for every error status too.
+    It continues the caller's ``traceparent`` when there is one. Named as the
+    GenAI conventions name it, ``{operation} {model}`` (``chat gpt-4o``,
+    ``embeddings text-embedding-3-small``), once the model is known; ended
+    exactly once, with the final status — after a stream's last chunk, and for
+    every error status too.
     """
 
     def __init__(self, span: Span) -> None:
         self._span = span
         self._ended = False
+        self._operation = "chat"
+
+    def activate(self) -> None:
+        """Make this span the current one for the rest of the request's task, so that the upstream calls
+        made for it (``upstream_span``) are its children. Never detached: each request runs in its own
+        asyncio task, whose context ends with it, and a stream's last chunk (where the span ends) may be
+        sent from another context than the one that attached it."""
+        otel_context.attach(trace.set_span_in_context(self._span))
+
+    def endpoint(self, endpoint: str) -> None:
+        """Which endpoint this request came to: the span's operation until the model names it fully."""
+        self._operation = OPERATIONS.get(endpoint, endpoint)
+        self._span.update_name(self._operation)
+        self._span.set_attribute("gen_ai.operation.name", self._operation)
+        self._span.set_attribute(ENDPOINT, endpoint)
 
     def named(self, model: str, stream: bool) -> None:
-        self._span.update_name(f"chat {model}")
+        self._span.update_name(f"{self._operation} {model}")
         self._span.set_attribute("gen_ai.request.model", model)
         self._span.set_attribute("trustgate.stream", stream)
+
+    def usage(self, input_tokens: int, output_tokens: int) -> None:
+        """The tokens the upstream reported for the answer."""
+        self._span.set_attribute("gen_ai.usage.input_tokens", input_tokens)
+        self._span.set_attribute("gen_ai.usage.output_tokens", output_tokens)
 
     def answered(self, completion_id: str | None, trust_id: str | None) -> None:
         if completion_id:
@@ -85,6 +114,27 @@ class RequestTrace:
         if status >= 500:
             self._span.set_status(StatusCode.ERROR)
         self._span.end()
+
+
+@contextlib.contextmanager
+def upstream_span(tracer: Tracer, *, endpoint: str, group: str, model: str, deployment: str, attempt: int,
+                  address: str | None) -> Iterator[Span]:
+    """A CLIENT span for one try at one deployment, child of the current span (the request's, or the scoring
+    job's for a scorer's call): each retry and each fallback group is a span of its own. For a stream it
+    lasts until the stream opened (its first byte)."""
+    operation = OPERATIONS.get(endpoint, endpoint)
+    attributes: dict[str, str | int] = {"gen_ai.operation.name": operation, "gen_ai.request.model": model,
+                                        "trustgate.model_group": group, "trustgate.deployment": deployment,
+                                        "trustgate.attempt": attempt}
+    if address:
+        attributes["server.address"] = address
+    with tracer.start_as_current_span(f"{operation} {model}", kind=trace.SpanKind.CLIENT,
+                                      attributes=attributes) as span:
+        try:
+            yield span
+        except BaseException as exc:
+            span.set_attribute("error.type", getattr(exc, "code", None) or type(exc).__name__)
+            raise
 
 
 def _parent(traceparent: str | None) -> Context | None:
@@ -195,10 +245,9 @@ def disabled_telemetry() -> Telemetry:
     return Telemetry(NoOpTracerProvider().get_tracer("trustgate"), NoOpLoggerProvider().get_logger("trustgate"))
 
 
-def configure_telemetry(service_name: str = "trustgate") -> tuple[Telemetry, list[object]]:
-    """An SDK tracer and logger exporting over OTLP/HTTP; returns the providers to shut down."""
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+def configure_telemetry(choice: ExportChoice, service_name: str = "trustgate") -> tuple[Telemetry, list[object]]:
+    """An SDK tracer and logger exporting as ``choice`` says (``exporters.otel_export``); returns the providers
+    to shut down (which flushes what is still batched)."""
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
     from opentelemetry.sdk.resources import Resource
@@ -207,8 +256,10 @@ def configure_telemetry(service_name: str = "trustgate") -> tuple[Telemetry, lis
 
     resource = Resource.create({"service.name": service_name})
     tracer_provider = TracerProvider(resource=resource)
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    for span_exporter in span_exporters(choice):
+        tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
     logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
+    for log_exporter in log_exporters(choice):
+        logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
     telemetry = Telemetry(tracer_provider.get_tracer("trustgate"), logger_provider.get_logger("trustgate"))
     return telemetry, [tracer_provider, logger_provider]

@@ -1,15 +1,19 @@
 """Every Prometheus metric the gateway and its scoring workers export, built on a registry passed in.
 
-Labels are bounded: model group, HTTP status, component, trust label, scoring
-purpose — never user ids or keys. LLM latencies routinely exceed the default
-buckets' 10 s ceiling, hence the explicit buckets.
+Labels are bounded: model group, HTTP status, endpoint, component, trust label,
+scoring purpose, and the *name* of the key that asked (from the config, so an
+operator can attribute traffic and spend; ``master`` for the master key,
+``unknown`` before a key was recognised) — never a key itself or a user id.
+LLM latencies routinely exceed the default buckets' 10 s ceiling, hence the
+explicit buckets. The standard ``process_*`` series (CPU, memory, open files)
+come with every registry built here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from scoring.types import ComponentResult, RAGDetails, TrustRecord
 
@@ -32,6 +36,7 @@ class GatewayMetrics:
     registry: CollectorRegistry
     requests: Counter
     request_duration: Histogram
+    time_to_first_token: Histogram
     trust_score: Histogram
     low_trust_responses: Counter
     trust_labels: Counter
@@ -57,11 +62,14 @@ class GatewayMetrics:
     scoring_upstream_tokens: Counter
     user_upstream_tokens: Counter
     feedback: Counter
+    upstream_tries: Counter
+    upstream_try_duration: Histogram
 
-    def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
+    def observe_request(self, *, model: str, status: int, stream: bool, seconds: float, endpoint: str,
+                        key: str) -> None:
         mode = "stream" if stream else "unary"
-        self.requests.labels(model=model, status=str(status), mode=mode).inc()
-        self.request_duration.labels(model=model, mode=mode).observe(seconds)
+        self.requests.labels(model=model, status=str(status), mode=mode, endpoint=endpoint, key=key).inc()
+        self.request_duration.labels(model=model, mode=mode, endpoint=endpoint).observe(seconds)
 
     def observe_record(self, record: TrustRecord) -> None:
         """A finished, shed or skipped scoring job: its outcome, scores, label and errors."""
@@ -90,10 +98,17 @@ class GatewayMetrics:
         self.scoring_upstream_tokens.labels(model=model, component=component, kind="completion").inc(
             completion_tokens)
 
-    def observe_user_usage(self, *, model: str, prompt_tokens: int, completion_tokens: int) -> None:
-        """The tokens one user call used (as its upstream reported them): the bill scoring's share sits beside."""
-        self.user_upstream_tokens.labels(model=model, kind="prompt").inc(prompt_tokens)
-        self.user_upstream_tokens.labels(model=model, kind="completion").inc(completion_tokens)
+    def observe_user_usage(self, *, model: str, key: str, prompt_tokens: int, completion_tokens: int) -> None:
+        """The tokens one user call used (as its upstream reported them): the bill scoring's share sits beside,
+        by the key that ran it up."""
+        self.user_upstream_tokens.labels(model=model, kind="prompt", key=key).inc(prompt_tokens)
+        self.user_upstream_tokens.labels(model=model, kind="completion", key=key).inc(completion_tokens)
+
+    def observe_try(self, model: str, deployment: str, succeeded: bool, seconds: float) -> None:
+        """One try at one deployment of a model group (a retry or a fallback is a try of its own)."""
+        self.upstream_tries.labels(model=model, deployment=deployment,
+                                   outcome="success" if succeeded else "failure").inc()
+        self.upstream_try_duration.labels(model=model, deployment=deployment).observe(seconds)
 
     def observe_feedback(self, record: TrustRecord) -> None:
         """A label a user sent for a record's answer (the record as labelled)."""
@@ -122,6 +137,8 @@ class GatewayMetrics:
 
 
 def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
+    ProcessCollector(registry=registry)
+
     def counter(name: str, doc: str, labels: list[str]) -> Counter:
         return Counter(name, doc, labels, namespace=NAMESPACE, registry=registry)
 
@@ -130,17 +147,22 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
 
     return GatewayMetrics(
         registry=registry,
-        requests=counter("requests", "Chat completion requests handled by the gateway, by final status.",
-                         ["model", "status", "mode"]),
-        request_duration=histogram("request_duration", "Time from request received to last byte sent.",
-                                   ["model", "mode"], LATENCY_BUCKETS, unit="seconds"),
+        requests=counter("requests", "Requests to the OpenAI endpoints (chat, completions, responses, "
+                         "embeddings), by final HTTP status, stream or unary, and the name of the key that asked.",
+                         ["model", "status", "mode", "endpoint", "key"]),
+        request_duration=histogram("request_duration", "Time from an OpenAI-endpoint request received to the last "
+                                   "byte of its answer sent.", ["model", "mode", "endpoint"], LATENCY_BUCKETS,
+                                   unit="seconds"),
+        time_to_first_token=histogram("time_to_first_token", "Streamed answers: time from the request received to "
+                                      "the first chunk of the answer sent.", ["model", "endpoint"], LATENCY_BUCKETS,
+                                      unit="seconds"),
         trust_score=histogram("trust_score", "Trust scores of scored responses, per component (bc, fc, lp, ov).",
                               ["model", "component"], SCORE_BUCKETS),
         low_trust_responses=counter("low_trust_responses", "Scored responses labelled untrusted.", ["model"]),
         trust_labels=counter("trust_labels", "Scored responses by trust label.", ["model", "label"]),
-        scoring_jobs=counter("scoring_jobs", "Scoring jobs by outcome (done, failed, shed, skipped).",
+        scoring_jobs=counter("scoring_jobs", "Answers handed to scoring, by outcome (done, failed, shed, skipped).",
                              ["model", "status"]),
-        scoring_duration=histogram("scoring_duration", "Time spent scoring one response.", ["model"],
+        scoring_duration=histogram("scoring_duration", "Time spent scoring one answer, all its components.", ["model"],
                                    LATENCY_BUCKETS, unit="seconds"),
         scoring_queue_depth=Gauge("scoring_queue_depth", "Scoring jobs waiting in the queue.",
                                   namespace=NAMESPACE, registry=registry),
@@ -149,7 +171,8 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                   "budget was spent (call_budget, token_budget).", ["model", "reason"]),
         scorer_errors=counter("scorer_errors", "Scoring failures, per component and reason (timeout, upstream, "
                               "parse, knowledge_graph, judge, internal).", ["model", "component", "reason"]),
-        upstream_calls=counter("upstream_calls", "Upstream calls, by purpose (user or a scorer's).",
+        upstream_calls=counter("upstream_calls", "Upstream calls the gateway made, by purpose: a user's request "
+                               "(user) or a scorer's re-ask (bc, fc, rag).",
                                ["model", "purpose"]),
         dead_letters=counter("scoring_dead_letters", "Scoring jobs moved to the dead-letter stream after "
                              "failing repeatedly.", ["model"]),
@@ -186,7 +209,16 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                         "completion).", ["model", "component", "kind"]),
         user_upstream_tokens=counter("user_upstream_tokens", "Tokens the users' own upstream calls used, as the "
                                      "upstream reported them (a stream only when it reported usage), by kind "
-                                     "(prompt, completion).", ["model", "kind"]),
+                                     "(prompt, completion) and the name of the key that asked.",
+                                     ["model", "kind", "key"]),
+        upstream_tries=counter("upstream_tries", "Tries at an upstream deployment, users' and scorers' (each "
+                               "retry and each fallback group is a try of its own), by deployment (the model "
+                               "group and the deployment's place among the group's entries in model_list, "
+                               "`gpt-4o:0`) and outcome "
+                               "(success, failure).", ["model", "deployment", "outcome"]),
+        upstream_try_duration=histogram("upstream_try_duration", "Time one try at an upstream deployment took "
+                                        "(a stream: until it opened).", ["model", "deployment"], LATENCY_BUCKETS,
+                                        unit="seconds"),
         feedback=counter("feedback", "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
                          "whether the answer was correct (true, false).", ["model", "correct"]),
     )

@@ -101,10 +101,11 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             stack.callback(quiet_accept_errors(asyncio.get_running_loop(), metrics.accept_errors.inc))
             redis = await open_redis(settings, stack)
             limiter = build_limiter(settings, redis, stack)
-            upstream = await open_upstream_client(
-                settings, stack, on_fallback_skipped=fallback_skipped, limiter=limiter,
-                on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
             tracing = telemetry or build_telemetry(settings, stack)
+            upstream = await open_upstream_client(
+                settings, stack, on_fallback_skipped=fallback_skipped, limiter=limiter, telemetry=tracing,
+                on_try=metrics.observe_try,
+                on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
             publisher = await build_publisher(settings, metrics, redis, stack)
             queue: JobQueue
             if redis is not None:  # workers score; this process only needs to know whether anything will

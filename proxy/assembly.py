@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import Sequence
 
 import httpx
 from redis.asyncio import Redis
 
 from exporters import (
+    ExportConfigError,
     GatewayMetrics,
     RecordPublisher,
     RedisRecordStore,
@@ -21,6 +23,7 @@ from exporters import (
     Telemetry,
     configure_telemetry,
     disabled_telemetry,
+    export_choice,
 )
 from scoring.assembly import ScorerAssetsError, combiner_for, open_scorers
 from scoring.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
@@ -37,7 +40,7 @@ from .local_upstream import run_local_upstream
 from .retries import OnScoringShed
 from .scoring_budget import ScoringBudget
 from .trust import traced
-from .upstream import OnFallbackSkipped, UpstreamClient
+from .upstream import OnFallbackSkipped, OnTry, UpstreamClient
 
 __all__ = ["build_limiter", "build_processor", "build_publisher", "build_scorers", "build_telemetry", "http_client",
            "load_calibrator", "open_redis", "open_upstream_client"]
@@ -55,7 +58,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
                                start_local: bool = True,
                                on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                                on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                               limiter: Limiter | None = None) -> UpstreamClient:
+                               limiter: Limiter | None = None, telemetry: Telemetry | None = None,
+                               on_try: OnTry = lambda group, deployment, succeeded, seconds: None) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -65,15 +69,25 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
         await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
     http = await stack.enter_async_context(http_client())
     upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped,
-                              on_scoring_shed=on_scoring_shed, limiter=limiter)
+                              on_scoring_shed=on_scoring_shed, limiter=limiter,
+                              tracer=telemetry.tracer if telemetry is not None else None, on_try=on_try)
     stack.push_async_callback(upstream.aclose)
     return upstream
 
 
 def build_telemetry(settings: GatewaySettings, stack: contextlib.AsyncExitStack) -> Telemetry:
-    if not settings.trustgate.telemetry.enabled:
+    """OpenTelemetry as the OTEL_* variables and the config's overrides choose (off when neither asks)."""
+    section = settings.trustgate.telemetry
+    headers = {k: v.get_secret_value() for k, v in section.headers.items()} if section.headers else None
+    try:
+        choice = export_choice(os.environ, enabled=section.enabled, traces=section.traces_exporter,
+                               logs=section.logs_exporter, protocol=section.protocol, endpoint=section.endpoint,
+                               headers=headers)
+    except ExportConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    if not choice.enabled:
         return disabled_telemetry()
-    telemetry, providers = configure_telemetry(settings.trustgate.telemetry.service_name)
+    telemetry, providers = configure_telemetry(choice, section.service_name)
     for provider in providers:
         stack.callback(provider.shutdown)  # type: ignore[attr-defined]
     return telemetry

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 
 import uvicorn
@@ -16,15 +17,18 @@ from threadpoolctl import threadpool_limits
 
 from scoring.settings import ScoringSettings
 
-from .access_log import install_access_log
+from .access_log import install_access_log_redaction
 from .app import Mount, create_app
-from .banner import ready_banner
+from .banner import READY, ready_banner, ready_url
 from .config import ConfigError, GatewaySettings, default_config_path, load_settings
 from .connections import raise_descriptor_limit, server_options
 from .local_upstream import LocalUpstreamError, packaged_model_path
+from .log_format import LOG_FORMATS, LogFormat, configure_logging
 from .worker import run_worker
 
 __all__ = ["main"]
+
+log = logging.getLogger("trustgate")
 
 
 class UserError(Exception):
@@ -33,6 +37,22 @@ class UserError(Exception):
 
 Handler = Callable[[argparse.Namespace], int]
 
+CONFIG_VARIABLE = "TRUSTGATE_CONFIG"
+LOG_FORMAT_VARIABLE = "TRUSTGATE_LOG_FORMAT"
+
+
+def _version() -> str:
+    """The installed distribution's version (what `pip show trustgate` says), for bug reports."""
+    try:
+        return version("trustgate")
+    except PackageNotFoundError:  # a checkout run without installing it
+        return "unknown (not installed)"
+
+
+def _config_path(args: argparse.Namespace) -> str | Path:
+    """``--config``, else ``$TRUSTGATE_CONFIG`` (how a container or a systemd unit names it), else the default."""
+    return args.config or os.environ.get(CONFIG_VARIABLE) or default_config_path()
+
 
 def _one_blas_thread() -> None:
     """Scoring's small vector maths gains no speed from BLAS threads, only CPU use (bench/distractors.py)."""
@@ -40,18 +60,25 @@ def _one_blas_thread() -> None:
 
 
 class _AnnouncingServer(uvicorn.Server):
-    """uvicorn's server, printing the ready banner once its socket listens (after the lifespan started)."""
+    """uvicorn's server, announcing itself once its socket listens (after the lifespan started): the banner
+    for a person at a terminal, or with JSON logs one log line, as a log collector reads the rest."""
 
-    def __init__(self, config: uvicorn.Config, settings: GatewaySettings) -> None:
+    def __init__(self, config: uvicorn.Config, settings: GatewaySettings, config_path: str | Path,
+                 log_format: LogFormat) -> None:
         super().__init__(config)
         self._settings = settings
+        self._config_path = config_path
+        self._log_format = log_format
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         if self.started and not self.should_exit:
             port = next((s.getsockname()[1] for server in self.servers for s in server.sockets or []),
                         self.config.port)
-            print(ready_banner(self._settings, self.config.host, port), flush=True)
+            if self._log_format == "json":
+                log.info("%s %s", READY, ready_url(self.config.host, port))
+            else:
+                print(ready_banner(self._settings, self.config.host, port, self._config_path), flush=True)
 
 
 def installed_apps() -> list[Mount]:
@@ -62,29 +89,31 @@ def installed_apps() -> list[Mount]:
 
 def _serve(args: argparse.Namespace) -> int:
     _one_blas_thread()
-    settings = load_settings(args.config or default_config_path())
+    config_path = _config_path(args)
+    settings = load_settings(config_path)
     server = settings.trustgate.server
     raise_descriptor_limit(server)
     config = uvicorn.Config(create_app(settings, mounts=installed_apps()), host=args.host or server.host,
                             port=args.port if args.port is not None else server.port,
                             log_level=args.log_level, access_log=args.access_log,
+                            log_config=None,  # uvicorn's lines go through the root handler (proxy/log_format.py)
                             **server_options(server))
-    install_access_log()  # uvicorn.Config has configured its loggers by now
-    gateway = _AnnouncingServer(config, settings)
+    install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
+    gateway = _AnnouncingServer(config, settings, config_path, _log_format(args))
     gateway.run()
     return 0 if gateway.started else 3  # uvicorn's own exit status for a failed start-up
 
 
 def _worker(args: argparse.Namespace) -> int:
     _one_blas_thread()
-    settings = load_settings(args.config or default_config_path())
+    settings = load_settings(_config_path(args))
     asyncio.run(run_worker(settings, metrics_host=args.metrics_host,
                            metrics_port=None if args.metrics_port == 0 else args.metrics_port))
     return 0
 
 
 def _scoring_settings(args: argparse.Namespace) -> ScoringSettings:
-    return load_settings(args.config or default_config_path()).trustgate.scoring
+    return load_settings(_config_path(args)).trustgate.scoring
 
 
 # The asset and corpus commands import the scorers' builders (spaCy, gensim, bm25s) when they run,
@@ -158,26 +187,42 @@ def _model_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_log_format(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--log-format", choices=LOG_FORMATS,
+                         help=f"log lines as text or one JSON object each (default: ${LOG_FORMAT_VARIABLE}, else text)")
+
+
+def _log_format(args: argparse.Namespace) -> LogFormat:
+    chosen = getattr(args, "log_format", None) or os.environ.get(LOG_FORMAT_VARIABLE) or "text"
+    if chosen not in LOG_FORMATS:
+        raise UserError(f"{LOG_FORMAT_VARIABLE}={chosen}: choose one of {', '.join(LOG_FORMATS)}")
+    return chosen
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trustgate", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the gateway")
-    serve.add_argument("--config", help="YAML config (default: the embedded local-model config)")
+    serve.add_argument("--config",
+                       help=f"YAML config (default: ${CONFIG_VARIABLE}, else the embedded local-model config)")
     serve.add_argument("--host", help="bind address (default: from config, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: from config, 4000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--access-log", action=argparse.BooleanOptionalAction, default=True)
+    _add_log_format(serve)
     serve.set_defaults(handler=_serve)
 
     worker = commands.add_parser("worker", help="score jobs from the Redis Stream (queue backend: redis)")
-    worker.add_argument("--config", help="YAML config (the gateway's)")
+    worker.add_argument("--config", help=f"YAML config (the gateway's; default: ${CONFIG_VARIABLE})")
     worker.add_argument("--metrics-host", default="127.0.0.1", help="bind address of /metrics")
     worker.add_argument("--metrics-port", type=int, default=9400, help="port of /metrics (0: none)")
+    _add_log_format(worker)
     worker.set_defaults(handler=_worker)
 
     assets = commands.add_parser("build-assets", help="build the knowledge graph, word vectors and evidence index")
-    assets.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
+    assets.add_argument("--config", help=f"YAML config (its trustgate.scoring.data_dir; default: ${CONFIG_VARIABLE})")
     assets.add_argument("--data-dir", help="build here instead of the config's data_dir (an image build)")
     assets.set_defaults(handler=_asset_command(_build_assets))
 
@@ -186,11 +231,11 @@ def _parser() -> argparse.ArgumentParser:
     add = corpus_commands.add_parser("add", help="add a JSONL of {id, title, text} or a folder of .txt files")
     add.add_argument("path")
     add.add_argument("--name", help="corpus name (default: the file or folder name)")
-    add.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
+    add.add_argument("--config", help=f"YAML config (its trustgate.scoring.data_dir; default: ${CONFIG_VARIABLE})")
     add.set_defaults(handler=_asset_command(_corpus_add))
     remove = corpus_commands.add_parser("remove", help="remove a user corpus and rebuild the index")
     remove.add_argument("name")
-    remove.add_argument("--config", help="YAML config (its trustgate.scoring.data_dir)")
+    remove.add_argument("--config", help=f"YAML config (its trustgate.scoring.data_dir; default: ${CONFIG_VARIABLE})")
     remove.set_defaults(handler=_asset_command(_corpus_remove))
 
     _add_eval_command(commands)
@@ -202,7 +247,11 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        configure_logging(_log_format(args))
+    except UserError as exc:
+        print(f"trustgate: {exc}", file=sys.stderr)
+        return 2
     logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one INFO line per upstream request otherwise
     logging.getLogger("gensim").setLevel(logging.WARNING)  # ~30 lines per training run of the word vectors

@@ -324,10 +324,16 @@ class UpstreamLimits(_Section):
 
 
 class TelemetrySettings(_Section):
-    """OpenTelemetry export, off by default; endpoint and headers come from the standard OTEL_* variables."""
+    """OpenTelemetry export, chosen by the standard OTEL_* variables (exporters.otel_export); each field set
+    here overrides its variable. ``enabled`` None: on when an OTEL_* exporter or endpoint variable is set."""
 
-    enabled: bool = False
+    enabled: bool | None = None
     service_name: str = "trustgate"
+    traces_exporter: str | None = None  # as OTEL_TRACES_EXPORTER: otlp, console, none, or a list
+    logs_exporter: str | None = None  # as OTEL_LOGS_EXPORTER
+    protocol: Literal["grpc", "http/protobuf"] | None = None  # as OTEL_EXPORTER_OTLP_PROTOCOL
+    endpoint: str | None = None  # as OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL)
+    headers: dict[str, SecretStr] | None = None  # as OTEL_EXPORTER_OTLP_HEADERS; os.environ/NAME values work
 
 
 class RetrySettings(_Section):

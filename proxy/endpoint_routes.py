@@ -85,11 +85,12 @@ async def retrieve_model(model_id: str, request: Request) -> JSONResponse:
 
 async def _serve(request: Request, endpoint: Endpoint) -> Response:
     gateway = gateway_of(request)
-    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers))
+    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers), endpoint)
     slot = None
     scored = _SCORED.get(endpoint)
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
+        meter.authenticated(caller.name)
         raw = await read_body(request, gateway.settings.trustgate.server.max_body_bytes)
         parsed = parse_endpoint_request(raw, endpoint, account_references=caller.account_references)
         group = gateway.upstream.require_group(parsed.model)
@@ -113,7 +114,7 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         await failed_request(exc, slot, meter)
         raise
     headers = answered_by(gateway, meter, group, reply.model_group)
-    await settle_usage(gateway, reply.model_group, slot, reported_usage(reply.data))
+    await settle_usage(meter, slot, reported_usage(reply.data))
     record_id = None
     if scored is not None and plan is not None and plan.decision.sampled:
         answer = scored.answer(reply.data) if parsed.messages else Answer(text=None)

@@ -52,6 +52,7 @@ from .completion import (
 from .config import ConfigError, Deployment, GatewaySettings
 from .errors import GatewayError
 from .redirects import MAX_REDIRECTS
+from .log_format import route_litellm_logs_to_root
 from .reply_cap import CappedTransport, ReplyCap, capped
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors
@@ -79,6 +80,7 @@ def _import_litellm() -> Any:
     # Module settings, set once: no banner/debug text on stdout, no telemetry.
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    route_litellm_logs_to_root()  # one line per event, in the process's log format
     if litellm.aclient_session is None:
         # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
         litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True,

@@ -59,10 +59,11 @@ class StreamTap(Protocol):
 @router.post("/chat/completions")  # OpenAI's routes also without /v1, as LiteLLM serves them
 async def chat_completions(request: Request) -> Response:
     gateway = _gateway(request)
-    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers))
+    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers), "chat")
     slot = None
     try:
         caller = gateway.keys.authenticate(request.headers.get("authorization"))
+        meter.authenticated(caller.name)
         raw = await _read_body(request, gateway.settings.trustgate.server.max_body_bytes)
         parsed = parse_chat_request(raw, account_references=caller.account_references)
         chat, body = parsed.chat, parsed.body
@@ -85,7 +86,7 @@ async def chat_completions(request: Request) -> Response:
         raise
     headers = answered_by(gateway, meter, group, completion.model_group)
     plan = plan.answered_by(completion.model_group)
-    await settle_usage(gateway, plan.model, slot, completion.reply.usage)
+    await settle_usage(meter, slot, completion.reply.usage)
     answer = Answer.from_reply(completion.reply)
     if plan.decision.sampled:
         headers.update(trust_headers(await gateway.trust.score(plan, parsed.messages, answer)))
@@ -109,12 +110,11 @@ def answered_by(gateway: Gateway, meter: RequestMeter, asked: str, answered: str
     return headers
 
 
-async def settle_usage(gateway: Gateway, group: str, slot: Slot, usage: TokenUsage | None) -> None:
+async def settle_usage(meter: RequestMeter, slot: Slot, usage: TokenUsage | None) -> None:
     """An answer ended: its reported tokens count on the key's ``tpm`` and the user-traffic token counter
     (beside scoring's), and the key's parallel slot is free again."""
     if usage is not None:
-        gateway.metrics.observe_user_usage(model=group, prompt_tokens=usage.prompt_tokens,
-                                           completion_tokens=usage.completion_tokens)
+        meter.used(usage)
     await slot.done(usage.total if usage is not None else 0)
 
 
@@ -218,6 +218,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
     status, error = 200, None
     try:
         async for chunk in chunks:
+            meter.first_chunk()
             yield chunk
     except GatewayError as exc:
         status, error = exc.status_code, exc.code or exc.error_type
@@ -228,7 +229,7 @@ async def _metered_stream(gateway: Gateway, chunks: AsyncIterator[bytes], plan: 
             else (500, type(exc).__name__)
         raise
     finally:
-        await settle_usage(gateway, plan.model, slot, tap.usage)
+        await settle_usage(meter, slot, tap.usage)
         meter.traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)
         meter.end(status, error)
 

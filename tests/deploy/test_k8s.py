@@ -1,4 +1,4 @@
-"""deploy/k8s: every manifest passes Kubernetes' strict schema validation (kubernetes-validate,
+"""deploy/k8s/base: every manifest passes Kubernetes' strict schema validation (kubernetes-validate,
 offline) and is wired up: Services, probes, Secrets, the ConfigMap's config, disruption
 budgets, network policies, pinned images, and the Prometheus Operator objects kept apart.
 (No cluster here: tests/deploy/test_roles.py runs the Deployments' commands as processes.)"""
@@ -20,6 +20,7 @@ from tests.deploy.promql import DEPLOY, load_yaml_docs
 from tests.deploy.test_compose import PINNED_IMAGE
 
 K8S = DEPLOY / "k8s"
+BASE = K8S / "base"
 MONITORING = K8S / "monitoring"
 NAMESPACE = "trustgate"
 API_VERSIONS = {
@@ -32,7 +33,7 @@ API_VERSIONS = {
 @pytest.fixture(scope="module")
 def objects() -> dict[tuple[str, str], dict[str, Any]]:
     found: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(K8S.glob("*.yaml")):
+    for path in sorted(BASE.glob("*.yaml")):
         if path.name == "kustomization.yaml":
             continue
         for doc in load_yaml_docs(path):
@@ -78,8 +79,8 @@ def test_the_stack_is_complete(objects: dict[tuple[str, str], dict[str, Any]]) -
 
 
 def test_kustomization_lists_every_manifest_but_the_secret_template() -> None:
-    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
-    manifests = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+    kustomization = yaml.safe_load((BASE / "kustomization.yaml").read_text())
+    manifests = {p.name for p in BASE.glob("*.yaml")} - {"kustomization.yaml"}
     assert set(kustomization["resources"]) == manifests - {"secret.example.yaml"}
     assert kustomization["namespace"] == NAMESPACE
     assert [image["name"] for image in kustomization["images"]] == ["trustgate"]
@@ -276,7 +277,7 @@ def monitoring() -> dict[tuple[str, str], dict[str, Any]]:
 
 
 def test_operator_objects_are_kept_out_of_the_base(monitoring: dict[tuple[str, str], dict[str, Any]]) -> None:
-    base = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    base = yaml.safe_load((BASE / "kustomization.yaml").read_text())
     assert not any("monitoring" in resource for resource in base["resources"])
     overlay = yaml.safe_load((MONITORING / "kustomization.yaml").read_text())
     assert set(overlay["resources"]) == {p.name for p in MONITORING.glob("*.yaml")} - {"kustomization.yaml"}

@@ -120,7 +120,7 @@ def test_compose_redis_profile_scores_in_a_worker(stack: Stack) -> None:
 
 def test_kubernetes_manifests_score_in_a_worker(stack: Stack) -> None:
     objects = {(doc["kind"], doc["metadata"]["name"]): doc
-               for path in sorted((DEPLOY / "k8s").glob("*.yaml")) if path.name != "kustomization.yaml"
+               for path in sorted((DEPLOY / "k8s" / "base").glob("*.yaml")) if path.name != "kustomization.yaml"
                for doc in load_yaml_docs(path)}
     roles = k8s_roles(objects, {"TRUSTGATE_MASTER_KEY": MASTER_KEY}, image())
     start_oxigraph(stack, roles["oxigraph"])
@@ -138,7 +138,7 @@ def test_the_layout_serves_the_assets_the_image_builds() -> None:
     assert built == [f"trustgate build-assets --data-dir {ASSETS_DIR}"]
     compose = compose_file()
     configs = [yaml.safe_load((DEPLOY / name).read_text()) for name in ("config.compose.yaml", "config.redis.yaml")]
-    configmap = next(d for d in load_yaml_docs(DEPLOY / "k8s" / "configmap.yaml") if d["kind"] == "ConfigMap")
+    configmap = next(d for d in load_yaml_docs(DEPLOY / "k8s" / "base" / "configmap.yaml") if d["kind"] == "ConfigMap")
     configs.append(yaml.safe_load(configmap["data"]["config.yaml"]))
     assert {c["trustgate"]["scoring"]["data_dir"] for c in configs} == {ASSETS_DIR}
     store = f"{ASSETS_DIR}/consistency/oxigraph"

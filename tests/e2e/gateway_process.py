@@ -79,8 +79,8 @@ def _read_lines(gateway: GatewayProcess, ready: threading.Event) -> None:
     assert gateway.process.stdout is not None
     for line in gateway.process.stdout:
         gateway.output.append(line)
-        if line.startswith(READY):
-            gateway.url = line[len(READY):].split()[0]
+        if READY in line:  # the banner's first line, or a JSON log line (--log-format json)
+            gateway.url = line.split(READY, 1)[1].split()[0].rstrip('"},')
             ready.set()
     ready.set()  # the process ended: wake the waiter
 
@@ -93,11 +93,17 @@ def serve_default_config(folder: Path, *, model_port: int | None = None,
 
 
 @contextlib.contextmanager
-def serve_config(config: Path, *, timeout: float = 240.0) -> Iterator[GatewayProcess]:
-    """``serve --config config`` until its ready banner; SIGTERM (then SIGKILL) when the block ends."""
-    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", "--config", str(config)], cwd=REPO,
+def serve_config(config: Path, *, timeout: float = 240.0, environ: dict[str, str] | None = None,
+                 args: tuple[str, ...] = ()) -> Iterator[GatewayProcess]:
+    """``serve --config config`` until its ready banner; SIGTERM (then SIGKILL) when the block ends.
+
+    ``environ`` adds variables; with ``TRUSTGATE_CONFIG`` among them, the config is named by it instead of
+    ``--config``. ``args`` go after ``serve``."""
+    environ = environ or {}
+    named = [] if "TRUSTGATE_CONFIG" in environ else ["--config", str(config)]
+    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", *named, *args], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                               env={**os.environ, "PYTHONUNBUFFERED": "1", **environ})
     gateway = GatewayProcess(process)
     ready = threading.Event()
     threading.Thread(target=_read_lines, args=(gateway, ready), daemon=True).start()

@@ -49,15 +49,15 @@ def test_request_metrics_count_by_model_and_status(gateway: ServerThread, fake_u
     httpx.post(url, json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
     found = samples(gateway)
 
-    def count(model: str, status: str, mode: str) -> float:
-        labels = frozenset({"model": model, "status": status, "mode": mode}.items())
+    def count(model: str, status: str, mode: str, key: str = "master") -> float:
+        labels = frozenset({"model": model, "status": status, "mode": mode, "endpoint": "chat", "key": key}.items())
         return found.get(("trustgate_requests_total", labels), 0.0)
 
     assert count("fake", "200", "unary") == 2
     assert count("fake", "429", "unary") == 1
     assert count("fake", "200", "stream") == 1
     assert count("unknown", "404", "unary") == 1  # unknown names never become label values
-    assert count("unknown", "401", "unary") == 1
+    assert count("unknown", "401", "unary", key="unknown") == 1
     duration = found[("trustgate_request_duration_seconds_count",
-                      frozenset({"model": "fake", "mode": "unary"}.items()))]
+                      frozenset({"model": "fake", "mode": "unary", "endpoint": "chat"}.items()))]
     assert duration == 3

@@ -17,9 +17,10 @@ from opentelemetry.sdk._logs.export import (
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 
 from exporters import Telemetry
+from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import (
     AUTH,
@@ -163,3 +164,32 @@ def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded
     (request,) = recorded.finished("chat")  # never named: the model was not read before the 401
     assert request.context.trace_id == TRACE_ID
     assert request.attributes["http.response.status_code"] == 401  # type: ignore[index]
+
+
+def test_each_upstream_try_is_a_client_span_of_the_request(fake_upstream: FakeUpstream, recorded: Recorded,
+                                                           start_gateway: Callable[..., ServerThread]) -> None:
+    """A rate-limited first try, its retry, and a fallback group after a group that is down: one CLIENT
+    span each, all children of the request span, so a trace shows where the time went."""
+    config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["model_list"].append({"model_name": "primary", "litellm_params": {
+        "model": "openai/primary-model", "api_base": "http://127.0.0.1:9/v1", "api_key": "x", "timeout": 2}})
+    config["router_settings"].update(num_retries=1, fallbacks=[{"primary": ["fake"]}])
+    config["trustgate"] = {"retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0}}
+    server = start_gateway(config, telemetry=recorded.telemetry)
+    fake_upstream.rate_limited = 1
+    assert post(server, model="fake").status_code == 200
+    (request,) = recorded.finished("chat fake")
+    tries = recorded.finished("chat gpt-4o-mini")
+    assert [s.attributes["trustgate.attempt"] for s in tries] == [0, 1]
+    assert tries[0].attributes["error.type"] and "error.type" not in tries[1].attributes
+    assert all(s.kind == SpanKind.CLIENT and s.parent.span_id == request.context.span_id for s in tries)
+    assert tries[1].attributes["server.address"] == "127.0.0.1"
+
+    assert post(server, model="primary").status_code == 200
+    down = recorded.finished("chat primary-model")
+    assert down and all(s.attributes["trustgate.model_group"] == "primary" and s.attributes["error.type"]
+                        for s in down)
+    (fallback_request,) = recorded.finished("chat primary")
+    served = [s for s in recorded.finished("chat gpt-4o-mini") if s.parent.span_id == fallback_request.context.span_id]
+    assert [s.attributes["trustgate.model_group"] for s in served] == ["fake"]
+    assert all(s.parent.span_id == fallback_request.context.span_id for s in down)

@@ -21,8 +21,8 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 
 def user_tokens(server: ServerThread, kind: str) -> float:
-    return samples(server).get(("trustgate_user_upstream_tokens_total", frozenset({("model", "fake"), ("kind", kind)})),
-                               0.0)
+    labels = frozenset({("model", "fake"), ("kind", kind), ("key", "master")})
+    return samples(server).get(("trustgate_user_upstream_tokens_total", labels), 0.0)
 
 
 def post(server: ServerThread, path: str, body: dict[str, Any], key: str = MASTER_KEY) -> httpx.Response:
