@@ -45,6 +45,7 @@ from .litellm_backend import check_providers
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
 from .request_ids import RequestIds, request_id_headers
+from .request_meter import UNKNOWN
 from .routes import router
 from scoring.throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
@@ -141,7 +142,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
         mount(app)
     _add_cors(app, settings.trustgate.server.allowed_origins)
     app.add_middleware(RequestIds, on_rejected=lambda: metrics.observe_request(  # outermost: every response
-        model="unknown", status=400, stream=False, seconds=0.0))
+        model=UNKNOWN, status=400, stream=False, seconds=0.0, endpoint=UNKNOWN, key=UNKNOWN))
     app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)
