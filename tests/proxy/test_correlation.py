@@ -94,7 +94,8 @@ def test_a_malformed_request_id_is_a_400_before_any_work(gateway: ServerThread, 
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", "x-request-id",
                                                               "invalid_request_id")
     assert response.headers["x-request-id"].startswith("req_") and fake_upstream.requests == []
-    counted = ("trustgate_requests_total", frozenset({"model": "unknown", "status": "400", "mode": "unary"}.items()))
+    counted = ("trustgate_requests_total", frozenset({"model": "unknown", "status": "400", "mode": "unary",
+                                                      "endpoint": "unknown", "key": "unknown"}.items()))
     assert samples(gateway)[counted] == 1
 
 
@@ -132,7 +133,8 @@ def test_a_fallback_answer_says_so_and_is_booked_to_the_group_that_answered(
     metrics = samples(server)
     assert metrics[("trustgate_fallbacks_total", frozenset({"asked": "primary", "answered": "fake"}.items()))] == 3
     assert booked(server, "fake") == 3 and booked(server, "primary") == 0
-    assert metrics[("trustgate_user_upstream_tokens_total", frozenset({"model": "fake", "kind": "completion"}.items()))]
+    assert metrics[("trustgate_user_upstream_tokens_total",
+                    frozenset({"model": "fake", "kind": "completion", "key": "master"}.items()))]
 
 
 @pytest.mark.parametrize("path", PATHS)
