@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from scoring.types import RAGDetails, TrustRecord
+from scoring.types import OVDetails, RAGDetails, TrustRecord
 
 __all__ = ["TRUST_EVENT", "trust_chunk", "trust_event", "trust_headers", "trust_summary"]
 
@@ -27,13 +27,20 @@ def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
             "x-trust-refusal": None if refusal is None else str(refusal).lower()}
 
 
+def _informative(record: TrustRecord) -> dict[str, str | None]:
+    """``x-trust-informative: false`` where the model's labels show no score separating right from wrong."""
+    ov = record.components.get("ov")
+    flagged = ov is not None and isinstance(ov.details, OVDetails) and ov.details.informative is False
+    return {"x-trust-informative": "false"} if flagged else {}
+
+
 def trust_headers(record: TrustRecord) -> dict[str, str]:
     headers = {"x-trust-id": record.id, "x-trust-status": record.status}
     bc, fc, lp = (record.components.get(name) for name in ("bc", "fc", "lp"))
     values = {"x-trust-score": _fmt(record.score), "x-trust-bc": _fmt(bc.value if bc else None),
               "x-trust-fc": _fmt(fc.value if fc else None), "x-trust-lp": _fmt(lp.value if lp else None),
               "x-trust-label": record.label,
-              "x-trust-probability": _fmt(record.probability), **_rag_headers(record)}
+              "x-trust-probability": _fmt(record.probability), **_rag_headers(record), **_informative(record)}
     headers.update({name: value for name, value in values.items() if value is not None})
     return headers
 

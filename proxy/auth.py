@@ -23,6 +23,7 @@ class Caller:
     name: str
     models: frozenset[str] | None  # None: every model
     admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
+    master: bool = False  # the master key itself: the operator's endpoints (GET /v1/trust/calibration)
     limits: KeyLimits = field(default_factory=KeyLimits)
 
     def may_use(self, model: str) -> bool:
@@ -49,7 +50,8 @@ class KeyRing:
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            self._entries.append((settings.master_key.get_secret_value().encode(), Caller("master", None, admin=True)))
+            master = Caller("master", None, admin=True, master=True)
+            self._entries.append((settings.master_key.get_secret_value().encode(), master))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
     @property
