@@ -34,6 +34,7 @@ EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
                    "lp": "trustgate.trust_lp", "rag": "trustgate.rag_trust"}
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's
+FEEDBACK_NAME = "trustgate.user_feedback"  # a user's label on an answer: an evaluation made by a person
 _W3C = TraceContextTextMapPropagator()
 
 
@@ -140,6 +141,22 @@ class Telemetry:
                     event.score(f"trustgate.{metric}", value, None)
         event.score("trustgate.trust_probability", record.probability, None)
 
+    def emit_feedback(self, record: TrustRecord) -> None:
+        """A user's label as an evaluation event of the answer: 1 (correct) or 0, or the graded score given.
+
+        It comes long after the request, so it has no parent span; ``trustgate.trust.id`` joins it to the
+        record and its score events.
+        """
+        feedback = record.feedback
+        if feedback is None:
+            return
+        value = feedback.score if feedback.score is not None else float(feedback.correct)
+        extra: dict[str, str | float] = {"trustgate.feedback.correct": feedback.correct}
+        if record.model is not None:
+            extra["gen_ai.request.model"] = record.model
+        _EvaluationEvents(self.logger, record.id, None, None).score(
+            FEEDBACK_NAME, value, "correct" if feedback.correct else "incorrect", extra=extra)
+
 
 @dataclass(frozen=True)
 class _EvaluationEvents:
@@ -148,10 +165,11 @@ class _EvaluationEvents:
     response_id: str | None
     context: Context | None
 
-    def score(self, name: str, value: float | None, label: str | None) -> None:
+    def score(self, name: str, value: float | None, label: str | None,
+              extra: Mapping[str, str | float] | None = None) -> None:
         if value is None:
             return
-        attributes: dict[str, str | float] = {"gen_ai.evaluation.score.value": value}
+        attributes: dict[str, str | float] = {"gen_ai.evaluation.score.value": value, **(extra or {})}
         if label is not None:
             attributes["gen_ai.evaluation.score.label"] = label
         self._emit(name, attributes, f"{name}={value:.4f}")

@@ -55,6 +55,7 @@ class GatewayMetrics:
     scoring_calls_shed: Counter
     scoring_upstream_tokens: Counter
     user_upstream_tokens: Counter
+    feedback: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -92,6 +93,12 @@ class GatewayMetrics:
         """The tokens one user call used (as its upstream reported them): the bill scoring's share sits beside."""
         self.user_upstream_tokens.labels(model=model, kind="prompt").inc(prompt_tokens)
         self.user_upstream_tokens.labels(model=model, kind="completion").inc(completion_tokens)
+
+    def observe_feedback(self, record: TrustRecord) -> None:
+        """A label a user sent for a record's answer (the record as labelled)."""
+        if record.feedback is not None:
+            self.feedback.labels(model=record.model or "unknown",
+                                 correct=str(record.feedback.correct).lower()).inc()
 
     def observe_sync_timeout(self, model: str) -> None:
         """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
@@ -176,6 +183,8 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
         user_upstream_tokens=counter("user_upstream_tokens", "Tokens the users' own upstream calls used, as the "
                                      "upstream reported them (a stream only when it reported usage), by kind "
                                      "(prompt, completion).", ["model", "kind"]),
+        feedback=counter("feedback", "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
+                         "whether the answer was correct (true, false).", ["model", "correct"]),
     )
 
 

@@ -50,6 +50,7 @@ from .readiness import ReadinessCheck
 from .routes import router
 from scoring.throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
+from .trust_feedback import router as trust_feedback_router
 from .trust_list import router as trust_list_router
 from .upstream import UpstreamClient
 
@@ -140,6 +141,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
     app.include_router(calibration_router)  # likewise "calibration"
     app.include_router(router)
+    app.include_router(trust_feedback_router)
     app.include_router(endpoint_router)
     app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
     for mount in mounts:

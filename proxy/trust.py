@@ -33,7 +33,15 @@ from scoring.queue import JobQueue, Process
 from scoring.rag import LABELS_KEY, RagRequest
 from scoring.settings import ScoringMode, ScoringSettings
 from scoring.throttled_log import ThrottledLog
-from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
+from scoring.types import (
+    FEEDBACK_STATUSES,
+    Feedback,
+    FeedbackRefused,
+    RecordScope,
+    ScoringJob,
+    StoreUnavailable,
+    TrustRecord,
+)
 
 from .errors import InvalidRequest, ServiceUnavailable
 from .logprobs import LogprobsAdded, ask_for_logprobs
@@ -46,7 +54,8 @@ log = logging.getLogger("trustgate.trust")
 
 MODE_HEADER = "x-trustgate-mode"
 _MODES = ("sync", "async", "off")
-_READS = {"get": "look-up", "list": "listing", "summary": "summary"}  # store_errors' operation label: its words
+# store_errors' operation label: its words
+_READS = {"get": "look-up", "list": "listing", "summary": "summary", "feedback": "label"}
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
@@ -231,6 +240,23 @@ class TrustService:
             return pending if scope.allows(pending) else None
         with self._store_read("get"):
             return await self._publisher.store.get(record_id, scope=scope)
+
+    async def label(self, record_id: str, feedback: Feedback, scope: RecordScope) -> TrustRecord | None:
+        """Keep a user's label on a record ``scope`` may read; None when there is none it may read (a 404).
+
+        Raises FeedbackRefused, storing nothing, for a record that takes no label: one still being scored
+        (which may not be in the store yet) or one never scored. Each label is counted.
+        """
+        current = await self.lookup(record_id, scope)
+        if current is None:
+            return None
+        if current.status not in FEEDBACK_STATUSES:
+            raise FeedbackRefused(current.status)
+        with self._store_read("feedback"):
+            record = await self._publisher.store.set_feedback(record_id, feedback, scope=scope)
+        if record is not None:
+            self._metrics.observe_feedback(record)
+        return record
 
     async def list_records(self, query: RecordQuery, scope: RecordScope) -> RecordPage:
         """A page of the stored records ``scope`` may read (a pending one is listed once it is stored)."""

@@ -388,7 +388,8 @@ class Feedback(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     correct: StrictBool  # a JSON boolean only: "false" or 0 would read as a label nobody gave
-    score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)  # a graded label, if any
+    # A graded label, if any: a JSON number (not true, not "0.5") in [0, 1].
+    score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
     comment: str | None = Field(default=None, max_length=MAX_FEEDBACK_COMMENT)
     labelled_at: float  # Unix seconds, set by the gateway when the label arrived
 

@@ -164,7 +164,7 @@ def test_listing_filters_labelled_and_unlabelled(run: Callable[[Scenario], None]
 
 def test_feedback_is_validated() -> None:
     with pytest.raises(ValidationError):
-        Feedback(correct="true", labelled_at=1.0)  # type: ignore[arg-type]
+        Feedback.model_validate({"correct": "true", "labelled_at": 1.0})
     with pytest.raises(ValidationError):
         Feedback(correct=True, score=1.5, labelled_at=1.0)
     with pytest.raises(ValidationError):
