@@ -171,7 +171,7 @@ def build_fit_store(settings: GatewaySettings, redis: Redis | None) -> FitStore 
         return None
     if redis is not None:
         return RedisFitStore(redis, prefix=scoring.queue.redis_prefix)
-    return FileFitStore(scoring.data_dir / "learning" / "calibration.json")
+    return FileFitStore(scoring.feedback.fits_path or scoring.data_dir / "learning" / "calibration.json")
 
 
 def build_learner(settings: GatewaySettings, records: LabelSource, fits: FitStore, calibrator: Calibrator | None,

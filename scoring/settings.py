@@ -148,6 +148,9 @@ class FeedbackSettings(BaseModel):
     refit_every: int = Field(default=25, ge=1, le=100_000)
     min_labels: int = Field(default=50, ge=10, le=100_000)
     max_labels: int = Field(default=10_000, ge=10, le=100_000)  # the newest labels a refit reads
+    # The embedded store's fits (one JSON file); None: <data_dir>/learning/calibration.json. With the Redis
+    # backend the fits live in Redis, shared by every gateway and worker.
+    fits_path: Path | None = None
 
 
 class PolicySettings(BaseModel):
