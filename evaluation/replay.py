@@ -40,6 +40,9 @@ class ReplaySpec:
     system: str | None = None  # a system message before each question (None: the question alone)
     max_tokens: int = 48
     refit_every: int = 25
+    # Ask for the answer's log-probabilities as a client may (logprobs with top_logprobs 1): an upstream that
+    # gives none for ``logprobs`` alone (the embedded llama.cpp server) then still gives the gateway its lp.
+    ask_logprobs: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,8 @@ async def _ask(client: httpx.AsyncClient, spec: ReplaySpec, item: EvalItem, fed:
         [{"role": "user", "content": item.question}]
     response = await client.post("/v1/chat/completions", headers={**_auth(spec), "x-trustgate-mode": "sync"},
                                  json={"model": spec.model, "messages": messages, "max_tokens": spec.max_tokens,
-                                       "temperature": 0})
+                                       "temperature": 0,
+                                       **({"logprobs": True, "top_logprobs": 1} if spec.ask_logprobs else {})})
     response.raise_for_status()
     text = str(response.json()["choices"][0]["message"].get("content") or "").strip()
     record = await _record(client, spec, response.headers["x-trust-id"])

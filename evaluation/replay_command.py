@@ -159,7 +159,7 @@ def _markdown(args: argparse.Namespace, result: dict[str, Any]) -> str:
 async def _run(args: argparse.Namespace, items: list[EvalItem], out: Path) -> tuple[ReplayOutcome, str]:
     async with _gateway(args, items, out) as (url, model, key):
         spec = ReplaySpec(model=model, key=key, system=None if args.upstream == "capable" else SYSTEM,
-                          refit_every=args.refit_every)
+                          refit_every=args.refit_every, ask_logprobs=args.upstream == "config")
         async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(900.0, connect=10.0)) as client:
             with progress_bar(len(items), f"replay {model}", {}) as advance:
                 return await replay(client, spec, items, on_done=lambda: advance(None)), model

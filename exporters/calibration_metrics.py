@@ -31,7 +31,8 @@ class CalibrationMetrics:
 
     def observe(self, report: CalibrationReport) -> None:
         self.labels.labels(model=report.model).set(report.labels)
-        self.informative.labels(model=report.model).set(int(report.informative))
+        if report.informative is not None:
+            self.informative.labels(model=report.model).set(int(report.informative))
         self.fitted.labels(model=report.model).set(int(report.combination == "fitted"))
         for score, quality in report.scores.items():
             if quality.auroc is not None:

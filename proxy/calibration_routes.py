@@ -37,7 +37,7 @@ class ModelCalibration(BaseModel):
     positives: int
     combination: Combination
     reason: str
-    informative: bool
+    informative: bool | None  # None: too few labels of each kind to say
     fit: LearnedFit | None
     auroc: dict[str, float | None]
     ece: dict[str, float | None]

@@ -22,7 +22,7 @@ __all__ = ["learned_overall"]
 
 def _with_default(default: ComponentResult, report: CalibrationReport, missing: list[str] | None) -> ComponentResult:
     details = default.details if isinstance(default.details, OVDetails) else OVDetails()
-    update: dict[str, object] = {"informative": report.informative}
+    update: dict[str, object] = {} if report.informative is None else {"informative": report.informative}
     if missing:
         update["fitted_missing"] = missing
     return default.model_copy(update={"details": details.model_copy(update=update)})
@@ -43,6 +43,7 @@ def learned_overall(report: CalibrationReport | None, default: ComponentResult,
     used = {name: values[name] for name in fit.features}
     source = "+".join(sorted({name.split("_")[0] for name in fit.features}))
     details = OVDetails(source=source, method="learned", fit_id=fit.id, features=used,
-                        weights=dict(zip(fit.features, fit.weights, strict=True)), default=default.value,
-                        informative=report.informative)
+                        weights=dict(zip(fit.features, fit.weights, strict=True)), default=default.value)
+    if report.informative is not None:
+        details.informative = report.informative
     return ComponentResult(component="ov", value=fit.probability(used), label=None, details=details)

@@ -32,7 +32,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from .features import COMPONENT_FEATURES, FEATURES
-from .quality import auroc, auroc_lower_bound, expected_calibration_error, reliability, roc_points
+from .quality import MIN_PER_LABEL, auroc, auroc_lower_bound, expected_calibration_error, reliability, roc_points
 from .report import CalibrationReport, LearnedFit, ScoreQuality
 from .rule import LabelledAnswer, LearningRule
 
@@ -176,7 +176,9 @@ def assess(model: str, answers: Sequence[LabelledAnswer], rule: LearningRule, *,
         use, reason = _decide(len(answers), scores.get("fitted"), 0.5 if math.isnan(default_auroc) else default_auroc,
                               rule)
         fit = _final(x, y, names, rule) if use else None
-    informative = any(q.auroc_low is not None and q.auroc_low > 0.5 for q in scores.values())
-    return CalibrationReport(model=model, labels=len(answers), positives=sum(a.correct for a in answers),
+    positives = sum(a.correct for a in answers)
+    informative = any(q.auroc_low is not None and q.auroc_low > 0.5 for q in scores.values()) \
+        if min(positives, len(answers) - positives) >= MIN_PER_LABEL else None
+    return CalibrationReport(model=model, labels=len(answers), positives=positives,
                              combination="fitted" if fit is not None else "default", reason=reason,
                              informative=informative, fit=fit, scores=scores, fitted_at=now)

@@ -6,7 +6,8 @@ Both are NaN where undefined (one label only, no items) rather than raising, so
 a model with few labels still gets a report that says why it has no figures.
 
 The "informative" rule: a score separates right from wrong answers when the
-lower end of its AUROC's 95% interval lies above 0.5. The interval is Hanley
+lower end of its AUROC's 95% interval lies above 0.5; with fewer than
+``MIN_PER_LABEL`` answers of either label nothing is said either way. The interval is Hanley
 and McNeil's (1982) normal approximation of the AUROC's standard error, in
 closed form: a bootstrap per score per refit would cost more than the fit.
 With 25 right and 25 wrong answers that needs an AUROC of about 0.66; with 500
@@ -22,12 +23,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.metrics import roc_auc_score, roc_curve
 
-__all__ = ["MAX_ROC_POINTS", "auroc", "auroc_lower_bound", "expected_calibration_error", "reliability",
+__all__ = ["MAX_ROC_POINTS", "MIN_PER_LABEL", "auroc", "auroc_lower_bound", "expected_calibration_error", "reliability",
            "roc_points"]
 
 NAN = float("nan")
 MAX_ROC_POINTS = 50  # enough for a chart; a report per model must stay small (it lives in Redis)
 BINS = 10
+MIN_PER_LABEL = 5  # right and wrong answers each, before a model is called informative or not
 
 
 def _arrays(scores: ArrayLike, labels: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -47,6 +49,8 @@ def auroc_lower_bound(area: float, positives: int, negatives: int) -> float:
     """The lower end of the AUROC's 95% interval (Hanley & McNeil's standard error)."""
     if math.isnan(area) or positives < 1 or negatives < 1:
         return NAN
+    edge = 0.5 / (positives * negatives)  # a perfect split of a handful of answers is not certainty
+    area = min(max(area, edge), 1 - edge)
     q1, q2 = area / (2 - area), 2 * area * area / (1 + area)
     variance = (area * (1 - area) + (positives - 1) * (q1 - area * area)
                 + (negatives - 1) * (q2 - area * area)) / (positives * negatives)

@@ -59,7 +59,7 @@ class CalibrationReport(BaseModel):
     positives: int  # labelled correct
     combination: Combination
     reason: str  # why that combination, in words
-    informative: bool  # some score separates right from wrong answers (quality.py's rule)
+    informative: bool | None  # some score separates right from wrong answers (quality.py's rule); None: too few
     fit: LearnedFit | None = None  # set when combination is "fitted"
     scores: dict[str, ScoreQuality] = Field(default_factory=dict)  # "ov" (the default), "fitted", "bc", "lp", ...
     fitted_at: float
