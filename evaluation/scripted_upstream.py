@@ -87,7 +87,7 @@ class CapableModel:
 
     def judge(self, prompt: str) -> bool | None:
         """Whether the evidence supports the answer in the prompt; None for an answer it never gave (the probe)."""
-        fields = dict(m.groups() for line in prompt.splitlines() if (m := _FIELD.match(line)))
+        fields: dict[str, str] = {m.group(1): m.group(2) for line in prompt.splitlines() if (m := _FIELD.match(line))}
         right = self._right_answers.get(fields.get("Answer", "").strip())
         if right is None:
             return None

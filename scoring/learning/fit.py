@@ -171,7 +171,7 @@ def assess(model: str, answers: Sequence[LabelledAnswer], rule: LearningRule, *,
         nested = _nested(x, y, rule) if names else None
         if nested is not None:
             scores["fitted"] = _quality(nested, y, cross_validated=True)
-        defaults = [(answers[i].default, int(answers[i].correct)) for i in rows if answers[i].default is not None]
+        defaults = [(default, int(answers[i].correct)) for i in rows if (default := answers[i].default) is not None]
         default_auroc = auroc([d for d, _ in defaults], [c for _, c in defaults]) if defaults else math.nan
         use, reason = _decide(len(answers), scores.get("fitted"), 0.5 if math.isnan(default_auroc) else default_auroc,
                               rule)

@@ -17,7 +17,7 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from pydantic import ValidationError
 from redis.asyncio import Redis
@@ -113,15 +113,15 @@ class RedisFitStore:
 
     async def get(self, model: str) -> CalibrationReport | None:
         with _reachable():
-            text = await self._redis.hget(self._key, model)  # type: ignore[misc]
+            text = cast(str | None, await self._redis.hget(self._key, model))  # decode_responses
         return None if text is None else _parse(model, text)
 
     async def put(self, report: CalibrationReport) -> None:
         with _reachable():
-            await self._redis.hset(self._key, report.model, report.model_dump_json())  # type: ignore[misc]
+            await self._redis.hset(self._key, report.model, report.model_dump_json())
 
     async def all(self) -> list[CalibrationReport]:
         with _reachable():
-            stored: dict[str, str] = await self._redis.hgetall(self._key)  # type: ignore[misc]
+            stored = cast(dict[str, str], await self._redis.hgetall(self._key))  # decode_responses
         parsed = [_parse(model, text) for model, text in sorted(stored.items())]
         return [report for report in parsed if report is not None]
