@@ -9,15 +9,38 @@ features of ``scoring.learning.features``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from scoring.learning.report import CalibrationReport
-
-__all__ = ["CalibrationMetrics", "build_calibration_metrics"]
+__all__ = ["CalibrationFigures", "CalibrationMetrics", "build_calibration_metrics"]
 
 NAMESPACE = "trustgate"
+
+
+class ScoreFigures(Protocol):
+    @property
+    def auroc(self) -> float | None: ...
+    @property
+    def ece(self) -> float | None: ...
+
+
+class CalibrationFigures(Protocol):
+    """What the gauges read of a report (``scoring.learning.report.CalibrationReport`` has it): exporters
+    take scoring's public types only, so the shape is stated here."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def labels(self) -> int: ...
+    @property
+    def combination(self) -> str: ...
+    @property
+    def informative(self) -> bool | None: ...
+    @property
+    def scores(self) -> Mapping[str, ScoreFigures]: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +52,7 @@ class CalibrationMetrics:
     fitted: Gauge
     refit_failures: Counter
 
-    def observe(self, report: CalibrationReport) -> None:
+    def observe(self, report: CalibrationFigures) -> None:
         self.labels.labels(model=report.model).set(report.labels)
         if report.informative is not None:
             self.informative.labels(model=report.model).set(int(report.informative))
