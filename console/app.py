@@ -6,7 +6,8 @@ and fetches the fragment for the current address with the key as a bearer
 header, so a key never appears in a URL, a log line or the browser history.
 Fragments are rendered server-side (Jinja2, autoescaped: answers are
 untrusted text) through the same listing functions and ownership rule as the
-JSON API.
+JSON API. A label set on a record's page goes to the API itself
+(``POST /v1/trust/{id}/feedback``), with the same key.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from proxy.auth import Caller
 from proxy.errors import NotFound
 from proxy.calibration_routes import calibration_reports
 from proxy.trust_list import SummaryQuery, list_records, parse_params, summarize_records
+from scoring.types import FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT
 
 from .charts import histogram, rate_line, reliability_dots, roc_curves
 from .explain import explain
@@ -109,7 +111,8 @@ def _router(env: Environment) -> APIRouter:
         found = await request.app.state.gateway.trust.lookup(record_id, caller.record_scope)
         if found is None:  # missing, or another key's: the same answer
             raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")
-        return render("record.html", view=explain(found), caller=caller)
+        return render("record.html", view=explain(found), caller=caller,
+                      labellable=found.status in FEEDBACK_STATUSES, max_comment=MAX_FEEDBACK_COMMENT)
 
     return router
 

@@ -85,9 +85,10 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         caller.require_model(parsed.model, group)
         plan = (gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
                                    traceparent=meter.traced.traceparent) if scored is not None else None)
-        body, added = (gateway.trust.upstream_body(plan, parsed.body, endpoint,
-                                                   gives_logprobs=gateway.upstream.gives_logprobs(group, endpoint))
-                       if plan is not None else (parsed.body, None))
+        plan, body, added = (gateway.trust.upstream_body(plan, parsed.body, endpoint,
+                                                         gives_logprobs=gateway.upstream.gives_logprobs(group,
+                                                                                                        endpoint))
+                             if plan is not None else (plan, parsed.body, None))
         slot = await gateway.limits.admit(caller.name, caller.limits)
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if parsed.stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)

@@ -6,7 +6,12 @@ not ask for them, the gateway asks upstream in the endpoint's own words and
 takes them out of the response (non-streamed body and each streamed event)
 before the client sees it, so the client gets what it asked for:
 
-* chat completions: ``logprobs: true``; each choice's ``logprobs`` back to null;
+* chat completions: ``logprobs: true``; each choice's ``logprobs`` back to null.
+  Some servers (llama.cpp's) return none for ``logprobs: true`` alone: the
+  upstream client learns per deployment that it must also send
+  ``top_logprobs: 1`` (``LogprobAsking``), and a client that asked for
+  ``logprobs`` but no alternatives gets each token's ``top_logprobs`` emptied
+  again, as OpenAI sends them when none were asked;
 * legacy completions: ``logprobs: 1`` (the sampled token's, plus one
   alternative: some servers return nothing for 0); each choice's ``logprobs``
   back to null. Not with ``echo``, whose log-probabilities would mix the
@@ -21,6 +26,8 @@ log-probabilities has none to hide.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +35,9 @@ import orjson
 
 from .sdk_params import Endpoint
 
-__all__ = ["RESPONSES_LOGPROBS", "LogprobsAdded", "ask_for_logprobs"]
+__all__ = ["RESPONSES_LOGPROBS", "LogprobAsking", "LogprobsAdded", "ask_for_logprobs"]
+
+log = logging.getLogger("trustgate.logprobs")
 
 RESPONSES_LOGPROBS = "message.output_text.logprobs"  # the Responses API's `include` entry for them
 # Responses payloads that carry an answer text's log-probabilities: the part, and the text events.
@@ -40,6 +49,9 @@ class LogprobsAdded:
     """The gateway asked for log-probabilities the client did not: take them out of what goes back."""
 
     endpoint: Endpoint
+    # True: the client asked for the tokens' log-probabilities but not their alternatives (chat only), so
+    # only the alternatives the gateway's ``top_logprobs`` brought go; False: every log-probability goes.
+    alternatives_only: bool = False
 
     def body(self, raw: bytes) -> bytes:
         """A non-streamed reply without the log-probabilities."""
@@ -67,19 +79,31 @@ class LogprobsAdded:
         """Take the log-probabilities out of ``payload`` in place; whether anything changed."""
         if self.endpoint == "responses":
             return _clear_responses_logprobs(payload)
+        if self.alternatives_only:
+            return _clear_alternatives(payload)
         return _clear_choice_logprobs(payload)
 
 
-def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint) -> tuple[dict[str, Any], LogprobsAdded | None]:
-    """``body`` asking for the answer's log-probabilities, and what to strip from the reply (None: nothing).
+def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint, *,
+                     wanted: bool = True) -> tuple[dict[str, Any], LogprobsAdded | None]:
+    """``body`` asking for the answer's log-probabilities (when ``wanted``), and what to strip from the reply
+    (None: nothing).
 
-    A client that asked for them itself gets them as it asked; an endpoint
-    without log-probabilities (embeddings) is left alone.
+    A client that asked for them itself gets them as it asked; one that asked
+    for a chat answer's ``logprobs`` without ``top_logprobs`` gets no
+    alternatives, whether or not the gateway had to ask for one
+    (``LogprobAsking``). An endpoint without log-probabilities (embeddings) is
+    left alone.
     """
     if endpoint == "chat":
         if body.get("logprobs") is True:
+            return body, LogprobsAdded(endpoint, alternatives_only=True) if body.get("top_logprobs") is None \
+                else None
+        if not wanted:
             return body, None
         return {**body, "logprobs": True}, LogprobsAdded(endpoint)
+    if not wanted:
+        return body, None
     if endpoint == "completions":
         if body.get("logprobs") is not None or body.get("echo"):
             return body, None
@@ -91,6 +115,65 @@ def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint) -> tuple[dict[str
             return body, None
         return {**body, "include": [*include, RESPONSES_LOGPROBS]}, LogprobsAdded(endpoint)
     return body, None
+
+
+# A deployment: (api_base, the model name its server expects); behind litellm (None, the model group).
+Where = tuple[str | None, str]
+
+
+class LogprobAsking:
+    """Per deployment, how a chat call gets the answer's log-probabilities: ``logprobs: true`` alone, or with
+    ``top_logprobs: 1`` for a server that returns none without it (llama.cpp's).
+
+    Learnt from replies: a deployment that answered a ``logprobs: true`` call
+    with text but no log-probabilities gets ``top_logprobs: 1`` from then on
+    (as a deployment without ``/responses`` is remembered by the upstream
+    client). ``needs_top`` seeds deployments known in advance: the embedded
+    llama.cpp server, so that its first scored answer already has them.
+    """
+
+    def __init__(self, needs_top: Iterable[Where] = ()) -> None:
+        self._needs_top: set[Where] = set(needs_top)
+        self._plain_works: set[Where] = set()  # returned them for logprobs: true alone: no reply need be watched
+
+    def body_for(self, where: Where, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as this deployment needs it to return the log-probabilities it asks for."""
+        if where in self._needs_top and _asks_tokens_only(body):
+            return {**body, "top_logprobs": 1}
+        return body
+
+    def learning(self, where: Where, body: dict[str, Any]) -> bool:
+        """Whether a reply to ``body`` from this deployment could teach anything (else nobody need watch it)."""
+        return where not in self._needs_top and where not in self._plain_works and _asks_tokens_only(body)
+
+    def observe(self, where: Where, body: dict[str, Any], *, text: bool, logprobs: bool) -> None:
+        """A reply to ``body``: one with answer text but no log-probabilities means ``top_logprobs`` is needed."""
+        if not self.learning(where, body):
+            return
+        if logprobs:
+            self._plain_works.add(where)
+        elif text:
+            self._needs_top.add(where)
+            log.info("deployment %s (%s) returned no log-probabilities for logprobs: true; asking with "
+                     "top_logprobs: 1 from now on", where[1], where[0])
+
+
+def _asks_tokens_only(body: dict[str, Any]) -> bool:
+    return body.get("logprobs") is True and body.get("top_logprobs") is None
+
+
+def _clear_alternatives(payload: Any) -> bool:
+    """Empty each token's ``top_logprobs`` in every choice (a message's or a chunk's), as when none were asked."""
+    choices = payload.get("choices") if isinstance(payload, dict) else None
+    changed = False
+    for choice in choices if isinstance(choices, list) else ():
+        logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+        content = logprobs.get("content") if isinstance(logprobs, dict) else None
+        for entry in content if isinstance(content, list) else ():
+            if isinstance(entry, dict) and entry.get("top_logprobs"):
+                entry["top_logprobs"] = []
+                changed = True
+    return changed
 
 
 def _clear_choice_logprobs(payload: Any) -> bool:

@@ -19,8 +19,8 @@ import os
 import re
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast
 
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
@@ -44,7 +44,7 @@ from scoring.types import (
 )
 
 from .errors import InvalidRequest, ServiceUnavailable
-from .logprobs import LogprobsAdded, ask_for_logprobs
+from .logprobs import RESPONSES_LOGPROBS, LogprobsAdded, ask_for_logprobs
 from .replies import ChatCompletion
 from .sdk_params import Endpoint
 
@@ -59,6 +59,15 @@ _READS = {"get": "look-up", "list": "listing", "summary": "summary", "feedback":
 _CLIENT_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 
+# How the user's call was asked for the answer's log-probabilities: on it (by the gateway or the client), not
+# (nothing to score them, or the request cannot ask without changing what the client gets), or not at all
+# because the model's provider returns none (litellm does not pass ``logprobs`` to it: Anthropic, say).
+LogprobsAsk = Literal["asked", "not_asked", "provider_gives_none"]
+# Why a scored answer has no ``lp`` (LPDetails.reason), by how its call was asked.
+_LOGPROBS_ABSENT = {"asked": "upstream_returned_none", "not_asked": "not_asked",
+                    "provider_gives_none": "provider_gives_none"}
+
+
 @dataclass(frozen=True)
 class TrustPlan:
     record_id: str
@@ -67,6 +76,7 @@ class TrustPlan:
     decision: Decision
     rag: RagRequest | None = None
     traceparent: str | None = None  # the request span's, carried by the scoring job
+    logprobs: LogprobsAsk = "not_asked"  # set by TrustService.upstream_body
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
@@ -159,8 +169,9 @@ class TrustService:
                          traceparent=traceparent)
 
     def upstream_body(self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *,
-                      gives_logprobs: bool) -> tuple[dict[str, Any], LogprobsAdded | None]:
-        """The body to send upstream, and what to strip from the response (None: nothing).
+                      gives_logprobs: bool) -> tuple[TrustPlan, dict[str, Any], LogprobsAdded | None]:
+        """The body to send upstream, what to strip from the response (None: nothing), and the plan knowing
+        how the call was asked (so that a record without ``lp`` says why).
 
         A scored request (not a RAG one: its scorers read documents, not
         tokens) asks for the answer's log-probabilities when an ``lp`` scorer
@@ -168,10 +179,14 @@ class TrustService:
         asked for. Only deployments that take the parameter
         (``gives_logprobs``: OpenAI-compatible ones, and providers litellm
         says accept it) are asked: scoring must never fail the user's call.
+        A client's own chat ``logprobs`` without ``top_logprobs`` loses the
+        alternatives the upstream client may add for a server that needs them.
         """
-        if not (self._answer_logprobs and gives_logprobs and plan.decision.sampled and plan.rag is None):
-            return body, None
-        return ask_for_logprobs(body, endpoint)
+        wanted = self._answer_logprobs and gives_logprobs and plan.decision.sampled and plan.rag is None
+        sent, added = ask_for_logprobs(body, endpoint, wanted=wanted)
+        asks = sent.get("logprobs") not in (None, False) or RESPONSES_LOGPROBS in (sent.get("include") or ())
+        how: LogprobsAsk = "asked" if asks else "not_asked" if gives_logprobs else "provider_gives_none"
+        return replace(plan, logprobs=how), sent, added
 
     def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
         """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.
@@ -205,7 +220,9 @@ class TrustService:
         policy: dict[str, Any] = {"mode": plan.decision.mode}
         if plan.rag is not None:
             policy[LABELS_KEY] = plan.rag.labels.as_policy()
+        absent = None if answer.logprobs or plan.rag is not None else _LOGPROBS_ABSENT[plan.logprobs]
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
+                          logprobs_absent=absent,
                           documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner,
                           completion_id=answer.completion_id, traceparent=plan.traceparent)
         outcome = await self._queue.submit(job)

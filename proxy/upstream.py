@@ -12,7 +12,11 @@ not use is skipped (and counted) on both.
 Every endpoint (chat, legacy completions, embeddings, Responses) takes the same
 way. A pass-through deployment that answers ``/responses`` with 404 or 405 is
 remembered as speaking only chat completions, and its Responses calls go over
-litellm's responses↔chat bridge from then on. Calls to the embedded single-slot
+litellm's responses↔chat bridge from then on. A pass-through deployment that
+answers a chat call's ``logprobs: true`` without them is remembered as needing
+``top_logprobs: 1`` (``logprobs.LogprobAsking``; the embedded llama.cpp server
+is known to from the start); behind litellm, whose Router picks the deployment,
+a model group is. Calls to the embedded single-slot
 model server wait for a slot here, user calls ahead of scoring calls (``slots.PrioritySlots``).
 """
 
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -30,11 +34,13 @@ from .config import Deployment, FallbackKind, GatewaySettings
 from .errors import ModelNotFound, UpstreamError, UpstreamRateLimited
 from .limits import Limiter, MemoryCounters
 from .litellm_backend import LitellmBackend, ResponsesBridge
+from .logprobs import LogprobAsking, Where
 from .passthrough import PassthroughBackend
 from .replies import reported_tokens
 from .retries import OnScoringShed, RetryPolicy
 from .sdk_params import Endpoint
 from .slots import Priority, PrioritySlots
+from .sse import SseTap
 from .upstream_errors import UpstreamErrors
 
 __all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
@@ -48,6 +54,28 @@ OnFallbackSkipped = Callable[[str, str], None]  # (group asked for, fallback ski
 
 def _any_model(group: str) -> bool:
     return True
+
+
+def _where(deployment: Deployment) -> Where:
+    return deployment.api_base, deployment.wire_model
+
+
+def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> UpstreamStream:
+    """``stream`` as it was, read as it passes; once it ends, ``on_end(had text, had log-probabilities)``."""
+    tap = SseTap()
+    for chunk in stream.first:
+        for _ in tap.feed(chunk):
+            pass
+
+    async def chunks() -> AsyncIterator[bytes]:
+        async for chunk in stream.chunks:
+            for _ in tap.feed(chunk):
+                pass
+            yield chunk
+        answer = tap.answer()
+        on_end(bool(answer.text) and not answer.has_tool_calls, bool(answer.logprobs))
+
+    return UpstreamStream(chunks=chunks(), close=stream.close, model_group=stream.model_group, first=stream.first)
 
 
 _CONTEXT_WINDOW = ("context_length_exceeded", "context window", "maximum context length", "too many tokens")
@@ -104,6 +132,9 @@ class UpstreamClient:
         local = settings.trustgate.local_upstream
         self._local_base = local.base_url if local.enabled else None
         self._local_slots = PrioritySlots(local.slots)
+        self._logprob_asking = LogprobAsking(needs_top=[
+            _where(d) for ds in self._groups.values() for d in ds
+            if self._local_base and d.api_base == self._local_base and d.is_openai_compatible])
 
     def _slots_for(self, deployment: Deployment) -> PrioritySlots | None:
         return self._local_slots if self._local_base and deployment.api_base == self._local_base else None
@@ -194,8 +225,32 @@ class UpstreamClient:
         """One try at ``group``: litellm's Router picks its deployment, the pass-through path is given one."""
         litellm = self._litellm
         if litellm is not None and group not in self._fast_groups:
-            return lambda d: litellm.complete(group, body)
-        return lambda d: self._in_slot(d, priority, lambda: self._passthrough.complete(d, body))
+            if not litellm.gives_logprobs(group):  # a provider litellm passes no logprobs to: nothing to learn
+                return lambda d: litellm.complete(group, body)
+            # The Router's pick is unknown here: learnt per group.
+            return lambda d: self._chat_learning((None, group), body, lambda sent: litellm.complete(group, sent))
+        return lambda d: self._in_slot(d, priority, lambda: self._chat_learning(
+            _where(d), body, lambda sent: self._passthrough.complete(d, sent)))
+
+    async def _chat_learning(self, where: Where, body: dict[str, Any],
+                             call: Callable[[dict[str, Any]], Awaitable[Completion]]) -> Completion:
+        """A chat call asked as ``where`` needs to return log-probabilities; its reply teaches ``LogprobAsking``
+        whether it does."""
+        completion = await call(self._logprob_asking.body_for(where, body))
+        choice = completion.reply.first
+        if choice is not None:
+            self._logprob_asking.observe(where, body, text=bool(choice.answer_text),
+                                         logprobs=bool(choice.chosen_logprobs()))
+        return completion
+
+    async def _chat_stream_learning(self, where: Where, body: dict[str, Any],
+                                    opener: Callable[[dict[str, Any]], Awaitable[UpstreamStream]]) -> UpstreamStream:
+        """A chat stream, asked and learnt from as ``_chat_learning`` does (read as it passes)."""
+        opened = await opener(self._logprob_asking.body_for(where, body))
+        if not self._logprob_asking.learning(where, body):
+            return opened
+        return _watched(opened, lambda text, logprobs: self._logprob_asking.observe(where, body, text=text,
+                                                                                    logprobs=logprobs))
 
     def _forward_at(self, group: str, body: dict[str, Any], endpoint: Endpoint,
                     priority: Priority) -> DeploymentCall[Forwarded]:
@@ -219,10 +274,16 @@ class UpstreamClient:
                    priority: Priority) -> DeploymentCall[UpstreamStream]:
         litellm = self._litellm
         if litellm is not None and group not in self._fast_groups:
+            if endpoint == "chat" and litellm.gives_logprobs(group):
+                return lambda d: self._chat_stream_learning(
+                    (None, group), body, lambda sent: litellm.open_stream(group, sent, endpoint))
             return lambda d: litellm.open_stream(group, body, endpoint)
         if endpoint == "responses":
             return lambda d: self._stream_in_slot(d, priority, lambda: self._responses_at(
                 d, body, self._passthrough.open_stream, self._bridge.open_stream))
+        if endpoint == "chat":
+            return lambda d: self._stream_in_slot(d, priority, lambda: self._chat_stream_learning(
+                _where(d), body, lambda sent: self._passthrough.open_stream(d, sent, "chat")))
         return lambda d: self._stream_in_slot(d, priority, lambda: self._passthrough.open_stream(d, body, endpoint))
 
     async def _stream_in_slot(self, deployment: Deployment, priority: Priority,

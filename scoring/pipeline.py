@@ -93,6 +93,14 @@ class ScoringPipeline:
         return [s for s in self._scorers if not s.handles_documents
                 and (job.answer_logprobs or not s.needs_answer_logprobs)]
 
+    def _absent(self, job: ScoringJob) -> list[ComponentResult]:
+        """The components of the answer's log-probabilities, for an answer that came without them and a gateway
+        that knows why (``job.logprobs_absent``): no value, and the reason, so that "absent" says why."""
+        if job.answer_logprobs or job.logprobs_absent is None or job.documents:
+            return []
+        return [ComponentResult(component=s.name, label="unscored", details={"reason": job.logprobs_absent})
+                for s in self._scorers if s.needs_answer_logprobs and not s.handles_documents]
+
     def _probability(self, components: dict[str, ComponentResult]) -> float | None:
         """The calibrated probability, from the component the calibration was fitted on (Trust_OV as a rule).
 
@@ -149,6 +157,7 @@ class ScoringPipeline:
         # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
         status: TrustStatus = "done" if scored else ("failed" if results and len(errors) == len(results)
                                                      else "skipped")
+        components.update({absent.component: absent for absent in self._absent(job)})  # after the status: unrun
         return TrustRecord.for_job(
             job, status, components=components,
             score=score, label=trust_label(score, self._settings), probability=self._probability_of(components),

@@ -144,6 +144,10 @@ class ScoringJob(BaseModel):
     answer: str
     context: list[dict[str, Any]] = Field(default_factory=list)  # the conversation before the answer
     answer_logprobs: list[float] | None = None
+    # Why answer_logprobs is None, when the gateway knows (the record's lp then says so): the provider gives
+    # none ("provider_gives_none"), it was asked and returned none ("upstream_returned_none"), or the call
+    # could not ask ("not_asked").
+    logprobs_absent: str | None = None
     documents: list[dict[str, Any]] | None = None
     policy: dict[str, Any] = Field(default_factory=dict)
     created_at: float = Field(default_factory=time.time)

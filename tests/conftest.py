@@ -34,6 +34,7 @@ def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[F
     """The session's fake upstream, reset to its echo behaviour for each test."""
     fake, server = _fake_server
     fake.responder, fake.api_key, fake.delay_ms, fake.without_logprobs = echo, None, 0.0, False
+    fake.logprobs_need_top = False
     fake.responses_supported, fake.rate_limited, fake.retry_after = True, 0, None
     fake.requests.clear()
     fake.answered.clear()

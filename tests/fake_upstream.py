@@ -107,6 +107,7 @@ class FakeUpstream:
     record: bool = True
     delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
     without_logprobs: bool = False  # an upstream that ignores `logprobs` (returns none)
+    logprobs_need_top: bool = False  # as llama.cpp's server: chat `logprobs: true` alone returns none
     responses_supported: bool = True
     rate_limited: int = 0  # the next this many requests get 429
     retry_after: str | None = None  # the Retry-After header of those 429s
@@ -150,8 +151,9 @@ class FakeUpstream:
         if "big" in directives:
             text = " ".join(str(n).rjust(999, "x") for n in range(max(int(directives["big"]) // 1000, 1)))
         top = int(body.get("top_logprobs") or 1)
-        logprobs = {"content": token_logprobs(text, top)} if body.get("logprobs") and not self.without_logprobs \
-            else None
+        gives = body.get("logprobs") and not self.without_logprobs \
+            and not (self.logprobs_need_top and body.get("top_logprobs") is None)
+        logprobs = {"content": token_logprobs(text, top)} if gives else None
         if body.get("stream"):
             stream = self._stream(body, text, logprobs, "stall-stream" in directives,
                                   bad_chunk=directives.get("bad-chunk"))

@@ -99,8 +99,31 @@ document.addEventListener("submit", (event) => {
     }
     const query = params.toString();
     go(form.getAttribute("action") + (query ? "?" + query : ""));
+  } else if (form.hasAttribute("data-feedback")) {
+    sendFeedback(form);
   }
 });
+
+// A label from a record's page goes to the feedback API with the same key; the page is then read again.
+async function sendFeedback(form) {
+  const data = new FormData(form);
+  const body = {correct: data.get("correct") === "true"};
+  const score = data.get("score");
+  if (score !== "") body.score = Number(score);
+  const comment = (data.get("comment") || "").trim();
+  if (comment !== "") body.comment = comment;
+  const problem = form.querySelector(".feedback-error");
+  const response = await fetch(form.getAttribute("action"), {
+    method: "POST", body: JSON.stringify(body),
+    headers: {authorization: "Bearer " + sessionStorage.getItem(KEY), "content-type": "application/json"},
+  });
+  if (!response.ok) {
+    problem.textContent = await errorMessage(response);
+    problem.hidden = false;
+    return;
+  }
+  render();
+}
 
 window.addEventListener("popstate", render);
 document.addEventListener("DOMContentLoaded", () => {

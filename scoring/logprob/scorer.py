@@ -12,8 +12,10 @@ geometric mean of the chosen tokens' probabilities (1 when every token was
 certain); the details also carry ``exp(min logprob)``, the least likely token's
 probability, which catches one invented name in an otherwise fluent sentence.
 A job without log-probabilities is not this scorer's to score: the pipeline
-does not run it (the record has no ``lp`` component), so a missing signal is
-never read as a zero.
+does not run it, so a missing signal is never read as a zero. Where the gateway
+knows why they are missing (the provider gives none, the upstream returned
+none, the call could not ask), the record's ``lp`` carries no value and that
+reason.
 """
 
 from __future__ import annotations

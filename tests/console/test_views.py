@@ -169,3 +169,36 @@ def test_a_record_of_the_debiased_choice_and_fitted_procedures_is_explained(
     # the fitted Trust_OV: what fed it, each input with its weight
     assert re.search(r"Fitted combination\s+of <strong>bc \+ lp</strong>", page)
     assert "<td>lp_mean</td><td>-0.208</td><td>1.250</td>" in page and "<td>bc</td><td>0.500</td><td>2.000</td>" in page
+
+
+def test_a_records_label_is_shown_set_through_the_api_and_filtered(console_gateway: ServerThread) -> None:
+    unlabelled = fragment(console_gateway, "records/trust-explained").text
+    assert "Not labelled yet." in unlabelled
+    assert 'action="/v1/trust/trust-explained/feedback" data-feedback' in unlabelled
+    comment = "Paris <b>is</b> right"
+    labelled = httpx.post(f"{console_gateway.url}/v1/trust/trust-explained/feedback", timeout=10,
+                          headers={"authorization": "Bearer sk-alice"},
+                          json={"correct": True, "score": 0.9, "comment": comment})
+    assert labelled.status_code == 200
+    page = fragment(console_gateway, "records/trust-explained").text
+    assert '<strong class="feedback-correct">correct</strong>' in page and "score 0.90" in page
+    assert "Paris &lt;b&gt;is&lt;/b&gt; right" in page and "<b>is</b>" not in page  # a comment is text, too
+    assert "Relabel" in page
+    only_labelled = fragment(console_gateway, "records?labelled=true").text
+    assert "trust-explained" in only_labelled and "trust-rag" not in only_labelled
+    assert '<span class="feedback-correct">correct</span>' in only_labelled
+    only_unlabelled = fragment(console_gateway, "records?labelled=false").text
+    assert "trust-rag" in only_unlabelled and "trust-explained" not in only_unlabelled
+    assert '<option value="false" selected>unlabelled</option>' in only_unlabelled
+
+
+def test_a_record_that_was_not_scored_offers_no_label(fake_upstream: FakeUpstream,
+                                                     start_gateway: Callable[..., ServerThread],
+                                                     tmp_path: Path) -> None:
+    path = tmp_path / "skipped.sqlite3"
+    stored(path, [TrustRecord(id="trust-skipped", status="skipped", model="fake", owner="alice")])
+    server = start_gateway(gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
+                                          trustgate={"keys": KEYS, "store": {"path": str(path)}}),
+                           mounts=[console.mount])
+    page = fragment(server, "records/trust-skipped").text
+    assert "data-feedback" not in page and "A skipped record takes no feedback." in page

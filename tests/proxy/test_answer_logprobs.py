@@ -1,6 +1,6 @@
 """The ``lp`` component through the gateway: log-probabilities asked on the user's call, hidden from a client
 that did not ask (chat, legacy completions and the Responses API; streamed and not; pass-through and
-litellm), exported as ``x-trust-lp``; an answer without them has no ``lp``."""
+litellm), exported as ``x-trust-lp``; an answer without them has no ``lp`` value, and its record says why."""
 
 from __future__ import annotations
 
@@ -74,6 +74,13 @@ def visible_logprobs(payload: Any) -> list[Any]:
     return []
 
 
+def lp_absent_because(record: dict[str, Any]) -> str:
+    """The reason a record gives for having no ``lp`` value (it must have none)."""
+    lp = record["components"]["lp"]
+    assert lp["value"] is None and lp["label"] == "unscored" and lp["error"] is None
+    return str(lp["details"]["reason"])
+
+
 def call(server: ServerThread, endpoint: Endpoint, *, stream: bool, **extra: Any) -> tuple[httpx.Headers, list[Any]]:
     """The reply's headers and its JSON payloads: the body, or each streamed event's."""
     with httpx.stream("POST", f"{server.url}{endpoint.path}", headers={**AUTH, "x-trustgate-mode": "sync"},
@@ -96,7 +103,8 @@ def test_logprobs_asked_upstream_never_reach_a_client_that_did_not_ask(
     record = wait_for_record(lp_gateway, headers["x-trust-id"])
     assert len(fake_upstream.requests) == 2  # the user's call and the bc scorer's re-ask: lp costs none
     if (path, name) in NOT_ASKED:
-        assert not endpoint.asked(fake_upstream.requests[0]) and "lp" not in record["components"]
+        assert not endpoint.asked(fake_upstream.requests[0])
+        assert lp_absent_because(record) == "provider_gives_none"
         return
     assert endpoint.asked(fake_upstream.requests[0])  # asked on the user's own call
     assert record["components"]["lp"]["details"]["tokens"] > 0  # and read before they were stripped
@@ -122,7 +130,7 @@ def test_a_responses_call_over_the_chat_bridge_has_no_lp_and_leaks_none(
     headers, payloads = call(gateway, ENDPOINTS["responses"], stream=stream)
     assert visible_logprobs(payloads) == []
     record = wait_for_record(gateway, headers["x-trust-id"])
-    assert "lp" not in record["components"] and record["components"]["bc"]["value"] == 0.9
+    assert lp_absent_because(record) == "upstream_returned_none" and record["components"]["bc"]["value"] == 0.9
 
 
 def test_an_answer_without_logprobs_has_no_lp_component(fake_upstream: FakeUpstream,
@@ -133,7 +141,7 @@ def test_an_answer_without_logprobs_has_no_lp_component(fake_upstream: FakeUpstr
     response = chat(gateway, headers={"x-trustgate-mode": "sync"})
     assert "x-trust-lp" not in response.headers and response.headers["x-trust-bc"] == "0.9000"
     record = httpx.get(f"{gateway.url}/v1/trust/{response.headers['x-trust-id']}", headers=AUTH).json()
-    assert "lp" not in record["components"]  # absent, not zero
+    assert lp_absent_because(record) == "upstream_returned_none"  # absent, not zero, and says why
 
 
 def test_unscored_requests_are_forwarded_as_sent(lp_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
