@@ -12,8 +12,9 @@ Its AUROC is measured by nested cross-validation: each outer fold's answers are
 scored by a selection *and* fit made on the other folds, so the choice of
 features is paid for in the figure it is judged by. The default combination
 has no parameters, so its AUROC on the same answers needs no folds. The fit is
-used only with at least ``min_labels`` labels and a cross-validated AUROC
-above the default's; the report says which, and why.
+used only with at least ``min_labels`` labels, a cross-validated AUROC above
+the default's, and some score that is informative at all (``quality.py``): a
+fit of noise is not used however it ranks. The report says which, and why.
 """
 
 from __future__ import annotations
@@ -147,11 +148,14 @@ def _design(answers: Sequence[LabelledAnswer], rule: LearningRule) -> tuple[list
     return varying, rows
 
 
-def _decide(n: int, fitted: ScoreQuality | None, default_auroc: float, rule: LearningRule) -> tuple[bool, str]:
+def _decide(n: int, fitted: ScoreQuality | None, default_auroc: float, informative: bool | None,
+            rule: LearningRule) -> tuple[bool, str]:
     if n < rule.min_labels:
         return False, f"{n} labels: a fit is used from {rule.min_labels} (trustgate.scoring.feedback.min_labels)"
     if fitted is None or fitted.auroc is None:
         return False, "no fit: too few answers of each label, or no feature that varies"
+    if informative is False:
+        return False, "no score separates right from wrong answers on these labels: a fit would fit noise"
     if fitted.auroc <= default_auroc:
         return False, (f"the fit's cross-validated AUROC {fitted.auroc:.3f} does not beat the default "
                        f"combination's {default_auroc:.3f} on the same labels")
@@ -173,12 +177,12 @@ def assess(model: str, answers: Sequence[LabelledAnswer], rule: LearningRule, *,
             scores["fitted"] = _quality(nested, y, cross_validated=True)
         defaults = [(default, int(answers[i].correct)) for i in rows if (default := answers[i].default) is not None]
         default_auroc = auroc([d for d, _ in defaults], [c for _, c in defaults]) if defaults else math.nan
+        positives = sum(a.correct for a in answers)
+        informative = any(q.auroc_low is not None and q.auroc_low > 0.5 for q in scores.values()) \
+            if min(positives, len(answers) - positives) >= MIN_PER_LABEL else None
         use, reason = _decide(len(answers), scores.get("fitted"), 0.5 if math.isnan(default_auroc) else default_auroc,
-                              rule)
+                              informative, rule)
         fit = _final(x, y, names, rule) if use else None
-    positives = sum(a.correct for a in answers)
-    informative = any(q.auroc_low is not None and q.auroc_low > 0.5 for q in scores.values()) \
-        if min(positives, len(answers) - positives) >= MIN_PER_LABEL else None
     return CalibrationReport(model=model, labels=len(answers), positives=positives,
                              combination="fitted" if fit is not None else "default", reason=reason,
                              informative=informative, fit=fit, scores=scores, fitted_at=now)

@@ -145,3 +145,20 @@ def test_two_gateways_on_one_redis_share_the_fit(
     assert calibration(one)[0]["fit"]["id"] == entry["fit"]["id"]  # the other replica reads the same fit
     record_id = ask(one, question(0)).headers["x-trust-id"]
     assert ov(two, record_id)["details"]["fit_id"] == entry["fit"]["id"]  # and the worker scores with it
+
+
+def test_a_model_whose_labels_no_score_separates_is_flagged_not_informative(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    config = learning_config(fake_upstream.url, tmp_path)  # type: ignore[attr-defined]
+    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.8)])
+    for i in range(20):  # right and wrong answers alternate: 1, 3 and 5 words right, 2, 4 and 6 wrong
+        record_id = ask(gateway, question(i)).headers["x-trust-id"]
+        wait_for_record(gateway, record_id)
+        label(gateway, record_id, i % 2 == 0)
+    entry = wait_for_fit(gateway, 20)
+    assert entry["informative"] is False and entry["combination"] == "default", entry
+    response = ask(gateway, question(0))
+    assert response.headers["x-trust-informative"] == "false"
+    assert ov(gateway, response.headers["x-trust-id"])["details"]["informative"] is False
+    metrics = httpx.get(f"{gateway.url}/metrics", timeout=10).text
+    assert 'trustgate_calibration_informative{model="fake"} 0.0' in metrics

@@ -60,7 +60,8 @@ def test_noise_alone_is_reported_as_not_informative() -> None:
     answers = [LabelledAnswer(features={"lp_mean": float(rng.normal()), "length": float(rng.normal())},
                               correct=bool(i % 2), default=0.5) for i in range(60)]
     report = assess("m", answers, LearningRule(), now=1.0)
-    assert not report.informative
+    assert report.informative is False
+    assert report.combination == "default" and "noise" in report.reason
 
 
 def test_a_few_dozen_labels_pick_the_informative_feature_out_of_many() -> None:
