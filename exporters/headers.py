@@ -27,11 +27,14 @@ def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
             "x-trust-refusal": None if refusal is None else str(refusal).lower()}
 
 
-def _informative(record: TrustRecord) -> dict[str, str | None]:
-    """``x-trust-informative: false`` where the model's labels show no score separating right from wrong."""
+def _uninformative(record: TrustRecord) -> bool:
+    """The model's labels show no score separating right from wrong answers (scoring.learning)."""
     ov = record.components.get("ov")
-    flagged = ov is not None and isinstance(ov.details, OVDetails) and ov.details.informative is False
-    return {"x-trust-informative": "false"} if flagged else {}
+    return ov is not None and isinstance(ov.details, OVDetails) and ov.details.informative is False
+
+
+def _informative(record: TrustRecord) -> dict[str, str | None]:
+    return {"x-trust-informative": "false"} if _uninformative(record) else {}
 
 
 def trust_headers(record: TrustRecord) -> dict[str, str]:
@@ -49,7 +52,8 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
     """The compact form sent in-band: the full record is at GET /v1/trust/{id}."""
     return {"id": record.id, "status": record.status, "score": record.score, "label": record.label,
             "probability": record.probability,
-            "components": {name: c.value for name, c in record.components.items()}}
+            "components": {name: c.value for name, c in record.components.items()},
+            **({"informative": False} if _uninformative(record) else {})}
 
 
 def trust_chunk(record: TrustRecord, *, completion_id: str, model: str,

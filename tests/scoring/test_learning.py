@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from exporters.headers import trust_headers
+from exporters.headers import trust_headers, trust_summary
 from scoring.learning.apply import learned_overall
 from scoring.learning.features import features_of
 from scoring.learning.fit import assess
@@ -125,6 +125,7 @@ def test_an_uninformative_model_flags_its_records() -> None:
     record = TrustRecord(id="t", status="done", components={"ov": overall}, score=overall.value)
     assert overall.model_dump()["details"]["informative"] is False
     assert trust_headers(record)["x-trust-informative"] == "false"
+    assert trust_summary(record)["informative"] is False  # the in-band trust object of a stream says so too
     informative = learned_overall(_report("default"), _default(), {}, "Paris")
     assert "x-trust-informative" not in trust_headers(TrustRecord(id="t", status="done",
                                                                   components={"ov": informative}))
