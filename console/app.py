@@ -26,10 +26,11 @@ from exporters.record_query import RecordQuery
 from proxy.app import Gateway
 from proxy.auth import Caller
 from proxy.errors import NotFound
+from proxy.calibration_routes import calibration_reports
 from proxy.trust_list import SummaryQuery, list_records, parse_params, summarize_records
 from scoring.types import FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT
 
-from .charts import histogram, rate_line
+from .charts import histogram, rate_line, reliability_dots, roc_curves
 from .explain import explain
 from .format import register_filters
 
@@ -70,6 +71,7 @@ def _router(env: Environment) -> APIRouter:
         return gateway.keys.authenticate(request.headers.get("authorization"))
 
     @router.get("")
+    @router.get("/calibration")
     @router.get("/records")
     @router.get("/records/{record_id}")
     async def shell() -> HTMLResponse:
@@ -85,6 +87,12 @@ def _router(env: Environment) -> APIRouter:
         return render("overview.html", summary=summary, window=window, windows=list(WINDOWS_S),
                       histograms={model: histogram(part.histogram) for model, part in summary.models.items()},
                       line=rate_line(summary.low_trust), caller=caller)
+
+    @router.get("/partials/calibration")
+    async def calibration(request: Request) -> HTMLResponse:
+        reports = await calibration_reports(request.app.state.gateway, caller_of(request))  # master key only
+        charts = {r.model: (roc_curves(r.scores), reliability_dots(r.scores)) for r in reports}
+        return render("calibration.html", reports=reports, charts=charts)
 
     @router.get("/partials/records")
     async def records(request: Request) -> HTMLResponse:

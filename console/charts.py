@@ -1,7 +1,8 @@
-"""The overview's small charts as SVG geometry, computed here so the templates only draw.
+"""The console's small charts as SVG geometry, computed here so the templates only draw.
 
-Pure functions of a ``TrustSummary``: numbers in, rectangles and polyline
-points out, each with the text a screen reader (and a hover title) needs.
+Pure functions of a ``TrustSummary`` (the overview) or a model's calibration
+report (ROC and reliability): numbers in, rectangles, polyline points and dots
+out, each with the text a screen reader (and a hover title) needs.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import time
 from dataclasses import dataclass
 
 from exporters.record_summary import HISTOGRAM_BINS, TimeBucket
+from scoring.learning.report import ScoreQuality
 
-__all__ = ["Bar", "Line", "histogram", "rate_line"]
+__all__ = ["Bar", "Curve", "Line", "ReliabilityDot", "histogram", "rate_line", "reliability_dots", "roc_curves"]
 
 WIDTH, HEIGHT, PAD = 300, 90, 4  # the histogram's view box
 LINE_WIDTH, LINE_HEIGHT = 600, 140  # the rate line's: it spans two cards
@@ -68,3 +70,55 @@ def rate_line(buckets: list[TimeBucket]) -> Line:
     return Line(points=" ".join(f"{x},{y}" for x, y, _ in dots), dots=dots,
                 start=_clock(buckets[0].start) if buckets else "", end=_clock(buckets[-1].start) if buckets else "",
                 peak=max(rates) if rates else None)
+
+
+SQUARE = 200  # the calibration page's charts: a unit square drawn in a 200 x 200 view box
+CURVE_SCORES = ("ov", "fitted")  # the default Trust_OV and the learned one, the two an operator chooses between
+
+
+@dataclass(frozen=True)
+class Curve:
+    score: str  # "ov" or "fitted": also the CSS class of its stroke
+    points: str  # SVG polyline points
+    title: str
+
+
+@dataclass(frozen=True)
+class ReliabilityDot:
+    score: str
+    x: float
+    y: float
+    r: float  # grows with the bin's count
+    title: str
+
+
+def _square(x: float, y: float) -> tuple[float, float]:
+    """A point of the unit square in the view box (y up)."""
+    return round(PAD + x * (SQUARE - 2 * PAD), 1), round(SQUARE - PAD - y * (SQUARE - 2 * PAD), 1)
+
+
+def roc_curves(scores: dict[str, ScoreQuality]) -> list[Curve]:
+    """The ROC of the default and the learned Trust_OV (those the report has points for)."""
+    curves = []
+    for name in CURVE_SCORES:
+        quality = scores.get(name)
+        if quality is None or not quality.roc:
+            continue
+        points = " ".join(f"{x},{y}" for x, y in (_square(fpr, tpr) for fpr, tpr in quality.roc))
+        curves.append(Curve(name, points, f"{name}: AUROC {quality.auroc:.3f}" if quality.auroc is not None
+                            else name))
+    return curves
+
+
+def reliability_dots(scores: dict[str, ScoreQuality]) -> list[ReliabilityDot]:
+    """Mean score against accuracy per bin, for the default and the learned Trust_OV."""
+    dots = []
+    for name in CURVE_SCORES:
+        quality = scores.get(name)
+        if quality is None:
+            continue
+        for mean, accuracy, count in quality.reliability:
+            x, y = _square(mean, accuracy)
+            dots.append(ReliabilityDot(name, x, y, round(2 + min(count, 50) ** 0.5, 1),
+                                       f"{name}: {count} answers scored {mean:.2f} on average, {accuracy:.0%} right"))
+    return dots

@@ -80,9 +80,33 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     _common(run)
 
 
+def _replay_arguments(replay: argparse.ArgumentParser) -> None:
+    replay.add_argument("--upstream", choices=["config", "capable"], default="config",
+                        help="config: the config's model (default: the embedded local model); capable: a scripted "
+                             "capable model whose Trust_BC and Trust_FC track correctness and its lp does not")
+    replay.add_argument("--dataset", default=CAPITALS_DATASET, choices=[CAPITALS_DATASET, "jsonl"])
+    replay.add_argument("--components", default="bc,fc,lp", help="scorers the gateway runs (default bc,fc,lp)")
+    replay.add_argument("--max-checks", type=_positive_int, help="Trust_BC checks per answer (default: config)")
+    replay.add_argument("--refit-every", type=_positive_int, default=25, help="feedback.refit_every (default 25)")
+    replay.add_argument("--min-labels", type=_positive_int, default=50, help="feedback.min_labels (default 50)")
+    replay.add_argument("--data-dir", type=Path, help="folder of the labeled sets (default: ../shared/eval)")
+    replay.add_argument("--file", type=Path, help="a dataset file to read instead (required for jsonl)")
+    replay.add_argument("--limit", type=_positive_int, help="replay a seeded sample of this many questions")
+    replay.add_argument("--sample-seed", type=int, default=0, help="seed of that sample (default 0)")
+    replay.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per interval")
+    replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and of the scripted model")
+    replay.add_argument("--config", type=Path, help="gateway YAML config (default: the embedded local-model config)")
+    replay.add_argument("--model", help="model group under evaluation (default: the config's first)")
+    replay.add_argument("--out", type=Path, help="report folder (default: var/trustgate/eval/reports/replay-...)")
+    replay.add_argument("--title", help="report title")
+    replay.add_argument("--note", action="append", default=[], help="a line for the report (repeatable)")
+
+
 TASKS = {"run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
          "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common),
-         "rag": ("Trust-Eval's report (refusals, citations, claims) over a JSONL of RAG cases", _rag_arguments)}
+         "rag": ("Trust-Eval's report (refusals, citations, claims) over a JSONL of RAG cases", _rag_arguments),
+         "replay": ("feedback replay: label half a set through a real gateway, let it refit, measure the rest",
+                    _replay_arguments)}
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,12 +18,13 @@ from .datasets import DatasetError
 from .mc_command import eval_truthfulqa_mc
 from .mc_runner import NoLogprobs
 from .rag_command import eval_rag
+from .replay_command import eval_replay
 from .run_command import eval_run
 
 __all__ = ["run_eval_command"]
 
 TASKS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": eval_run, "truthfulqa-mc": eval_truthfulqa_mc, "rag": eval_rag}
+    "run": eval_run, "truthfulqa-mc": eval_truthfulqa_mc, "rag": eval_rag, "replay": eval_replay}
 
 
 @contextlib.contextmanager

@@ -2,9 +2,10 @@
 
 An evaluation must call models exactly as the gateway does (same routing,
 pass-through or litellm, retries, timeouts, fallbacks), so it opens the same
-parts the gateway opens in its lifespan (``proxy.assembly``), from the same YAML config. This
-module and ``asking.py`` are the only ones here that import ``proxy``: the
-harness is a client of the gateway, not part of its request path.
+parts the gateway opens in its lifespan (``proxy.assembly``), from the same YAML config; a replay
+serves a whole gateway (``serve_gateway``) and talks to it over HTTP. This module and ``asking.py``
+are the only ones here that import ``proxy``: the harness is a client of the gateway, not part of
+its request path.
 """
 
 from __future__ import annotations
@@ -14,17 +15,38 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+from prometheus_client import CollectorRegistry
+
+from proxy.app import create_app
 from proxy.assembly import open_upstream_client
-from proxy.config import GatewaySettings, default_config_path, load_settings
+from proxy.config import GatewaySettings, default_config_path, load_settings, settings_from_dict
 
 from .asking import Complete
+from .serving import serve_app
 
-__all__ = ["gateway_settings", "open_upstream"]
+__all__ = ["gateway_config", "gateway_settings", "open_upstream", "serve_gateway"]
 
 
 def gateway_settings(config: Path | None) -> GatewaySettings:
     """The gateway's settings from ``config`` (default: the embedded local-model config)."""
     return load_settings(config or default_config_path())
+
+
+def gateway_config(config: Path | None) -> dict[str, Any]:
+    """The raw config mapping (default: the embedded one), for a caller that adjusts it before serving it."""
+    raw = yaml.safe_load((config or default_config_path()).read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError(f"config {config} must be a YAML mapping")
+    return raw
+
+
+@contextlib.asynccontextmanager
+async def serve_gateway(raw: dict[str, Any]) -> AsyncIterator[tuple[str, GatewaySettings]]:
+    """A real gateway for ``raw`` on a free loopback port: its URL and settings while the block runs."""
+    settings = settings_from_dict(raw)
+    async with serve_app(create_app(settings, registry=CollectorRegistry())) as url:
+        yield url, settings
 
 
 @contextlib.asynccontextmanager

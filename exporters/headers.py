@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from scoring.types import RAGDetails, TrustRecord
+from scoring.types import OVDetails, RAGDetails, TrustRecord
 
 __all__ = ["TRUST_EVENT", "TRUST_FIELD", "TRUST_HEADER_PREFIX", "trust_chunk", "trust_event", "trust_headers",
            "trust_summary"]
@@ -33,13 +33,23 @@ def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
             "x-trust-refusal": None if refusal is None else str(refusal).lower()}
 
 
+def _uninformative(record: TrustRecord) -> bool:
+    """The model's labels show no score separating right from wrong answers (scoring.learning)."""
+    ov = record.components.get("ov")
+    return ov is not None and isinstance(ov.details, OVDetails) and ov.details.informative is False
+
+
+def _informative(record: TrustRecord) -> dict[str, str | None]:
+    return {"x-trust-informative": "false"} if _uninformative(record) else {}
+
+
 def trust_headers(record: TrustRecord) -> dict[str, str]:
     headers = {"x-trust-id": record.id, "x-trust-status": record.status}
     bc, fc, lp = (record.components.get(name) for name in ("bc", "fc", "lp"))
     values = {"x-trust-score": _fmt(record.score), "x-trust-bc": _fmt(bc.value if bc else None),
               "x-trust-fc": _fmt(fc.value if fc else None), "x-trust-lp": _fmt(lp.value if lp else None),
               "x-trust-label": record.label,
-              "x-trust-probability": _fmt(record.probability), **_rag_headers(record)}
+              "x-trust-probability": _fmt(record.probability), **_rag_headers(record), **_informative(record)}
     headers.update({name: value for name, value in values.items() if value is not None})
     return headers
 
@@ -48,7 +58,8 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
     """The compact form sent in-band: the full record is at GET /v1/trust/{id}."""
     return {"id": record.id, "status": record.status, "score": record.score, "label": record.label,
             "probability": record.probability,
-            "components": {name: c.value for name, c in record.components.items()}}
+            "components": {name: c.value for name, c in record.components.items()},
+            **({"informative": False} if _uninformative(record) else {})}
 
 
 def trust_chunk(record: TrustRecord, *, completion_id: str, model: str,

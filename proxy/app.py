@@ -20,13 +20,17 @@ from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from exporters import GatewayMetrics, Telemetry, build_metrics
+from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
 from scoring.assembly import scoring_configured
+from scoring.learning.learner import Learner
 from scoring.queue import JobQueue, MemoryJobQueue
 from scoring.redis_queue import RedisJobQueue
 from scoring.settings import ScoringSettings
 from scoring.types import Scorer
 
 from .assembly import (
+    build_fit_store,
+    build_learner,
     build_limiter,
     build_processor,
     build_publisher,
@@ -36,6 +40,7 @@ from .assembly import (
     open_upstream_client,
 )
 from .auth import KeyRing
+from .calibration_routes import router as calibration_router
 from .config import GatewaySettings
 from .connections import BodyDeadline, quiet_accept_errors
 from .endpoint_routes import router as endpoint_router
@@ -74,6 +79,8 @@ class Gateway:
     telemetry: Telemetry
     readiness: ReadinessCheck
     limits: Limiter
+    calibration_metrics: CalibrationMetrics
+    learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)
 
 
 def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
@@ -84,6 +91,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
     """
     metrics = build_metrics(registry if registry is not None else CollectorRegistry())
+    calibration_metrics = build_calibration_metrics(metrics.registry)
     scoring = settings.trustgate.scoring
     calibrator = load_calibrator(settings)
     translated = [d for d in settings.model_list if not (settings.trustgate.passthrough and d.is_openai_compatible)]
@@ -108,6 +116,9 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 on_try=metrics.observe_try,
                 on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
             publisher = await build_publisher(settings, metrics, redis, stack)
+            fits = build_fit_store(settings, redis)
+            learning = None if fits is None else build_learner(settings, publisher.store, fits, calibrator,
+                                                               calibration_metrics, stack)
             queue: JobQueue
             if redis is not None:  # workers score; this process only needs to know whether anything will
                 queue = RedisJobQueue(redis, publisher.store, scoring.queue,
@@ -115,7 +126,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
                 process, has_scorers = await build_processor(
-                    settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter)
+                    settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter, fits)
                 queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
                                        on_depth=metrics.scoring_queue_depth.set)
@@ -128,11 +139,12 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             readiness = ReadinessCheck(lambda: upstream.check_ready(health.readiness_probe_timeout), health,
                                        on_probe=metrics.readiness_probes.inc)
             app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing, readiness,
-                                        limiter)
+                                        limiter, calibration_metrics, learning)
             yield
 
     app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
+    app.include_router(calibration_router)  # likewise "calibration"
     app.include_router(router)
     app.include_router(trust_feedback_router)
     app.include_router(endpoint_router)

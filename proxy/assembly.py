@@ -25,8 +25,12 @@ from exporters import (
     disabled_telemetry,
     export_choice,
 )
-from scoring.assembly import ScorerAssetsError, combiner_for, open_scorers
+from exporters.calibration_metrics import CalibrationMetrics
+from scoring.assembly import ScorerAssetsError, combiner_for, default_combination, open_scorers
 from scoring.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
+from scoring.learning.learner import LabelSource, Learner
+from scoring.learning.rule import LearningRule
+from scoring.learning.store import FileFitStore, FitStore, RedisFitStore
 from scoring.pipeline import COMBINED, ScoringPipeline
 from scoring.queue import Process
 from scoring.settings import ScoringSettings
@@ -42,8 +46,8 @@ from .scoring_budget import ScoringBudget
 from .trust import traced
 from .upstream import OnFallbackSkipped, OnTry, UpstreamClient
 
-__all__ = ["build_limiter", "build_processor", "build_publisher", "build_scorers", "build_telemetry", "http_client",
-           "load_calibrator", "open_redis", "open_upstream_client"]
+__all__ = ["build_fit_store", "build_learner", "build_limiter", "build_processor", "build_publisher", "build_scorers",
+           "build_telemetry", "http_client", "load_calibrator", "open_redis", "open_upstream_client"]
 
 log = logging.getLogger("trustgate.assembly")
 
@@ -148,11 +152,12 @@ async def build_scorers(scoring: ScoringSettings, stack: contextlib.AsyncExitSta
 
 async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, metrics: GatewayMetrics,
                           telemetry: Telemetry, scorers: Sequence[Scorer] | None, calibrator: Calibrator | None,
-                          stack: contextlib.AsyncExitStack, limiter: Limiter) -> tuple[Process, bool]:
+                          stack: contextlib.AsyncExitStack, limiter: Limiter,
+                          fits: FitStore | None = None) -> tuple[Process, bool]:
     """The job processor (scorers → record, calibrated, traced) and whether any scorer is active.
 
     Jobs and their calls are held to the scoring budget, counted on ``limiter`` (shared through Redis
-    when it is, so a gateway and its workers spend one budget).
+    when it is, so a gateway and its workers spend one budget). ``fits``: each model's learned combination.
     """
     scoring = settings.trustgate.scoring
     active = list(scorers) if scorers is not None else await build_scorers(scoring, stack)
@@ -166,8 +171,37 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
         metrics.scoring_calls_shed.labels(model=group, reason=reason).inc()))
     pipeline = ScoringPipeline(
         active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose, budget=budget),
-        scoring, combine=combine, calibrator=calibrator)
+        scoring, combine=combine, calibrator=calibrator, learned=fits)
     return budget.gate(traced(pipeline, telemetry)), pipeline.has_scorers
+
+
+def build_fit_store(settings: GatewaySettings, redis: Redis | None) -> FitStore | None:
+    """Where learned fits live: beside the records (Redis, shared by replicas and workers; else under data_dir).
+
+    None when learning is off (``trustgate.scoring.feedback.learn: false``).
+    """
+    scoring = settings.trustgate.scoring
+    if not scoring.feedback.learn:
+        return None
+    if redis is not None:
+        return RedisFitStore(redis, prefix=scoring.queue.redis_prefix)
+    return FileFitStore(scoring.feedback.fits_path or scoring.data_dir / "learning" / "calibration.json")
+
+
+def build_learner(settings: GatewaySettings, records: LabelSource, fits: FitStore, calibrator: Calibrator | None,
+                  metrics: CalibrationMetrics, stack: contextlib.AsyncExitStack) -> Learner:
+    """The refits of a gateway (or of ``trustgate calibrate``), judged against the configured combination."""
+    scoring = settings.trustgate.scoring
+    feedback = scoring.feedback
+    try:
+        default = default_combination(scoring, calibrator)
+    except ScorerAssetsError as exc:
+        raise ConfigError(str(exc)) from exc
+    learner = Learner(records, fits, LearningRule(min_labels=feedback.min_labels), refit_every=feedback.refit_every,
+                      max_labels=feedback.max_labels, default=default, on_report=metrics.observe,
+                      on_failure=metrics.refit_failures.inc)
+    stack.push_async_callback(learner.stop)
+    return learner
 
 
 def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Scorer]) -> None:

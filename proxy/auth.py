@@ -25,6 +25,7 @@ class Caller:
     name: str
     models: frozenset[str] | None  # None: every model
     admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
+    master: bool = False  # the master key itself: the operator's endpoints (GET /v1/trust/calibration)
     limits: KeyLimits = field(default_factory=KeyLimits)
     account_references: bool = False  # may name objects in the operator's upstream account (proxy.account_refs)
 
@@ -53,7 +54,8 @@ class KeyRing:
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            self._entries.append((settings.master_key.get_secret_value().encode(), Caller(MASTER, None, admin=True)))
+            master = Caller(MASTER, None, admin=True, master=True)
+            self._entries.append((settings.master_key.get_secret_value().encode(), master))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
     @property
@@ -64,7 +66,7 @@ class KeyRing:
     def is_master(self, authorization: str | None) -> bool:
         """Whether the header carries the master key (never raises: probes without one are not refused)."""
         try:
-            return self.authenticate(authorization).name == MASTER
+            return self.authenticate(authorization).master
         except AuthenticationFailed:
             return False
 

@@ -112,6 +112,18 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from .calibrate import calibrate, describe_report
+
+    settings = load_settings(args.config or default_config_path())
+    reports = asyncio.run(calibrate(settings, args.model or None))
+    for report in reports:
+        print(describe_report(report))
+    if not reports:
+        print("trustgate calibrate: no labelled records yet (POST /v1/trust/{id}/feedback)", file=sys.stderr)
+    return 0
+
+
 def _scoring_settings(args: argparse.Namespace) -> ScoringSettings:
     return load_settings(_config_path(args)).trustgate.scoring
 
@@ -220,6 +232,11 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--metrics-port", type=int, default=9400, help="port of /metrics (0: none)")
     _add_log_format(worker)
     worker.set_defaults(handler=_worker)
+
+    calibrate = commands.add_parser("calibrate", help="refit each model's learned Trust_OV from its labelled records")
+    calibrate.add_argument("--config", help="YAML config (the gateway's: its record store and fit store)")
+    calibrate.add_argument("--model", action="append", help="a model group (repeatable; default: every one)")
+    calibrate.set_defaults(handler=_calibrate)
 
     assets = commands.add_parser("build-assets", help="build the knowledge graph, word vectors and evidence index")
     assets.add_argument("--config", help=f"YAML config (its trustgate.scoring.data_dir; default: ${CONFIG_VARIABLE})")

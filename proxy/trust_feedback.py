@@ -67,6 +67,8 @@ async def label_record(gateway: Gateway, caller: Caller, record_id: str, feedbac
     if record is None:  # missing, or another key's: the same answer as a read, so ids cannot be probed
         raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")
     gateway.telemetry.emit_feedback(record)
+    if gateway.learning is not None and record.model is not None:  # refits every refit_every labels, off the loop
+        gateway.learning.note_label(record.model)
     return record
 
 

@@ -27,6 +27,7 @@ from scoring.redis_queue import RedisStreamWorker
 from scoring.types import Scorer
 
 from .assembly import (
+    build_fit_store,
     build_limiter,
     build_processor,
     build_publisher,
@@ -70,7 +71,7 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
             on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
         publisher = await build_publisher(settings, metrics, redis, stack)
         process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack,
-                                           limiter)
+                                           limiter, build_fit_store(settings, redis))
         worker = RedisStreamWorker(
             redis, publisher.store, settings.trustgate.scoring.queue, process=process, publish=publisher.publish,
             consumer=_consumer_name(), events=build_worker_metrics(registry, metrics))

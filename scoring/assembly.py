@@ -23,8 +23,8 @@ from .types import Scorer
 if TYPE_CHECKING:
     from .cpu_pool import CpuWork
 
-__all__ = ["ASSETS_HINT", "PAPER_VARIANTS", "ScorerAssetsError", "combiner_for", "enabled_components",
-           "open_scorers", "scoring_configured"]
+__all__ = ["ASSETS_HINT", "PAPER_VARIANTS", "ScorerAssetsError", "combiner_for", "default_combination",
+           "enabled_components", "open_scorers", "scoring_configured"]
 
 ASSETS_HINT = "build them with `trustgate build-assets` (or `make install`)"
 
@@ -158,6 +158,11 @@ def combiner_for(scorers: Collection[Scorer], settings: ScoringSettings,
     """
     if not {s.name for s in scorers} & COMBINED:
         return None
+    return default_combination(settings, calibrator)
+
+
+def default_combination(settings: ScoringSettings, calibrator: Calibrator | None) -> Combiner:
+    """The configured Trust_OV, whichever scorers run: what a learned fit must beat (``scoring.learning``)."""
     if settings.combine == "paper":
         return paper_trust
     if not isinstance(calibrator, LogisticCombination):

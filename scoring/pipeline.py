@@ -19,10 +19,13 @@ from .calibration import component_names, fitted_components
 from .settings import ScoringSettings
 from .failures import FailureLog, describe
 from .policy import TOO_LONG, within_limits
+from .learning.apply import learned_overall
 from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord, TrustStatus
 
 if TYPE_CHECKING:
     from .calibration import Calibrator
+    from .learning.report import CalibrationReport
+    from .learning.store import FitStore
 
 __all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
 
@@ -45,12 +48,14 @@ def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
 
 class ScoringPipeline:
     def __init__(self, scorers: Sequence[Scorer], ask_for: AskFactory, settings: ScoringSettings,
-                 combine: Combiner | None = None, calibrator: Calibrator | None = None) -> None:
+                 combine: Combiner | None = None, calibrator: Calibrator | None = None,
+                 learned: FitStore | None = None) -> None:
         self._scorers = list(scorers)
         self._ask_for = ask_for
         self._settings = settings
         self._combine = combine
         self._calibrator = calibrator
+        self._learned = learned  # each model's learned combination, when the gateway learns from feedback
         self._calibrated_components = fitted_components(calibrator) if calibrator is not None else None
         self._failure_log = FailureLog(log)
 
@@ -115,6 +120,27 @@ class ScoringPipeline:
             return None
         return self._calibrator.probability(result.value)
 
+    async def _report(self, model: str) -> tuple[CalibrationReport | None, list[Failure]]:
+        """The model's calibration report; None (the default combination) when the fit store cannot answer.
+
+        That failure is logged here and counted with Trust_OV's failures.
+        """
+        if self._learned is None:
+            return None, []
+        try:
+            return await self._learned.get(model), []
+        except Exception as exc:  # the default combination still scores
+            failure = Failure.of(exc)
+            self._failure_log.report("learned combination", failure.reason, exc)
+            return None, [failure]
+
+    def _probability_of(self, components: dict[str, ComponentResult]) -> float | None:
+        """A learned Trust_OV is itself a probability; any other goes through the calibration file, if one."""
+        overall = components.get("ov")
+        if overall is not None and isinstance(overall.details, OVDetails) and overall.details.method == "learned":
+            return overall.value
+        return self._probability(components)
+
     async def run(self, job: ScoringJob) -> TrustRecord:
         started, queued_s = time.perf_counter(), max(0.0, time.time() - job.created_at)
         bounded = within_limits(job, self._settings.limits)
@@ -127,7 +153,9 @@ class ScoringPipeline:
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]
         if self._combine is not None and components.keys() & COMBINED:
-            overall = self._combine(components)
+            report, failures = await self._report(job.model)
+            overall = learned_overall(report, self._combine(components), components, job.answer)
+            overall.failures.extend(failures)
             components[overall.component] = overall
             score = overall.value
         else:
@@ -139,7 +167,7 @@ class ScoringPipeline:
         components.update({absent.component: absent for absent in self._absent(job)})  # after the status: unrun
         return TrustRecord.for_job(
             job, status, components=components,
-            score=score, label=trust_label(score, self._settings), probability=self._probability(components),
+            score=score, label=trust_label(score, self._settings), probability=self._probability_of(components),
             error="; ".join(errors) or None, finished_at=time.time(),
             timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},
             question=job.question, answer=job.answer,

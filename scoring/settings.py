@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 __all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
-           "CpuSettings", "FactCheckSettings", "InputLimits", "LogprobSettings", "PolicySettings", "QueueSettings",
-           "RagSettings", "ScoringMode", "ScoringSettings"]
+           "CpuSettings", "FactCheckSettings", "FeedbackSettings", "InputLimits", "LogprobSettings", "PolicySettings",
+           "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 
@@ -149,6 +149,25 @@ class RagSettings(BaseModel):
     judge_concurrency: int = Field(default=4, ge=1, le=64)
 
 
+class FeedbackSettings(BaseModel):
+    """Learning each model's Trust_OV from its labelled records (``scoring.learning``).
+
+    Every ``refit_every`` new labels of a model group the gateway refits it, off
+    the event loop; the fit scores new records once it has ``min_labels`` labels
+    and beats the default combination's cross-validated AUROC on them.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    learn: bool = True  # false: labels are kept, but no fit is made or used
+    refit_every: int = Field(default=25, ge=1, le=100_000)
+    min_labels: int = Field(default=50, ge=10, le=100_000)
+    max_labels: int = Field(default=10_000, ge=10, le=100_000)  # the newest labels a refit reads
+    # The embedded store's fits (one JSON file); None: <data_dir>/learning/calibration.json. With the Redis
+    # backend the fits live in Redis, shared by every gateway and worker.
+    fits_path: Path | None = None
+
+
 class PolicySettings(BaseModel):
     """When and how a response is scored; per-key and per-model entries override these."""
 
@@ -270,6 +289,7 @@ class ScoringSettings(BaseModel):
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
     rag: RagSettings = Field(default_factory=RagSettings)
     logprob: LogprobSettings = Field(default_factory=LogprobSettings)
+    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:

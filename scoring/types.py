@@ -276,7 +276,12 @@ class OVDetails(_Details):
     bc_graded: float | None = None
     fc_label: FactLabel | None = None
     fc_label_probs: dict[str, float] | None = None
-    method: Literal["paper", "fitted"] | None = None  # scoring.combine: Table 3, or the fitted logistic
+    # scoring.combine: Table 3, or the fitted logistic; learned: the model's fit from its labels (scoring.learning)
+    method: Literal["paper", "fitted", "learned"] | None = None
+    fit_id: str | None = None  # the learned fit that gave the value (method "learned")
+    default: float | None = None  # the default combination's value, kept beside a learned one
+    # False: no score separated right from wrong answers on this model's labels (x-trust-informative: false)
+    informative: bool | None = None
     fitted_missing: list[str] | None = None  # the features a fitted combination lacked, so the paper's was used
     features: dict[str, float] | None = None  # the fitted combination's inputs ...
     weights: dict[str, float] | None = None  # ... and its weights

@@ -22,7 +22,8 @@ function showLogin(message) {
 }
 
 function markCurrentView() {
-  const view = location.pathname.startsWith("/ui/records") ? "records" : "overview";
+  const view = location.pathname.startsWith("/ui/records") ? "records"
+    : location.pathname.startsWith("/ui/calibration") ? "calibration" : "overview";
   for (const link of document.querySelectorAll("nav a[data-view]")) {
     if (link.dataset.view === view) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");

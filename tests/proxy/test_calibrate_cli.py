@@ -1,0 +1,67 @@
+"""``trustgate calibrate``: the refit a gateway makes, from the command line, on the gateway's own stores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from exporters import SqliteRecordStore
+from proxy.cli import main
+from scoring.types import ComponentResult, Feedback, LPDetails, RecordScope, TrustRecord
+from tests.conftest import gateway_config
+
+
+def _labelled(path: Path, count: int) -> None:
+    """``count`` records of model "fake" whose mean log-probability tracks the label it is given."""
+    rng = np.random.default_rng(0)
+
+    async def write() -> None:
+        store = SqliteRecordStore(path, max_age_s=86400, max_records=1000)
+        await store.open()
+        for i in range(count):
+            mean = min(0.0, (-0.3 if i % 2 else -1.5) + float(rng.normal(0, 0.3)))
+            lp = ComponentResult(component="lp", value=float(np.exp(mean)),
+                                 details=LPDetails(mean_logprob=mean, min_logprob=2 * mean))
+            await store.put(TrustRecord(id=f"r{i}", status="done", model="fake", owner="master", answer="x",
+                                        components={"lp": lp}, score=None))
+        await store.close()  # flushes the writes
+        store = SqliteRecordStore(path, max_age_s=86400, max_records=1000)
+        await store.open()
+        for i in range(count):
+            await store.set_feedback(f"r{i}", Feedback(correct=bool(i % 2), labelled_at=time.time()),
+                                     scope=RecordScope.everyone())
+        await store.close()
+    asyncio.run(write())
+
+
+def test_calibrate_refits_from_the_store_and_writes_the_fit(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    config = gateway_config("http://127.0.0.1:9")
+    fits = tmp_path / "fits.json"
+    config["trustgate"] = {"store": {"path": str(tmp_path / "records.sqlite3")},
+                           "scoring": {"feedback": {"min_labels": 20, "fits_path": str(fits)}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    _labelled(tmp_path / "records.sqlite3", 40)
+    assert main(["calibrate", "--config", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("fake: 40 labels (20 correct), fitted combination"), printed
+    stored = json.loads(fits.read_text())["fake"]
+    assert stored["combination"] == "fitted" and stored["fit"]["features"][0] in {"lp", "lp_mean", "lp_min"}
+
+
+def test_calibrate_without_labels_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = gateway_config("http://127.0.0.1:9")
+    config["trustgate"] = {"store": {"path": str(tmp_path / "records.sqlite3")},
+                           "scoring": {"feedback": {"fits_path": str(tmp_path / "fits.json")}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["calibrate", "--config", str(path)]) == 0
+    assert "no labelled records yet" in capsys.readouterr().err
+    assert not (tmp_path / "fits.json").exists()
