@@ -56,6 +56,7 @@ class GatewayMetrics:
     scoring_upstream_tokens: Counter
     user_upstream_tokens: Counter
     feedback: Counter
+    trust_actions: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -185,6 +186,8 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                      "(prompt, completion).", ["model", "kind"]),
         feedback=counter("feedback", "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
                          "whether the answer was correct (true, false).", ["model", "correct"]),
+        trust_actions=counter("trust_actions", "Answers a low-trust policy acted on, by action (blocked, "
+                              "escalated, kept, escalation_failed).", ["model", "action"]),
     )
 
 

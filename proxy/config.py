@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from scoring.settings import ScoringSettings
 
 from .litellm_config import merge_litellm_settings, unimplemented_keys
+from .low_trust_config import low_trust_problem
 
 __all__ = [
     "ApiKey",
@@ -378,6 +379,13 @@ class GatewaySettings(BaseModel):
         if unknown:
             raise ValueError(f"trustgate.scoring.budget.per_model: `{unknown[0]}` is not a model group"
                              + (" (it is an alias: name its group)" if unknown[0] in known else ""))
+        return self
+
+    @model_validator(mode="after")
+    def _low_trust_policy_applies(self) -> GatewaySettings:
+        problem = low_trust_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

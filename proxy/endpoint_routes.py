@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from exporters import trust_headers
-
 from .errors import ModelNotFound
+from .low_trust import Asked, Call, act_on, asker
 from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
 from .request_meter import RequestMeter
@@ -26,6 +25,10 @@ from .routes import StreamTap, failed_request, settle_usage, stream_response, un
 from .sdk_params import Endpoint
 from .taps import ResponsesTap, TextCompletionTap, answer_from_response, answer_from_text_completion
 from .trust import Answer
+
+if TYPE_CHECKING:
+    from .app import Gateway
+    from .auth import Caller
 
 __all__ = ["router"]
 
@@ -103,11 +106,24 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
     await settle_usage(gateway, group, slot, reported_usage(reply.data))
     headers: dict[str, str] = {}
     record_id = None
+    content = added.body(reply.raw) if added is not None else reply.raw
     if scored is not None and plan is not None and plan.decision.sampled:
         answer = scored.answer(reply.data) if parsed.messages else Answer(text=None)
-        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, answer))
+        record = await gateway.trust.score(plan, parsed.messages, answer)
+        first = Asked(content, reply.data, answer, reported_usage(reply.data))
+        served = await act_on(gateway, caller, plan, record, first, endpoint, parsed.messages,
+                              asker(gateway, plan, parsed.body, endpoint, _call(gateway, caller, endpoint, scored)))
+        content, headers = served.content, served.headers
         record_id = plan.record_id
     meter.traced.answered(str(reply.data.get("id") or "") or None, record_id)
     meter.end(200)
-    content = added.body(reply.raw) if added is not None else reply.raw
     return Response(content, media_type="application/json", headers=headers)
+
+
+def _call(gateway: Gateway, caller: Caller, endpoint: Endpoint, scored: _Scored) -> Call:
+    """A whole reply of ``endpoint`` from a group, as the key may ask it (an escalation's call)."""
+    async def call(group: str, body: dict[str, Any]) -> Asked:
+        reply = await gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use)
+        return Asked(reply.raw, reply.data, scored.answer(reply.data), reported_usage(reply.data))
+
+    return call

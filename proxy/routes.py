@@ -13,13 +13,13 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from exporters import trust_headers
 from scoring.types import TrustRecord
 
 from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound
 from .limits import Slot
 from .logprobs import LogprobsAdded
+from .low_trust import Asked, Call, act_on, asker
 from .replies import TokenUsage
 from .request import parse_chat_request
 from .request_context import gateway_of as _gateway
@@ -30,6 +30,7 @@ from .trust import Answer, TrustPlan
 
 if TYPE_CHECKING:
     from .app import Gateway
+    from .auth import Caller
 
 __all__ = ["StreamTap", "router", "stream_response", "unless_client_leaves"]
 
@@ -81,13 +82,26 @@ async def chat_completions(request: Request) -> Response:
         raise
     await settle_usage(gateway, group, slot, completion.reply.usage)
     answer = Answer.from_reply(completion.reply)
+    content = added.body(completion.raw) if added is not None else completion.raw
     headers: dict[str, str] = {}
     if plan.decision.sampled:
-        headers = trust_headers(await gateway.trust.score(plan, parsed.messages, answer))
+        record = await gateway.trust.score(plan, parsed.messages, answer)
+        first = Asked(content, completion.data, answer, completion.reply.usage)
+        served = await act_on(gateway, caller, plan, record, first, "chat", parsed.messages,
+                              asker(gateway, plan, parsed.body, "chat", _chat_call(gateway, caller)))
+        content, headers = served.content, served.headers
     meter.traced.answered(answer.completion_id, plan.record_id if plan.decision.sampled else None)
     meter.end(200)
-    content = added.body(completion.raw) if added is not None else completion.raw
     return Response(content, media_type="application/json", headers=headers)
+
+
+def _chat_call(gateway: Gateway, caller: Caller) -> Call:
+    """A chat completion from a group, as the key may ask it (an escalation's call)."""
+    async def call(group: str, body: dict[str, Any]) -> Asked:
+        completion = await gateway.upstream.complete(group, body, may_use=caller.may_use)
+        return Asked(completion.raw, completion.data, Answer.from_reply(completion.reply), completion.reply.usage)
+
+    return call
 
 
 async def settle_usage(gateway: Gateway, group: str, slot: Slot, usage: TokenUsage | None) -> None:
