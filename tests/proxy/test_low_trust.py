@@ -243,3 +243,27 @@ def test_an_escalation_counts_on_the_keys_rate_limit(fake_upstream: FakeUpstream
     raw = ask_chat(server, LOW, key="sk-a")
     assert raw.headers["x-trust-action"] == "escalation_failed"  # the second call would be the minute's second
     assert len(fake_upstream.requests) == 1
+
+
+def test_the_tokens_of_both_calls_count_on_the_keys_tpm(fake_upstream: FakeUpstream,
+                                                         start_gateway: Callable[..., ServerThread]) -> None:
+    one_call = httpx.post(f"{fake_upstream.url}/v1/chat/completions", timeout=10,  # type: ignore[attr-defined]
+                          json={"model": "m", "messages": [{"role": "user", "content": LOW}]}).json()
+    tokens = one_call["usage"]["total_tokens"]
+    keys = [{"key": "sk-a", "name": "a", "tpm": tokens + 1}]  # room for one call's tokens, not for two
+    server = start(start_gateway, fake_upstream, "passthrough", VerdictScorer({"strong": 0.9}),
+                   action="escalate", escalate_to="strong", keys=keys)
+    assert ask_chat(server, LOW, key="sk-a").headers["x-trust-action"] == "escalated"
+    with pytest.raises(openai.RateLimitError, match="tokens per minute"):
+        ask_chat(server, HIGH, key="sk-a")
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert 'trustgate_user_upstream_tokens_total{kind="completion",model="strong"}' in metrics
+
+
+def test_the_escalation_target_itself_is_only_annotated(fake_upstream: FakeUpstream,
+                                                         start_gateway: Callable[..., ServerThread]) -> None:
+    server = start(start_gateway, fake_upstream, "passthrough", action="escalate", escalate_to="strong")
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model="strong", messages=[{"role": "user", "content": LOW}])
+    assert raw.headers["x-trust-score"] == "0.1000" and "x-trust-action" not in raw.headers
+    assert len(fake_upstream.requests) == 1
