@@ -35,6 +35,8 @@ COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov":
                    "lp": "trustgate.trust_lp", "rag": "trustgate.rag_trust"}
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's
 FEEDBACK_NAME = "trustgate.user_feedback"  # a user's label on an answer: an evaluation made by a person
+ACTION = "trustgate.trust.action"  # what a low-trust policy did: blocked, escalated, kept, escalation_failed
+ACTION_EVENT_NAME = "trustgate.low_trust_action"
 _W3C = TraceContextTextMapPropagator()
 
 
@@ -140,6 +142,18 @@ class Telemetry:
                 for metric, value in component.details.metrics().items():
                     event.score(f"trustgate.{metric}", value, None)
         event.score("trustgate.trust_probability", record.probability, None)
+
+    def emit_action(self, record: TrustRecord, traceparent: str | None) -> None:
+        """What a low-trust policy did with the answer: an evaluation event of the record's score that carries
+        ``trustgate.trust.action`` (and the other record of an escalation), parented to the request span."""
+        if record.action is None or record.score is None:
+            return
+        extra: dict[str, str | float] = {ACTION: record.action}
+        for name, other in (("escalated_to", record.escalated_to), ("escalated_from", record.escalated_from)):
+            if other is not None:
+                extra[f"trustgate.trust.{name}"] = other
+        _EvaluationEvents(self.logger, record.id, None, _parent(traceparent)).score(
+            ACTION_EVENT_NAME, record.score, record.label, extra=extra)
 
     def emit_feedback(self, record: TrustRecord) -> None:
         """A user's label as an evaluation event of the answer: 1 (correct) or 0, or the graded score given.

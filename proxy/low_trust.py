@@ -110,7 +110,7 @@ async def act_on(gateway: Gateway, caller: Caller, plan: TrustPlan, record: Trus
     if plan.decision.mode != "sync" or not policy.acts or not is_low_trust(policy, record):
         return Served(first.raw, trust_headers(record))
     if policy.action == "block":
-        marked = gateway.trust.mark(record, "blocked")
+        marked = _mark(gateway, plan, record, "blocked")
         return Served(orjson.dumps(blocked_reply(endpoint, first.data, policy.message)),
                       _with_action(marked, "blocked"))
     if gateway.upstream.require_group(policy.escalate_to or "") == plan.model:  # the target itself: annotated
@@ -128,14 +128,14 @@ async def _escalate(gateway: Gateway, caller: Caller, plan: TrustPlan, record: T
         _failures.warning(("escalation", plan.model, target), "escalation of %s from %s to %s failed: %s",
                           record.id, plan.model, target, type(exc).__name__ if isinstance(exc, TimeoutError)
                           else exc)
-        return _keep(gateway, record, first, "escalation_failed")
+        return _keep(gateway, plan, record, first, "escalation_failed")
     first_value, second_value = trust_value(record, policy.on), trust_value(second, policy.on)
     if second_value is None:  # the escalation's verdict did not come in time: nothing says it is better
-        return _keep(gateway, record, first, "escalation_failed")
+        return _keep(gateway, plan, record, first, "escalation_failed")
     if policy.prefer == "higher" and first_value is not None and second_value < first_value:
         gateway.trust.mark(second, None, escalated_from=record.id)
-        return _keep(gateway, record, first, "kept", escalated_to=second.id)
-    gateway.trust.mark(record, "escalated", escalated_to=second.id)
+        return _keep(gateway, plan, record, first, "kept", escalated_to=second.id)
+    _mark(gateway, plan, record, "escalated", escalated_to=second.id)
     linked = gateway.trust.mark(second, None, escalated_from=record.id)
     headers = {**trust_headers(linked), ACTION_HEADER: "escalated", ESCALATED_FROM_HEADER: record.id}
     return Served(escalated.raw, headers)
@@ -163,8 +163,17 @@ async def _ask_again(gateway: Gateway, caller: Caller, plan: TrustPlan, messages
     return escalated, await gateway.trust.score(second_plan, messages, escalated.answer)
 
 
-def _keep(gateway: Gateway, record: TrustRecord, first: Asked, action: TrustAction, **links: str) -> Served:
+def _mark(gateway: Gateway, plan: TrustPlan, record: TrustRecord, action: TrustAction,
+          **links: str) -> TrustRecord:
+    """Mark (count, store) the action on the request's record, and tell OpenTelemetry."""
     marked = gateway.trust.mark(record, action, **links)
+    gateway.telemetry.emit_action(marked, plan.traceparent)
+    return marked
+
+
+def _keep(gateway: Gateway, plan: TrustPlan, record: TrustRecord, first: Asked, action: TrustAction,
+          **links: str) -> Served:
+    marked = _mark(gateway, plan, record, action, **links)
     headers = _with_action(marked, action)
     if "escalated_to" in links:
         headers[ESCALATED_TO_HEADER] = links["escalated_to"]

@@ -15,6 +15,12 @@ import httpx
 import openai
 import pytest
 
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import TracerProvider
+
+import console
+from exporters import Telemetry
 from proxy import ConfigError, settings_from_dict
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
@@ -267,3 +273,24 @@ def test_the_escalation_target_itself_is_only_annotated(fake_upstream: FakeUpstr
         model="strong", messages=[{"role": "user", "content": LOW}])
     assert raw.headers["x-trust-score"] == "0.1000" and "x-trust-action" not in raw.headers
     assert len(fake_upstream.requests) == 1
+
+
+def test_the_action_reaches_opentelemetry_and_the_console(fake_upstream: FakeUpstream,
+                                                          start_gateway: Callable[..., ServerThread]) -> None:
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    telemetry = Telemetry(TracerProvider().get_tracer("test"), logger_provider.get_logger("test"))
+    server = start_gateway(config(fake_upstream.url, "passthrough", action="escalate",  # type: ignore[attr-defined]
+                                  escalate_to="strong"),
+                           scorers=[VerdictScorer({"strong": 0.8})], telemetry=telemetry, mounts=[console.mount])
+    raw = ask_chat(server, LOW)
+    first_id, second_id = raw.headers["x-trust-escalated-from"], raw.headers["x-trust-id"]
+    events = [dict(log.log_record.attributes or {}) for log in logs.get_finished_logs()
+              if (log.log_record.attributes or {}).get("gen_ai.evaluation.name") == "trustgate.low_trust_action"]
+    assert events == [{"gen_ai.evaluation.name": "trustgate.low_trust_action", "trustgate.trust.id": first_id,
+                       "gen_ai.evaluation.score.value": 0.1, "gen_ai.evaluation.score.label": "untrusted",
+                       "trustgate.trust.action": "escalated", "trustgate.trust.escalated_to": second_id}]
+    stored(server, first_id, "escalated")
+    page = httpx.get(f"{server.url}/ui/partials/records/{first_id}", headers=AUTH, timeout=10).text
+    assert '<dd class="trust-action">escalated</dd>' in page and f'href="/ui/records/{second_id}"' in page
