@@ -57,6 +57,7 @@ class GatewayMetrics:
     user_upstream_tokens: Counter
     feedback: Counter
     trust_actions: Counter
+    alert_pushes: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float) -> None:
         mode = "stream" if stream else "unary"
@@ -188,6 +189,8 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                          "whether the answer was correct (true, false).", ["model", "correct"]),
         trust_actions=counter("trust_actions", "Answers a low-trust policy acted on, by action (blocked, "
                               "escalated, kept, escalation_failed).", ["model", "action"]),
+        alert_pushes=counter("alert_pushes", "Per-answer alerts pushed to Alertmanager, by outcome (sent; failed "
+                             "after its retries; dropped: too many pushes in flight).", ["outcome"]),
     )
 
 

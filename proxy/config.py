@@ -19,6 +19,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from exporters.alertmanager import AlertmanagerSettings
 from scoring.settings import ScoringSettings
 
 from .litellm_config import merge_litellm_settings, unimplemented_keys
@@ -322,6 +323,7 @@ class TrustGateSection(_Section):
     health: HealthSettings = Field(default_factory=HealthSettings)
     retries: RetrySettings = Field(default_factory=RetrySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    alerting: AlertmanagerSettings = Field(default_factory=AlertmanagerSettings)
 
     @field_validator("keys")
     @classmethod

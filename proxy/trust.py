@@ -250,9 +250,10 @@ class TrustService:
         """The record as a low-trust policy acted on it (``action``, counted; None: only linked to another):
         stored again in the background so that its readers see the action and the escalation's link; a
         record still pending is not stored again."""
+        marked = record.model_copy(update={"action": action or record.action, **links})
         if action is not None:
             self._metrics.trust_actions.labels(model=record.model or "unknown", action=action).inc()
-        marked = record.model_copy(update={"action": action or record.action, **links})
+            self._publisher.alert(marked)
         if record.status != "pending":
             self._put_later(marked)
         return marked

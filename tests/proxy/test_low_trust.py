@@ -96,7 +96,7 @@ PATHS = ["passthrough", "litellm"]
 def test_an_action_with_async_scoring_is_refused_at_load() -> None:
     settings = config("http://127.0.0.1:9", "passthrough", action="block")
     settings["trustgate"]["scoring"]["mode"] = "async"
-    with pytest.raises(ConfigError, match="action block for model `cheap` needs sync scoring.*async"):
+    with pytest.raises(ConfigError, match=r"action block for model `cheap` needs sync scoring.*async"):
         settings_from_dict(settings, {})
 
 
