@@ -4,8 +4,9 @@ Alertmanager (the one deploy/ runs) does the routing, grouping, silencing and
 receivers; the gateway only posts alerts to its v2 API. A push runs beside the
 request, never in its way: it is bounded (attempts, backoff, a timeout per
 attempt, pushes in flight), and a push that fails is counted
-(``trustgate_alert_pushes_total{outcome="failed"|"dropped"}``) and logged once
-in a while. Alerts carry no question or answer text unless ``include_text``.
+(``trustgate_alert_pushes_total{outcome="failed"|"dropped"}``) and logged
+once per outage (the first failure after a success, or the first ever).
+Alerts carry no question or answer text unless ``include_text``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import httpx
 from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict, Field
 
-from scoring.throttled_log import ThrottledLog
 from scoring.types import TrustRecord
 
 __all__ = ["ALERT_NAME", "AlertmanagerExporter", "AlertmanagerSettings", "alert_for"]
@@ -86,7 +86,7 @@ class AlertmanagerExporter:
         self._url = f"{(settings.alertmanager_url or '').rstrip('/')}/api/v2/alerts"
         self._client = client
         self._pushes = pushes
-        self._log = ThrottledLog(log, interval_s=30)
+        self._failing = False  # logged once when pushes start failing, once when they work again
         self._pending: set[asyncio.Task[None]] = set()
 
     def notify(self, record: TrustRecord) -> None:
@@ -95,8 +95,7 @@ class AlertmanagerExporter:
             return
         if len(self._pending) >= self._settings.max_pending:
             self._pushes.labels(outcome="dropped").inc()
-            self._log.warning("dropped", "alert for trust record %s dropped: %d pushes already in flight",
-                              record.id, len(self._pending))
+            self._failed(f"alert for trust record {record.id} dropped: {len(self._pending)} pushes in flight")
             return
         task = asyncio.create_task(self._push(alert, record.id))
         self._pending.add(task)
@@ -120,10 +119,18 @@ class AlertmanagerExporter:
                 continue
             if response.is_success:
                 self._pushes.labels(outcome="sent").inc()
+                if self._failing:
+                    self._failing = False
+                    log.info("alerts reach Alertmanager again")
                 return
             problem = f"HTTP {response.status_code}"
             if response.status_code < 500 and response.status_code != 429:
                 break  # Alertmanager refused the alert itself: sending it again will not help
         self._pushes.labels(outcome="failed").inc()
-        self._log.warning("failed", "alert for trust record %s not delivered to Alertmanager: %s", record_id,
-                          problem)
+        self._failed(f"alert for trust record {record_id} not delivered to Alertmanager: {problem}")
+
+    def _failed(self, message: str) -> None:
+        if not self._failing:
+            self._failing = True
+            log.warning("%s (further failures are only counted in trustgate_alert_pushes_total until one "
+                        "succeeds)", message)
