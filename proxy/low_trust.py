@@ -76,8 +76,13 @@ def asker(gateway: Gateway, plan: TrustPlan, body: dict[str, Any], endpoint: End
 
 @dataclass(frozen=True)
 class Served:
+    """What the client gets: the bytes, the headers, the record they describe, and whether it is not the
+    first answer (blocked or escalated), for a held stream to tell replay from a new reply."""
+
     content: bytes
     headers: dict[str, str]
+    record: TrustRecord
+    replaced: bool = False
 
 
 def blocked_reply(endpoint: Endpoint, data: dict[str, Any], message: str) -> dict[str, Any]:
@@ -108,13 +113,13 @@ async def act_on(gateway: Gateway, caller: Caller, plan: TrustPlan, record: Trus
     """What the client gets for ``first``, whose record is ``record``: as is, blocked, or escalated."""
     policy = plan.decision.on_low_trust
     if plan.decision.mode != "sync" or not policy.acts or not is_low_trust(policy, record):
-        return Served(first.raw, trust_headers(record))
+        return Served(first.raw, trust_headers(record), record)
     if policy.action == "block":
         marked = _mark(gateway, plan, record, "blocked")
         return Served(orjson.dumps(blocked_reply(endpoint, first.data, policy.message)),
-                      _with_action(marked, "blocked"))
+                      _with_action(marked, "blocked"), marked, replaced=True)
     if gateway.upstream.require_group(policy.escalate_to or "") == plan.model:  # the target itself: annotated
-        return Served(first.raw, trust_headers(record))
+        return Served(first.raw, trust_headers(record), record)
     return await _escalate(gateway, caller, plan, record, first, messages, ask, policy)
 
 
@@ -138,7 +143,7 @@ async def _escalate(gateway: Gateway, caller: Caller, plan: TrustPlan, record: T
     _mark(gateway, plan, record, "escalated", escalated_to=second.id)
     linked = gateway.trust.mark(second, None, escalated_from=record.id)
     headers = {**trust_headers(linked), ACTION_HEADER: "escalated", ESCALATED_FROM_HEADER: record.id}
-    return Served(escalated.raw, headers)
+    return Served(escalated.raw, headers, linked, replaced=True)
 
 
 async def _ask_again(gateway: Gateway, caller: Caller, plan: TrustPlan, messages: list[dict[str, Any]], ask: Ask,
@@ -177,7 +182,7 @@ def _keep(gateway: Gateway, plan: TrustPlan, record: TrustRecord, first: Asked, 
     headers = _with_action(marked, action)
     if "escalated_to" in links:
         headers[ESCALATED_TO_HEADER] = links["escalated_to"]
-    return Served(first.raw, headers)
+    return Served(first.raw, headers, marked)
 
 
 def _with_action(record: TrustRecord, action: TrustAction) -> dict[str, str]:

@@ -294,3 +294,71 @@ def test_the_action_reaches_opentelemetry_and_the_console(fake_upstream: FakeUps
     stored(server, first_id, "escalated")
     page = httpx.get(f"{server.url}/ui/partials/records/{first_id}", headers=AUTH, timeout=10).text
     assert '<dd class="trust-action">escalated</dd>' in page and f'href="/ui/records/{second_id}"' in page
+
+
+# --- streams ---------------------------------------------------------------------------------------------------
+
+def stream_chat(server: ServerThread, question: str, model: str = "cheap") -> tuple[Any, list[Any], str]:
+    """The SDK's plain loop over a stream (it must run to the end), its chunks, and the text it read."""
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": question}], stream=True)
+    chunks, text = [], ""
+    for chunk in raw.parse():
+        text += chunk.choices[0].delta.content or ""
+        chunks.append(chunk)
+    return raw, chunks, text
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
+    raw, chunks, text = stream_chat(server, LOW)
+    assert text == MESSAGE and raw.headers["x-trust-action"] == "blocked"
+    assert chunks[-1].choices[0].finish_reason == "content_filter"
+    assert chunks[-1].model_extra["trust"]["score"] == pytest.approx(0.1)
+    assert all(chunk.choices for chunk in chunks)
+    assert stored(server, raw.headers["x-trust-id"], "blocked")["answer"] == f"You said: {LOW}"
+
+    raw, chunks, text = stream_chat(server, HIGH)  # kept: the upstream's own stream, trust on its last chunk
+    assert text == f"You said: {HIGH}" and "x-trust-action" not in raw.headers
+    assert all(chunk.choices for chunk in chunks) and len(chunks) > 2
+    assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]
+    assert [c for c in chunks if c.model_extra.get("trust")] == [chunks[-1]]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_escalates_a_low_stream(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+                                     path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
+                   escalate_to="strong", streams="hold")
+    raw, chunks, text = stream_chat(server, LOW)
+    assert raw.headers["x-trust-action"] == "escalated" and text == f"You said: {LOW}"
+    assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"] != raw.headers["x-trust-escalated-from"]
+    assert chunks[-1].model_extra["trust"]["score"] == pytest.approx(0.8)
+    assert all(chunk.choices for chunk in chunks)
+    assert fake_upstream.requests[0]["stream"] is True and not fake_upstream.requests[1].get("stream")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_returns_the_first_stream_when_the_escalation_fails(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="escalate", escalate_to="strong", streams="hold",
+                   strong_base="http://127.0.0.1:9/v1")
+    raw, chunks, text = stream_chat(server, LOW)
+    assert raw.headers["x-trust-action"] == "escalation_failed" and text == f"You said: {LOW}"
+    assert all(chunk.choices for chunk in chunks)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_pass_streams_as_ever_and_only_annotates(fake_upstream: FakeUpstream,
+                                                 start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)  # streams: pass
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True)
+    chunks = list(raw.parse())
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == f"You said: {LOW}"
+    assert "x-trust-action" not in raw.headers and raw.headers["x-trust-status"] == "pending"
+    trust = [c.model_extra["trust"] for c in chunks if c.model_extra.get("trust")]
+    assert len(trust) == 1 and trust[0]["score"] == pytest.approx(0.1)
+    assert wait_for_record(server, raw.headers["x-trust-id"]).get("action") is None

@@ -1,0 +1,140 @@
+"""``streams: hold``: a chat stream is read whole, scored and acted on before the client sees a byte.
+
+The client then gets the kept, blocked or escalated answer as an ordinary chat
+stream — the headers (``x-trust-action`` among them) first, chunks whose
+``choices`` are never empty, the trust object on the last chunk and
+``data: [DONE]`` — so an OpenAI SDK's plain loop reads it like any other. A
+kept answer is the upstream's own events replayed; a blocked or escalated one
+is a whole reply cut into chunks. ``streams: pass`` (the default) streams as
+ever and only annotates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from fastapi.responses import StreamingResponse
+
+from exporters import TRUST_FIELD, trust_summary
+from scoring.types import TrustRecord
+
+from .completion import UpstreamStream
+from .logprobs import LogprobsAdded
+from .low_trust import Asked, Call, act_on, asker
+from .request_meter import RequestMeter
+from .sse import SseTap
+from .trust import TrustPlan
+
+if TYPE_CHECKING:
+    from .app import Gateway
+    from .auth import Caller
+
+__all__ = ["Held", "held_chat_response", "holds", "read_whole", "reply_chunks", "with_trust_on_last_chunk"]
+
+DONE = b"data: [DONE]\n\n"
+_STREAM_ONLY = ("stream", "stream_options")
+
+
+def holds(plan: TrustPlan) -> bool:
+    """Whether this stream is held until its verdict: sync, sampled, and a policy that acts and holds."""
+    policy = plan.decision.on_low_trust
+    return plan.decision.mode == "sync" and plan.decision.sampled and policy.acts and policy.streams == "hold"
+
+
+def _event(payload: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def reply_chunks(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
+    """A whole chat completion as stream events: one delta per choice, then a closing chunk with each choice's
+    ``finish_reason`` (the first carrying the usage and the trust object), then ``[DONE]``."""
+    base = {"id": data.get("id") or "chatcmpl-held", "object": "chat.completion.chunk",
+            "created": data.get("created") or int(time.time()), "model": data.get("model") or ""}
+    choices = data.get("choices") or [{"index": 0, "message": {"role": "assistant", "content": ""}}]
+    events = []
+    for choice in choices:
+        message = choice.get("message") or {}
+        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+        if message.get("tool_calls"):
+            delta["tool_calls"] = [{**call, "index": number} for number, call in enumerate(message["tool_calls"])]
+        events.append(_event({**base, "choices": [{"index": choice.get("index", 0), "delta": delta,
+                                                   "logprobs": None, "finish_reason": None}]}))
+    closing = {**base, "choices": [{"index": choice.get("index", 0), "delta": {}, "logprobs": None,
+                                    "finish_reason": choice.get("finish_reason") or "stop"} for choice in choices],
+               TRUST_FIELD: trust_summary(record)}
+    if data.get("usage"):
+        closing["usage"] = data["usage"]
+    return [*events, _event(closing), DONE]
+
+
+def with_trust_on_last_chunk(events: list[bytes], record: TrustRecord) -> list[bytes]:
+    """The upstream's events as they came, the last one with choices carrying the trust object."""
+    out = list(events)
+    for number in range(len(out) - 1, -1, -1):
+        event = out[number]
+        if not event.startswith(b"data:") or event[5:].strip() == b"[DONE]":
+            continue
+        try:
+            payload = orjson.loads(event[5:])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(payload, dict) and payload.get("choices"):
+            out[number] = _event({**payload, TRUST_FIELD: trust_summary(record)})
+            break
+    return out
+
+
+def _answered(tap: SseTap, data: dict[str, Any]) -> dict[str, Any]:
+    """The stream's answer as the chat completion it stands for (what a block keeps the envelope of)."""
+    answer = tap.answer()
+    return {"id": tap.completion_id, "object": "chat.completion", "created": int(time.time()),
+            "model": data.get("model", ""), "choices": [{"index": 0, "finish_reason": "stop",
+                                                         "message": {"role": "assistant", "content": answer.text}}]}
+
+
+@dataclass(frozen=True)
+class Held:
+    """A chat stream read whole: its events (without log-probabilities the gateway added) and its tap."""
+
+    tap: SseTap
+    events: list[bytes]
+
+
+async def read_whole(opened: UpstreamStream, added: LogprobsAdded | None) -> Held:
+    """Every event of the upstream stream; its failures raise here, before any byte went to the client."""
+    tap = SseTap()
+    events: list[bytes] = []
+    async for chunk in opened:
+        events += [added.event(event) if added is not None else event for event in tap.feed(chunk)]
+    if tap.rest():
+        events.append(tap.rest())
+    return Held(tap, events)
+
+
+async def held_chat_response(gateway: Gateway, caller: Caller, held: Held, plan: TrustPlan, body: dict[str, Any],
+                             messages: list[dict[str, Any]], meter: RequestMeter, call: Call) -> StreamingResponse:
+    """Score the held answer, act on it, and answer with the chosen answer as a stream."""
+    tap = held.tap
+    answer = tap.answer()
+    record = await gateway.trust.score(plan, messages, answer)
+    first = Asked(b"", _answered(tap, body), answer, tap.usage)
+    plain = {name: value for name, value in body.items() if name not in _STREAM_ONLY}
+    served = await act_on(gateway, caller, plan, record, first, "chat", messages,
+                          asker(gateway, plan, plain, "chat", call))
+    if served.replaced:  # blocked or escalated: a whole reply, sent as a stream
+        sent = reply_chunks(orjson.loads(served.content), served.record)
+    else:  # the upstream's own answer
+        sent = [*with_trust_on_last_chunk(held.events, served.record), tap.closing()]
+    meter.traced.answered(tap.completion_id, plan.record_id)
+    meter.end(200)
+    headers = {"cache-control": "no-cache", "x-accel-buffering": "no", **served.headers}
+    return StreamingResponse(_replay(sent), media_type="text/event-stream", headers=headers)
+
+
+async def _replay(events: list[bytes]) -> AsyncIterator[bytes]:
+    for event in events:
+        yield event
