@@ -92,13 +92,12 @@ def blocked_reply(endpoint: Endpoint, data: dict[str, Any], message: str) -> dic
     Responses object is ``incomplete`` for ``content_filter``, the message its
     only output, so ``response.output_text`` reads it.
     """
-    envelope = {name: data[name] for name in ("id", "object", "created", "created_at", "model", "usage")
-                if name in data}
     if endpoint == "responses":
         item = {"type": "message", "id": f"msg_blocked_{data.get('id', '')}", "status": "completed",
                 "role": "assistant", "content": [{"type": "output_text", "text": message, "annotations": []}]}
-        return {**data, "status": "incomplete", "incomplete_details": {"reason": "content_filter"},
-                "output": [item]}
+        kept = {name: value for name, value in data.items() if name != "output_text"}  # a server's copy of the text
+        return {**kept, "status": "incomplete", "incomplete_details": {"reason": "content_filter"}, "output": [item]}
+    envelope: dict[str, Any] = {name: data[name] for name in ("id", "created", "model", "usage") if name in data}
     if endpoint == "completions":
         choice: dict[str, Any] = {"index": 0, "text": message, "logprobs": None, "finish_reason": "content_filter"}
     else:

@@ -138,6 +138,7 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
     reply = raw.parse()
     assert reply.choices[0].message.content == MESSAGE and reply.choices[0].finish_reason == "content_filter"
     assert raw.headers["x-trust-action"] == "blocked" and raw.headers["x-trust-score"] == "0.1000"
+    assert f"You said: {LOW}" not in raw.http_response.text
     record_id = raw.headers["x-trust-id"]
     kept = stored(server, record_id, "blocked")
     assert kept["answer"] == f"You said: {LOW}"
@@ -158,7 +159,7 @@ def test_block_on_legacy_completions(fake_upstream: FakeUpstream, start_gateway:
     raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
     choice = raw.parse().choices[0]
     assert (choice.text, choice.finish_reason) == (MESSAGE, "content_filter")
-    assert raw.headers["x-trust-action"] == "blocked"
+    assert raw.headers["x-trust-action"] == "blocked" and f"You said: {LOW}" not in raw.http_response.text
     assert stored(server, raw.headers["x-trust-id"], "blocked")["answer"] != MESSAGE
     high = sdk(server).completions.with_raw_response.create(model="cheap", prompt=HIGH)
     assert MESSAGE not in high.parse().choices[0].text and "x-trust-action" not in high.headers
@@ -172,7 +173,7 @@ def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable
     response = raw.parse()
     assert response.output_text == MESSAGE and response.status == "incomplete"
     assert response.incomplete_details is not None and response.incomplete_details.reason == "content_filter"
-    assert raw.headers["x-trust-action"] == "blocked"
+    assert raw.headers["x-trust-action"] == "blocked" and f"You said: {LOW}" not in raw.http_response.text
     high = sdk(server).responses.with_raw_response.create(model="cheap", input=HIGH)
     assert high.parse().output_text != MESSAGE and "x-trust-action" not in high.headers
 
@@ -359,6 +360,6 @@ def test_pass_streams_as_ever_and_only_annotates(fake_upstream: FakeUpstream,
     chunks = list(raw.parse())
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == f"You said: {LOW}"
     assert "x-trust-action" not in raw.headers and raw.headers["x-trust-status"] == "pending"
-    trust = [c.model_extra["trust"] for c in chunks if c.model_extra.get("trust")]
+    trust = [(c.model_extra or {})["trust"] for c in chunks if (c.model_extra or {}).get("trust")]
     assert len(trust) == 1 and trust[0]["score"] == pytest.approx(0.1)
     assert wait_for_record(server, raw.headers["x-trust-id"]).get("action") is None
