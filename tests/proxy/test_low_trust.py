@@ -363,3 +363,18 @@ def test_pass_streams_as_ever_and_only_annotates(fake_upstream: FakeUpstream,
     trust = [(c.model_extra or {})["trust"] for c in chunks if (c.model_extra or {}).get("trust")]
     assert len(trust) == 1 and trust[0]["score"] == pytest.approx(0.1)
     assert wait_for_record(server, raw.headers["x-trust-id"]).get("action") is None
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_escalation_on_completions_and_responses(fake_upstream: FakeUpstream,
+                                                 start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
+                   escalate_to="strong")
+    text = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
+    assert text.headers["x-trust-action"] == "escalated" and text.headers["x-trust-score"] == "0.8000"
+    assert LOW in text.parse().choices[0].text
+    response = sdk(server).responses.with_raw_response.create(model="cheap", input=LOW)
+    assert response.headers["x-trust-action"] == "escalated" and response.headers["x-trust-score"] == "0.8000"
+    assert LOW in response.parse().output_text
+    assert stored(server, response.headers["x-trust-escalated-from"], "escalated")["escalated_to"] \
+        == response.headers["x-trust-id"]
