@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 
 from .errors import ModelNotFound
 from .low_trust import Asked, Call, act_on, asker
+from .low_trust_stream import held_response, holds, read_whole
 from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
 from .request_meter import RequestMeter
@@ -96,6 +97,11 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if parsed.stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=endpoint)
+            if holds(plan, endpoint):  # streams: hold (legacy completions): read whole, scored and acted on first
+                held = await unless_client_leaves(request, read_whole(opened, TextCompletionTap(), added))
+                await settle_usage(gateway, group, slot, held.tap.usage)
+                return await held_response(gateway, caller, held, plan, endpoint, parsed.body, parsed.messages,
+                                           meter, _call(gateway, caller, endpoint, scored))
             return stream_response(gateway, opened, plan, parsed.messages, meter, scored.tap(), slot,
                                    added=added)
         reply = await unless_client_leaves(

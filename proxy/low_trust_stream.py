@@ -1,7 +1,8 @@
-"""``streams: hold``: a chat stream is read whole, scored and acted on before the client sees a byte.
+"""``streams: hold``: a chat or legacy completions stream is read whole, scored and acted on before the
+client sees a byte.
 
-The client then gets the kept, blocked or escalated answer as an ordinary chat
-stream — the headers (``x-trust-action`` among them) first, chunks whose
+The client then gets the kept, blocked or escalated answer as an ordinary
+stream of its endpoint — the headers (``x-trust-action`` among them) first, chunks whose
 ``choices`` are never empty, the trust object on the last chunk and
 ``data: [DONE]`` — so an OpenAI SDK's plain loop reads it like any other. A
 kept answer is the upstream's own events replayed; a blocked or escalated one
@@ -26,6 +27,7 @@ from .completion import UpstreamStream
 from .logprobs import LogprobsAdded
 from .low_trust import Asked, Call, act_on, asker
 from .request_meter import RequestMeter
+from .sdk_params import Endpoint
 from .sse import SseTap
 from .trust import TrustPlan
 
@@ -33,37 +35,48 @@ if TYPE_CHECKING:
     from .app import Gateway
     from .auth import Caller
 
-__all__ = ["Held", "held_chat_response", "holds", "read_whole", "reply_chunks", "with_trust_on_last_chunk"]
+__all__ = ["HELD_ENDPOINTS", "Held", "held_response", "holds", "read_whole", "reply_chunks",
+           "with_trust_on_last_chunk"]
 
 DONE = b"data: [DONE]\n\n"
 _STREAM_ONLY = ("stream", "stream_options")
+# The endpoints whose streams can be held: chunks with choices. A Responses stream passes (annotated only).
+HELD_ENDPOINTS: tuple[Endpoint, ...] = ("chat", "completions")
+_CHUNK_OBJECT = {"chat": "chat.completion.chunk", "completions": "text_completion"}
 
 
-def holds(plan: TrustPlan) -> bool:
+def holds(plan: TrustPlan, endpoint: Endpoint) -> bool:
     """Whether this stream is held until its verdict: sync, sampled, and a policy that acts and holds."""
     policy = plan.decision.on_low_trust
-    return plan.decision.mode == "sync" and plan.decision.sampled and policy.acts and policy.streams == "hold"
+    return (endpoint in HELD_ENDPOINTS and plan.decision.mode == "sync" and plan.decision.sampled
+            and policy.acts and policy.streams == "hold")
 
 
 def _event(payload: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-def reply_chunks(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
-    """A whole chat completion as stream events: one delta per choice, then a closing chunk with each choice's
-    ``finish_reason`` (the first carrying the usage and the trust object), then ``[DONE]``."""
-    base = {"id": data.get("id") or "chatcmpl-held", "object": "chat.completion.chunk",
+def _delta(endpoint: Endpoint, choice: dict[str, Any]) -> dict[str, Any]:
+    """A whole reply's choice as one stream chunk's choice (its content, no finish reason yet)."""
+    if endpoint == "completions":
+        return {"index": choice.get("index", 0), "text": choice.get("text") or "", "logprobs": None,
+                "finish_reason": None}
+    message = choice.get("message") or {}
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{**call, "index": number} for number, call in enumerate(message["tool_calls"])]
+    return {"index": choice.get("index", 0), "delta": delta, "logprobs": None, "finish_reason": None}
+
+
+def reply_chunks(endpoint: Endpoint, data: dict[str, Any], record: TrustRecord) -> list[bytes]:
+    """A whole reply as stream events: one chunk per choice, then a closing chunk with each choice's
+    ``finish_reason`` (carrying the usage and the trust object), then ``[DONE]``."""
+    base = {"id": data.get("id") or "held", "object": _CHUNK_OBJECT[endpoint],
             "created": data.get("created") or int(time.time()), "model": data.get("model") or ""}
-    choices = data.get("choices") or [{"index": 0, "message": {"role": "assistant", "content": ""}}]
-    events = []
-    for choice in choices:
-        message = choice.get("message") or {}
-        delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-        if message.get("tool_calls"):
-            delta["tool_calls"] = [{**call, "index": number} for number, call in enumerate(message["tool_calls"])]
-        events.append(_event({**base, "choices": [{"index": choice.get("index", 0), "delta": delta,
-                                                   "logprobs": None, "finish_reason": None}]}))
-    closing = {**base, "choices": [{"index": choice.get("index", 0), "delta": {}, "logprobs": None,
+    choices = data.get("choices") or [{"index": 0}]
+    events = [_event({**base, "choices": [_delta(endpoint, choice)]}) for choice in choices]
+    empty: dict[str, Any] = {"text": ""} if endpoint == "completions" else {"delta": {}}
+    closing = {**base, "choices": [{"index": choice.get("index", 0), **empty, "logprobs": None,
                                     "finish_reason": choice.get("finish_reason") or "stop"} for choice in choices],
                TRUST_FIELD: trust_summary(record)}
     if data.get("usage"):
@@ -88,12 +101,14 @@ def with_trust_on_last_chunk(events: list[bytes], record: TrustRecord) -> list[b
     return out
 
 
-def _answered(tap: SseTap, data: dict[str, Any]) -> dict[str, Any]:
-    """The stream's answer as the chat completion it stands for (what a block keeps the envelope of)."""
-    answer = tap.answer()
-    return {"id": tap.completion_id, "object": "chat.completion", "created": int(time.time()),
-            "model": data.get("model", ""), "choices": [{"index": 0, "finish_reason": "stop",
-                                                         "message": {"role": "assistant", "content": answer.text}}]}
+def _answered(endpoint: Endpoint, tap: SseTap, body: dict[str, Any]) -> dict[str, Any]:
+    """The stream's answer as the whole reply it stands for (what a block keeps the envelope of)."""
+    text = tap.answer().text
+    choice: dict[str, Any] = ({"index": 0, "text": text, "finish_reason": "stop"} if endpoint == "completions"
+                              else {"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": text}})
+    return {"id": tap.completion_id, "created": int(time.time()), "model": body.get("model", ""),
+            "choices": [choice]}
 
 
 @dataclass(frozen=True)
@@ -104,9 +119,8 @@ class Held:
     events: list[bytes]
 
 
-async def read_whole(opened: UpstreamStream, added: LogprobsAdded | None) -> Held:
+async def read_whole(opened: UpstreamStream, tap: SseTap, added: LogprobsAdded | None) -> Held:
     """Every event of the upstream stream; its failures raise here, before any byte went to the client."""
-    tap = SseTap()
     events: list[bytes] = []
     async for chunk in opened:
         events += [added.event(event) if added is not None else event for event in tap.feed(chunk)]
@@ -115,18 +129,19 @@ async def read_whole(opened: UpstreamStream, added: LogprobsAdded | None) -> Hel
     return Held(tap, events)
 
 
-async def held_chat_response(gateway: Gateway, caller: Caller, held: Held, plan: TrustPlan, body: dict[str, Any],
-                             messages: list[dict[str, Any]], meter: RequestMeter, call: Call) -> StreamingResponse:
+async def held_response(gateway: Gateway, caller: Caller, held: Held, plan: TrustPlan, endpoint: Endpoint,
+                        body: dict[str, Any], messages: list[dict[str, Any]], meter: RequestMeter,
+                        call: Call) -> StreamingResponse:
     """Score the held answer, act on it, and answer with the chosen answer as a stream."""
     tap = held.tap
     answer = tap.answer()
     record = await gateway.trust.score(plan, messages, answer)
-    first = Asked(b"", _answered(tap, body), answer, tap.usage)
+    first = Asked(b"", _answered(endpoint, tap, body), answer, tap.usage)
     plain = {name: value for name, value in body.items() if name not in _STREAM_ONLY}
-    served = await act_on(gateway, caller, plan, record, first, "chat", messages,
-                          asker(gateway, plan, plain, "chat", call))
+    served = await act_on(gateway, caller, plan, record, first, endpoint, messages,
+                          asker(gateway, plan, plain, endpoint, call))
     if served.replaced:  # blocked or escalated: a whole reply, sent as a stream
-        sent = reply_chunks(orjson.loads(served.content), served.record)
+        sent = reply_chunks(endpoint, orjson.loads(served.content), served.record)
     else:  # the upstream's own answer
         sent = [*with_trust_on_last_chunk(held.events, served.record), tap.closing()]
     meter.traced.answered(tap.completion_id, plan.record_id)

@@ -20,7 +20,7 @@ from .errors import ClientDisconnected, GatewayError, NotFound
 from .limits import Slot
 from .logprobs import LogprobsAdded
 from .low_trust import Asked, Call, act_on, asker
-from .low_trust_stream import held_chat_response, holds, read_whole
+from .low_trust_stream import held_response, holds, read_whole
 from .replies import TokenUsage
 from .request import parse_chat_request
 from .request_context import gateway_of as _gateway
@@ -75,11 +75,11 @@ async def chat_completions(request: Request) -> Response:
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if chat.stream:
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use)
-            if holds(plan):  # streams: hold: read whole, then scored and acted on before a byte goes out
-                held = await unless_client_leaves(request, read_whole(opened, added))
+            if holds(plan, "chat"):  # streams: hold: read whole, then scored and acted on before a byte goes out
+                held = await unless_client_leaves(request, read_whole(opened, SseTap(), added))
                 await settle_usage(gateway, group, slot, held.tap.usage)
-                return await held_chat_response(gateway, caller, held, plan, parsed.body, parsed.messages, meter,
-                                                 _chat_call(gateway, caller))
+                return await held_response(gateway, caller, held, plan, "chat", parsed.body, parsed.messages, meter,
+                                           _chat_call(gateway, caller))
             return stream_response(gateway, opened, plan, parsed.messages, meter, SseTap(), slot, added=added)
         completion = await unless_client_leaves(
             request, gateway.upstream.complete(group, body, may_use=caller.may_use))

@@ -378,3 +378,29 @@ def test_escalation_on_completions_and_responses(fake_upstream: FakeUpstream,
     assert LOW in response.parse().output_text
     assert stored(server, response.headers["x-trust-escalated-from"], "escalated")["escalated_to"] \
         == response.headers["x-trust-id"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_on_legacy_completions_blocks_and_escalates(fake_upstream: FakeUpstream,
+                                                          start_gateway: Callable[..., ServerThread],
+                                                          path: str) -> None:
+    for policy, action, expected in ((dict(action="block", message=MESSAGE), "blocked", MESSAGE),
+                                     (dict(action="escalate", escalate_to="strong"), "escalated", None)):
+        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold",
+                       **policy)
+        raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW, stream=True)
+        chunks, text = [], ""
+        for chunk in raw.parse():
+            text += chunk.choices[0].text
+            chunks.append(chunk)
+        assert raw.headers["x-trust-action"] == action
+        assert text == expected if expected is not None else LOW in text
+        assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]  # type: ignore[index]
+
+
+def test_a_responses_stream_is_not_held(fake_upstream: FakeUpstream,
+                                        start_gateway: Callable[..., ServerThread]) -> None:
+    server = start(start_gateway, fake_upstream, "passthrough", action="block", message=MESSAGE, streams="hold")
+    with sdk(server).responses.stream(model="cheap", input=LOW) as stream:
+        final = stream.get_final_response()
+    assert LOW in final.output_text and MESSAGE not in final.output_text
