@@ -97,8 +97,8 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if parsed.stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=endpoint)
-            if holds(plan, endpoint):  # streams: hold (legacy completions): read whole, scored and acted on first
-                held = await unless_client_leaves(request, read_whole(opened, TextCompletionTap(), added))
+            if holds(plan, endpoint):  # streams: hold: read whole, scored and acted on before a byte goes out
+                held = await unless_client_leaves(request, read_whole(opened, scored.tap(), added))
                 await settle_usage(gateway, group, slot, held.tap.usage)
                 return await held_response(gateway, caller, held, plan, endpoint, parsed.body, parsed.messages,
                                            meter, _call(gateway, caller, endpoint, scored))

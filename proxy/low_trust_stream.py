@@ -1,4 +1,4 @@
-"""``streams: hold``: a chat or legacy completions stream is read whole, scored and acted on before the
+"""``streams: hold``: a stream (chat, legacy completions, Responses) is read whole, scored and acted on before the
 client sees a byte.
 
 The client then gets the kept, blocked or escalated answer as an ordinary
@@ -28,20 +28,19 @@ from .logprobs import LogprobsAdded
 from .low_trust import Asked, Call, act_on, asker
 from .request_meter import RequestMeter
 from .sdk_params import Endpoint
-from .sse import SseTap
 from .trust import TrustPlan
 
 if TYPE_CHECKING:
     from .app import Gateway
     from .auth import Caller
+    from .routes import StreamTap
 
-__all__ = ["HELD_ENDPOINTS", "Held", "held_response", "holds", "read_whole", "reply_chunks",
-           "with_trust_on_last_chunk"]
+__all__ = ["HELD_ENDPOINTS", "Held", "held_response", "holds", "read_whole", "reply_chunks", "response_events",
+           "with_trust_on_completed", "with_trust_on_last_chunk"]
 
 DONE = b"data: [DONE]\n\n"
 _STREAM_ONLY = ("stream", "stream_options")
-# The endpoints whose streams can be held: chunks with choices. A Responses stream passes (annotated only).
-HELD_ENDPOINTS: tuple[Endpoint, ...] = ("chat", "completions")
+HELD_ENDPOINTS: tuple[Endpoint, ...] = ("chat", "completions", "responses")
 _CHUNK_OBJECT = {"chat": "chat.completion.chunk", "completions": "text_completion"}
 
 
@@ -84,6 +83,52 @@ def reply_chunks(endpoint: Endpoint, data: dict[str, Any], record: TrustRecord) 
     return [*events, _event(closing), DONE]
 
 
+def response_events(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
+    """A whole Responses object as the events a Responses stream sends for one message, its text in one
+    delta; ``response.completed`` carries the response (its status as it is: ``incomplete`` when blocked)
+    with the trust object."""
+    texts = [part.get("text") or "" for item in data.get("output") or [] if isinstance(item, dict)
+             for part in item.get("content") or [] if isinstance(part, dict) and part.get("type") == "output_text"]
+    text = "".join(texts)
+    item_id = f"msg_{data.get('id', 'held')}"
+    part = {"type": "output_text", "text": "", "annotations": []}
+    item = {"type": "message", "id": item_id, "status": "completed", "role": "assistant",
+            "content": [{**part, "text": text}]}
+    started = {**data, "status": "in_progress", "output": []}
+    at = {"item_id": item_id, "output_index": 0, "content_index": 0}
+    payloads: list[dict[str, Any]] = [
+        {"type": "response.created", "response": started},
+        {"type": "response.in_progress", "response": started},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress",
+                                                                             "content": []}},
+        {"type": "response.content_part.added", **at, "part": part},
+        {"type": "response.output_text.delta", **at, "delta": text, "logprobs": []},
+        {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+        {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {**data, "output": [item], TRUST_FIELD: trust_summary(record)}},
+    ]
+    return [f"event: {payload['type']}\n".encode() + _event({**payload, "sequence_number": number})
+            for number, payload in enumerate(payloads)]
+
+
+def with_trust_on_completed(closing: bytes, record: TrustRecord) -> bytes:
+    """A Responses stream's held terminal event(s), ``response.completed``'s response carrying the trust."""
+    lines = closing.split(b"\n")
+    for number, line in enumerate(lines):
+        if not line.startswith(b"data:"):
+            continue
+        try:
+            payload = orjson.loads(line[5:])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(payload, dict) and payload.get("type") == "response.completed" \
+                and isinstance(payload.get("response"), dict):
+            payload["response"][TRUST_FIELD] = trust_summary(record)
+            lines[number] = b"data: " + orjson.dumps(payload)
+    return b"\n".join(lines)
+
+
 def with_trust_on_last_chunk(events: list[bytes], record: TrustRecord) -> list[bytes]:
     """The upstream's events as they came, the last one with choices carrying the trust object."""
     out = list(events)
@@ -101,9 +146,14 @@ def with_trust_on_last_chunk(events: list[bytes], record: TrustRecord) -> list[b
     return out
 
 
-def _answered(endpoint: Endpoint, tap: SseTap, body: dict[str, Any]) -> dict[str, Any]:
+def _answered(endpoint: Endpoint, tap: StreamTap, body: dict[str, Any]) -> dict[str, Any]:
     """The stream's answer as the whole reply it stands for (what a block keeps the envelope of)."""
     text = tap.answer().text
+    if endpoint == "responses":
+        return {"id": tap.completion_id, "object": "response", "created_at": int(time.time()),
+                "model": body.get("model", ""), "status": "completed", "output": [
+                    {"type": "message", "id": "msg_held", "status": "completed", "role": "assistant",
+                     "content": [{"type": "output_text", "text": text or "", "annotations": []}]}]}
     choice: dict[str, Any] = ({"index": 0, "text": text, "finish_reason": "stop"} if endpoint == "completions"
                               else {"index": 0, "finish_reason": "stop",
                                     "message": {"role": "assistant", "content": text}})
@@ -115,11 +165,11 @@ def _answered(endpoint: Endpoint, tap: SseTap, body: dict[str, Any]) -> dict[str
 class Held:
     """A chat stream read whole: its events (without log-probabilities the gateway added) and its tap."""
 
-    tap: SseTap
+    tap: StreamTap
     events: list[bytes]
 
 
-async def read_whole(opened: UpstreamStream, tap: SseTap, added: LogprobsAdded | None) -> Held:
+async def read_whole(opened: UpstreamStream, tap: StreamTap, added: LogprobsAdded | None) -> Held:
     """Every event of the upstream stream; its failures raise here, before any byte went to the client."""
     events: list[bytes] = []
     async for chunk in opened:
@@ -141,8 +191,12 @@ async def held_response(gateway: Gateway, caller: Caller, held: Held, plan: Trus
     served = await act_on(gateway, caller, plan, record, first, endpoint, messages,
                           asker(gateway, plan, plain, endpoint, call))
     if served.replaced:  # blocked or escalated: a whole reply, sent as a stream
-        sent = reply_chunks(endpoint, orjson.loads(served.content), served.record)
-    else:  # the upstream's own answer
+        data = orjson.loads(served.content)
+        sent = (response_events(data, served.record) if endpoint == "responses"
+                else reply_chunks(endpoint, data, served.record))
+    elif endpoint == "responses":  # the upstream's own answer
+        sent = [*held.events, with_trust_on_completed(tap.closing(), served.record)]
+    else:
         sent = [*with_trust_on_last_chunk(held.events, served.record), tap.closing()]
     meter.traced.answered(tap.completion_id, plan.record_id)
     meter.end(200)

@@ -398,9 +398,26 @@ def test_hold_on_legacy_completions_blocks_and_escalates(fake_upstream: FakeUpst
         assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]  # type: ignore[index]
 
 
-def test_a_responses_stream_is_not_held(fake_upstream: FakeUpstream,
-                                        start_gateway: Callable[..., ServerThread]) -> None:
-    server = start(start_gateway, fake_upstream, "passthrough", action="block", message=MESSAGE, streams="hold")
-    with sdk(server).responses.stream(model="cheap", input=LOW) as stream:
-        final = stream.get_final_response()
-    assert LOW in final.output_text and MESSAGE not in final.output_text
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_on_responses_streams_keeps_blocks_and_escalates(fake_upstream: FakeUpstream,
+                                                              start_gateway: Callable[..., ServerThread],
+                                                              path: str) -> None:
+    known = {"response.created", "response.in_progress", "response.output_item.added",
+             "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+             "response.content_part.done", "response.output_item.done", "response.completed"}
+    cases = ((dict(action="block", message=MESSAGE), LOW, "blocked", MESSAGE),
+             (dict(action="escalate", escalate_to="strong"), LOW, "escalated", f"You said: {LOW}"),
+             (dict(action="block", message=MESSAGE), HIGH, None, f"You said: {HIGH}"))
+    for policy, question, action, expected in cases:
+        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold",
+                       **policy)
+        raw = sdk(server).responses.with_raw_response.create(model="cheap", input=question, stream=True)
+        events = list(raw.parse())
+        assert {event.type for event in events} <= known and events[-1].type == "response.completed"
+        assert raw.headers.get("x-trust-action") == action
+        text = "".join(event.delta for event in events if event.type == "response.output_text.delta")
+        assert text == expected and events[-1].response.output_text == expected
+        trust = (events[-1].response.model_extra or {})["trust"]
+        assert trust["id"] == raw.headers["x-trust-id"]
+        with sdk(server).responses.stream(model="cheap", input=question) as stream:
+            assert stream.get_final_response().output_text == expected
