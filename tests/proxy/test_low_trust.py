@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,10 +23,11 @@ from opentelemetry.sdk.trace import TracerProvider
 import console
 from exporters import Telemetry
 from proxy import ConfigError, settings_from_dict
+from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import wait_for_record
+from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
@@ -421,3 +423,18 @@ def test_hold_on_responses_streams_keeps_blocks_and_escalates(fake_upstream: Fak
         assert trust["id"] == raw.headers["x-trust-id"]
         with sdk(server).responses.stream(model="cheap", input=question) as stream:
             assert stream.get_final_response().output_text == expected
+
+
+@pytest.mark.parametrize(("on", "action"), [("probability", "blocked"), ("score", None)])
+def test_a_policy_on_the_calibrated_probability(fake_upstream: FakeUpstream,
+                                                start_gateway: Callable[..., ServerThread], tmp_path: Path,
+                                                on: str, action: str | None) -> None:
+    # Trust_OV 0.58 (bc 0.9, fc neutral) has probability 0.28 on this curve: below 0.5 only by its probability.
+    path = tmp_path / "calibration.json"
+    save_calibration(IsotonicCalibrator(x=(0.4, 0.6, 0.8), y=(0.1, 0.3, 0.9)), path)
+    settings = config(fake_upstream.url, "passthrough", action="block", below=0.5, on=on)  # type: ignore[attr-defined]
+    settings["trustgate"]["scoring"]["calibration_path"] = str(path)
+    server = start_gateway(settings, scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    raw = ask_chat(server, HIGH)
+    assert (raw.headers["x-trust-score"], raw.headers["x-trust-probability"]) == ("0.5800", "0.2800")
+    assert raw.headers.get("x-trust-action") == action
