@@ -35,7 +35,7 @@ def low_trust_problem(settings: GatewaySettings) -> str | None:
                 continue
             who = f"model `{group}`" + (f", key `{name}`" if name is not None else "")
             mode = resolved_mode(scoring, model=group, key_name=name)
-            if mode != "sync":
+            if mode == "async":  # off: nothing is scored, so nothing is acted on; that is no contradiction
                 return (f"trustgate.scoring.on_low_trust: action {policy.action} for {who} needs sync scoring "
                         f"(the verdict must exist before the response leaves), but that scoring mode is {mode}")
             if policy.action != "escalate":

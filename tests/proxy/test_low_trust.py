@@ -112,6 +112,8 @@ def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
     scoring["per_key"]["a"]["mode"] = "sync"
     resolved = settings_from_dict(settings, {}).trustgate.scoring
     assert resolved.per_key["a"].on_low_trust is not None and resolved.per_key["a"].on_low_trust.action == "block"
+    scoring["per_key"]["a"]["mode"] = "off"  # nothing scored, nothing acted on: no contradiction
+    settings_from_dict(settings, {})
 
 
 def test_an_escalation_target_the_config_does_not_serve_is_refused() -> None:
