@@ -44,6 +44,8 @@ ENDPOINT = "trustgate.endpoint"  # which OpenAI endpoint was called: chat, compl
 # gen_ai.operation.name of each endpoint (the GenAI semantic conventions' well-known values); the Responses
 # API generates a chat turn, so it is `chat` too, told apart by trustgate.endpoint.
 OPERATIONS = {"chat": "chat", "completions": "text_completion", "embeddings": "embeddings", "responses": "chat"}
+ACTION = "trustgate.trust.action"  # what a low-trust policy did: blocked, escalated, kept, escalation_failed
+ACTION_EVENT_NAME = "trustgate.low_trust_action"
 _W3C = TraceContextTextMapPropagator()
 
 
@@ -196,6 +198,18 @@ class Telemetry:
                 for metric, value in component.details.metrics().items():
                     event.score(f"trustgate.{metric}", value, None)
         event.score("trustgate.trust_probability", record.probability, None)
+
+    def emit_action(self, record: TrustRecord, traceparent: str | None) -> None:
+        """What a low-trust policy did with the answer: an evaluation event of the record's score that carries
+        ``trustgate.trust.action`` (and the other record of an escalation), parented to the request span."""
+        if record.action is None or record.score is None:
+            return
+        extra: dict[str, str | float] = {ACTION: record.action}
+        for name, other in (("escalated_to", record.escalated_to), ("escalated_from", record.escalated_from)):
+            if other is not None:
+                extra[f"trustgate.trust.{name}"] = other
+        _EvaluationEvents(self.logger, record.id, None, _parent(traceparent)).score(
+            ACTION_EVENT_NAME, record.score, record.label, extra=extra)
 
     def emit_feedback(self, record: TrustRecord) -> None:
         """A user's label as an evaluation event of the answer: 1 (correct) or 0, or the graded score given.

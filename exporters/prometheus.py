@@ -64,6 +64,8 @@ class GatewayMetrics:
     feedback: Counter
     upstream_tries: Counter
     upstream_try_duration: Histogram
+    trust_actions: Counter
+    alert_pushes: Counter
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float, endpoint: str,
                         key: str) -> None:
@@ -221,6 +223,10 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                         unit="seconds"),
         feedback=counter("feedback", "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
                          "whether the answer was correct (true, false).", ["model", "correct"]),
+        trust_actions=counter("trust_actions", "Answers a low-trust policy acted on, by action (blocked, "
+                              "escalated, kept, escalation_failed).", ["model", "action"]),
+        alert_pushes=counter("alert_pushes", "Per-answer alerts pushed to Alertmanager, by outcome (sent; failed "
+                             "after its retries; dropped: too many pushes in flight).", ["outcome"]),
     )
 
 

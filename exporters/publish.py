@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scoring.types import TrustRecord
 
+from .alertmanager import AlertmanagerExporter
 from .prometheus import GatewayMetrics
 from .store import RecordStore
 
@@ -11,9 +12,16 @@ __all__ = ["RecordPublisher"]
 
 
 class RecordPublisher:
-    def __init__(self, store: RecordStore, metrics: GatewayMetrics) -> None:
+    def __init__(self, store: RecordStore, metrics: GatewayMetrics,
+                 alerts: AlertmanagerExporter | None = None) -> None:
         self.store = store
         self._metrics = metrics
+        self._alerts = alerts
+
+    def alert(self, record: TrustRecord) -> None:
+        """An untrusted record, or one a low-trust policy acted on, to Alertmanager when one is configured."""
+        if self._alerts is not None:
+            self._alerts.notify(record)
 
     async def publish(self, record: TrustRecord) -> None:
         """Metrics first: they cannot fail, and a store outage must not hide them.
@@ -22,4 +30,5 @@ class RecordPublisher:
         inside its scoring span and with the request's trace context.
         """
         self._metrics.observe_record(record)
+        self.alert(record)
         await self.store.put(record)

@@ -25,6 +25,7 @@ from exporters import (
     disabled_telemetry,
     export_choice,
 )
+from exporters.alertmanager import AlertmanagerExporter, AlertmanagerSettings
 from exporters.calibration_metrics import CalibrationMetrics
 from scoring.assembly import ScorerAssetsError, combiner_for, default_combination, open_scorers
 from scoring.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
@@ -123,10 +124,11 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, re
     """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite."""
     queue = settings.trustgate.scoring.queue
     config = settings.trustgate.store
+    alerts = await build_alerts(settings.trustgate.alerting, metrics, stack)
     if redis is not None:
         return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s,
                                                 max_record_bytes=config.max_record_bytes,
-                                                max_records=config.max_records), metrics)
+                                                max_records=config.max_records), metrics, alerts)
     shed_log = ThrottledLog(log)
 
     def shed() -> None:
@@ -139,7 +141,18 @@ async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, re
                               max_pending_writes=config.max_pending_writes, on_shed=shed)
     await store.open()
     stack.push_async_callback(store.close)
-    return RecordPublisher(store, metrics)
+    return RecordPublisher(store, metrics, alerts)
+
+
+async def build_alerts(settings: AlertmanagerSettings, metrics: GatewayMetrics,
+                       stack: contextlib.AsyncExitStack) -> AlertmanagerExporter | None:
+    """Per-answer alerts, when ``trustgate.alerting.alertmanager_url`` is set; closed before their client."""
+    if settings.alertmanager_url is None:
+        return None
+    client = await stack.enter_async_context(httpx.AsyncClient(timeout=settings.timeout_s))
+    exporter = AlertmanagerExporter(settings, client, metrics.alert_pushes)
+    stack.push_async_callback(exporter.close)
+    return exporter
 
 
 async def build_scorers(scoring: ScoringSettings, stack: contextlib.AsyncExitStack) -> list[Scorer]:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from exporters.alertmanager import AlertmanagerSettings
 from scoring.settings import ScoringSettings
 
 from .litellm_config import (
@@ -33,6 +34,7 @@ from .litellm_config import (
     passthrough_groups,
     split_config,
 )
+from .low_trust_config import low_trust_problem
 
 __all__ = [
     "ApiKey",
@@ -371,6 +373,7 @@ class TrustGateSection(_Section):
     health: HealthSettings = Field(default_factory=HealthSettings)
     retries: RetrySettings = Field(default_factory=RetrySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    alerting: AlertmanagerSettings = Field(default_factory=AlertmanagerSettings)
 
     @field_validator("keys")
     @classmethod
@@ -428,6 +431,13 @@ class GatewaySettings(BaseModel):
         if unknown:
             raise ValueError(f"trustgate.scoring.budget.per_model: `{unknown[0]}` is not a model group"
                              + (" (it is an alias: name its group)" if unknown[0] in known else ""))
+        return self
+
+    @model_validator(mode="after")
+    def _low_trust_policy_applies(self) -> GatewaySettings:
+        problem = low_trust_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

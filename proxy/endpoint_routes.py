@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
-from exporters import trust_headers
-
 from .errors import ModelNotFound
+from .low_trust import Asked, Call, act_on, asker
+from .low_trust_stream import held_response, holds, read_whole
 from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
 from .request_meter import RequestMeter
@@ -27,6 +27,10 @@ from .routes import StreamTap, answered_by, failed_request, settle_usage, stream
 from .sdk_params import Endpoint
 from .taps import ResponsesTap, TextCompletionTap, answer_from_response, answer_from_text_completion
 from .trust import Answer
+
+if TYPE_CHECKING:
+    from .app import Gateway
+    from .auth import Caller
 
 __all__ = ["router"]
 
@@ -106,6 +110,11 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if parsed.stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=endpoint)
+            if holds(plan, endpoint):  # streams: hold: read whole, scored and acted on before a byte goes out
+                held = await unless_client_leaves(request, read_whole(opened, scored.tap(request.headers), added))
+                await settle_usage(meter, slot, held.tap.usage)
+                return await held_response(gateway, caller, held, plan, endpoint, parsed.body, parsed.messages,
+                                           meter, _call(gateway, caller, endpoint, scored), added)
             return stream_response(gateway, opened, plan, parsed.messages, meter, scored.tap(request.headers),
                                    slot, added=added)
         reply = await unless_client_leaves(
@@ -116,12 +125,25 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
     headers = answered_by(gateway, meter, group, reply.model_group)
     await settle_usage(meter, slot, reported_usage(reply.data))
     record_id = None
+    content = added.body(reply.raw) if added is not None else reply.raw
     if scored is not None and plan is not None and plan.decision.sampled:
         answer = scored.answer(reply.data) if parsed.messages else Answer(text=None)
-        headers.update(trust_headers(await gateway.trust.score(plan.answered_by(reply.model_group),
-                                                               parsed.messages, answer)))
+        record = await gateway.trust.score(plan.answered_by(reply.model_group), parsed.messages, answer)
+        first = Asked(content, reply.data, answer, reported_usage(reply.data))
+        served = await act_on(gateway, caller, plan, record, first, endpoint, parsed.messages,
+                              asker(gateway, plan, parsed.body, endpoint, _call(gateway, caller, endpoint, scored)))
+        content = served.content
+        headers.update(served.headers)
         record_id = plan.record_id
     meter.traced.answered(str(reply.data.get("id") or "") or None, record_id)
     meter.end(200)
-    content = added.body(reply.raw) if added is not None else reply.raw
     return Response(content, media_type="application/json", headers=headers)
+
+
+def _call(gateway: Gateway, caller: Caller, endpoint: Endpoint, scored: _Scored) -> Call:
+    """A whole reply of ``endpoint`` from a group, as the key may ask it (an escalation's call)."""
+    async def call(group: str, body: dict[str, Any]) -> Asked:
+        reply = await gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use)
+        return Asked(reply.raw, reply.data, scored.answer(reply.data), reported_usage(reply.data))
+
+    return call

@@ -13,13 +13,14 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from exporters import trust_headers
 from scoring.types import TrustRecord
 
 from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound
 from .limits import Slot
 from .logprobs import LogprobsAdded
+from .low_trust import Asked, Call, act_on, asker
+from .low_trust_stream import held_response, holds, read_whole
 from .replies import TokenUsage
 from .request import parse_chat_request
 from .request_context import gateway_of as _gateway
@@ -30,6 +31,7 @@ from .trust import Answer, TrustPlan
 
 if TYPE_CHECKING:
     from .app import Gateway
+    from .auth import Caller
 
 __all__ = ["FALLBACK_HEADER", "MODEL_GROUP_HEADER", "StreamTap", "answered_by", "router", "stream_response",
            "unless_client_leaves"]
@@ -78,6 +80,11 @@ async def chat_completions(request: Request) -> Response:
         gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
         if chat.stream:
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use)
+            if holds(plan, "chat"):  # streams: hold: read whole, then scored and acted on before a byte goes out
+                held = await unless_client_leaves(request, read_whole(opened, SseTap(), added))
+                await settle_usage(meter, slot, held.tap.usage)
+                return await held_response(gateway, caller, held, plan, "chat", parsed.body, parsed.messages, meter,
+                                           _chat_call(gateway, caller), added)
             return stream_response(gateway, opened, plan, parsed.messages, meter, SseTap(), slot, added=added)
         completion = await unless_client_leaves(
             request, gateway.upstream.complete(group, body, may_use=caller.may_use))
@@ -88,11 +95,16 @@ async def chat_completions(request: Request) -> Response:
     plan = plan.answered_by(completion.model_group)
     await settle_usage(meter, slot, completion.reply.usage)
     answer = Answer.from_reply(completion.reply)
+    content = added.body(completion.raw) if added is not None else completion.raw
     if plan.decision.sampled:
-        headers.update(trust_headers(await gateway.trust.score(plan, parsed.messages, answer)))
+        record = await gateway.trust.score(plan, parsed.messages, answer)
+        first = Asked(content, completion.data, answer, completion.reply.usage)
+        served = await act_on(gateway, caller, plan, record, first, "chat", parsed.messages,
+                              asker(gateway, plan, parsed.body, "chat", _chat_call(gateway, caller)))
+        content = served.content
+        headers.update(served.headers)
     meter.traced.answered(answer.completion_id, plan.record_id if plan.decision.sampled else None)
     meter.end(200)
-    content = added.body(completion.raw) if added is not None else completion.raw
     return Response(content, media_type="application/json", headers=headers)
 
 
@@ -108,6 +120,15 @@ def answered_by(gateway: Gateway, meter: RequestMeter, asked: str, answered: str
         gateway.metrics.fallbacks.labels(asked=asked, answered=answered).inc()
         meter.answered_by(answered)
     return headers
+
+
+def _chat_call(gateway: Gateway, caller: Caller) -> Call:
+    """A chat completion from a group, as the key may ask it (an escalation's call)."""
+    async def call(group: str, body: dict[str, Any]) -> Asked:
+        completion = await gateway.upstream.complete(group, body, may_use=caller.may_use)
+        return Asked(completion.raw, completion.data, Answer.from_reply(completion.reply), completion.reply.usage)
+
+    return call
 
 
 async def settle_usage(meter: RequestMeter, slot: Slot, usage: TokenUsage | None) -> None:

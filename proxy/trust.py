@@ -39,6 +39,7 @@ from scoring.types import (
     RecordScope,
     ScoringJob,
     StoreUnavailable,
+    TrustAction,
     TrustRecord,
 )
 
@@ -259,6 +260,18 @@ class TrustService:
             return record
         return finished
 
+    def mark(self, record: TrustRecord, action: TrustAction | None, **links: str) -> TrustRecord:
+        """The record as a low-trust policy acted on it (``action``, counted; None: only linked to another):
+        stored again in the background so that its readers see the action and the escalation's link; a
+        record still pending is not stored again."""
+        marked = record.model_copy(update={"action": action or record.action, **links})
+        if action is not None:
+            self._metrics.trust_actions.labels(model=record.model or "unknown", action=action).inc()
+            self._publisher.alert(marked)
+        if record.status != "pending":
+            self._put_later(marked)
+        return marked
+
     async def queue_depth(self) -> int:
         """Jobs waiting to be scored: this process's queue, or the Redis stream's backlog."""
         return await self._queue.depth()
@@ -317,6 +330,21 @@ class TrustService:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return record
+
+    def _put_later(self, record: TrustRecord) -> None:
+        """Store a record again (already published, so not counted twice); readers find it meanwhile."""
+        self._unstored[record.id] = record
+        task = asyncio.create_task(self._put_quietly(record))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _put_quietly(self, record: TrustRecord) -> None:
+        try:
+            await self._publisher.store.put(record)
+        except Exception as exc:  # the store's own metrics count it; never raised to users
+            log.warning("could not store the action on trust record %s: %s", record.id, describe(exc))
+        finally:
+            self._unstored.pop(record.id, None)
 
     async def _publish_quietly(self, record: TrustRecord) -> None:
         try:

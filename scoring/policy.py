@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .settings import ClientModePolicy, InputLimits, ScoringMode, ScoringSettings
-from .types import ScoringJob
+from typing import Literal
 
-__all__ = ["TOO_LONG", "Decision", "client_may_choose", "decide", "in_sample", "skip_reason", "within_limits"]
+from .settings import ClientModePolicy, InputLimits, LowTrustAction, LowTrustPolicy, ScoringMode, ScoringSettings
+from .types import ScoringJob, TrustRecord
+
+__all__ = ["DEFAULT_BLOCK_MESSAGE", "TOO_LONG", "Decision", "LowTrust", "client_may_choose", "decide", "in_sample",
+           "is_low_trust", "low_trust", "resolved_mode", "skip_reason", "trust_value", "within_limits"]
+
+DEFAULT_BLOCK_MESSAGE = "I can't give a reliable answer to that."
 
 TOO_LONG = "too_long"  # the skip reason of an answer longer than InputLimits.max_answer_chars
 
@@ -28,11 +33,63 @@ _COST: dict[ScoringMode, int] = {"off": 0, "async": 1, "sync": 2}
 
 
 @dataclass(frozen=True)
+class LowTrust:
+    """``on_low_trust`` as it applies to one request: every field resolved."""
+
+    below: float = 0.4
+    on: Literal["score", "probability"] = "score"
+    action: LowTrustAction = "annotate"
+    message: str = DEFAULT_BLOCK_MESSAGE
+    escalate_to: str | None = None
+    streams: Literal["pass", "hold"] = "pass"
+    prefer: Literal["higher", "escalated"] = "higher"
+    escalation_timeout: float = 30.0
+
+    @property
+    def acts(self) -> bool:
+        return self.action != "annotate"
+
+
+@dataclass(frozen=True)
 class Decision:
     mode: ScoringMode
     sync_timeout: float
     sampled: bool
     refused_mode: ScoringMode | None = None  # a client's mode the policy did not allow (ignored, to be counted)
+    on_low_trust: LowTrust = LowTrust()
+
+
+def low_trust(settings: ScoringSettings, *, model: str, key_name: str | None) -> LowTrust:
+    """``on_low_trust`` field by field: per-key > per-model > global > LowTrust's defaults."""
+    resolved = LowTrust()
+    levels: list[LowTrustPolicy | None] = [settings.on_low_trust]
+    levels += [override.on_low_trust for override in (settings.per_model.get(model),
+                                                      settings.per_key.get(key_name or "")) if override is not None]
+    for level in levels:
+        if level is not None:
+            resolved = replace(resolved, **{name: getattr(level, name) for name in level.model_fields_set
+                                            if getattr(level, name) is not None})
+    return resolved
+
+
+def resolved_mode(settings: ScoringSettings, *, model: str, key_name: str | None) -> ScoringMode:
+    """The configured mode of a model for a key, before any client header."""
+    mode = settings.mode
+    for override in (settings.per_model.get(model), settings.per_key.get(key_name or "")):
+        if override is not None and override.mode:
+            mode = override.mode
+    return mode
+
+
+def trust_value(record: TrustRecord, on: Literal["score", "probability"]) -> float | None:
+    """What a low-trust policy compares: the record's combined score, or its calibrated probability."""
+    return record.probability if on == "probability" else record.score
+
+
+def is_low_trust(policy: LowTrust, record: TrustRecord) -> bool:
+    """A record whose value is below the policy's bound; one without a value (pending, skipped) is never acted on."""
+    value = trust_value(record, policy.on)
+    return value is not None and value < policy.below
 
 
 def in_sample(request_key: str, rate: float) -> bool:
@@ -71,7 +128,7 @@ def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key:
         else:
             refused = mode_header
     return Decision(mode=mode, sync_timeout=timeout, sampled=mode != "off" and in_sample(request_key, rate),
-                    refused_mode=refused)
+                    refused_mode=refused, on_low_trust=low_trust(settings, model=model, key_name=key_name))
 
 
 def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 __all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
-           "CpuSettings", "FactCheckSettings", "FeedbackSettings", "InputLimits", "LogprobSettings", "PolicySettings",
-           "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
+           "CpuSettings", "FactCheckSettings", "FeedbackSettings", "InputLimits", "LogprobSettings", "LowTrustAction",
+           "LowTrustPolicy", "PolicySettings", "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 
@@ -168,6 +168,32 @@ class FeedbackSettings(BaseModel):
     fits_path: Path | None = None
 
 
+LowTrustAction = Literal["annotate", "block", "escalate"]
+
+
+class LowTrustPolicy(BaseModel):
+    """What the gateway does with an answer that scores below ``below`` (``on_low_trust``).
+
+    Every field left out is taken from the level below (per key > per model >
+    global > these defaults), field by field, as ``mode`` is. Actions other
+    than ``annotate`` need the verdict before the response leaves: sync mode
+    (checked at load, ``proxy.low_trust_config``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    below: float | None = Field(default=None, ge=0.0, le=1.0)
+    # score: Trust_OV; probability: the calibrated probability (an answer without one is never acted on)
+    on: Literal["score", "probability"] | None = None
+    action: LowTrustAction | None = None
+    message: str | None = Field(default=None, min_length=1, max_length=2000)
+    escalate_to: str | None = None  # a model group (action: escalate)
+    streams: Literal["pass", "hold"] | None = None
+    # higher: the escalated answer only if it scores at least as high as the first; escalated: it always.
+    prefer: Literal["higher", "escalated"] | None = None
+    escalation_timeout: float | None = Field(default=None, gt=0)
+
+
 class PolicySettings(BaseModel):
     """When and how a response is scored; per-key and per-model entries override these."""
 
@@ -177,6 +203,7 @@ class PolicySettings(BaseModel):
     sample_rate: float | None = Field(default=None, ge=0.0, le=1.0)
     sync_timeout: float | None = Field(default=None, gt=0)
     allow_client_mode: ClientModePolicy | None = None
+    on_low_trust: LowTrustPolicy | None = None
 
 
 class QueueSettings(BaseModel):
@@ -279,6 +306,7 @@ class ScoringSettings(BaseModel):
     # How Trust_OV is made: paper (Table 3 over Trust_BC and Trust_FC, graded), or fitted (the logistic
     # combination of `trustgate eval run --calibration-method logistic`, read from calibration_path).
     combine: Literal["paper", "fitted"] = "paper"
+    on_low_trust: LowTrustPolicy = Field(default_factory=LowTrustPolicy)
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
     budget: BudgetSettings = Field(default_factory=BudgetSettings)

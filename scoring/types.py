@@ -50,6 +50,7 @@ __all__ = [
     "ScoringJob",
     "ShedReason",
     "StoreUnavailable",
+    "TrustAction",
     "TrustRecord",
     "TrustStatus",
     "UnreadableReply",
@@ -57,6 +58,10 @@ __all__ = [
 ]
 
 TrustStatus = Literal["pending", "done", "failed", "shed", "skipped"]
+# What an ``on_low_trust`` policy did with the answer: blocked (the client got the policy's message), escalated
+# (the client got the escalation's answer), kept (escalated, but this first answer scored higher and was
+# returned), escalation_failed (the escalation timed out or failed: this answer was returned).
+TrustAction = Literal["blocked", "escalated", "kept", "escalation_failed"]
 # Why a job was shed, not scored: the bounded label of trustgate_scoring_shed_jobs_total. queue_full and
 # queue_unavailable: at hand-off; call_budget and token_budget: the model group's scoring budget was spent.
 ShedReason = Literal["queue_full", "queue_unavailable", "call_budget", "token_budget"]
@@ -437,6 +442,10 @@ class TrustRecord(BaseModel):
     # (``model`` is the group that answered, whose answer was scored); None when the asked group answered.
     request_id: str | None = None
     asked_model: str | None = None
+    # What the low-trust policy did (None: nothing), and the records of an escalation, each naming the other.
+    action: TrustAction | None = None
+    escalated_from: str | None = None
+    escalated_to: str | None = None
 
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:

@@ -22,6 +22,7 @@ ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
 REQUIRED_SERIES = {
     "trust-score distribution": "trustgate_trust_score_bucket",
     "low-trust rate": "trustgate_low_trust_responses_total",
+    "low-trust actions": "trustgate_trust_actions_total",
     "label mix": "trustgate_trust_labels_total",
     "scoring latency": "trustgate_scoring_duration_seconds_bucket",
     "queue depth": "trustgate_scoring_queue_depth",

@@ -1,0 +1,136 @@
+"""Per-answer alerts: each untrusted record, and each answer a low-trust policy acted on, as an Alertmanager alert.
+
+Alertmanager (the one deploy/ runs) does the routing, grouping, silencing and
+receivers; the gateway only posts alerts to its v2 API. A push runs beside the
+request, never in its way: it is bounded (attempts, backoff, a timeout per
+attempt, pushes in flight), and a push that fails is counted
+(``trustgate_alert_pushes_total{outcome="failed"|"dropped"}``) and logged
+once per outage (the first failure after a success, or the first ever).
+Alerts carry no question or answer text unless ``include_text``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from prometheus_client import Counter
+from pydantic import BaseModel, ConfigDict, Field
+
+from scoring.types import TrustRecord
+
+__all__ = ["ALERT_NAME", "AlertmanagerExporter", "AlertmanagerSettings", "alert_for"]
+
+log = logging.getLogger("trustgate.alertmanager")
+
+ALERT_NAME = "TrustGateLowTrustAnswer"
+
+
+class AlertmanagerSettings(BaseModel):
+    """``trustgate.alerting``: where per-answer alerts go (None: nowhere) and how hard to try."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alertmanager_url: str | None = Field(default=None, pattern=r"^https?://")
+    # Where the console is, for the alert's link to its record ("" : a path relative to the gateway).
+    console_url: str = ""
+    include_text: bool = False  # question and answer excerpts in the annotations
+    excerpt_chars: int = Field(default=200, ge=10, le=2000)
+    timeout_s: float = Field(default=2.0, gt=0)  # one attempt
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    backoff_s: float = Field(default=0.5, ge=0)  # before the second attempt, doubled for each further one
+    max_pending: int = Field(default=1000, ge=1)  # pushes in flight; beyond it an alert is dropped (counted)
+    # An answer's alert ends after this long (it is an event, not a condition that clears).
+    resolve_after_s: float = Field(default=3600.0, gt=0)
+
+
+def _excerpt(text: str | None, limit: int) -> str:
+    text = (text or "").strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
+
+
+def alert_for(record: TrustRecord, settings: AlertmanagerSettings) -> dict[str, Any] | None:
+    """The record as one alert of Alertmanager's v2 API; None when it calls for none."""
+    if record.label != "untrusted" and record.action is None:
+        return None
+    link = f"{settings.console_url.rstrip('/')}/ui/records/{record.id}"
+    annotations = {"summary": f"Low-trust answer from model {record.model or 'unknown'}"
+                              + (f" ({record.action})" if record.action else ""),
+                   "console_url": link}
+    if record.score is not None:
+        annotations["score"] = f"{record.score:.4f}"
+    if settings.include_text:
+        annotations["question"] = _excerpt(record.question, settings.excerpt_chars)
+        annotations["answer"] = _excerpt(record.answer, settings.excerpt_chars)
+    started = record.finished_at or record.created_at
+    return {"labels": {"alertname": ALERT_NAME, "severity": "warning", "model": record.model or "unknown",
+                       "key": record.owner or "unknown", "action": record.action or "annotate",
+                       "trust_id": record.id},
+            "annotations": annotations, "startsAt": _rfc3339(started),
+            "endsAt": _rfc3339(max(started, time.time()) + settings.resolve_after_s), "generatorURL": link}
+
+
+class AlertmanagerExporter:
+    """Posts alerts in the background; ``notify`` never waits and never raises."""
+
+    def __init__(self, settings: AlertmanagerSettings, client: httpx.AsyncClient, pushes: Counter) -> None:
+        self._settings = settings
+        self._url = f"{(settings.alertmanager_url or '').rstrip('/')}/api/v2/alerts"
+        self._client = client
+        self._pushes = pushes
+        self._failing = False  # logged once when pushes start failing, once when they work again
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def notify(self, record: TrustRecord) -> None:
+        alert = alert_for(record, self._settings)
+        if alert is None:
+            return
+        if len(self._pending) >= self._settings.max_pending:
+            self._pushes.labels(outcome="dropped").inc()
+            self._failed(f"alert for trust record {record.id} dropped: {len(self._pending)} pushes in flight")
+            return
+        task = asyncio.create_task(self._push(alert, record.id))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def close(self) -> None:
+        """Pushes still in flight are cancelled: at shutdown nothing waits on Alertmanager."""
+        for task in list(self._pending):
+            task.cancel()
+        await asyncio.gather(*self._pending, return_exceptions=True)
+
+    async def _push(self, alert: dict[str, Any], record_id: str) -> None:
+        problem = ""
+        for attempt in range(self._settings.max_attempts):
+            if attempt:
+                await asyncio.sleep(self._settings.backoff_s * 2 ** (attempt - 1))
+            try:
+                response = await self._client.post(self._url, json=[alert], timeout=self._settings.timeout_s)
+            except httpx.HTTPError as exc:
+                problem = type(exc).__name__
+                continue
+            if response.is_success:
+                self._pushes.labels(outcome="sent").inc()
+                if self._failing:
+                    self._failing = False
+                    log.info("alerts reach Alertmanager again")
+                return
+            problem = f"HTTP {response.status_code}"
+            if response.status_code < 500 and response.status_code != 429:
+                break  # Alertmanager refused the alert itself: sending it again will not help
+        self._pushes.labels(outcome="failed").inc()
+        self._failed(f"alert for trust record {record_id} not delivered to Alertmanager: {problem}")
+
+    def _failed(self, message: str) -> None:
+        if not self._failing:
+            self._failing = True
+            log.warning("%s (further failures are only counted in trustgate_alert_pushes_total until one "
+                        "succeeds)", message)

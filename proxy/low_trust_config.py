@@ -1,0 +1,54 @@
+"""Load-time checks of ``trustgate.scoring.on_low_trust``: a policy that could never act as written is refused.
+
+An action needs the verdict before the response leaves, so it needs sync
+scoring wherever it applies; an escalation needs a target the config serves
+and that every key the policy covers may use (escalation never widens a key's
+model list). Each (model group, key) pair is resolved exactly as a request
+would be (``scoring.policy``), so per-model and per-key overrides are checked
+as they combine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scoring.policy import low_trust, resolved_mode
+
+if TYPE_CHECKING:
+    from .config import GatewaySettings
+
+__all__ = ["low_trust_problem"]
+
+
+def low_trust_problem(settings: GatewaySettings) -> str | None:
+    """The first reason the config's low-trust policy cannot be applied as written; None when it can."""
+    scoring = settings.trustgate.scoring
+    groups = settings.model_groups()
+    aliases = settings.router_settings.aliases()
+    keys = {key.name: key.models for key in settings.trustgate.keys}
+    # Who may ask: each configured key, and callers without a per-key entry (the master key, an open gateway).
+    names: list[str | None] = [None, *keys, *(name for name in scoring.per_key if name not in keys)]
+    for group in groups:
+        for name in names:
+            policy = low_trust(scoring, model=group, key_name=name)
+            if not policy.acts:
+                continue
+            who = f"model `{group}`" + (f", key `{name}`" if name is not None else "")
+            mode = resolved_mode(scoring, model=group, key_name=name)
+            if mode == "async":  # off: nothing is scored, so nothing is acted on; that is no contradiction
+                return (f"trustgate.scoring.on_low_trust: action {policy.action} for {who} needs sync scoring "
+                        f"(the verdict must exist before the response leaves), but that scoring mode is {mode}")
+            if policy.action != "escalate":
+                continue
+            target = policy.escalate_to
+            if target is None:
+                return f"trustgate.scoring.on_low_trust: action escalate for {who} needs escalate_to"
+            if target not in groups and target not in aliases:
+                return f"trustgate.scoring.on_low_trust.escalate_to: unknown model group `{target}` (for {who})"
+            if aliases.get(target, target) == group:  # the target's own answers are annotated only
+                continue
+            allowed = keys.get(name) if name is not None else None
+            if allowed is not None and target not in allowed and aliases.get(target, target) not in allowed:
+                return (f"trustgate.scoring.on_low_trust.escalate_to: key `{name}` may not use `{target}` "
+                        f"(not in its models), so it cannot escalate model `{group}` there")
+    return None

@@ -1,0 +1,442 @@
+"""``on_low_trust``: block or escalate a low-scoring answer before it leaves, over real sockets on both paths.
+
+Scores are made deterministic by a scorer that reads the answer and its model
+group: the fake upstream echoes the question, so a question with "doubt" in it
+gets an answer that scores low, any other one high.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import TracerProvider
+
+import console
+from exporters import Telemetry
+from proxy import ConfigError, settings_from_dict
+from scoring.calibration import IsotonicCalibrator, save_calibration
+from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
+from tests.conftest import MASTER_KEY, gateway_config
+from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
+from tests.servers import ServerThread
+
+AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
+LOW, HIGH = "Is this in doubt?", "Who built the first temple?"
+MESSAGE = "No reliable answer, sorry."
+
+
+class VerdictScorer(Scorer):
+    """0.1 for an answer in doubt, else 0.9; ``by_model`` overrides that for a model group (and may wait)."""
+
+    name = "bc"
+
+    def __init__(self, by_model: dict[str, float] | None = None, delay: dict[str, float] | None = None) -> None:
+        self.by_model, self.delay = by_model or {}, delay or {}
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        await asyncio.sleep(self.delay.get(job.model, 0.0))
+        value = self.by_model.get(job.model, 0.1 if "doubt" in job.answer else 0.9)
+        return ComponentResult(component="bc", value=value, label="trusted" if value >= 0.5 else "untrusted")
+
+
+def config(upstream: str, path: str, *, strong_base: str | None = None, keys: list[dict[str, Any]] | None = None,
+           **policy: Any) -> dict[str, Any]:
+    """Groups ``cheap`` and ``strong`` on the fake upstream, sync scoring, and ``policy`` as on_low_trust."""
+    base = gateway_config(upstream)
+    deployment = base["model_list"][0]
+    strong = {"model_name": "strong", "litellm_params": {**deployment["litellm_params"],
+                                                          "api_base": strong_base or f"{upstream}/v1"}}
+    base["model_list"] = [{**deployment, "model_name": "cheap"}, strong]
+    base["trustgate"] = {"passthrough": path == "passthrough", "keys": keys or [],
+                         "scoring": {"mode": "sync", "sync_timeout": 5, "on_low_trust": {"below": 0.4, **policy}}}
+    return base
+
+
+def start(start_gateway: Callable[..., ServerThread], fake: FakeUpstream, path: str, scorer: Scorer | None = None,
+          **kwargs: Any) -> ServerThread:
+    return start_gateway(config(fake.url, path, **kwargs), scorers=[scorer or VerdictScorer()])  # type: ignore[attr-defined]
+
+
+def sdk(server: ServerThread, key: str = MASTER_KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
+
+
+def ask_chat(server: ServerThread, question: str, key: str = MASTER_KEY) -> Any:
+    return sdk(server, key).chat.completions.with_raw_response.create(
+        model="cheap", messages=[{"role": "user", "content": question}])
+
+
+def record(server: ServerThread, record_id: str, key: str = MASTER_KEY) -> httpx.Response:
+    return httpx.get(f"{server.url}/v1/trust/{record_id}", headers={"authorization": f"Bearer {key}"}, timeout=10)
+
+
+def stored(server: ServerThread, record_id: str, action: str | None = None) -> dict[str, Any]:
+    """The record once its action (if any) has reached the store."""
+    for _ in range(100):
+        found = wait_for_record(server, record_id)
+        if found.get("action") == action:
+            return found
+        asyncio.run(asyncio.sleep(0.05))
+    raise AssertionError(f"record {record_id} has no action {action}: {found}")
+
+
+PATHS = ["passthrough", "litellm"]
+
+
+# --- config load -----------------------------------------------------------------------------------------------
+
+def test_an_action_with_async_scoring_is_refused_at_load() -> None:
+    settings = config("http://127.0.0.1:9", "passthrough", action="block")
+    settings["trustgate"]["scoring"]["mode"] = "async"
+    with pytest.raises(ConfigError, match=r"action block for model `cheap` needs sync scoring.*async"):
+        settings_from_dict(settings, {})
+
+
+def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
+    settings = config("http://127.0.0.1:9", "passthrough", keys=[{"key": "sk-a", "name": "a"}])
+    scoring = settings["trustgate"]["scoring"]
+    scoring["mode"] = "async"
+    scoring["per_key"] = {"a": {"on_low_trust": {"action": "block"}}}
+    with pytest.raises(ConfigError, match="model `cheap`, key `a` needs sync scoring"):
+        settings_from_dict(settings, {})
+    scoring["per_key"]["a"]["mode"] = "sync"
+    resolved = settings_from_dict(settings, {}).trustgate.scoring
+    assert resolved.per_key["a"].on_low_trust is not None and resolved.per_key["a"].on_low_trust.action == "block"
+    scoring["per_key"]["a"]["mode"] = "off"  # nothing scored, nothing acted on: no contradiction
+    settings_from_dict(settings, {})
+
+
+def test_an_escalation_target_the_config_does_not_serve_is_refused() -> None:
+    with pytest.raises(ConfigError, match="unknown model group `nowhere`"):
+        settings_from_dict(config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="nowhere"), {})
+
+
+def test_an_escalation_a_key_may_not_make_is_refused_at_load() -> None:
+    keys = [{"key": "sk-a", "name": "a", "models": ["cheap"]}]
+    with pytest.raises(ConfigError, match="key `a` may not use `strong`"):
+        settings_from_dict(config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong",
+                                  keys=keys), {})
+    keys[0]["models"] = ["cheap", "strong"]
+    settings_from_dict(config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong",
+                              keys=keys), {})
+
+
+# --- block -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PATHS)
+def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    keys = [{"key": "sk-a", "name": "a"}, {"key": "sk-b", "name": "b"}]
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, keys=keys)
+    raw = ask_chat(server, LOW, key="sk-a")
+    reply = raw.parse()
+    assert reply.choices[0].message.content == MESSAGE and reply.choices[0].finish_reason == "content_filter"
+    assert raw.headers["x-trust-action"] == "blocked" and raw.headers["x-trust-score"] == "0.1000"
+    assert f"You said: {LOW}" not in raw.http_response.text
+    record_id = raw.headers["x-trust-id"]
+    kept = stored(server, record_id, "blocked")
+    assert kept["answer"] == f"You said: {LOW}"
+    assert record(server, record_id, "sk-a").json()["answer"] == f"You said: {LOW}"
+    assert record(server, record_id, "sk-b").status_code == 404  # another key cannot read the original
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert 'trustgate_trust_actions_total{action="blocked",model="cheap"} 1.0' in metrics
+
+    high = ask_chat(server, HIGH, key="sk-a")
+    assert high.parse().choices[0].message.content == f"You said: {HIGH}"
+    assert "x-trust-action" not in high.headers and high.headers["x-trust-score"] == "0.9000"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_block_on_legacy_completions(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+                                     path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)
+    raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
+    choice = raw.parse().choices[0]
+    assert (choice.text, choice.finish_reason) == (MESSAGE, "content_filter")
+    assert raw.headers["x-trust-action"] == "blocked" and f"You said: {LOW}" not in raw.http_response.text
+    assert stored(server, raw.headers["x-trust-id"], "blocked")["answer"] != MESSAGE
+    high = sdk(server).completions.with_raw_response.create(model="cheap", prompt=HIGH)
+    assert MESSAGE not in high.parse().choices[0].text and "x-trust-action" not in high.headers
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+                            path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)
+    raw = sdk(server).responses.with_raw_response.create(model="cheap", input=LOW)
+    response = raw.parse()
+    assert response.output_text == MESSAGE and response.status == "incomplete"
+    assert response.incomplete_details is not None and response.incomplete_details.reason == "content_filter"
+    assert raw.headers["x-trust-action"] == "blocked" and f"You said: {LOW}" not in raw.http_response.text
+    high = sdk(server).responses.with_raw_response.create(model="cheap", input=HIGH)
+    assert high.parse().output_text != MESSAGE and "x-trust-action" not in high.headers
+
+
+# --- escalate --------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", PATHS)
+def test_escalation_returns_the_better_answer_and_links_the_records(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
+                   escalate_to="strong")
+    raw = ask_chat(server, LOW)
+    assert raw.parse().choices[0].message.content == f"You said: {LOW}"
+    assert len(fake_upstream.requests) == 2
+    first_id, second_id = raw.headers["x-trust-escalated-from"], raw.headers["x-trust-id"]
+    assert raw.headers["x-trust-action"] == "escalated" and raw.headers["x-trust-score"] == "0.8000"
+    assert first_id != second_id
+    first = stored(server, first_id, "escalated")
+    assert first["escalated_to"] == second_id and first["model"] == "cheap"
+    for _ in range(100):
+        second = wait_for_record(server, second_id)
+        if second.get("escalated_from"):
+            break
+        asyncio.run(asyncio.sleep(0.05))
+    assert second["escalated_from"] == first_id and second["model"] == "strong"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.05}), action="escalate",
+                   escalate_to="strong")
+    raw = ask_chat(server, LOW)
+    assert raw.headers["x-trust-action"] == "kept" and raw.headers["x-trust-score"] == "0.1000"
+    assert stored(server, raw.headers["x-trust-id"], "kept")["escalated_to"] == raw.headers["x-trust-escalated-to"]
+    assert len(fake_upstream.requests) == 2
+
+
+def test_prefer_escalated_returns_the_escalation_even_when_it_scores_lower(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    server = start(start_gateway, fake_upstream, "passthrough", VerdictScorer({"strong": 0.05}),
+                   action="escalate", escalate_to="strong", prefer="escalated")
+    raw = ask_chat(server, LOW)
+    assert raw.headers["x-trust-action"] == "escalated" and raw.headers["x-trust-score"] == "0.0500"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_escalation_past_its_timeout_returns_the_first_answer(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}),
+                   action="escalate", escalate_to="strong", escalation_timeout=0.5)
+    raw = ask_chat(server, LOW)
+    assert raw.headers["x-trust-action"] == "escalation_failed" and raw.headers["x-trust-score"] == "0.1000"
+    assert raw.parse().choices[0].message.content == f"You said: {LOW}"
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert 'trustgate_trust_actions_total{action="escalation_failed",model="cheap"} 1.0' in metrics
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_an_escalation_upstream_error_returns_the_first_answer(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="escalate", escalate_to="strong",
+                   strong_base="http://127.0.0.1:9/v1")
+    raw = ask_chat(server, LOW)
+    assert raw.status_code == 200 and raw.headers["x-trust-action"] == "escalation_failed"
+    assert raw.parse().choices[0].message.content == f"You said: {LOW}"
+
+
+def test_an_escalation_counts_on_the_keys_rate_limit(fake_upstream: FakeUpstream,
+                                                     start_gateway: Callable[..., ServerThread]) -> None:
+    keys = [{"key": "sk-a", "name": "a", "rpm": 1}]
+    server = start(start_gateway, fake_upstream, "passthrough", VerdictScorer({"strong": 0.9}),
+                   action="escalate", escalate_to="strong", keys=keys)
+    raw = ask_chat(server, LOW, key="sk-a")
+    assert raw.headers["x-trust-action"] == "escalation_failed"  # the second call would be the minute's second
+    assert len(fake_upstream.requests) == 1
+
+
+def test_the_tokens_of_both_calls_count_on_the_keys_tpm(fake_upstream: FakeUpstream,
+                                                         start_gateway: Callable[..., ServerThread]) -> None:
+    one_call = httpx.post(f"{fake_upstream.url}/v1/chat/completions", timeout=10,  # type: ignore[attr-defined]
+                          json={"model": "m", "messages": [{"role": "user", "content": LOW}]}).json()
+    tokens = one_call["usage"]["total_tokens"]
+    keys = [{"key": "sk-a", "name": "a", "tpm": tokens + 1}]  # room for one call's tokens, not for two
+    server = start(start_gateway, fake_upstream, "passthrough", VerdictScorer({"strong": 0.9}),
+                   action="escalate", escalate_to="strong", keys=keys)
+    assert ask_chat(server, LOW, key="sk-a").headers["x-trust-action"] == "escalated"
+    with pytest.raises(openai.RateLimitError, match="tokens per minute"):
+        ask_chat(server, HIGH, key="sk-a")
+    metrics = httpx.get(f"{server.url}/metrics").text
+    assert 'trustgate_user_upstream_tokens_total{kind="completion",model="strong"}' in metrics
+
+
+def test_the_escalation_target_itself_is_only_annotated(fake_upstream: FakeUpstream,
+                                                         start_gateway: Callable[..., ServerThread]) -> None:
+    server = start(start_gateway, fake_upstream, "passthrough", action="escalate", escalate_to="strong")
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model="strong", messages=[{"role": "user", "content": LOW}])
+    assert raw.headers["x-trust-score"] == "0.1000" and "x-trust-action" not in raw.headers
+    assert len(fake_upstream.requests) == 1
+
+
+def test_the_action_reaches_opentelemetry_and_the_console(fake_upstream: FakeUpstream,
+                                                          start_gateway: Callable[..., ServerThread]) -> None:
+    logs = InMemoryLogRecordExporter()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    telemetry = Telemetry(TracerProvider().get_tracer("test"), logger_provider.get_logger("test"))
+    server = start_gateway(config(fake_upstream.url, "passthrough", action="escalate",  # type: ignore[attr-defined]
+                                  escalate_to="strong"),
+                           scorers=[VerdictScorer({"strong": 0.8})], telemetry=telemetry, mounts=[console.mount])
+    raw = ask_chat(server, LOW)
+    first_id, second_id = raw.headers["x-trust-escalated-from"], raw.headers["x-trust-id"]
+    events = [dict(log.log_record.attributes or {}) for log in logs.get_finished_logs()
+              if (log.log_record.attributes or {}).get("gen_ai.evaluation.name") == "trustgate.low_trust_action"]
+    assert events == [{"gen_ai.evaluation.name": "trustgate.low_trust_action", "trustgate.trust.id": first_id,
+                       "gen_ai.evaluation.score.value": 0.1, "gen_ai.evaluation.score.label": "untrusted",
+                       "trustgate.trust.action": "escalated", "trustgate.trust.escalated_to": second_id}]
+    stored(server, first_id, "escalated")
+    page = httpx.get(f"{server.url}/ui/partials/records/{first_id}", headers=AUTH, timeout=10).text
+    assert '<dd class="trust-action">escalated</dd>' in page and f'href="/ui/records/{second_id}"' in page
+
+
+# --- streams ---------------------------------------------------------------------------------------------------
+
+def stream_chat(server: ServerThread, question: str, model: str = "cheap") -> tuple[Any, list[Any], str]:
+    """The SDK's plain loop over a stream (it must run to the end), its chunks, and the text it read."""
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": question}], stream=True)
+    chunks, text = [], ""
+    for chunk in raw.parse():
+        text += chunk.choices[0].delta.content or ""
+        chunks.append(chunk)
+    return raw, chunks, text
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
+    raw, chunks, text = stream_chat(server, LOW)
+    assert text == MESSAGE and raw.headers["x-trust-action"] == "blocked"
+    assert chunks[-1].choices[0].finish_reason == "content_filter"
+    assert chunks[-1].model_extra["trust"]["score"] == pytest.approx(0.1)
+    assert all(chunk.choices for chunk in chunks)
+    assert stored(server, raw.headers["x-trust-id"], "blocked")["answer"] == f"You said: {LOW}"
+
+    raw, chunks, text = stream_chat(server, HIGH)  # kept: the upstream's own stream, trust on its last chunk
+    assert text == f"You said: {HIGH}" and "x-trust-action" not in raw.headers
+    assert all(chunk.choices for chunk in chunks) and len(chunks) > 2
+    assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]
+    assert [c for c in chunks if c.model_extra.get("trust")] == [chunks[-1]]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_escalates_a_low_stream(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+                                     path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
+                   escalate_to="strong", streams="hold")
+    raw, chunks, text = stream_chat(server, LOW)
+    assert raw.headers["x-trust-action"] == "escalated" and text == f"You said: {LOW}"
+    assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"] != raw.headers["x-trust-escalated-from"]
+    assert chunks[-1].model_extra["trust"]["score"] == pytest.approx(0.8)
+    assert all(chunk.choices for chunk in chunks)
+    assert fake_upstream.requests[0]["stream"] is True and not fake_upstream.requests[1].get("stream")
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_returns_the_first_stream_when_the_escalation_fails(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="escalate", escalate_to="strong", streams="hold",
+                   strong_base="http://127.0.0.1:9/v1")
+    raw, chunks, text = stream_chat(server, LOW)
+    assert raw.headers["x-trust-action"] == "escalation_failed" and text == f"You said: {LOW}"
+    assert all(chunk.choices for chunk in chunks)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_pass_streams_as_ever_and_only_annotates(fake_upstream: FakeUpstream,
+                                                 start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)  # streams: pass
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True)
+    chunks = list(raw.parse())
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == f"You said: {LOW}"
+    assert "x-trust-action" not in raw.headers and raw.headers["x-trust-status"] == "pending"
+    trust = [(c.model_extra or {})["trust"] for c in chunks if (c.model_extra or {}).get("trust")]
+    assert len(trust) == 1 and trust[0]["score"] == pytest.approx(0.1)
+    assert wait_for_record(server, raw.headers["x-trust-id"]).get("action") is None
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_escalation_on_completions_and_responses(fake_upstream: FakeUpstream,
+                                                 start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
+                   escalate_to="strong")
+    text = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
+    assert text.headers["x-trust-action"] == "escalated" and text.headers["x-trust-score"] == "0.8000"
+    assert LOW in text.parse().choices[0].text
+    response = sdk(server).responses.with_raw_response.create(model="cheap", input=LOW)
+    assert response.headers["x-trust-action"] == "escalated" and response.headers["x-trust-score"] == "0.8000"
+    assert LOW in response.parse().output_text
+    assert stored(server, response.headers["x-trust-escalated-from"], "escalated")["escalated_to"] \
+        == response.headers["x-trust-id"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_on_legacy_completions_blocks_and_escalates(fake_upstream: FakeUpstream,
+                                                          start_gateway: Callable[..., ServerThread],
+                                                          path: str) -> None:
+    for policy, action, expected in ((dict(action="block", message=MESSAGE), "blocked", MESSAGE),
+                                     (dict(action="escalate", escalate_to="strong"), "escalated", None)):
+        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold",
+                       **policy)
+        raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW, stream=True)
+        chunks, text = [], ""
+        for chunk in raw.parse():
+            text += chunk.choices[0].text
+            chunks.append(chunk)
+        assert raw.headers["x-trust-action"] == action
+        assert text == expected if expected is not None else LOW in text
+        assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_on_responses_streams_keeps_blocks_and_escalates(fake_upstream: FakeUpstream,
+                                                              start_gateway: Callable[..., ServerThread],
+                                                              path: str) -> None:
+    known = {"response.created", "response.in_progress", "response.output_item.added",
+             "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+             "response.content_part.done", "response.output_item.done", "response.completed"}
+    cases = ((dict(action="block", message=MESSAGE), LOW, "blocked", MESSAGE),
+             (dict(action="escalate", escalate_to="strong"), LOW, "escalated", f"You said: {LOW}"),
+             (dict(action="block", message=MESSAGE), HIGH, None, f"You said: {HIGH}"))
+    for policy, question, action, expected in cases:
+        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold",
+                       **policy)
+        raw = sdk(server).responses.with_raw_response.create(model="cheap", input=question, stream=True)
+        events = list(raw.parse())
+        assert {event.type for event in events} <= known and events[-1].type == "response.completed"
+        assert raw.headers.get("x-trust-action") == action
+        text = "".join(event.delta for event in events if event.type == "response.output_text.delta")
+        assert text == expected and events[-1].response.output_text == expected
+        trust = (events[-1].response.model_extra or {})["trust"]
+        assert trust["id"] == raw.headers["x-trust-id"]
+        with sdk(server).responses.stream(model="cheap", input=question) as stream:
+            assert stream.get_final_response().output_text == expected
+
+
+@pytest.mark.parametrize(("on", "action"), [("probability", "blocked"), ("score", None)])
+def test_a_policy_on_the_calibrated_probability(fake_upstream: FakeUpstream,
+                                                start_gateway: Callable[..., ServerThread], tmp_path: Path,
+                                                on: str, action: str | None) -> None:
+    # Trust_OV 0.58 (bc 0.9, fc neutral) has probability 0.28 on this curve: below 0.5 only by its probability.
+    path = tmp_path / "calibration.json"
+    save_calibration(IsotonicCalibrator(x=(0.4, 0.6, 0.8), y=(0.1, 0.3, 0.9)), path)
+    settings = config(fake_upstream.url, "passthrough", action="block", below=0.5, on=on)  # type: ignore[attr-defined]
+    settings["trustgate"]["scoring"]["calibration_path"] = str(path)
+    server = start_gateway(settings, scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    raw = ask_chat(server, HIGH)
+    assert (raw.headers["x-trust-score"], raw.headers["x-trust-probability"]) == ("0.5800", "0.2800")
+    assert raw.headers.get("x-trust-action") == action

@@ -1,0 +1,120 @@
+"""Per-answer alerts: untrusted records and low-trust actions reach a real Alertmanager (its v2 API).
+
+The test starts Debian's ``prometheus-alertmanager`` on a loopback port with a
+temporary storage path; with Alertmanager down, requests are unaffected and
+the failed pushes are counted.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from exporters.alertmanager import ALERT_NAME, AlertmanagerSettings, alert_for
+from scoring.types import TrustRecord
+from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_low_trust import HIGH, LOW, VerdictScorer, ask_chat, config
+from tests.redis_server import free_port
+from tests.servers import ServerThread
+
+BINARY = shutil.which("alertmanager") or shutil.which("prometheus-alertmanager")
+
+
+@pytest.fixture
+def alertmanager(tmp_path: Path) -> Iterator[str]:
+    if BINARY is None:
+        pytest.skip("alertmanager is not installed (Debian package `prometheus-alertmanager`)")
+    (tmp_path / "am.yml").write_text("route:\n  receiver: nowhere\nreceivers:\n  - name: nowhere\n")
+    port = free_port()
+    process = subprocess.Popen([BINARY, f"--config.file={tmp_path / 'am.yml'}",
+                                f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
+                                "--cluster.listen-address="], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "alertmanager did not start"
+            time.sleep(0.1)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def alerts(url: str, expected: int) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 10
+    while True:
+        found = httpx.get(f"{url}/api/v2/alerts", timeout=5).json()
+        if len(found) >= expected or time.monotonic() > deadline:
+            return sorted(found, key=lambda alert: alert["labels"]["action"])
+        time.sleep(0.1)
+
+
+def metric(server: ServerThread, outcome: str) -> float:
+    for line in httpx.get(f"{server.url}/metrics", timeout=5).text.splitlines():
+        if line.startswith(f'trustgate_alert_pushes_total{{outcome="{outcome}"}}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def with_alerting(fake: FakeUpstream, **alerting: Any) -> dict[str, Any]:
+    settings = config(fake.url, "passthrough", action="block",  # type: ignore[attr-defined]
+                      keys=[{"key": "sk-a", "name": "app"}])
+    settings["trustgate"]["alerting"] = {"console_url": "http://console.example", **alerting}
+    return settings
+
+
+def test_a_blocked_answer_arrives_as_alerts_with_labels_and_a_console_link(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], alertmanager: str) -> None:
+    server = start_gateway(with_alerting(fake_upstream, alertmanager_url=alertmanager),
+                           scorers=[VerdictScorer()])
+    blocked = ask_chat(server, LOW, key="sk-a")
+    assert blocked.headers["x-trust-action"] == "blocked"
+    assert ask_chat(server, HIGH, key="sk-a").status_code == 200  # trusted: no alert
+    record_id = blocked.headers["x-trust-id"]
+    found = alerts(alertmanager, 2)
+    assert [alert["labels"] for alert in found] == [
+        {"alertname": ALERT_NAME, "severity": "warning", "model": "cheap", "key": "app", "action": action,
+         "trust_id": record_id} for action in ("annotate", "blocked")]
+    for alert in found:
+        assert alert["annotations"]["console_url"] == f"http://console.example/ui/records/{record_id}"
+        assert "question" not in alert["annotations"] and "answer" not in alert["annotations"]
+        assert LOW not in str(alert)
+    assert metric(server, "sent") == 2 and metric(server, "failed") == 0
+
+
+def test_text_excerpts_only_when_asked() -> None:
+    record = TrustRecord(id="trust-1", status="done", model="m", owner="k", score=0.1, label="untrusted",
+                         question="Q" * 50, answer="secret answer")
+    plain = alert_for(record, AlertmanagerSettings())
+    assert plain is not None and "answer" not in plain["annotations"] and "secret" not in str(plain)
+    with_text = alert_for(record, AlertmanagerSettings(include_text=True, excerpt_chars=20))
+    assert with_text is not None
+    assert with_text["annotations"]["answer"] == "secret answer"
+    assert with_text["annotations"]["question"] == "Q" * 19 + "…"
+    assert alert_for(record.model_copy(update={"label": "trusted"}), AlertmanagerSettings()) is None
+
+
+def test_alertmanager_down_leaves_requests_alone_and_counts_the_failures(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    server = start_gateway(with_alerting(fake_upstream, alertmanager_url=f"http://127.0.0.1:{free_port()}",
+                                         max_attempts=2, backoff_s=0.05),
+                           scorers=[VerdictScorer()])
+    blocked = ask_chat(server, LOW, key="sk-a")
+    assert blocked.status_code == 200 and blocked.headers["x-trust-action"] == "blocked"
+    deadline = time.monotonic() + 10
+    while metric(server, "failed") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert metric(server, "failed") == 2 and metric(server, "sent") == 0
