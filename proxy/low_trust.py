@@ -158,7 +158,7 @@ async def _ask_again(gateway: Gateway, caller: Caller, plan: TrustPlan, messages
         await slot.release()
         raise
     if escalated.usage is not None:
-        gateway.metrics.observe_user_usage(model=group, prompt_tokens=escalated.usage.prompt_tokens,
+        gateway.metrics.observe_user_usage(model=group, key=caller.name, prompt_tokens=escalated.usage.prompt_tokens,
                                            completion_tokens=escalated.usage.completion_tokens)
     await slot.done(escalated.usage.total if escalated.usage is not None else 0)
     second_plan = gateway.trust.plan(model=group, key_name=caller.name, headers={}, body=b"")
