@@ -268,7 +268,7 @@ def test_the_tokens_of_both_calls_count_on_the_keys_tpm(fake_upstream: FakeUpstr
     with pytest.raises(openai.RateLimitError, match="tokens per minute"):
         ask_chat(server, HIGH, key="sk-a")
     metrics = httpx.get(f"{server.url}/metrics").text
-    assert 'trustgate_user_upstream_tokens_total{kind="completion",model="strong"}' in metrics
+    assert 'trustgate_user_upstream_tokens_total{key="a",kind="completion",model="strong"}' in metrics
 
 
 def test_the_escalation_target_itself_is_only_annotated(fake_upstream: FakeUpstream,
