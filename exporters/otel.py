@@ -32,7 +32,7 @@ __all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemet
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
-                   "lp": "trustgate.trust_lp", "rag": "trustgate.rag_trust"}
+                   "lp": "trustgate.trust_lp", "sc": "trustgate.trust_sc", "rag": "trustgate.rag_trust"}
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's
 _W3C = TraceContextTextMapPropagator()
 

@@ -126,7 +126,7 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                          ["model", "status", "mode"]),
         request_duration=histogram("request_duration", "Time from request received to last byte sent.",
                                    ["model", "mode"], LATENCY_BUCKETS, unit="seconds"),
-        trust_score=histogram("trust_score", "Trust scores of scored responses, per component (bc, fc, lp, ov).",
+        trust_score=histogram("trust_score", "Trust scores of scored responses, per component (bc, fc, lp, sc, ov).",
                               ["model", "component"], SCORE_BUCKETS),
         low_trust_responses=counter("low_trust_responses", "Scored responses labelled untrusted.", ["model"]),
         trust_labels=counter("trust_labels", "Scored responses by trust label.", ["model", "label"]),

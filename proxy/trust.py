@@ -33,11 +33,12 @@ from scoring.queue import JobQueue, Process
 from scoring.rag import LABELS_KEY, RagRequest
 from scoring.settings import ScoringMode, ScoringSettings
 from scoring.throttled_log import ThrottledLog
-from scoring.types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
+from scoring.types import RecordScope, SamplingParams, ScoringJob, StoreUnavailable, TrustRecord
 
 from .errors import InvalidRequest, ServiceUnavailable
 from .logprobs import LogprobsAdded, ask_for_logprobs
 from .replies import ChatCompletion
+from .sampling import request_sampling
 from .sdk_params import Endpoint
 
 __all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
@@ -58,6 +59,7 @@ class TrustPlan:
     decision: Decision
     rag: RagRequest | None = None
     traceparent: str | None = None  # the request span's, carried by the scoring job
+    sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
@@ -129,7 +131,8 @@ class TrustService:
             await asyncio.gather(*self._background, return_exceptions=True)
 
     def plan(self, *, model: str, key_name: str, headers: Mapping[str, str], body: bytes,
-             rag: RagRequest | None = None, traceparent: str | None = None) -> TrustPlan:
+             rag: RagRequest | None = None, traceparent: str | None = None,
+             request: Mapping[str, Any] | None = None) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None and mode_header not in _MODES:
             raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
@@ -147,7 +150,7 @@ class TrustService:
                                  "allow_client_mode; scoring in %s mode", MODE_HEADER, decision.refused_mode,
                                  key_name, model, decision.mode)
         return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
-                         traceparent=traceparent)
+                         traceparent=traceparent, sampling=request_sampling(request) if request is not None else None)
 
     def upstream_body(self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *,
                       gives_logprobs: bool) -> tuple[dict[str, Any], LogprobsAdded | None]:
@@ -198,7 +201,7 @@ class TrustService:
             policy[LABELS_KEY] = plan.rag.labels.as_policy()
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
                           documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner,
-                          completion_id=answer.completion_id, traceparent=plan.traceparent)
+                          completion_id=answer.completion_id, traceparent=plan.traceparent, sampling=plan.sampling)
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             full = outcome == "shed"

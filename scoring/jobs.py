@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import ScoringJob
+from .types import SamplingParams, ScoringJob
 
 __all__ = ["message_text", "scoring_job"]
 
@@ -20,11 +20,13 @@ def message_text(message: dict[str, Any]) -> str:
 def scoring_job(job_id: str, model: str, messages: list[dict[str, Any]], answer: str,
                 answer_logprobs: list[float] | None = None, policy: dict[str, Any] | None = None,
                 documents: list[dict[str, Any]] | None = None, owner: str | None = None,
-                completion_id: str | None = None, traceparent: str | None = None) -> ScoringJob:
+                completion_id: str | None = None, traceparent: str | None = None,
+                sampling: SamplingParams | None = None) -> ScoringJob:
     """The question is the last user message; everything before it is context."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
     question = message_text(messages[last_user]) if last_user is not None else ""
     context = messages[:last_user] if last_user is not None else list(messages)
     return ScoringJob(id=job_id, model=model, owner=owner, question=question, answer=answer, context=context,
                       answer_logprobs=answer_logprobs, policy=policy or {}, documents=documents,
-                      completion_id=completion_id or None, traceparent=traceparent)
+                      completion_id=completion_id or None, traceparent=traceparent,
+                      sampling=sampling or SamplingParams())

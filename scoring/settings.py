@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
            "CpuSettings", "FactCheckSettings", "LogprobSettings", "PolicySettings", "QueueSettings", "RagSettings",
-           "ScoringMode", "ScoringSettings"]
+           "SamplingSettings", "ScoringMode", "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 # What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
@@ -121,6 +121,31 @@ class LogprobSettings(BaseModel):
     enabled: bool = True
 
 
+class SamplingSettings(BaseModel):
+    """``sc``: sampled-answer agreement. The request is asked again ``samples`` times at its own sampling
+    temperature and the answers compared with the original (scoring/sampling/); no log-probabilities needed.
+
+    Each sample is one upstream call of the answering deployment, counted and budgeted like Trust_BC's
+    checks. Off by default: on the measured sets it did not pay for its calls (docs/eval/default-combination.md).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    samples: int = Field(default=3, ge=1, le=10)
+    # None: the request's own temperature, or, when it set none or sampled greedily (0, where every sample
+    # would repeat the answer), the upstream's default; a number: always that temperature.
+    temperature: float | None = Field(default=None, gt=0.0, le=2.0)
+    max_tokens: int = Field(default=256, ge=1, le=4096)  # per sample; the request's own max_tokens if lower
+    # Each sample carries its own `seed` (from the answer and `seed`), so that a rerun asks the same samples
+    # (the evaluation cache tells them apart); turn off for upstreams that reject `seed`.
+    seeded: bool = True
+    seed: int = 0
+    # An original answer of at most this many content words is compared by containment as well as token F1
+    # ("Paris" agrees with "The capital is Paris"); a longer one by token F1 alone.
+    short_words: int = Field(default=5, ge=1, le=100)
+
+
 class RagSettings(BaseModel):
     """RAG trust (Trust-Eval) for requests that carry documents: citations, groundedness, refusals."""
 
@@ -222,9 +247,11 @@ class ScoringSettings(BaseModel):
     # A file from `trustgate eval run --calibration-out`: records then carry a calibrated probability
     # (x-trust-probability) beside the raw score. Fit it on your own model and traffic.
     calibration_path: Path | None = None
-    # How Trust_OV is made: paper (Table 3 over Trust_BC and Trust_FC, graded), or fitted (the logistic
-    # combination of `trustgate eval run --calibration-method logistic`, read from calibration_path).
-    combine: Literal["paper", "fitted"] = "paper"
+    # How Trust_OV is made: default (the prior shipped in scoring/default_combination.json over every one of
+    # lp, bc, fc and sc present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC
+    # and Trust_FC, graded: the paper's scale), or fitted (the logistic combination of `trustgate eval run
+    # --calibration-method logistic`, read from calibration_path). docs/eval/default-combination.md.
+    combine: Literal["default", "paper", "fitted"] = "default"
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
@@ -234,6 +261,7 @@ class ScoringSettings(BaseModel):
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
     rag: RagSettings = Field(default_factory=RagSettings)
     logprob: LogprobSettings = Field(default_factory=LogprobSettings)
+    sc: SamplingSettings = Field(default_factory=SamplingSettings)
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:
