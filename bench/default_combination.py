@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sqlite3
 import sys
@@ -80,13 +81,29 @@ def _item(set_name: str, item_id: str, label: int, answer: str, components: dict
     return Item(set_name, item_id, label, len(answer.split()), values, table3, ov.value if both else None)
 
 
-def extract(cache: Path, results: Path, set_name: str, out: Path) -> None:
-    """The component values of every item of a run's results.json, read from the run's cache."""
+def _item_from_scores(set_name: str, entry: dict[str, Any]) -> Item:
+    """An item of a run whose cache is gone, from its results.json scores: Trust_BC's value is its graded share
+    (the paper procedure's value), lp is exp(mean log-probability) of the answer's tokens (what the lp scorer
+    computes from the same tokens), and sc is absent."""
+    scores = entry["scores"]
+    mean_logprob = scores.get("mean_logprob")
+    values = {"bc": scores.get("bc_graded"), "fc": scores.get("fc"),
+              "lp": math.exp(mean_logprob) if mean_logprob is not None else None, "sc": None}
+    return Item(set_name, entry["id"], int(entry["label"]), len(entry["answer"].split()), values,
+                scores.get("ov_table3"), scores.get("ov_graded"))
+
+
+def extract(cache: Path | None, results: Path, set_name: str, out: Path) -> None:
+    """The component values of every item of a run's results.json, read from the run's cache (without one: from
+    the scores in results.json)."""
     run = json.loads(results.read_text(encoding="utf-8"))
     dataset = run["context"].get("dataset", set_name)
-    db = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)
+    db = sqlite3.connect(f"file:{cache}?mode=ro", uri=True) if cache is not None else None
     items = []
     for entry in run["items"]:
+        if db is None:
+            items.append(_item_from_scores(set_name, entry))
+            continue
         rows = db.execute("SELECT component, result FROM results WHERE dataset=? AND item_id=?",
                           (dataset, entry["id"])).fetchall()
         components = {name: ComponentResult.model_validate_json(blob) for name, blob in rows if name in COMPONENTS}
@@ -230,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.default_combination", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     ex = commands.add_parser("extract", help="component values of one eval run's items")
-    ex.add_argument("--cache", type=Path, required=True)
+    ex.add_argument("--cache", type=Path, help="the run's eval cache (default: read results.json's scores)")
     ex.add_argument("--results", type=Path, required=True)
     ex.add_argument("--set", required=True)
     ex.add_argument("--out", type=Path, required=True)

@@ -95,6 +95,8 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: ov.graded if (ov := _both_scored(o)) else None),
     Signal("ov_paper_table3", "Trust_OV (Table 3 of the paper's BC and FC)", True, None,
            lambda o: ov.table3 if (ov := _both_scored(o, "ov_paper")) else None),
+    Signal("ov_default", "Trust_OV (default: the shipped prior over every component present)", True, None,
+           lambda o: o.value("ov_default")),
     Signal("ov_fitted", "Trust_OV (fitted, cross-validated)", True, None, lambda o: o.value("ov_fitted")),
     Signal("answer_words", "baseline: answer length (words)", False, None, _words),
     Signal("mean_logprob", "baseline: mean token log-probability", False, None,

@@ -12,7 +12,8 @@ Per item, in order, each step a component whose result is cached on its own
   the cache; the scorers run one after the other, because a local upstream
   serves one request at a time and interleaving them only costs it its
   prompt cache;
-* ``ov``: ``scoring.combine.combine`` of the two (no upstream call).
+* ``ov``: ``scoring.combine.combine`` of the two (no upstream call), and ``ov_default``: the gateway's
+  default Trust_OV (``scoring.combine.default_trust``) of every component the item has.
 
 The label is the dataset's where it has one for this answer (given mode),
 else gold-answer matching. Component results carrying an error are not
@@ -34,7 +35,7 @@ from typing import Any, Literal
 import orjson
 
 from scoring.assembly import PAPER_VARIANTS
-from scoring.combine import combine
+from scoring.combine import combine, default_trust
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
 from scoring.types import ComponentResult, SamplingParams, Scorer, ScoringJob
@@ -211,6 +212,7 @@ class Evaluator:
                                                   self._scorer_fingerprint(name, answer, job.answer_logprobs),
                                                   functools.partial(self._score, scorer, job))
         components["ov"] = combine(components.get("bc"), components.get("fc"))
+        components["ov_default"] = default_trust(components)  # the gateway's default: every component present
         if components.keys() & set(PAPER_VARIANTS):  # the paper's Trust_OV, of the paper's components
             components["ov_paper"] = combine(components.get("bc_paper"), components.get("fc_text"))
         matched = gold_match(answer, item.gold, item.question) if item.gold else None
