@@ -57,6 +57,7 @@ from scoring.types import BCDetails, ComponentResult, FCDetails, LPDetails, SCDe
 COMPONENTS = ("lp", "bc", "fc", "sc")
 FOLDS, SEED, C = 5, 0, 1.0
 CAPABLE_ANSWERS = 200
+WIDE_LP = (3.0, 1.5)  # mean 0.67, sd 0.2: the sensitivity check's token probabilities
 
 
 @dataclass
@@ -114,8 +115,10 @@ def extract(cache: Path | None, results: Path, set_name: str, out: Path) -> None
     print(f"{len(items)} items of {dataset} -> {out}")
 
 
-def capable_model(answers: int, seed: int) -> list[Item]:
-    """The simulated capable model's answers (see the module docstring)."""
+def capable_model(answers: int, seed: int, lp_shape: tuple[float, float] = (12, 1.5),
+                  name: str = "capable") -> list[Item]:
+    """The simulated capable model's answers (see the module docstring); ``lp_shape``: its token probability's
+    Beta distribution, whatever the answer."""
     rng = random.Random(seed)
     items = []
     for n in range(answers):
@@ -132,14 +135,14 @@ def capable_model(answers: int, seed: int) -> list[Item]:
         probs = {name: top if name == label else (1 - top) / 2 for name in ("support", "neutral", "contradict")}
         fc = ComponentResult(component="fc", value=label_value(label, probs),  # type: ignore[arg-type]
                              label=label, details=FCDetails(label=label, label_probs=probs))  # type: ignore[arg-type]
-        token_probability = rng.betavariate(12, 1.5)
+        token_probability = rng.betavariate(*lp_shape)
         lp = ComponentResult(component="lp", value=token_probability, details=LPDetails(
             mean_probability=token_probability, tokens=12))
         agreeing = sum(rng.random() < rate for _ in range(3))
         sc = ComponentResult(component="sc", value=agreeing / 3, details=SCDetails(samples_asked=3,
                                                                                    samples_answered=3))
         words = rng.randint(4, 20)
-        items.append(_item("capable", f"sim-{n}", int(right), " ".join(["w"] * words),
+        items.append(_item(name, f"sim-{n}", int(right), " ".join(["w"] * words),
                            {"bc": bc, "fc": fc, "lp": lp, "sc": sc}))
     return items
 
@@ -206,6 +209,25 @@ def _row(name: str, scores: Sequence[float | None], items: Sequence[Item], proba
             "ece": expected_calibration_error(x, y) if probability else None}
 
 
+def paired_difference(a: Sequence[float | None], b: Sequence[float | None], items: Sequence[Item],
+                      resamples: int = 1000) -> dict[str, float] | None:
+    """AUROC(a) − AUROC(b) on the items both score, with a 95 % interval from paired bootstrap resamples."""
+    rows = [(x, z, i.label) for x, z, i in zip(a, b, items, strict=True) if x is not None and z is not None]
+    if len({y for _, _, y in rows}) < 2:
+        return None
+    xs, zs, ys = (np.array(column, dtype=float) for column in zip(*rows, strict=True))
+    rng, diffs = np.random.default_rng(SEED), []
+    for pick in rng.integers(0, len(ys), (resamples, len(ys))):
+        if 0 < ys[pick].sum() < len(pick):
+            diffs.append(auroc(xs[pick], ys[pick]) - auroc(zs[pick], ys[pick]))
+    low, high = np.percentile(diffs, [2.5, 97.5])
+    return {"difference": auroc(xs, ys) - auroc(zs, ys), "low": float(low), "high": float(high)}
+
+
+COMPARED = (("prior", "paper"), ("prior", "table3"), ("prior", "prior-no-sc"), ("prior-no-sc", "paper"),
+            ("mean", "paper"), ("prior", "lp"))
+
+
 def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> None:
     items = [Item(**row) for path in paths for row in json.loads(path.read_text(encoding="utf-8"))]
     items += capable_model(CAPABLE_ANSWERS, SEED)
@@ -226,6 +248,19 @@ def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> N
         subset = [items[k] for k in members]
         tables[set_name] = [_row(name, [scores[k] for k in members], subset, probability)
                             for name, (scores, probability) in candidates.items()]
+    differences = {}
+    for set_name in tables:
+        members = [k for k, i in enumerate(items) if i.set == set_name]
+        subset = [items[k] for k in members]
+        differences[set_name] = {f"{a} - {b}": paired_difference([candidates[a][0][k] for k in members],
+                                                                [candidates[b][0][k] for k in members], subset)
+                                 for a, b in COMPARED}
+    # Sensitivity, not in any fit: a capable model whose token probabilities spread widely and still say nothing.
+    wide = capable_model(CAPABLE_ANSWERS, SEED + 1, WIDE_LP, "capable, wide lp (not fitted on)")
+    tables[wide[0].set] = [
+        _row("table3", [i.table3 for i in wide], wide, True), _row("paper", [i.paper for i in wide], wide, True),
+        _row("prior (shipped fit)", _prior_scores(shipped, wide), wide, True),
+        *(_row(name, [i.values[name] for i in wide], wide, name == "lp") for name in COMPONENTS)]
     for set_name, rows in tables.items():
         print(f"\n## {set_name}\n\n| score | n | correct | AUROC [95% CI] | ECE |\n|---|---|---|---|---|")
         for r in rows:
@@ -233,11 +268,17 @@ def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> N
             auc = f"{r['auroc']:.3f}{ci}" if r["auroc"] is not None else "–"
             ece = f"{r['ece']:.3f}" if r["ece"] is not None else "–"
             print(f"| {r['score']} | {r['n']} | {r['correct']} | {auc} | {ece} |")
+    for set_name, found in differences.items():
+        print(f"\n{set_name}: AUROC differences, paired bootstrap 95% interval")
+        for pair, d in found.items():
+            print(f"  {pair}: " + (f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" if d else "–"))
     print(f"\nshipped prior (all {len(items)} answers): {json.dumps(shipped.to_json())}")
     if out is not None:
-        out.write_text(json.dumps({"tables": tables, "prior": shipped.to_json()}, indent=1) + "\n", encoding="utf-8")
+        summary = {"tables": tables, "differences": differences, "prior": shipped.to_json()}
+        out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if prior_out is not None:
-        fitted_on = {"sets": {s: sum(1 for i in items if i.set == s) for s in tables}, "folds": FOLDS, "C": C,
+        sets = {i.set: sum(1 for j in items if j.set == i.set) for i in items}
+        fitted_on = {"sets": sets, "folds": FOLDS, "C": C,
                      "by": "bench/default_combination.py (docs/eval/default-combination.md)"}
         prior_out.write_text(json.dumps({"prior": shipped.to_json(), "fitted_on": fitted_on}, indent=1) + "\n",
                              encoding="utf-8")
