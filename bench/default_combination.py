@@ -225,7 +225,7 @@ def paired_difference(a: Sequence[float | None], b: Sequence[float | None], item
 
 
 COMPARED = (("prior", "paper"), ("prior", "table3"), ("prior", "prior-no-sc"), ("prior-no-sc", "paper"),
-            ("mean", "paper"), ("prior", "lp"))
+            ("mean", "paper"), ("mean", "prior"), ("prior", "lp"))
 
 
 def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> None:

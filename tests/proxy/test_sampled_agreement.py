@@ -104,10 +104,15 @@ def test_samples_beyond_the_scoring_budget_are_not_asked(fake_upstream: FakeUpst
     assert metric(server, "trustgate_scoring_calls_shed_total", model="fake", reason="call_budget") == 1
 
 
-def test_sampling_is_off_unless_configured(fake_upstream: FakeUpstream,
-                                           start_gateway: Callable[..., ServerThread]) -> None:
+def test_sampling_runs_by_default_and_can_be_turned_off(fake_upstream: FakeUpstream,
+                                                        start_gateway: Callable[..., ServerThread]) -> None:
     config = scoring_config(fake_upstream.url, consistency={"enabled": False},  # type: ignore[attr-defined]
                             factcheck={"enabled": False}, logprob={"enabled": False})
+    fake_upstream.responder = scripted("Paris", ["Paris"])
+    on = start_gateway(config, scorers=None)
+    assert ask(on, temperature=1.0).headers["x-trust-sc"] == "1.0000" and len(fake_upstream.requests) == 4
+    fake_upstream.requests.clear()
+    config["trustgate"]["scoring"]["sc"] = {"enabled": False}
     server = start_gateway(config, scorers=None)
     response = ask(server, temperature=1.0)
     assert response.status_code == 200 and "x-trust-sc" not in response.headers
