@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from proxy.sampling import request_sampling
 from scoring.combine import default_prior
+from scoring.types import SamplingParams
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AUTH, scoring_config
 from tests.proxy.test_scoring_budget import _in_one_window, metric, record
@@ -65,6 +67,7 @@ def test_the_request_is_asked_again_at_its_own_temperature_and_the_agreement_exp
     # The default Trust_OV: the shipped prior over the components present, here sc alone.
     assert response.headers["x-trust-score"] == f"{default_prior().probability({'sc': 2 / 3}):.4f}"
     assert metric(sc_gateway, "trustgate_upstream_calls_total", model="fake", purpose="sc") == 3
+    assert metric(sc_gateway, "trustgate_trust_score_count", model="fake", component="sc") == 1
 
 
 def test_a_greedy_request_is_sampled_at_the_upstreams_default_temperature(
@@ -117,3 +120,14 @@ def test_sampling_runs_by_default_and_can_be_turned_off(fake_upstream: FakeUpstr
     response = ask(server, temperature=1.0)
     assert response.status_code == 200 and "x-trust-sc" not in response.headers
     assert len(fake_upstream.requests) == 1
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ({"temperature": 0.7, "max_tokens": 40, "stop": "\n"}, SamplingParams(temperature=0.7, max_tokens=40, stop=["\n"])),
+    ({"max_completion_tokens": 12, "max_tokens": 99}, SamplingParams(max_tokens=12)),  # chat's newer name first
+    ({"max_output_tokens": 30, "temperature": 1}, SamplingParams(temperature=1.0, max_tokens=30)),  # Responses API
+    ({"temperature": "hot", "max_tokens": True, "stop": [1, "END"]}, SamplingParams(stop=["END"])),  # odd: not given
+    ({"temperature": 7, "max_tokens": 0, "stop": ["a", "b", "c", "d", "e"]}, SamplingParams(stop=["a", "b", "c", "d"])),
+])
+def test_what_a_request_says_about_its_sampling(body: dict[str, Any], expected: SamplingParams) -> None:
+    assert request_sampling(body) == expected
