@@ -5,6 +5,7 @@ and held to the scoring budget."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -131,3 +132,16 @@ def test_sampling_runs_by_default_and_can_be_turned_off(fake_upstream: FakeUpstr
 ])
 def test_what_a_request_says_about_its_sampling(body: dict[str, Any], expected: SamplingParams) -> None:
     assert request_sampling(body) == expected
+
+
+def test_a_streamed_answer_is_sampled_alike(sc_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = scripted("The capital of France is Paris.", ["Lyon."])
+    with httpx.stream("POST", f"{sc_gateway.url}/v1/chat/completions", timeout=20,
+                      headers={**AUTH, "x-trustgate-mode": "sync"},
+                      json={"model": "fake", "stream": True, "temperature": 0.4,
+                            "messages": [{"role": "user", "content": QUESTION}]}) as response:
+        events = [line for line in response.iter_lines() if line.startswith("data: {")]
+    trust = json.loads(events[-1][6:])["trust"]
+    assert trust["components"]["sc"] == 0.0  # every sample named another city
+    samples = fake_upstream.requests[1:]
+    assert len(samples) == 3 and all(s["temperature"] == 0.4 and not s.get("stream") for s in samples)
