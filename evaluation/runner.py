@@ -12,7 +12,8 @@ Per item, in order, each step a component whose result is cached on its own
   the cache; the scorers run one after the other, because a local upstream
   serves one request at a time and interleaving them only costs it its
   prompt cache;
-* ``ov``: ``scoring.combine.combine`` of the two (no upstream call).
+* ``ov``: ``scoring.combine.combine`` of the two (no upstream call), and ``ov_default``: the gateway's
+  default Trust_OV (``scoring.combine.default_trust``) of every component the item has.
 
 The label is the dataset's where it has one for this answer (given mode),
 else gold-answer matching. Component results carrying an error are not
@@ -34,10 +35,10 @@ from typing import Any, Literal
 import orjson
 
 from scoring.assembly import PAPER_VARIANTS
-from scoring.combine import combine
+from scoring.combine import combine, default_trust
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
-from scoring.types import ComponentResult, Scorer, ScoringJob
+from scoring.types import ComponentResult, SamplingParams, Scorer, ScoringJob
 from .asking import CachedAsk, CallCounter, Complete, chosen_tokens, reply_text
 from .cache import CallSite, EvalCache
 from .datasets import EvalItem
@@ -175,9 +176,17 @@ class Evaluator:
     def _scorer_fingerprint(self, name: str, answer: str, logprobs: list[float] | None) -> str:
         scorer = self.scorers[name]
         section = {"bc": self.settings.consistency, "fc": self.settings.factcheck,
-                   "lp": self.settings.logprob}[PAPER_VARIANTS.get(name, name)]
+                   "lp": self.settings.logprob, "sc": self.settings.sc}[PAPER_VARIANTS.get(name, name)]
         code = _source_digest(type(scorer).__module__)
         return _digest(name, section.model_dump(mode="json"), answer, logprobs if name == "lp" else None, code)
+
+    def _sampling(self, item: EvalItem) -> SamplingParams:
+        """How ``sc`` asks again: the answer step's own request (answer mode; greedy, so at the upstream's
+        default temperature), or the bare question for a given answer."""
+        if self.spec.mode != "answer":
+            return SamplingParams()
+        return SamplingParams(messages=[{"role": "user", "content": closed_book_prompt(item.question)}],
+                              max_tokens=ANSWER_MAX_TOKENS, stop=list(ANSWER_STOPS))
 
     async def evaluate(self, item: EvalItem) -> ItemOutcome:
         model, components = self.spec.model, {}
@@ -193,7 +202,7 @@ class Evaluator:
             answer = item.answer or ""
         logprobs = _answer_logprobs(components["answer"]) if "answer" in components else None
         job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer,
-                         answer_logprobs=logprobs or None)
+                         answer_logprobs=logprobs or None, sampling=self._sampling(item))
         for name in self.spec.components:
             scorer = self.scorers[name]
             if scorer.needs_answer_logprobs and not job.answer_logprobs:
@@ -203,6 +212,7 @@ class Evaluator:
                                                   self._scorer_fingerprint(name, answer, job.answer_logprobs),
                                                   functools.partial(self._score, scorer, job))
         components["ov"] = combine(components.get("bc"), components.get("fc"))
+        components["ov_default"] = default_trust(components)  # the gateway's default: every component present
         if components.keys() & set(PAPER_VARIANTS):  # the paper's Trust_OV, of the paper's components
             components["ov_paper"] = combine(components.get("bc_paper"), components.get("fc_text"))
         matched = gold_match(answer, item.gold, item.question) if item.gold else None

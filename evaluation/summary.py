@@ -20,7 +20,7 @@ from .outcome import SIGNALS, ItemOutcome, Signal, by_answerer, signal_values
 __all__ = ["RANK_METRICS", "metric_with_ci", "summarise", "summarise_group", "summarise_signal"]
 
 RANK_METRICS: dict[str, Metric] = {"pearson": pearson, "spearman": spearman, "auroc": auroc, "auprc": auprc}
-COUNTED_COMPONENTS = ("answer", "verbal", "bc", "fc")
+COUNTED_COMPONENTS = ("answer", "verbal", "bc", "fc", "sc")
 
 
 def _number(value: float) -> float | None:

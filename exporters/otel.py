@@ -36,7 +36,7 @@ __all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemet
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
-                   "lp": "trustgate.trust_lp", "rag": "trustgate.rag_trust"}
+                   "lp": "trustgate.trust_lp", "sc": "trustgate.trust_sc", "rag": "trustgate.rag_trust"}
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's
 FEEDBACK_NAME = "trustgate.user_feedback"  # a user's label on an answer: an evaluation made by a person
 REQUEST_ID_ATTRIBUTE = "http.request.header.x-request-id"  # OTel's name for a request header (a list of values)

@@ -158,7 +158,7 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
         time_to_first_token=histogram("time_to_first_token", "Streamed answers: time from the request received to "
                                       "the first chunk of the answer sent.", ["model", "endpoint"], LATENCY_BUCKETS,
                                       unit="seconds"),
-        trust_score=histogram("trust_score", "Trust scores of scored responses, per component (bc, fc, lp, ov).",
+        trust_score=histogram("trust_score", "Trust scores of scored responses, per component (bc, fc, lp, sc, ov).",
                               ["model", "component"], SCORE_BUCKETS),
         low_trust_responses=counter("low_trust_responses", "Scored responses labelled untrusted.", ["model"]),
         trust_labels=counter("trust_labels", "Scored responses by trust label.", ["model", "label"]),

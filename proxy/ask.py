@@ -25,10 +25,17 @@ from .upstream_errors import MALFORMED_REPLY
 __all__ = ["UpstreamAsk", "ask_body", "reply_from_completion", "scoring_reply"]
 
 
-def ask_body(messages: list[dict[str, Any]], *, max_tokens: int, temperature: float, logprobs: bool,
-             top_logprobs: int | None) -> dict[str, Any]:
-    """The chat request an ``Ask`` sends; every Ask implementation builds it here."""
-    body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
+def ask_body(messages: list[dict[str, Any]], *, max_tokens: int, temperature: float | None, logprobs: bool,
+             top_logprobs: int | None, seed: int | None = None) -> dict[str, Any]:
+    """The chat request an ``Ask`` sends; every Ask implementation builds it here.
+
+    No ``temperature`` when it is None (the upstream's default), a ``seed`` only when given.
+    """
+    body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens}
+    if temperature is not None:
+        body["temperature"] = temperature
+    if seed is not None:
+        body["seed"] = seed
     if logprobs:
         body["logprobs"] = True
         body["top_logprobs"] = top_logprobs or 5
@@ -59,10 +66,11 @@ class UpstreamAsk:
         self._purpose = purpose
         self._budget = budget
 
-    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
-                       logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
+    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16,
+                       temperature: float | None = 0.0, logprobs: bool = False, top_logprobs: int | None = None,
+                       seed: int | None = None) -> Reply:
         body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
-                        top_logprobs=top_logprobs)
+                        top_logprobs=top_logprobs, seed=seed)
         if self._budget is not None:
             await self._budget.take_call(self._model)  # BudgetSpent: not made, and the scorer is told why
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()

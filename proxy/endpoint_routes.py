@@ -101,7 +101,8 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         meter.named(group, parsed.stream)
         caller.require_model(parsed.model, group)
         plan = (gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
-                                   traceparent=meter.traced.traceparent) if scored is not None else None)
+                                   traceparent=meter.traced.traceparent, request=parsed.body)
+                if scored is not None else None)
         plan, body, added = (gateway.trust.upstream_body(plan, parsed.body, endpoint,
                                                          gives_logprobs=gateway.upstream.gives_logprobs(group,
                                                                                                         endpoint))

@@ -73,7 +73,7 @@ async def chat_completions(request: Request) -> Response:
         meter.named(group, chat.stream)
         caller.require_model(chat.model, group)
         plan = gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
-                                  rag=parsed.rag, traceparent=meter.traced.traceparent)
+                                  rag=parsed.rag, traceparent=meter.traced.traceparent, request=parsed.body)
         plan, body, added = gateway.trust.upstream_body(plan, body, "chat",
                                                   gives_logprobs=gateway.upstream.gives_logprobs(group, "chat"))
         slot = await gateway.limits.admit(caller.name, caller.limits)

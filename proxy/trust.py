@@ -37,6 +37,7 @@ from scoring.types import (
     Feedback,
     FeedbackRefused,
     RecordScope,
+    SamplingParams,
     ScoringJob,
     StoreUnavailable,
     TrustAction,
@@ -47,6 +48,7 @@ from .errors import InvalidRequest, ServiceUnavailable
 from .logprobs import RESPONSES_LOGPROBS, LogprobsAdded, ask_for_logprobs
 from .replies import ChatCompletion
 from .request_ids import REQUEST_ID_HEADER, valid_request_id
+from .sampling import request_sampling
 from .sdk_params import Endpoint
 
 __all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
@@ -89,6 +91,7 @@ class TrustPlan:
         if group == self.model:
             return self
         return replace(self, model=group, asked_model=self.asked_model or self.model)
+    sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
@@ -160,7 +163,8 @@ class TrustService:
             await asyncio.gather(*self._background, return_exceptions=True)
 
     def plan(self, *, model: str, key_name: str, headers: Mapping[str, str], body: bytes,
-             rag: RagRequest | None = None, traceparent: str | None = None) -> TrustPlan:
+             rag: RagRequest | None = None, traceparent: str | None = None,
+             request: Mapping[str, Any] | None = None) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None:  # spelled as the client likes (SYNC, Off); the policy below still decides
             mode_header = mode_header.strip().lower()
@@ -181,7 +185,8 @@ class TrustService:
                                  "allow_client_mode; scoring in %s mode", MODE_HEADER, decision.refused_mode,
                                  key_name, model, decision.mode)
         return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
-                         traceparent=traceparent, request_id=headers.get(REQUEST_ID_HEADER))
+                         traceparent=traceparent, request_id=headers.get(REQUEST_ID_HEADER),
+                         sampling=request_sampling(request) if request is not None else None)
 
     def upstream_body(self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *,
                       gives_logprobs: bool) -> tuple[TrustPlan, dict[str, Any], LogprobsAdded | None]:
@@ -241,7 +246,7 @@ class TrustService:
                           logprobs_absent=absent,
                           documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner,
                           completion_id=answer.completion_id, traceparent=plan.traceparent,
-                          request_id=plan.request_id, asked_model=plan.asked_model)
+                          request_id=plan.request_id, asked_model=plan.asked_model, sampling=plan.sampling)
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             full = outcome == "shed"

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Literal
 
 from .calibration import Calibrator, LogisticCombination
-from .combine import fitted_trust, paper_trust
+from .combine import default_trust, fitted_trust, paper_trust
 from .pipeline import COMBINED, Combiner
 from .settings import ScoringSettings
 from .types import Scorer
@@ -48,7 +48,7 @@ class ScorerAssetsError(RuntimeError):
 def enabled_components(settings: ScoringSettings) -> tuple[str, ...]:
     """The scorers the settings enable, by component name."""
     enabled = {"bc": settings.consistency.enabled, "fc": settings.factcheck.enabled, "rag": settings.rag.enabled,
-               "lp": settings.logprob.enabled}
+               "lp": settings.logprob.enabled, "sc": settings.sc.enabled}
     return tuple(name for name, on in enabled.items() if on)
 
 
@@ -105,6 +105,12 @@ def _open_logprob() -> Scorer:
     return LogprobScorer()
 
 
+def _open_sampling(settings: ScoringSettings) -> Scorer:
+    from .sampling import SamplingScorer
+
+    return SamplingScorer(settings.sc)
+
+
 def _open_rag(settings: ScoringSettings) -> Scorer:
     from .rag import build_rag_scorer
 
@@ -114,7 +120,7 @@ def _open_rag(settings: ScoringSettings) -> Scorer:
 async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitStack, *,
                        components: Collection[str] | None = None,
                        missing_evidence: MissingEvidence = "warn") -> dict[str, Scorer]:
-    """The scorers by name ("bc", "fc", "rag", "lp"): ``components``, or those the settings enable.
+    """The scorers by name ("bc", "fc", "rag", "lp", "sc"): ``components``, or those the settings enable.
 
     ``components`` may also name ``PAPER_VARIANTS`` (``trustgate eval``); each
     comes with the scorer it varies, which is opened too but returned only when
@@ -145,6 +151,8 @@ async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSta
             scorers["rag"] = _open_rag(settings)
         if "lp" in families:
             scorers["lp"] = _open_logprob()
+        if "sc" in families:
+            scorers["sc"] = _open_sampling(settings)
     except NLIModelError as exc:  # Trust_FC's and the RAG judge's model both come from factcheck.nli_model_dir
         raise ScorerAssetsError(f"trustgate.scoring.factcheck.nli_model_dir: {exc}") from exc
     return {name: scorers[name] for name in wanted if name in scorers}
@@ -152,7 +160,8 @@ async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSta
 
 def combiner_for(scorers: Collection[Scorer], settings: ScoringSettings,
                  calibrator: Calibrator | None) -> Combiner | None:
-    """Trust_OV whenever Trust_BC, Trust_FC or lp runs: the paper's Table 3, or the fitted combination.
+    """Trust_OV whenever Trust_BC, Trust_FC, lp or sc runs: the shipped prior, the paper's Table 3, or the fitted
+    combination.
 
     ``combine: fitted`` needs the calibration file to be a logistic fit; anything else raises ``ScorerAssetsError``.
     """
@@ -163,6 +172,8 @@ def combiner_for(scorers: Collection[Scorer], settings: ScoringSettings,
 
 def default_combination(settings: ScoringSettings, calibrator: Calibrator | None) -> Combiner:
     """The configured Trust_OV, whichever scorers run: what a learned fit must beat (``scoring.learning``)."""
+    if settings.combine == "default":
+        return default_trust
     if settings.combine == "paper":
         return paper_trust
     if not isinstance(calibrator, LogisticCombination):

@@ -20,7 +20,16 @@ judge's label probabilities ``p`` in place of the indicators:
 two verdicts are independent. On hard inputs (g in {0, 1}, one label with
 probability 1) it is exactly Table 3.
 
-That is the ``paper`` preset. The ``fitted`` one (``combine: fitted``) is a
+That is the ``paper`` preset. The ``default`` one (``default_trust``) is a
+prior shipped with the project (``default_combination.json``, fitted and
+measured by ``bench/default_combination.py``, figures in
+docs/eval/default-combination.md): a logistic model of correctness over the
+values of whichever of lp, Trust_BC, Trust_FC and sc are present. Each term is
+``w·(value − centre)``; a component that is absent adds nothing, which is to
+read it at the centre (the mean of the labeled sets), so the score needs no
+particular component and uses every one there is. Its value is an estimated
+probability that the answer is correct, the same scale whatever fed it; the
+``trusted`` / ``untrusted`` thresholds read it as such. The ``fitted`` one (``combine: fitted``) is a
 logistic regression over whichever component features a labeled set showed to
 matter (``FEATURES``: Trust_BC, Trust_FC, the answer's mean and minimum token
 log-probability), fitted by ``trustgate eval run --calibration-method
@@ -31,13 +40,23 @@ feature the fit used falls back to the paper preset and says so; either way
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 from .calibration import LogisticCombination
 from .types import BCDetails, ComponentResult, FactLabel, FCDetails, LPDetails, OVDetails
 
-__all__ = ["FEATURES", "TABLE3", "combine", "feature_values", "fitted_trust", "graded_trust", "paper_trust",
-           "table3_trust"]
+__all__ = ["DEFAULT_PRIOR_PATH", "FEATURES", "TABLE3", "CombineMethod", "PriorCombination", "combine",
+           "combine_components", "default_prior", "default_trust", "feature_values", "fitted_trust", "graded_trust",
+           "paper_trust", "table3_trust"]
+
+CombineMethod = Literal["default", "paper", "fitted"]
+DEFAULT_PRIOR_PATH = Path(__file__).with_name("default_combination.json")
 
 TABLE3: dict[tuple[bool, FactLabel], float] = {
     (True, "support"): 1.0,
@@ -177,3 +196,61 @@ def fitted_trust(components: Components, model: LogisticCombination) -> Componen
     return ComponentResult(component="ov", value=value, label=None,
                            details=OVDetails(source=source, method="fitted", features=present,
                                              weights=dict(zip(model.features, model.weights, strict=True))))
+
+
+@dataclass(frozen=True)
+class PriorCombination:
+    """A logistic model over component values whose absent components add nothing (``default_trust``)."""
+
+    intercept: float
+    weights: Mapping[str, float]  # by component ("lp", "bc", "fc", "sc")
+    centres: Mapping[str, float]  # each component's mean on the sets the prior was fitted on
+
+    def probability(self, values: Mapping[str, float]) -> float:
+        """P(correct) from the values present (components the prior does not know are ignored)."""
+        z = self.intercept + sum(self.weights[name] * (value - self.centres[name])
+                                 for name, value in values.items() if name in self.weights)
+        return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+    def to_json(self) -> dict[str, object]:
+        return {"intercept": self.intercept, "weights": dict(self.weights), "centres": dict(self.centres)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> PriorCombination:
+        weights, centres = data["weights"], data["centres"]
+        if not isinstance(weights, dict) or not isinstance(centres, dict) or set(weights) != set(centres):
+            raise ValueError("a prior combination needs one centre per weight")
+        return cls(float(data["intercept"]),  # type: ignore[arg-type]
+                   {str(k): float(v) for k, v in weights.items()}, {str(k): float(v) for k, v in centres.items()})
+
+
+@functools.cache
+def default_prior() -> PriorCombination:
+    """The prior shipped beside this module (read once per process)."""
+    return PriorCombination.from_json(json.loads(DEFAULT_PRIOR_PATH.read_text(encoding="utf-8"))["prior"])
+
+
+def default_trust(components: Components, prior: PriorCombination | None = None) -> ComponentResult:
+    """The ``default`` Trust_OV: the shipped prior over every one of lp, bc, fc and sc that has a value.
+
+    None (no value) only when none of them has one.
+    """
+    prior = prior or default_prior()
+    values = {name: float(value) for name in prior.weights if (value := _value(name)(components)) is not None}
+    if not values:
+        return ComponentResult(component="ov", details=OVDetails(source=None, method="default"))
+    return ComponentResult(component="ov", value=prior.probability(values), label=None,
+                           details=OVDetails(source="+".join(sorted(values)), method="default", features=values,
+                                             weights={name: prior.weights[name] for name in values}))
+
+
+def combine_components(components: Components, method: CombineMethod = "default",
+                       fitted: LogisticCombination | None = None) -> ComponentResult:
+    """Trust_OV of a record's components by ``method`` (``scoring.combine``'s setting); fitted needs ``fitted``."""
+    if method == "paper":
+        return paper_trust(components)
+    if method == "fitted":
+        if fitted is None:
+            raise ValueError("combine method 'fitted' needs a fitted combination")
+        return fitted_trust(components, fitted)
+    return default_trust(components)

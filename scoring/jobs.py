@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import ScoringJob
+from .types import SamplingParams, ScoringJob
 
 __all__ = ["message_text", "scoring_job"]
 
@@ -22,7 +22,7 @@ def scoring_job(job_id: str, model: str, messages: list[dict[str, Any]], answer:
                 documents: list[dict[str, Any]] | None = None, owner: str | None = None,
                 completion_id: str | None = None, traceparent: str | None = None,
                 logprobs_absent: str | None = None, request_id: str | None = None,
-                asked_model: str | None = None) -> ScoringJob:
+                asked_model: str | None = None, sampling: SamplingParams | None = None) -> ScoringJob:
     """The question is the last user message; everything before it is context."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
     question = message_text(messages[last_user]) if last_user is not None else ""
@@ -30,4 +30,4 @@ def scoring_job(job_id: str, model: str, messages: list[dict[str, Any]], answer:
     return ScoringJob(id=job_id, model=model, owner=owner, question=question, answer=answer, context=context,
                       answer_logprobs=answer_logprobs, policy=policy or {}, documents=documents,
                       completion_id=completion_id or None, traceparent=traceparent, logprobs_absent=logprobs_absent,
-                      request_id=request_id, asked_model=asked_model)
+                      request_id=request_id, asked_model=asked_model, sampling=sampling or SamplingParams())

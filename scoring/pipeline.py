@@ -31,7 +31,7 @@ __all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline", "trust_label
 
 AskFactory = Callable[[str, str], Ask]  # (model group, purpose) -> Ask bound to that deployment
 Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a record's components -> Trust_OV
-COMBINED = frozenset({"bc", "fc", "lp"})  # the components Trust_OV is made of
+COMBINED = frozenset({"bc", "fc", "lp", "sc"})  # the components Trust_OV is made of
 
 log = logging.getLogger("trustgate.scoring")
 

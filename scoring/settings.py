@@ -13,7 +13,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 __all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
            "CpuSettings", "FactCheckSettings", "FeedbackSettings", "InputLimits", "LogprobSettings", "LowTrustAction",
-           "LowTrustPolicy", "PolicySettings", "QueueSettings", "RagSettings", "ScoringMode", "ScoringSettings"]
+           "LowTrustPolicy", "PolicySettings", "QueueSettings", "RagSettings", "SamplingSettings", "ScoringMode",
+           "ScoringSettings"]
 
 ScoringMode = Literal["sync", "async", "off"]
 
@@ -134,6 +135,33 @@ class LogprobSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
+
+
+class SamplingSettings(BaseModel):
+    """``sc``: sampled-answer agreement. The request is asked again ``samples`` times at its own sampling
+    temperature and the answers compared with the original (scoring/sampling/); no log-probabilities needed.
+
+    Each sample is one upstream call of the answering deployment, counted and budgeted like Trust_BC's
+    checks. On by default: on the local model's own answers it was the best signal after lp and raised the
+    default Trust_OV's AUROC by 0.12 for its 3 calls (docs/eval/default-combination.md); turn it off where
+    those calls cost too much, or for upstreams that answer greedily whatever they are asked.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    samples: int = Field(default=3, ge=1, le=10)
+    # None: the request's own temperature, or, when it set none or sampled greedily (0, where every sample
+    # would repeat the answer), the upstream's default; a number: always that temperature.
+    temperature: float | None = Field(default=None, gt=0.0, le=2.0)
+    max_tokens: int = Field(default=256, ge=1, le=4096)  # per sample; the request's own max_tokens if lower
+    # Each sample carries its own `seed` (from the answer and `seed`), so that a rerun asks the same samples
+    # (the evaluation cache tells them apart); turn off for upstreams that reject `seed`.
+    seeded: bool = True
+    seed: int = 0
+    # An original answer of at most this many content words is compared by containment as well as token F1
+    # ("Paris" agrees with "The capital is Paris"); a longer one by token F1 alone.
+    short_words: int = Field(default=5, ge=1, le=100)
 
 
 class RagSettings(BaseModel):
@@ -303,9 +331,11 @@ class ScoringSettings(BaseModel):
     # A file from `trustgate eval run --calibration-out`: records then carry a calibrated probability
     # (x-trust-probability) beside the raw score. Fit it on your own model and traffic.
     calibration_path: Path | None = None
-    # How Trust_OV is made: paper (Table 3 over Trust_BC and Trust_FC, graded), or fitted (the logistic
-    # combination of `trustgate eval run --calibration-method logistic`, read from calibration_path).
-    combine: Literal["paper", "fitted"] = "paper"
+    # How Trust_OV is made: default (the prior shipped in scoring/default_combination.json over every one of
+    # lp, bc, fc and sc present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC
+    # and Trust_FC, graded: the paper's scale), or fitted (the logistic combination of `trustgate eval run
+    # --calibration-method logistic`, read from calibration_path). docs/eval/default-combination.md.
+    combine: Literal["default", "paper", "fitted"] = "default"
     on_low_trust: LowTrustPolicy = Field(default_factory=LowTrustPolicy)
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
@@ -318,6 +348,7 @@ class ScoringSettings(BaseModel):
     rag: RagSettings = Field(default_factory=RagSettings)
     logprob: LogprobSettings = Field(default_factory=LogprobSettings)
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+    sc: SamplingSettings = Field(default_factory=SamplingSettings)
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:

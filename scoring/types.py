@@ -45,6 +45,9 @@ __all__ = [
     "RAGDetails",
     "RecordScope",
     "Reply",
+    "SCDetails",
+    "SCSample",
+    "SamplingParams",
     "Scorer",
     "ScoringFailure",
     "ScoringJob",
@@ -135,11 +138,24 @@ class Ask(Protocol):
     """Ask the *same* deployment that produced the answer; each call is one upstream call.
 
     Raises ``UpstreamFailure`` when the upstream cannot answer and
-    ``UnreadableReply`` when its reply has no usable shape.
+    ``UnreadableReply`` when its reply has no usable shape. ``temperature=None``
+    sends none (the upstream's default applies); ``seed`` asks for a reproducible sample.
     """
 
-    def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
-                 logprobs: bool = False, top_logprobs: int | None = None) -> Awaitable[Reply]: ...
+    def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float | None = 0.0,
+                 logprobs: bool = False, top_logprobs: int | None = None,
+                 seed: int | None = None) -> Awaitable[Reply]: ...
+
+
+class SamplingParams(BaseModel):
+    """How the user's request was sampled, so that a scorer can ask it again alike (``sc``)."""
+
+    temperature: float | None = None  # None: the request set none, so the upstream's default applied
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    # The request to re-ask; None: the job's context and question (the gateway's case). ``trustgate eval``
+    # sets it, because its answers come from a prompt around the question.
+    messages: list[dict[str, Any]] | None = None
 
 
 class ScoringJob(BaseModel):
@@ -165,6 +181,7 @@ class ScoringJob(BaseModel):
     # for when a fallback group answered (``model`` is then the group that answered): copied to the record.
     request_id: str | None = None
     asked_model: str | None = None
+    sampling: SamplingParams = Field(default_factory=SamplingParams)
 
 
 class _Details(BaseModel):
@@ -281,8 +298,9 @@ class OVDetails(_Details):
     bc_graded: float | None = None
     fc_label: FactLabel | None = None
     fc_label_probs: dict[str, float] | None = None
-    # scoring.combine: Table 3, or the fitted logistic; learned: the model's fit from its labels (scoring.learning)
-    method: Literal["paper", "fitted", "learned"] | None = None
+    # scoring.combine: the shipped prior (default), Table 3 (paper), or the fitted logistic; learned: the model's
+    # fit from its labels (scoring.learning)
+    method: Literal["default", "paper", "fitted", "learned"] | None = None
     fit_id: str | None = None  # the learned fit that gave the value (method "learned")
     default: float | None = None  # the default combination's value, kept beside a learned one
     # False: no score separated right from wrong answers on this model's labels (x-trust-informative: false)
@@ -302,6 +320,24 @@ class LPDetails(_Details):
     mean_probability: float | None = None  # exp(mean_logprob): the value
     min_probability: float | None = None  # the least likely token's probability
     tokens: int = 0
+
+
+class SCSample(BaseModel):
+    """One re-asked answer of ``sc`` and how far it agrees with the original."""
+
+    text: str  # cut at SAMPLE_CHARS_KEPT characters
+    agreement: float
+    kind: Literal["short", "long", "empty"]  # which similarity measured it (scoring/sampling/similarity.py)
+
+
+class SCDetails(_Details):
+    """Sampled-answer agreement ("sc"): the request asked again, and how far those answers agree with the original."""
+
+    reason: str | None = None  # why nothing was scored ("no_samples")
+    samples_asked: int = 0
+    samples_answered: int = 0
+    temperature: float | None = None  # None: the upstream's default (the request set none, or sampled greedily)
+    samples: list[SCSample] = Field(default_factory=list)
 
 
 class RAGDetails(_Details):
@@ -338,8 +374,8 @@ class RAGDetails(_Details):
 
 # The typed details of the gateway's components; any other component (the evaluation's "answer") keeps a dict.
 DETAILS_BY_COMPONENT: dict[str, type[_Details]] = {
-    "bc": BCDetails, "fc": FCDetails, "ov": OVDetails, "rag": RAGDetails, "lp": LPDetails}
-ComponentDetails = dict[str, Any] | BCDetails | FCDetails | OVDetails | RAGDetails | LPDetails
+    "bc": BCDetails, "fc": FCDetails, "ov": OVDetails, "rag": RAGDetails, "lp": LPDetails, "sc": SCDetails}
+ComponentDetails = dict[str, Any] | BCDetails | FCDetails | OVDetails | RAGDetails | LPDetails | SCDetails
 
 
 class ComponentResult(BaseModel):

@@ -61,7 +61,7 @@ def model_behaviour(messages: list[dict[str, Any]]) -> str:
 def scored_console(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     fake_upstream.responder = model_behaviour
     config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
-        "keys": KEYS, "scoring": {"data_dir": str(DATA_DIR), "mode": "sync",
+        "keys": KEYS, "scoring": {"data_dir": str(DATA_DIR), "mode": "sync", "combine": "paper",
                                   "consistency": {"max_checks": 4, "seed": 7}}})
     server = start_gateway(config, scorers=None, mounts=[console.mount])
     for key, question in (("sk-alice", TRUSTED_QUESTION), ("sk-alice", UNTRUSTED_QUESTION),

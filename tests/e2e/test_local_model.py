@@ -68,7 +68,7 @@ def test_real_model_gets_real_trust_scores(start_gateway: Callable[..., ServerTh
     calibration = tmp_path / "calibration.json"  # fitted as `trustgate eval` fits it, on made-up labels
     save_calibration(fit_calibrator([0.0, 0.2, 0.4, 0.6, 0.8, 1.0] * 2, [0, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1],
                                     fitted_on={"components": "bc+fc"}), calibration)
-    scoring = {"data_dir": str(DATA_DIR), "mode": "sync", "sync_timeout": 240,
+    scoring = {"data_dir": str(DATA_DIR), "mode": "sync", "sync_timeout": 240, "combine": "paper",
                "consistency": {"max_checks": 3, "seed": 1}, "calibration_path": str(calibration)}
     server = start_gateway(local_model_config(scoring=scoring), scorers=None)
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=300)

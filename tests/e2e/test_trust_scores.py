@@ -46,7 +46,7 @@ def scripted(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
 @pytest.fixture
 def real_scorer_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"scoring": {"data_dir": str(DATA_DIR), "mode": "sync",
+    config["trustgate"] = {"scoring": {"data_dir": str(DATA_DIR), "mode": "sync", "combine": "paper",
                                        "consistency": {"max_checks": 4, "seed": 7}}}
     return start_gateway(config, scorers=None)  # None: the scorers the config enables
 

@@ -140,7 +140,7 @@ def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(gateway:
     assert all(o.details("ov", OVDetails).source == "fc" for o in outcomes)  # type: ignore[union-attr]  # Trust_OV is Trust_FC alone here
     assert len(fake_upstream.requests) == 4  # one judge call each: no answering, no checks, no confidence
     group = summarise(outcomes, resamples=50)["someone"]
-    assert set(group["signals"]) == {"fc", "answer_words"}
+    assert set(group["signals"]) == {"fc", "ov_default", "answer_words"}  # the default Trust_OV of Trust_FC alone
     assert group["label_agreement"] == {"items": 4, "accuracy": 1.0, "kappa": 1.0, "matched_correct_rate": 0.5}
 
 

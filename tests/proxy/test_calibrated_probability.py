@@ -17,7 +17,7 @@ from proxy.app import create_app
 from proxy.cli import main
 from proxy.worker import run_worker
 from scoring.calibration import IsotonicCalibrator, save_calibration
-from scoring.combine import paper_trust
+from scoring.combine import default_trust, paper_trust
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
@@ -161,4 +161,5 @@ def test_combine_fitted_needs_a_logistic_fit(tmp_path: Path) -> None:
     settings = ScoringSettings(combine="fitted", calibration_path=tmp_path / "c.json")
     with pytest.raises(ScorerAssetsError, match="logistic"):
         combiner_for([AskingScorer("bc", 0.9)], settings, CURVE)
-    assert combiner_for([AskingScorer("bc", 0.9)], ScoringSettings(), None) is paper_trust
+    assert combiner_for([AskingScorer("bc", 0.9)], ScoringSettings(), None) is default_trust
+    assert combiner_for([AskingScorer("bc", 0.9)], ScoringSettings(combine="paper"), None) is paper_trust

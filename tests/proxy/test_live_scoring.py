@@ -56,9 +56,11 @@ class HangingScorer(Scorer):
 
 def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     """An operator who lets clients choose the scoring mode (the default only lets them lower it:
-    tests/proxy/test_tenant_isolation.py)."""
+    tests/proxy/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the tests work
+    out by hand (the default combination: tests/scoring/test_default_combination.py)."""
     config = gateway_config(upstream_url)
-    config["trustgate"] = {"scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any", **scoring}}
+    config["trustgate"] = {"scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any",
+                                       "combine": "paper", **scoring}}
     return config
 
 

@@ -41,7 +41,8 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 def redis_config(upstream_url: str, redis_url: str, **queue: Any) -> dict[str, Any]:
     config = gateway_config(upstream_url)
-    config["trustgate"] = {"scoring": {"allow_client_mode": "any", "queue": {  # clients choose the mode here
+    # Clients choose the mode here; Trust_OV is Table 3, whose values the tests check.
+    config["trustgate"] = {"scoring": {"allow_client_mode": "any", "combine": "paper", "queue": {
         "backend": "redis", "redis_url": redis_url, "claim_idle_ms": 1000, "concurrency": 1,
         "scorer_timeout": 10, **queue}}}
     return config

@@ -1,0 +1,92 @@
+"""``sc``'s similarity (pure) and its scorer's handling of samples that fail."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from scoring.pipeline import ScoringPipeline
+from scoring.sampling import SamplingScorer, agreement
+from scoring.sampling.similarity import MAX_TOKENS
+from scoring.settings import SamplingSettings, ScoringSettings
+from scoring.types import Reply, SamplingParams, ScoringJob, UpstreamFailure
+
+QUESTION = "What is the capital of France?"
+
+
+@pytest.mark.parametrize(("original", "sample", "expected", "kind"), [
+    ("Paris", "The capital of France is Paris.", 1.0, "short"),  # restated in a sentence: contained
+    ("Paris is the capital of France.", "Lyon is the capital of France.", 0.0, "short"),  # the question's words
+    ("Paris", "paris!", 1.0, "short"),  # case and punctuation folded
+    ("Paris", "Lyon", 0.0, "short"),
+    ("Yes.", "yes", 1.0, "short"),
+    ("No.", "no", 1.0, "empty"),  # no content word: compared as text
+    ("No.", "", 0.0, "empty"),
+])
+def test_agreement_of_short_answers(original: str, sample: str, expected: float, kind: str) -> None:
+    found = agreement(original, sample, question=QUESTION)
+    assert (found.value, found.kind) == (pytest.approx(expected), kind)
+
+
+def test_long_answers_are_compared_by_token_f1_not_containment() -> None:
+    original = "Paris has been the seat of government since the tenth century, on the river Seine, with a mayor."
+    found = agreement(original, "The seat of government is on the Seine.", question=QUESTION)
+    assert found.kind == "long" and 0.0 < found.value < 1.0  # a shorter sample is not full agreement
+    assert agreement(original, original, question=QUESTION).value == pytest.approx(1.0)
+    elaborated = agreement("Paris", "Paris, on the river Seine, has been the seat of government for centuries.")
+    assert elaborated.kind == "short" and elaborated.value == 1.0  # a short original restated at length
+
+
+def test_huge_answers_are_compared_on_a_bounded_prefix() -> None:
+    words = [f"word{n}" for n in range(5 * MAX_TOKENS)]
+    found = agreement(" ".join(words), " ".join(words[:MAX_TOKENS]))
+    assert found.value == pytest.approx(1.0)  # only the first MAX_TOKENS content words of each side count
+
+
+def job(**sampling: Any) -> ScoringJob:
+    return ScoringJob(id="j", model="m", question=QUESTION, answer="Paris", sampling=SamplingParams(**sampling))
+
+
+def test_samples_are_cut_at_the_requests_stop_sequences() -> None:
+    async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        return Reply(text="Paris\n\nQuestion: what is the capital of Peru? Lima")
+
+    result = asyncio.run(SamplingScorer(SamplingSettings(samples=2)).score(job(stop=["\n\n"]), ask))
+    assert result.value == 1.0 and [s.text for s in result.details.samples] == ["Paris", "Paris"]
+
+
+def test_some_failed_samples_leave_a_score_of_the_rest_and_are_reported() -> None:
+    calls = iter(range(3))
+
+    async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        if next(calls) == 0:
+            raise UpstreamFailure("upstream answered 503")
+        return Reply(text="Lyon")
+
+    result = asyncio.run(SamplingScorer(SamplingSettings(samples=3)).score(job(), ask))
+    assert result.value == 0.0 and result.details.samples_answered == 2 and result.upstream_calls == 3
+    assert [f.reason for f in result.failures] == ["upstream"]
+
+
+def test_when_no_sample_is_answered_the_component_fails_and_the_record_says_why() -> None:
+    async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        raise UpstreamFailure("upstream unreachable")
+
+    pipeline = ScoringPipeline([SamplingScorer(SamplingSettings())], lambda model, purpose: ask, ScoringSettings())
+    record = asyncio.run(pipeline.run(job()))
+    assert record.status == "failed" and record.components["sc"].value is None
+    assert "upstream unreachable" in (record.components["sc"].error or "")
+
+
+def test_a_fixed_temperature_overrides_the_requests() -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        seen.append(params)
+        return Reply(text="Paris")
+
+    asyncio.run(SamplingScorer(SamplingSettings(samples=1, temperature=1.2, seeded=False)).score(
+        job(temperature=0.3, max_tokens=1000), ask))
+    assert seen == [{"max_tokens": 256, "temperature": 1.2, "seed": None}]
