@@ -40,8 +40,11 @@ class Caller:
 
     @property
     def record_scope(self) -> RecordScope:
-        """The trust records this caller may read: its own, or all of them for an admin."""
-        return RecordScope.everyone() if self.admin else RecordScope.owned_by(self.name)
+        """The trust records this caller may read: its own, or all of them for an admin (other keys' blocked
+        answers withheld from an admin key that is not the master key)."""
+        if self.master:
+            return RecordScope.everyone()
+        return RecordScope.everyone(reader=self.name) if self.admin else RecordScope.owned_by(self.name)
 
 
 class KeyRing:

@@ -288,9 +288,10 @@ class TrustService:
         """
         pending = self._unstored.get(record_id) or await self._queue.pending(record_id)
         if pending is not None:
-            return pending if scope.allows(pending) else None
+            return scope.shown(pending) if scope.allows(pending) else None
         with self._store_read("get"):
-            return await self._publisher.store.get(record_id, scope=scope)
+            found = await self._publisher.store.get(record_id, scope=scope)
+        return scope.shown(found) if found is not None else None
 
     async def label(self, record_id: str, feedback: Feedback, scope: RecordScope) -> TrustRecord | None:
         """Keep a user's label on a record ``scope`` may read; None when there is none it may read (a 404).
@@ -312,7 +313,8 @@ class TrustService:
     async def list_records(self, query: RecordQuery, scope: RecordScope) -> RecordPage:
         """A page of the stored records ``scope`` may read (a pending one is listed once it is stored)."""
         with self._store_read("list"):
-            return await self._publisher.store.list_records(query, scope=scope)
+            page = await self._publisher.store.list_records(query, scope=scope)
+        return page.model_copy(update={"data": [scope.shown(record) for record in page.data]})
 
     async def summarize(self, scope: RecordScope, *, since: float, until: float, buckets: int) -> TrustSummary:
         with self._store_read("summary"):

@@ -504,10 +504,13 @@ class RecordScope:
     """
 
     owner: str | None  # None: every record
+    # Set for an admin key other than the master key: it reads every record, but the original of a blocked
+    # answer only of its own (a block keeps it for the key that asked and the master key).
+    reader: str | None = None
 
     @classmethod
-    def everyone(cls) -> RecordScope:
-        return cls(owner=None)
+    def everyone(cls, reader: str | None = None) -> RecordScope:
+        return cls(owner=None, reader=reader)
 
     @classmethod
     def owned_by(cls, name: str) -> RecordScope:
@@ -515,3 +518,10 @@ class RecordScope:
 
     def allows(self, record: TrustRecord) -> bool:
         return self.owner is None or record.owner == self.owner
+
+    def shown(self, record: TrustRecord) -> TrustRecord:
+        """The record as this reader sees it: another key's blocked answer without its text (the answer, and
+        the components, whose details quote it); its score, label, action and links stay."""
+        if self.reader is None or record.action != "blocked" or record.owner == self.reader:
+            return record
+        return record.model_copy(update={"answer": None, "components": {}})

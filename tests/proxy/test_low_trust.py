@@ -58,7 +58,9 @@ def config(upstream: str, path: str, *, strong_base: str | None = None, keys: li
                                                           "api_base": strong_base or f"{upstream}/v1"}}
     base["model_list"] = [{**deployment, "model_name": "cheap"}, strong]
     base["trustgate"] = {"passthrough": path == "passthrough", "keys": keys or [],
-                         "scoring": {"mode": "sync", "sync_timeout": 5, "on_low_trust": {"below": 0.4, **policy}}}
+                         # Table 3 passes the one component's value through: the scores below are the scorer's
+                         "scoring": {"mode": "sync", "sync_timeout": 5, "combine": "paper",
+                                     "on_low_trust": {"below": 0.4, **policy}}}
     return base
 
 
@@ -136,7 +138,7 @@ def test_an_escalation_a_key_may_not_make_is_refused_at_load() -> None:
 @pytest.mark.parametrize("path", PATHS)
 def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    keys = [{"key": "sk-a", "name": "a"}, {"key": "sk-b", "name": "b"}]
+    keys = [{"key": "sk-a", "name": "a"}, {"key": "sk-b", "name": "b"}, {"key": "sk-ops", "name": "ops", "admin": True}]
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, keys=keys)
     raw = ask_chat(server, LOW, key="sk-a")
     reply = raw.parse()
@@ -148,6 +150,12 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
     assert kept["answer"] == f"You said: {LOW}"
     assert record(server, record_id, "sk-a").json()["answer"] == f"You said: {LOW}"
     assert record(server, record_id, "sk-b").status_code == 404  # another key cannot read the original
+    # nor can an admin key other than the master key: it sees the verdict, not the answer
+    as_admin = record(server, record_id, "sk-ops")
+    assert as_admin.json()["action"] == "blocked" and as_admin.json()["answer"] is None
+    assert f"You said: {LOW}" not in as_admin.text
+    listed = httpx.get(f"{server.url}/v1/trust", headers={"authorization": "Bearer sk-ops"}, timeout=10)
+    assert record_id in listed.text and f"You said: {LOW}" not in listed.text
     metrics = httpx.get(f"{server.url}/metrics").text
     assert 'trustgate_trust_actions_total{action="blocked",model="cheap"} 1.0' in metrics
 
