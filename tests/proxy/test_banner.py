@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -43,11 +44,19 @@ def test_an_operator_key_is_never_printed(tmp_path: Path) -> None:
     assert "http://127.0.0.1:8080" in banner  # a wildcard bind is reached on loopback
 
 
-def _banner(output: list[str]) -> list[str]:
-    """The banner's lines as printed, from the rule above "TrustGate is ready" to the rule below it."""
-    start = next(i for i, line in enumerate(output) if line.startswith(READY)) - 1
-    end = next(i for i in range(start + 2, len(output)) if output[i].strip() == RULE)
-    return [line.rstrip("\n") for line in output[start:end + 1]]
+def _banner(output: list[str], timeout_s: float = 30.0) -> list[str]:
+    """The banner's lines as printed, from the rule above "TrustGate is ready" to the rule below it (waiting for
+    that rule: the gateway's output is read by another thread while the banner is still being written)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = list(output)
+        start = next((i - 1 for i, line in enumerate(lines) if line.startswith(READY)), None)
+        end = None if start is None else next(
+            (i for i in range(start + 2, len(lines)) if lines[i].strip() == RULE), None)
+        if start is not None and end is not None:
+            return [line.rstrip("\n") for line in lines[start:end + 1]]
+        assert time.monotonic() < deadline, f"no whole banner in the output: {lines}"
+        time.sleep(0.05)
 
 
 def _shell_command(banner: list[str], first: str) -> str:

@@ -18,18 +18,20 @@ from tests.conftest import gateway_config
 
 
 def _labelled(path: Path, count: int) -> None:
-    """``count`` records of model "fake" whose mean log-probability tracks the label it is given."""
+    """``count`` records of model "fake" whose answer's length tracks the label it is given (right answers are
+    short) while their log-probability is noise: what the default combination (which reads lp) cannot see."""
     rng = np.random.default_rng(0)
 
     async def write() -> None:
         store = SqliteRecordStore(path, max_age_s=86400, max_records=1000)
         await store.open()
         for i in range(count):
-            mean = min(0.0, (-0.3 if i % 2 else -1.5) + float(rng.normal(0, 0.3)))
+            mean = min(0.0, -0.8 + float(rng.normal(0, 0.4)))
             lp = ComponentResult(component="lp", value=float(np.exp(mean)),
                                  details=LPDetails(mean_logprob=mean, min_logprob=2 * mean))
-            await store.put(TrustRecord(id=f"r{i}", status="done", model="fake", owner="master", answer="x",
-                                        components={"lp": lp}, score=None))
+            words = int(rng.integers(1, 4)) if i % 2 else int(rng.integers(12, 30))
+            await store.put(TrustRecord(id=f"r{i}", status="done", model="fake", owner="master",
+                                        answer=" ".join(["word"] * words), components={"lp": lp}, score=None))
         await store.close()  # flushes the writes
         store = SqliteRecordStore(path, max_age_s=86400, max_records=1000)
         await store.open()
@@ -53,7 +55,7 @@ def test_calibrate_refits_from_the_store_and_writes_the_fit(tmp_path: Path,
     printed = capsys.readouterr().out
     assert printed.startswith("fake: 40 labels (20 correct), fitted combination"), printed
     stored = json.loads(fits.read_text())["fake"]
-    assert stored["combination"] == "fitted" and stored["fit"]["features"][0] in {"lp", "lp_mean", "lp_min"}
+    assert stored["combination"] == "fitted" and stored["fit"]["features"][0] == "length"
 
 
 def test_calibrate_without_labels_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
