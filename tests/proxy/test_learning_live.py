@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
@@ -97,7 +98,8 @@ def test_a_running_gateway_refits_uses_the_fit_and_keeps_it_across_a_restart(
     first = teach(gateway, gateway, range(10))
     entry = wait_for_fit(gateway, 10)
     assert entry["combination"] == "default" and "min_labels" in entry["reason"]
-    assert ov(gateway, ask(gateway, question(0)).headers["x-trust-id"])["details"]["method"] == "paper"
+    before = ov(gateway, ask(gateway, question(0)).headers["x-trust-id"])
+    assert before["details"]["method"] == "default"  # the shipped prior, until a fit beats it
 
     teach(gateway, gateway, range(10, 20))
     entry = wait_for_fit(gateway, 20)
@@ -107,8 +109,9 @@ def test_a_running_gateway_refits_uses_the_fit_and_keeps_it_across_a_restart(
     short, long = ask(gateway, question(0)), ask(gateway, question(5))
     assert float(short.headers["x-trust-score"]) > 0.5 > float(long.headers["x-trust-score"])
     details = ov(gateway, short.headers["x-trust-id"])["details"]
-    assert details["method"] == "learned" and details["fit_id"] == entry["fit"]["id"] and details["default"] == 0.8
-    assert ov(gateway, first[0])["details"]["method"] == "paper"  # scores already given stay as they were
+    assert details["method"] == "learned" and details["fit_id"] == entry["fit"]["id"]
+    assert details["default"] == pytest.approx(before["value"])  # the default's value, kept beside the fit's
+    assert ov(gateway, first[0])["details"]["method"] == "default"  # scores already given stay as they were
 
     gateway.stop()
     restarted = start_gateway(config, scorers=[AskingScorer("bc", 0.8)])
