@@ -98,7 +98,8 @@ def test_closed_book_details_come_back_key_for_key(fake_upstream: FakeUpstream, 
                                                    fc: dict[str, Any],
                                                    start_gateway: Callable[..., ServerThread]) -> None:
     scored = bc is BC_DETAILS
-    server = start_gateway(gateway_config(fake_upstream.url), scorers=[
+    paper = gateway_config(fake_upstream.url, trustgate={"scoring": {"combine": "paper"}})  # OV_DETAILS: Table 3's
+    server = start_gateway(paper, scorers=[
         GivenScorer("bc", 0.5 if scored else None, bc), GivenScorer("fc", 1.0 if scored else 0.5, fc)])
     record = _record(server, {"messages": [{"role": "user", "content": "What is the capital of France?"}]})
     components = record["components"]
