@@ -13,15 +13,15 @@ by when it was labelled: what the per-model fit reads, newest label first.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import cast
 
 import orjson
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
-from redis.exceptions import RedisError, WatchError
+from redis.exceptions import WatchError
 
+from scoring.redis_reachable import redis_reachable
 from scoring.types import FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord
 
 from .record_query import Position, RecordPage, RecordQuery, encode_cursor, record_matches
@@ -41,15 +41,6 @@ _FEEDBACK_TRIES = 5  # a label retried when its record changed under it (a concu
 
 def record_key(prefix: str, record_id: str) -> str:
     return f"{prefix}:record:{record_id}"
-
-
-@contextlib.contextmanager
-def _reachable() -> Iterator[None]:
-    """A Redis failure is StoreUnavailable: "retry later", not "no such record"."""
-    try:
-        yield
-    except RedisError as exc:
-        raise StoreUnavailable(f"Redis unreachable: {type(exc).__name__}") from exc
 
 
 class RedisRecordStore:
@@ -87,7 +78,7 @@ class RedisRecordStore:
 
         StoreUnavailable when Redis cannot be reached: "retry later", not "no such record".
         """
-        with _reachable():
+        with redis_reachable():
             raw, feedback = await self._redis.hmget(record_key(self._prefix, record_id), _STORED)
         if not raw:
             return None
@@ -98,7 +89,7 @@ class RedisRecordStore:
         """Label the record if ``scope`` may read it, in a transaction that fails should the record change
         (or expire) between the check and the write; it is then read and checked again."""
         key = record_key(self._prefix, record_id)
-        with _reachable():
+        with redis_reachable():
             for _ in range(_FEEDBACK_TRIES):
                 async with self._redis.pipeline(transaction=True) as pipe:
                     await pipe.watch(key)
@@ -131,7 +122,7 @@ class RedisRecordStore:
 
     async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
         """Newest label first; an id whose record has expired since is skipped."""
-        with _reachable():
+        with redis_reachable():
             ids = cast(list[str], await self._redis.zrevrange(self._labelled_key(model), 0, limit - 1))
             records: list[TrustRecord] = []
             for start in range(0, len(ids), _BATCH):
@@ -184,7 +175,7 @@ class RedisRecordStore:
         found: list[TrustRecord] = []
         last: Position | None = None
         scanned = 0
-        with _reachable():
+        with redis_reachable():
             async for position, record in self._newest_first(scope.owner, query.since_s, query.until_s, query.after,
                                                               SCAN_LIMIT, batch=query.limit + 1):
                 scanned += 1
@@ -199,7 +190,7 @@ class RedisRecordStore:
 
     async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary:
         """Counts over the window from each record's small ``row`` field; the records themselves stay unread."""
-        with _reachable():
+        with redis_reachable():
             reply = await self._redis.zrevrangebyscore(self._index_key(scope.owner), f"({until}", since, start=0,
                                                        num=MAX_SUMMARY_RECORDS + 1)
             ids = cast(list[str], reply)  # decode_responses

@@ -2,8 +2,9 @@
 
 Public to the exporters and to applications on top: ``scoring.types`` (jobs,
 component results with their typed details, trust records, the ``Scorer``
-and ``Ask`` protocols) and ``scoring.private_files`` (how every writer of
-traffic data creates its files). ``tests/test_architecture.py`` holds the
+and ``Ask`` protocols), ``scoring.private_files`` (how every writer of
+traffic data creates its files) and ``scoring.redis_reachable`` (how every
+store kept in Redis reports Redis failing). ``tests/test_architecture.py`` holds the
 exporters to that; the gateway and the evaluation app also use the assembly
 (``scoring.assembly``), the pipeline and the queues.
 """

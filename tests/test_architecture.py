@@ -16,8 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("proxy", "scoring", "exporters", "evaluation")
 # What exporters may use of scoring (scoring/__init__.py says so): the record and its typed details,
-# and the one way every writer of traffic data creates its files.
-SCORING_PUBLIC = {"scoring", "scoring.types", "scoring.private_files"}
+# the one way every writer of traffic data creates its files, and the one reading of a Redis failure.
+SCORING_PUBLIC = {"scoring", "scoring.types", "scoring.private_files", "scoring.redis_reachable"}
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,14 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, cast
 
 from pydantic import ValidationError
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from ..private_files import private_file
-from ..types import StoreUnavailable
+from ..redis_reachable import redis_reachable
 from .report import CalibrationReport
 
 __all__ = ["FileFitStore", "FitStore", "RedisFitStore"]
@@ -96,14 +94,6 @@ class FileFitStore:
             self._reports, self._seen = reports, self._modified()
 
 
-@contextlib.contextmanager
-def _reachable() -> Iterator[None]:
-    try:
-        yield
-    except RedisError as exc:
-        raise StoreUnavailable(f"Redis unreachable: {type(exc).__name__}") from exc
-
-
 class RedisFitStore:
     """Every model's report as a field of the hash ``<prefix>:calibration``."""
 
@@ -112,16 +102,16 @@ class RedisFitStore:
         self._key = f"{prefix}:calibration"
 
     async def get(self, model: str) -> CalibrationReport | None:
-        with _reachable():
+        with redis_reachable():
             text = cast(str | None, await self._redis.hget(self._key, model))  # decode_responses
         return None if text is None else _parse(model, text)
 
     async def put(self, report: CalibrationReport) -> None:
-        with _reachable():
+        with redis_reachable():
             await self._redis.hset(self._key, report.model, report.model_dump_json())
 
     async def all(self) -> list[CalibrationReport]:
-        with _reachable():
+        with redis_reachable():
             stored = cast(dict[str, str], await self._redis.hgetall(self._key))  # decode_responses
         parsed = [_parse(model, text) for model, text in sorted(stored.items())]
         return [report for report in parsed if report is not None]
