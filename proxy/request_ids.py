@@ -9,7 +9,7 @@ and records: anything else is a 400 in OpenAI's error shape, before any work.
 The middleware puts the id into the request's headers (so handlers, the trust
 plan and the request span read it as they read any header), on the response
 (every one: streams, errors and preflights too), and in a context variable
-that the access log reads (``access_log``).
+that every log line written while serving the request carries (``log_format``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = ["REQUEST_ID_HEADER", "RequestIds", "current_request_id", "request_id_
 REQUEST_ID_HEADER = "x-request-id"
 _VALID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
-# The id of the request being served in this task ("-" outside one): read by the access log and error handlers.
+# The id of the request being served in this task ("-" outside one): read by the log formatter and error handlers.
 current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("trustgate_request_id", default="-")
 
 
