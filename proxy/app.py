@@ -21,11 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from exporters import GatewayMetrics, Telemetry, build_metrics
 from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
-from scoring.learning.learner import Learner
-from scoring.queue import JobQueue, MemoryJobQueue
-from scoring.redis_queue import RedisJobQueue
-from scoring.settings import ScoringSettings
-from scoring.types import Scorer
+from scoring import JobQueue, Learner, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
 
 from .assembly import build_learner, load_calibrator, open_parts
 from .auth import KeyRing
@@ -41,7 +37,6 @@ from .relative_redirects import RelativeRedirects
 from .request_ids import RequestIds, request_id_headers
 from .request_meter import UNKNOWN
 from .routes import router
-from scoring.throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
 from .trust_feedback import router as trust_feedback_router
 from .trust_list import router as trust_list_router

@@ -30,16 +30,11 @@ from exporters import (
 )
 from exporters.alertmanager import AlertmanagerExporter, AlertmanagerSettings
 from exporters.calibration_metrics import CalibrationMetrics
-from scoring.assembly import ScorerAssetsError, combiner_for, default_combination, open_scorers, scoring_configured
-from scoring.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
-from scoring.learning.learner import LabelSource, Learner
-from scoring.learning.rule import LearningRule
-from scoring.learning.store import FileFitStore, FitStore, RedisFitStore
-from scoring.pipeline import COMBINED, ScoringPipeline
-from scoring.queue import Process
-from scoring.settings import ScoringSettings
-from scoring.throttled_log import ThrottledLog
-from scoring.types import Scorer
+from scoring import (
+    COMBINED, CalibrationError, Calibrator, FileFitStore, FitStore, LabelSource, Learner, LearningRule, Process,
+    RedisFitStore, Scorer, ScorerAssetsError, ScoringPipeline, ScoringSettings, ThrottledLog, combiner_for,
+    default_combination, fitted_components, load_calibration, open_scorers, scoring_configured
+)
 
 from .ask import UpstreamAsk
 from .config import ConfigError, GatewaySettings

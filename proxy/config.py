@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from exporters.alertmanager import AlertmanagerSettings
-from scoring.settings import ScoringSettings
+from scoring import ScoringSettings
 
 from .litellm_config import (
     ENV_PREFIX,

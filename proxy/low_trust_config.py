@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from scoring.policy import low_trust, resolved_mode
-from scoring.settings import ScoringSettings
+from scoring import ScoringSettings, low_trust, resolved_mode
 
 __all__ = ["low_trust_problem"]
 

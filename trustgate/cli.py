@@ -15,13 +15,12 @@ from pathlib import Path
 import uvicorn
 from threadpoolctl import threadpool_limits
 
-from proxy.access_log import install_access_log_redaction
-from proxy.app import Mount, create_app
-from proxy.config import ConfigError, GatewaySettings, default_config_path, load_settings
-from proxy.connections import raise_descriptor_limit, server_options
-from proxy.local_upstream import LocalUpstreamError, packaged_model_path
-from proxy.log_format import LOG_FORMATS, LogFormat, configure_logging
-from scoring.settings import ScoringSettings
+from proxy import (
+    LOG_FORMATS, ConfigError, GatewaySettings, LocalUpstreamError, LogFormat, Mount, configure_logging, create_app,
+    default_config_path, install_access_log_redaction, load_settings, packaged_model_path, raise_descriptor_limit,
+    server_options
+)
+from scoring import ScoringSettings
 
 from .banner import READY, ready_banner, ready_url
 from .worker import run_worker

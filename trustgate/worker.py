@@ -23,10 +23,8 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics, build_worker_metrics
-from proxy.assembly import load_calibrator, open_parts
-from proxy.config import ConfigError, GatewaySettings
-from scoring.redis_queue import RedisStreamWorker
-from scoring.types import Scorer
+from proxy import ConfigError, GatewaySettings, load_calibrator, open_parts
+from scoring import RedisStreamWorker, Scorer
 
 from .worker_http import serve_worker_http
 
