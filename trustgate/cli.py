@@ -204,7 +204,7 @@ def _log_format(args: argparse.Namespace) -> LogFormat:
     return chosen
 
 
-def _parser(apps_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
+def _parser(app_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trustgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -248,7 +248,7 @@ def _parser(apps_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
     remove.add_argument("--config", help=f"YAML config (its trustgate.scoring.data_dir; default: ${CONFIG_VARIABLE})")
     remove.set_defaults(handler=_asset_command(_corpus_remove))
 
-    for add_command in apps_commands:
+    for add_command in app_commands:
         add_command(commands)
 
     model = commands.add_parser("model-path", help="print the packaged SmolLM2 GGUF path")
