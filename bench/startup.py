@@ -48,10 +48,15 @@ def _environment() -> dict[str, str]:
     return {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
 
 
+def _command(checkout: Path) -> list[str]:
+    """``python -m trustgate``; a checkout from before the wiring package (``trustgate/``) ran ``proxy.cli``."""
+    return [sys.executable, "-m", "trustgate" if (checkout / "trustgate").is_dir() else "proxy.cli"]
+
+
 def time_help(checkout: Path) -> float:
-    """Seconds of ``python -m proxy.cli --help`` run in ``checkout``."""
+    """Seconds of ``python -m trustgate --help`` run in ``checkout``."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "proxy.cli", "--help"], cwd=checkout, env=_environment(),
+    subprocess.run([*_command(checkout), "--help"], cwd=checkout, env=_environment(),
                    stdout=subprocess.DEVNULL, check=True, timeout=120)
     return time.perf_counter() - started
 
@@ -60,7 +65,7 @@ def time_serve(checkout: Path, config: Path, timeout_s: float = 180.0) -> float:
     """Seconds from starting ``serve`` to its first 200 on /health/liveness."""
     port = free_port()
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", "--config", str(config),
+    process = subprocess.Popen([*_command(checkout), "serve", "--config", str(config),
                                 "--port", str(port), "--log-level", "warning"], cwd=checkout, env=_environment(),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -23,12 +23,10 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, ConfigDict
 
 from exporters.record_query import RecordQuery
-from proxy.app import Gateway
-from proxy.auth import Caller
-from proxy.errors import NotFound
-from proxy.calibration_routes import calibration_reports
-from proxy.trust_list import SummaryQuery, list_records, parse_params, summarize_records
-from scoring.types import FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT
+from proxy import (
+    Caller, Gateway, NotFound, SummaryQuery, calibration_reports, list_records, parse_params, summarize_records
+)
+from scoring import FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT
 
 from .charts import histogram, rate_line, reliability_dots, roc_curves
 from .explain import explain

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from exporters.record_summary import HISTOGRAM_BINS, TimeBucket
-from scoring.learning.report import ScoreQuality
+from scoring import ScoreQuality
 
 __all__ = ["Bar", "Curve", "Line", "ReliabilityDot", "histogram", "rate_line", "reliability_dots", "roc_curves"]
 

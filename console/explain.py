@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scoring.types import BCCheck, BCDetails, ComponentResult, FCDetails, LPDetails, OVDetails, RAGDetails, TrustRecord
+from scoring import BCCheck, BCDetails, ComponentResult, FCDetails, LPDetails, OVDetails, RAGDetails, TrustRecord
 
 __all__ = ["CheckRow", "ConsistencyView", "EvidenceRow", "FactCheckView", "LogprobView", "OverallView", "RagView",
            "RecordView", "explain"]

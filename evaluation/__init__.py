@@ -3,9 +3,10 @@
 An application on top of the gateway's parts: it imports ``proxy`` (to reach
 upstreams through its ``UpstreamClient``, exactly as the scorers do in
 production) and ``scoring`` (the same scorers, assembled by
-``scoring.assembly``), and nothing imports it but the CLI's ``eval``
-sub-command, when that runs. The calibration file it writes is read by the
-gateway through ``scoring.calibration``, which needs no scientific library.
+``scoring.assembly``), and nothing imports it: the ``trustgate`` command
+finds its ``eval`` sub-command through the ``trustgate.commands`` entry point
+(``subcommand.py``). The calibration file it writes is read by the gateway
+through ``scoring.calibration``, which needs no scientific library.
 
 The CLI: ``trustgate eval run ...``, ``trustgate eval truthfulqa-mc ...`` and
 ``trustgate eval rag ...`` (arguments in ``cli.py``, the work in ``command.py``

@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.ask import ask_body, reply_from_completion
+from proxy import ask_body, reply_from_completion
 
-from scoring.types import Reply
+from scoring import Reply
 from .cache import CallSite, EvalCache
 
 __all__ = ["CachedAsk", "CallCounter", "Complete", "alternatives", "chosen_tokens", "reply_text"]

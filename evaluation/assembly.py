@@ -9,11 +9,11 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scoring.settings import ScoringSettings
+from scoring import ScoringSettings
 from .datasets import DatasetError
 
 if TYPE_CHECKING:
-    from proxy.config import GatewaySettings  # annotations only: gateway and asking are the harness's way into proxy
+    from proxy import GatewaySettings
 
 __all__ = ["SCORER_TIMEOUT_S", "cache_and_report_paths", "eval_scoring_settings", "git_commit", "model_group",
            "now_utc", "strict_json"]

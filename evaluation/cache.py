@@ -26,8 +26,7 @@ from typing import Any
 
 import orjson
 
-from scoring.private_files import private_file
-from scoring.types import ComponentResult
+from scoring import ComponentResult, private_file
 
 __all__ = ["CallSite", "EvalCache", "request_hash"]
 

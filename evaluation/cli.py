@@ -1,4 +1,4 @@
-"""``trustgate eval``'s arguments. Imports nothing heavy: the gateway's CLI builds its parser from this
+"""``trustgate eval``'s arguments. Imports nothing heavy: the ``trustgate`` command builds its parser from this
 at every start, and the work itself is imported only when ``eval`` runs (``command.py``)."""
 
 from __future__ import annotations

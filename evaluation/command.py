@@ -11,9 +11,8 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 
-from scoring.assembly import ScorerAssetsError
+from scoring import CalibrationError, ScorerAssetsError
 from scoring.rag.cases import CaseError
-from scoring.calibration import CalibrationError
 from .datasets import DatasetError
 from .mc_command import eval_truthfulqa_mc
 from .mc_runner import NoLogprobs

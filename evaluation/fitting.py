@@ -21,7 +21,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from scoring.calibration import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator
+from scoring import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator
 from .metrics import brier_score, expected_calibration_error
 
 __all__ = ["CalibrationStudy", "Method", "calibration_study", "cross_validated_combination", "fit_calibrator",

@@ -18,9 +18,9 @@ from typing import Any
 import yaml
 from prometheus_client import CollectorRegistry
 
-from proxy.app import create_app
-from proxy.assembly import open_upstream_client
-from proxy.config import GatewaySettings, default_config_path, load_settings, settings_from_dict
+from proxy import (
+    GatewaySettings, create_app, default_config_path, load_settings, open_upstream_client, settings_from_dict
+)
 
 from .asking import Complete
 from .serving import serve_app

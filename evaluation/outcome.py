@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
-from scoring.types import BCDetails, ComponentResult, LPDetails, OVDetails
+from scoring import BCDetails, ComponentResult, LPDetails, OVDetails
 
 D = TypeVar("D", bound=BaseModel)
 

@@ -16,11 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from scoring.factcheck import NLIModelError
-from scoring.rag import RagScorer, build_rag_scorer, rag_report
+from scoring import RagScorer, ScorerAssetsError, ScoringJob, ScoringSettings, build_rag_scorer, rag_report
 from scoring.rag.cases import load_cases, score_cases
-from scoring.assembly import ScorerAssetsError
-from scoring.settings import ScoringSettings
-from scoring.types import ScoringJob
 from .asking import CachedAsk, CallCounter
 from .assembly import cache_and_report_paths, git_commit, model_group, now_utc, strict_json
 from .cache import CallSite, EvalCache

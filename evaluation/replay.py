@@ -21,8 +21,7 @@ from typing import Any
 
 import httpx
 
-from scoring.learning.features import features_of
-from scoring.types import OVDetails, TrustRecord
+from scoring import OVDetails, TrustRecord, features_of
 
 from .datasets import EvalItem
 from .matching import gold_match

@@ -10,13 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scoring.assembly import open_scorers
+from scoring import ComponentResult, OVDetails, ScoringSettings, open_scorers, save_calibration
 from scoring.combine import FEATURES, feature_values
-from scoring.settings import ScoringSettings
-from scoring.types import ComponentResult, OVDetails
 from .assembly import cache_and_report_paths, eval_scoring_settings, git_commit, model_group, now_utc, strict_json
 from .cache import EvalCache
-from scoring.calibration import save_calibration
 from .cli import command_line
 from .datasets import (CAPITALS_DATASET, DATASET_FILES, EvalItem, capitals_file, default_data_dir, load_items,
                        sample_questions)
@@ -30,7 +27,7 @@ from .runner import ANSWER_MAX_TOKENS, Evaluator, ItemFailure, RunSpec, evaluate
 from .summary import summarise
 
 if TYPE_CHECKING:
-    from proxy.config import GatewaySettings  # annotations only: gateway and asking are the harness's way into proxy
+    from proxy import GatewaySettings
 
 __all__ = ["eval_run"]
 

@@ -34,11 +34,10 @@ from typing import Any, Literal
 
 import orjson
 
-from scoring.assembly import PAPER_VARIANTS
+from scoring import (
+    PAPER_VARIANTS, ComponentResult, SamplingParams, Scorer, ScoringJob, ScoringPipeline, ScoringSettings
+)
 from scoring.combine import combine, default_trust
-from scoring.pipeline import ScoringPipeline
-from scoring.settings import ScoringSettings
-from scoring.types import ComponentResult, SamplingParams, Scorer, ScoringJob
 from .asking import CachedAsk, CallCounter, Complete, chosen_tokens, reply_text
 from .cache import CallSite, EvalCache
 from .datasets import EvalItem

@@ -21,7 +21,7 @@ import httpx
 from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict, Field
 
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 __all__ = ["ALERT_NAME", "AlertmanagerExporter", "AlertmanagerSettings", "alert_for"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from scoring.types import OVDetails, RAGDetails, TrustRecord
+from scoring import OVDetails, RAGDetails, TrustRecord
 
 __all__ = ["TRUST_EVENT", "TRUST_FIELD", "TRUST_HEADER_PREFIX", "trust_chunk", "trust_event", "trust_headers",
            "trust_summary"]

@@ -27,7 +27,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, NoOpTracerProvider, Span, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from scoring.types import RAGDetails, ScoringJob, TrustRecord
+from scoring import RAGDetails, ScoringJob, TrustRecord
 
 from .otel_export import ExportChoice, log_exporters, span_exporters
 

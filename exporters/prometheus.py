@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
-from scoring.types import ComponentResult, RAGDetails, TrustRecord
+from scoring import ComponentResult, RAGDetails, TrustRecord
 
 __all__ = [
     "LATENCY_BUCKETS",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 from .alertmanager import AlertmanagerExporter
 from .prometheus import GatewayMetrics

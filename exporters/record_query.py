@@ -17,7 +17,7 @@ from typing import Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from scoring.types import TrustRecord, TrustStatus
+from scoring import TrustRecord, TrustStatus
 
 __all__ = [
     "DEFAULT_LIMIT",

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from scoring.types import Feedback, TrustRecord
+from scoring import Feedback, TrustRecord
 
 __all__ = ["TRUNCATION_MARKER", "stored_json", "stored_record"]
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field, computed_field
 
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 __all__ = ["MAX_SUMMARY_RECORDS", "SummaryRow", "TrustSummary", "summarize"]
 

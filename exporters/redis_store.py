@@ -21,8 +21,9 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
-from scoring.redis_reachable import redis_reachable
-from scoring.types import FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord
+from scoring import (
+    FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord, redis_reachable
+)
 
 from .record_query import Position, RecordPage, RecordQuery, encode_cursor, record_matches
 from .record_size import stored_json, stored_record

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from scoring.private_files import private_file
-from scoring.types import FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord
+from scoring import (
+    FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord, private_file
+)
 
 from .record_query import RecordPage, RecordQuery, encode_cursor
 from .record_size import stored_json, stored_record

@@ -1,16 +1,53 @@
-"""The HTTP gateway: configuration, authentication, upstream calls and the app."""
+"""The HTTP gateway: configuration, authentication, upstream calls and the app.
 
-from .app import Gateway, create_app
-from .config import ConfigError, GatewaySettings, default_config_path, load_settings, settings_from_dict
+Its public names, below, are what the applications on top (the evaluation app, the console) and the wiring
+(``trustgate``) use: import them from ``proxy``, not from its modules. Nothing in ``proxy`` imports these names
+from here: its modules import each other directly, so the import graph has no cycle.
+"""
+
+from .access_log import install_access_log_redaction
+from .app import Gateway, Mount, create_app
+from .ask import ask_body, reply_from_completion
+from .assembly import load_calibrator, open_parts, open_upstream_client
+from .auth import Caller
+from .calibration_routes import calibration_reports
+from .config import ENV_PREFIX, ConfigError, GatewaySettings, default_config_path, load_settings, settings_from_dict
+from .connections import raise_descriptor_limit, server_options
+from .errors import NotFound
+from .local_upstream import LocalUpstreamError, packaged_model_path
+from .log_format import LOG_FORMATS, LogFormat, configure_logging
+from .trust_list import SummaryQuery, list_records, parse_params, summarize_records
 from .upstream import UpstreamClient
 
 __all__ = [
+    "ENV_PREFIX",
+    "LOG_FORMATS",
+    "Caller",
     "ConfigError",
     "Gateway",
     "GatewaySettings",
+    "LocalUpstreamError",
+    "LogFormat",
+    "Mount",
+    "NotFound",
+    "SummaryQuery",
     "UpstreamClient",
+    "ask_body",
+    "calibration_reports",
+    "configure_logging",
     "create_app",
     "default_config_path",
+    "install_access_log_redaction",
+    "list_records",
+    "load_calibrator",
     "load_settings",
+    "open_parts",
+    "open_upstream_client",
+    "packaged_model_path",
+    "parse_params",
+    "raise_descriptor_limit",
+    "reply_from_completion",
+    "server_options",
     "settings_from_dict",
+    "summarize_records",
 ]

@@ -21,24 +21,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from exporters import GatewayMetrics, Telemetry, build_metrics
 from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
-from scoring.assembly import scoring_configured
-from scoring.learning.learner import Learner
-from scoring.queue import JobQueue, MemoryJobQueue
-from scoring.redis_queue import RedisJobQueue
-from scoring.settings import ScoringSettings
-from scoring.types import Scorer
+from scoring import JobQueue, Learner, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
 
-from .assembly import (
-    build_fit_store,
-    build_learner,
-    build_limiter,
-    build_processor,
-    build_publisher,
-    build_telemetry,
-    load_calibrator,
-    open_redis,
-    open_upstream_client,
-)
+from .assembly import build_learner, load_calibrator, open_parts
 from .auth import KeyRing
 from .calibration_routes import router as calibration_router
 from .config import GatewaySettings
@@ -52,7 +37,6 @@ from .relative_redirects import RelativeRedirects
 from .request_ids import RequestIds, request_id_headers
 from .request_meter import UNKNOWN
 from .routes import router
-from scoring.throttled_log import ThrottledLog
 from .trust import TrustService, sampling_secret
 from .trust_feedback import router as trust_feedback_router
 from .trust_list import router as trust_list_router
@@ -108,29 +92,22 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(quiet_accept_errors(asyncio.get_running_loop(), metrics.accept_errors.inc))
-            redis = await open_redis(settings, stack)
-            limiter = build_limiter(settings, redis, stack)
-            tracing = telemetry or build_telemetry(settings, stack)
-            upstream = await open_upstream_client(
-                settings, stack, on_fallback_skipped=fallback_skipped, limiter=limiter, telemetry=tracing,
-                on_try=metrics.observe_try,
-                on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
-            publisher = await build_publisher(settings, metrics, redis, stack)
-            fits = build_fit_store(settings, redis)
+            parts = await open_parts(settings, "gateway", stack, metrics=metrics, calibrator=calibrator,
+                                     scorers=scorers, telemetry=telemetry, on_fallback_skipped=fallback_skipped)
+            redis, limiter, tracing, upstream, publisher, fits = (
+                parts.redis, parts.limiter, parts.telemetry, parts.upstream, parts.publisher, parts.fits)
             learning = None if fits is None else build_learner(settings, publisher.store, fits, calibrator,
                                                                calibration_metrics, stack)
             queue: JobQueue
-            if redis is not None:  # workers score; this process only needs to know whether anything will
+            if parts.process is None:  # workers score; this process only needs to know whether anything will
+                assert redis is not None  # open_parts leaves the scoring to workers only when there is a Redis
                 queue = RedisJobQueue(redis, publisher.store, scoring.queue,
                                       on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
-                has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
-                process, has_scorers = await build_processor(
-                    settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter, fits)
-                queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
+                queue = MemoryJobQueue(parts.process, publisher.publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
                                        on_depth=metrics.scoring_queue_depth.set)
-            trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,
+            trust = TrustService(scoring, queue, publisher, metrics, has_scorers=parts.has_scorers,
                                  sample_secret=sampling_secret(settings.secrets()),
                                  answer_logprobs=_scores_answer_logprobs(scoring, scorers))
             await trust.start()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from exporters import GatewayMetrics
-from scoring.types import Reply, UnreadableReply, UpstreamFailure
+from scoring import Reply, UnreadableReply, UpstreamFailure
 
 from .completion import Completion
 from .errors import GatewayError

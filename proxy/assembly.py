@@ -1,7 +1,8 @@
 """Build the parts of a process — shared by the gateway (create_app), ``trustgate worker`` and ``trustgate eval``.
 
 Each function takes what it needs and registers clean-up on the given exit
-stack, so every entry point assembles the same parts the same way.
+stack, so every entry point assembles the same parts the same way;
+``open_parts`` opens, in one order, the ones a gateway and a worker both run on.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import contextlib
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 import httpx
 from redis.asyncio import Redis
@@ -27,16 +30,11 @@ from exporters import (
 )
 from exporters.alertmanager import AlertmanagerExporter, AlertmanagerSettings
 from exporters.calibration_metrics import CalibrationMetrics
-from scoring.assembly import ScorerAssetsError, combiner_for, default_combination, open_scorers
-from scoring.calibration import CalibrationError, Calibrator, fitted_components, load_calibration
-from scoring.learning.learner import LabelSource, Learner
-from scoring.learning.rule import LearningRule
-from scoring.learning.store import FileFitStore, FitStore, RedisFitStore
-from scoring.pipeline import COMBINED, ScoringPipeline
-from scoring.queue import Process
-from scoring.settings import ScoringSettings
-from scoring.throttled_log import ThrottledLog
-from scoring.types import Scorer
+from scoring import (
+    COMBINED, CalibrationError, Calibrator, FileFitStore, FitStore, LabelSource, Learner, LearningRule, Process,
+    RedisFitStore, Scorer, ScorerAssetsError, ScoringPipeline, ScoringSettings, ThrottledLog, combiner_for,
+    default_combination, fitted_components, load_calibration, open_scorers, scoring_configured
+)
 
 from .ask import UpstreamAsk
 from .config import ConfigError, GatewaySettings
@@ -47,8 +45,9 @@ from .scoring_budget import ScoringBudget
 from .trust import traced
 from .upstream import OnFallbackSkipped, OnTry, UpstreamClient
 
-__all__ = ["build_fit_store", "build_learner", "build_limiter", "build_processor", "build_publisher", "build_scorers",
-           "build_telemetry", "http_client", "load_calibrator", "open_redis", "open_upstream_client"]
+__all__ = ["Parts", "Role", "build_fit_store", "build_learner", "build_limiter", "build_processor", "build_publisher",
+           "build_scorers", "build_telemetry", "http_client", "load_calibrator", "open_parts", "open_redis",
+           "open_upstream_client"]
 
 log = logging.getLogger("trustgate.assembly")
 
@@ -236,3 +235,50 @@ def load_calibrator(settings: GatewaySettings) -> Calibrator | None:
         return load_calibration(path)
     except CalibrationError as exc:
         raise ConfigError(f"trustgate.scoring.calibration_path: {exc}") from exc
+
+
+# gateway: serves users, starts the embedded model server, scores in-process unless Redis workers do;
+# worker: scores jobs from the Redis Stream, on the model server a gateway on its host started.
+Role = Literal["gateway", "worker"]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a gateway and a worker both run on, opened by ``open_parts``."""
+
+    redis: Redis | None  # the queue's Redis (backend: redis), else None
+    limiter: Limiter
+    telemetry: Telemetry
+    upstream: UpstreamClient
+    publisher: RecordPublisher
+    fits: FitStore | None  # None: no learning from feedback
+    process: Process | None  # None: this process does not score (a gateway whose Redis workers do)
+    has_scorers: bool  # whether jobs get a score from anyone (this process or its workers)
+
+
+async def open_parts(settings: GatewaySettings, role: Role, stack: contextlib.AsyncExitStack, *,
+                     metrics: GatewayMetrics, calibrator: Calibrator | None, scorers: Sequence[Scorer] | None = None,
+                     telemetry: Telemetry | None = None,
+                     on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None) -> Parts:
+    """Open the parts in their one order, each closed by ``stack``: Redis, the rate-limit counters (in Redis, a
+    gateway's and its workers' one scoring budget), telemetry, the upstream client, the record publisher, the
+    fit store and, where this process scores, the job processor.
+
+    ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
+    """
+    scoring = settings.trustgate.scoring
+    redis = await open_redis(settings, stack)
+    limiter = build_limiter(settings, redis, stack)
+    tracing = telemetry or build_telemetry(settings, stack)
+    upstream = await open_upstream_client(
+        settings, stack, start_local=role == "gateway", on_fallback_skipped=on_fallback_skipped, limiter=limiter,
+        telemetry=tracing, on_try=metrics.observe_try,
+        on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
+    publisher = await build_publisher(settings, metrics, redis, stack)
+    fits = build_fit_store(settings, redis)
+    if role == "gateway" and redis is not None:  # workers score; this process only needs to know whether anything will
+        has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
+        return Parts(redis, limiter, tracing, upstream, publisher, fits, None, has_scorers)
+    process, has_scorers = await build_processor(settings, upstream, metrics, tracing, scorers, calibrator, stack,
+                                                 limiter, fits)
+    return Parts(redis, limiter, tracing, upstream, publisher, fits, process, has_scorers)

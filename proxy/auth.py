@@ -9,7 +9,7 @@ from __future__ import annotations
 import hmac
 from dataclasses import dataclass, field
 
-from scoring.types import RecordScope
+from scoring import RecordScope
 
 from .config import GatewaySettings
 from .errors import AuthenticationFailed, PermissionDenied

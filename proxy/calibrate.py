@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics
 from exporters.calibration_metrics import build_calibration_metrics
-from scoring.learning.report import CalibrationReport
+from scoring import CalibrationReport
 
 from .assembly import build_fit_store, build_learner, build_publisher, load_calibrator, open_redis
 from .config import ConfigError, GatewaySettings

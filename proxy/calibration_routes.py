@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 
-from scoring.learning.report import CalibrationReport, Combination, LearnedFit
-from scoring.types import StoreUnavailable
+from scoring import CalibrationReport, Combination, LearnedFit, StoreUnavailable
 
 from .auth import Caller
 from .errors import PermissionDenied, ServiceUnavailable

@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from exporters.alertmanager import AlertmanagerSettings
-from scoring.settings import ScoringSettings
+from scoring import ScoringSettings
 
 from .litellm_config import (
     ENV_PREFIX,
@@ -435,7 +435,8 @@ class GatewaySettings(BaseModel):
 
     @model_validator(mode="after")
     def _low_trust_policy_applies(self) -> GatewaySettings:
-        problem = low_trust_problem(self)
+        problem = low_trust_problem(self.trustgate.scoring, self.model_groups(), self.router_settings.aliases(),
+                                    {key.name: key.models for key in self.trustgate.keys})
         if problem is not None:
             raise ValueError(problem)
         return self

@@ -35,7 +35,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .config import ServerSettings
 from .errors import error_body
-from scoring.throttled_log import ThrottledLog
+from scoring import ThrottledLog
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
            "server_options"]

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from scoring.children import die_with_parent, forget_child, reap_stale_children, register_child
+from scoring import die_with_parent, forget_child, reap_stale_children, register_child
 
 from .config import LocalUpstreamSettings
 

@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from exporters import trust_headers
-from scoring.policy import LowTrust, is_low_trust, trust_value
-from scoring.throttled_log import ThrottledLog
-from scoring.types import TrustAction, TrustRecord
+from scoring import LowTrust, ThrottledLog, TrustAction, TrustRecord, is_low_trust, trust_value
 
 from .auth import Caller
 from .errors import GatewayError

@@ -10,22 +10,21 @@ as they combine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Mapping
 
-from scoring.policy import low_trust, resolved_mode
-
-if TYPE_CHECKING:
-    from .config import GatewaySettings
+from scoring import ScoringSettings, low_trust, resolved_mode
 
 __all__ = ["low_trust_problem"]
 
 
-def low_trust_problem(settings: GatewaySettings) -> str | None:
-    """The first reason the config's low-trust policy cannot be applied as written; None when it can."""
-    scoring = settings.trustgate.scoring
-    groups = settings.model_groups()
-    aliases = settings.router_settings.aliases()
-    keys = {key.name: key.models for key in settings.trustgate.keys}
+def low_trust_problem(scoring: ScoringSettings, groups: Collection[str], aliases: Mapping[str, str],
+                      keys: Mapping[str, Collection[str] | None]) -> str | None:
+    """The first reason the config's low-trust policy cannot be applied as written; None when it can.
+
+    Given the config's parts, not ``GatewaySettings``, which calls it while it validates itself (so neither
+    module imports the other back): its model groups, its aliases (alias → group) and each key's name with the
+    models it may use (None: all).
+    """
     # Who may ask: each configured key, and callers without a per-key entry (the master key, an open gateway).
     names: list[str | None] = [None, *keys, *(name for name in scoring.per_key if name not in keys)]
     for group in groups:

@@ -21,7 +21,7 @@ import orjson
 from fastapi.responses import StreamingResponse
 
 from exporters import TRUST_FIELD, trust_summary
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 from .completion import UpstreamStream
 from .logprobs import LogprobsAdded

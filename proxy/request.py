@@ -22,7 +22,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scoring.rag import InvalidRagField, RagRequest, prepare_rag_request
+from scoring import InvalidRagField, RagRequest, prepare_rag_request
 
 from .account_refs import account_reference_in
 from .errors import InvalidRequest

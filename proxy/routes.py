@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound

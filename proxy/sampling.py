@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scoring.types import SamplingParams
+from scoring import SamplingParams
 
 __all__ = ["request_sampling"]
 

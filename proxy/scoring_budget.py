@@ -32,9 +32,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
-from scoring.queue import Process
-from scoring.settings import BudgetLimits, BudgetSettings
-from scoring.types import BudgetSpent, ScoringJob, TrustRecord
+from scoring import BudgetLimits, BudgetSettings, BudgetSpent, Process, ScoringJob, TrustRecord
 
 from .limits import Limiter
 from .retries import OnScoringShed

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 
 from exporters import TRUST_FIELD, trust_chunk, trust_summary
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 from .completion import DONE_EVENT, sse_event
 from .replies import ChatCompletionChunk, TokenUsage, parse_chunk

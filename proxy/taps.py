@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from exporters import TRUST_EVENT, trust_event
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 from .completion import sse_event
 from .replies import TokenUsage, output_text_logprobs, reported_usage, text_completion_logprobs

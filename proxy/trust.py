@@ -24,24 +24,10 @@ from typing import Any, Literal, cast
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import TrustSummary
-from scoring.failures import describe
-from scoring.jobs import scoring_job
-from scoring.pipeline import ScoringPipeline
-from scoring.policy import Decision, decide, skip_reason
-from scoring.queue import JobQueue, Process
-from scoring.rag import LABELS_KEY, RagRequest
-from scoring.settings import ScoringMode, ScoringSettings
-from scoring.throttled_log import ThrottledLog
-from scoring.types import (
-    FEEDBACK_STATUSES,
-    Feedback,
-    FeedbackRefused,
-    RecordScope,
-    SamplingParams,
-    ScoringJob,
-    StoreUnavailable,
-    TrustAction,
-    TrustRecord,
+from scoring import (
+    FEEDBACK_STATUSES, LABELS_KEY, Decision, Feedback, FeedbackRefused, JobQueue, Process, RagRequest, RecordScope,
+    SamplingParams, ScoringJob, ScoringMode, ScoringPipeline, ScoringSettings, StoreUnavailable, ThrottledLog,
+    TrustAction, TrustRecord, decide, describe, scoring_job, skip_reason
 )
 
 from .errors import InvalidRequest, ServiceUnavailable

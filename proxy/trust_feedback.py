@@ -18,7 +18,7 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
-from scoring.types import Feedback, FeedbackRefused, TrustRecord
+from scoring import Feedback, FeedbackRefused, TrustRecord
 
 from .auth import Caller
 from .errors import InvalidRequest, NotFound

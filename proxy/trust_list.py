@@ -18,7 +18,7 @@ from starlette.datastructures import QueryParams
 
 from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import TrustSummary
-from scoring.types import TrustRecord
+from scoring import TrustRecord
 
 from .auth import Caller
 from .errors import InvalidRequest

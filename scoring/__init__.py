@@ -1,10 +1,127 @@
 """Scoring: trust scores for answers (consistency, fact check, combination) and their queue.
 
-Public to the exporters and to applications on top: ``scoring.types`` (jobs,
-component results with their typed details, trust records, the ``Scorer``
-and ``Ask`` protocols), ``scoring.private_files`` (how every writer of
-traffic data creates its files) and ``scoring.redis_reachable`` (how every
-store kept in Redis reports Redis failing). ``tests/test_architecture.py`` holds the
-exporters to that; the gateway and the evaluation app also use the assembly
-(``scoring.assembly``), the pipeline and the queues.
+Its public names, below, are what the gateway, the exporters and the applications on top use: import them
+from ``scoring``, not from its modules. The exporters use only the record and its typed details, the one way
+every writer of traffic data creates its files and the one reading of a Redis failure
+(``tests/test_architecture.py`` holds them to that). The scorers' asset builders and corpora
+(``scoring.consistency.assets``, ``scoring.factcheck``) are left out on purpose: they load spaCy, gensim and
+bm25s, which a gateway that does not score never needs, so the commands that build assets import them when
+they run. Nothing in ``scoring`` imports these names from here: its modules import each other directly, so the
+import graph has no cycle.
 """
+
+from .assembly import (
+    PAPER_VARIANTS, ScorerAssetsError, combiner_for, default_combination, open_scorers, scoring_configured
+)
+from .calibration import (
+    CalibrationError, Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator, fitted_components,
+    load_calibration, save_calibration
+)
+from .children import die_with_parent, forget_child, reap_stale_children, register_child
+from .failures import describe
+from .jobs import scoring_job
+from .learning.features import features_of
+from .learning.learner import LabelSource, Learner
+from .learning.report import CalibrationReport, Combination, LearnedFit, ScoreQuality
+from .learning.rule import LearningRule
+from .learning.store import FileFitStore, FitStore, RedisFitStore
+from .pipeline import COMBINED, ScoringPipeline
+from .policy import Decision, LowTrust, decide, is_low_trust, low_trust, resolved_mode, skip_reason, trust_value
+from .private_files import private_file
+from .queue import JobQueue, MemoryJobQueue, Process
+from .rag import LABELS_KEY, InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
+from .redis_queue import RedisJobQueue, RedisStreamWorker
+from .redis_reachable import redis_reachable
+from .settings import BudgetLimits, BudgetSettings, ScoringMode, ScoringSettings
+from .throttled_log import ThrottledLog
+from .types import (
+    FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT, BCCheck, BCDetails, BudgetSpent, ComponentResult, FCDetails, Feedback,
+    FeedbackRefused, LPDetails, OVDetails, RAGDetails, RecordScope, Reply, SamplingParams, Scorer, ScoringJob,
+    StoreUnavailable, TrustAction, TrustRecord, TrustStatus, UnreadableReply, UpstreamFailure
+)
+
+__all__ = [
+    "COMBINED",
+    "FEEDBACK_STATUSES",
+    "LABELS_KEY",
+    "MAX_FEEDBACK_COMMENT",
+    "PAPER_VARIANTS",
+    "BCCheck",
+    "BCDetails",
+    "BudgetLimits",
+    "BudgetSettings",
+    "BudgetSpent",
+    "CalibrationError",
+    "CalibrationReport",
+    "Calibrator",
+    "Combination",
+    "ComponentResult",
+    "Decision",
+    "FCDetails",
+    "Feedback",
+    "FeedbackRefused",
+    "FileFitStore",
+    "FitStore",
+    "InvalidRagField",
+    "IsotonicCalibrator",
+    "JobQueue",
+    "LPDetails",
+    "LabelSource",
+    "LearnedFit",
+    "Learner",
+    "LearningRule",
+    "LogisticCombination",
+    "LowTrust",
+    "MemoryJobQueue",
+    "OVDetails",
+    "PlattCalibrator",
+    "Process",
+    "RAGDetails",
+    "RagRequest",
+    "RagScorer",
+    "RecordScope",
+    "RedisFitStore",
+    "RedisJobQueue",
+    "RedisStreamWorker",
+    "Reply",
+    "SamplingParams",
+    "ScoreQuality",
+    "Scorer",
+    "ScorerAssetsError",
+    "ScoringJob",
+    "ScoringMode",
+    "ScoringPipeline",
+    "ScoringSettings",
+    "StoreUnavailable",
+    "ThrottledLog",
+    "TrustAction",
+    "TrustRecord",
+    "TrustStatus",
+    "UnreadableReply",
+    "UpstreamFailure",
+    "build_rag_scorer",
+    "combiner_for",
+    "decide",
+    "default_combination",
+    "describe",
+    "die_with_parent",
+    "features_of",
+    "fitted_components",
+    "forget_child",
+    "is_low_trust",
+    "load_calibration",
+    "low_trust",
+    "open_scorers",
+    "prepare_rag_request",
+    "private_file",
+    "rag_report",
+    "reap_stale_children",
+    "redis_reachable",
+    "register_child",
+    "resolved_mode",
+    "save_calibration",
+    "scoring_configured",
+    "scoring_job",
+    "skip_reason",
+    "trust_value",
+]

@@ -13,7 +13,7 @@ import asyncio
 import os
 
 from proxy.config import load_settings
-from proxy.worker import run_worker
+from trustgate.worker import run_worker
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import console
-from proxy import cli
+from trustgate import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

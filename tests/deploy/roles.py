@@ -5,7 +5,7 @@ Only what must differ on one machine is rewritten: service host names and ports 
 loopback ports (``local-llm:8090`` → the fake upstream, ``oxigraph:7878`` and ``redis:6379``
 → the real servers started here), container paths become paths under the layout's root,
 ``0.0.0.0`` becomes ``127.0.0.1``, and the executables are this checkout's (``trustgate`` →
-``python -m proxy.cli``, ``oxigraph`` → the venv's CLI, ``redis-server`` → Debian's).
+``python -m trustgate``, ``oxigraph`` → the venv's CLI, ``redis-server`` → Debian's).
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ class Stack:
 def executable(name: str) -> list[str]:
     """This checkout's stand-in for a program the image has on its PATH."""
     if name == "trustgate":
-        return [sys.executable, "-m", "proxy.cli"]
+        return [sys.executable, "-m", "trustgate"]
     if name == "oxigraph":
         return [oxigraph_binary()]
     found = shutil.which(name)

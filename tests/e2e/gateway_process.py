@@ -1,6 +1,6 @@
 """``trustgate serve`` as a real child process of the test, on the embedded default config or a given one.
 
-The checkout's own code runs (``python -m proxy.cli serve`` from the repository
+The checkout's own code runs (``python -m trustgate serve`` from the repository
 root), with the default config's every setting except where it listens and
 where it keeps its records, so a test never collides with a running
 ``make serve``. The gateway counts as started once it prints its ready banner.
@@ -101,7 +101,7 @@ def serve_config(config: Path, *, timeout: float = 240.0, environ: dict[str, str
     ``--config``. ``args`` go after ``serve``."""
     environ = environ or {}
     named = [] if "TRUSTGATE_CONFIG" in environ else ["--config", str(config)]
-    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", *named, *args], cwd=REPO,
+    process = subprocess.Popen([sys.executable, "-m", "trustgate", "serve", *named, *args], cwd=REPO,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                env={**os.environ, "PYTHONUNBUFFERED": "1", **environ})
     gateway = GatewayProcess(process)

@@ -90,7 +90,7 @@ def scored_by_eval(config: Path, folder: Path) -> dict[str, dict[str, Any]]:
     dataset.write_bytes(b"".join(orjson.dumps({"id": str(n), "question": q, "answer": a, "label": n % 2}) + b"\n"
                                  for n, (q, a) in enumerate(ANSWERS.items())))
     cache = folder / "cache.sqlite3"
-    done = subprocess.run([sys.executable, "-m", "proxy.cli", "eval", "run", "--dataset", "jsonl", "--file",
+    done = subprocess.run([sys.executable, "-m", "trustgate", "eval", "run", "--dataset", "jsonl", "--file",
                            str(dataset), "--mode", "given", "--components", "bc", "--config", str(config),
                            "--cache", str(cache), "--out", str(folder / "report"), "--bootstrap", "10"],
                           cwd=REPO, env={**os.environ, "PYTHONHASHSEED": "2"}, capture_output=True, text=True,

@@ -10,7 +10,7 @@ import pytest
 
 from evaluation.datasets import EvalItem
 from evaluation.scripted_upstream import CapableModel
-from proxy.cli import main
+from tests.trustgate_command import main
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 

@@ -36,7 +36,7 @@ def test_the_access_log_has_no_query_values_and_names_request_ids(fake_upstream:
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "proxy.cli", "serve", "--config", str(path), "--port", str(port),
+            [sys.executable, "-m", "trustgate", "serve", "--config", str(path), "--port", str(port),
              "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(Path.cwd())})
         try:

@@ -14,8 +14,8 @@ import yaml
 
 from proxy import ConfigError, settings_from_dict
 from proxy.app import create_app
-from proxy.cli import main
-from proxy.worker import run_worker
+from trustgate.cli import main
+from trustgate.worker import run_worker
 from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.combine import default_trust, paper_trust
 from scoring.pipeline import ScoringPipeline

@@ -116,7 +116,7 @@ def test_connections_beyond_the_cap_get_503_and_are_closed(guarded: ServerThread
 
 @pytest.fixture
 def low_fd_gateway(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``python -m proxy.cli serve`` with 128 file descriptors and no connection cap below that."""
+    """``python -m trustgate serve`` with 128 file descriptors and no connection cap below that."""
     config: dict[str, Any] = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"server": {"max_connections": 10_000, "header_timeout_s": 30},
                            "store": {"path": str(tmp_path / "records.sqlite3")},
@@ -130,7 +130,7 @@ def low_fd_gateway(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[tupl
         resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
 
     log = (tmp_path / "gateway.log").open("w")
-    process = subprocess.Popen([sys.executable, "-m", "proxy.cli", "serve", "--config", str(path), "--port",
+    process = subprocess.Popen([sys.executable, "-m", "trustgate", "serve", "--config", str(path), "--port",
                                 str(port), "--no-access-log"], stderr=log, text=True,
                                preexec_fn=limit_descriptors, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     url = f"http://127.0.0.1:{port}"

@@ -64,7 +64,7 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
 
 
 def test_importing_the_gateway_loads_no_scoring_library() -> None:
-    assert _loaded_after("import proxy.app, proxy.cli", (*HEAVY, "evaluation")) == []
+    assert _loaded_after("import proxy.app, trustgate.cli", (*HEAVY, "evaluation")) == []
 
 
 def test_a_gateway_with_scoring_off_starts_without_them(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ def test_a_gateway_whose_redis_workers_score_starts_without_them(redis_url: str,
 def test_trustgate_help_loads_none_of_them() -> None:
     code = """
         import contextlib, io
-        from proxy.cli import main
+        from trustgate.cli import main
 
         with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
             main(["--help"])

@@ -17,7 +17,7 @@ import openai
 import pytest
 import yaml
 
-from proxy.cli import main
+from trustgate.cli import main
 from proxy.config import ConfigError, load_settings, settings_from_dict
 from proxy.errors import UpstreamError
 from proxy.upstream import fallback_kind

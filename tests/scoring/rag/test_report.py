@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from proxy.cli import main
+from tests.trustgate_command import main
 from scoring.rag import RagScorer, rag_report
 from scoring.rag.cases import CaseError, load_cases, score_cases
 from tests.conftest import gateway_config

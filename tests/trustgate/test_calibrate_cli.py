@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from exporters import SqliteRecordStore
-from proxy.cli import main
+from trustgate.cli import main
 from scoring.types import ComponentResult, Feedback, LPDetails, RecordScope, TrustRecord
 from tests.conftest import gateway_config
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from proxy import default_config_path, load_settings, settings_from_dict
-from proxy.banner import RULE, ready_banner
+from trustgate.banner import RULE, ready_banner
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import READY, free_port, serve_config
 from tests.e2e.test_trust_scores import DATA_DIR, scripted

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from .config import ENV_PREFIX, GatewaySettings, default_config_path, load_settings
+from proxy import ENV_PREFIX, GatewaySettings, default_config_path, load_settings
 
 __all__ = ["READY", "ready_banner", "ready_url"]
 

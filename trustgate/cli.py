@@ -15,15 +15,14 @@ from pathlib import Path
 import uvicorn
 from threadpoolctl import threadpool_limits
 
-from scoring.settings import ScoringSettings
+from proxy import (
+    LOG_FORMATS, ConfigError, GatewaySettings, LocalUpstreamError, LogFormat, Mount, configure_logging, create_app,
+    default_config_path, install_access_log_redaction, load_settings, packaged_model_path, raise_descriptor_limit,
+    server_options
+)
+from scoring import ScoringSettings
 
-from .access_log import install_access_log_redaction
-from .app import Mount, create_app
 from .banner import READY, ready_banner, ready_url
-from .config import ConfigError, GatewaySettings, default_config_path, load_settings
-from .connections import raise_descriptor_limit, server_options
-from .local_upstream import LocalUpstreamError, packaged_model_path
-from .log_format import LOG_FORMATS, LogFormat, configure_logging
 from .worker import run_worker
 
 __all__ = ["main"]
@@ -81,6 +80,17 @@ class _AnnouncingServer(uvicorn.Server):
                 print(ready_banner(self._settings, self.config.host, port, self._config_path), flush=True)
 
 
+# A sub-command an app adds to ``trustgate`` (the evaluation app's ``eval``): it adds its parser, whose
+# ``handler`` default runs it, to the sub-commands it is given.
+AddCommand = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def installed_commands() -> list[AddCommand]:
+    """The sub-commands of installed apps: each names its ``AddCommand`` under the ``trustgate.commands``
+    entry point, so the CLI offers ``trustgate eval`` without importing the evaluation app by name."""
+    return [entry.load() for entry in entry_points(group="trustgate.commands")]
+
+
 def installed_apps() -> list[Mount]:
     """Apps built on the gateway (the trust console) that are installed: each names its mount function
     under the ``trustgate.apps`` entry point, so the gateway serves them without importing them."""
@@ -113,7 +123,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from .calibrate import calibrate, describe_report
+    from proxy.calibrate import calibrate, describe_report
 
     settings = load_settings(args.config or default_config_path())
     reports = asyncio.run(calibrate(settings, args.model or None))
@@ -177,23 +187,6 @@ def _corpus_remove(settings: ScoringSettings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_eval_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``trustgate eval``: the evaluation app sits on top of the gateway, which imports it only here."""
-    from evaluation.cli import add_eval_arguments
-
-    def run(args: argparse.Namespace) -> int:
-        try:
-            from evaluation.command import run_eval_command
-        except ModuleNotFoundError as exc:  # the gateway's own install (a container image) leaves the app out
-            raise UserError(f"trustgate eval needs the `eval` extra ({exc.name} is not installed): "
-                            "pip install 'trustgate[eval]'") from exc
-        return run_eval_command(args)
-
-    evaluation = commands.add_parser("eval", help="measure how well trust scores predict correctness on labeled data")
-    add_eval_arguments(evaluation)
-    evaluation.set_defaults(handler=run)
-
-
 def _model_path(args: argparse.Namespace) -> int:
     print(packaged_model_path())
     return 0
@@ -211,7 +204,7 @@ def _log_format(args: argparse.Namespace) -> LogFormat:
     return chosen
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(app_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trustgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -255,15 +248,18 @@ def _parser() -> argparse.ArgumentParser:
     remove.add_argument("--config", help=f"YAML config (its trustgate.scoring.data_dir; default: ${CONFIG_VARIABLE})")
     remove.set_defaults(handler=_asset_command(_corpus_remove))
 
-    _add_eval_command(commands)
+    for add_command in app_commands:
+        add_command(commands)
 
     model = commands.add_parser("model-path", help="print the packaged SmolLM2 GGUF path")
     model.set_defaults(handler=_model_path)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, commands: Sequence[AddCommand] | None = None) -> int:
+    """Run ``trustgate``; ``commands`` replace the installed apps' sub-commands (a test of a checkout whose
+    installed metadata predates a new entry point hands them over, as ``create_app`` takes ``mounts``)."""
+    args = _parser(installed_commands() if commands is None else commands).parse_args(argv)
     try:
         configure_logging(_log_format(args))
     except UserError as exc:
@@ -277,7 +273,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, LocalUpstreamError, UserError) as exc:
         print(f"trustgate: {exc}", file=sys.stderr)
         return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
