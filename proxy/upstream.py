@@ -124,7 +124,7 @@ class UpstreamClient:
         errors = UpstreamErrors(settings.secrets())
         bounds = settings.trustgate.upstream
         self._passthrough = PassthroughBackend(
-            http, default_timeout=settings.router_settings.timeout, errors=errors,
+            default_timeout=settings.router_settings.timeout, errors=errors,
             max_response_bytes=bounds.max_response_bytes, follow_redirects=bounds.follow_redirects)
         self._fast_groups = settings.passthrough_groups()
         slow_groups = set(self._groups) - self._fast_groups
@@ -387,6 +387,7 @@ class UpstreamClient:
         return dict(zip(names, results, strict=True))
 
     async def aclose(self) -> None:
+        await self._passthrough.aclose()
         if self._litellm is not None:
             await self._litellm.aclose()
         await self._bridge.aclose()
