@@ -127,11 +127,12 @@ def test_following_redirects_stays_on_the_origin(path: str, hostile: HostileUpst
     assert recorder.requests == []
 
 
-def test_an_upstreams_cookie_is_never_sent_back_on_the_pass_through_path(
-        hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+@pytest.mark.parametrize("path", PATHS)
+def test_an_upstreams_cookie_is_never_sent_back(path: str, hostile: HostileUpstream,
+                                                start_gateway: Callable[..., ServerThread]) -> None:
     """One caller's reply must not set what the next caller's request carries: the pass-through client keeps
-    no cookie jar."""
-    server = start_gateway(hostile_config(hostile, path="passthrough"))
+    no cookie jar, and litellm's never sees an upstream's cookie."""
+    server = start_gateway(hostile_config(hostile, path=path))
     hostile.behaviour = "cookie"
     assert [call(server.url, stream=stream).status_code for stream in (False, True, False)] == [200] * 3
     assert len(hostile.requests) == 3
