@@ -25,6 +25,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import aiohttp
+import httpx
 import orjson
 
 from .completion import Completion, Forwarded, UpstreamStream, checked_completion, checked_forwarded
@@ -52,9 +53,11 @@ def upstream_session() -> aiohttp.ClientSession:
 
     Bodies are not decoded by aiohttp (``content_decoding`` does, bounded), no
     cookie is kept (one upstream's cookie must not follow another tenant's
-    request), and proxy variables are honoured as httpx honours them, read once.
+    request), and TLS and proxies are as they were under httpx: its certificate
+    authorities (certifi's, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``) and the
+    proxy variables, read once.
     """
-    connector = aiohttp.TCPConnector(limit=1000, keepalive_timeout=30)
+    connector = aiohttp.TCPConnector(limit=1000, keepalive_timeout=30, ssl=httpx.create_ssl_context())
     return aiohttp.ClientSession(connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
                                  trust_env=bool(urllib.request.getproxies()), max_line_size=_HEADER_BYTES,
                                  max_field_size=_HEADER_BYTES, timeout=aiohttp.ClientTimeout(total=None))
