@@ -57,6 +57,8 @@ test: install
 test-fast: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
+# Gateway overhead (BENCHMARKS.md); ends by naming the figures more than 10% worse than the committed
+# bench/gateway_load.json, which it then rewrites: commit it with the BENCHMARKS.md section.
 bench: install
 	$(BIN)/python -m bench.gateway_load
 

@@ -53,6 +53,8 @@ import aiohttp
 import httpx
 import yaml
 
+from bench import regressions
+
 REPO = Path(__file__).resolve().parent.parent
 BENCH_VENV = REPO / ".bench-venv"
 LITELLM_SPEC = "litellm[proxy]==1.106.2"
@@ -159,11 +161,12 @@ class ServerProcess:
     argv: list[str]
     log_path: Path
     env: dict[str, str] | None = None
+    cwd: Path = REPO
     popen: subprocess.Popen[bytes] | None = None
 
     def start(self) -> ServerProcess:
         with self.log_path.open("wb") as log:
-            self.popen = subprocess.Popen(self.argv, cwd=REPO, env=self.env, stdout=log,
+            self.popen = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdout=log,
                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           start_new_session=True)
         return self
@@ -640,7 +643,22 @@ def method(options: Options) -> str:
         f"{options.noise_budget:g} s of extra time per run): above ~0.2 cores a row is noisy.")
 
 
-def report(results: list[LoadResult], options: Options) -> str:
+def headline_figures(results: list[LoadResult]) -> dict[str, float]:
+    """TrustGate's figures per mode that ``bench.regressions`` compares run to run."""
+    figures: dict[str, float] = {}
+    for stream in (False, True):
+        ours, base = _find(results, "trustgate", stream), _find(results, "direct", stream)
+        if ours is None or base is None:
+            continue
+        mode = "stream" if stream else "non-stream"
+        figures[f"{mode}.throughput_vs_direct"] = ours.throughput / base.throughput
+        figures[f"{mode}.gateway_cpu_ms_per_request"] = ours.cpu_ms_per_request("gateway")
+        for q, name in ((0.5, "added_p50_ms"), (0.99, "added_p99_ms")):
+            figures[f"{mode}.{name}"] = ours.percentile_ms(q) - base.percentile_ms(q)
+    return {name: value for name, value in figures.items() if not math.isnan(value)}
+
+
+def report(results: list[LoadResult], options: Options, changes: list[regressions.Change]) -> str:
     return "\n\n".join([
         f"Command: `{COMMAND}` (what `make bench` runs; `--help` lists its options).",
         environment(options),
@@ -649,6 +667,7 @@ def report(results: list[LoadResult], options: Options) -> str:
         "TrustGate relative to LiteLLM's proxy (the issue's aim: at least 3× the throughput and at most "
         "1/3 of the added latency):",
         ratios_table(results),
+        regressions.report(changes),
     ])
 
 
@@ -703,11 +722,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BenchError as exc:
             print(f"bench failed: {exc}", file=sys.stderr)
             return 1
-    text = report(results, options)
+    figures = headline_figures(results)
+    text = report(results, options, regressions.compare(regressions.committed_figures(), figures))
     print("\n" + text)
     if not args.no_write:
         write_section(args.output, text)
-        print(f"\nwritten to {args.output}")
+        regressions.write_figures(figures, {"date": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+                                            "command": COMMAND})
+        print(f"\nwritten to {args.output} and {regressions.BASELINE.relative_to(REPO)}")
     return 0
 
 

@@ -146,6 +146,14 @@ def decoder_for(content_encoding: str | None, limit: int) -> BoundedDecoder:
 async def bounded_body(raw: AsyncIterable[bytes], decoder: BoundedDecoder, limit: int) -> AsyncIterator[bytes]:
     """A body's bytes as they arrive on the wire, decoded; ``DecodedTooLarge`` once either side passes ``limit``."""
     wire = 0
+    if isinstance(decoder, _Identity):  # the common case: no decoding step per piece
+        async for part in raw:
+            wire += len(part)
+            if wire > limit:
+                raise DecodedTooLarge(f"reply over {limit} bytes")
+            if part:
+                yield part
+        return
     async for part in raw:
         wire += len(part)
         if wire > limit:

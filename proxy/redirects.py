@@ -7,33 +7,48 @@ is the only place the operator chose to send those, so a redirect is refused
 (``trustgate.upstream.follow_redirects: false``, the default) or followed only
 when it stays on the origin (scheme, host and port) of the request it answers:
 the request, credentials included, then never leaves the origin the
-operator configured. Both upstream paths ask this one function.
+operator configured. Both upstream paths (the pass-through client and
+litellm's httpx transport) ask ``redirect_target``.
 """
 
 from __future__ import annotations
 
+from urllib.parse import urljoin, urlsplit
+
 import httpx
 
-__all__ = ["MAX_REDIRECTS", "RedirectRefused", "check_redirect"]
+__all__ = ["MAX_REDIRECTS", "REDIRECT_STATUSES", "RedirectRefused", "check_redirect", "redirect_target"]
 
 MAX_REDIRECTS = 5  # same-origin hops followed at most, when following is allowed
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 
 class RedirectRefused(httpx.TransportError):
     """An upstream answered with a redirect the gateway does not follow; nothing was sent to its target."""
 
 
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    default_port = {"http": 80, "https": 443}.get(url.scheme)
-    return url.scheme, url.host, url.port or default_port
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(scheme)
+
+
+def redirect_target(url: str, status: int, location: str | None, *, follow: bool) -> str | None:
+    """Where a reply to a request for ``url`` redirects to, when it may be followed; None when it is no redirect.
+
+    A redirect that may not be followed (any, unless ``follow``; else one that
+    leaves the origin) raises ``RedirectRefused``.
+    """
+    if status not in REDIRECT_STATUSES or location is None:
+        return None
+    if not follow:
+        raise RedirectRefused(f"upstream redirect ({status}) not followed")
+    target = urljoin(url, location)
+    if _origin(target) != _origin(url):
+        raise RedirectRefused(f"upstream redirect ({status}) to another origin not followed")
+    return target
 
 
 def check_redirect(request: httpx.Request, response: httpx.Response, *, follow: bool) -> None:
-    """Nothing when ``response`` is not a redirect, or one that may be followed; else ``RedirectRefused``."""
-    if not response.has_redirect_location:
-        return
-    if not follow:
-        raise RedirectRefused(f"upstream redirect ({response.status_code}) not followed")
-    target = request.url.join(response.headers["location"])
-    if _origin(target) != _origin(request.url):
-        raise RedirectRefused(f"upstream redirect ({response.status_code}) to another origin not followed")
+    """``redirect_target`` for httpx's request and response (litellm's transport): refused or allowed."""
+    redirect_target(str(request.url), response.status_code, response.headers.get("location"), follow=follow)

@@ -18,8 +18,9 @@ The transport is also where litellm's replies are held to the rules the
 pass-through path applies itself (``passthrough``): a body that came
 compressed anyway is decoded with its *decoded* size bounded
 (``content_decoding``; an unknown coding is refused), and a redirect is
-refused or kept to its origin (``redirects``), and a stream must come as one
-of the stream types providers use (an HTML page is not one). litellm builds the HTTP clients
+refused or kept to its origin (``redirects``), a stream must come as one
+of the stream types providers use (an HTML page is not one), and an upstream's
+cookies are dropped before litellm's client could keep them. litellm builds the HTTP clients
 of the providers it does not reach through the OpenAI SDK (``anthropic/``, ...)
 itself, with its own transport; ``litellm_backend`` has them built on this one.
 """
@@ -136,6 +137,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
         cap = _current.get()
         request.headers["accept-encoding"] = "identity"  # compressed, the bytes counted are not those held
         response = await self._pool().handle_async_request(request)
+        if "set-cookie" in response.headers:  # litellm's clients keep a jar: one caller's cookie must not
+            del response.headers["set-cookie"]  # ride on the next caller's request
         try:
             check_redirect(request, response, follow=cap is not None and cap.follow_redirects)
         except RedirectRefused:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
@@ -17,6 +17,7 @@ from scoring import TrustRecord
 
 from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound
+from .event_stream import EventStream
 from .limits import Slot
 from .logprobs import LogprobsAdded
 from .low_trust import Asked, Call, act_on, asker
@@ -183,7 +184,7 @@ async def _client_gone(request: Request) -> None:
 
 def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
                     meter: RequestMeter, tap: StreamTap, slot: Slot, *,
-                    added: LogprobsAdded | None = None) -> StreamingResponse:
+                    added: LogprobsAdded | None = None) -> EventStream:
     """The client's stream of ``opened``: booked, scored and named after the group that answered it."""
     headers = {"cache-control": "no-cache", "x-accel-buffering": "no",
                **answered_by(gateway, meter, plan.model, opened.model_group)}
@@ -193,8 +194,7 @@ def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, m
         chunks = _scored_stream(gateway, opened, tap, plan, messages, added)
     else:
         chunks = _plain_stream(opened, tap)
-    return StreamingResponse(_metered_stream(gateway, chunks, plan, tap, meter, slot),
-                             media_type="text/event-stream", headers=headers)
+    return EventStream(_metered_stream(gateway, chunks, plan, tap, meter, slot), headers)
 
 
 async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: StreamTap, plan: TrustPlan,

@@ -25,6 +25,7 @@ Which deployment of a pass-through group each try goes to is ``routing.GroupRout
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -61,6 +62,12 @@ OnTry = Callable[[str, str, bool, float], None]  # (group, deployment "group:ind
 
 def _any_model(group: str) -> bool:
     return True
+
+
+@functools.lru_cache(maxsize=256)
+def _host(api_base: str | None) -> str | None:
+    """The host a deployment's span names, parsed once per ``api_base`` rather than on every try."""
+    return httpx.URL(api_base).host if api_base else None
 
 
 def _where(deployment: Deployment) -> Where:
@@ -124,7 +131,7 @@ class UpstreamClient:
         errors = UpstreamErrors(settings.secrets())
         bounds = settings.trustgate.upstream
         self._passthrough = PassthroughBackend(
-            http, default_timeout=settings.router_settings.timeout, errors=errors,
+            default_timeout=settings.router_settings.timeout, errors=errors,
             max_response_bytes=bounds.max_response_bytes, follow_redirects=bounds.follow_redirects)
         self._fast_groups = settings.passthrough_groups()
         slow_groups = set(self._groups) - self._fast_groups
@@ -342,7 +349,7 @@ class UpstreamClient:
             try:
                 with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
                                    deployment=label, attempt=attempt,
-                                   address=httpx.URL(deployment.api_base).host if deployment.api_base else None):
+                                   address=_host(deployment.api_base)):
                     # Counted in flight from the choice on (no await between), so concurrent tries see it.
                     result = await router.run(index, name, within_limits)
                     succeeded = True
@@ -387,6 +394,7 @@ class UpstreamClient:
         return dict(zip(names, results, strict=True))
 
     async def aclose(self) -> None:
+        await self._passthrough.aclose()
         if self._litellm is not None:
             await self._litellm.aclose()
         await self._bridge.aclose()

@@ -1,6 +1,6 @@
 """Translate upstream failures into the gateway's error tree — one mapping for both upstream paths.
 
-The pass-through path (httpx) and the litellm path report a failure as one of a
+The pass-through path (aiohttp) and the litellm path (httpx) report a failure as one of a
 few kinds: an HTTP status, a timeout, an unreachable host, a 200 whose body is
 not a chat completion, or a reply larger than allowed. ``UpstreamErrors`` turns
 each kind into the same ``UpstreamError`` whichever path saw it.
@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 
+import aiohttp
 import httpx
 import orjson
 
@@ -30,6 +31,8 @@ MALFORMED_REPLY = "upstream_malformed_reply"  # the error code of a 200 that is 
 log = logging.getLogger("trustgate.upstream")
 
 _INVALID_REQUEST_STATUSES = (400, 404, 413, 422)
+# Refused, reset or cut connections, as each HTTP client names them (aiohttp: a body cut short is a payload error).
+_BROKEN = (httpx.TransportError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError)
 
 
 def scrub(text: str, secrets: Iterable[str]) -> str:
@@ -144,7 +147,7 @@ class UpstreamErrors:
     def for_exception(self, exc: BaseException) -> UpstreamError:
         """The error for an exception raised by an upstream call, by what its chain of causes shows.
 
-        Both paths end in the same few causes: httpx directly on the pass-through
+        Both paths end in the same few causes: aiohttp's directly on the pass-through
         path; on the litellm path, litellm's exception wraps the openai SDK's,
         which wraps httpx's. An HTTP status in the chain is passed on; then a
         timeout; then a broken connection. With none of these the upstream did
@@ -160,7 +163,7 @@ class UpstreamErrors:
                 return self.for_status(cause.response.status_code, detail, retry_after)
         if any(isinstance(cause, (TimeoutError, httpx.TimeoutException)) for cause in causes):
             return self.timed_out(detail)
-        if any(isinstance(cause, (httpx.TransportError, OSError)) for cause in causes):
+        if any(isinstance(cause, _BROKEN) for cause in causes):
             return self.unreachable(detail)
         status = getattr(exc, "status_code", None)
         if isinstance(status, int) and 400 <= status < 500:  # litellm's own errors carry the provider's status

@@ -17,6 +17,7 @@ one attacks the gateway: any POST, whatever the provider's path (OpenAI's
                            ``trustgate.trust`` event (Responses)
     null-fields            a 200 JSON object whose every field is null
     html-stream            a 200 ``text/html`` page, to a streamed request as to any other
+    cookie                 a valid answer that sets a cookie (``Set-Cookie: upstream-session=<n>``)
 
 Requests are recorded (path, headers, body) as ``requests``. ``Recorder`` is a
 second listener that records whatever reaches it and answers a valid chat completion.
@@ -196,6 +197,10 @@ class HostileUpstream:
             return Response(orjson.dumps(nulls), media_type="application/json")
         if kind == "html-stream":
             return Response(HTML, media_type="text/html")
+        if kind == "cookie":
+            return Response(_honest(request.url.path, streamed),
+                            media_type="text/event-stream" if streamed else "application/json",
+                            headers={"set-cookie": f"upstream-session={len(self.requests)}; Path=/"})
         if streamed:
             return Response(_forged_stream(endpoint), media_type="text/event-stream", headers=FORGED_HEADERS)
         return Response(orjson.dumps(_forged_reply(endpoint)), media_type="application/json", headers=FORGED_HEADERS)

@@ -127,6 +127,18 @@ def test_following_redirects_stays_on_the_origin(path: str, hostile: HostileUpst
     assert recorder.requests == []
 
 
+@pytest.mark.parametrize("path", PATHS)
+def test_an_upstreams_cookie_is_never_sent_back(path: str, hostile: HostileUpstream,
+                                                start_gateway: Callable[..., ServerThread]) -> None:
+    """One caller's reply must not set what the next caller's request carries: the pass-through client keeps
+    no cookie jar, and litellm's never sees an upstream's cookie."""
+    server = start_gateway(hostile_config(hostile, path=path))
+    hostile.behaviour = "cookie"
+    assert [call(server.url, stream=stream).status_code for stream in (False, True, False)] == [200] * 3
+    assert len(hostile.requests) == 3
+    assert [r.headers.get("cookie") for r in hostile.requests] == [None] * 3
+
+
 # --- Reserved names ----------------------------------------------------------------------------------------------
 
 def _trust_objects(response: httpx.Response) -> list[Any]:

@@ -1,0 +1,104 @@
+"""What got worse since the last committed benchmark: ``make bench`` says so at the end of every run.
+
+``bench.gateway_load`` writes its headline figures beside its BENCHMARKS.md
+section, into ``bench/gateway_load.json``, and compares a new run with the
+figures of that file as last committed (``git show HEAD:…``; the file on disk
+when there is no git). A figure counts as worse when it moved in its bad
+direction by more than ``TOLERANCE`` of its committed value: on a quiet machine
+a request path that became 10 % more expensive shows, where the table alone
+let a 45 % regression pass unnoticed (issue 32).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["BASELINE", "FIGURES", "TOLERANCE", "Change", "committed_figures", "compare", "report", "write_figures"]
+
+TOLERANCE = 0.10  # a figure this much worse than its committed value is reported
+
+BASELINE = Path(__file__).resolve().parent / "gateway_load.json"
+
+Better = Literal["higher", "lower"]
+
+# The figures compared, and which way is better: TrustGate's, per mode (direct and LiteLLM are references).
+FIGURES: dict[str, Better] = {
+    f"{mode}.{name}": better
+    for mode in ("non-stream", "stream")
+    for name, better in (("throughput_vs_direct", "higher"), ("gateway_cpu_ms_per_request", "lower"),
+                         ("added_p50_ms", "lower"), ("added_p99_ms", "lower"))
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One figure, as committed and as measured now; ``change`` is signed so that positive is worse."""
+
+    name: str
+    before: float
+    after: float
+    change: float
+
+    @property
+    def worse(self) -> bool:
+        return self.change > TOLERANCE
+
+
+def _worsening(before: float, after: float, better: Better) -> float:
+    """How much worse ``after`` is than ``before``, as a fraction of ``before`` (negative: better).
+
+    A committed value of zero or less (an added latency the run could not tell
+    from the upstream's) has no scale: any rise of a lower-is-better figure from
+    there counts as fully worse.
+    """
+    delta = (after - before) if better == "lower" else (before - after)
+    if before > 0:
+        return delta / before
+    return 1.0 if delta > 0 else 0.0
+
+
+def compare(committed: Mapping[str, float], measured: Mapping[str, float]) -> list[Change]:
+    """Each figure both runs have, in ``FIGURES``' order; a figure only one of them has is left out."""
+    return [Change(name, committed[name], measured[name], _worsening(committed[name], measured[name], better))
+            for name, better in FIGURES.items() if name in committed and name in measured]
+
+
+def report(changes: list[Change]) -> str:
+    """A markdown paragraph and table: which figures got worse by more than the tolerance, and all of them."""
+    if not changes:
+        return "No committed figures to compare with (bench/gateway_load.json): this run becomes the baseline."
+    worse = [c.name for c in changes if c.worse]
+    verdict = (f"**Worse by more than {TOLERANCE:.0%}: {', '.join(worse)}.**" if worse
+               else f"Nothing got worse by more than {TOLERANCE:.0%}.")
+    rows = ["| figure | last committed | this run | change (positive: worse) | |", "|---|---|---|---|---|"]
+    rows += [f"| {c.name} | {c.before:.3f} | {c.after:.3f} | {c.change:+.1%} | {'**worse**' if c.worse else ''} |"
+             for c in changes]
+    return f"Against the last committed figures (`bench/gateway_load.json`): {verdict}\n\n" + "\n".join(rows)
+
+
+def committed_figures(path: Path = BASELINE) -> dict[str, float]:
+    """The figures of ``path`` as of the last commit (as on disk without git); empty when there are none."""
+    text: str | None = None
+    try:
+        shown = subprocess.run(["git", "show", f"HEAD:{path.relative_to(path.parent.parent).as_posix()}"],
+                               cwd=path.parent, capture_output=True, text=True, timeout=30, check=False)
+        if shown.returncode == 0:
+            text = shown.stdout
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    if text is None and path.exists():
+        text = path.read_text()
+    if text is None:
+        return {}
+    figures = json.loads(text).get("figures", {})
+    return {name: float(value) for name, value in figures.items() if name in FIGURES}
+
+
+def write_figures(figures: Mapping[str, float], meta: Mapping[str, str], path: Path = BASELINE) -> None:
+    """Store a run's figures, to be committed with its BENCHMARKS.md section."""
+    path.write_text(json.dumps({**meta, "figures": {k: round(v, 4) for k, v in figures.items()}}, indent=2) + "\n")

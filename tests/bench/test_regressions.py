@@ -1,0 +1,101 @@
+"""``make bench`` names the figures that got worse than the last committed ones by more than 10 %."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench.gateway_load import LoadResult, headline_figures
+from bench.regressions import FIGURES, committed_figures, compare, report, write_figures
+
+COMMITTED = {"non-stream.throughput_vs_direct": 0.90, "non-stream.gateway_cpu_ms_per_request": 1.20,
+             "non-stream.added_p50_ms": 1.0, "non-stream.added_p99_ms": 8.0,
+             "stream.throughput_vs_direct": 0.90, "stream.gateway_cpu_ms_per_request": 1.70,
+             "stream.added_p50_ms": 2.0, "stream.added_p99_ms": 10.0}
+
+
+def _worse(measured: dict[str, float]) -> list[str]:
+    return [change.name for change in compare(COMMITTED, measured) if change.worse]
+
+
+def test_the_same_figures_are_nothing_worse() -> None:
+    assert _worse(dict(COMMITTED)) == []
+    assert "Nothing got worse by more than 10%" in report(compare(COMMITTED, COMMITTED))
+
+
+def test_less_throughput_and_more_cpu_or_latency_past_ten_percent_are_worse() -> None:
+    measured = {**COMMITTED, "non-stream.throughput_vs_direct": 0.77, "stream.gateway_cpu_ms_per_request": 2.69,
+                "non-stream.added_p99_ms": 41.0}
+    assert _worse(measured) == ["non-stream.throughput_vs_direct", "non-stream.added_p99_ms",
+                                "stream.gateway_cpu_ms_per_request"]
+    text = report(compare(COMMITTED, measured))
+    assert ("Worse by more than 10%: non-stream.throughput_vs_direct, non-stream.added_p99_ms, "
+            "stream.gateway_cpu_ms_per_request") in text
+    assert "| stream.gateway_cpu_ms_per_request | 1.700 | 2.690 | +58.2% | **worse** |" in text
+
+
+def test_within_ten_percent_or_better_is_not_worse() -> None:
+    measured = {**COMMITTED, "non-stream.throughput_vs_direct": 0.82,  # 8.9 % less
+                "non-stream.gateway_cpu_ms_per_request": 1.31,  # 9.2 % more
+                "stream.throughput_vs_direct": 0.99, "stream.added_p99_ms": 5.0}  # better
+    assert _worse(measured) == []
+
+
+def test_a_latency_committed_as_zero_is_worse_once_it_rises() -> None:
+    committed = {**COMMITTED, "non-stream.added_p50_ms": -0.2}
+    assert [c.name for c in compare(committed, {**committed, "non-stream.added_p50_ms": 0.5}) if c.worse] == [
+        "non-stream.added_p50_ms"]
+    assert [c.name for c in compare(committed, {**committed, "non-stream.added_p50_ms": -0.5}) if c.worse] == []
+
+
+def test_a_figure_only_one_run_has_is_left_out() -> None:
+    measured = {k: v for k, v in COMMITTED.items() if not k.startswith("stream.")}
+    assert [c.name for c in compare(COMMITTED, measured)] == [k for k in FIGURES if k.startswith("non-stream.")]
+    assert "this run becomes the baseline" in report(compare({}, measured))
+
+
+def _result(target: str, stream: bool, latency_s: float, requests: int, gateway_cpu_s: float) -> LoadResult:
+    return LoadResult(target, stream, 10.0, [latency_s] * requests, 0, {"gateway": gateway_cpu_s})
+
+
+def test_a_runs_figures_are_read_against_the_direct_upstream() -> None:
+    results = [_result("direct", False, 0.010, 1000, 0.0), _result("trustgate", False, 0.012, 800, 0.96),
+               _result("direct", True, 0.015, 500, 0.0), _result("trustgate", True, 0.020, 400, 0.8)]
+    figures = headline_figures(results)
+    assert figures == pytest.approx({
+        "non-stream.throughput_vs_direct": 0.8, "non-stream.gateway_cpu_ms_per_request": 1.2,
+        "non-stream.added_p50_ms": 2.0, "non-stream.added_p99_ms": 2.0,
+        "stream.throughput_vs_direct": 0.8, "stream.gateway_cpu_ms_per_request": 2.0,
+        "stream.added_p50_ms": 5.0, "stream.added_p99_ms": 5.0})
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+def test_the_comparison_is_with_the_committed_file_not_an_uncommitted_run(tmp_path: Path) -> None:
+    baseline = tmp_path / "bench" / "gateway_load.json"
+    baseline.parent.mkdir()
+    write_figures(COMMITTED, {"date": "then"}, baseline)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "figures")
+    write_figures({**COMMITTED, "stream.added_p99_ms": 99.0}, {"date": "now"}, baseline)  # a run not committed
+    assert committed_figures(baseline) == COMMITTED
+    assert json.loads(baseline.read_text())["figures"]["stream.added_p99_ms"] == 99.0
+
+
+def test_without_git_the_file_on_disk_is_the_baseline(tmp_path: Path) -> None:
+    baseline = tmp_path / "bench" / "gateway_load.json"
+    baseline.parent.mkdir()
+    assert committed_figures(baseline) == {}
+    write_figures(COMMITTED, {"date": "then"}, baseline)
+    assert committed_figures(baseline) == COMMITTED
+
+
+def test_the_committed_baseline_holds_every_figure() -> None:
+    assert set(committed_figures()) == set(FIGURES)
