@@ -22,10 +22,9 @@ from .low_trust_stream import held_response, holds, read_whole
 from .request import parse_endpoint_request
 from .request_context import gateway_of, read_body
 from .request_meter import RequestMeter
-from .replies import reported_usage
-from .routes import StreamTap, answered_by, failed_request, settle_usage, stream_response, unless_client_leaves
+from .routes import answered_by, failed_request, settle_usage, stream_response, unless_client_leaves
 from .sdk_params import Endpoint
-from .taps import ResponsesTap, TextCompletionTap, answer_from_response, answer_from_text_completion
+from .taps import ResponsesTap, StreamTap, TextCompletionTap
 from .trust import Answer
 
 if TYPE_CHECKING:
@@ -48,13 +47,12 @@ def _responses_tap(headers: Mapping[str, str]) -> StreamTap:
 class _Scored:
     """How an endpoint's answer is read for scoring: from a whole reply, and from its stream."""
 
-    answer: Callable[[dict[str, Any]], Answer]
     tap: Callable[[Mapping[str, str]], StreamTap]  # from the request's headers
 
 
 _SCORED: dict[Endpoint, _Scored] = {
-    "completions": _Scored(answer_from_text_completion, lambda headers: TextCompletionTap()),
-    "responses": _Scored(answer_from_response, _responses_tap),
+    "completions": _Scored(lambda headers: TextCompletionTap()),
+    "responses": _Scored(_responses_tap),
 }
 
 
@@ -124,13 +122,13 @@ async def _serve(request: Request, endpoint: Endpoint) -> Response:
         await failed_request(exc, slot, meter)
         raise
     headers = answered_by(gateway, meter, group, reply.model_group)
-    await settle_usage(meter, slot, reported_usage(reply.data))
+    await settle_usage(meter, slot, reply.reply.usage)
     record_id = None
     content = added.body(reply.raw) if added is not None else reply.raw
     if scored is not None and plan is not None and plan.decision.sampled:
-        answer = scored.answer(reply.data) if parsed.messages else Answer(text=None)
+        answer = Answer.from_reply(reply.reply) if parsed.messages else Answer(text=None)
         record = await gateway.trust.score(plan.answered_by(reply.model_group), parsed.messages, answer)
-        first = Asked(content, reply.data, answer, reported_usage(reply.data))
+        first = Asked(content, reply.data, answer, reply.reply.usage)
         served = await act_on(gateway, caller, plan, record, first, endpoint, parsed.messages,
                               asker(gateway, plan, parsed.body, endpoint, _call(gateway, caller, endpoint, scored)))
         content = served.content
@@ -145,6 +143,6 @@ def _call(gateway: Gateway, caller: Caller, endpoint: Endpoint, scored: _Scored)
     """A whole reply of ``endpoint`` from a group, as the key may ask it (an escalation's call)."""
     async def call(group: str, body: dict[str, Any]) -> Asked:
         reply = await gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use)
-        return Asked(reply.raw, reply.data, scored.answer(reply.data), reported_usage(reply.data))
+        return Asked(reply.raw, reply.data, Answer.from_reply(reply.reply), reply.reply.usage)
 
     return call

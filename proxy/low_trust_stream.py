@@ -33,7 +33,7 @@ from .trust import TrustPlan
 if TYPE_CHECKING:
     from .app import Gateway
     from .auth import Caller
-    from .routes import StreamTap
+    from .taps import StreamTap
 
 __all__ = ["HELD_ENDPOINTS", "Held", "held_response", "holds", "read_whole", "reply_chunks", "response_events"]
 

@@ -5,15 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
-
-from scoring.types import TrustRecord
 
 from .completion import UpstreamStream, sse_event
 from .errors import ClientDisconnected, GatewayError, NotFound
@@ -26,14 +24,14 @@ from .request import parse_chat_request
 from .request_context import gateway_of as _gateway
 from .request_context import read_body as _read_body
 from .request_meter import RequestMeter
-from .sse import SseTap
+from .taps import ChatTap, StreamTap
 from .trust import Answer, TrustPlan
 
 if TYPE_CHECKING:
     from .app import Gateway
     from .auth import Caller
 
-__all__ = ["FALLBACK_HEADER", "MODEL_GROUP_HEADER", "StreamTap", "answered_by", "router", "stream_response",
+__all__ = ["FALLBACK_HEADER", "MODEL_GROUP_HEADER", "answered_by", "router", "stream_response",
            "unless_client_leaves"]
 
 router = APIRouter()
@@ -43,18 +41,6 @@ T = TypeVar("T")
 
 MODEL_GROUP_HEADER = "x-trustgate-model-group"  # the model group that answered
 FALLBACK_HEADER = "x-trustgate-fallback"  # the group asked for, when a fallback group answered instead
-
-
-class StreamTap(Protocol):
-    """Reads a stream as it passes (``sse.SseTap`` and the taps in ``taps``): see ``_scored_stream``."""
-
-    completion_id: str
-    usage: TokenUsage | None  # what the upstream reported, once the stream has passed
-
-    def feed(self, chunk: bytes) -> Iterator[bytes]: ...
-    def rest(self) -> bytes: ...
-    def answer(self) -> Answer: ...
-    def closing(self, trust: TrustRecord | None) -> bytes: ...
 
 
 @router.post("/v1/chat/completions")
@@ -81,11 +67,11 @@ async def chat_completions(request: Request) -> Response:
         if chat.stream:
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use)
             if holds(plan, "chat"):  # streams: hold: read whole, then scored and acted on before a byte goes out
-                held = await unless_client_leaves(request, read_whole(opened, SseTap(), added))
+                held = await unless_client_leaves(request, read_whole(opened, ChatTap(), added))
                 await settle_usage(meter, slot, held.tap.usage)
                 return await held_response(gateway, caller, held, plan, "chat", parsed.body, parsed.messages, meter,
                                            _chat_call(gateway, caller), added)
-            return stream_response(gateway, opened, plan, parsed.messages, meter, SseTap(), slot, added=added)
+            return stream_response(gateway, opened, plan, parsed.messages, meter, ChatTap(), slot, added=added)
         completion = await unless_client_leaves(
             request, gateway.upstream.complete(group, body, may_use=caller.may_use))
     except BaseException as exc:
