@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, ConfigDict
 
 from exporters.record_query import RecordQuery
-from proxy.app import Gateway
+from proxy.gateway import Gateway
 from proxy.auth import Caller
 from proxy.errors import NotFound
 from proxy.calibration_routes import calibration_reports

@@ -10,7 +10,6 @@ shares; reading them also sets the calibration gauges, so every replica's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
@@ -20,9 +19,7 @@ from scoring.types import StoreUnavailable
 
 from .auth import Caller
 from .errors import PermissionDenied, ServiceUnavailable
-
-if TYPE_CHECKING:
-    from .app import Gateway
+from .gateway import Gateway
 
 __all__ = ["ModelCalibration", "calibration_reports", "router"]
 

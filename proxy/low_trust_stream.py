@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from fastapi.responses import StreamingResponse
@@ -23,17 +23,15 @@ from fastapi.responses import StreamingResponse
 from exporters import TRUST_FIELD, trust_summary
 from scoring.types import TrustRecord
 
+from .auth import Caller
 from .completion import UpstreamStream
+from .gateway import Gateway
 from .logprobs import LogprobsAdded
 from .low_trust import Asked, Call, act_on, asker
 from .request_meter import RequestMeter
 from .sdk_params import Endpoint
+from .taps import StreamTap
 from .trust import TrustPlan
-
-if TYPE_CHECKING:
-    from .app import Gateway
-    from .auth import Caller
-    from .taps import StreamTap
 
 __all__ = ["HELD_ENDPOINTS", "Held", "held_response", "holds", "read_whole", "reply_chunks", "response_events"]
 
