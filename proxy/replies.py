@@ -58,6 +58,8 @@ __all__ = [
     "CompletionChoice",
     "EmbeddingList",
     "MalformedReply",
+    "OpenChoices",
+    "OpenResponsesPayload",
     "OutputItem",
     "OutputPart",
     "ReportedUsage",
@@ -437,6 +439,71 @@ class EmbeddingList(WholeReply):
     """An embeddings reply: nothing in it is scored, only its usage is read."""
 
     data: list[_Embedding]
+
+
+class _Open(BaseModel):
+    """A reply read to be rewritten (``logprobs``): the fields named are typed, every other field is kept as it
+    came and written back (``dump``); a named field in another shape is kept as it came too."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+OrKept = Annotated[T | Any, Field(union_mode="left_to_right")]  # the model when it reads as one, else as it came
+
+
+class OpenTokenLogprob(_Open):
+    top_logprobs: Any = None
+
+
+class OpenChoiceLogprobs(_Open):
+    content: OrKept[list[OrKept[OpenTokenLogprob]]] = None
+
+
+class OpenChoice(_Open):
+    logprobs: OrKept[OpenChoiceLogprobs] = None
+
+
+class OpenChoices(_Open):
+    """A chat or legacy completion, or one of their stream chunks, read for its choices' log-probabilities."""
+
+    choices: OrKept[list[OrKept[OpenChoice]]] = None
+
+    def readable_choices(self) -> list[OpenChoice]:
+        return [c for c in self.choices if isinstance(c, OpenChoice)] if isinstance(self.choices, list) else []
+
+
+class OpenText(_Open):
+    """A Responses ``output_text`` part, or a text event: what carries an answer text's log-probabilities."""
+
+    type: Any = None
+    logprobs: Any = None
+
+
+class OpenItem(_Open):
+    content: OrKept[list[OrKept[OpenText]]] = None
+
+
+class OpenResponse(_Open):
+    output: OrKept[list[OrKept[OpenItem]]] = None
+
+
+class OpenResponsesPayload(OpenText, OpenResponse):
+    """A Responses object or stream event: a text event itself, or a part, an item or a response that holds them."""
+
+    part: OrKept[OpenText] = None
+    item: OrKept[OpenItem] = None
+    response: OrKept[OpenResponse] = None
+
+    def texts(self) -> list[OpenText]:
+        """Every text part and text event in the payload, wherever it nests them."""
+        responses = [r for r in (self, self.response) if isinstance(r, OpenResponse)]
+        items = [i for r in responses if isinstance(r.output, list) for i in r.output if isinstance(i, OpenItem)]
+        items += [self.item] if isinstance(self.item, OpenItem) else []
+        parts = [p for i in items if isinstance(i.content, list) for p in i.content if isinstance(p, OpenText)]
+        return [self, *([self.part] if isinstance(self.part, OpenText) else []), *parts]
 
 
 class _StreamChunk(_Lenient):
