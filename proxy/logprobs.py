@@ -36,6 +36,7 @@ import orjson
 
 from .replies import OpenChoiceLogprobs, OpenChoices, OpenResponsesPayload, OpenTokenLogprob
 from .sdk_params import Endpoint
+from .sse import rewritten
 
 __all__ = ["RESPONSES_LOGPROBS", "LogprobAsking", "LogprobsAdded", "ask_for_logprobs"]
 
@@ -66,18 +67,7 @@ class LogprobsAdded:
 
     def event(self, event: bytes) -> bytes:
         """One SSE event (its ``data:`` lines) without the log-probabilities."""
-        lines = event.split(b"\n")
-        for number, line in enumerate(lines):
-            if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
-                continue
-            try:
-                payload = orjson.loads(line[5:])
-            except orjson.JSONDecodeError:
-                continue
-            hidden = self._hidden(payload)
-            if hidden is not None:
-                lines[number] = b"data: " + orjson.dumps(hidden)
-        return b"\n".join(lines)
+        return rewritten(event, self._hidden)
 
     def _hidden(self, payload: Any) -> dict[str, Any] | None:
         """``payload`` without the log-probabilities; None when it carries none (or is no reply at all)."""

@@ -2,15 +2,15 @@
 
 Every part that reads an upstream's stream — the stream taps (``taps``), the
 pass-through path's check of a stream's first event, the log-probability
-stripper — frames events and reads their data here, so that they agree on
-what one event is. Lines end at LF or CRLF as the upstream sends them;
-``first_event_data`` also ends them at a lone CR, as a client's SSE reader
-does, because it judges what a client would read.
+stripper and the trust on a stream's end (``rewritten``) — frames events and
+reads their data here, so that they agree on what one event is. Lines end at
+LF or CRLF as the upstream sends them; ``first_event_data`` also ends them at a
+lone CR, as a client's SSE reader does, because it judges what a client would read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -18,7 +18,7 @@ import orjson
 from exporters import TRUST_FIELD, trust_summary
 from scoring.types import TrustRecord
 
-__all__ = ["EventReader", "data_lines", "event_payload", "first_event_data", "with_trust"]
+__all__ = ["EventReader", "data_lines", "event_payload", "first_event_data", "rewritten", "with_trust"]
 
 
 class EventReader:
@@ -73,14 +73,30 @@ def first_event_data(buffer: bytes) -> bytes | None:
     return None
 
 
-def with_trust(event: bytes, record: TrustRecord, *, inside: str | None = None) -> bytes:
-    """``event`` with ``record``'s summary as the ``trust`` field of its payload (or of the object at ``inside``)."""
+def rewritten(event: bytes, rewrite: Callable[[dict[str, Any]], dict[str, Any] | None], *,
+              once: bool = False) -> bytes:
+    """``event`` with the JSON object of each ``data:`` line replaced by ``rewrite``'s (None: left as it was).
+
+    ``once``: only the first object ``rewrite`` changes is replaced.
+    """
     lines = event.split(b"\n")
     for number, line in enumerate(lines):
         payload = event_payload(line)
-        target = payload.get(inside) if payload is not None and inside is not None else payload
-        if payload is not None and isinstance(target, dict):
-            target[TRUST_FIELD] = trust_summary(record)
-            lines[number] = b"data: " + orjson.dumps(payload)
-            break
+        changed = rewrite(payload) if payload is not None else None
+        if changed is not None:
+            lines[number] = b"data: " + orjson.dumps(changed)
+            if once:
+                break
     return b"\n".join(lines)
+
+
+def with_trust(event: bytes, record: TrustRecord, *, inside: str | None = None) -> bytes:
+    """``event`` with ``record``'s summary as the ``trust`` field of its payload (or of the object at ``inside``)."""
+    def add(payload: dict[str, Any]) -> dict[str, Any] | None:
+        target = payload.get(inside) if inside is not None else payload
+        if not isinstance(target, dict):
+            return None
+        target[TRUST_FIELD] = trust_summary(record)
+        return payload
+
+    return rewritten(event, add, once=True)
