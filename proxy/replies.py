@@ -65,6 +65,7 @@ __all__ = [
     "ReportedUsage",
     "ResponseObject",
     "ResponsesEvent",
+    "StreamChunk",
     "TextCompletion",
     "TextCompletionChunk",
     "TokenLogprob",
@@ -281,13 +282,50 @@ class ChunkChoice(_Logprobbed):
     finish_reason: Any = None
 
 
-class ChatCompletionChunk(_Lenient):
-    """One ``chat.completion.chunk`` of a stream."""
+class StreamChunk(_Lenient):
+    """A chunk of a chat or legacy completions stream, as a tap reads it: the first choice's share of the answer."""
 
     id: str | None = None
     model: str | None = None
-    choices: list[ChunkChoice] = Field(default_factory=list)
     usage: ReportedUsage = None  # the last chunk's, when the stream was asked to include usage
+
+    @property
+    def finishes(self) -> bool:
+        """Whether this is a final chunk: a choice has a ``finish_reason``."""
+        return False
+
+    def answer_text(self) -> str:
+        return ""
+
+    @property
+    def calls_tools(self) -> bool:
+        return False
+
+    def answer_logprobs(self) -> list[float]:
+        return []
+
+
+class ChatCompletionChunk(StreamChunk):
+    """One ``chat.completion.chunk`` of a stream."""
+
+    choices: list[ChunkChoice] = Field(default_factory=list)
+
+    @property
+    def finishes(self) -> bool:
+        return any(choice.finish_reason is not None for choice in self.choices)
+
+    def answer_text(self) -> str:
+        return "".join(c.delta.content or "" for c in self._first())
+
+    @property
+    def calls_tools(self) -> bool:
+        return any(c.delta.tool_calls or c.delta.function_call is not None for c in self._first())
+
+    def answer_logprobs(self) -> list[float]:
+        return [lp for c in self._first() for lp in c.chosen_logprobs()]
+
+    def _first(self) -> list[ChunkChoice]:
+        return [choice for choice in self.choices if choice.index == 0]
 
 
 def parse_completion(body: bytes | dict[str, Any]) -> ChatCompletion:
@@ -347,13 +385,25 @@ class TextChunkChoice(_Lenient):
     finish_reason: Any = None  # set on a choice's final chunk; any value counts
 
 
-class TextCompletionChunk(_Lenient):
+class TextCompletionChunk(StreamChunk):
     """One event of a legacy completions stream; what does not read as one is a chunk without choices."""
 
     id: Readable[str] = None
     model: Readable[str] = None
     choices: ReadableList[TextChunkChoice] = Field(default_factory=list)
-    usage: ReportedUsage = None
+
+    @property
+    def finishes(self) -> bool:
+        return any(choice.finish_reason is not None for choice in self.choices)
+
+    def answer_text(self) -> str:
+        return "".join(c.text or "" for c in self._first())
+
+    def answer_logprobs(self) -> list[float]:
+        return [lp for c in self._first() if c.logprobs is not None for lp in c.logprobs.chosen()]
+
+    def _first(self) -> list[TextChunkChoice]:
+        return [choice for choice in self.choices if choice.index == 0]
 
 
 def _chosen(alternatives: list[Alternative] | None) -> list[float]:

@@ -38,7 +38,14 @@ from exporters import TRUST_EVENT, trust_chunk, trust_event
 from scoring.types import TrustRecord
 
 from .completion import DONE_EVENT, sse_event
-from .replies import ChatCompletionChunk, ResponsesEvent, TextCompletionChunk, TokenUsage, parse_payload
+from .replies import (
+    ChatCompletionChunk,
+    ResponsesEvent,
+    StreamChunk,
+    TextCompletionChunk,
+    TokenUsage,
+    parse_payload,
+)
 from .reserved import stripped_event
 from .sse import EventReader, data_lines, with_trust
 from .trust import Answer
@@ -98,6 +105,7 @@ class ChatTap(StreamTap):
     """A chat-completions stream: the first choice's deltas; the final chunk, what follows and ``[DONE]`` held."""
 
     object_type = "chat.completion.chunk"  # of the stand-in trust chunk, when no final chunk came
+    chunk_model: type[StreamChunk] = ChatCompletionChunk
 
     def __init__(self) -> None:
         super().__init__()
@@ -118,21 +126,17 @@ class ChatTap(StreamTap):
 
     def _read(self, data: bytes) -> bool:
         """Read one ``data:`` payload into the answer; whether it is a final chunk (a choice has a finish_reason)."""
-        chunk = parse_payload(data, ChatCompletionChunk)
+        chunk = parse_payload(data, self.chunk_model)
         if chunk is None:
             return False
         self.completion_id = self.completion_id or chunk.id or ""
         self.model = self.model or chunk.model or ""
         self.usage = chunk.usage or self.usage
-        for choice in chunk.choices:
-            if choice.index != 0:
-                continue
-            if choice.delta.content:
-                self._text.append(choice.delta.content)
-            if choice.delta.tool_calls or choice.delta.function_call is not None:
-                self.tool_calls = True
-            self._logprobs += choice.chosen_logprobs()
-        return any(choice.finish_reason is not None for choice in chunk.choices)
+        if text := chunk.answer_text():
+            self._text.append(text)
+        self.tool_calls = self.tool_calls or chunk.calls_tools
+        self._logprobs += chunk.answer_logprobs()
+        return chunk.finishes
 
     def closing(self, trust: TrustRecord | None) -> bytes:
         """The held tail, ``trust`` (sync mode) on its final chunk, then ``[DONE]`` if the upstream sent it.
@@ -154,19 +158,7 @@ class TextCompletionTap(ChatTap):
 
     object_type = "text_completion"
 
-    def _read(self, data: bytes) -> bool:
-        chunk = parse_payload(data, TextCompletionChunk)
-        if chunk is None:
-            return False
-        self.completion_id = self.completion_id or chunk.id or ""
-        self.model = self.model or chunk.model or ""
-        self.usage = chunk.usage or self.usage
-        for choice in chunk.choices:
-            if choice.index == 0 and choice.text is not None:
-                self._text.append(choice.text)
-                self._logprobs += choice.logprobs.chosen() if choice.logprobs is not None else []
-        return any(choice.finish_reason is not None for choice in chunk.choices)
-
+    chunk_model = TextCompletionChunk
 
 class ResponsesTap(StreamTap):
     """A Responses API event stream: text from ``response.output_text.delta``, the terminal event held back."""
