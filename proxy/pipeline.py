@@ -105,10 +105,11 @@ class EndpointSpec:
     """One endpoint, as data: its request model, how its whole reply is fetched and read, and its stream tap.
 
     ``parse`` validates the raw body against the endpoint's request model
-    (``request``), the key's account-reference setting given. ``fetch``
-    returns the reply read as the endpoint's reply model (``replies.REPLY_MODELS``),
-    whose answer is what is scored. ``tap`` builds the tap for a stream of the
-    request's headers; None marks an endpoint that is never scored nor streamed (embeddings).
+    (``request.ChatRequest`` and its siblings), given whether the key may send
+    account references. ``fetch`` returns the reply read as the endpoint's
+    reply model (``replies.REPLY_MODELS``), whose answer (``WholeReply``) is
+    what is scored. ``tap`` builds the stream tap for the request's headers;
+    None marks an endpoint that is never scored nor streamed (embeddings).
     """
 
     name: Endpoint
