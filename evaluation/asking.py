@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proxy import ask_body, reply_from_completion
+from proxy import ask_body, parse_completion, reply_from_completion
 
 from scoring import Reply
 from .cache import CallSite, EvalCache
@@ -59,11 +59,8 @@ class CachedAsk:
 
 def chosen_tokens(data: dict[str, Any]) -> list[tuple[str, float]] | None:
     """The generated tokens with their own log-probabilities, or None when the upstream sent none."""
-    choices = data.get("choices") or [{}]
-    entries = ((choices[0] if isinstance(choices[0], dict) else {}).get("logprobs") or {}).get("content")
-    if not entries:
-        return None
-    return [(str(entry["token"]), float(entry["logprob"])) for entry in entries]
+    first = parse_completion(data).first
+    return (first.chosen_tokens() if first is not None else []) or None
 
 
 def alternatives(data: dict[str, Any]) -> list[dict[str, float]]:

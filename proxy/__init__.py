@@ -6,7 +6,7 @@ from here: its modules import each other directly, so the import graph has no cy
 """
 
 from .access_log import install_access_log_redaction
-from .app import Gateway, Mount, create_app
+from .app import Mount, create_app
 from .ask import ask_body, reply_from_completion
 from .assembly import load_calibrator, open_parts, open_upstream_client
 from .auth import Caller
@@ -14,8 +14,10 @@ from .calibration_routes import calibration_reports
 from .config import ENV_PREFIX, ConfigError, GatewaySettings, default_config_path, load_settings, settings_from_dict
 from .connections import raise_descriptor_limit, server_options
 from .errors import NotFound
+from .gateway import Gateway
 from .local_upstream import LocalUpstreamError, packaged_model_path
 from .log_format import LOG_FORMATS, LogFormat, configure_logging
+from .replies import parse_completion
 from .trust_list import SummaryQuery, list_records, parse_params, summarize_records
 from .upstream import UpstreamClient
 
@@ -44,6 +46,7 @@ __all__ = [
     "open_parts",
     "open_upstream_client",
     "packaged_model_path",
+    "parse_completion",
     "parse_params",
     "raise_descriptor_limit",
     "reply_from_completion",

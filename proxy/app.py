@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
@@ -19,9 +18,9 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from exporters import GatewayMetrics, Telemetry, build_metrics
-from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
-from scoring import JobQueue, Learner, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
+from exporters import Telemetry, build_metrics
+from exporters.calibration_metrics import build_calibration_metrics
+from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
 
 from .assembly import build_learner, load_calibrator, open_parts
 from .auth import KeyRing
@@ -29,8 +28,8 @@ from .calibration_routes import router as calibration_router
 from .config import GatewaySettings
 from .connections import BodyDeadline, quiet_accept_errors
 from .endpoint_routes import router as endpoint_router
+from .gateway import Gateway
 from .errors import GatewayError, error_body
-from .limits import Limiter
 from .litellm_backend import check_providers
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
@@ -40,7 +39,6 @@ from .routes import router
 from .trust import TrustService, sampling_secret
 from .trust_feedback import router as trust_feedback_router
 from .trust_list import router as trust_list_router
-from .upstream import UpstreamClient
 
 __all__ = ["Gateway", "Mount", "create_app"]
 
@@ -49,22 +47,6 @@ log = logging.getLogger("trustgate")
 # An app built on the gateway (the trust console) adds its routes through one of these; the gateway never
 # imports such an app, whoever builds the gateway (``trustgate serve``, a test) hands it over.
 Mount = Callable[[FastAPI], None]
-
-
-@dataclass
-class Gateway:
-    """What a request handler needs, set on ``app.state.gateway`` by the lifespan."""
-
-    settings: GatewaySettings
-    keys: KeyRing
-    upstream: UpstreamClient
-    metrics: GatewayMetrics
-    trust: TrustService
-    telemetry: Telemetry
-    readiness: ReadinessCheck
-    limits: Limiter
-    calibration_metrics: CalibrationMetrics
-    learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)
 
 
 def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,

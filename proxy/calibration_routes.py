@@ -10,7 +10,6 @@ shares; reading them also sets the calibration gauges, so every replica's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
@@ -19,9 +18,7 @@ from scoring import CalibrationReport, Combination, LearnedFit, StoreUnavailable
 
 from .auth import Caller
 from .errors import PermissionDenied, ServiceUnavailable
-
-if TYPE_CHECKING:
-    from .app import Gateway
+from .gateway import Gateway
 
 __all__ = ["ModelCalibration", "calibration_reports", "router"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from .replies import ChatCompletion, MalformedReply, check_reply, parse_completion
+from .replies import ChatCompletion, MalformedReply, WholeReply, check_reply, parse_completion
 from .reserved import stripped_reply
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors
@@ -70,12 +70,14 @@ class Forwarded:
     Checked for what the endpoint's clients read first — within
     ``max_response_bytes``, a JSON object with the endpoint's fields
     (``replies.check_reply``: a 200 whose fields are all null is refused) —
-    while the rest of the shape is the client's to read; the scored ones read
-    their answer from ``data`` defensively (``taps``).
+    while the rest of the shape is the client's to read; ``reply`` is the same
+    reply read as the endpoint's model, whose answer fields read as absent
+    when they have another shape.
     """
 
     raw: bytes
     data: dict[str, Any]
+    reply: WholeReply
     model_group: str
 
 
@@ -91,10 +93,10 @@ def checked_forwarded(raw: bytes, model_group: str, endpoint: Endpoint, *, max_b
     if not isinstance(data, dict):
         raise errors.malformed("reply is not a JSON object")
     try:
-        check_reply(data, endpoint)
+        reply = check_reply(data, endpoint)
     except MalformedReply as exc:
         raise errors.malformed(str(exc)) from exc
-    return Forwarded(raw=raw, data=data, model_group=model_group)
+    return Forwarded(raw=raw, data=data, reply=reply, model_group=model_group)
 
 
 @dataclass

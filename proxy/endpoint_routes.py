@@ -9,71 +9,35 @@ Every route is served with and without the ``/v1`` prefix.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
+from .endpoints import COMPLETIONS, EMBEDDINGS, RESPONSES
 from .errors import ModelNotFound
-from .low_trust import Asked, Call, act_on, asker
-from .low_trust_stream import held_response, holds, read_whole
-from .request import parse_endpoint_request
-from .request_context import gateway_of, read_body
-from .request_meter import RequestMeter
-from .replies import reported_usage
-from .routes import StreamTap, answered_by, failed_request, settle_usage, stream_response, unless_client_leaves
-from .sdk_params import Endpoint
-from .taps import ResponsesTap, TextCompletionTap, answer_from_response, answer_from_text_completion
-from .trust import Answer
-
-if TYPE_CHECKING:
-    from .app import Gateway
-    from .auth import Caller
+from .pipeline import serve
+from .request_context import HttpIncoming, gateway_of
 
 __all__ = ["router"]
 
 router = APIRouter()
 
-# A Responses client that wants the trust object as its own event too (before the terminal event) says so.
-TRUST_EVENT_HEADER = "x-trustgate-trust-event"
-
-
-def _responses_tap(headers: Mapping[str, str]) -> StreamTap:
-    return ResponsesTap(send_trust_event=headers.get(TRUST_EVENT_HEADER, "").strip().lower() == "true")
-
-
-@dataclass(frozen=True)
-class _Scored:
-    """How an endpoint's answer is read for scoring: from a whole reply, and from its stream."""
-
-    answer: Callable[[dict[str, Any]], Answer]
-    tap: Callable[[Mapping[str, str]], StreamTap]  # from the request's headers
-
-
-_SCORED: dict[Endpoint, _Scored] = {
-    "completions": _Scored(answer_from_text_completion, lambda headers: TextCompletionTap()),
-    "responses": _Scored(answer_from_response, _responses_tap),
-}
-
 
 @router.post("/v1/completions")
 @router.post("/completions")
 async def completions(request: Request) -> Response:
-    return await _serve(request, "completions")
+    return await serve(gateway_of(request), COMPLETIONS, HttpIncoming(request))
 
 
 @router.post("/v1/responses")
 @router.post("/responses")
 async def responses(request: Request) -> Response:
-    return await _serve(request, "responses")
+    return await serve(gateway_of(request), RESPONSES, HttpIncoming(request))
 
 
 @router.post("/v1/embeddings")
 @router.post("/embeddings")
 async def embeddings(request: Request) -> Response:
-    return await _serve(request, "embeddings")
+    return await serve(gateway_of(request), EMBEDDINGS, HttpIncoming(request))
 
 
 @router.get("/v1/models/{model_id:path}")
@@ -85,66 +49,3 @@ async def retrieve_model(model_id: str, request: Request) -> JSONResponse:
             caller.may_use(model_id) or caller.may_use(gateway.upstream.require_group(model_id))):
         raise ModelNotFound(f"The model `{model_id}` does not exist", param="model", code="model_not_found")
     return JSONResponse({"id": model_id, "object": "model", "created": 0, "owned_by": "trustgate"})
-
-
-async def _serve(request: Request, endpoint: Endpoint) -> Response:
-    gateway = gateway_of(request)
-    meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(request.headers), endpoint)
-    slot = None
-    scored = _SCORED.get(endpoint)
-    try:
-        caller = gateway.keys.authenticate(request.headers.get("authorization"))
-        meter.authenticated(caller.name)
-        raw = await read_body(request, gateway.settings.trustgate.server.max_body_bytes)
-        parsed = parse_endpoint_request(raw, endpoint, account_references=caller.account_references)
-        group = gateway.upstream.require_group(parsed.model)
-        meter.named(group, parsed.stream)
-        caller.require_model(parsed.model, group)
-        plan = (gateway.trust.plan(model=group, key_name=caller.name, headers=request.headers, body=raw,
-                                   traceparent=meter.traced.traceparent, request=parsed.body)
-                if scored is not None else None)
-        plan, body, added = (gateway.trust.upstream_body(plan, parsed.body, endpoint,
-                                                         gives_logprobs=gateway.upstream.gives_logprobs(group,
-                                                                                                        endpoint))
-                             if plan is not None else (plan, parsed.body, None))
-        slot = await gateway.limits.admit(caller.name, caller.limits)
-        gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
-        if parsed.stream and scored is not None and plan is not None:  # embeddings never stream (refused as unknown)
-            opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=endpoint)
-            if holds(plan, endpoint):  # streams: hold: read whole, scored and acted on before a byte goes out
-                held = await unless_client_leaves(request, read_whole(opened, scored.tap(request.headers), added))
-                await settle_usage(meter, slot, held.tap.usage)
-                return await held_response(gateway, caller, held, plan, endpoint, parsed.body, parsed.messages,
-                                           meter, _call(gateway, caller, endpoint, scored), added)
-            return stream_response(gateway, opened, plan, parsed.messages, meter, scored.tap(request.headers),
-                                   slot, added=added)
-        reply = await unless_client_leaves(
-            request, gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use))
-    except BaseException as exc:
-        await failed_request(exc, slot, meter)
-        raise
-    headers = answered_by(gateway, meter, group, reply.model_group)
-    await settle_usage(meter, slot, reported_usage(reply.data))
-    record_id = None
-    content = added.body(reply.raw) if added is not None else reply.raw
-    if scored is not None and plan is not None and plan.decision.sampled:
-        answer = scored.answer(reply.data) if parsed.messages else Answer(text=None)
-        record = await gateway.trust.score(plan.answered_by(reply.model_group), parsed.messages, answer)
-        first = Asked(content, reply.data, answer, reported_usage(reply.data))
-        served = await act_on(gateway, caller, plan, record, first, endpoint, parsed.messages,
-                              asker(gateway, plan, parsed.body, endpoint, _call(gateway, caller, endpoint, scored)))
-        content = served.content
-        headers.update(served.headers)
-        record_id = plan.record_id
-    meter.traced.answered(str(reply.data.get("id") or "") or None, record_id)
-    meter.end(200)
-    return Response(content, media_type="application/json", headers=headers)
-
-
-def _call(gateway: Gateway, caller: Caller, endpoint: Endpoint, scored: _Scored) -> Call:
-    """A whole reply of ``endpoint`` from a group, as the key may ask it (an escalation's call)."""
-    async def call(group: str, body: dict[str, Any]) -> Asked:
-        reply = await gateway.upstream.forward(group, body, endpoint, may_use=caller.may_use)
-        return Asked(reply.raw, reply.data, scored.answer(reply.data), reported_usage(reply.data))
-
-    return call

@@ -20,8 +20,9 @@ before the client sees it, so the client gets what it asked for:
   ``output_text`` part's and text event's ``logprobs`` back to ``[]``, as
   when none were included.
 
-Anything the strippers cannot parse is left as it was: a body that carries no
-log-probabilities has none to hide.
+The strippers read replies through the open models of ``replies`` (each field
+they touch typed, every other kept as it came); anything they cannot read is
+left as it was: a body that carries no log-probabilities has none to hide.
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from typing import Any
 
 import orjson
 
+from .replies import OpenChoiceLogprobs, OpenChoices, OpenResponsesPayload, OpenTokenLogprob
 from .sdk_params import Endpoint
+from .sse import rewritten
 
 __all__ = ["RESPONSES_LOGPROBS", "LogprobAsking", "LogprobsAdded", "ask_for_logprobs"]
 
@@ -59,29 +62,23 @@ class LogprobsAdded:
             payload = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw
-        return orjson.dumps(payload) if self._hide(payload) else raw
+        hidden = self._hidden(payload)
+        return orjson.dumps(hidden) if hidden is not None else raw
 
     def event(self, event: bytes) -> bytes:
         """One SSE event (its ``data:`` lines) without the log-probabilities."""
-        lines = event.split(b"\n")
-        for number, line in enumerate(lines):
-            if not line.startswith(b"data:") or line[5:].strip() == b"[DONE]":
-                continue
-            try:
-                payload = orjson.loads(line[5:])
-            except orjson.JSONDecodeError:
-                continue
-            if self._hide(payload):
-                lines[number] = b"data: " + orjson.dumps(payload)
-        return b"\n".join(lines)
+        return rewritten(event, self._hidden)
 
-    def _hide(self, payload: Any) -> bool:
-        """Take the log-probabilities out of ``payload`` in place; whether anything changed."""
+    def _hidden(self, payload: Any) -> dict[str, Any] | None:
+        """``payload`` without the log-probabilities; None when it carries none (or is no reply at all)."""
+        if not isinstance(payload, dict):
+            return None
         if self.endpoint == "responses":
-            return _clear_responses_logprobs(payload)
+            return _without_responses_logprobs(OpenResponsesPayload.model_validate(payload))
+        choices = OpenChoices.model_validate(payload)
         if self.alternatives_only:
-            return _clear_alternatives(payload)
-        return _clear_choice_logprobs(payload)
+            return _without_alternatives(choices)
+        return _without_choice_logprobs(choices)
 
 
 def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint, *,
@@ -162,45 +159,32 @@ def _asks_tokens_only(body: dict[str, Any]) -> bool:
     return body.get("logprobs") is True and body.get("top_logprobs") is None
 
 
-def _clear_alternatives(payload: Any) -> bool:
-    """Empty each token's ``top_logprobs`` in every choice (a message's or a chunk's), as when none were asked."""
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    changed = False
-    for choice in choices if isinstance(choices, list) else ():
-        logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
-        content = logprobs.get("content") if isinstance(logprobs, dict) else None
-        for entry in content if isinstance(content, list) else ():
-            if isinstance(entry, dict) and entry.get("top_logprobs"):
-                entry["top_logprobs"] = []
-                changed = True
-    return changed
+def _without_alternatives(reply: OpenChoices) -> dict[str, Any] | None:
+    """Each token's ``top_logprobs`` emptied in every choice (a message's or a chunk's), as when none were asked."""
+    entries = [entry for choice in reply.readable_choices() if isinstance(choice.logprobs, OpenChoiceLogprobs)
+               and isinstance(choice.logprobs.content, list) for entry in choice.logprobs.content
+               if isinstance(entry, OpenTokenLogprob) and entry.top_logprobs]
+    for entry in entries:
+        entry.top_logprobs = []
+    return reply.dump() if entries else None
 
 
-def _clear_choice_logprobs(payload: Any) -> bool:
-    """Set every choice's ``logprobs`` to null, as when none were asked."""
-    choices = payload.get("choices") if isinstance(payload, dict) else None
-    changed = False
-    for choice in choices if isinstance(choices, list) else ():
-        if isinstance(choice, dict) and choice.get("logprobs") is not None:
-            choice["logprobs"] = None
-            changed = True
-    return changed
+def _without_choice_logprobs(reply: OpenChoices) -> dict[str, Any] | None:
+    """Every choice's ``logprobs`` set to null, as when none were asked."""
+    carriers = [choice for choice in reply.readable_choices() if choice.logprobs is not None]
+    for choice in carriers:
+        choice.logprobs = None
+    return reply.dump() if carriers else None
 
 
-def _clear_responses_logprobs(node: Any) -> bool:
-    """Empty the ``logprobs`` of every output text part and text event, wherever the payload nests them.
+def _without_responses_logprobs(payload: OpenResponsesPayload) -> dict[str, Any] | None:
+    """The ``logprobs`` of every output text part and text event emptied.
 
-    A response object holds them in ``output[].content[]``, an item event in
-    ``item.content[]``, a part event in ``part``, a text event at its top.
+    A response object holds them in ``output[].content[]``, a ``response.*``
+    event in its response's, an item event in ``item.content[]``, a part event
+    in ``part``, a text event at its top.
     """
-    changed = False
-    if isinstance(node, dict):
-        if node.get("type") in _RESPONSES_CARRIERS and node.get("logprobs"):
-            node["logprobs"] = []
-            changed = True
-        for value in node.values():
-            changed = _clear_responses_logprobs(value) or changed
-    elif isinstance(node, list):
-        for value in node:
-            changed = _clear_responses_logprobs(value) or changed
-    return changed
+    carriers = [text for text in payload.texts() if text.type in _RESPONSES_CARRIERS and text.logprobs]
+    for text in carriers:
+        text.logprobs = []
+    return payload.dump() if carriers else None

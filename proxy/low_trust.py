@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -26,12 +26,10 @@ from scoring import LowTrust, ThrottledLog, TrustAction, TrustRecord, is_low_tru
 
 from .auth import Caller
 from .errors import GatewayError
+from .gateway import Gateway
 from .replies import TokenUsage
 from .sdk_params import Endpoint
 from .trust import Answer, TrustPlan
-
-if TYPE_CHECKING:
-    from .app import Gateway
 
 __all__ = ["ACTION_HEADER", "Ask", "Asked", "Call", "Served", "act_on", "asker", "blocked_reply"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from fastapi.responses import StreamingResponse
@@ -23,21 +23,18 @@ from fastapi.responses import StreamingResponse
 from exporters import TRUST_FIELD, trust_summary
 from scoring import TrustRecord
 
-from .completion import UpstreamStream
+from .auth import Caller
+from .completion import DONE_EVENT, UpstreamStream, sse_event
+from .gateway import Gateway
 from .logprobs import LogprobsAdded
 from .low_trust import Asked, Call, act_on, asker
 from .request_meter import RequestMeter
 from .sdk_params import Endpoint
+from .taps import StreamTap
 from .trust import TrustPlan
-
-if TYPE_CHECKING:
-    from .app import Gateway
-    from .auth import Caller
-    from .routes import StreamTap
 
 __all__ = ["HELD_ENDPOINTS", "Held", "held_response", "holds", "read_whole", "reply_chunks", "response_events"]
 
-DONE = b"data: [DONE]\n\n"
 _STREAM_ONLY = ("stream", "stream_options")
 HELD_ENDPOINTS: tuple[Endpoint, ...] = ("chat", "completions", "responses")
 _CHUNK_OBJECT = {"chat": "chat.completion.chunk", "completions": "text_completion"}
@@ -48,10 +45,6 @@ def holds(plan: TrustPlan, endpoint: Endpoint) -> bool:
     policy = plan.decision.on_low_trust
     return (endpoint in HELD_ENDPOINTS and plan.decision.mode == "sync" and plan.decision.sampled
             and policy.acts and policy.streams == "hold")
-
-
-def _event(payload: dict[str, Any]) -> bytes:
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 def _delta(endpoint: Endpoint, choice: dict[str, Any]) -> dict[str, Any]:
@@ -72,14 +65,14 @@ def reply_chunks(endpoint: Endpoint, data: dict[str, Any], record: TrustRecord) 
     base = {"id": data.get("id") or "held", "object": _CHUNK_OBJECT[endpoint],
             "created": data.get("created") or int(time.time()), "model": data.get("model") or ""}
     choices = data.get("choices") or [{"index": 0}]
-    events = [_event({**base, "choices": [_delta(endpoint, choice)]}) for choice in choices]
+    events = [sse_event({**base, "choices": [_delta(endpoint, choice)]}) for choice in choices]
     empty: dict[str, Any] = {"text": ""} if endpoint == "completions" else {"delta": {}}
     closing = {**base, "choices": [{"index": choice.get("index", 0), **empty, "logprobs": None,
                                     "finish_reason": choice.get("finish_reason") or "stop"} for choice in choices],
                TRUST_FIELD: trust_summary(record)}
     if data.get("usage"):
         closing["usage"] = data["usage"]
-    return [*events, _event(closing), DONE]
+    return [*events, sse_event(closing), DONE_EVENT]
 
 
 def response_events(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
@@ -107,7 +100,7 @@ def response_events(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
         {"type": "response.output_item.done", "output_index": 0, "item": item},
         {"type": "response.completed", "response": {**data, "output": [item], TRUST_FIELD: trust_summary(record)}},
     ]
-    return [f"event: {payload['type']}\n".encode() + _event({**payload, "sequence_number": number})
+    return [sse_event({**payload, "sequence_number": number}, name=payload["type"])
             for number, payload in enumerate(payloads)]
 
 

@@ -32,7 +32,8 @@ from .completion import Completion, Forwarded, UpstreamStream, checked_completio
 from .config import Deployment
 from .content_decoding import DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .redirects import MAX_REDIRECTS, RedirectRefused, redirect_target
-from .replies import MalformedReply, check_stream_start, first_event_data, media_type
+from .replies import MalformedReply, check_stream_start, media_type
+from .sse import first_event_data
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors, message_from_body, parse_retry_after
 

@@ -1,11 +1,11 @@
-"""The one parser for what an OpenAI-compatible upstream answers: completions and stream chunks.
+"""The one home of what an OpenAI-compatible upstream answers: every endpoint's replies and stream events.
 
-Every reader of an upstream reply — the response path (is this a chat
-completion at all?), the trust hand-off (the first choice's answer), the
-scorers' ``Ask`` (text and top log-probabilities) and the SSE tap (stream
-deltas) — goes through the typed models here, so that the shape is checked in
-one place and a field renamed by a provider fails loudly rather than reading
-as an empty answer.
+Every reader of an upstream reply — the response path (is this a reply of the
+endpoint at all?), the trust hand-off (the answer), the scorers' ``Ask`` (text
+and top log-probabilities), the stream taps (chunks and Responses events), the
+evaluation harness and the log-probability stripper — goes through the typed
+models here, so that the shape is checked in one place and a field renamed by a
+provider fails loudly rather than reading as an empty answer.
 
 Public use:
 
@@ -13,24 +13,26 @@ Public use:
   when the body is not a chat completion (truncated JSON, HTML, ``[1,2,3]``,
   empty, a choice without a message, ...). Callers turn that into a 502 for a
   client, or a failed component for a scorer — never a score.
-- ``check_reply(data, endpoint)``: a whole reply of legacy completions,
-  embeddings or the Responses API has that endpoint's shape (a 200 whose
-  fields are all null is not one); ``first_event_data(buffer)`` and
-  ``check_stream_start(data, endpoint)``: a stream's first event has it.
-- ``parse_chunk(data) -> ChatCompletionChunk | None``: one SSE ``data:``
-  payload; ``None`` for anything that is not a chunk, which the tap skips while
-  the bytes are still forwarded to the client untouched.
-- ``ChatCompletion.first`` / ``CompletionChoice.answer_text``,
-  ``.chosen_logprobs()``, ``.top_logprobs()``: what scoring reads.
+- ``check_reply(data, endpoint) -> WholeReply``: a whole reply of any endpoint
+  read as its model (``REPLY_MODELS``: ``ChatCompletion``, ``TextCompletion``,
+  ``EmbeddingList``, ``ResponseObject``), or ``MalformedReply`` (a 200 whose
+  fields are all null is not one); ``check_stream_start(data, endpoint)``: a
+  stream's first event has the endpoint's shape.
+- ``WholeReply``: what every whole reply offers the gateway — ``usage``,
+  ``completion_id``, ``answer_text``, ``calls_tools``, ``answer_logprobs()``.
+- ``parse_payload(data, model)`` / ``parse_chunk(data)``: one SSE ``data:``
+  payload as a stream event (``ChatCompletionChunk``, ``TextCompletionChunk``,
+  ``ResponsesEvent``); ``None`` for anything else, which a tap skips while the
+  bytes are still forwarded to the client untouched. Fields a scorer or meter
+  reads but a client does not need are ``Readable``: in another shape they read
+  as absent, never as a reason to refuse an answer.
 - ``reported_usage(data)``: the tokens a reply or stream event of any endpoint
   reports (user traffic's share of the bill, and keys' tokens per minute).
-- ``text_completion_logprobs`` / ``output_text_logprobs``: the answer's token
-  log-probabilities as legacy completions and the Responses API carry them.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import orjson
 from pydantic import (
@@ -38,33 +40,45 @@ from pydantic import (
     ConfigDict,
     Field,
     TypeAdapter,
+    StrictInt,
     ValidationError,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    model_validator,
 )
 
 from .sdk_params import Endpoint
 
 __all__ = [
+    "REPLY_MODELS",
     "ChatCompletion",
     "ChatCompletionChunk",
     "ChoiceLogprobs",
     "ChunkChoice",
     "CompletionChoice",
+    "EmbeddingList",
     "MalformedReply",
+    "OpenChoices",
+    "OpenResponsesPayload",
+    "OutputItem",
+    "OutputPart",
     "ReportedUsage",
+    "ResponseObject",
+    "ResponsesEvent",
+    "StreamChunk",
+    "TextCompletion",
+    "TextCompletionChunk",
     "TokenLogprob",
     "TokenUsage",
+    "WholeReply",
     "check_reply",
     "check_stream_start",
-    "first_event_data",
     "media_type",
-    "output_text_logprobs",
     "parse_chunk",
     "parse_completion",
+    "parse_payload",
     "reported_tokens",
     "reported_usage",
-    "text_completion_logprobs",
 ]
 
 
@@ -137,42 +151,63 @@ class CompletionChoice(_Logprobbed):
 
 
 class TokenUsage(_Lenient):
-    """``usage``: what the call cost, as the upstream reports it."""
+    """``usage``: what the call cost, as the upstream reports it.
+
+    Chat and legacy completions say ``prompt_tokens`` / ``completion_tokens``;
+    a Responses object says ``input_tokens`` / ``output_tokens``, read here under the same names.
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _responses_names(cls, value: Any) -> Any:
+        if isinstance(value, dict) and ("input_tokens" in value or "output_tokens" in value):
+            return {"prompt_tokens": value.get("input_tokens", 0), "completion_tokens": value.get("output_tokens", 0)}
+        return value
 
     @property
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
 
-def _usage_if_readable(value: Any, read: ValidatorFunctionWrapHandler) -> TokenUsage | None:
-    """Usage in another shape reads as unreported: it is metered, never a reason to refuse an answer."""
+def _none_if_unreadable(value: Any, read: ValidatorFunctionWrapHandler) -> Any:
+    """A field in another shape reads as absent: it is read for scoring or metering, never a reason to refuse."""
     try:
-        usage: TokenUsage | None = read(value)
+        return read(value)
     except ValidationError:
         return None
-    return usage
 
 
-ReportedUsage = Annotated[TokenUsage | None, WrapValidator(_usage_if_readable)]
+def _readable_items(value: Any, read: ValidatorFunctionWrapHandler) -> Any:
+    """The items of a list that read as the item type; anything else (or no list at all) is passed over."""
+    if not isinstance(value, list):
+        return []
+    kept = []
+    for item in value:
+        try:
+            kept.extend(read([item]))
+        except ValidationError:
+            continue
+    return kept
+
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+Readable = Annotated[T | None, WrapValidator(_none_if_unreadable)]  # None when not in the expected shape
+ReadableList = Annotated[list[T], WrapValidator(_readable_items)]  # the items that read; [] when not a list
+ReportedUsage = Readable[TokenUsage]
 _USAGE = TypeAdapter(ReportedUsage)
 
 
 def reported_usage(data: dict[str, Any]) -> TokenUsage | None:
-    """The ``usage`` of any endpoint's reply or stream event; the Responses API's is read from its own names.
+    """The ``usage`` of any endpoint's reply or stream event (``TokenUsage`` reads both namings).
 
-    Chat and legacy completions say ``prompt_tokens`` / ``completion_tokens``;
-    a Responses object says ``input_tokens`` / ``output_tokens``. None when the
-    reply reports none, or in a shape neither reads.
+    None when the reply reports none, or in a shape neither reads.
     """
     usage = data.get("usage")
-    if not isinstance(usage, dict):
-        return None
-    if "input_tokens" in usage or "output_tokens" in usage:
-        usage = {"prompt_tokens": usage.get("input_tokens", 0), "completion_tokens": usage.get("output_tokens", 0)}
-    return _USAGE.validate_python(usage)
+    return _USAGE.validate_python(usage) if isinstance(usage, dict) else None
 
 
 def reported_tokens(data: dict[str, Any]) -> int:
@@ -181,18 +216,57 @@ def reported_tokens(data: dict[str, Any]) -> int:
     return usage.total if usage is not None else 0
 
 
-class ChatCompletion(_Lenient):
+class WholeReply(_Lenient):
+    """A whole (non-streamed) reply of any endpoint, as the gateway reads it: what it cost, and its answer.
+
+    Each endpoint's model says where its answer lives; one without an answer to score (embeddings) has none.
+    """
+
+    usage: ReportedUsage = None
+
+    @property
+    def completion_id(self) -> str | None:
+        return None
+
+    @property
+    def answer_text(self) -> str | None:
+        return None
+
+    @property
+    def calls_tools(self) -> bool:
+        return False
+
+    def answer_logprobs(self) -> list[float]:
+        """The answer's tokens' own log-probabilities; empty when the upstream sent none."""
+        return []
+
+
+class ChatCompletion(WholeReply):
     """A non-streamed chat completion, as far as the gateway reads it."""
 
     id: str | None = None
     model: str | None = None
     choices: list[CompletionChoice]
-    usage: ReportedUsage = None
 
     @property
     def first(self) -> CompletionChoice | None:
         """The choice scoring looks at (index 0), if the upstream sent one."""
         return next((c for c in self.choices if c.index == 0), self.choices[0] if self.choices else None)
+
+    @property
+    def completion_id(self) -> str | None:
+        return self.id
+
+    @property
+    def answer_text(self) -> str | None:
+        return self.first.answer_text if self.first is not None else None
+
+    @property
+    def calls_tools(self) -> bool:
+        return self.first is not None and self.first.message.calls_tools
+
+    def answer_logprobs(self) -> list[float]:
+        return self.first.chosen_logprobs() if self.first is not None else []
 
 
 class ChunkDelta(_Lenient):
@@ -208,13 +282,50 @@ class ChunkChoice(_Logprobbed):
     finish_reason: Any = None
 
 
-class ChatCompletionChunk(_Lenient):
-    """One ``chat.completion.chunk`` of a stream."""
+class StreamChunk(_Lenient):
+    """A chunk of a chat or legacy completions stream, as a tap reads it: the first choice's share of the answer."""
 
     id: str | None = None
     model: str | None = None
-    choices: list[ChunkChoice] = Field(default_factory=list)
     usage: ReportedUsage = None  # the last chunk's, when the stream was asked to include usage
+
+    @property
+    def finishes(self) -> bool:
+        """Whether this is a final chunk: a choice has a ``finish_reason``."""
+        return False
+
+    def answer_text(self) -> str:
+        return ""
+
+    @property
+    def calls_tools(self) -> bool:
+        return False
+
+    def answer_logprobs(self) -> list[float]:
+        return []
+
+
+class ChatCompletionChunk(StreamChunk):
+    """One ``chat.completion.chunk`` of a stream."""
+
+    choices: list[ChunkChoice] = Field(default_factory=list)
+
+    @property
+    def finishes(self) -> bool:
+        return any(choice.finish_reason is not None for choice in self.choices)
+
+    def answer_text(self) -> str:
+        return "".join(c.delta.content or "" for c in self._first())
+
+    @property
+    def calls_tools(self) -> bool:
+        return any(c.delta.tool_calls or c.delta.function_call is not None for c in self._first())
+
+    def answer_logprobs(self) -> list[float]:
+        return [lp for c in self._first() for lp in c.chosen_logprobs()]
+
+    def _first(self) -> list[ChunkChoice]:
+        return [choice for choice in self.choices if choice.index == 0]
 
 
 def parse_completion(body: bytes | dict[str, Any]) -> ChatCompletion:
@@ -229,16 +340,7 @@ def parse_completion(body: bytes | dict[str, Any]) -> ChatCompletion:
 
 def parse_chunk(data: bytes) -> ChatCompletionChunk | None:
     """One SSE ``data:`` payload as a chunk; None when it is not one (the tap skips it)."""
-    try:
-        payload = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(payload, dict):
-        return None
-    try:
-        return ChatCompletionChunk.model_validate(payload)
-    except ValidationError:
-        return None
+    return parse_payload(data, ChatCompletionChunk)
 
 
 class TextLogprobs(_Lenient):
@@ -246,52 +348,212 @@ class TextLogprobs(_Lenient):
 
     token_logprobs: list[float | None] = Field(default_factory=list)
 
-
-_TEXT_LOGPROBS = TypeAdapter(TextLogprobs | None)
-_OUTPUT_TEXT_LOGPROBS = TypeAdapter(list[Alternative] | None)
-
-
-def text_completion_logprobs(value: Any) -> list[float]:
-    """The sampled tokens' log-probabilities of a legacy completion choice's ``logprobs`` ([]: none, or malformed)."""
-    try:
-        parsed = _TEXT_LOGPROBS.validate_python(value)
-    except ValidationError:
-        return []
-    return [lp for lp in parsed.token_logprobs if lp is not None] if parsed is not None else []
+    def chosen(self) -> list[float]:
+        return [lp for lp in self.token_logprobs if lp is not None]
 
 
-def output_text_logprobs(value: Any) -> list[float]:
-    """The sampled tokens' log-probabilities of a Responses ``output_text`` part or text delta ([]: none)."""
-    try:
-        parsed = _OUTPUT_TEXT_LOGPROBS.validate_python(value)
-    except ValidationError:
-        return []
-    return [entry.logprob for entry in parsed or [] if entry.logprob is not None]
+class TextChoice(_Lenient):
+    """A legacy completion's choice: its text (required, as clients read it first) and what else scoring reads."""
 
-
-class _TextChoice(_Lenient):
     text: str
+    logprobs: Readable[TextLogprobs] = None
 
 
-class _TextCompletion(_Lenient):
-    """A legacy completion: its choices carry text."""
+class TextCompletion(WholeReply):
+    """A legacy completion: its choices carry text; the answer is the first choice's."""
 
-    choices: list[_TextChoice]
+    id: Readable[str] = None
+    choices: list[TextChoice]
+
+    @property
+    def completion_id(self) -> str | None:
+        return self.id or None
+
+    @property
+    def answer_text(self) -> str | None:
+        return self.choices[0].text if self.choices else None
+
+    def answer_logprobs(self) -> list[float]:
+        logprobs = self.choices[0].logprobs if self.choices else None
+        return logprobs.chosen() if logprobs is not None else []
+
+
+class TextChunkChoice(_Lenient):
+    index: Any = 0
+    text: Readable[str] = None
+    logprobs: Readable[TextLogprobs] = None
+    finish_reason: Any = None  # set on a choice's final chunk; any value counts
+
+
+class TextCompletionChunk(StreamChunk):
+    """One event of a legacy completions stream; what does not read as one is a chunk without choices."""
+
+    id: Readable[str] = None
+    model: Readable[str] = None
+    choices: ReadableList[TextChunkChoice] = Field(default_factory=list)
+
+    @property
+    def finishes(self) -> bool:
+        return any(choice.finish_reason is not None for choice in self.choices)
+
+    def answer_text(self) -> str:
+        return "".join(c.text or "" for c in self._first())
+
+    def answer_logprobs(self) -> list[float]:
+        return [lp for c in self._first() if c.logprobs is not None for lp in c.logprobs.chosen()]
+
+    def _first(self) -> list[TextChunkChoice]:
+        return [choice for choice in self.choices if choice.index == 0]
+
+
+def _chosen(alternatives: list[Alternative] | None) -> list[float]:
+    return [entry.logprob for entry in alternatives or [] if entry.logprob is not None]
+
+
+class OutputPart(_Lenient):
+    """A content part of a Responses output item: ``output_text`` carries the answer's text."""
+
+    type: Readable[str] = None
+    text: Readable[str] = None
+    logprobs: Readable[list[Alternative]] = None
+
+    @property
+    def answer_text(self) -> str | None:
+        return self.text if self.type == "output_text" else None
+
+
+class OutputItem(_Lenient):
+    """An item of a Responses object's ``output``: a message (its parts), a function call, or another kind."""
+
+    type: Readable[str] = None
+    content: ReadableList[OutputPart] = Field(default_factory=list)
+
+    @property
+    def texts(self) -> list[OutputPart]:
+        """The message's text parts (none for another kind of item)."""
+        return [part for part in self.content if part.answer_text is not None] if self.type == "message" else []
+
+
+_TOOL_CALL_ITEMS = ("function_call", "custom_tool_call")
+
+
+class ResponseObject(WholeReply):
+    """A Responses API object: an id and its output items; the answer is the text of its message items."""
+
+    id: str
+    output: list[OutputItem]
+
+    @property
+    def completion_id(self) -> str | None:
+        return self.id or None
+
+    @property
+    def answer_text(self) -> str | None:
+        parts = [part for item in self.output for part in item.texts]
+        return "".join(part.text or "" for part in parts) if parts else None
+
+    @property
+    def calls_tools(self) -> bool:
+        return any(item.type in _TOOL_CALL_ITEMS for item in self.output)
+
+    def answer_logprobs(self) -> list[float]:
+        return [lp for item in self.output for part in item.texts for lp in _chosen(part.logprobs)]
+
+
+class ResponseHead(_Lenient):
+    """The response object a Responses stream event carries, as far as a tap reads it."""
+
+    id: Readable[str] = None
+    usage: ReportedUsage = None
+
+
+class ResponsesEvent(_Lenient):
+    """One event of a Responses stream; its fields are read only where they have the expected shape."""
+
+    type: Readable[str] = None
+    sequence_number: Readable[StrictInt] = None
+    response: Readable[ResponseHead] = None
+    delta: Readable[str] = None
+    logprobs: Readable[list[Alternative]] = None
+    item: Readable[OutputItem] = None
+
+    def chosen_logprobs(self) -> list[float]:
+        return _chosen(self.logprobs)
 
 
 class _Embedding(_Lenient):
     embedding: list[float] | str  # a string when the client asked for base64
 
 
-class _EmbeddingList(_Lenient):
+class EmbeddingList(WholeReply):
+    """An embeddings reply: nothing in it is scored, only its usage is read."""
+
     data: list[_Embedding]
 
 
-class _ResponseObject(_Lenient):
-    """A Responses API object: an id and its output items."""
+class _Open(BaseModel):
+    """A reply read to be rewritten (``logprobs``): the fields named are typed, every other field is kept as it
+    came and written back (``dump``); a named field in another shape is kept as it came too."""
 
-    id: str
-    output: list[dict[str, Any]]
+    model_config = ConfigDict(extra="allow")
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(exclude_unset=True)
+
+
+OrKept = Annotated[T | Any, Field(union_mode="left_to_right")]  # the model when it reads as one, else as it came
+
+
+class OpenTokenLogprob(_Open):
+    top_logprobs: Any = None
+
+
+class OpenChoiceLogprobs(_Open):
+    content: OrKept[list[OrKept[OpenTokenLogprob]]] = None
+
+
+class OpenChoice(_Open):
+    logprobs: OrKept[OpenChoiceLogprobs] = None
+
+
+class OpenChoices(_Open):
+    """A chat or legacy completion, or one of their stream chunks, read for its choices' log-probabilities."""
+
+    choices: OrKept[list[OrKept[OpenChoice]]] = None
+
+    def readable_choices(self) -> list[OpenChoice]:
+        return [c for c in self.choices if isinstance(c, OpenChoice)] if isinstance(self.choices, list) else []
+
+
+class OpenText(_Open):
+    """A Responses ``output_text`` part, or a text event: what carries an answer text's log-probabilities."""
+
+    type: Any = None
+    logprobs: Any = None
+
+
+class OpenItem(_Open):
+    content: OrKept[list[OrKept[OpenText]]] = None
+
+
+class OpenResponse(_Open):
+    output: OrKept[list[OrKept[OpenItem]]] = None
+
+
+class OpenResponsesPayload(OpenText, OpenResponse):
+    """A Responses object or stream event: a text event itself, or a part, an item or a response that holds them."""
+
+    part: OrKept[OpenText] = None
+    item: OrKept[OpenItem] = None
+    response: OrKept[OpenResponse] = None
+
+    def texts(self) -> list[OpenText]:
+        """Every text part and text event in the payload, wherever it nests them."""
+        responses = [r for r in (self, self.response) if isinstance(r, OpenResponse)]
+        items = [i for r in responses if isinstance(r.output, list) for i in r.output if isinstance(i, OpenItem)]
+        items += [self.item] if isinstance(self.item, OpenItem) else []
+        parts = [p for i in items if isinstance(i.content, list) for p in i.content if isinstance(p, OpenText)]
+        return [self, *([self.part] if isinstance(self.part, OpenText) else []), *parts]
 
 
 class _StreamChunk(_Lenient):
@@ -307,35 +569,34 @@ class _StreamEvent(_Lenient):
 
 
 # Per endpoint: what its whole reply and its stream's first event must be, and what the reply is called.
-_WHOLE: dict[Endpoint, type[_Lenient]] = {"chat": ChatCompletion, "completions": _TextCompletion,
-                                          "embeddings": _EmbeddingList, "responses": _ResponseObject}
+REPLY_MODELS: dict[Endpoint, type[WholeReply]] = {"chat": ChatCompletion, "completions": TextCompletion,
+                                                  "embeddings": EmbeddingList, "responses": ResponseObject}
 _FIRST_EVENT: dict[Endpoint, type[_Lenient]] = {"chat": _StreamChunk, "completions": _StreamChunk,
                                                 "embeddings": _StreamChunk, "responses": _StreamEvent}
 _NAMES: dict[Endpoint, str] = {"chat": "chat completion", "completions": "text completion",
                                "embeddings": "embedding list", "responses": "Responses object"}
 
 
-def check_reply(data: dict[str, Any], endpoint: Endpoint) -> None:
-    """``MalformedReply`` unless ``data`` has the shape of a whole reply of ``endpoint``."""
+def parse_payload(data: bytes, model: type[M]) -> M | None:
+    """One SSE ``data:`` payload as ``model``; None when it is not a JSON object in that shape."""
     try:
-        _WHOLE[endpoint].model_validate(data)
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    try:
+        return model.model_validate(payload)
+    except ValidationError:
+        return None
+
+
+def check_reply(data: dict[str, Any], endpoint: Endpoint) -> WholeReply:
+    """``data`` read as a whole reply of ``endpoint``; ``MalformedReply`` unless it has that shape."""
+    try:
+        return REPLY_MODELS[endpoint].model_validate(data)
     except ValidationError as exc:
         raise MalformedReply(_describe(exc, _NAMES[endpoint])) from exc
-
-
-def first_event_data(buffer: bytes) -> bytes | None:
-    """The data of the first complete SSE event in ``buffer`` that carries data; None while there is none yet.
-
-    Lines end at CRLF, LF or a lone CR, as a client's SSE reader ends them.
-    Comment-only events (``: ping``) carry none and are passed over, as that
-    reader passes over them; several ``data:`` lines are joined as it joins them.
-    """
-    events = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n")
-    for event in events[:-1]:  # the last is not known to be complete yet
-        data = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
-        if data:
-            return b"\n".join(data)
-    return None
 
 
 def media_type(content_type: str | None) -> str:

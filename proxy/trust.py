@@ -32,7 +32,7 @@ from scoring import (
 
 from .errors import InvalidRequest, ServiceUnavailable
 from .logprobs import RESPONSES_LOGPROBS, LogprobsAdded, ask_for_logprobs
-from .replies import ChatCompletion
+from .replies import WholeReply
 from .request_ids import REQUEST_ID_HEADER, valid_request_id
 from .sampling import request_sampling
 from .sdk_params import Endpoint
@@ -100,13 +100,10 @@ class Answer:
     completion_id: str | None = None  # the upstream's id for the completion (``chatcmpl-…``)
 
     @classmethod
-    def from_reply(cls, reply: ChatCompletion) -> Answer:
-        """The first choice's answer (the reply was validated as a chat completion already)."""
-        choice = reply.first
-        if choice is None:
-            return cls(text=None, completion_id=reply.id)
-        return cls(text=choice.answer_text, has_tool_calls=choice.message.calls_tools,
-                   logprobs=choice.chosen_logprobs() or None, completion_id=reply.id)
+    def from_reply(cls, reply: WholeReply) -> Answer:
+        """The answer of a whole reply of any endpoint (validated as that endpoint's already)."""
+        return cls(text=reply.answer_text, has_tool_calls=reply.calls_tools,
+                   logprobs=reply.answer_logprobs() or None, completion_id=reply.completion_id)
 
 
 def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:

@@ -12,7 +12,6 @@ caller, so the console labels through exactly the same rules.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 import orjson
 from fastapi import APIRouter, Request, Response
@@ -22,10 +21,8 @@ from scoring import Feedback, FeedbackRefused, TrustRecord
 
 from .auth import Caller
 from .errors import InvalidRequest, NotFound
+from .gateway import Gateway
 from .request_context import gateway_of, read_body
-
-if TYPE_CHECKING:
-    from .app import Gateway
 
 __all__ = ["MAX_FEEDBACK_BODY", "label_record", "parse_feedback", "router"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -22,9 +22,7 @@ from scoring import TrustRecord
 
 from .auth import Caller
 from .errors import InvalidRequest
-
-if TYPE_CHECKING:
-    from .app import Gateway
+from .gateway import Gateway
 
 __all__ = ["SummaryQuery", "list_records", "parse_params", "router", "summarize_records"]
 

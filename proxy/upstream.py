@@ -36,7 +36,7 @@ from opentelemetry.trace import NoOpTracerProvider, Tracer
 from exporters import upstream_span
 
 from .completion import Completion, Forwarded, UpstreamStream
-from .config import Deployment, FallbackKind, GatewaySettings
+from .config import Deployment, GatewaySettings
 from .errors import ModelNotFound, UpstreamError, UpstreamRateLimited
 from .limits import Limiter, MemoryCounters
 from .litellm_backend import LitellmBackend, ResponsesBridge
@@ -47,8 +47,8 @@ from .retries import OnScoringShed, RetryPolicy
 from .routing import GroupRouter
 from .sdk_params import Endpoint
 from .slots import Priority, PrioritySlots
-from .sse import SseTap
-from .upstream_errors import UpstreamErrors
+from .taps import ChatTap
+from .upstream_errors import UpstreamErrors, fallback_kind
 
 __all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
 
@@ -76,7 +76,7 @@ def _where(deployment: Deployment) -> Where:
 
 def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> UpstreamStream:
     """``stream`` as it was, read as it passes; once it ends, ``on_end(had text, had log-probabilities)``."""
-    tap = SseTap()
+    tap = ChatTap()
     for chunk in stream.first:
         for _ in tap.feed(chunk):
             pass
@@ -90,29 +90,6 @@ def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> Up
         on_end(bool(answer.text) and not answer.has_tool_calls, bool(answer.logprobs))
 
     return UpstreamStream(chunks=chunks(), close=stream.close, model_group=stream.model_group, first=stream.first)
-
-
-_CONTEXT_WINDOW = ("context_length_exceeded", "context window", "maximum context length", "too many tokens")
-_CONTENT_POLICY = ("content_policy", "content_filter", "content management policy", "safety system")
-
-
-def fallback_kind(exc: UpstreamError) -> FallbackKind | None:
-    """Which of LiteLLM's fallback lists applies to a failure, if any.
-
-    A failing or unreachable group falls back on ``fallbacks``. A refused
-    request falls back only when the refusal is one another model may not
-    share: a prompt too long for this one (``context_window_fallbacks``) or
-    its content policy (``content_policy_fallbacks``) — read from the
-    provider's message, as LiteLLM reads it.
-    """
-    if not exc.client_fault:
-        return "fallbacks"
-    text = exc.message.lower()
-    if any(marker in text for marker in _CONTEXT_WINDOW):
-        return "context_window_fallbacks"
-    if any(marker in text for marker in _CONTENT_POLICY):
-        return "content_policy_fallbacks"
-    return None
 
 
 class UpstreamClient:

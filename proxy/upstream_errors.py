@@ -9,6 +9,8 @@ What a client reads is generic — the status class and what to do about it —
 because an upstream's own text carries what must not leak: file paths of a
 local server, litellm's deployment hashes, a provider's echo of a wrong key.
 That text is logged here, once per failure, with every configured secret masked.
+Which of LiteLLM's fallback lists a failure calls for (``fallback_kind``) is
+read here too, from the error's text, as LiteLLM reads it.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ import aiohttp
 import httpx
 import orjson
 
+from .config import FallbackKind
 from .errors import UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
 
-__all__ = ["MALFORMED_REPLY", "UpstreamErrors", "message_from_body", "parse_retry_after", "scrub"]
+__all__ = ["MALFORMED_REPLY", "UpstreamErrors", "fallback_kind", "message_from_body", "parse_retry_after", "scrub"]
 
 MALFORMED_REPLY = "upstream_malformed_reply"  # the error code of a 200 that is not a chat completion
 
@@ -114,6 +117,29 @@ def _client_message(status: int) -> str:
     if status < 500:
         return f"The upstream model refused the request (HTTP {status})"
     return f"The upstream model failed (HTTP {status})"
+
+
+_CONTEXT_WINDOW = ("context_length_exceeded", "context window", "maximum context length", "too many tokens")
+_CONTENT_POLICY = ("content_policy", "content_filter", "content management policy", "safety system")
+
+
+def fallback_kind(exc: UpstreamError) -> FallbackKind | None:
+    """Which of LiteLLM's fallback lists applies to a failure, if any.
+
+    A failing or unreachable group falls back on ``fallbacks``. A refused
+    request falls back only when the refusal is one another model may not
+    share: a prompt too long for this one (``context_window_fallbacks``) or
+    its content policy (``content_policy_fallbacks``) — read from the
+    provider's message, as LiteLLM reads it.
+    """
+    if not exc.client_fault:
+        return "fallbacks"
+    text = exc.message.lower()
+    if any(marker in text for marker in _CONTEXT_WINDOW):
+        return "context_window_fallbacks"
+    if any(marker in text for marker in _CONTENT_POLICY):
+        return "content_policy_fallbacks"
+    return None
 
 
 class UpstreamErrors:

@@ -187,6 +187,5 @@ def test_a_package_never_imports_its_own_public_names(package: str) -> None:
     assert _names_taken(package, package) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the app/routes circle: removed on branch w30b")
 def test_no_import_cycles() -> None:
     assert import_cycles(_graph()) == []

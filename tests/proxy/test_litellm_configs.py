@@ -20,7 +20,7 @@ import yaml
 from trustgate.cli import main
 from proxy.config import ConfigError, load_settings, settings_from_dict
 from proxy.errors import UpstreamError
-from proxy.upstream import fallback_kind
+from proxy.upstream_errors import fallback_kind
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread

@@ -15,9 +15,9 @@ import orjson
 import pytest
 
 from proxy.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
-from proxy.replies import first_event_data
 from proxy.reserved import stripped_event, stripped_reply
-from proxy.sse import SseTap
+from proxy.sse import first_event_data
+from proxy.taps import ChatTap as SseTap
 from proxy.taps import ResponsesTap, TextCompletionTap
 from tests.hostile_upstream import bomb
 

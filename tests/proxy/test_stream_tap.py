@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.sse import SseTap
+from proxy.taps import ChatTap as SseTap
 from proxy.trust import Answer
 from scoring.types import ComponentResult, TrustRecord
 
