@@ -23,6 +23,7 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
+from proxy.event_stream import EventStream
 from proxy.endpoints import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
 from proxy.errors import AuthenticationFailed, ClientDisconnected, InvalidRequest
 from proxy.gateway import Gateway
@@ -75,7 +76,7 @@ def served(spec: EndpointSpec, request: Given, fake_upstream: FakeUpstream, tmp_
     async def run() -> Response:
         async with gateway_parts(fake_upstream, tmp_path) as gateway:
             response = await serve(gateway, spec, request)
-            if isinstance(response, StreamingResponse):  # read while the parts are open
+            if isinstance(response, StreamingResponse | EventStream):  # read while the parts are open
                 chunks = [chunk async for chunk in response.body_iterator]
                 response.body = b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks)
             return response
