@@ -196,9 +196,8 @@ class RedisJobQueue:
         try:
             # The pending record goes first so that a fast worker's final record is never overwritten.
             await self._records.put(TrustRecord.for_job(job, "pending"))
-            lane = lane_of(job)
-            other: Lane = "async" if lane == "sync" else "sync"
-            appended = await self._append(keys=[self._keys.stream_of(lane), self._keys.stream_of(other)],
+            own = self._keys.stream_of(lane_of(job))
+            appended = await self._append(keys=[own, *(s for s in self._keys.streams if s != own)],
                                           args=[self._settings.max_size, job.model_dump_json()])
         except RedisError as exc:
             self._failed("submit", exc)
