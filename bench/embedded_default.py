@@ -118,7 +118,7 @@ def sync_after_async_phase(url: str) -> dict[str, Any]:
     overtaken_before = overtaken(url)
     run = sync_after_async(url)
     started = time.perf_counter()
-    statuses = wait_all_final(url, run.async_ids)
+    statuses = [record["status"] for record in wait_all_final(url, run.async_ids)]
     return {"sync": [{"status": r.status, "seconds": r.seconds} for r in run.sync], "done": run.done,
             "async_statuses": statuses, "async_drain_s": time.perf_counter() - started,
             "overtaken": overtaken(url) - overtaken_before}

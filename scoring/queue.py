@@ -2,9 +2,10 @@
 
 ``submit`` either accepts a job at once or sheds it (the queue is full); the
 user's response never waits on it. Sync jobs are taken before queued async ones
-(``scoring.lanes``). Finished records go to ``publish`` (store,
-metrics, traces — wired by the app), and callers in sync mode can ``wait`` for
-a record up to a timeout. ``stop`` drains the queue for a grace period, then
+(``scoring.lanes``), and one more worker than ``concurrency`` scores only sync
+jobs: a sync job starts at once even while every other worker holds an async one.
+Finished records go to ``publish`` (store, metrics, traces — wired by the app),
+and callers in sync mode can ``wait`` for a record up to a timeout. ``stop`` drains the queue for a grace period, then
 records every job left as failed: an id handed to a client never becomes a 404.
 """
 
@@ -59,8 +60,9 @@ class MemoryJobQueue:
         self._stopping = False
 
     async def start(self) -> None:
-        self._workers = [asyncio.create_task(self._work(), name=f"scoring-worker-{i}")
+        self._workers = [asyncio.create_task(self._work(self._jobs.get), name=f"scoring-worker-{i}")
                          for i in range(self._concurrency)]
+        self._workers.append(asyncio.create_task(self._work(self._jobs.get_sync), name="scoring-worker-sync"))
 
     async def stop(self) -> None:
         """Score what is queued for up to ``grace_s``, then record every job still unscored as failed."""
@@ -114,9 +116,9 @@ class MemoryJobQueue:
         except TimeoutError:
             return None
 
-    async def _work(self) -> None:
+    async def _work(self, take: Callable[[], Awaitable[ScoringJob]]) -> None:
         while True:
-            job = await self._jobs.get()
+            job = await take()
             self._on_depth(self._jobs.qsize())
             try:
                 record = await self._process(job)

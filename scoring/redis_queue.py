@@ -15,8 +15,10 @@ depth, so it reads the same from every replica.
 Sync first (``scoring.lanes``): a sync request's job goes to its own stream
 (``<prefix>:jobs:sync``) beside the async one (``<prefix>:jobs``), one consumer
 group on each. A worker with a free slot takes pending sync entries to reclaim,
-then new sync entries, and only then async ones; the bound (``max_size``) and
-the backlog count both streams together. Every worker must know the sync
+then new sync entries, and only then async ones; a worker whose every slot
+holds a job still takes one sync entry more (its reserve), so that a sync job
+never waits for async ones to finish. The bound (``max_size``) and the backlog
+count both streams together. Every worker must know the sync
 stream: upgrade workers before gateways.
 """
 
@@ -61,6 +63,8 @@ return 1
 """
 # A stream entry as a worker holds it: the stream it came from, its id, its fields.
 Entry = tuple[str, str, dict[str, str]]
+# How long a worker with every slot taken waits for a sync entry before looking at its slots again.
+RESERVE_BLOCK_MS = 200
 
 
 class WorkerEvents(Protocol):
@@ -243,6 +247,7 @@ class RedisStreamWorker:
         self._keys = StreamKeys(settings.redis_prefix)
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._reserve: asyncio.Task[None] | None = None  # the sync entry taken beyond ``concurrency``, if any
         self._running = False
         self._redis_ok = False
 
@@ -300,18 +305,30 @@ class RedisStreamWorker:
                 await asyncio.sleep(0.5)
 
     async def _fill_slots(self) -> None:
-        free = self._settings.concurrency - len(self._tasks)
+        reserve_busy = self._reserve is not None and not self._reserve.done()
+        free = self._settings.concurrency - (len(self._tasks) - reserve_busy)
         if free <= 0:
-            await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+            await self._fill_reserve(reserve_busy)
             return
         reclaimed = await self._reclaim(free)
         if reclaimed:
             self._events.jobs_reclaimed(len(reclaimed))
-        entries = reclaimed or await self._read(free)
-        for stream, entry_id, fields in entries:
-            task = asyncio.create_task(self._handle(stream, entry_id, fields))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        for entry in reclaimed or await self._read(free):
+            self._start(entry)
+
+    async def _fill_reserve(self, busy: bool) -> None:
+        """Every slot holds a job: one sync entry more may start at once (its calls go ahead of theirs)."""
+        if busy:
+            await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+            return
+        for entry in await self._read_sync(1, block=min(self._block_ms, RESERVE_BLOCK_MS)):
+            self._reserve = self._start(entry)
+
+    def _start(self, entry: Entry) -> asyncio.Task[None]:
+        task = asyncio.create_task(self._handle(*entry))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _reclaim(self, count: int) -> list[Entry]:
         """Entries whose worker held them past ``claim_idle_ms``, the sync lane's first."""
@@ -331,13 +348,17 @@ class RedisStreamWorker:
         In the rare race where both lanes answer the blocking read, a worker holds
         up to twice ``count`` entries for a moment: none is left unread.
         """
-        entries = await self._read_streams([self._keys.sync_stream], count, block=None)
+        entries = await self._read_sync(count, block=None)
+        return entries or await self._read_streams(list(self._keys.streams), count, block=self._block_ms)
+
+    async def _read_sync(self, count: int, *, block: int | None) -> list[Entry]:
+        """New sync entries, counting the async ones they pass (``async_overtaken``)."""
+        entries = await self._read_streams([self._keys.sync_stream], count, block=block)
         if entries:
             waiting = await _undelivered(self._redis, self._keys, self._keys.stream)
             if waiting:
                 self._events.async_overtaken(waiting * len(entries))
-            return entries
-        return await self._read_streams(list(self._keys.streams), count, block=self._block_ms)
+        return entries
 
     async def _read_streams(self, streams: list[str], count: int, *, block: int | None) -> list[Entry]:
         reply = await self._redis.xreadgroup(self._keys.group, self._consumer, dict.fromkeys(streams, ">"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -31,6 +32,7 @@ class SyncReply:
     question: str
     status: str  # x-trust-status: done, or pending when sync_timeout passed first
     seconds: float
+    record_id: str
 
 
 @dataclass(frozen=True)
@@ -58,17 +60,18 @@ def sync_after_async(url: str) -> SyncAfterAsync:
     replies = []
     for question in SYNC_QUESTIONS:
         response, seconds = _ask(url, question, "sync")
-        replies.append(SyncReply(question, response.headers.get("x-trust-status", "none"), seconds))
+        replies.append(SyncReply(question, response.headers.get("x-trust-status", "none"), seconds,
+                                 response.headers["x-trust-id"]))
     return SyncAfterAsync(replies, backlog)
 
 
-def wait_all_final(url: str, record_ids: list[str], timeout: float = 600) -> list[str]:
-    """The records' statuses once none is pending (or the timeout passed): async jobs are delayed, never lost."""
+def wait_all_final(url: str, record_ids: list[str], timeout: float = 600) -> list[dict[str, Any]]:
+    """The records once none is pending (or the timeout passed): async jobs are delayed, never lost."""
     deadline = time.monotonic() + timeout
     while True:
-        statuses = [httpx.get(f"{url}/v1/trust/{i}", headers=AUTH, timeout=30).json()["status"] for i in record_ids]
-        if "pending" not in statuses or time.monotonic() > deadline:
-            return statuses
+        records = [httpx.get(f"{url}/v1/trust/{i}", headers=AUTH, timeout=30).json() for i in record_ids]
+        if all(r["status"] != "pending" for r in records) or time.monotonic() > deadline:
+            return records
         time.sleep(0.5)
 
 

@@ -49,7 +49,21 @@ def test_the_bound_holds_for_both_lanes_together_and_nothing_is_counted_without_
     assert queue.get_nowait().id == "s3" and overtaken == [1]  # no async job waited: nothing passed
 
 
-def test_the_memory_queue_scores_a_sync_job_before_the_async_backlog_and_drops_none() -> None:
+def test_get_sync_waits_for_a_sync_job_and_leaves_async_ones() -> None:
+    async def scenario() -> tuple[bool, str, int]:
+        queue = SyncFirstQueue(10)
+        queue.put_nowait(job("a1"))
+        taking = asyncio.create_task(queue.get_sync())
+        await asyncio.sleep(0.01)
+        waited = not taking.done()
+        queue.put_nowait(job("s1", "sync"))
+        taken = await asyncio.wait_for(taking, 1)
+        return waited, taken.id, queue.waiting("async")
+
+    assert asyncio.run(scenario()) == (True, "s1", 1)
+
+
+def test_the_memory_queue_scores_a_sync_job_at_once_ahead_of_the_async_backlog_and_drops_none() -> None:
     order: list[str] = []
     overtaken: list[int] = []
 
@@ -58,7 +72,7 @@ def test_the_memory_queue_scores_a_sync_job_before_the_async_backlog_and_drops_n
 
         async def process(item: ScoringJob) -> TrustRecord:
             if item.id == "a0":
-                await release.wait()  # the one worker is busy while the others queue up
+                await release.wait()  # the one general worker is busy while the others queue up
             order.append(item.id)
             return TrustRecord.for_job(item, "done")
 
@@ -70,13 +84,14 @@ def test_the_memory_queue_scores_a_sync_job_before_the_async_backlog_and_drops_n
         for item in (job("a0"), job("a1"), job("a2"), job("s1", "sync")):
             assert await queue.submit(item) == "accepted"
             await asyncio.sleep(0)  # a0 is taken at once
-        waiting = asyncio.gather(*(queue.wait(i, 5) for i in ("s1", "a1", "a2")))
+        scored_first = await queue.wait("s1", 5)  # by the sync-only worker, while a0 still holds the other
+        waiting = asyncio.gather(*(queue.wait(i, 5) for i in ("a0", "a1", "a2")))
         release.set()
-        finished = await waiting
+        finished = [scored_first, *await waiting]
         await queue.stop()
         return finished
 
     finished = asyncio.run(scenario())
-    assert order == ["a0", "s1", "a1", "a2"]
-    assert [r.status if r else None for r in finished] == ["done", "done", "done"]
+    assert order == ["s1", "a0", "a1", "a2"]
+    assert [r.status if r else None for r in finished] == ["done"] * 4
     assert overtaken == [2]
