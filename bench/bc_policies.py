@@ -160,7 +160,7 @@ def candidates() -> list[Policy]:
     policies: list[Policy] = [
         ConstantPolicy("no check: always inconsistent", "inconsistent", 0.0),
         RulePolicy("paper binary (stop at first miss, max 10)", StopRule("binary", FULL)),
-        RulePolicy("adaptive max 10 (today's default)", StopRule("adaptive", FULL, LOW, HIGH, 0.9)),
+        RulePolicy("adaptive max 10 (the default before issue 32)", StopRule("adaptive", FULL, LOW, HIGH, 0.9)),
     ]
     policies += [RulePolicy(f"graded, fixed {n}", StopRule("graded", n, LOW, HIGH)) for n in (1, 2, 3)]
     policies += [RulePolicy(f"adaptive max {n}, credibility {c}", StopRule("adaptive", n, LOW, HIGH, c))

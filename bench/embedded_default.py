@@ -12,7 +12,11 @@ ports only. Phases, one after the other, each on ten short factual questions:
    back ``x-trust-status: done`` with ``x-trust-score``, and how long each took;
 2. async: one request at a time, then the record polled until it is final; time
    from the request to the final record;
-3. user latency, scoring off vs on: the same questions with ``x-trustgate-mode:
+3. sync right after async (issue 32): five async requests at once, then ten
+   sync ones one after the other; how many come back ``done`` within
+   ``sync_timeout`` (sync jobs go ahead of the async backlog), and whether the
+   async jobs are all scored afterwards (delayed, never dropped);
+4. user latency, scoring off vs on: the same questions with ``x-trustgate-mode:
    off`` while nothing else runs, then while a backlog of scoring jobs keeps the
    single-slot model busy (user calls go ahead of queued scoring calls).
 
@@ -37,6 +41,7 @@ import httpx
 
 from bench.gateway_load import process_cpu_seconds
 from tests.e2e.gateway_process import GatewayProcess, serve_default_config
+from tests.e2e.sync_after_async import overtaken, sync_after_async, wait_all_final
 
 COMMAND = ".venv/bin/python -m bench.embedded_default"
 KEY = "sk-trustgate-local"
@@ -108,6 +113,17 @@ def async_phase(url: str) -> dict[str, Any]:
     return {"rows": rows}
 
 
+def sync_after_async_phase(url: str) -> dict[str, Any]:
+    """Issue 32's acceptance: of 10 sync requests sent right after 5 async ones, at least 9 ``done``."""
+    overtaken_before = overtaken(url)
+    run = sync_after_async(url)
+    started = time.perf_counter()
+    statuses = [record["status"] for record in wait_all_final(url, run.async_ids)]
+    return {"sync": [{"status": r.status, "seconds": r.seconds} for r in run.sync], "done": run.done,
+            "async_statuses": statuses, "async_drain_s": time.perf_counter() - started,
+            "overtaken": overtaken(url) - overtaken_before}
+
+
 def latency_phase(url: str) -> dict[str, Any]:
     idle = [ask(url, q, "off")[1] for q in QUESTIONS]
     with ThreadPoolExecutor(len(BACKLOG_QUESTIONS)) as pool:
@@ -131,7 +147,7 @@ def summary(values: Sequence[float]) -> str:
 
 
 def report(figures: dict[str, Any]) -> str:
-    sync, records, latency = figures["sync"], figures["async"], figures["latency"]
+    sync, records, latency, first = figures["sync"], figures["async"], figures["latency"], figures["sync_first"]
     sync_seconds = [r["seconds"] for r in sync["rows"]]
     record_seconds = [r["seconds"] for r in records["rows"] if r["status"] == "done"]
     idle, busy = latency["idle"], latency["busy"]
@@ -148,6 +164,10 @@ def report(figures: dict[str, Any]) -> str:
         f"{summary([r['gateway_cpu_s'] for r in sync['rows']])} |",
         f"| async request → final record | {len(records['rows'])} | "
         f"{len(record_seconds)} `done` | {summary(record_seconds or [float('nan')])} |",
+        f"| sync request right after 5 async ones → response | {len(first['sync'])} | {first['done']} of "
+        f"{len(first['sync'])} `done` within `sync_timeout` (target ≥ 9); the 5 async records then: "
+        f"{', '.join(first['async_statuses'])}, final {first['async_drain_s']:.0f} s after the last sync reply; "
+        f"{first['overtaken']:.0f} async passes counted | {summary([r['seconds'] for r in first['sync']])} |",
         f"| user request, scoring off (idle model) | {len(idle)} | | {summary(idle)} |",
         f"| user request while {latency['backlog']} scoring jobs wait | {len(busy)} | "
         f"{latency['scoring_calls_during']:.0f} scoring calls ran meanwhile; "
@@ -175,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder, serve_default_config(Path(folder)) as gateway:
         ask(gateway.url, "Hello", "off")  # warm the model's first call
         phases = (("sync", lambda: sync_phase(gateway.url, gateway)), ("async", lambda: async_phase(gateway.url)),
+                  ("sync_first", lambda: sync_after_async_phase(gateway.url)),
                   ("latency", lambda: latency_phase(gateway.url)))
         for name, phase in phases:
             started = time.perf_counter()

@@ -169,7 +169,7 @@ class Evaluator:
                                details={"reply": reply.text[:200]}, duration_s=time.perf_counter() - started)
 
     async def _score(self, scorer: Scorer, job: ScoringJob, ask: CachedAsk) -> ComponentResult:
-        record = await ScoringPipeline([scorer], lambda model, purpose: ask, self.settings).run(job)
+        record = await ScoringPipeline([scorer], lambda model, purpose, lane: ask, self.settings).run(job)
         return record.components[scorer.name]
 
     def _scorer_fingerprint(self, name: str, answer: str, logprobs: list[float] | None) -> str:

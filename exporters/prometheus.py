@@ -43,6 +43,7 @@ class GatewayMetrics:
     scoring_jobs: Counter
     scoring_duration: Histogram
     scoring_queue_depth: Gauge
+    scoring_async_overtaken: Counter
     scoring_shed_jobs: Counter
     scorer_errors: Counter
     upstream_calls: Counter
@@ -168,6 +169,9 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
                                    LATENCY_BUCKETS, unit="seconds"),
         scoring_queue_depth=Gauge("scoring_queue_depth", "Scoring jobs waiting in the queue.",
                                   namespace=NAMESPACE, registry=registry),
+        scoring_async_overtaken=counter("scoring_async_overtaken", "Async scoring jobs passed by a sync one: each "
+                                        "sync job taken for scoring adds the async jobs then waiting in the "
+                                        "queue (they are delayed, never dropped).", []),
         scoring_shed_jobs=counter("scoring_shed_jobs", "Scoring jobs not scored, by reason: the queue was full "
                                   "or unreachable (queue_full, queue_unavailable), or the model group's scoring "
                                   "budget was spent (call_budget, token_budget).", ["model", "reason"]),
@@ -235,7 +239,8 @@ class WorkerMetrics:
     """A scoring worker's own work, beside the records it publishes (which ``GatewayMetrics`` counts).
 
     Implements ``scoring.redis_queue.WorkerEvents``; dead letters go to the
-    gateway-wide ``trustgate_scoring_dead_letters_total`` so one series counts them.
+    gateway-wide ``trustgate_scoring_dead_letters_total`` so one series counts them, and
+    async jobs passed by sync ones to ``trustgate_scoring_async_overtaken_total``.
     """
 
     jobs: Counter
@@ -243,6 +248,7 @@ class WorkerMetrics:
     reclaimed: Counter
     job_duration: Histogram
     dead_letters: Counter
+    overtaken: Counter
 
     def job_started(self) -> None:
         self.in_flight.inc()
@@ -257,6 +263,9 @@ class WorkerMetrics:
 
     def dead_lettered(self, model: str) -> None:
         self.dead_letters.labels(model=model).inc()
+
+    def async_overtaken(self, count: int) -> None:
+        self.overtaken.inc(count)
 
 
 def build_worker_metrics(registry: CollectorRegistry, gateway: GatewayMetrics) -> WorkerMetrics:
@@ -273,4 +282,5 @@ def build_worker_metrics(registry: CollectorRegistry, gateway: GatewayMetrics) -
                                ["outcome"], namespace=NAMESPACE, unit="seconds", buckets=LATENCY_BUCKETS,
                                registry=registry),
         dead_letters=gateway.dead_letters,
+        overtaken=gateway.scoring_async_overtaken,
     )

@@ -88,7 +88,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             else:
                 queue = MemoryJobQueue(parts.process, publisher.publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
-                                       on_depth=metrics.scoring_queue_depth.set)
+                                       on_depth=metrics.scoring_queue_depth.set,
+                                       on_overtaken=metrics.scoring_async_overtaken.inc)
             trust = TrustService(scoring, queue, publisher, metrics, has_scorers=parts.has_scorers,
                                  sample_secret=sampling_secret(settings.secrets()),
                                  answer_logprobs=_scores_answer_logprobs(scoring, scorers))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from exporters import GatewayMetrics
-from scoring import Reply, UnreadableReply, UpstreamFailure
+from scoring import Lane, Reply, UnreadableReply, UpstreamFailure
 
 from .completion import Completion
 from .errors import GatewayError
@@ -22,7 +22,12 @@ from .slots import Priority
 from .upstream import UpstreamClient
 from .upstream_errors import MALFORMED_REPLY
 
-__all__ = ["UpstreamAsk", "ask_body", "reply_from_completion", "scoring_reply"]
+__all__ = ["UpstreamAsk", "ask_body", "reply_from_completion", "scoring_priority", "scoring_reply"]
+
+
+def scoring_priority(lane: Lane) -> Priority:
+    """A sync job's calls wait only behind users' calls for a model slot; an async job's, behind both."""
+    return Priority.SYNC_SCORING if lane == "sync" else Priority.SCORING
 
 
 def ask_body(messages: list[dict[str, Any]], *, max_tokens: int, temperature: float | None, logprobs: bool,
@@ -56,11 +61,13 @@ def reply_from_completion(data: dict[str, Any]) -> Reply:
 
 
 class UpstreamAsk:
-    """An ``Ask`` of one scorer (``purpose``) at one model group, within the group's scoring budget if given."""
+    """An ``Ask`` of one scorer (``purpose``) at one model group, within the group's scoring budget if given,
+    for a job of ``lane``."""
 
     def __init__(self, upstream: UpstreamClient, metrics: GatewayMetrics, model: str, purpose: str, *,
-                 budget: ScoringBudget | None = None) -> None:
+                 budget: ScoringBudget | None = None, lane: Lane = "async") -> None:
         self._upstream = upstream
+        self._priority = scoring_priority(lane)
         self._metrics = metrics
         self._model = model
         self._purpose = purpose
@@ -75,7 +82,7 @@ class UpstreamAsk:
             await self._budget.take_call(self._model)  # BudgetSpent: not made, and the scorer is told why
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
         try:
-            completion = await self._upstream.complete(self._model, body, priority=Priority.SCORING)
+            completion = await self._upstream.complete(self._model, body, priority=self._priority)
         except GatewayError as exc:  # scoring knows no HTTP errors, only that the upstream failed, and how
             unreadable = exc.code == MALFORMED_REPLY
             raise (UnreadableReply if unreadable else UpstreamFailure)(str(exc)) from exc

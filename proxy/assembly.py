@@ -182,7 +182,7 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
     budget = ScoringBudget(scoring.budget, limiter, on_call_refused=lambda group, reason: (
         metrics.scoring_calls_shed.labels(model=group, reason=reason).inc()))
     pipeline = ScoringPipeline(
-        active, lambda model, purpose: UpstreamAsk(upstream, metrics, model, purpose, budget=budget),
+        active, lambda model, purpose, lane: UpstreamAsk(upstream, metrics, model, purpose, budget=budget, lane=lane),
         scoring, combine=combine, calibrator=calibrator, learned=fits)
     return budget.gate(traced(pipeline, telemetry)), pipeline.has_scorers
 

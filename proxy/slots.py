@@ -4,7 +4,8 @@ The embedded llama.cpp server answers one request at a time and queues the
 rest in arrival order, so a user's request sent while twenty scoring re-asks
 wait would wait behind all of them. The gateway therefore keeps the queue
 itself: at most ``capacity`` calls are at the server at once, and a free slot
-goes to the waiting call of the highest priority (user before scoring), first
+goes to the waiting call of the highest priority (user, then the scoring of a
+sync request, whose client waits for it, then the scoring of async ones), first
 come first served within a priority.
 """
 
@@ -29,7 +30,12 @@ class Priority(enum.IntEnum):
     """Lower goes first."""
 
     USER = 0
-    SCORING = 1
+    SYNC_SCORING = 1  # a scorer's call for a request whose client waits for the score
+    SCORING = 2
+
+    @property
+    def for_scoring(self) -> bool:
+        return self is not Priority.USER
 
 
 class PrioritySlots:

@@ -170,14 +170,14 @@ class UpstreamClient:
                        priority: Priority = Priority.USER) -> Completion:
         """A non-streamed chat completion from ``group`` (or those of its fallbacks ``may_use`` allows).
 
-        A scoring call (``Priority.SCORING``) retries within a budget and is shed
+        A scoring call (``Priority.SCORING``, ``SYNC_SCORING``) retries within a budget and is shed
         while the group is rate limited (``proxy.retries``), and waits behind users
         for the embedded model server's slot.
         """
         self.require_group(group)
         return await self._with_fallbacks(
             group, may_use,
-            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority == Priority.SCORING, "chat"))
+            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority.for_scoring, "chat"))
 
     async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint, *,
                       may_use: ModelFilter = _any_model) -> Forwarded:

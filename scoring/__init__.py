@@ -20,6 +20,7 @@ from .calibration import (
 from .children import die_with_parent, forget_child, reap_stale_children, register_child
 from .failures import describe
 from .jobs import scoring_job
+from .lanes import Lane, SyncFirstQueue
 from .learning.features import features_of
 from .learning.learner import LabelSource, Learner
 from .learning.report import CalibrationReport, Combination, LearnedFit, ScoreQuality
@@ -67,6 +68,7 @@ __all__ = [
     "JobQueue",
     "LPDetails",
     "LabelSource",
+    "Lane",
     "LearnedFit",
     "Learner",
     "LearningRule",
@@ -93,6 +95,7 @@ __all__ = [
     "ScoringPipeline",
     "ScoringSettings",
     "StoreUnavailable",
+    "SyncFirstQueue",
     "ThrottledLog",
     "TrustAction",
     "TrustRecord",

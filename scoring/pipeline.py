@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from .calibration import component_names, fitted_components
 from .settings import ScoringSettings
 from .failures import FailureLog, describe
+from .lanes import Lane, lane_of
 from .policy import TOO_LONG, within_limits
 from .learning.apply import learned_overall
 from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord, TrustStatus
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
 
-AskFactory = Callable[[str, str], Ask]  # (model group, purpose) -> Ask bound to that deployment
+# (model group, purpose, the job's lane) -> Ask bound to that deployment; a sync job's calls go first (scoring.lanes)
+AskFactory = Callable[[str, str, Lane], Ask]
 Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a record's components -> Trust_OV
 COMBINED = frozenset({"bc", "fc", "lp", "sc"})  # the components Trust_OV is made of
 
@@ -69,7 +71,7 @@ class ScoringPipeline:
 
     async def _run_one(self, scorer: Scorer, job: ScoringJob) -> ComponentResult:
         started = time.perf_counter()
-        ask = self._ask_for(self._target_model(scorer, job), scorer.name)
+        ask = self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job))
         try:
             result = await asyncio.wait_for(scorer.score(job, ask), self._settings.queue.scorer_timeout)
         except TimeoutError as exc:

@@ -1,9 +1,11 @@
 """The in-process scoring queue: bounded, a fixed number of concurrent jobs, never blocking the caller.
 
 ``submit`` either accepts a job at once or sheds it (the queue is full); the
-user's response never waits on it. Finished records go to ``publish`` (store,
-metrics, traces — wired by the app), and callers in sync mode can ``wait`` for
-a record up to a timeout. ``stop`` drains the queue for a grace period, then
+user's response never waits on it. Sync jobs are taken before queued async ones
+(``scoring.lanes``), and one more worker than ``concurrency`` scores only sync
+jobs: a sync job starts at once even while every other worker holds an async one.
+Finished records go to ``publish`` (store, metrics, traces — wired by the app),
+and callers in sync mode can ``wait`` for a record up to a timeout. ``stop`` drains the queue for a grace period, then
 records every job left as failed: an id handed to a client never becomes a 404.
 """
 
@@ -16,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol
 
+from .lanes import SyncFirstQueue
 from .types import ScoringJob, TrustRecord
 
 __all__ = ["SHUTDOWN_ERROR", "JobQueue", "MemoryJobQueue", "Process", "Publish", "SubmitResult"]
@@ -42,10 +45,11 @@ class JobQueue(Protocol):
 
 class MemoryJobQueue:
     def __init__(self, process: Process, publish: Publish, *, max_size: int, concurrency: int,
-                 grace_s: float = 0.0, on_depth: Callable[[int], None] = lambda depth: None) -> None:
+                 grace_s: float = 0.0, on_depth: Callable[[int], None] = lambda depth: None,
+                 on_overtaken: Callable[[int], None] = lambda count: None) -> None:
         self._process = process
         self._publish = publish
-        self._jobs: asyncio.Queue[ScoringJob] = asyncio.Queue(max_size)
+        self._jobs = SyncFirstQueue(max_size, on_overtaken=on_overtaken)
         self._concurrency = concurrency
         self._grace_s = grace_s
         self._on_depth = on_depth
@@ -56,8 +60,9 @@ class MemoryJobQueue:
         self._stopping = False
 
     async def start(self) -> None:
-        self._workers = [asyncio.create_task(self._work(), name=f"scoring-worker-{i}")
+        self._workers = [asyncio.create_task(self._work(self._jobs.get), name=f"scoring-worker-{i}")
                          for i in range(self._concurrency)]
+        self._workers.append(asyncio.create_task(self._work(self._jobs.get_sync), name="scoring-worker-sync"))
 
     async def stop(self) -> None:
         """Score what is queued for up to ``grace_s``, then record every job still unscored as failed."""
@@ -111,9 +116,9 @@ class MemoryJobQueue:
         except TimeoutError:
             return None
 
-    async def _work(self) -> None:
+    async def _work(self, take: Callable[[], Awaitable[ScoringJob]]) -> None:
         while True:
-            job = await self._jobs.get()
+            job = await take()
             self._on_depth(self._jobs.qsize())
             try:
                 record = await self._process(job)

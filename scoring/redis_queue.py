@@ -11,6 +11,15 @@ The backlog (``stream_backlog``) is what the consumer group has yet to finish:
 entries never delivered (the group's lag) plus entries delivered and not yet
 acknowledged (its pending count). Gateways and workers export it as the queue
 depth, so it reads the same from every replica.
+
+Sync first (``scoring.lanes``): a sync request's job goes to its own stream
+(``<prefix>:jobs:sync``) beside the async one (``<prefix>:jobs``), one consumer
+group on each. A worker with a free slot takes pending sync entries to reclaim,
+then new sync entries, and only then async ones; a worker whose every slot
+holds a job still takes one sync entry more (its reserve), so that a sync job
+never waits for async ones to finish. The bound (``max_size``) and the backlog
+count both streams together. Every worker must know the sync
+stream: upgrade workers before gateways.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT, FieldT
 
 from .failures import FailureLog, describe
+from .lanes import LANES, Lane, lane_of
 from .queue import Process, Publish, SubmitResult
 from .settings import QueueSettings
 from .types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
@@ -43,14 +53,18 @@ FINAL_STATUSES = ("done", "failed", "skipped", "shed")
 # left for a retry; or given up and moved to the dead-letter stream.
 JobOutcome = Literal["done", "duplicate", "retry", "dead_letter"]
 
-# Backpressure, atomically: a full stream sheds the new job rather than trimming
-# (and so losing) an old one. Acknowledged entries are deleted, so the length is
-# the backlog plus the jobs in hand.
+# Backpressure, atomically: full streams shed the new job rather than trimming
+# (and so losing) an old one. Acknowledged entries are deleted, so the lengths are
+# the backlog plus the jobs in hand. KEYS[1]: the job's lane's stream; KEYS[2]: the other.
 _APPEND_UNLESS_FULL = """
-if redis.call('XLEN', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+if redis.call('XLEN', KEYS[1]) + redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[1]) then return 0 end
 redis.call('XADD', KEYS[1], '*', 'job', ARGV[2])
 return 1
 """
+# A stream entry as a worker holds it: the stream it came from, its id, its fields.
+Entry = tuple[str, str, dict[str, str]]
+# How long a worker with every slot taken waits for a sync entry before looking at its slots again.
+RESERVE_BLOCK_MS = 200
 
 
 class WorkerEvents(Protocol):
@@ -60,6 +74,7 @@ class WorkerEvents(Protocol):
     def job_finished(self, outcome: JobOutcome, seconds: float) -> None: ...
     def jobs_reclaimed(self, count: int) -> None: ...
     def dead_lettered(self, model: str) -> None: ...
+    def async_overtaken(self, count: int) -> None: ...
 
 
 class _NoEvents:
@@ -73,6 +88,9 @@ class _NoEvents:
         """Nothing to report to."""
 
     def dead_lettered(self, model: str) -> None:
+        """Nothing to report to."""
+
+    def async_overtaken(self, count: int) -> None:
         """Nothing to report to."""
 
 
@@ -90,7 +108,20 @@ class StreamKeys:
 
     @property
     def stream(self) -> str:
+        """The async lane's stream (the only one before sync jobs had their own)."""
         return f"{self.prefix}:jobs"
+
+    @property
+    def sync_stream(self) -> str:
+        return f"{self.prefix}:jobs:sync"
+
+    def stream_of(self, lane: Lane) -> str:
+        return self.sync_stream if lane == "sync" else self.stream
+
+    @property
+    def streams(self) -> tuple[str, ...]:
+        """Both lanes' streams, in the order a worker takes them (``scoring.lanes.LANES``)."""
+        return tuple(self.stream_of(lane) for lane in LANES)
 
     @property
     def dead_letters(self) -> str:
@@ -109,7 +140,12 @@ class StreamKeys:
 
 
 async def stream_backlog(redis: Redis, keys: StreamKeys) -> int:
-    """Jobs the consumer group has not finished: its lag (never delivered) plus its pending entries.
+    """Jobs the consumer groups have not finished, both lanes together (``_lane_backlog``)."""
+    return sum([await _lane_backlog(redis, keys, stream) for stream in keys.streams])
+
+
+async def _lane_backlog(redis: Redis, keys: StreamKeys, stream: str) -> int:
+    """Jobs one stream's consumer group has not finished: its lag (never delivered) plus its pending entries.
 
     Before any worker has made the group, every entry in the stream is waiting.
     Redis reports no lag when it cannot tell (entries deleted mid-range, as
@@ -117,15 +153,24 @@ async def stream_backlog(redis: Redis, keys: StreamKeys) -> int:
     finished entries are deleted and so everything left is waiting or in hand.
     """
     try:
-        groups = await redis.xinfo_groups(keys.stream)
+        groups = await redis.xinfo_groups(stream)
     except ResponseError as exc:  # no stream yet: nothing was ever submitted
         if "no such key" in str(exc).lower():
             return 0
         raise
     group = next((g for g in groups if g["name"] == keys.group), None)
     if group is None or group.get("lag") is None:
-        return int(await redis.xlen(keys.stream))
+        return int(await redis.xlen(stream))
     return int(group["lag"]) + int(group["pending"])
+
+
+async def _undelivered(redis: Redis, keys: StreamKeys, stream: str) -> int:
+    """Entries of ``stream`` no worker has taken yet: its length less its group's pending entries."""
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.xlen(stream)
+        pipe.xpending(stream, keys.group)
+        length, pending = await pipe.execute()
+    return max(0, int(length) - int(pending["pending"]))
 
 
 class RedisJobQueue:
@@ -155,7 +200,8 @@ class RedisJobQueue:
         try:
             # The pending record goes first so that a fast worker's final record is never overwritten.
             await self._records.put(TrustRecord.for_job(job, "pending"))
-            appended = await self._append(keys=[self._keys.stream],
+            own = self._keys.stream_of(lane_of(job))
+            appended = await self._append(keys=[own, *(s for s in self._keys.streams if s != own)],
                                           args=[self._settings.max_size, job.model_dump_json()])
         except RedisError as exc:
             self._failed("submit", exc)
@@ -201,6 +247,7 @@ class RedisStreamWorker:
         self._keys = StreamKeys(settings.redis_prefix)
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._reserve: asyncio.Task[None] | None = None  # the sync entry taken beyond ``concurrency``, if any
         self._running = False
         self._redis_ok = False
 
@@ -218,11 +265,12 @@ class RedisStreamWorker:
         return await stream_backlog(self._redis, self._keys)
 
     async def ensure_group(self) -> None:
-        try:
-            await self._redis.xgroup_create(self._keys.stream, self._keys.group, id="0", mkstream=True)
-        except ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        for stream in self._keys.streams:
+            try:
+                await self._redis.xgroup_create(stream, self._keys.group, id="0", mkstream=True)
+            except ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
 
     async def run(self, stop: asyncio.Event, *, grace_s: float = 30.0) -> None:
         """Consume until ``stop`` is set, then finish in-flight jobs for up to ``grace_s``.
@@ -257,65 +305,101 @@ class RedisStreamWorker:
                 await asyncio.sleep(0.5)
 
     async def _fill_slots(self) -> None:
-        free = self._settings.concurrency - len(self._tasks)
+        reserve_busy = self._reserve is not None and not self._reserve.done()
+        free = self._settings.concurrency - (len(self._tasks) - reserve_busy)
         if free <= 0:
-            await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+            await self._fill_reserve(reserve_busy)
             return
         reclaimed = await self._reclaim(free)
         if reclaimed:
             self._events.jobs_reclaimed(len(reclaimed))
-        entries = reclaimed or await self._read(free)
-        for entry_id, fields in entries:
-            task = asyncio.create_task(self._handle(entry_id, fields))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        for entry in reclaimed or await self._read(free):
+            self._start(entry)
 
-    async def _reclaim(self, count: int) -> list[tuple[str, dict[str, str]]]:
-        reply = await self._redis.xautoclaim(self._keys.stream, self._keys.group, self._consumer,
-                                             min_idle_time=self._settings.claim_idle_ms, start_id="0-0",
-                                             count=count)
-        return [(entry_id, fields) for entry_id, fields in reply[1] if fields]
+    async def _fill_reserve(self, busy: bool) -> None:
+        """Every slot holds a job: one sync entry more may start at once (its calls go ahead of theirs)."""
+        if busy:
+            await asyncio.wait(self._tasks, return_when=asyncio.FIRST_COMPLETED)
+            return
+        for entry in await self._read_sync(1, block=min(self._block_ms, RESERVE_BLOCK_MS)):
+            self._reserve = self._start(entry)
 
-    async def _read(self, count: int) -> list[tuple[str, dict[str, str]]]:
-        reply = await self._redis.xreadgroup(self._keys.group, self._consumer, {self._keys.stream: ">"},
-                                             count=count, block=self._block_ms)
-        streams = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply or [])  # decode_responses
-        return [entry for _, entries in streams for entry in entries]
+    def _start(self, entry: Entry) -> asyncio.Task[None]:
+        task = asyncio.create_task(self._handle(*entry))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
-    async def _deliveries(self, entry_id: str) -> int:
-        pending = await self._redis.xpending_range(self._keys.stream, self._keys.group, min=entry_id,
-                                                   max=entry_id, count=1)
+    async def _reclaim(self, count: int) -> list[Entry]:
+        """Entries whose worker held them past ``claim_idle_ms``, the sync lane's first."""
+        for stream in self._keys.streams:
+            reply = await self._redis.xautoclaim(stream, self._keys.group, self._consumer,
+                                                 min_idle_time=self._settings.claim_idle_ms, start_id="0-0",
+                                                 count=count)
+            entries = [(stream, entry_id, fields) for entry_id, fields in reply[1] if fields]
+            if entries:
+                return entries
+        return []
+
+    async def _read(self, count: int) -> list[Entry]:
+        """New sync entries if any wait; otherwise whichever lane's come first, waiting up to ``block_ms``.
+
+        Sync entries taken while async ones wait are counted (``async_overtaken``).
+        In the rare race where both lanes answer the blocking read, a worker holds
+        up to twice ``count`` entries for a moment: none is left unread.
+        """
+        entries = await self._read_sync(count, block=None)
+        return entries or await self._read_streams(list(self._keys.streams), count, block=self._block_ms)
+
+    async def _read_sync(self, count: int, *, block: int | None) -> list[Entry]:
+        """New sync entries, counting the async ones they pass (``async_overtaken``)."""
+        entries = await self._read_streams([self._keys.sync_stream], count, block=block)
+        if entries:
+            waiting = await _undelivered(self._redis, self._keys, self._keys.stream)
+            if waiting:
+                self._events.async_overtaken(waiting * len(entries))
+        return entries
+
+    async def _read_streams(self, streams: list[str], count: int, *, block: int | None) -> list[Entry]:
+        reply = await self._redis.xreadgroup(self._keys.group, self._consumer, dict.fromkeys(streams, ">"),
+                                             count=count, block=block)
+        read = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply or [])  # decode_responses
+        by_stream = dict(read)
+        return [(stream, entry_id, fields) for stream in streams for entry_id, fields in by_stream.get(stream, [])]
+
+    async def _deliveries(self, stream: str, entry_id: str) -> int:
+        pending = await self._redis.xpending_range(stream, self._keys.group, min=entry_id, max=entry_id, count=1)
         return int(pending[0]["times_delivered"]) if pending else 1
 
-    async def _handle(self, entry_id: str, fields: dict[str, str]) -> None:
+    async def _handle(self, stream: str, entry_id: str, fields: dict[str, str]) -> None:
         self._events.job_started()
         started = time.perf_counter()
         outcome: JobOutcome = "retry"
         try:
-            outcome = await self._deliver(entry_id, fields)
+            outcome = await self._deliver(stream, entry_id, fields)
         finally:
             self._events.job_finished(outcome, time.perf_counter() - started)
 
-    async def _deliver(self, entry_id: str, fields: dict[str, str]) -> JobOutcome:
+    async def _deliver(self, stream: str, entry_id: str, fields: dict[str, str]) -> JobOutcome:
         try:
             job = ScoringJob.model_validate_json(fields["job"])
         except (KeyError, ValueError):
             await self._dead_letter(entry_id, fields, "malformed job entry", attempts=1)
-            await self._ack(entry_id)
+            await self._ack(stream, entry_id)
             self._events.dead_lettered("unknown")
             return "dead_letter"
         try:
             existing = await self._records.get(job.id, scope=RecordScope.everyone())
             if existing is not None and existing.status in FINAL_STATUSES:
-                await self._ack(entry_id)  # a retried delivery of a job already scored
+                await self._ack(stream, entry_id)  # a retried delivery of a job already scored
                 return "duplicate"
-            attempts = await self._deliveries(entry_id)
+            attempts = await self._deliveries(stream, entry_id)
             if attempts > self._settings.max_attempts:
-                await self._give_up(entry_id, fields, job, attempts)
+                await self._give_up(stream, entry_id, fields, job, attempts)
                 return "dead_letter"
             record = await self._process(job)
             await self._publish(record)
-            await self._ack(entry_id, job.id)
+            await self._ack(stream, entry_id, job.id)
             return "done"
         except asyncio.CancelledError:
             raise
@@ -325,24 +409,25 @@ class RedisStreamWorker:
                 await self._redis.hset(self._keys.errors, job.id, f"{type(exc).__name__}: {exc}"[:500])
             return "retry"
 
-    async def _ack(self, entry_id: str, job_id: str | None = None) -> None:
+    async def _ack(self, stream: str, entry_id: str, job_id: str | None = None) -> None:
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.xack(self._keys.stream, self._keys.group, entry_id)
-            pipe.xdel(self._keys.stream, entry_id)
+            pipe.xack(stream, self._keys.group, entry_id)
+            pipe.xdel(stream, entry_id)
             if job_id is not None:
                 pipe.rpush(self._keys.done(job_id), "1")
                 pipe.expire(self._keys.done(job_id), 300)
                 pipe.hdel(self._keys.errors, job_id)
             await pipe.execute()
 
-    async def _give_up(self, entry_id: str, fields: dict[str, str], job: ScoringJob, attempts: int) -> None:
+    async def _give_up(self, stream: str, entry_id: str, fields: dict[str, str], job: ScoringJob,
+                       attempts: int) -> None:
         recorded = await self._redis.hget(self._keys.errors, job.id)
         error = recorded if isinstance(recorded, str) and recorded else "unknown error"
         await self._dead_letter(entry_id, fields, error, attempts=attempts)
         await self._publish(TrustRecord.for_job(job, "failed",
                                                 error=f"dead-lettered after {attempts - 1} attempts: {error}"))
         self._events.dead_lettered(job.model)
-        await self._ack(entry_id, job.id)
+        await self._ack(stream, entry_id, job.id)
 
     async def _dead_letter(self, entry_id: str, fields: dict[str, str], error: str, *, attempts: int) -> None:
         entry: dict[FieldT, EncodableT] = dict(fields.items())

@@ -54,9 +54,11 @@ class ConsistencySettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    # None: the fields as given (their defaults: the adaptive rule, up to 10 checks).
+    # None: the fields as given (their defaults: the adaptive rule, up to 4 checks).
     preset: BCPreset | None = None
-    max_checks: int = Field(default=10, ge=1, le=50)
+    # 4: the adaptive rule then stops after 3 checks when all 3 agree, and asks a 4th otherwise (issue 32;
+    # its agreement with the paper's n=10 on recorded checks: docs/eval/bc-agreement.md).
+    max_checks: int = Field(default=4, ge=1, le=50)
     mode: Literal["binary", "graded", "adaptive"] = "adaptive"
     # paper: the original at a random letter, scored by `mode`'s stop rule (TrustScore §2.1).
     # debiased: the original at each letter equally often, every check run (the largest multiple of the

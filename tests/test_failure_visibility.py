@@ -68,7 +68,7 @@ class BrokenScorer(Scorer):
 def _run(scorer: Scorer, times: int) -> tuple[list[Any], int]:
     """Score ``times`` jobs; the records, and what the exporter counted for the scorer's failure."""
     settings = ScoringSettings.model_validate({"queue": {"scorer_timeout": 0.2}})
-    pipeline = ScoringPipeline([scorer], lambda model, purpose: _never_asked, settings)
+    pipeline = ScoringPipeline([scorer], lambda model, purpose, lane: _never_asked, settings)
     metrics = build_metrics(CollectorRegistry())
     records = [asyncio.run(pipeline.run(ScoringJob(id=f"j{i}", model="m", question="q", answer="a")))
                for i in range(times)]

@@ -8,8 +8,10 @@
   rules: (a) exact: the remaining checks cannot move the final fraction across
   a threshold; (b) Bayesian: under a uniform prior the Beta posterior of the
   consistency rate puts at least ``credibility`` of its mass in one label's
-  interval. With the defaults (10 checks, 0.4/0.7, 0.9) a model that always
-  agrees is settled after 6 checks and one that never does after 4.
+  interval. With the defaults (4 checks, 0.4/0.7, 0.9) three checks that all
+  agree (or all disagree) settle the label, and a split asks the fourth; with
+  10 checks a model that always agrees is settled after 6 and one that never
+  does after 4.
 
 ``checks_before_possible_stop`` lets the scorer ask several checks at once
 without ever asking one that the rule would not have needed.

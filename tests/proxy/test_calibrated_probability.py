@@ -90,7 +90,7 @@ class FixedScorer(Scorer):
 
 def test_a_record_without_the_calibrated_component_gets_no_probability() -> None:
     """A calibration fitted on Trust_OV says nothing about a RAG score: no number rather than a wrong one."""
-    pipeline = ScoringPipeline([FixedScorer("rag", 0.7)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
+    pipeline = ScoringPipeline([FixedScorer("rag", 0.7)], lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
                                ScoringSettings(), calibrator=CURVE)
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
     assert record.score == 0.7 and record.probability is None
@@ -109,7 +109,7 @@ def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
     """Trust_BC failed, so Trust_OV is Trust_FC alone: a curve fitted on both would give it a wrong number."""
     fitted_on = {"components": fitted_with} if fitted_with else {}
     calibrator = IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on=fitted_on)
-    pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
+    pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
                                ScoringSettings(), combine=paper_trust, calibrator=calibrator)
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
     assert record.score == 0.4 and record.components["ov"].details.source == "fc"

@@ -80,7 +80,7 @@ def test_default_config_keeps_its_trust_bc_tuned_for_one_cpu_slot() -> None:
     ({"preset": "paper"}, ("paper", "graded", 10)),
     ({"preset": "paper", "max_checks": 4}, ("paper", "graded", 4)),  # a field set beside the preset wins
     ({"preset": "paper", "procedure": "debiased"}, ("debiased", "graded", 10)),
-    ({}, ("paper", "adaptive", 10)),
+    ({}, ("paper", "adaptive", 4)),
 ])
 def test_a_bc_preset_fills_in_the_fields_the_config_leaves_out(consistency: dict[str, object],
                                                                expected: tuple[str, str, int]) -> None:

@@ -1,4 +1,5 @@
-"""Calls to the single-slot local model: one at a time, user calls ahead of queued scoring calls.
+"""Calls to the single-slot local model: one at a time, user calls ahead of queued scoring calls, a sync
+request's scoring calls ahead of async requests'.
 
 The fake upstream plays the local llama.cpp server (the config's
 ``local_upstream`` names its port), over real sockets; the gateway's
@@ -16,7 +17,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from prometheus_client import CollectorRegistry
+
+from exporters import build_metrics
 from proxy import settings_from_dict
+from proxy.ask import UpstreamAsk
 from proxy.completion import UpstreamStream
 from proxy.errors import UpstreamTimeout
 from proxy.slots import Priority, PrioritySlots
@@ -57,6 +62,37 @@ def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream)
     fake_upstream.responder, fake_upstream.delay_ms = respond, 150
     asyncio.run(scenario())
     assert at_upstream == ["scoring-0", "user", "scoring-1", "scoring-2", "scoring-3"]
+
+
+def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstream: FakeUpstream) -> None:
+    at_upstream: list[str] = []
+
+    def respond(messages: list[dict[str, Any]]) -> str:
+        at_upstream.append(last_user_text(messages))
+        return "ok"
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient() as http:
+            client = local_client(fake_upstream, http)
+            metrics = build_metrics(CollectorRegistry())
+            for_async = UpstreamAsk(client, metrics, "fake", "bc", lane="async")
+            for_sync = UpstreamAsk(client, metrics, "fake", "bc", lane="sync")
+
+            def asked(ask: UpstreamAsk, text: str) -> asyncio.Task[Any]:
+                return asyncio.create_task(ask([{"role": "user", "content": text}]))
+
+            first = asked(for_async, "async-0")
+            await asyncio.sleep(0.05)
+            queued = [asked(for_async, f"async-{i}") for i in range(1, 3)]
+            await asyncio.sleep(0.05)
+            sync = asked(for_sync, "sync")
+            await asyncio.sleep(0.05)
+            user = asyncio.create_task(client.complete("fake", body("user")))
+            await asyncio.gather(first, *queued, sync, user)
+
+    fake_upstream.responder, fake_upstream.delay_ms = respond, 150
+    asyncio.run(scenario())
+    assert at_upstream == ["async-0", "user", "sync", "async-1", "async-2"]
 
 
 def test_one_call_at_a_time_reaches_the_local_upstream(fake_upstream: FakeUpstream) -> None:

@@ -194,6 +194,7 @@ class RecordedEvents:
         self.reclaimed = 0
         self.outcomes: list[str] = []
         self.in_flight = 0
+        self.overtaken = 0
 
     def job_started(self) -> None:
         self.in_flight += 1
@@ -207,6 +208,9 @@ class RecordedEvents:
 
     def dead_lettered(self, model: str) -> None:
         self.dead.append(model)
+
+    def async_overtaken(self, count: int) -> None:
+        self.overtaken += count
 
 
 def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: RedisServer) -> None:

@@ -176,7 +176,7 @@ def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored
                 upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]
             assert isinstance(cpu, InProcesses)
             scorer = ConsistencyScorer(cpu_recipe.settings.consistency, cpu)
-            pipeline = ScoringPipeline([scorer], lambda model, purpose: ask, cpu_recipe.settings)
+            pipeline = ScoringPipeline([scorer], lambda model, purpose, lane: ask, cpu_recipe.settings)
             first = asyncio.create_task(pipeline.run(ScoringJob(id="a", model="fake", question=question,
                                                                 answer=answer)))
             assert await asyncio.to_thread(hanging.asked.wait, 60)  # the worker is inside the job

@@ -83,7 +83,7 @@ def test_the_pipeline_labels_the_default_score_as_a_probability() -> None:
     assert settings.combine == "default"
     job = ScoringJob(id="j", model="m", question="q", answer="a")
     for scorers in ([Fixed("lp", 0.99)], [Fixed("bc", 0.0), Fixed("fc", 0.0)], [Fixed("sc", 0.6)]):
-        pipeline = ScoringPipeline(scorers, lambda model, purpose: None, settings,  # type: ignore[arg-type,return-value]
+        pipeline = ScoringPipeline(scorers, lambda model, purpose, lane: None, settings,  # type: ignore[arg-type,return-value]
                                    combine=default_trust)
         record = asyncio.run(pipeline.run(job))
         values = {s.name: s.value for s in scorers}

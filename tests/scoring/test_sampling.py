@@ -74,7 +74,8 @@ def test_when_no_sample_is_answered_the_component_fails_and_the_record_says_why(
     async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
         raise UpstreamFailure("upstream unreachable")
 
-    pipeline = ScoringPipeline([SamplingScorer(SamplingSettings())], lambda model, purpose: ask, ScoringSettings())
+    pipeline = ScoringPipeline([SamplingScorer(SamplingSettings())], lambda model, purpose, lane: ask,
+                               ScoringSettings())
     record = asyncio.run(pipeline.run(job()))
     assert record.status == "failed" and record.components["sc"].value is None
     assert "upstream unreachable" in (record.components["sc"].error or "")

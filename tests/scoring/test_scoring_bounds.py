@@ -125,7 +125,7 @@ class RefusingScorer(Scorer):
 
 def test_a_five_megabyte_answer_is_skipped_before_any_scorer_sees_it() -> None:
     """It used to reach spaCy, fail with E088 and be logged as an internal failure."""
-    pipeline = ScoringPipeline([RefusingScorer()], lambda model, purpose: None,  # type: ignore[arg-type,return-value]
+    pipeline = ScoringPipeline([RefusingScorer()], lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
                                ScoringSettings())
     record = asyncio.run(pipeline.run(ScoringJob(id="j", model="m", question="q", answer="word " * 1_000_000)))
     assert (record.status, record.error, record.components) == ("skipped", "skipped: too_long", {})

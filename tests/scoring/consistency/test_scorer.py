@@ -36,6 +36,9 @@ def generator(nlp: Language, local_endpoint: str, embeddings: WordEmbeddings) ->
 
 def score(generator: DistractorGenerator, fake: FakeUpstream, case: tuple[str, str],
           **settings: Any) -> tuple[ComponentResult, ClientAsk]:
+    """Scored with the paper's 10 checks unless ``settings`` names a preset (which sets its own) or a number."""
+    if "preset" not in settings:
+        settings = {"max_checks": 10, **settings}
     scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), InThreads(CpuParts(generator)))
 
     async def run() -> tuple[ComponentResult, ClientAsk]:
@@ -92,6 +95,22 @@ def test_adaptive_stops_once_the_label_is_settled(generator: DistractorGenerator
     assert (result.value, result.label, result.upstream_calls) == (value, label, calls)
     assert len(fake_upstream.requests) == calls and result.details.stop_reason == "posterior"
     assert 1 < ask.most_in_flight <= 4
+
+
+def test_the_default_settings_stop_after_three_agreeing_checks(generator: DistractorGenerator,
+                                                               fake_upstream: FakeUpstream) -> None:
+    fake_upstream.responder = Answerer(FLORIDA[1], always("original"))
+    scorer = ConsistencyScorer(ConsistencySettings(seed=1), InThreads(CpuParts(generator)))
+
+    async def run() -> ComponentResult:
+        async with upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]
+            return await scorer.score(ScoringJob(id="job-1", model="fake", question=FLORIDA[0], answer=FLORIDA[1]),
+                                      ask)
+
+    result = asyncio.run(run())
+    assert (result.value, result.label, result.upstream_calls, len(fake_upstream.requests)) == (
+        1.0, "consistent", 3, 3)
+    assert result.details.stop_reason == "settled"
 
 
 @pytest.mark.parametrize(("preset", "step", "calls", "value", "label"), [

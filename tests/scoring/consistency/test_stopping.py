@@ -8,6 +8,7 @@ import pytest
 
 from scoring.consistency.stopping import (StopRule, checks_before_possible_stop, decide_stop, graded_label,
                                           settled_label)
+from scoring.settings import ConsistencySettings
 
 
 def run(rule: StopRule, outcomes: list[bool]) -> tuple[int, str]:
@@ -77,3 +78,13 @@ def test_checks_asked_together_never_overshoot_a_stop(mode: str) -> None:
 def test_graded_labels() -> None:
     assert [graded_label(x, 0.4, 0.7) for x in (0.0, 0.39, 0.4, 0.69, 0.7, 1.0)] == [
         "inconsistent", "inconsistent", "uncertain", "uncertain", "consistent", "consistent"]
+
+
+def test_the_default_rule_stops_after_three_checks_that_agree() -> None:
+    """Issue 32: on the default settings three agreeing checks settle Trust_BC; a split asks the fourth."""
+    bc = ConsistencySettings()
+    rule = StopRule(bc.mode, bc.max_checks, bc.adaptive_low, bc.adaptive_high, bc.adaptive_credibility)
+    assert run(rule, [True] * 4) == (3, "settled")
+    assert run(rule, [False] * 4) == (3, "settled")
+    assert run(rule, [True, False, True, True])[0] == 4
+    assert checks_before_possible_stop(rule, 0, 0) == 3  # the first three are asked at once

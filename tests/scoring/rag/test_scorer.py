@@ -193,6 +193,6 @@ def test_the_scoring_pipeline_runs_it_and_records_a_json_safe_result(fake_upstre
     fake_upstream.responder = marker_judge
     job = ScoringJob(id="job-1", model="fake", question=QUESTION, answer=ANSWER, documents=DOCUMENTS)
     record = with_gateway_ask(fake_upstream, lambda ask: ScoringPipeline(
-        [RagScorer()], lambda model, purpose: ask, ScoringSettings()).run(job))
+        [RagScorer()], lambda model, purpose, lane: ask, ScoringSettings()).run(job))
     assert (record.status, record.score, record.upstream_calls) == ("done", pytest.approx(13 / 21), CALLS)
     assert TrustRecord.model_validate_json(record.model_dump_json()) == record
