@@ -24,7 +24,7 @@ place (``proxy.upstream_errors``) so clients never see a provider's raw exceptio
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "AuthenticationFailed",
@@ -35,6 +35,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "RateLimited",
+    "Refusal",
     "RequestRejected",
     "ServiceUnavailable",
     "UpstreamAuthFailed",
@@ -114,11 +115,16 @@ class RateLimited(RequestRejected):
     error_type = "rate_limit_error"
 
 
+# A refusal another model may not share, as the provider's own text says (read by the translator, never sent).
+Refusal = Literal["context_window", "content_policy"]
+
+
 class UpstreamError(GatewayError):
     """The upstream answered with an error, or did not answer at all."""
 
     status_code = 502
     error_type = "api_error"
+    refusal: Refusal | None = None  # set by the translator, which alone sees the provider's text
 
     @property
     def retryable(self) -> bool:

@@ -10,7 +10,8 @@ because an upstream's own text carries what must not leak: file paths of a
 local server, litellm's deployment hashes, a provider's echo of a wrong key.
 That text is logged here, once per failure, with every configured secret masked.
 Which of LiteLLM's fallback lists a failure calls for (``fallback_kind``) is
-read here too, from the error's text, as LiteLLM reads it.
+read here too, from that text, as LiteLLM reads it: the error carries the kind
+of refusal (``UpstreamError.refusal``), never the text.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import httpx
 import orjson
 
 from .config import FallbackKind
-from .errors import UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
+from .errors import (
+    Refusal, UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
+)
 
 __all__ = ["MALFORMED_REPLY", "UpstreamErrors", "fallback_kind", "message_from_body", "parse_retry_after", "scrub"]
 
@@ -129,16 +132,25 @@ def fallback_kind(exc: UpstreamError) -> FallbackKind | None:
     A failing or unreachable group falls back on ``fallbacks``. A refused
     request falls back only when the refusal is one another model may not
     share: a prompt too long for this one (``context_window_fallbacks``) or
-    its content policy (``content_policy_fallbacks``) — read from the
-    provider's message, as LiteLLM reads it.
+    its content policy (``content_policy_fallbacks``), as the translator read
+    it from the provider's text.
     """
     if not exc.client_fault:
         return "fallbacks"
-    text = exc.message.lower()
-    if any(marker in text for marker in _CONTEXT_WINDOW):
+    if exc.refusal == "context_window":
         return "context_window_fallbacks"
-    if any(marker in text for marker in _CONTENT_POLICY):
+    if exc.refusal == "content_policy":
         return "content_policy_fallbacks"
+    return None
+
+
+def _refusal(detail: str) -> Refusal | None:
+    """The kind of refusal a provider's text names, as LiteLLM reads it."""
+    text = detail.lower()
+    if any(marker in text for marker in _CONTEXT_WINDOW):
+        return "context_window"
+    if any(marker in text for marker in _CONTENT_POLICY):
+        return "content_policy"
     return None
 
 
@@ -149,6 +161,9 @@ class UpstreamErrors:
         self._secrets = list(secrets)
 
     def _logged(self, error: UpstreamError, detail: str) -> UpstreamError:
+        """``error``, its provider's text logged once (secrets masked) and read for the kind of refusal."""
+        if error.client_fault:
+            error.refusal = _refusal(detail)
         log.warning("upstream failure (%s, %s): %s", error.status_code, error.code, scrub(detail, self._secrets))
         return error
 

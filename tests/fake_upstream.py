@@ -23,6 +23,8 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones ([bad-chunk:not-json]: an
                     event whose data is not JSON)
     [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text
+    [too-long:gpt-4o-mini]  refuse (400) a request for that model as too long for its context window
+    [filtered:gpt-4o-mini]  refuse (400) a request for that model by its content policy
 
 Besides chat completions it serves ``/v1/completions``, ``/v1/embeddings`` and
 ``/v1/responses`` (stream and not; ``responses_supported=False`` makes the last
@@ -54,7 +56,7 @@ from starlette.routing import Route
 Responder = Callable[[list[dict[str, Any]]], str]
 
 _DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
-                        r"|bad-chunk|unsized|tool-call)(?::([\w.-]+))?\]")
+                        r"|bad-chunk|unsized|tool-call|too-long|filtered)(?::([\w.-]+))?\]")
 SERVER_PATH = "/opt/fake-upstream/models/server_internal.py"
 
 # 200 bodies that are not chat completions, by name.
@@ -64,6 +66,13 @@ NOT_A_COMPLETION = {
     "array": b"[1, 2, 3]",
     "empty": b"",
     "no-message": b'{"id": "chatcmpl-1", "object": "chat.completion", "choices": [{"index": 0}]}',
+}
+
+
+# A provider's own wording of the refusals that LiteLLM's context-window and content-policy fallbacks are for.
+_REFUSALS = {
+    "too-long": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+    "filtered": "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.",
 }
 
 
@@ -141,6 +150,9 @@ class FakeUpstream:
         if "fail" in directives:
             return _error(int(float(directives["fail"])),
                           f"fake upstream failure {directives['fail']} in {SERVER_PATH} line 42")
+        if (refusal := _REFUSALS.get(next((d for d in ("too-long", "filtered")
+                                                if directives.get(d) == body.get("model")), ""))) is not None:
+            return _error(400, refusal)
         if "reply" in directives:
             return Response(NOT_A_COMPLETION[directives["reply"]], media_type="application/json")
         if "stall" in directives and not await self._wait_unless_client_leaves(request, float(directives["stall"])):

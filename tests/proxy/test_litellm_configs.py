@@ -19,8 +19,7 @@ import yaml
 
 from trustgate.cli import main
 from proxy.config import ConfigError, load_settings, settings_from_dict
-from proxy.errors import UpstreamError
-from proxy.upstream_errors import fallback_kind
+from proxy.upstream_errors import UpstreamErrors, fallback_kind
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
@@ -85,8 +84,10 @@ def test_fallback_from_litellm_settings_serves_a_broken_group(fake_upstream: Fak
     ("Invalid value for temperature", None),
 ])
 def test_refusals_fall_back_only_by_their_kind(message: str, kind: str | None) -> None:
-    assert fallback_kind(UpstreamError(message, status_code=400)) == kind
-    assert fallback_kind(UpstreamError(message, status_code=503)) == "fallbacks"
+    errors = UpstreamErrors([])
+    refused = errors.for_status(400, message)
+    assert fallback_kind(refused) == kind and message not in refused.message  # the text is read, never sent
+    assert fallback_kind(errors.for_status(503, message)) == "fallbacks"
 
 
 @pytest.mark.parametrize("section, error", [
@@ -126,3 +127,27 @@ def test_fixture_files_load_from_disk(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(fixture("observability")))
     settings = load_settings(path, ENV)
     assert settings.trustgate.telemetry.service_name == "assistant-gateway"
+
+
+@pytest.mark.parametrize("passthrough", [True, False], ids=["passthrough", "litellm"])
+@pytest.mark.parametrize("refusal", ["too-long", "filtered"])
+def test_a_refusal_of_its_kind_falls_back_over_the_wire(refusal: str, passthrough: bool, fake_upstream: FakeUpstream,
+                                                        start_gateway: Callable[..., ServerThread]) -> None:
+    """A provider's context-window or content-policy refusal (its own wording, HTTP 400) sends the request to the
+    group its LiteLLM list names; any other 400 goes back to the client as it is."""
+    config = gateway_config(fake_upstream.url, litellm_settings={
+        "context_window_fallbacks": [{"fake": ["roomy"]}], "content_policy_fallbacks": [{"fake": ["roomy"]}]})
+    config["model_list"].append({"model_name": "roomy", "litellm_params": {
+        "model": "openai/gpt-4.1", "api_base": f"{fake_upstream.url}/v1", "api_key": "sk-upstream-secret"}})
+    config["trustgate"] = {"passthrough": passthrough, "scoring": {"mode": "off"}}
+    server = start_gateway(config)
+    ask = {"model": "fake", "messages": [{"role": "user", "content": f"[{refusal}:gpt-4o-mini] hello"}]}
+    answered = httpx.post(f"{server.url}/v1/chat/completions", json=ask,
+                          headers={"authorization": "Bearer sk-test-master"}, timeout=30)
+    assert answered.status_code == 200, answered.text
+    assert answered.headers["x-trustgate-model-group"] == "roomy"
+    assert answered.headers["x-trustgate-fallback"] == "fake"
+    assert [r["model"] for r in fake_upstream.requests] == ["gpt-4o-mini", "gpt-4.1"]
+    refused = httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": "Bearer sk-test-master"},
+                         json={**ask, "messages": [{"role": "user", "content": "[fail:400] hello"}]}, timeout=30)
+    assert refused.status_code == 400 and [r["model"] for r in fake_upstream.requests][2:] == ["gpt-4o-mini"]
