@@ -47,6 +47,8 @@ from .endpoint_routes import router as endpoint_router
 from .errors import GatewayError, error_body
 from .limits import Limiter
 from .litellm_backend import check_providers
+from .local_scoring import local_scoring_worker
+from .log_format import configured_log_format
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
 from .request_ids import RequestIds, request_id_headers
@@ -88,6 +90,9 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                mounts: Sequence[Mount] = ()) -> FastAPI:
     """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
 
+    Given either, the memory backend scores in this process whatever ``scoring.worker`` says: they are
+    objects of this process, which a local worker process could not use.
+
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
     """
     metrics = build_metrics(registry if registry is not None else CollectorRegistry())
@@ -125,9 +130,15 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                                       on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
                 has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
-                process, has_scorers = await build_processor(
-                    settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter, fits)
-                queue = MemoryJobQueue(process, publisher.publish, max_size=scoring.queue.max_size,
+                if scoring.worker == "child" and scorers is None and telemetry is None and scoring_configured(scoring):
+                    local = await stack.enter_async_context(
+                        local_scoring_worker(settings, metrics, publisher, configured_log_format()))
+                    process, publish, has_scorers = local.process, local.publish, local.has_scorers
+                else:  # scorers or telemetry handed in are this process's objects: they score here (as do none)
+                    process, has_scorers = await build_processor(
+                        settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter, fits)
+                    publish = publisher.publish
+                queue = MemoryJobQueue(process, publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
                                        on_depth=metrics.scoring_queue_depth.set)
             trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,

@@ -26,18 +26,10 @@ from exporters import build_metrics, build_worker_metrics
 from scoring.redis_queue import RedisStreamWorker
 from scoring.types import Scorer
 
-from .assembly import (
-    build_fit_store,
-    build_limiter,
-    build_processor,
-    build_publisher,
-    build_telemetry,
-    load_calibrator,
-    open_redis,
-    open_upstream_client,
-)
+from .assembly import open_redis
 from .config import ConfigError, GatewaySettings
 from .worker_http import serve_worker_http
+from .worker_parts import open_worker_parts
 
 __all__ = ["run_worker"]
 
@@ -53,7 +45,6 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
                      stop: asyncio.Event | None = None, grace_s: float = 30.0) -> None:
     if settings.trustgate.scoring.queue.backend != "redis":
         raise ConfigError("trustgate worker needs trustgate.scoring.queue.backend: redis")
-    calibrator = load_calibrator(settings)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -64,17 +55,10 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
     async with contextlib.AsyncExitStack() as stack:
         redis = await open_redis(settings, stack)
         assert redis is not None  # the backend was checked above
-        limiter = build_limiter(settings, redis, stack)  # the gateways' counters: one scoring budget for all
-        telemetry = build_telemetry(settings, stack)
-        upstream = await open_upstream_client(
-            settings, stack, start_local=False, limiter=limiter, telemetry=telemetry, on_try=metrics.observe_try,
-            on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
-        publisher = await build_publisher(settings, metrics, redis, stack)
-        process, _ = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack,
-                                           limiter, build_fit_store(settings, redis))
+        parts = await open_worker_parts(settings, metrics, redis, stack, scorers=scorers)
         worker = RedisStreamWorker(
-            redis, publisher.store, settings.trustgate.scoring.queue, process=process, publish=publisher.publish,
-            consumer=_consumer_name(), events=build_worker_metrics(registry, metrics))
+            redis, parts.publisher.store, settings.trustgate.scoring.queue, process=parts.process,
+            publish=parts.publisher.publish, consumer=_consumer_name(), events=build_worker_metrics(registry, metrics))
         if metrics_port is not None:
             await stack.enter_async_context(serve_worker_http(worker, metrics, metrics_host, metrics_port))
         log.info("scoring worker started")
