@@ -17,6 +17,7 @@ count to a bucket, so ``apply_deltas`` adds to the bucket's value directly.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -88,7 +89,7 @@ class DeltaTracker:
                     entry["sum"] = gained
         return MetricDeltas(counters=counters, histograms=[
             HistogramDelta(name=name, labels=dict(labels), sum=entry["sum"],
-                           buckets=[b - a for a, b in zip([0.0, *entry["cumulative"]], entry["cumulative"])])
+                           buckets=[b - a for a, b in itertools.pairwise([0.0, *entry["cumulative"]])])
             for (name, labels), entry in histograms.items() if any(entry["cumulative"])])
 
 
@@ -116,7 +117,7 @@ def apply_deltas(metrics: GatewayMetrics, deltas: MetricDeltas) -> None:
         buckets = child._buckets
         if len(buckets) != len(gained.buckets):
             continue
-        for bucket, amount in zip(buckets, gained.buckets):
+        for bucket, amount in zip(buckets, gained.buckets, strict=True):
             if amount:
                 bucket.inc(amount)
         child._sum.inc(gained.sum)

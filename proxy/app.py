@@ -23,7 +23,7 @@ from exporters import GatewayMetrics, Telemetry, build_metrics
 from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
 from scoring.assembly import scoring_configured
 from scoring.learning.learner import Learner
-from scoring.queue import JobQueue, MemoryJobQueue
+from scoring.queue import JobQueue, MemoryJobQueue, Process, Publish
 from scoring.redis_queue import RedisJobQueue
 from scoring.settings import ScoringSettings
 from scoring.types import Scorer
@@ -130,6 +130,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                                       on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
                 has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
             else:
+                process: Process
+                publish: Publish
                 if scoring.worker == "child" and scorers is None and telemetry is None and scoring_configured(scoring):
                     local = await stack.enter_async_context(
                         local_scoring_worker(settings, metrics, publisher, configured_log_format()))

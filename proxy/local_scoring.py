@@ -66,7 +66,7 @@ from .config import ConfigError, GatewaySettings
 from .log_format import LogFormat
 from .worker_parts import StartOrder
 
-__all__ = ["LocalScoringWorker", "WORKER_MODULE", "local_scoring_worker"]
+__all__ = ["WORKER_MODULE", "LocalScoringWorker", "local_scoring_worker"]
 
 log = logging.getLogger("trustgate.scoring")
 
