@@ -201,7 +201,7 @@ class LocalScoringWorker:
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),),
-                preexec_fn=die_with_parent(), start_new_session=True)
+                preexec_fn=die_with_parent())
         finally:
             theirs.close()
         register_child(process.pid, argv)

@@ -16,8 +16,9 @@ jobs than the gateway hands it.
 
 It lives and dies with the gateway: armed with the parent-death signal before
 exec, registered in ``scoring.children``'s registry, niced by
-``scoring.cpu.nice``, in its own session so that a terminal's Ctrl-C reaches
-only the gateway (which then drains through it). When the socket closes (the
+``scoring.cpu.nice``. It ignores SIGINT and SIGTERM, which a terminal's Ctrl-C
+and a service manager send to the whole process group: the gateway drains its
+queue through it first, then closes the socket. When the socket closes (the
 gateway stopping or gone) it cancels what it holds and exits.
 """
 
@@ -136,7 +137,8 @@ def main() -> int:
     sys.stdin.close()
     configure_logging(order.log_format)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the gateway's shutdown stops this worker, after draining
+    for signum in (signal.SIGINT, signal.SIGTERM):  # the gateway's shutdown stops this worker, after draining
+        signal.signal(signum, signal.SIG_IGN)
     os.nice(order.settings.trustgate.scoring.cpu.nice)
     sock = socket.socket(fileno=fd)
     try:
