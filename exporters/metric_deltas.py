@@ -5,13 +5,13 @@ counts there what scoring does (scorers' upstream calls, tries and tokens,
 records by status and score, refused calls, store sheds). After each job it
 sends what its counters and histograms gained since the last send
 (``DeltaTracker.take``); the gateway adds that to its own series of the same
-names (``apply_deltas``). So ``/metrics`` reads exactly as when scoring ran in
+names (``DeltaSink``). So ``/metrics`` reads exactly as when scoring ran in
 the gateway: one series per name and labels, never reset by a worker's
 restart, and a record's counts are in before its record reaches the gateway.
 
 Gauges and the ``process_*`` series are the worker's own and are not carried.
 A histogram gains by bucket: prometheus_client has no public call that adds a
-count to a bucket, so ``apply_deltas`` adds to the bucket's value directly.
+count to a bucket, so ``DeltaSink`` adds to the bucket's value directly.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .prometheus import GatewayMetrics
 
-__all__ = ["DeltaTracker", "MetricDeltas", "apply_deltas"]
+__all__ = ["DeltaSink", "DeltaTracker", "MetricDeltas"]
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -93,31 +93,31 @@ class DeltaTracker:
             for (name, labels), entry in histograms.items() if any(entry["cumulative"])])
 
 
-def _by_name(metrics: GatewayMetrics) -> dict[str, Counter | Histogram]:
-    found: dict[str, Counter | Histogram] = {}
-    for field in dataclasses.fields(metrics):
-        metric = getattr(metrics, field.name)
-        if isinstance(metric, Counter | Histogram):
-            found[metric._name] = metric
-    return found
+class DeltaSink:
+    """The gateway's side: adds a worker's gains to its own series of the same names."""
 
+    def __init__(self, metrics: GatewayMetrics) -> None:
+        self._known: dict[str, Counter | Histogram] = {}
+        for field in dataclasses.fields(metrics):
+            metric = getattr(metrics, field.name)
+            if isinstance(metric, Counter | Histogram):
+                self._known[metric._name] = metric
 
-def apply_deltas(metrics: GatewayMetrics, deltas: MetricDeltas) -> None:
-    """Add a worker's gains to the gateway's series; a name or bucket layout this gateway lacks is skipped."""
-    known = _by_name(metrics)
-    for counter in deltas.counters:
-        metric = known.get(counter.name)
-        if isinstance(metric, Counter) and counter.amount > 0:
-            (metric.labels(**counter.labels) if counter.labels else metric).inc(counter.amount)
-    for gained in deltas.histograms:
-        metric = known.get(gained.name)
-        if not isinstance(metric, Histogram):
-            continue
-        child = metric.labels(**gained.labels)
-        buckets = child._buckets
-        if len(buckets) != len(gained.buckets):
-            continue
-        for bucket, amount in zip(buckets, gained.buckets, strict=True):
-            if amount:
-                bucket.inc(amount)
-        child._sum.inc(gained.sum)
+    def apply(self, deltas: MetricDeltas) -> None:
+        """Add ``deltas``; a name or a bucket layout this gateway lacks is skipped."""
+        for counter in deltas.counters:
+            metric = self._known.get(counter.name)
+            if isinstance(metric, Counter) and counter.amount > 0:
+                (metric.labels(**counter.labels) if counter.labels else metric).inc(counter.amount)
+        for gained in deltas.histograms:
+            histogram = self._known.get(gained.name)
+            if not isinstance(histogram, Histogram):
+                continue
+            child = histogram.labels(**gained.labels)
+            buckets = child._buckets
+            if len(buckets) != len(gained.buckets):
+                continue
+            for bucket, amount in zip(buckets, gained.buckets, strict=True):
+                if amount:
+                    bucket.inc(amount)
+            child._sum.inc(gained.sum)

@@ -47,7 +47,7 @@ from collections.abc import AsyncIterator
 from prometheus_client import Counter
 
 from exporters import GatewayMetrics, RecordPublisher
-from exporters.metric_deltas import MetricDeltas, apply_deltas
+from exporters.metric_deltas import DeltaSink, MetricDeltas
 from exporters.prometheus import NAMESPACE
 from scoring.children import die_with_parent, forget_child, register_child
 from scoring.local_transport import (
@@ -118,7 +118,7 @@ class LocalScoringWorker:
     def __init__(self, settings: GatewaySettings, metrics: GatewayMetrics, publisher: RecordPublisher,
                  log_format: LogFormat, restarts: Counter) -> None:
         self._settings = settings
-        self._metrics = metrics
+        self._counts = DeltaSink(metrics)
         self._publisher = publisher
         self._log_format = log_format
         self._restarts = restarts
@@ -264,7 +264,7 @@ class LocalScoringWorker:
             while (frame := await read_frame(child.reader)) is not None:
                 kind, payload = frame
                 if kind == FrameKind.METRICS:
-                    apply_deltas(self._metrics, MetricDeltas.model_validate_json(payload))
+                    self._counts.apply(MetricDeltas.model_validate_json(payload))
                 elif kind == FrameKind.RECORD:
                     record = TrustRecord.model_validate_json(payload)
                     future = child.held.get(record.id)
