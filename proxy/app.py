@@ -133,8 +133,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 process: Process
                 publish: Publish
                 if scoring.worker == "child" and scorers is None and telemetry is None and scoring_configured(scoring):
-                    local = await stack.enter_async_context(
-                        local_scoring_worker(settings, metrics, publisher, configured_log_format()))
+                    local = await stack.enter_async_context(local_scoring_worker(
+                        settings, metrics, publisher, upstream.local_slots, configured_log_format()))
                     process, publish, has_scorers = local.process, local.publish, local.has_scorers
                 else:  # scorers or telemetry handed in are this process's objects: they score here (as do none)
                     process, has_scorers = await build_processor(

@@ -44,6 +44,7 @@ from .limits import Limiter, MemoryCounters, RedisCounters
 from .local_upstream import run_local_upstream
 from .retries import OnScoringShed
 from .scoring_budget import ScoringBudget
+from .slots import PrioritySlots
 from .trust import traced
 from .upstream import OnFallbackSkipped, OnTry, UpstreamClient
 
@@ -64,7 +65,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
                                on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                                on_scoring_shed: OnScoringShed = lambda group, reason: None,
                                limiter: Limiter | None = None, telemetry: Telemetry | None = None,
-                               on_try: OnTry = lambda group, deployment, succeeded, seconds: None) -> UpstreamClient:
+                               on_try: OnTry = lambda group, deployment, succeeded, seconds: None,
+                               local_slots: PrioritySlots | None = None) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -75,7 +77,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
     http = await stack.enter_async_context(http_client())
     upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped,
                               on_scoring_shed=on_scoring_shed, limiter=limiter,
-                              tracer=telemetry.tracer if telemetry is not None else None, on_try=on_try)
+                              tracer=telemetry.tracer if telemetry is not None else None, on_try=on_try,
+                              local_slots=local_slots)
     stack.push_async_callback(upstream.aclose)
     return upstream
 

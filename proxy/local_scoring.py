@@ -21,6 +21,8 @@ Publishing is split so that ``/metrics``, OpenTelemetry and
   (``exporters.metric_deltas``), which the gateway adds to its own series;
 - spans and evaluation events are exported by the child itself, in the
   request's trace (the job carries its ``traceparent``);
+- the child's calls to the embedded model server borrow the gateway's slots
+  (``proxy.slot_leases``): users' calls still go first;
 - records the child never scored (its death, the gateway's shutdown, a job
   too large to send) are failed and published here (``publish``).
 
@@ -64,6 +66,8 @@ from scoring.types import ScoringJob, TrustRecord
 
 from .config import ConfigError, GatewaySettings
 from .log_format import LogFormat
+from .slot_leases import SlotLender
+from .slots import PrioritySlots
 from .worker_parts import StartOrder
 
 __all__ = ["WORKER_MODULE", "LocalScoringWorker", "local_scoring_worker"]
@@ -84,10 +88,11 @@ class _Child:
     """One started worker process and its connection; ``ended`` is set once either is gone."""
 
     def __init__(self, process: asyncio.subprocess.Process, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+                 writer: asyncio.StreamWriter, slots: PrioritySlots) -> None:
         self.process = process
         self.reader = reader
         self.writer = writer
+        self.lender = SlotLender(slots, lambda kind, payload: write_frame(writer, kind, payload))
         self.held: dict[str, asyncio.Future[TrustRecord]] = {}
         self.ended = asyncio.Event()
         self.reader_task: asyncio.Task[None] | None = None  # held here: the loop keeps only a weak reference
@@ -116,8 +121,9 @@ class LocalScoringWorker:
     """Scores jobs in a supervised child process: ``process`` and ``publish`` for a ``MemoryJobQueue``."""
 
     def __init__(self, settings: GatewaySettings, metrics: GatewayMetrics, publisher: RecordPublisher,
-                 log_format: LogFormat, restarts: Counter) -> None:
+                 slots: PrioritySlots, log_format: LogFormat, restarts: Counter) -> None:
         self._settings = settings
+        self._slots = slots
         self._counts = DeltaSink(metrics)
         self._publisher = publisher
         self._log_format = log_format
@@ -223,7 +229,7 @@ class LocalScoringWorker:
             await process.stdin.drain()
         process.stdin.close()
         reader, writer = await asyncio.open_connection(sock=sock)
-        child = _Child(process, reader, writer)
+        child = _Child(process, reader, writer, self._slots)
         failure = await self._await_ready(child)
         if failure is None:
             return child, ""
@@ -263,7 +269,11 @@ class LocalScoringWorker:
         try:
             while (frame := await read_frame(child.reader)) is not None:
                 kind, payload = frame
-                if kind == FrameKind.METRICS:
+                if kind == FrameKind.SLOT_ASK:
+                    child.lender.ask(payload)
+                elif kind == FrameKind.SLOT_RETURN:
+                    child.lender.returned(payload)
+                elif kind == FrameKind.METRICS:
                     self._counts.apply(MetricDeltas.model_validate_json(payload))
                 elif kind == FrameKind.RECORD:
                     record = TrustRecord.model_validate_json(payload)
@@ -276,6 +286,7 @@ class LocalScoringWorker:
                 log.error("scoring worker %d sent what the gateway cannot read (%s); restarting it",
                           child.process.pid, exc)
         finally:
+            child.lender.close()
             child.ended.set()
             self._live.clear()
 
@@ -310,12 +321,15 @@ class LocalScoringWorker:
 
 @contextlib.asynccontextmanager
 async def local_scoring_worker(settings: GatewaySettings, metrics: GatewayMetrics, publisher: RecordPublisher,
-                               log_format: LogFormat) -> AsyncIterator[LocalScoringWorker]:
-    """A started local worker for the block's duration (its restarts counted on the gateway's registry)."""
+                               slots: PrioritySlots, log_format: LogFormat) -> AsyncIterator[LocalScoringWorker]:
+    """A started local worker for the block's duration (its restarts counted on the gateway's registry).
+
+    ``slots``: the gateway's slots of the embedded model server, which the worker's calls borrow.
+    """
     restarts = Counter("scoring_worker_restarts", "Local scoring worker processes that ended unasked (killed, "
                        "crashed) and were started again; the jobs each held were recorded as failed.",
                        namespace=NAMESPACE, registry=metrics.registry)
-    worker = LocalScoringWorker(settings, metrics, publisher, log_format, restarts)
+    worker = LocalScoringWorker(settings, metrics, publisher, slots, log_format, restarts)
     try:
         await worker.start()
         try:

@@ -7,7 +7,9 @@ neither on a command line nor in a file) on its stdin, then the two talk over
 the socketpair end ``FD`` (``scoring.local_transport``).
 
 It opens the same parts as ``trustgate worker`` (``proxy.worker_parts``):
-the scorers and their own upstream client, the record store, telemetry. Each
+the scorers and their own upstream client, the record store, telemetry. Its
+calls to the embedded model server wait for a slot of the gateway's
+(``proxy.slot_leases``), so that users' calls still go first. Each
 job is scored, published (store, metrics, alerts; its spans and evaluation
 events exported from here with the request's trace context) and only then
 sent back with the metric counts it added, so that the gateway stops
@@ -52,6 +54,7 @@ from scoring.types import ScoringJob, TrustRecord
 from .config import ConfigError
 from .local_upstream import LocalUpstreamError
 from .log_format import configure_logging
+from .slot_leases import LeasedSlots
 from .worker_parts import StartOrder, WorkerParts, open_worker_parts
 
 __all__ = ["main"]
@@ -106,9 +109,11 @@ async def _serve(order: StartOrder, sock: socket.socket) -> int:
     reader, writer = await asyncio.open_connection(sock=sock)
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
+    slots = LeasedSlots(lambda kind, payload: write_frame(writer, kind, payload)) \
+        if order.settings.trustgate.local_upstream.enabled else None
     async with contextlib.AsyncExitStack() as stack:
         try:
-            parts = await open_worker_parts(order.settings, metrics, None, stack)
+            parts = await open_worker_parts(order.settings, metrics, None, stack, local_slots=slots)
         except (ConfigError, LocalUpstreamError) as exc:
             write_frame(writer, FrameKind.FAILED, WorkerFailed(error=str(exc)).model_dump_json().encode())
             await writer.drain()
@@ -123,9 +128,13 @@ async def _serve(order: StartOrder, sock: socket.socket) -> int:
                     jobs.start(payload)
                 elif kind == FrameKind.CANCEL:
                     jobs.cancel(payload)
+                elif kind == FrameKind.SLOT_ANSWER and slots is not None:
+                    slots.answer(payload)
         except (FrameError, ConnectionError) as exc:
             log.warning("scoring worker: connection to the gateway broken (%s); stopping", exc)
         finally:
+            if slots is not None:
+                slots.disconnected()
             await jobs.cancel_all()
             writer.close()
     return 0

@@ -30,6 +30,7 @@ from .assembly import (
 )
 from .config import GatewaySettings
 from .log_format import LogFormat
+from .slots import PrioritySlots
 
 __all__ = ["StartOrder", "WorkerParts", "open_worker_parts"]
 
@@ -51,14 +52,19 @@ class WorkerParts:
 
 async def open_worker_parts(settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None,
                             stack: contextlib.AsyncExitStack, *,
-                            scorers: Sequence[Scorer] | None = None) -> WorkerParts:
-    """Open everything a worker scores with on ``stack``; a config the scorers cannot load raises ConfigError."""
+                            scorers: Sequence[Scorer] | None = None,
+                            local_slots: PrioritySlots | None = None) -> WorkerParts:
+    """Open everything a worker scores with on ``stack``; a config the scorers cannot load raises ConfigError.
+
+    ``local_slots``: the embedded model server's slots, borrowed from the gateway (a local worker).
+    """
     calibrator = load_calibrator(settings)
     limiter = build_limiter(settings, redis, stack)  # with Redis, the gateways' counters: one scoring budget
     telemetry = build_telemetry(settings, stack)
     upstream = await open_upstream_client(
         settings, stack, start_local=False, limiter=limiter, telemetry=telemetry, on_try=metrics.observe_try,
-        on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc())
+        on_scoring_shed=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc(),
+        local_slots=local_slots)
     publisher = await build_publisher(settings, metrics, redis, stack)
     process, has_scorers = await build_processor(settings, upstream, metrics, telemetry, scorers, calibrator, stack,
                                                  limiter, build_fit_store(settings, redis))

@@ -22,8 +22,8 @@ import struct
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MAX_FRAME_BYTES", "CancelJob", "FrameError", "FrameKind", "FrameTooLarge", "WorkerFailed", "WorkerReady",
-           "read_frame", "write_frame"]
+__all__ = ["MAX_FRAME_BYTES", "CancelJob", "FrameError", "FrameKind", "FrameTooLarge", "SlotAnswer", "SlotAsk",
+           "SlotReturn", "WorkerFailed", "WorkerReady", "read_frame", "write_frame"]
 
 # A job carries a question, an answer and RAG documents, each bounded by the gateway's request body limit; a
 # record what the scorers found. 32 MiB is far above both and far below what would hurt either process.
@@ -38,6 +38,10 @@ class FrameKind(enum.IntEnum):
     FAILED = 4  # worker -> gateway: WorkerFailed, it could not start (a config error the gateway reports)
     RECORD = 5  # worker -> gateway: the TrustRecord of a job, already published by the worker
     METRICS = 6  # worker -> gateway: what its metrics counted since the last such frame (exporters' format)
+    # A slot of the embedded model server, held by the gateway so that user calls go first (proxy.slot_leases)
+    SLOT_ASK = 7  # worker -> gateway: SlotAsk
+    SLOT_RETURN = 8  # worker -> gateway: SlotReturn, a slot given back (or an ask withdrawn)
+    SLOT_ANSWER = 9  # gateway -> worker: SlotAnswer
 
 
 class FrameError(Exception):
@@ -64,6 +68,27 @@ class CancelJob(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
+
+
+class SlotAsk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: int  # the worker's number for this ask
+    priority: int  # lower goes first
+    timeout: float  # seconds the worker's call may wait for a slot
+
+
+class SlotReturn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: int
+
+
+class SlotAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    lease: int
+    granted: bool  # false: no slot within the ask's timeout
 
 
 def write_frame(writer: asyncio.StreamWriter, kind: FrameKind, payload: bytes) -> None:
