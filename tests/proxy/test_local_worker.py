@@ -42,6 +42,10 @@ def local_workers(parent: int) -> list[int]:
     return found
 
 
+def niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])  # proc(5) field 19
+
+
 def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -61,6 +65,7 @@ def test_a_worker_killed_mid_job_fails_that_job_with_the_reason_and_its_successo
     config = sc_config(fake_upstream.url, queue={"scorer_timeout": 30})  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=None)
     [worker] = local_workers(os.getpid())
+    assert niceness(worker) == min(niceness(os.getpid()) + 10, 19)  # scoring.cpu.nice: users' work goes first
     fake_upstream.responder = scripted("Paris", ["Paris"])
     fake_upstream.delay_ms = 3000  # the job's re-asks wait at the upstream: the job is in the worker's hands
     first = chat_async(gateway.url, "What is the capital of France?")
