@@ -62,6 +62,7 @@ from scoring.local_transport import (
     read_frame,
     write_frame,
 )
+from scoring.queue import SHUTDOWN_ERROR
 from scoring.types import ScoringJob, TrustRecord
 
 from .config import ConfigError, GatewaySettings
@@ -135,12 +136,6 @@ class LocalScoringWorker:
         self._stopping = False
         self.has_scorers = False
 
-    @property
-    def pid(self) -> int | None:
-        """The running child's pid (None between a death and the restart)."""
-        child = self._child
-        return child.process.pid if child is not None and not child.ended.is_set() else None
-
     async def start(self) -> None:
         """Start the first child; what keeps it from starting is the gateway's start-up error."""
         child, failure = await self._spawn()
@@ -168,7 +163,7 @@ class LocalScoringWorker:
                 child.process.kill()
             await child.process.wait()
         await child.ended.wait()
-        child.fail_held("gateway shut down before scoring")
+        child.fail_held(SHUTDOWN_ERROR)
         forget_child(child.process.pid)
 
     async def process(self, job: ScoringJob) -> TrustRecord:
@@ -208,6 +203,9 @@ class LocalScoringWorker:
             process = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),),
                 preexec_fn=die_with_parent())
+        except BaseException:
+            ours.close()
+            raise
         finally:
             theirs.close()
         register_child(process.pid, argv)

@@ -6,6 +6,7 @@ SIGTERM drains through it; the gateway's SIGKILL takes it along; ``inline`` keep
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import os
@@ -19,7 +20,9 @@ import httpx
 import pytest
 import yaml
 
-from proxy import ConfigError
+from prometheus_client import CollectorRegistry
+
+from proxy import ConfigError, create_app, settings_from_dict
 from proxy.local_scoring import WORKER_MODULE
 from scoring.queue import SHUTDOWN_ERROR
 from tests.e2e.gateway_process import GatewayProcess, free_port, serve_config
@@ -98,6 +101,22 @@ def test_an_unknown_worker_arrangement_is_refused(fake_upstream: FakeUpstream,
                                                   start_gateway: Callable[..., ServerThread]) -> None:
     with pytest.raises(ConfigError, match="worker"):
         start_gateway(sc_config(fake_upstream.url, worker="thread"), scorers=None)  # type: ignore[attr-defined]
+
+
+def test_a_worker_that_cannot_load_its_scorers_stops_the_gateways_start_with_the_reason(
+        fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+    config = sc_config(fake_upstream.url, data_dir=str(tmp_path / "no-assets"))  # type: ignore[attr-defined]
+    config["trustgate"]["scoring"]["consistency"] = {"enabled": True}  # Trust_BC needs built assets
+    config["trustgate"]["store"] = {"path": str(tmp_path / "records.sqlite3")}
+    app = create_app(settings_from_dict(config, {}), registry=CollectorRegistry())
+
+    async def start() -> None:
+        async with app.router.lifespan_context(app):
+            pass
+
+    with pytest.raises(ConfigError, match="Trust_BC assets are missing"):
+        asyncio.run(start())
+    assert local_workers(os.getpid()) == []
 
 
 @pytest.fixture
