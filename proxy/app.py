@@ -47,7 +47,7 @@ from .endpoint_routes import router as endpoint_router
 from .errors import GatewayError, error_body
 from .limits import Limiter
 from .litellm_backend import check_providers
-from .local_scoring import local_scoring_worker
+from .local_scoring import GatewayShares, local_scoring_worker
 from .log_format import configured_log_format
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
@@ -134,7 +134,8 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                 publish: Publish
                 if scoring.worker == "child" and scorers is None and telemetry is None and scoring_configured(scoring):
                     local = await stack.enter_async_context(local_scoring_worker(
-                        settings, metrics, publisher, upstream.local_slots, configured_log_format()))
+                        settings, metrics, publisher, GatewayShares(upstream.local_slots, limiter.counters),
+                        configured_log_format()))
                     process, publish, has_scorers = local.process, local.publish, local.has_scorers
                 else:  # scorers or telemetry handed in are this process's objects: they score here (as do none)
                     process, has_scorers = await build_processor(

@@ -22,7 +22,9 @@ Publishing is split so that ``/metrics``, OpenTelemetry and
 - spans and evaluation events are exported by the child itself, in the
   request's trace (the job carries its ``traceparent``);
 - the child's calls to the embedded model server borrow the gateway's slots
-  (``proxy.slot_leases``): users' calls still go first;
+  (``proxy.slot_leases``): users' calls still go first; its rate-limit counts
+  (deployments' rpm/tpm, scoring's budget) are the gateway's in-memory ones
+  (``proxy.lent_counters``);
 - records the child never scored (its death, the gateway's shutdown, a job
   too large to send) are failed and published here (``publish``).
 
@@ -45,6 +47,7 @@ import socket
 import sys
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from prometheus_client import Counter
 
@@ -67,11 +70,13 @@ from scoring.types import ScoringJob, TrustRecord
 
 from .config import ConfigError, GatewaySettings
 from .log_format import LogFormat
+from .lent_counters import CounterLender
+from .limits import Counters
 from .slot_leases import SlotLender
 from .slots import PrioritySlots
 from .worker_parts import StartOrder
 
-__all__ = ["WORKER_MODULE", "LocalScoringWorker", "local_scoring_worker"]
+__all__ = ["WORKER_MODULE", "GatewayShares", "LocalScoringWorker", "local_scoring_worker"]
 
 log = logging.getLogger("trustgate.scoring")
 
@@ -85,15 +90,28 @@ class WorkerDied(Exception):
     """The local worker ended while it held a job; the message is the record's error."""
 
 
+@dataclass(frozen=True)
+class GatewayShares:
+    """What the gateway's local worker counts on in the gateway: its model-server slots and rate-limit counters."""
+
+    slots: PrioritySlots
+    counters: Counters
+
+
 class _Child:
     """One started worker process and its connection; ``ended`` is set once either is gone."""
 
     def __init__(self, process: asyncio.subprocess.Process, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, slots: PrioritySlots) -> None:
+                 writer: asyncio.StreamWriter, shared: GatewayShares) -> None:
         self.process = process
         self.reader = reader
         self.writer = writer
-        self.lender = SlotLender(slots, lambda kind, payload: write_frame(writer, kind, payload))
+
+        def send(kind: FrameKind, payload: bytes) -> None:
+            write_frame(writer, kind, payload)
+
+        self.lender = SlotLender(shared.slots, send)
+        self.counts = CounterLender(shared.counters, send)
         self.held: dict[str, asyncio.Future[TrustRecord]] = {}
         self.ended = asyncio.Event()
         self.reader_task: asyncio.Task[None] | None = None  # held here: the loop keeps only a weak reference
@@ -122,9 +140,9 @@ class LocalScoringWorker:
     """Scores jobs in a supervised child process: ``process`` and ``publish`` for a ``MemoryJobQueue``."""
 
     def __init__(self, settings: GatewaySettings, metrics: GatewayMetrics, publisher: RecordPublisher,
-                 slots: PrioritySlots, log_format: LogFormat, restarts: Counter) -> None:
+                 shared: GatewayShares, log_format: LogFormat, restarts: Counter) -> None:
         self._settings = settings
-        self._slots = slots
+        self._shared = shared
         self._counts = DeltaSink(metrics)
         self._publisher = publisher
         self._log_format = log_format
@@ -227,7 +245,7 @@ class LocalScoringWorker:
             await process.stdin.drain()
         process.stdin.close()
         reader, writer = await asyncio.open_connection(sock=sock)
-        child = _Child(process, reader, writer, self._slots)
+        child = _Child(process, reader, writer, self._shared)
         failure = await self._await_ready(child)
         if failure is None:
             return child, ""
@@ -271,6 +289,8 @@ class LocalScoringWorker:
                     child.lender.ask(payload)
                 elif kind == FrameKind.SLOT_RETURN:
                     child.lender.returned(payload)
+                elif kind == FrameKind.COUNT_ASK:
+                    child.counts.ask(payload)
                 elif kind == FrameKind.METRICS:
                     self._counts.apply(MetricDeltas.model_validate_json(payload))
                 elif kind == FrameKind.RECORD:
@@ -285,6 +305,7 @@ class LocalScoringWorker:
                           child.process.pid, exc)
         finally:
             child.lender.close()
+            child.counts.close()
             child.ended.set()
             self._live.clear()
 
@@ -319,15 +340,12 @@ class LocalScoringWorker:
 
 @contextlib.asynccontextmanager
 async def local_scoring_worker(settings: GatewaySettings, metrics: GatewayMetrics, publisher: RecordPublisher,
-                               slots: PrioritySlots, log_format: LogFormat) -> AsyncIterator[LocalScoringWorker]:
-    """A started local worker for the block's duration (its restarts counted on the gateway's registry).
-
-    ``slots``: the gateway's slots of the embedded model server, which the worker's calls borrow.
-    """
+                               shared: GatewayShares, log_format: LogFormat) -> AsyncIterator[LocalScoringWorker]:
+    """A started local worker for the block's duration (its restarts counted on the gateway's registry)."""
     restarts = Counter("scoring_worker_restarts", "Local scoring worker processes that ended unasked (killed, "
                        "crashed) and were started again; the jobs each held were recorded as failed.",
                        namespace=NAMESPACE, registry=metrics.registry)
-    worker = LocalScoringWorker(settings, metrics, publisher, slots, log_format, restarts)
+    worker = LocalScoringWorker(settings, metrics, publisher, shared, log_format, restarts)
     try:
         await worker.start()
         try:

@@ -9,7 +9,8 @@ the socketpair end ``FD`` (``scoring.local_transport``).
 It opens the same parts as ``trustgate worker`` (``proxy.worker_parts``):
 the scorers and their own upstream client, the record store, telemetry. Its
 calls to the embedded model server wait for a slot of the gateway's
-(``proxy.slot_leases``), so that users' calls still go first. Each
+(``proxy.slot_leases``), so that users' calls still go first, and its
+rate-limit counts are the gateway's (``proxy.lent_counters``). Each
 job is scored, published (store, metrics, alerts; its spans and evaluation
 events exported from here with the request's trace context) and only then
 sent back with the metric counts it added, so that the gateway stops
@@ -54,6 +55,7 @@ from scoring.types import ScoringJob, TrustRecord
 from .config import ConfigError
 from .local_upstream import LocalUpstreamError
 from .log_format import configure_logging
+from .lent_counters import LentCounters
 from .slot_leases import LeasedSlots
 from .worker_parts import StartOrder, WorkerParts, open_worker_parts
 
@@ -109,11 +111,15 @@ async def _serve(order: StartOrder, sock: socket.socket) -> int:
     reader, writer = await asyncio.open_connection(sock=sock)
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
-    slots = LeasedSlots(lambda kind, payload: write_frame(writer, kind, payload)) \
-        if order.settings.trustgate.local_upstream.enabled else None
+    def send(kind: FrameKind, payload: bytes) -> None:
+        write_frame(writer, kind, payload)
+
+    slots = LeasedSlots(send) if order.settings.trustgate.local_upstream.enabled else None
+    counters = LentCounters(send) if order.settings.trustgate.limits.redis_url is None else None
     async with contextlib.AsyncExitStack() as stack:
         try:
-            parts = await open_worker_parts(order.settings, metrics, None, stack, local_slots=slots)
+            parts = await open_worker_parts(order.settings, metrics, None, stack, local_slots=slots,
+                                            counters=counters)
         except (ConfigError, LocalUpstreamError) as exc:
             write_frame(writer, FrameKind.FAILED, WorkerFailed(error=str(exc)).model_dump_json().encode())
             await writer.drain()
@@ -130,11 +136,15 @@ async def _serve(order: StartOrder, sock: socket.socket) -> int:
                     jobs.cancel(payload)
                 elif kind == FrameKind.SLOT_ANSWER and slots is not None:
                     slots.answer(payload)
+                elif kind == FrameKind.COUNT_ANSWER and counters is not None:
+                    counters.answer(payload)
         except (FrameError, ConnectionError) as exc:
             log.warning("scoring worker: connection to the gateway broken (%s); stopping", exc)
         finally:
             if slots is not None:
                 slots.disconnected()
+            if counters is not None:
+                counters.disconnected()
             await jobs.cancel_all()
             writer.close()
     return 0

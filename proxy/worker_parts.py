@@ -30,6 +30,7 @@ from .assembly import (
 )
 from .config import GatewaySettings
 from .log_format import LogFormat
+from .limits import Counters, Limiter
 from .slots import PrioritySlots
 
 __all__ = ["StartOrder", "WorkerParts", "open_worker_parts"]
@@ -53,13 +54,16 @@ class WorkerParts:
 async def open_worker_parts(settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None,
                             stack: contextlib.AsyncExitStack, *,
                             scorers: Sequence[Scorer] | None = None,
-                            local_slots: PrioritySlots | None = None) -> WorkerParts:
+                            local_slots: PrioritySlots | None = None,
+                            counters: Counters | None = None) -> WorkerParts:
     """Open everything a worker scores with on ``stack``; a config the scorers cannot load raises ConfigError.
 
-    ``local_slots``: the embedded model server's slots, borrowed from the gateway (a local worker).
+    ``local_slots``: the embedded model server's slots, and ``counters``: the rate-limit counters, both
+    borrowed from the gateway (a local worker's); by default the worker's own (Redis's, when configured).
     """
     calibrator = load_calibrator(settings)
-    limiter = build_limiter(settings, redis, stack)  # with Redis, the gateways' counters: one scoring budget
+    # with Redis, or the gateway's lent counters: one scoring budget and one rpm for the gateway and its workers
+    limiter = Limiter(counters) if counters is not None else build_limiter(settings, redis, stack)
     telemetry = build_telemetry(settings, stack)
     upstream = await open_upstream_client(
         settings, stack, start_local=False, limiter=limiter, telemetry=telemetry, on_try=metrics.observe_try,

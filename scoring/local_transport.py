@@ -22,8 +22,8 @@ import struct
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MAX_FRAME_BYTES", "CancelJob", "FrameError", "FrameKind", "FrameTooLarge", "SlotAnswer", "SlotAsk",
-           "SlotReturn", "WorkerFailed", "WorkerReady", "read_frame", "write_frame"]
+__all__ = ["MAX_FRAME_BYTES", "CancelJob", "CountAnswer", "CountAsk", "FrameError", "FrameKind", "FrameTooLarge",
+           "SlotAnswer", "SlotAsk", "SlotReturn", "WorkerFailed", "WorkerReady", "read_frame", "write_frame"]
 
 # A job carries a question, an answer and RAG documents, each bounded by the gateway's request body limit; a
 # record what the scorers found. 32 MiB is far above both and far below what would hurt either process.
@@ -42,6 +42,9 @@ class FrameKind(enum.IntEnum):
     SLOT_ASK = 7  # worker -> gateway: SlotAsk
     SLOT_RETURN = 8  # worker -> gateway: SlotReturn, a slot given back (or an ask withdrawn)
     SLOT_ANSWER = 9  # gateway -> worker: SlotAnswer
+    # The gateway's rate-limit counters in memory, which the worker's calls count on too (proxy.lent_counters)
+    COUNT_ASK = 10  # worker -> gateway: CountAsk
+    COUNT_ANSWER = 11  # gateway -> worker: CountAnswer
 
 
 class FrameError(Exception):
@@ -89,6 +92,22 @@ class SlotAnswer(BaseModel):
 
     lease: int
     granted: bool  # false: no slot within the ask's timeout
+
+
+class CountAsk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ask: int  # the worker's number for this question
+    key: str
+    amount: int | None = None  # None: read the counter; a number: add it (with ttl_s) and read the sum
+    ttl_s: int = 0
+
+
+class CountAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    ask: int
+    value: int
 
 
 def write_frame(writer: asyncio.StreamWriter, kind: FrameKind, payload: bytes) -> None:

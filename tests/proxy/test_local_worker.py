@@ -29,7 +29,7 @@ from tests.e2e.gateway_process import GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AUTH, wait_for_record
 from tests.proxy.test_sampled_agreement import ask, sc_config, scripted
-from tests.proxy.test_scoring_budget import metric
+from tests.proxy.test_scoring_budget import _in_one_window, metric, record
 from tests.servers import ServerThread
 
 
@@ -86,6 +86,22 @@ def test_a_worker_killed_mid_job_fails_that_job_with_the_reason_and_its_successo
     assert metric(gateway, "trustgate_scoring_worker_restarts_total") == 1
     assert metric(gateway, "trustgate_scoring_jobs_total", model="fake", status="failed") == 1
     assert metric(gateway, "trustgate_scoring_jobs_total", model="fake", status="done") == 1
+
+
+def test_the_workers_calls_count_on_the_gateways_rate_limits(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    """One deployment rpm for the user's calls (the gateway) and the scorers' (the worker): not one each."""
+    config = sc_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["model_list"][0]["litellm_params"]["rpm"] = 3
+    config["trustgate"]["retries"] = {"retry_after_cap": 0.5}
+    gateway = start_gateway(config, scorers=None)
+    fake_upstream.responder = scripted("Paris", ["Paris"])
+    _in_one_window(15)
+    response = ask(gateway, temperature=0.5)
+
+    assert response.status_code == 200 and response.headers["x-trust-status"] == "done"
+    assert len(fake_upstream.requests) == 3  # the user's call and two of the three samples
+    assert record(gateway, response)["components"]["sc"]["details"]["samples_answered"] == 2
 
 
 def test_inline_scores_in_the_gateway_without_a_worker_process(
