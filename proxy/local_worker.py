@@ -53,9 +53,9 @@ from scoring.local_transport import (
 from scoring.types import ScoringJob, TrustRecord
 
 from .config import ConfigError
+from .lent_counters import LentCounters
 from .local_upstream import LocalUpstreamError
 from .log_format import configure_logging
-from .lent_counters import LentCounters
 from .slot_leases import LeasedSlots
 from .worker_parts import StartOrder, WorkerParts, open_worker_parts
 
@@ -111,6 +111,7 @@ async def _serve(order: StartOrder, sock: socket.socket) -> int:
     reader, writer = await asyncio.open_connection(sock=sock)
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
+
     def send(kind: FrameKind, payload: bytes) -> None:
         write_frame(writer, kind, payload)
 
