@@ -1,22 +1,27 @@
-"""Does scoring slow users? User latency at a fixed open-loop rate: scoring off vs async, in threads vs a process.
+"""Does scoring slow users? User latency at a fixed open-loop rate: scoring off vs async, by where scoring runs.
 
 Run from the repository root (after ``make install``, which builds the scoring assets), holding the
 shared machine's lock for heavy work::
 
-    .venv/bin/python -m bench.latency_isolation
+    .venv/bin/python -m bench.latency_isolation                       # child, inline, redis
+    .venv/bin/python -m bench.latency_isolation --configs child,threads
 
 One run. Every server is its own process on 127.0.0.1: the fake upstream (answers after ~12 ms with the
 first 16 words of the prompt, as a model held to the checks' ``max_tokens`` would; it judges too) and
-three gateways with the real scorers (spaCy, the embedded Oxigraph graph, word vectors, the BM25 index),
-alike but for where scoring's work runs:
+one gateway per configuration (``--configs``) with the real scorers (spaCy, the embedded Oxigraph graph,
+word vectors, the BM25 index), alike but for where scoring's work runs:
 
-- ``threads``: ``scoring.cpu.processes: 0``, in threads of the gateway process (its GIL, its event loop's core);
-- ``process``: ``scoring.cpu.processes: 1``, in one worker process at nice 10;
-- ``redis``: the Redis queue, the whole job (its upstream calls too) in a ``trustgate worker`` process
-  beside the gateway (itself with one CPU worker): what is left when the gateway only queues.
+- ``child``: the default settings (``scoring.worker: child``): the whole job, its upstream calls and
+  record publishing too, in the gateway's local worker process at nice 10 (with one CPU worker);
+- ``inline``: ``scoring.worker: inline``, ``scoring.cpu.processes: 1``: the job in the gateway process,
+  its CPU work in one worker process at nice 10;
+- ``threads``: ``inline`` with ``scoring.cpu.processes: 0``, in threads of the gateway process (its GIL,
+  its event loop's core); not run unless named;
+- ``redis``: the Redis queue, the whole job in a ``trustgate worker`` process beside the gateway (itself
+  with one CPU worker): the gateway only queues.
 
-They take turns, never loaded at once: ``threads`` off, async, ``process`` off, async, ``redis`` off,
-async, and the same again, each phase ``--seconds`` at ``--rate`` requests/s: an open loop, so requests
+They take turns, never loaded at once: the first configuration off, async, the next off, async, ...,
+and the same again, each phase ``--seconds`` at ``--rate`` requests/s: an open loop, so requests
 go out on schedule whatever the answers do, each asking about another Wikipedia title of the evidence
 corpus (no two alike within a gateway, so the graph's query cache does not flatter scoring). In
 ``async`` phases every answer is scored; the queue holds ``--queue`` jobs and sheds the rest, as a busy
@@ -24,11 +29,11 @@ gateway does. After each phase the queue drains before the next starts.
 
 Reported per phase: user p50/p99; answers scored per second during the phase; the gateway process's CPU
 per user request; and for async phases what scoring added per scored answer beyond the same requests'
-cost with scoring off: CPU in the gateway process, CPU elsewhere (its children: the CPU worker,
-Oxigraph; the Redis worker's processes) and the scorers' upstream calls, whose HTTP and JSON work stays
-in the gateway process but with ``redis``. Each phase also shows the cores that programs outside the benchmark used (the
-noise). Per gateway: the p99 of both ``async`` phases over that of both ``off`` phases (the issue's
-target: at most 1.2).
+cost with scoring off: CPU in the gateway process, CPU elsewhere (its children: the local worker, the
+CPU worker, Oxigraph; the Redis worker's processes) and the scorers' upstream calls, whose HTTP and JSON
+work stays in the gateway process with ``inline`` and ``threads`` only. Each phase also shows the cores
+that programs outside the benchmark used (the noise). Per gateway: the p99 of both ``async`` phases over
+that of both ``off`` phases (the issue's target: at most 1.2).
 """
 
 from __future__ import annotations
@@ -67,8 +72,20 @@ from scoring.settings import ScoringSettings
 from tests.redis_server import RedisServer
 
 COMMAND = ".venv/bin/python -m bench.latency_isolation"
-# name -> scoring.cpu.processes; REDIS_CONFIG's gateway only queues, a `trustgate worker` scores (with a CPU worker)
-CONFIGS = {"threads": 0, "process": 1, "redis": 1}
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """Where one configuration scores: ``scoring.worker`` and ``scoring.cpu.processes``."""
+
+    worker: str
+    processes: int
+
+
+# REDIS_CONFIG's gateway only queues; a `trustgate worker` scores (with a CPU worker)
+CONFIGS = {"child": Arrangement("child", 1), "inline": Arrangement("inline", 1),
+           "threads": Arrangement("inline", 0), "redis": Arrangement("child", 1)}
+DEFAULT_CONFIGS = "child,inline,redis"
 REDIS_CONFIG = "redis"
 TARGET_P99_RATIO = 1.2
 DRAIN_TIMEOUT_S = 120.0
@@ -207,7 +224,7 @@ def warm_up(deployment: Deployment, bodies: list[bytes], args: argparse.Namespac
     wait_drained(deployment.metrics, len(sent), before)
 
 
-def gateway_yaml(workdir: Path, upstream_port: int, port: int, name: str, processes: int,
+def gateway_yaml(workdir: Path, upstream_port: int, port: int, name: str, arrangement: Arrangement,
                  args: argparse.Namespace, redis_url: str | None) -> Path:
     queue: dict[str, object] = {"max_size": args.queue, "concurrency": 4}
     if redis_url is not None:
@@ -217,8 +234,8 @@ def gateway_yaml(workdir: Path, upstream_port: int, port: int, name: str, proces
         "general_settings": {"master_key": MASTER_KEY},
         "trustgate": {
             "server": {"host": "127.0.0.1", "port": port},
-            "scoring": {"data_dir": str(DATA_DIR), "mode": "async", "queue": queue,
-                        "cpu": {"processes": processes, "nice": 10}, "consistency": {"seed": 1}},
+            "scoring": {"data_dir": str(DATA_DIR), "mode": "async", "queue": queue, "worker": arrangement.worker,
+                        "cpu": {"processes": arrangement.processes, "nice": 10}, "consistency": {"seed": 1}},
             "store": {"path": str(workdir / f"{name}.sqlite3")},
         },
     })
@@ -262,9 +279,10 @@ def scoring_cost(scored_phase: Phase, off_phase: Phase) -> ScoringCost:
 
 
 def report(phases: list[Phase], args: argparse.Namespace) -> str:
-    lines = [f"Command: `{COMMAND}` (rate {args.rate:g}/s, {args.seconds:g} s phases, queue {args.queue}), "
+    lines = [f"Command: `{COMMAND} --configs {args.configs}` (rate {args.rate:g}/s, {args.seconds:g} s phases, "
+             f"queue {args.queue}), "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs", "",
-             "| CPU work | scoring | requests ok | p50 ms | p99 ms | scored/s | shed | gateway CPU ms per request "
+             "| scoring runs | scoring | requests ok | p50 ms | p99 ms | scored/s | shed | gateway CPU ms per request "
              "| scoring's CPU ms per scored answer: gateway process | elsewhere | scoring calls per scored "
              "answer | other programs (cores) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -280,9 +298,9 @@ def report(phases: list[Phase], args: argparse.Namespace) -> str:
                      f"{phase.scored / phase.seconds:.2f} | {phase.shed:.0f} | {per_request:.2f} | "
                      f"{' | '.join(cost)} | {phase.other_cores:.2f} |")
     lines += ["", f"User latency, both async phases against both off phases (target: p99 ratio ≤ {TARGET_P99_RATIO}):",
-              "", "| CPU work | p50 off | p50 async | p99 off | p99 async | p99 ratio | target |",
+              "", "| scoring runs | p50 off | p50 async | p99 off | p99 async | p99 ratio | target |",
               "|---|---:|---:|---:|---:|---:|---|"]
-    for config in CONFIGS:
+    for config in dict.fromkeys(phase.config for phase in phases):
         off = [x for p in phases if p.config == config and p.mode == "off" for x in p.latencies]
         scored = [x for p in phases if p.config == config and p.mode == "async" for x in p.latencies]
         ratio = pct(scored, 0.99) / pct(off, 0.99)
@@ -296,7 +314,13 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=40.0, help="user requests per second, every phase")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
     parser.add_argument("--queue", type=int, default=64, help="the scoring queue's max_size")
+    parser.add_argument("--configs", default=DEFAULT_CONFIGS,
+                        help=f"comma-separated, in turn order, of {', '.join(CONFIGS)} (default: {DEFAULT_CONFIGS})")
     args = parser.parse_args()
+    chosen = [name.strip() for name in args.configs.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in CONFIGS]
+    if unknown or not chosen:
+        parser.error(f"--configs: choose among {', '.join(CONFIGS)} (not {', '.join(unknown) or 'none'})")
     if not assets_ready():
         return 2
     per_phase = int(args.rate * args.seconds)
@@ -309,7 +333,7 @@ def main() -> int:
         redis_server = RedisServer(workdir).start()
         stack.callback(redis_server.stop)
         deployments = [deploy(stack, name, upstream_port, workdir, args,
-                              redis_server.url if name == REDIS_CONFIG else None) for name in CONFIGS]
+                              redis_server.url if name == REDIS_CONFIG else None) for name in chosen]
         for deployment in deployments:
             warm_up(deployment, bodies[-WARM_UP_REQUESTS:], args)
         # Configurations take turns, so that whatever else the machine does falls on all alike.

@@ -31,6 +31,8 @@ from .endpoint_routes import router as endpoint_router
 from .gateway import Gateway
 from .errors import GatewayError, error_body
 from .litellm_backend import check_providers
+from .local_scoring import GatewayShares, local_scoring_worker
+from .log_format import configured_log_format
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
 from .request_ids import RequestIds, request_id_headers
@@ -53,6 +55,9 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                scorers: Sequence[Scorer] | None = None, telemetry: Telemetry | None = None,
                mounts: Sequence[Mount] = ()) -> FastAPI:
     """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
+
+    Given either, the memory backend scores in this process whatever ``scoring.worker`` says: they are
+    objects of this process, which a local worker process could not use.
 
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
     """
@@ -81,16 +86,22 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             learning = None if fits is None else build_learner(settings, publisher.store, fits, calibrator,
                                                                calibration_metrics, stack)
             queue: JobQueue
-            if parts.process is None:  # workers score; this process only needs to know whether anything will
-                assert redis is not None  # open_parts leaves the scoring to workers only when there is a Redis
+            has_scorers = parts.has_scorers
+            if redis is not None:  # workers score; this process only needs to know whether anything will
                 queue = RedisJobQueue(redis, publisher.store, scoring.queue,
                                       on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
             else:
-                queue = MemoryJobQueue(parts.process, publisher.publish, max_size=scoring.queue.max_size,
+                process, publish = parts.process, publisher.publish
+                if process is None:  # its local scoring worker scores (scoring.worker: child, the default)
+                    local = await stack.enter_async_context(local_scoring_worker(
+                        settings, metrics, publisher, GatewayShares(upstream.local_slots, limiter.counters),
+                        configured_log_format()))
+                    process, publish, has_scorers = local.process, local.publish, local.has_scorers
+                queue = MemoryJobQueue(process, publish, max_size=scoring.queue.max_size,
                                        concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
                                        on_depth=metrics.scoring_queue_depth.set,
                                        on_overtaken=metrics.scoring_async_overtaken.inc)
-            trust = TrustService(scoring, queue, publisher, metrics, has_scorers=parts.has_scorers,
+            trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,
                                  sample_secret=sampling_secret(settings.secrets()),
                                  answer_logprobs=_scores_answer_logprobs(scoring, scorers))
             await trust.start()

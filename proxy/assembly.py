@@ -38,16 +38,17 @@ from scoring import (
 
 from .ask import UpstreamAsk
 from .config import ConfigError, GatewaySettings
-from .limits import Limiter, MemoryCounters, RedisCounters
+from .limits import Counters, Limiter, MemoryCounters, RedisCounters
 from .local_upstream import run_local_upstream
 from .retries import OnScoringShed
 from .scoring_budget import ScoringBudget
+from .slots import PrioritySlots
 from .trust import traced
 from .upstream import OnFallbackSkipped, OnTry, UpstreamClient
 
 __all__ = ["Parts", "Role", "build_fit_store", "build_learner", "build_limiter", "build_processor", "build_publisher",
            "build_scorers", "build_telemetry", "http_client", "load_calibrator", "open_parts", "open_redis",
-           "open_upstream_client"]
+           "open_upstream_client", "scores_in_child"]
 
 log = logging.getLogger("trustgate.assembly")
 
@@ -63,7 +64,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
                                on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                                on_scoring_shed: OnScoringShed = lambda group, reason: None,
                                limiter: Limiter | None = None, telemetry: Telemetry | None = None,
-                               on_try: OnTry = lambda group, deployment, succeeded, seconds: None) -> UpstreamClient:
+                               on_try: OnTry = lambda group, deployment, succeeded, seconds: None,
+                               local_slots: PrioritySlots | None = None) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -74,7 +76,8 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
     http = await stack.enter_async_context(http_client())
     upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped,
                               on_scoring_shed=on_scoring_shed, limiter=limiter,
-                              tracer=telemetry.tracer if telemetry is not None else None, on_try=on_try)
+                              tracer=telemetry.tracer if telemetry is not None else None, on_try=on_try,
+                              local_slots=local_slots)
     stack.push_async_callback(upstream.aclose)
     return upstream
 
@@ -237,9 +240,11 @@ def load_calibrator(settings: GatewaySettings) -> Calibrator | None:
         raise ConfigError(f"trustgate.scoring.calibration_path: {exc}") from exc
 
 
-# gateway: serves users, starts the embedded model server, scores in-process unless Redis workers do;
-# worker: scores jobs from the Redis Stream, on the model server a gateway on its host started.
-Role = Literal["gateway", "worker"]
+# gateway: serves users, starts the embedded model server; scores in-process only where neither Redis workers nor
+#   its local scoring worker do (``scores_in_child``);
+# worker: scores jobs from the Redis Stream, on the model server a gateway on its host started;
+# local-worker: the gateway's own scoring child, on its gateway's model-server slots and rate-limit counters.
+Role = Literal["gateway", "worker", "local-worker"]
 
 
 @dataclass(frozen=True)
@@ -252,31 +257,44 @@ class Parts:
     upstream: UpstreamClient
     publisher: RecordPublisher
     fits: FitStore | None  # None: no learning from feedback
-    process: Process | None  # None: this process does not score (a gateway whose Redis workers do)
+    process: Process | None  # None: this process does not score (Redis workers or its local scoring worker do)
     has_scorers: bool  # whether jobs get a score from anyone (this process or its workers)
+
+
+def scores_in_child(settings: GatewaySettings, redis: Redis | None, scorers: Sequence[Scorer] | None,
+                    telemetry: Telemetry | None) -> bool:
+    """Whether a gateway's jobs go to its local scoring worker (``scoring.worker: child``, the memory backend's
+    default). Scorers or telemetry handed in are objects of this process: with them it scores itself (tests,
+    embedding), as it does when nothing is configured to score."""
+    scoring = settings.trustgate.scoring
+    return (redis is None and scoring.worker == "child" and scorers is None and telemetry is None
+            and scoring_configured(scoring))
 
 
 async def open_parts(settings: GatewaySettings, role: Role, stack: contextlib.AsyncExitStack, *,
                      metrics: GatewayMetrics, calibrator: Calibrator | None, scorers: Sequence[Scorer] | None = None,
                      telemetry: Telemetry | None = None,
-                     on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None) -> Parts:
+                     on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
+                     local_slots: PrioritySlots | None = None, counters: Counters | None = None) -> Parts:
     """Open the parts in their one order, each closed by ``stack``: Redis, the rate-limit counters (in Redis, a
     gateway's and its workers' one scoring budget), telemetry, the upstream client, the record publisher, the
     fit store and, where this process scores, the job processor.
 
-    ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
+    ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding). A local worker borrows its
+    gateway's model-server slots (``local_slots``) and rate-limit ``counters``, so both processes keep one count.
     """
     scoring = settings.trustgate.scoring
-    redis = await open_redis(settings, stack)
-    limiter = build_limiter(settings, redis, stack)
+    redis = await open_redis(settings, stack) if role != "local-worker" else None
+    limiter = Limiter(counters) if counters is not None else build_limiter(settings, redis, stack)
     tracing = telemetry or build_telemetry(settings, stack)
     upstream = await open_upstream_client(
         settings, stack, start_local=role == "gateway", on_fallback_skipped=on_fallback_skipped, limiter=limiter,
         telemetry=tracing, on_try=metrics.observe_try,
-        on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc())
+        on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc(),
+        local_slots=local_slots)
     publisher = await build_publisher(settings, metrics, redis, stack)
     fits = build_fit_store(settings, redis)
-    if role == "gateway" and redis is not None:  # workers score; this process only needs to know whether anything will
+    if role == "gateway" and (redis is not None or scores_in_child(settings, redis, scorers, telemetry)):
         has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
         return Parts(redis, limiter, tracing, upstream, publisher, fits, None, has_scorers)
     process, has_scorers = await build_processor(settings, upstream, metrics, tracing, scorers, calibrator, stack,

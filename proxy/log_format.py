@@ -22,7 +22,7 @@ from typing import Literal, TextIO
 
 from .request_ids import current_request_id
 
-__all__ = ["LOG_FORMATS", "LogFormat", "configure_logging", "route_litellm_logs_to_root"]
+__all__ = ["LOG_FORMATS", "LogFormat", "configure_logging", "configured_log_format", "route_litellm_logs_to_root"]
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
@@ -82,6 +82,13 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO, stream: 
     handler.setFormatter(_JsonFormatter() if log_format == "json" else _TextFormatter(keep_colour=stream.isatty()))
     root.addHandler(handler)
     root.setLevel(level)
+
+
+def configured_log_format() -> LogFormat:
+    """The format of the root handler ``configure_logging`` set (text when it set none): a child process
+    started by the gateway (its local scoring worker) logs alike."""
+    json_lines = any(isinstance(h.formatter, _JsonFormatter) for h in logging.getLogger().handlers)
+    return "json" if json_lines else "text"
 
 
 def route_litellm_logs_to_root() -> None:

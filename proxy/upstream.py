@@ -97,7 +97,10 @@ class UpstreamClient:
                  on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
                  on_scoring_shed: OnScoringShed = lambda group, reason: None,
                  limiter: Limiter | None = None, tracer: Tracer | None = None,
-                 on_try: OnTry = lambda group, deployment, succeeded, seconds: None) -> None:
+                 on_try: OnTry = lambda group, deployment, succeeded, seconds: None,
+                 local_slots: PrioritySlots | None = None) -> None:
+        """``local_slots``: the embedded model server's slots when another process holds them (a local
+        scoring worker borrows its gateway's, so that user calls still go first); by default its own."""
         self._groups = settings.model_groups()
         self._on_try = on_try
         self._tracer = tracer or NoOpTracerProvider().get_tracer("trustgate")
@@ -128,10 +131,15 @@ class UpstreamClient:
         self._default_timeout = settings.router_settings.timeout
         local = settings.trustgate.local_upstream
         self._local_base = local.base_url if local.enabled else None
-        self._local_slots = PrioritySlots(local.slots)
+        self._local_slots = local_slots if local_slots is not None else PrioritySlots(local.slots)
         self._logprob_asking = LogprobAsking(needs_top=[
             _where(d) for ds in self._groups.values() for d in ds
             if self._local_base and d.api_base == self._local_base and d.is_openai_compatible])
+
+    @property
+    def local_slots(self) -> PrioritySlots:
+        """The embedded model server's slots (what a local scoring worker borrows)."""
+        return self._local_slots
 
     def _slots_for(self, deployment: Deployment) -> PrioritySlots | None:
         return self._local_slots if self._local_base and deployment.api_base == self._local_base else None

@@ -338,6 +338,10 @@ class ScoringSettings(BaseModel):
     # and Trust_FC, graded: the paper's scale), or fitted (the logistic combination of `trustgate eval run
     # --calibration-method logistic`, read from calibration_path). docs/eval/default-combination.md.
     combine: Literal["default", "paper", "fitted"] = "default"
+    # Where the memory backend scores: child (a niced local worker process: scorers, their upstream calls and
+    # record publishing all leave the process that serves users) or inline (in the serving process: tests, tiny
+    # setups). The redis backend's `trustgate worker` processes score whatever this says.
+    worker: Literal["child", "inline"] = "child"
     on_low_trust: LowTrustPolicy = Field(default_factory=LowTrustPolicy)
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*

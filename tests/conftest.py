@@ -79,7 +79,8 @@ def start_gateway(tmp_path: Path) -> Iterator[Callable[..., ServerThread]]:
         app_args.setdefault("scorers", [])
         settings = settings_from_dict(config, environ or {})
         app = create_app(settings, registry=CollectorRegistry(), **app_args)
-        server = ServerThread(app, **server_options(settings.trustgate.server)).start()
+        # A bound for a loaded machine: the real scorers load in the local scoring worker before the start ends.
+        server = ServerThread(app, **server_options(settings.trustgate.server)).start(timeout=180)
         server.app = app  # type: ignore[attr-defined]
         started.append(server)
         return server

@@ -63,6 +63,19 @@ class GatewayProcess:
                     found.append(int(stat.parent.name))
         return found
 
+    def descendants(self) -> list[int]:
+        """Pids of the gateway's children, their children (the local scoring worker's Oxigraph), and so on."""
+        parents: dict[int, int] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError):
+                parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        found, frontier = [], [self.process.pid]
+        while frontier:
+            below = [pid for pid, parent in parents.items() if parent in frontier]
+            found += below
+            frontier = below
+        return found
+
     def peak_rss_bytes(self) -> int:
         """The most resident memory the gateway has held so far (the kernel's VmHWM)."""
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():

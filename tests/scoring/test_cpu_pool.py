@@ -236,8 +236,9 @@ def gateway_config_file(folder: Path, data_dir: Path, endpoint: str, upstream_ur
 
 
 def cpu_workers(gateway: GatewayProcess) -> list[int]:
-    """The gateway's children that are pool workers (multiprocessing's resource tracker is another child)."""
-    return [pid for pid in gateway.children()
+    """The gateway's descendants that are pool workers (multiprocessing's resource tracker is another one; with
+    the local scoring worker, the default, they are its children)."""
+    return [pid for pid in gateway.descendants()
             if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
 
 
