@@ -9,7 +9,8 @@ pending records.
 
 The queue stays here, a ``MemoryJobQueue`` whose ``process`` is this
 worker's: that queue alone decides which job goes next (a sync job ahead of
-async backlog, say), with ``queue.concurrency`` jobs at the child at most;
+async backlog, and one sync job beside ``queue.concurrency`` busy ones:
+``scoring.lanes``), so the child holds at most ``queue.concurrency`` + 1 jobs;
 the backlog waits here, so a child that dies loses nothing queued.
 
 Publishing is split so that ``/metrics``, OpenTelemetry and
