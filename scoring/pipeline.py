@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .calibration import component_names, fitted_components
@@ -21,7 +21,7 @@ from .failures import FailureLog, describe
 from .lanes import Lane, lane_of
 from .policy import TOO_LONG, within_limits
 from .learning.apply import learned_overall
-from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord, TrustStatus
+from .types import Ask, ComponentResult, Failure, OVDetails, RunsAfter, Scorer, ScoringJob, TrustRecord, TrustStatus
 
 if TYPE_CHECKING:
     from .calibration import Calibrator
@@ -83,6 +83,27 @@ class ScoringPipeline:
         for failure in result.failures:
             self._failure_log.report(f"scorer {scorer.name}", failure.reason, failure.error)
         return result
+
+    async def _run_after(self, scorer: Scorer, spared: Callable[[ComponentResult], ComponentResult | None],
+                         job: ScoringJob, earlier: Awaitable[ComponentResult]) -> ComponentResult:
+        """``scorer`` once the component it reads is in: spared by it (``RunsAfter.spared``), or run."""
+        instead = spared(await earlier)
+        return instead if instead is not None else await self._run_one(scorer, job)
+
+    async def _run_all(self, job: ScoringJob, scorers: list[Scorer]) -> list[ComponentResult]:
+        """Every scorer at once, except one that reads another's result first (``RunsAfter``, when that one
+        runs too): it starts once that result is in. The results in the scorers' order."""
+        waits = {s.name: s.after for s in scorers if isinstance(s, RunsAfter) and s.after is not None}
+        first = [s for s in scorers if s.name not in waits or waits[s.name] not in {t.name for t in scorers}
+                 or waits[s.name] in waits]
+        started = {s.name: asyncio.ensure_future(self._run_one(s, job)) for s in first}
+        runs: list[Awaitable[ComponentResult]] = []
+        for scorer in scorers:
+            if scorer.name in started:
+                runs.append(started[scorer.name])
+            elif isinstance(scorer, RunsAfter):
+                runs.append(self._run_after(scorer, scorer.spared, job, started[waits[scorer.name]]))
+        return list(await asyncio.gather(*runs))
 
     def _applicable(self, job: ScoringJob) -> list[Scorer]:
         """Document scorers for a request that carried documents (when any is configured), else the others.
@@ -151,7 +172,7 @@ class ScoringPipeline:
                                        timings={"queued_s": queued_s, "scoring_s": 0.0}, question=job.question,
                                        answer=job.answer)
         job = bounded
-        results = await asyncio.gather(*(self._run_one(s, job) for s in self._applicable(job)))
+        results = await self._run_all(job, self._applicable(job))
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]
         if self._combine is not None and components.keys() & COMBINED:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, get_args
+from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -27,6 +27,7 @@ __all__ = [
     "FAILURE_REASONS",
     "FEEDBACK_STATUSES",
     "MAX_FEEDBACK_COMMENT",
+    "SC_CLEARLY_CONSISTENT",
     "Ask",
     "BCCheck",
     "BCDetails",
@@ -45,6 +46,7 @@ __all__ = [
     "RAGDetails",
     "RecordScope",
     "Reply",
+    "RunsAfter",
     "SCDetails",
     "SCSample",
     "SamplingParams",
@@ -330,10 +332,15 @@ class SCSample(BaseModel):
     kind: Literal["short", "long", "empty"]  # which similarity measured it (scoring/sampling/similarity.py)
 
 
+# SCDetails.reason of an sc that asked no samples because Trust_BC found the answer clearly consistent
+# (scoring.sc.skip_when_consistent); the default Trust_OV reads it as full agreement (scoring.combine).
+SC_CLEARLY_CONSISTENT = "bc_clearly_consistent"
+
+
 class SCDetails(_Details):
     """Sampled-answer agreement ("sc"): the request asked again, and how far those answers agree with the original."""
 
-    reason: str | None = None  # why nothing was scored ("no_samples")
+    reason: str | None = None  # why nothing was scored ("no_samples", SC_CLEARLY_CONSISTENT)
     samples_asked: int = 0
     samples_answered: int = 0
     temperature: float | None = None  # None: the upstream's default (the request set none, or sampled greedily)
@@ -420,6 +427,21 @@ class Scorer(Protocol):
     needs_answer_logprobs: ClassVar[bool] = False
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult: ...
+
+
+@runtime_checkable
+class RunsAfter(Protocol):
+    """A scorer that reads another component's result before it runs, and may be spared by it.
+
+    ``sc`` waits for Trust_BC and asks no samples for a clearly consistent answer; ``after`` None: it runs
+    beside the others (its switch is off).
+    """
+
+    @property
+    def after(self) -> str | None: ...
+
+    def spared(self, earlier: ComponentResult) -> ComponentResult | None:
+        """The component to record instead of running, given ``after``'s result; None: run."""
 
 
 class StoreUnavailable(Exception):
