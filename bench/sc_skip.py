@@ -25,6 +25,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from evaluation.metrics import auroc
@@ -73,20 +74,39 @@ def scores(items: Sequence[Item], variant: str) -> list[float]:
     return out
 
 
-def measure(name: str, items: Sequence[Item]) -> dict[str, object]:
+@dataclass
+class Figures:
+    """One set's figures: how many answers the rule spares, the calls, the shipped prior's AUROC each way."""
+
+    set: str
+    answers: int
+    right: int
+    skipped: int
+    skipped_right: int
+    calls_always: float  # scoring calls per answer when sc samples every answer
+    calls_skip: float
+    auroc: dict[str, float]  # by variant
+    difference: dict[str, dict[str, float] | None]  # each skip variant's AUROC less "always", paired bootstrap
+
+    def row(self) -> str:
+        cells = [f"{self.auroc[v]:.3f} ({d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}])"
+                 if (d := self.difference[v]) else f"{self.auroc[v]:.3f}" for v in VARIANTS[1:]]
+        return (f"| {self.set} | {self.answers} ({self.right}) | {self.skipped} ({self.skipped_right}), "
+                f"{self.skipped / self.answers:.0%} | {self.calls_always:.2f} -> {self.calls_skip:.2f} | "
+                f"{self.auroc['always']:.3f} | {cells[0]} | {cells[1]} |")
+
+
+def measure(name: str, items: Sequence[Item]) -> Figures:
     items = [with_default_rule(i) for i in items]
     labels = [i.label for i in items]
     found = {variant: scores(items, variant) for variant in VARIANTS}
-    skips = sum(skipped(i) for i in items)
+    spared = [i for i in items if skipped(i)]
     calls = sum(bc_calls(i) + 1 + SC_SAMPLES for i in items) / len(items)
-    return {
-        "set": name, "answers": len(items), "right": sum(labels), "skipped": skips,
-        "skipped_share": skips / len(items), "skipped_right": sum(i.label for i in items if skipped(i)),
-        "calls_per_answer": {"always": calls, "skip": calls - SC_SAMPLES * skips / len(items)},
-        "auroc": {variant: auroc(found[variant], labels) for variant in VARIANTS},
-        "difference": {variant: paired_difference(found[variant], found["always"], items)
-                       for variant in ("absent", "agree")},
-    }
+    return Figures(name, len(items), sum(labels), len(spared), sum(i.label for i in spared), calls,
+                   calls - SC_SAMPLES * len(spared) / len(items),
+                   {variant: auroc(found[variant], labels) for variant in VARIANTS},
+                   {variant: paired_difference(found[variant], found["always"], items)
+                    for variant in VARIANTS[1:]})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -104,15 +124,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = [measure(name, items) for name, items in sets.items()]
     print("| set | answers (right) | sc skipped (right) | calls/answer | AUROC always | skipped absent | "
           "skipped = 1.0 |\n|---|---|---|---|---|---|---|")
-    for r in results:
-        a, d, c = r["auroc"], r["difference"], r["calls_per_answer"]
-        cells = [f"{a[v]:.3f} ({d[v]['difference']:+.3f} [{d[v]['low']:+.3f}, {d[v]['high']:+.3f}])"  # type: ignore[index]
-                 if d[v] else f"{a[v]:.3f}" for v in ("absent", "agree")]  # type: ignore[index]
-        print(f"| {r['set']} | {r['answers']} ({r['right']}) | {r['skipped']} ({r['skipped_right']}), "
-              f"{r['skipped_share']:.0%} | {c['always']:.2f} -> {c['skip']:.2f} | "  # type: ignore[index]
-              f"{a['always']:.3f} | {cells[0]} | {cells[1]} |")  # type: ignore[index]
+    for figures in results:
+        print(figures.row())
     if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        args.json.write_text(json.dumps([asdict(f) for f in results], indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
