@@ -23,7 +23,9 @@ A clearly consistent answer (Trust_BC ended on its first 3 checks, each one
 choosing the answer itself) gets no samples (``skip_when_consistent``, on by
 default): its agreement is what those checks already showed, and the 3 calls
 would take the cost of scoring it from 4 calls to 7 (issue 32). ``sc`` then
-runs after Trust_BC (``RunsAfter``) and records why it is absent.
+waits for Trust_BC (``RunsAfter``): for its result, or for its word that it
+will not end clearly consistent (``TellsEarly``), and for a spared answer
+records why it is absent.
 """
 
 from __future__ import annotations
@@ -53,14 +55,11 @@ from .similarity import agreement
 __all__ = ["SAMPLE_CHARS_KEPT", "SamplingScorer", "clearly_consistent", "sample_seeds"]
 
 SAMPLE_CHARS_KEPT = 300
-FIRST_CHECKS = 3  # Trust_BC's first wave under the default stopping rule (consistency/stopping.py)
 
 
 def clearly_consistent(bc: ComponentResult) -> bool:
     """Trust_BC ended on its first 3 checks, every one of them choosing the answer's own option."""
-    details = bc.details
-    return (bc.error is None and isinstance(details, BCDetails) and details.checks_run == FIRST_CHECKS
-            and len(details.checks) == FIRST_CHECKS and all(check.consistent for check in details.checks))
+    return bc.error is None and isinstance(bc.details, BCDetails) and bc.details.clearly_consistent()
 
 
 def sample_seeds(seed: int, question: str, answer: str, count: int) -> list[int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from scoring.types import (
     SCDetails,
     Scorer,
     ScoringJob,
+    TellsEarly,
     TrustRecord,
     UpstreamFailure,
 )
@@ -167,3 +169,39 @@ def test_with_the_switch_off_sc_samples_beside_trust_bc() -> None:
     record, events = scored_after(bc_result([True, True, True]), SamplingSettings(samples=2,
                                                                                   skip_when_consistent=False))
     assert events == ["sample", "sample", "bc done"] and record.components["sc"].value == 1.0
+
+
+class TellingBC(RecordedBC, TellsEarly):
+    """Trust_BC that tells it will not end clearly consistent, then goes on only once sc has sampled."""
+
+    def __init__(self, result: ComponentResult, events: list[str], sampled: asyncio.Event) -> None:
+        super().__init__(result, events)
+        self.sampled = sampled
+
+    async def score_telling(self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
+                            ) -> ComponentResult:
+        not_clearly_consistent()
+        self.events.append("bc told")
+        await asyncio.wait_for(self.sampled.wait(), 30)  # sc waiting for the result instead would never come
+        return await self.score(job, ask)
+
+
+def test_sc_starts_once_trust_bc_tells_it_will_not_be_clearly_consistent() -> None:
+    events: list[str] = []
+
+    async def run() -> TrustRecord:
+        sampled = asyncio.Event()
+
+        async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
+            events.append("sample")
+            sampled.set()
+            return Reply(text="Paris")
+
+        bc = TellingBC(bc_result([True, True, True, False]), events, sampled)
+        pipeline = ScoringPipeline([SamplingScorer(SamplingSettings(samples=1)), bc],
+                                   lambda model, purpose, lane: ask, ScoringSettings())
+        return await pipeline.run(job())
+
+    record = asyncio.run(run())
+    assert events == ["bc told", "sample", "bc done"] and record.components["sc"].value == 1.0
+    assert record.components["bc"].error is None
