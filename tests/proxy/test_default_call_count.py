@@ -1,9 +1,11 @@
 """Black-box: what scoring a clearly consistent answer costs on the default settings, in upstream calls.
 
 A real gateway on the default scoring settings (every default scorer, the built
-assets) in front of the fake upstream, which plays a clearly consistent model:
-it picks its own answer in every Trust_BC check, its judge finds support, and
-asked again it answers the same. The fake counts every call it gets.
+assets) in front of the fake upstream, which plays a clearly consistent model
+(it picks its own answer in every Trust_BC check) or an inconsistent one (it
+never does); its judge finds support, and asked again it answers the same. The
+fake counts every call it gets (issue 32: at most 4 for a clearly consistent
+answer, which ``sc`` no longer samples).
 """
 
 from __future__ import annotations
