@@ -71,6 +71,8 @@ class Item:
     values: dict[str, float | None]
     table3: float | None
     paper: float | None
+    # The simulated capable model's Trust_BC checks in the order asked (consistent or not); None for a real run
+    bc_checks: list[bool] | None = None
 
 
 def _item(set_name: str, item_id: str, label: int, answer: str, components: dict[str, ComponentResult]) -> Item:
@@ -142,8 +144,9 @@ def capable_model(answers: int, seed: int, lp_shape: tuple[float, float] = (12, 
         sc = ComponentResult(component="sc", value=agreeing / 3, details=SCDetails(samples_asked=3,
                                                                                    samples_answered=3))
         words = rng.randint(4, 20)
-        items.append(_item(name, f"sim-{n}", int(right), " ".join(["w"] * words),
-                           {"bc": bc, "fc": fc, "lp": lp, "sc": sc}))
+        item = _item(name, f"sim-{n}", int(right), " ".join(["w"] * words), {"bc": bc, "fc": fc, "lp": lp, "sc": sc})
+        item.bc_checks = checks
+        items.append(item)
     return items
 
 

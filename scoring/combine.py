@@ -49,7 +49,16 @@ from pathlib import Path
 from typing import Literal
 
 from .calibration import LogisticCombination
-from .types import BCDetails, ComponentResult, FactLabel, FCDetails, LPDetails, OVDetails
+from .types import (
+    SC_CLEARLY_CONSISTENT,
+    BCDetails,
+    ComponentResult,
+    FactLabel,
+    FCDetails,
+    LPDetails,
+    OVDetails,
+    SCDetails,
+)
 
 __all__ = ["DEFAULT_PRIOR_PATH", "FEATURES", "TABLE3", "CombineMethod", "PriorCombination", "combine",
            "combine_components", "default_prior", "default_trust", "feature_values", "fitted_trust", "graded_trust",
@@ -230,13 +239,25 @@ def default_prior() -> PriorCombination:
     return PriorCombination.from_json(json.loads(DEFAULT_PRIOR_PATH.read_text(encoding="utf-8"))["prior"])
 
 
+def _prior_value(name: str, components: Components) -> float | None:
+    """A component's value as the prior reads it: an sc spared by a clearly consistent answer
+    (``SC_CLEARLY_CONSISTENT``) as full agreement, 1.0, which ranked answers better than leaving it out
+    (bench/sc_skip.py, docs/eval/default-combination.md)."""
+    result = components.get(name)
+    if (name == "sc" and result is not None and result.value is None and result.error is None
+            and isinstance(result.details, SCDetails) and result.details.reason == SC_CLEARLY_CONSISTENT):
+        return 1.0
+    return _value(name)(components)
+
+
 def default_trust(components: Components, prior: PriorCombination | None = None) -> ComponentResult:
-    """The ``default`` Trust_OV: the shipped prior over every one of lp, bc, fc and sc that has a value.
+    """The ``default`` Trust_OV: the shipped prior over every one of lp, bc, fc and sc that has a value
+    (an sc spared as clearly consistent reads 1.0).
 
     None (no value) only when none of them has one.
     """
     prior = prior or default_prior()
-    values = {name: float(value) for name in prior.weights if (value := _value(name)(components)) is not None}
+    values = {name: float(value) for name in prior.weights if (value := _prior_value(name, components)) is not None}
     if not values:
         return ComponentResult(component="ov", details=OVDetails(source=None, method="default"))
     return ComponentResult(component="ov", value=prior.probability(values), label=None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .calibration import component_names, fitted_components
@@ -21,7 +21,18 @@ from .failures import FailureLog, describe
 from .lanes import Lane, lane_of
 from .policy import TOO_LONG, within_limits
 from .learning.apply import learned_overall
-from .types import Ask, ComponentResult, Failure, OVDetails, Scorer, ScoringJob, TrustRecord, TrustStatus
+from .types import (
+    Ask,
+    ComponentResult,
+    Failure,
+    OVDetails,
+    RunsAfter,
+    Scorer,
+    ScoringJob,
+    TellsEarly,
+    TrustRecord,
+    TrustStatus,
+)
 
 if TYPE_CHECKING:
     from .calibration import Calibrator
@@ -69,11 +80,15 @@ class ScoringPipeline:
         """The scorers re-ask the deployment that answered, except a judge configured elsewhere."""
         return scorer.judge_model or job.model
 
-    async def _run_one(self, scorer: Scorer, job: ScoringJob) -> ComponentResult:
+    async def _run_one(self, scorer: Scorer, job: ScoringJob, tell: Callable[[], None] | None = None
+                       ) -> ComponentResult:
+        """One scorer's result, never its exception; ``tell`` goes to a scorer that ``TellsEarly``."""
         started = time.perf_counter()
         ask = self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job))
+        scoring = (scorer.score_telling(job, ask, tell) if tell is not None and isinstance(scorer, TellsEarly)
+                   else scorer.score(job, ask))
         try:
-            result = await asyncio.wait_for(scorer.score(job, ask), self._settings.queue.scorer_timeout)
+            result = await asyncio.wait_for(scoring, self._settings.queue.scorer_timeout)
         except TimeoutError as exc:
             result = ComponentResult(component=scorer.name, error="timeout", failures=[Failure.of(exc)],
                                      duration_s=time.perf_counter() - started)
@@ -83,6 +98,39 @@ class ScoringPipeline:
         for failure in result.failures:
             self._failure_log.report(f"scorer {scorer.name}", failure.reason, failure.error)
         return result
+
+    async def _run_after(self, scorer: Scorer, spared: Callable[[ComponentResult], ComponentResult | None],
+                         job: ScoringJob, earlier: asyncio.Future[ComponentResult], told: asyncio.Future[None]
+                         ) -> ComponentResult:
+        """``scorer`` once the component it reads is in (spared by it, ``RunsAfter.spared``, or run), or as soon
+        as that one told it will not spare it (``TellsEarly``)."""
+        await asyncio.wait((earlier, told), return_when=asyncio.FIRST_COMPLETED)
+        instead = spared(earlier.result()) if earlier.done() else None
+        return instead if instead is not None else await self._run_one(scorer, job)
+
+    async def _run_all(self, job: ScoringJob, scorers: list[Scorer]) -> list[ComponentResult]:
+        """Every scorer at once, except one that reads another's result first (``RunsAfter``, when that one
+        runs too): it starts once that result is in, or once that one tells it will not be spared. The
+        results in the scorers' order."""
+        names = {s.name for s in scorers}
+        waits = {s.name: s.after for s in scorers if isinstance(s, RunsAfter) and s.after in names}
+        waits = {name: after for name, after in waits.items() if after is not None and after not in waits}
+        loop = asyncio.get_running_loop()
+        told = {after: loop.create_future() for after in waits.values()}
+
+        def teller(name: str) -> Callable[[], None] | None:
+            future = told.get(name)
+            return None if future is None else lambda: None if future.done() else future.set_result(None)
+        started = {s.name: asyncio.ensure_future(self._run_one(s, job, teller(s.name)))
+                   for s in scorers if s.name not in waits}
+        runs: list[Awaitable[ComponentResult]] = []
+        for scorer in scorers:
+            if scorer.name in started:
+                runs.append(started[scorer.name])
+            elif isinstance(scorer, RunsAfter):
+                after = waits[scorer.name]
+                runs.append(self._run_after(scorer, scorer.spared, job, started[after], told[after]))
+        return list(await asyncio.gather(*runs))
 
     def _applicable(self, job: ScoringJob) -> list[Scorer]:
         """Document scorers for a request that carried documents (when any is configured), else the others.
@@ -151,7 +199,7 @@ class ScoringPipeline:
                                        timings={"queued_s": queued_s, "scoring_s": 0.0}, question=job.question,
                                        answer=job.answer)
         job = bounded
-        results = await asyncio.gather(*(self._run_one(s, job) for s in self._applicable(job)))
+        results = await self._run_all(job, self._applicable(job))
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]
         if self._combine is not None and components.keys() & COMBINED:

@@ -164,6 +164,10 @@ class SamplingSettings(BaseModel):
     # An original answer of at most this many content words is compared by containment as well as token F1
     # ("Paris" agrees with "The capital is Paris"); a longer one by token F1 alone.
     short_words: int = Field(default=5, ge=1, le=100)
+    # No samples for a clearly consistent answer: Trust_BC ended on its first 3 checks, each choosing the answer
+    # itself. sc then waits for Trust_BC, and the record's sc says why it is absent (the default Trust_OV reads it
+    # as full agreement; figures: docs/eval/default-combination.md). false: sample every answer, beside Trust_BC.
+    skip_when_consistent: bool = True
 
 
 class RagSettings(BaseModel):

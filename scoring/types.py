@@ -9,9 +9,9 @@ a worker process and in tests.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, get_args
+from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -27,6 +27,7 @@ __all__ = [
     "FAILURE_REASONS",
     "FEEDBACK_STATUSES",
     "MAX_FEEDBACK_COMMENT",
+    "SC_CLEARLY_CONSISTENT",
     "Ask",
     "BCCheck",
     "BCDetails",
@@ -45,6 +46,7 @@ __all__ = [
     "RAGDetails",
     "RecordScope",
     "Reply",
+    "RunsAfter",
     "SCDetails",
     "SCSample",
     "SamplingParams",
@@ -53,6 +55,7 @@ __all__ = [
     "ScoringJob",
     "ShedReason",
     "StoreUnavailable",
+    "TellsEarly",
     "TrustAction",
     "TrustRecord",
     "TrustStatus",
@@ -256,6 +259,15 @@ class BCDetails(_Details):
     expected_agreement: float | None = None
     letter_probabilities_used: bool | None = None  # False: some check's distribution was one-hot on its letter
 
+    # A clearly consistent answer: Trust_BC ended on its first CLEAR_CHECKS checks, each choosing the answer.
+    CLEAR_CHECKS: ClassVar[int] = 3
+
+    def clearly_consistent(self) -> bool:
+        """Trust_BC ended on its first 3 checks, every one of them choosing the answer's own option (``sc``
+        then asks no samples)."""
+        return (self.checks_run == len(self.checks) == self.CLEAR_CHECKS
+                and all(check.consistent for check in self.checks))
+
 
 class FCEvidence(BaseModel):
     id: str
@@ -330,10 +342,15 @@ class SCSample(BaseModel):
     kind: Literal["short", "long", "empty"]  # which similarity measured it (scoring/sampling/similarity.py)
 
 
+# SCDetails.reason of an sc that asked no samples because Trust_BC found the answer clearly consistent
+# (scoring.sc.skip_when_consistent); the default Trust_OV reads it as full agreement (scoring.combine).
+SC_CLEARLY_CONSISTENT = "bc_clearly_consistent"
+
+
 class SCDetails(_Details):
     """Sampled-answer agreement ("sc"): the request asked again, and how far those answers agree with the original."""
 
-    reason: str | None = None  # why nothing was scored ("no_samples")
+    reason: str | None = None  # why nothing was scored ("no_samples", SC_CLEARLY_CONSISTENT)
     samples_asked: int = 0
     samples_answered: int = 0
     temperature: float | None = None  # None: the upstream's default (the request set none, or sampled greedily)
@@ -420,6 +437,31 @@ class Scorer(Protocol):
     needs_answer_logprobs: ClassVar[bool] = False
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult: ...
+
+
+@runtime_checkable
+class RunsAfter(Protocol):
+    """A scorer that reads another component's result before it runs, and may be spared by it.
+
+    ``sc`` waits for Trust_BC and asks no samples for a clearly consistent answer; ``after`` None: it runs
+    beside the others (its switch is off). When the one it waits for ``TellsEarly``, it starts as soon as
+    that one tells it will not end clearly consistent.
+    """
+
+    @property
+    def after(self) -> str | None: ...
+
+    def spared(self, earlier: ComponentResult) -> ComponentResult | None:
+        """The component to record instead of running, given ``after``'s result; None: run."""
+
+
+@runtime_checkable
+class TellsEarly(Protocol):
+    """A scorer that can tell, before its result, that it will not end clearly consistent (Trust_BC: a check
+    chose another option, or it goes on past its first 3), so that a scorer waiting on it starts at once."""
+
+    async def score_telling(self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
+                            ) -> ComponentResult: ...
 
 
 class StoreUnavailable(Exception):

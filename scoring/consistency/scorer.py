@@ -31,12 +31,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
+from collections.abc import Callable
 from typing import Any
 
 from ..cpu_pool import CpuWork
 from ..failures import describe
 from ..settings import ConsistencySettings
-from ..types import Ask, BCCheck, BCDetails, ComponentResult, Failure, Reply, Scorer, ScoringJob
+from ..types import Ask, BCCheck, BCDetails, ComponentResult, Failure, Reply, Scorer, ScoringJob, TellsEarly
 from .distractors import DistractorDeck, DistractorPool
 from .debias import agreement_beyond_prior, balanced_positions, letter_distribution
 from .mcq import MultipleChoice, build_choice, letter_probabilities, parse_choice, render_prompt
@@ -93,7 +94,7 @@ class Check:
                        letter_probabilities=self.letter_probabilities, reply=self.reply.text[:REPLY_CHARS_KEPT])
 
 
-class ConsistencyScorer(Scorer):
+class ConsistencyScorer(Scorer, TellsEarly):
     """The ``bc`` component. Holds only read-only collaborators; safe to share across jobs."""
 
     name = "bc"
@@ -112,6 +113,12 @@ class ConsistencyScorer(Scorer):
         return Check(choice, reply)
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        return await self.score_telling(job, ask, lambda: None)
+
+    async def score_telling(self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
+                            ) -> ComponentResult:
+        """Trust_BC, calling ``not_clearly_consistent`` once, as soon as a check chose another option or before
+        asking a check past the first 3 (``TellsEarly``: ``sc`` then starts without waiting for the rest)."""
         started = time.perf_counter()
         pool_rng, rng = check_rngs(self._settings.seed, job.question, job.answer)
         wanted = DISTRACTORS_PER_CHECK * self._settings.max_checks
@@ -124,8 +131,12 @@ class ConsistencyScorer(Scorer):
         positions = self._positions(len(pool.distractors), rng)
         checks: list[Check] = []
         calls, error, failures = 0, None, list(pool.failures)
+        told = False
         while (reason := self._stop(checks, positions)) is None:
             wave = min(self._settings.concurrency, self._safe_wave(checks, positions))
+            if not told and (len(checks) + wave > BCDetails.CLEAR_CHECKS or not all(c.consistent for c in checks)):
+                told = True  # it goes on past its first 3 checks, or one already chose another option
+                not_clearly_consistent()
             choices = [build_choice(job.question, job.answer, [d.text for d in deck.draw(DISTRACTORS_PER_CHECK)],
                                     rng, None if positions is None else positions[len(checks) + i])
                        for i in range(wave)]

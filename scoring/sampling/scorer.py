@@ -18,6 +18,14 @@ The value is the mean agreement (``similarity.agreement``) of the samples with
 the original. A sample whose call failed (upstream error, budget spent) is
 left out and its failure listed; when none was answered the scorer raises the
 first failure, and the pipeline records the component's error.
+
+A clearly consistent answer (Trust_BC ended on its first 3 checks, each one
+choosing the answer itself) gets no samples (``skip_when_consistent``, on by
+default): its agreement is what those checks already showed, and the 3 calls
+would take the cost of scoring it from 4 calls to 7 (issue 32). ``sc`` then
+waits for Trust_BC (``RunsAfter``): for its result, or for its word that it
+will not end clearly consistent (``TellsEarly``), and for a spared answer
+records why it is absent.
 """
 
 from __future__ import annotations
@@ -29,12 +37,29 @@ import time
 from typing import Any
 
 from ..settings import SamplingSettings
-from ..types import Ask, ComponentResult, Failure, Reply, SCDetails, SCSample, Scorer, ScoringJob
+from ..types import (
+    SC_CLEARLY_CONSISTENT,
+    Ask,
+    BCDetails,
+    ComponentResult,
+    Failure,
+    Reply,
+    RunsAfter,
+    SCDetails,
+    SCSample,
+    Scorer,
+    ScoringJob,
+)
 from .similarity import agreement
 
-__all__ = ["SAMPLE_CHARS_KEPT", "SamplingScorer", "sample_seeds"]
+__all__ = ["SAMPLE_CHARS_KEPT", "SamplingScorer", "clearly_consistent", "sample_seeds"]
 
 SAMPLE_CHARS_KEPT = 300
+
+
+def clearly_consistent(bc: ComponentResult) -> bool:
+    """Trust_BC ended on its first 3 checks, every one of them choosing the answer's own option."""
+    return bc.error is None and isinstance(bc.details, BCDetails) and bc.details.clearly_consistent()
 
 
 def sample_seeds(seed: int, question: str, answer: str, count: int) -> list[int]:
@@ -49,13 +74,24 @@ def _cut_at_stops(text: str, stops: list[str] | None) -> str:
     return text[:end].strip()
 
 
-class SamplingScorer(Scorer):
+class SamplingScorer(Scorer, RunsAfter):
     """The ``sc`` component; stateless apart from its settings."""
 
     name = "sc"
 
     def __init__(self, settings: SamplingSettings) -> None:
         self._settings = settings
+
+    @property
+    def after(self) -> str | None:
+        """Trust_BC, whose first checks may spare the samples; None when every answer is sampled."""
+        return "bc" if self._settings.skip_when_consistent else None
+
+    def spared(self, earlier: ComponentResult) -> ComponentResult | None:
+        """No samples for a clearly consistent answer: an absent sc that says why."""
+        if not clearly_consistent(earlier):
+            return None
+        return ComponentResult(component=self.name, label="unscored", details=SCDetails(reason=SC_CLEARLY_CONSISTENT))
 
     def _temperature(self, job: ScoringJob) -> float | None:
         if self._settings.temperature is not None:

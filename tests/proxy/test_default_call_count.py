@@ -1,9 +1,11 @@
 """Black-box: what scoring a clearly consistent answer costs on the default settings, in upstream calls.
 
 A real gateway on the default scoring settings (every default scorer, the built
-assets) in front of the fake upstream, which plays a clearly consistent model:
-it picks its own answer in every Trust_BC check, its judge finds support, and
-asked again it answers the same. The fake counts every call it gets.
+assets) in front of the fake upstream, which plays a clearly consistent model
+(it picks its own answer in every Trust_BC check) or an inconsistent one (it
+never does); its judge finds support, and asked again it answers the same. The
+fake counts every call it gets (issue 32: at most 4 for a clearly consistent
+answer, which ``sc`` no longer samples).
 """
 
 from __future__ import annotations
@@ -29,43 +31,90 @@ pytestmark = pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
                                 reason="scoring assets not built: `make install` builds them")
 
 
-def consistent_model(messages: list[dict[str, Any]]) -> str:
-    prompt = last_user_text(messages)
-    if prompt.startswith("INSTRUCTION: Please give answers"):  # a Trust_BC check: its own answer's letter
-        options = dict(re.findall(r"^([A-E])\) (.*)$", prompt.rsplit("Question:", 1)[1], re.MULTILINE))
-        return next(letter for letter, text in options.items() if text == ANSWER)
-    if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):  # Trust_FC's judge
-        return "support"
-    return ANSWER  # the user's question, and each time it is asked again
+def options(prompt: str) -> dict[str, str]:
+    """A Trust_BC check's options by letter."""
+    return dict(re.findall(r"^([A-E])\) (.*)$", prompt.rsplit("Question:", 1)[1], re.MULTILINE))
 
 
-def scored(server: ServerThread) -> dict[str, Any]:
+def model(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
+    """A fake model that picks its own answer in every Trust_BC check (consistent) or never does; its judge
+    finds support either way, and asked again it answers the same."""
+    def respond(messages: list[dict[str, Any]]) -> str:
+        prompt = last_user_text(messages)
+        if prompt.startswith("INSTRUCTION: Please give answers"):  # a Trust_BC check
+            return next(letter for letter, text in options(prompt).items() if (text == ANSWER) == consistent)
+        if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):  # Trust_FC's judge
+            return "support"
+        return ANSWER  # the user's question, and each time it is asked again
+    return respond
+
+
+def scored(server: ServerThread) -> tuple[httpx.Headers, dict[str, Any]]:
     response = httpx.post(f"{server.url}/v1/chat/completions", timeout=120,
                           headers={"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-mode": "sync"},
                           json={"model": "fake", "messages": [{"role": "user", "content": QUESTION}]})
     assert response.headers["x-trust-status"] == "done"
     record: dict[str, Any] = httpx.get(f"{server.url}/v1/trust/{response.headers['x-trust-id']}",
                                        headers={"authorization": f"Bearer {MASTER_KEY}"}).json()
-    return record
+    return response.headers, record
 
 
-def test_a_clearly_consistent_answer_costs_seven_calls_on_the_defaults_and_four_without_sc(
+def upstream_calls(fake: FakeUpstream) -> tuple[int, int]:
+    """(scoring calls, of which sc's samples) the fake got, all but the user's own call: a sample repeats the
+    user's question."""
+    asked_again = sum(last_user_text(body["messages"]) == QUESTION for body in fake.requests) - 1
+    return len(fake.requests) - 1, asked_again
+
+
+def calls_by_component(record: dict[str, Any]) -> dict[str, int]:
+    return {name: component["upstream_calls"] for name, component in record["components"].items()}
+
+
+def test_a_clearly_consistent_answer_costs_four_calls_on_the_defaults(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    """Issue 32 asks for at most 4. Trust_BC now stops after 3 agreeing checks (it took 6), and Trust_FC's
-    judge is 1 call; ``sc``, on by default since issue 26, adds its 3 samples: 7. Without ``sc``: 4."""
-    fake_upstream.responder = consistent_model
+    """Issue 32: at most 4. Trust_BC stops after 3 agreeing checks and Trust_FC's judge is 1 call; those 3
+    checks all chose the answer itself, so ``sc`` asks no samples (it would add 3) and says why."""
+    fake_upstream.responder = model(consistent=True)
     config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
         "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}})
-    record = scored(start_gateway(config, scorers=None))
-    calls = {name: component.get("upstream_calls") for name, component in record["components"].items()}
-    assert calls == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
-    assert len(fake_upstream.requests) - 1 == sum(calls.values()) == 7  # all but the user's own call
-    bc = record["components"]["bc"]
+    headers, record = scored(start_gateway(config, scorers=None))
+    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 0, "ov": 0}
+    assert upstream_calls(fake_upstream) == (4, 0)
+    bc, sc = record["components"]["bc"], record["components"]["sc"]
     assert (bc["value"], bc["label"], bc["details"]["stop_reason"]) == (1.0, "consistent", "settled")
+    assert (sc.get("value"), sc["label"], sc["details"]) == (None, "unscored", {"reason": "bc_clearly_consistent"})
+    assert "x-trust-sc" not in headers and "x-trust-bc" in headers
+    assert record["components"]["ov"]["details"]["features"]["sc"] == 1.0  # the default reads it as full agreement
     assert record["label"] == "trusted"
+
+
+def test_an_inconsistent_answer_still_gets_its_samples(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream.responder = model(consistent=False)
+    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
+        "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}})
+    headers, record = scored(start_gateway(config, scorers=None))
+    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
+    assert upstream_calls(fake_upstream) == (7, 3)
+    assert record["components"]["bc"]["label"] == "inconsistent"
+    sc = record["components"]["sc"]
+    assert (sc["value"], sc["details"]["samples_answered"]) == (1.0, 3)
+    assert headers["x-trust-sc"] == "1.0000"
+
+
+def test_with_the_switch_off_every_answer_is_sampled(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream.responder = model(consistent=True)
+    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
+        "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any",
+                    "sc": {"skip_when_consistent": False}}})
+    _, record = scored(start_gateway(config, scorers=None))
+    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
+    assert upstream_calls(fake_upstream) == (7, 3)
+    assert record["components"]["sc"]["value"] == 1.0
 
     fake_upstream.requests.clear()
     config["trustgate"]["scoring"]["sc"] = {"enabled": False}
-    record = scored(start_gateway(config, scorers=None))
-    assert len(fake_upstream.requests) - 1 == sum(c["upstream_calls"] for c in record["components"].values()) == 4
+    _, record = scored(start_gateway(config, scorers=None))
+    assert upstream_calls(fake_upstream) == (4, 0) and "sc" not in record["components"]
     assert record["label"] == "trusted"

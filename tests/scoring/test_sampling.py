@@ -1,17 +1,34 @@
-"""``sc``'s similarity (pure) and its scorer's handling of samples that fail."""
+"""``sc``: its similarity (pure), its handling of samples that fail, its skip of a clearly consistent answer."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from scoring.combine import combine_components
 from scoring.pipeline import ScoringPipeline
 from scoring.sampling import SamplingScorer, agreement
 from scoring.sampling.similarity import MAX_TOKENS
 from scoring.settings import SamplingSettings, ScoringSettings
-from scoring.types import Reply, SamplingParams, ScoringJob, UpstreamFailure
+from scoring.types import (
+    SC_CLEARLY_CONSISTENT,
+    Ask,
+    BCCheck,
+    BCDetails,
+    ComponentResult,
+    OVDetails,
+    Reply,
+    SamplingParams,
+    SCDetails,
+    Scorer,
+    ScoringJob,
+    TellsEarly,
+    TrustRecord,
+    UpstreamFailure,
+)
 
 QUESTION = "What is the capital of France?"
 
@@ -91,3 +108,100 @@ def test_a_fixed_temperature_overrides_the_requests() -> None:
     asyncio.run(SamplingScorer(SamplingSettings(samples=1, temperature=1.2, seeded=False)).score(
         job(temperature=0.3, max_tokens=1000), ask))
     assert seen == [{"max_tokens": 256, "temperature": 1.2, "seed": None}]
+
+
+def bc_result(consistent: list[bool], error: str | None = None) -> ComponentResult:
+    checks = [BCCheck(options=["Paris", "Lyon", "Nice"], original="A", chosen="A" if agreed else "B",
+                      consistent=agreed, original_probability=None, reply="A" if agreed else "B")
+              for agreed in consistent]
+    graded = sum(consistent) / len(consistent)
+    return ComponentResult(component="bc", value=None if error else graded, error=error, details=BCDetails(
+        mode="adaptive", graded=graded, checks_run=len(checks), checks=checks))
+
+
+class RecordedBC(Scorer):
+    """Trust_BC as a fixed result, noting when it finished."""
+
+    name = "bc"
+
+    def __init__(self, result: ComponentResult, events: list[str]) -> None:
+        self.result, self.events = result, events
+
+    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
+        await asyncio.sleep(0.01)
+        self.events.append("bc done")
+        return self.result
+
+
+def scored_after(bc: ComponentResult, settings: SamplingSettings) -> tuple[TrustRecord, list[str]]:
+    events: list[str] = []
+
+    async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
+        events.append("sample")
+        return Reply(text="Paris")
+
+    pipeline = ScoringPipeline([SamplingScorer(settings), RecordedBC(bc, events)], lambda model, purpose, lane: ask,
+                               ScoringSettings(), combine=combine_components)
+    return asyncio.run(pipeline.run(job())), events
+
+
+def test_a_clearly_consistent_answer_is_not_sampled_and_its_sc_says_why() -> None:
+    record, events = scored_after(bc_result([True, True, True]), SamplingSettings())
+    sc = record.components["sc"]
+    assert events == ["bc done"] and sc.upstream_calls == 0 and sc.value is None and sc.error is None
+    assert sc.details == SCDetails(reason=SC_CLEARLY_CONSISTENT) and sc.label == "unscored"
+    overall = record.components["ov"].details
+    assert isinstance(overall, OVDetails) and overall.features == {"bc": 1.0, "sc": 1.0}  # read as full agreement
+    assert record.status == "done"
+
+
+@pytest.mark.parametrize("bc", [
+    bc_result([True, True, False]),  # a check chose another option
+    bc_result([True, True, True, True]),  # ended on 4 checks (another stopping rule), not on the first 3
+    bc_result([True, True], error="timeout"),  # Trust_BC failed
+], ids=["split", "four-checks", "bc-failed"])
+def test_any_other_answer_is_sampled_once_trust_bc_is_in(bc: ComponentResult) -> None:
+    record, events = scored_after(bc, SamplingSettings(samples=2))
+    assert events == ["bc done", "sample", "sample"] and record.components["sc"].value == 1.0
+
+
+def test_with_the_switch_off_sc_samples_beside_trust_bc() -> None:
+    record, events = scored_after(bc_result([True, True, True]), SamplingSettings(samples=2,
+                                                                                  skip_when_consistent=False))
+    assert events == ["sample", "sample", "bc done"] and record.components["sc"].value == 1.0
+
+
+class TellingBC(RecordedBC, TellsEarly):
+    """Trust_BC that tells it will not end clearly consistent, then goes on only once sc has sampled."""
+
+    def __init__(self, result: ComponentResult, events: list[str], sampled: asyncio.Event) -> None:
+        super().__init__(result, events)
+        self.sampled = sampled
+
+    async def score_telling(self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
+                            ) -> ComponentResult:
+        not_clearly_consistent()
+        self.events.append("bc told")
+        await asyncio.wait_for(self.sampled.wait(), 30)  # sc waiting for the result instead would never come
+        return await self.score(job, ask)
+
+
+def test_sc_starts_once_trust_bc_tells_it_will_not_be_clearly_consistent() -> None:
+    events: list[str] = []
+
+    async def run() -> TrustRecord:
+        sampled = asyncio.Event()
+
+        async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
+            events.append("sample")
+            sampled.set()
+            return Reply(text="Paris")
+
+        bc = TellingBC(bc_result([True, True, True, False]), events, sampled)
+        pipeline = ScoringPipeline([SamplingScorer(SamplingSettings(samples=1)), bc],
+                                   lambda model, purpose, lane: ask, ScoringSettings())
+        return await pipeline.run(job())
+
+    record = asyncio.run(run())
+    assert events == ["bc told", "sample", "bc done"] and record.components["sc"].value == 1.0
+    assert record.components["bc"].error is None

@@ -272,3 +272,28 @@ def test_debiased_scores_a_model_that_avoids_its_answer_below_no_information(gen
     fake_upstream.responder = Answerer(RICHIE[1], lambda n: "other" if n % 2 else "none")
     result, _ = score(generator, fake_upstream, RICHIE, procedure="debiased", max_checks=4, concurrency=1)
     assert result.value is not None and result.value < 0.4 and result.label == "inconsistent"
+
+
+@pytest.mark.parametrize(("step", "settings", "told_after", "calls"), [
+    (always("original"), {}, None, 3),  # ends clearly consistent on its first 3 checks: nothing to tell
+    (lambda n: "other" if n == 2 else "original", {}, 3, 4),  # a split after 3: told before the fourth
+    (lambda n: "other" if n == 1 else "original", {"concurrency": 1}, 2, 4),  # told at the first other choice
+    (always("original"), {"max_checks": 10}, 0, 6),  # its first wave asks 4 checks: told before any
+    (always("other"), {}, None, 3),  # ends on 3 inconsistent checks: its result says it
+], ids=["consistent", "split", "early-other", "more-checks", "inconsistent"])
+def test_trust_bc_tells_once_when_it_will_not_end_clearly_consistent(
+        generator: DistractorGenerator, fake_upstream: FakeUpstream, step: Any, settings: dict[str, Any],
+        told_after: int | None, calls: int) -> None:
+    """``sc`` waits on this to start (scoring.types.TellsEarly) instead of on Trust_BC's last check."""
+    fake_upstream.responder = Answerer(FLORIDA[1], step)
+    scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), InThreads(CpuParts(generator)))
+    told: list[int] = []
+
+    async def run() -> ComponentResult:
+        async with upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]
+            job = ScoringJob(id="job-1", model="fake", question=FLORIDA[0], answer=FLORIDA[1])
+            return await scorer.score_telling(job, ask, lambda: told.append(len(fake_upstream.requests)))
+
+    result = asyncio.run(run())
+    assert told == ([] if told_after is None else [told_after]) and result.upstream_calls == calls
+    assert result.details.clearly_consistent() == (told_after is None and result.value == 1.0)
