@@ -29,13 +29,14 @@ from scoring.jobs import scoring_job
 from scoring.pipeline import ScoringPipeline
 from scoring.policy import Decision, decide, skip_reason
 from scoring.queue import JobQueue, Process
-from scoring.rag import LABELS_KEY, RagRequest
+from scoring.rag import RagRequest
 from scoring.settings import ScoringMode, ScoringSettings
 from scoring.throttled_log import ThrottledLog
 from scoring.types import (
     FEEDBACK_STATUSES,
     Feedback,
     FeedbackRefused,
+    JobPolicy,
     RecordScope,
     SamplingParams,
     ScoringJob,
@@ -238,9 +239,8 @@ class TrustService:
             return self._publish_later(TrustRecord(id=plan.record_id, status="skipped", model=plan.model,
                                                    owner=plan.owner, request_id=plan.request_id,
                                                    asked_model=plan.asked_model, error=f"skipped: {reason}"))
-        policy: dict[str, Any] = {"mode": plan.decision.mode}
-        if plan.rag is not None:
-            policy[LABELS_KEY] = plan.rag.labels.as_policy()
+        policy = JobPolicy(mode="sync" if plan.decision.mode == "sync" else "async",
+                           rag=plan.rag.labels if plan.rag is not None else None)
         absent = None if answer.logprobs or plan.rag is not None else _LOGPROBS_ABSENT[plan.logprobs]
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
                           logprobs_absent=absent,

@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import TypeAdapter, ValidationError
+
+from ..types import MAX_REFERENCE_CLAIMS, RagLabels
 from .documents import Document, documents_in_messages, format_passages, job_documents
-from .labels import RagLabels
 
 __all__ = [
     "MAX_CLAIMS",
@@ -31,7 +33,11 @@ __all__ = [
 
 RAG_FIELDS = ("documents", "answerable", "reference_claims")
 MAX_DOCUMENTS = 100  # each cited document can cost judge calls; beyond this a request is refused
-MAX_CLAIMS = 50
+MAX_CLAIMS = MAX_REFERENCE_CLAIMS
+LABEL_FIELDS = ("answerable", "reference_claims")
+_LABELS = TypeAdapter(RagLabels)
+_LABEL_ERRORS = {"answerable": "'answerable' must be true or false",
+                 "reference_claims": f"'reference_claims' must be a list of at most {MAX_CLAIMS} non-empty strings"}
 
 
 class InvalidRagField(ValueError):
@@ -84,15 +90,11 @@ def parse_documents(value: Any) -> tuple[Document, ...]:
 
 def parse_labels(fields: dict[str, Any]) -> RagLabels:
     """``answerable`` and ``reference_claims`` from a request body (or a case); raises ``InvalidRagField``."""
-    answerable = fields.get("answerable")
-    if answerable is not None and not isinstance(answerable, bool):
-        raise InvalidRagField("'answerable' must be true or false", "answerable")
-    claims = fields.get("reference_claims", [])
-    if (not isinstance(claims, list) or len(claims) > MAX_CLAIMS
-            or not all(isinstance(c, str) and c.strip() for c in claims)):
-        raise InvalidRagField(f"'reference_claims' must be a list of at most {MAX_CLAIMS} non-empty strings",
-                              "reference_claims")
-    return RagLabels(answerable, tuple(claims))
+    try:
+        return _LABELS.validate_python({name: fields[name] for name in LABEL_FIELDS if name in fields})
+    except ValidationError as exc:
+        param = str(exc.errors()[0]["loc"][0])
+        raise InvalidRagField(_LABEL_ERRORS[param], param) from exc
 
 
 def _with_passages(messages: list[Any], documents: tuple[Document, ...]) -> list[Any]:
