@@ -1,4 +1,4 @@
-"""Data flows one way: proxy → scoring → exporters, with the evaluation app on top (docs: DESIGN.md).
+"""Data flows one way: proxy → scoring → exporters, with the apps on top (docs/architecture.md).
 
 Read from the source with ``ast``, so a violating import fails here even when
 no test happens to execute the module that makes it.
