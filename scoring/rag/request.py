@@ -21,7 +21,6 @@ from ..types import MAX_REFERENCE_CLAIMS, RagLabels
 from .documents import Document, documents_in_messages, format_passages, job_documents
 
 __all__ = [
-    "MAX_CLAIMS",
     "MAX_DOCUMENTS",
     "RAG_FIELDS",
     "InvalidRagField",
@@ -33,11 +32,10 @@ __all__ = [
 
 RAG_FIELDS = ("documents", "answerable", "reference_claims")
 MAX_DOCUMENTS = 100  # each cited document can cost judge calls; beyond this a request is refused
-MAX_CLAIMS = MAX_REFERENCE_CLAIMS
-LABEL_FIELDS = ("answerable", "reference_claims")
-_LABELS = TypeAdapter(RagLabels)
+_LABELS = TypeAdapter(RagLabels)  # the one check of the labels, a job's included (scoring.types.JobPolicy)
 _LABEL_ERRORS = {"answerable": "'answerable' must be true or false",
-                 "reference_claims": f"'reference_claims' must be a list of at most {MAX_CLAIMS} non-empty strings"}
+                 "reference_claims": f"'reference_claims' must be a list of at most {MAX_REFERENCE_CLAIMS} "
+                                     "non-empty strings"}
 
 
 class InvalidRagField(ValueError):
@@ -91,7 +89,7 @@ def parse_documents(value: Any) -> tuple[Document, ...]:
 def parse_labels(fields: dict[str, Any]) -> RagLabels:
     """``answerable`` and ``reference_claims`` from a request body (or a case); raises ``InvalidRagField``."""
     try:
-        return _LABELS.validate_python({name: fields[name] for name in LABEL_FIELDS if name in fields})
+        return _LABELS.validate_python({name: fields[name] for name in _LABEL_ERRORS if name in fields})
     except ValidationError as exc:
         param = str(exc.errors()[0]["loc"][0])
         raise InvalidRagField(_LABEL_ERRORS[param], param) from exc
