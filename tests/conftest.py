@@ -24,10 +24,10 @@ MASTER_KEY = "sk-test-master"
 _SDK_CLIENTS: list[openai.OpenAI] = []
 
 
-def sdk_client(server: ServerThread, **headers: str) -> openai.OpenAI:
-    """An OpenAI SDK client of ``server`` as the master key, closed when the test ends: one left to the garbage
-    collector can leave its sockets unclosed (a ResourceWarning, which fails whichever test it lands in)."""
-    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30,
+def sdk_client(server: ServerThread, key: str = MASTER_KEY, **headers: str) -> openai.OpenAI:
+    """An OpenAI SDK client of ``server``, closed when the test ends: one left to the garbage collector can leave
+    its sockets unclosed (a ResourceWarning, which fails whichever test it lands in)."""
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=30,
                            default_headers=headers)
     _SDK_CLIENTS.append(client)
     return client
