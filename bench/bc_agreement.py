@@ -127,7 +127,8 @@ async def _record(args: argparse.Namespace) -> int:
     with EvalCache(args.cache) as cache:
         async with contextlib.AsyncExitStack() as stack, open_upstream(settings) as complete:
             endpoint = await stack.enter_async_context(local_sparql_endpoint(scoring))
-            cpu = InThreads(CpuParts(load_generator(scoring, endpoint)))  # one generator, both seeds' scorers
+            # one generator, both seeds' scorers
+            cpu = InThreads(CpuParts(distractors=load_generator(scoring, endpoint)))
             scorers = {seed: ConsistencyScorer(bc[seed], cpu) for seed in SEEDS}
             spec = RunSpec(mode="answer", model=model, components=(), verbal_confidence=False, answer_logprobs=False)
             evaluator = Evaluator(spec, complete, cache, {}, scoring)
@@ -179,7 +180,8 @@ def _simulation_settings(seed: int) -> ConsistencySettings:
 async def _simulate_one(answer: SimulatedAnswer) -> Recorded:
     runs = []
     for seed in SEEDS:
-        scorer = ConsistencyScorer(_simulation_settings(seed), InThreads(CpuParts(PlaceholderDistractors())))
+        scorer = ConsistencyScorer(_simulation_settings(seed),
+                                   InThreads(CpuParts(distractors=PlaceholderDistractors())))
         job = ScoringJob(id=answer.id, model="scripted", question=answer.question, answer=answer.answer)
         result = await scorer.score(job, ScriptedModel(answer, random.Random(f"{seed}:{answer.id}")))
         run = observations(result)

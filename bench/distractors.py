@@ -140,7 +140,7 @@ async def measure_calls(generator: DistractorGenerator, answers: Sequence[Answer
         async with upstream_ask(server.url) as ask:
             for mode in ("binary", "graded", "adaptive"):
                 scorer = ConsistencyScorer(ConsistencySettings(mode=mode, seed=0, logprobs=False),
-                                           InThreads(CpuParts(generator)))
+                                           InThreads(CpuParts(distractors=generator)))
                 calls, started = [], time.perf_counter()
                 labels[mode] = []
                 for index, item in enumerate(answers):

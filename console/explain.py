@@ -10,13 +10,14 @@ component's summary with empty details, never an error page.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from scoring import BCCheck, BCDetails, ComponentResult, FCDetails, LPDetails, OVDetails, RAGDetails, TrustRecord
+from scoring import (
+    BCCheck, BCDetails, ComponentResult, FCDetails, LPDetails, OVDetails, RAGDetails, RAGStatement, TrustRecord
+)
 
 __all__ = ["CheckRow", "ConsistencyView", "EvidenceRow", "FactCheckView", "LogprobView", "OverallView", "RagView",
            "RecordView", "explain"]
@@ -144,7 +145,7 @@ class StatementRow:
     judged: bool
     grounding: str | None
     recall: float | None
-    precision: list[Any] | None
+    precision: list[int] | None  # (precise citations, judged citations)
 
 
 @dataclass(frozen=True)
@@ -165,10 +166,6 @@ class RecordView:
     logprob: LogprobView | None = None
     rag: RagView | None = None
     others: list[Component] = field(default_factory=list)
-
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _details(result: ComponentResult, model: type[D]) -> D:
@@ -230,12 +227,10 @@ def _logprob(result: ComponentResult) -> LogprobView:
                        min_logprob=details.min_logprob, tokens=details.tokens, reason=details.reason)
 
 
-def _statement(raw: Mapping[str, Any]) -> StatementRow:
-    """One judged statement (``RAGDetails.statements`` holds them as JSON objects: scoring/rag/aggregate.py)."""
-    return StatementRow(text=str(raw.get("text", "")), citations=[str(c) for c in raw.get("citations", [])],
-                        refusal=bool(raw.get("refusal")), judged=bool(raw.get("judged")),
-                        grounding=raw.get("grounding"), recall=_float(raw.get("recall")),
-                        precision=raw.get("precision"))
+def _statement(statement: RAGStatement) -> StatementRow:
+    return StatementRow(text=statement.text, citations=[str(c) for c in statement.citations],
+                        refusal=statement.refusal, judged=statement.judged, grounding=statement.grounding,
+                        recall=statement.recall, precision=statement.precision)
 
 
 def _rag(result: ComponentResult) -> RagView:

@@ -12,15 +12,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from scoring import BCDetails, ComponentResult, LPDetails, OVDetails
 
 D = TypeVar("D", bound=BaseModel)
 
-__all__ = ["SIGNALS", "ItemOutcome", "Signal", "by_answerer", "signal_values"]
+REPLY_CHARS_KEPT = 1000  # of the answer step's raw reply, for a reader checking how it was cleaned
+
+__all__ = ["REPLY_CHARS_KEPT", "SIGNALS", "AnswerDetails", "ItemOutcome", "Signal", "by_answerer", "signal_values"]
+
+
+class AnswerDetails(BaseModel):
+    """The answer step's details (``runner``): the model's answer to the item and its token log-probabilities.
+
+    ``ComponentResult`` types only the gateway's components, so these travel
+    in the result (and the evaluation cache) as a plain JSON object; the
+    answer step writes them through this model and every reader reads them
+    through it, never by key.
+    """
+
+    answer: str = ""  # the reply cleaned to the answer that is scored
+    reply: str = ""  # the raw reply, cut at REPLY_CHARS_KEPT characters
+    tokens: int = 0  # tokens with log-probabilities in the reply; 0 when the upstream gave none
+    mean_logprob: float | None = None  # over the answer's tokens: the mean-log-probability baseline
+    answer_logprobs: list[float] | None = None  # the answer's own tokens', for the lp component
+
+    @classmethod
+    def of(cls, result: ComponentResult | None) -> AnswerDetails | None:
+        """The details of an answer step's result; None without one (given mode) or when they do not fit."""
+        if result is None or not isinstance(result.details, dict):
+            return None
+        try:
+            return cls.model_validate(result.details)
+        except ValidationError:
+            return None
 
 
 class ItemOutcome(BaseModel):
@@ -40,10 +68,9 @@ class ItemOutcome(BaseModel):
         return result.details if result is not None and not result.error and isinstance(result.details, kind) \
             else None
 
-    def answer_detail(self, key: str) -> Any:
-        """What the answer step recorded (the evaluation's own "answer" component keeps a dict)."""
-        result = self.components.get("answer")
-        return result.details.get(key) if result is not None and isinstance(result.details, dict) else None
+    def answer_details(self) -> AnswerDetails | None:
+        """What the answer step recorded; None in given mode, where no answer step ran."""
+        return AnswerDetails.of(self.components.get("answer"))
 
     def value(self, component: str) -> float | None:
         result = self.components.get(component)
@@ -100,7 +127,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("ov_fitted", "Trust_OV (fitted, cross-validated)", True, None, lambda o: o.value("ov_fitted")),
     Signal("answer_words", "baseline: answer length (words)", False, None, _words),
     Signal("mean_logprob", "baseline: mean token log-probability", False, None,
-           lambda o: o.answer_detail("mean_logprob")),
+           lambda o: details.mean_logprob if (details := o.answer_details()) else None),
     Signal("verbal_confidence", "baseline: verbalised confidence", True, None, lambda o: o.value("verbal")),
 )
 

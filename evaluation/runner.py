@@ -42,7 +42,7 @@ from .asking import CachedAsk, CallCounter, Complete, chosen_tokens, reply_text
 from .cache import CallSite, EvalCache
 from .datasets import EvalItem
 from .matching import gold_match
-from .outcome import ItemOutcome
+from .outcome import REPLY_CHARS_KEPT, AnswerDetails, ItemOutcome
 from .prompts import CLOSED_BOOK_PROMPT, CONFIDENCE_PROMPT, answer_end, clean_answer, closed_book_prompt, \
     confidence_prompt, parse_confidence
 
@@ -111,17 +111,6 @@ def _source_digest(module: str) -> str:
     return digest.hexdigest()[:16]
 
 
-def _answer_text(result: ComponentResult) -> str:
-    """The cleaned answer the answer step recorded in its details."""
-    return str(result.details.get("answer") or "") if isinstance(result.details, dict) else ""
-
-
-def _answer_logprobs(result: ComponentResult) -> list[float] | None:
-    """The answer's own token log-probabilities the answer step recorded (None: the upstream gave none)."""
-    logprobs = result.details.get("answer_logprobs") if isinstance(result.details, dict) else None
-    return [float(lp) for lp in logprobs] if isinstance(logprobs, list) and logprobs else None
-
-
 @dataclass
 class Evaluator:
     """Turns one item into an ``ItemOutcome``; holds the run's collaborators and call counters."""
@@ -155,11 +144,11 @@ class Evaluator:
             body.update(logprobs=True, top_logprobs=1)
         data = await ask.completion(body)
         reply, tokens = reply_text(data), chosen_tokens(data)
-        return ComponentResult(
-            component="answer", upstream_calls=1, duration_s=time.perf_counter() - started,
-            details={"answer": clean_answer(reply), "reply": reply[:1000], "tokens": len(tokens or ()),
-                     "mean_logprob": mean_logprob(tokens, answer_end(reply)) if tokens else None,
-                     "answer_logprobs": answer_logprobs(tokens, answer_end(reply)) if tokens else None})
+        details = AnswerDetails(answer=clean_answer(reply), reply=reply[:REPLY_CHARS_KEPT], tokens=len(tokens or ()),
+                                mean_logprob=mean_logprob(tokens, answer_end(reply)) if tokens else None,
+                                answer_logprobs=answer_logprobs(tokens, answer_end(reply)) if tokens else None)
+        return ComponentResult(component="answer", upstream_calls=1, duration_s=time.perf_counter() - started,
+                               details=details.model_dump())
 
     async def _verbal(self, item: EvalItem, answer: str, ask: CachedAsk) -> ComponentResult:
         started = time.perf_counter()
@@ -189,17 +178,19 @@ class Evaluator:
 
     async def evaluate(self, item: EvalItem) -> ItemOutcome:
         model, components = self.spec.model, {}
+        answered: AnswerDetails | None = None  # given mode: no answer step
         if self.spec.mode == "answer":
             fingerprint = _digest(CLOSED_BOOK_PROMPT, ANSWER_MAX_TOKENS, ANSWER_STOPS, self.spec.answer_logprobs)
             components["answer"] = await self._cached(item, "answer", model, fingerprint,
                                                       lambda ask: self._answer(item, ask))
-            answer = _answer_text(components["answer"])
+            answered = AnswerDetails.of(components["answer"])
+            answer = answered.answer if answered is not None else ""
             if self.spec.verbal_confidence:
                 components["verbal"] = await self._cached(item, "verbal", model, _digest(CONFIDENCE_PROMPT, answer),
                                                           lambda ask: self._verbal(item, answer, ask))
         else:
             answer = item.answer or ""
-        logprobs = _answer_logprobs(components["answer"]) if "answer" in components else None
+        logprobs = answered.answer_logprobs if answered is not None else None
         job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer,
                          answer_logprobs=logprobs or None, sampling=self._sampling(item))
         for name in self.spec.components:

@@ -25,7 +25,7 @@ from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import TrustSummary
 from scoring import (
-    FEEDBACK_STATUSES, LABELS_KEY, Decision, Feedback, FeedbackRefused, JobQueue, Process, RagRequest, RecordScope,
+    FEEDBACK_STATUSES, Decision, Feedback, FeedbackRefused, JobPolicy, JobQueue, Process, RagRequest, RecordScope,
     SamplingParams, ScoringJob, ScoringMode, ScoringPipeline, ScoringSettings, StoreUnavailable, ThrottledLog,
     TrustAction, TrustRecord, decide, describe, scoring_job, skip_reason
 )
@@ -221,9 +221,8 @@ class TrustService:
             return self._publish_later(TrustRecord(id=plan.record_id, status="skipped", model=plan.model,
                                                    owner=plan.owner, request_id=plan.request_id,
                                                    asked_model=plan.asked_model, error=f"skipped: {reason}"))
-        policy: dict[str, Any] = {"mode": plan.decision.mode}
-        if plan.rag is not None:
-            policy[LABELS_KEY] = plan.rag.labels.as_policy()
+        policy = JobPolicy(mode="sync" if plan.decision.mode == "sync" else "async",
+                           rag=plan.rag.labels if plan.rag is not None else None)
         absent = None if answer.logprobs or plan.rag is not None else _LOGPROBS_ABSENT[plan.logprobs]
         job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
                           logprobs_absent=absent,

@@ -30,21 +30,21 @@ from .pipeline import COMBINED, ScoringPipeline
 from .policy import Decision, LowTrust, decide, is_low_trust, low_trust, resolved_mode, skip_reason, trust_value
 from .private_files import private_file
 from .queue import JobQueue, MemoryJobQueue, Process
-from .rag import LABELS_KEY, InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
+from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
 from .settings import BudgetLimits, BudgetSettings, ScoringMode, ScoringSettings
 from .throttled_log import ThrottledLog
 from .types import (
     FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT, BCCheck, BCDetails, BudgetSpent, ComponentResult, FCDetails, Feedback,
-    FeedbackRefused, LPDetails, OVDetails, RAGDetails, RecordScope, Reply, SamplingParams, Scorer, ScoringJob,
-    StoreUnavailable, TrustAction, TrustRecord, TrustStatus, UnreadableReply, UpstreamFailure
+    FeedbackRefused, JobPolicy, LPDetails, OVDetails, RAGClaim, RAGDetails, RAGStatement, RagLabels, RecordScope,
+    Reply, SamplingParams, Scorer, ScoringJob, StoreUnavailable, TrustAction, TrustRecord, TrustStatus,
+    UnreadableReply, UpstreamFailure
 )
 
 __all__ = [
     "COMBINED",
     "FEEDBACK_STATUSES",
-    "LABELS_KEY",
     "MAX_FEEDBACK_COMMENT",
     "PAPER_VARIANTS",
     "BCCheck",
@@ -65,6 +65,7 @@ __all__ = [
     "FitStore",
     "InvalidRagField",
     "IsotonicCalibrator",
+    "JobPolicy",
     "JobQueue",
     "LPDetails",
     "LabelSource",
@@ -78,7 +79,10 @@ __all__ = [
     "OVDetails",
     "PlattCalibrator",
     "Process",
+    "RAGClaim",
     "RAGDetails",
+    "RAGStatement",
+    "RagLabels",
     "RagRequest",
     "RagScorer",
     "RecordScope",

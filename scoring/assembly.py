@@ -59,14 +59,23 @@ def scoring_configured(settings: ScoringSettings) -> bool:
 
 async def _open_cpu_work(settings: ScoringSettings, families: Collection[str],
                          stack: contextlib.AsyncExitStack) -> CpuWork:
-    """Where Trust_BC's and Trust_FC's CPU work runs, its parts loaded (and the embedded graph served for BC)."""
-    from .consistency.runtime import local_sparql_endpoint
-    from .cpu_pool import CpuRecipe, open_cpu_work
+    """Where Trust_BC's and Trust_FC's CPU work runs, each registering its part with the pool, loaded there (and
+    the embedded graph served for BC)."""
+    from .cpu_pool import CpuRecipe, PartLoader, open_cpu_work
 
+    loaders: dict[str, PartLoader] = {}
     try:
-        endpoint = (await stack.enter_async_context(local_sparql_endpoint(settings))) if "bc" in families else None
-        recipe = CpuRecipe(settings, endpoint, distractors="bc" in families, evidence="fc" in families)
-        return await stack.enter_async_context(open_cpu_work(recipe, settings.cpu))
+        if "bc" in families:
+            from .consistency.cpu_part import DISTRACTORS, distractor_loader
+            from .consistency.runtime import local_sparql_endpoint
+
+            endpoint = await stack.enter_async_context(local_sparql_endpoint(settings))
+            loaders[DISTRACTORS.name] = distractor_loader(settings, endpoint)
+        if "fc" in families:
+            from .factcheck.cpu_part import EVIDENCE, evidence_loader
+
+            loaders[EVIDENCE.name] = evidence_loader(settings)
+        return await stack.enter_async_context(open_cpu_work(CpuRecipe(loaders), settings.cpu))
     except FileNotFoundError as exc:
         raise ScorerAssetsError(f"Trust_BC assets are missing ({exc.filename}): {ASSETS_HINT}") from exc
 
@@ -85,9 +94,10 @@ def _consistency(settings: ScoringSettings, cpu: CpuWork, wanted: Collection[str
 def _factcheck(settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence,
                wanted: Collection[str]) -> dict[str, Scorer]:
     """``fc`` and, when wanted, ``fc_text``: the paper's text judge on the same index."""
+    from .factcheck.cpu_part import EVIDENCE
     from .factcheck.scorer import FactCheckScorer
 
-    if not cpu.loaded.evidence:
+    if not cpu.has(EVIDENCE):
         message = f"no evidence index under {settings.data_dir}: {ASSETS_HINT}"
         if missing_evidence == "raise":
             raise ScorerAssetsError(message)

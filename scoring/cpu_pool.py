@@ -7,22 +7,24 @@ gateway they take that time from the event loop that serves users; in worker
 processes they do not, and at a higher niceness the kernel gives a contended
 core to the users' requests first.
 
-The scorers see one seam, ``CpuWork``: ``await cpu.distractors(question,
-answer, num, rng)`` and ``await cpu.evidence(query, k)``, the same whichever
-runs behind it:
+The pool knows no scorer. Each scorer that has CPU work registers a part
+with it: a ``Part`` (a name, typed by what it loads) and a picklable loader
+in the ``CpuRecipe`` (Trust_BC's distractor generator in
+``consistency.cpu_part``, Trust_FC's evidence index in
+``factcheck.cpu_part``). The scorers then see one seam, ``CpuWork``:
+``await cpu.run(part, work)`` calls ``work(part)`` wherever the part was
+loaded, the same whichever runs behind it:
 
 - ``InThreads(parts)``: ``CpuParts`` loaded in this process, called in threads;
 - ``InProcesses``: a ``ProcessPoolExecutor`` whose workers each load their own
-  ``CpuParts`` once, from a picklable ``CpuRecipe`` (the settings and the
-  graph's URL). Workers are spawned (a fresh interpreter: forking a process
-  with threads is unsafe), niced, ignore the terminal's and the service
-  manager's signals, and die with the process that started them
-  (``scoring.children``); its shutdown stops them.
+  ``CpuParts`` once, from the recipe. Workers are spawned (a fresh
+  interpreter: forking a process with threads is unsafe), niced, ignore the
+  terminal's and the service manager's signals, and die with the process
+  that started them (``scoring.children``); its shutdown stops them.
 
-Only data crosses between processes: the question and answer, the random
-generator's state (it comes back advanced, so the checks drawn after
-generation are the same either way), a ``Distractions`` or a list of
-``Evidence``. A worker that dies fails the jobs it held with ``WorkerCrashed``
+Only data crosses between processes: the work (a module-level function,
+bound to its arguments with ``functools.partial``) and what it returns.
+A worker that dies fails the jobs it held with ``WorkerCrashed``
 (reason ``worker``: counted and logged like any scorer failure, never a hung
 job) and a fresh pool takes the next ones.
 
@@ -45,32 +47,29 @@ import math
 import multiprocessing
 import multiprocessing.connection
 import os
-import random
 import resource
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .children import die_with, forget_child, register_child
-from .settings import CpuSettings, ScoringSettings
+from .settings import CpuSettings
 from .types import ScoringFailure
 
-if TYPE_CHECKING:  # the heavy libraries load only where the parts are loaded (CpuParts.load)
-    from .consistency.distractors import DistractorGenerator, DistractorPool
-    from .factcheck.evidence import Evidence
-    from .factcheck.index import EvidenceIndex
-
-__all__ = ["CpuParts", "CpuRecipe", "CpuTimeExceeded", "CpuWork", "Distractions", "InProcesses", "InThreads",
-           "PartsLoaded", "WorkerCrashed", "open_cpu_work"]
+__all__ = ["CpuParts", "CpuRecipe", "CpuTimeExceeded", "CpuWork", "InProcesses", "InThreads", "Part", "PartLoader",
+           "WorkerCrashed", "open_cpu_work"]
 
 log = logging.getLogger("trustgate.cpu")
 
 T = TypeVar("T")
-RngState = tuple[Any, ...]  # random.Random.getstate()
+P = TypeVar("P")
+# Loads one part in a process: picklable (a module-level function, bound with functools.partial), so a worker
+# process can load its own. It may raise (missing assets) or give None (nothing to load: the part is absent).
+PartLoader = Callable[[], object]
 # How long a shutting-down gateway lets its workers finish the jobs they hold before killing them.
 SHUTDOWN_GRACE_S = 5.0
 WORKER_ARGV = ["trustgate", "scoring CPU worker"]  # how the children registry names a worker
@@ -89,89 +88,58 @@ class CpuTimeExceeded(ScoringFailure):
 
 
 @dataclass(frozen=True)
+class Part(Generic[P]):
+    """The name a scorer registers its part under, typed by what the part's loader gives."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class CpuRecipe:
-    """What a process needs to load its ``CpuParts``: picklable, so a worker process can load its own."""
+    """What a process loads: each registered part's loader, by the part's name. Picklable."""
 
-    settings: ScoringSettings
-    sparql_endpoint: str | None = None  # the knowledge graph's query URL (the embedded server's, usually)
-    distractors: bool = False  # load the distractor generator (Trust_BC)
-    evidence: bool = False  # load the evidence index (Trust_FC)
-
-
-@dataclass(frozen=True)
-class PartsLoaded:
-    """Which parts loaded: the evidence index is absent when none was built (Trust_FC is then off)."""
-
-    distractors: bool
-    evidence: bool
-
-
-@dataclass(frozen=True)
-class Distractions:
-    """A distractor pool and the random state after drawing it: picklable, it comes back from a worker."""
-
-    pool: DistractorPool
-    rng_state: RngState
+    loaders: Mapping[str, PartLoader] = field(default_factory=dict)
 
 
 class CpuParts:
-    """The heavy read-only collaborators of one process, and the CPU work done with them."""
+    """The heavy read-only parts of one process, by name; a part whose loader gave None is absent."""
 
-    def __init__(self, generator: DistractorGenerator | None = None, index: EvidenceIndex | None = None) -> None:
-        self._generator = generator
-        self._index = index
+    def __init__(self, **parts: object) -> None:
+        self._parts = {name: part for name, part in parts.items() if part is not None}
 
     @classmethod
     def load(cls, recipe: CpuRecipe) -> CpuParts:
-        """Load what the recipe asks for; missing Trust_BC assets raise ``FileNotFoundError``."""
-        generator = index = None
-        if recipe.distractors:
-            from .consistency.runtime import load_generator
+        """Each part the recipe registers, loaded once; what a loader raises (missing assets) goes up."""
+        return cls(**{name: load() for name, load in recipe.loaders.items()})
 
-            generator = load_generator(recipe.settings, recipe.sparql_endpoint)
-        if recipe.evidence:
-            from .factcheck.assets import load_evidence_index
+    def loaded(self) -> frozenset[str]:
+        return frozenset(self._parts)
 
-            index = load_evidence_index(recipe.settings)
-        return cls(generator, index)
-
-    def loaded(self) -> PartsLoaded:
-        return PartsLoaded(distractors=self._generator is not None, evidence=self._index is not None)
-
-    def distractors(self, question: str, answer: str, num: int, rng_state: RngState) -> Distractions:
-        if self._generator is None:
-            raise RuntimeError("no distractor generator was loaded (CpuRecipe.distractors)")
-        rng = random.Random()
-        rng.setstate(rng_state)
-        pool = self._generator.generate(question, answer, num, rng)
-        return Distractions(pool, rng.getstate())
-
-    def evidence(self, query: str, k: int) -> list[Evidence]:
-        if self._index is None:
-            raise RuntimeError("no evidence index was loaded (CpuRecipe.evidence)")
-        from .factcheck.text import tokenize
-
-        return self._index.search(tokenize(query), k)
+    def get(self, name: str) -> object:
+        if name not in self._parts:
+            raise RuntimeError(f"no {name!r} part was loaded in this process (CpuRecipe.loaders)")
+        return self._parts[name]
 
 
-Task = Callable[[CpuParts], T]  # a picklable call on the parts: a CpuParts method, bound to its arguments
+def _on_part(name: str, work: Callable[[Any], T], parts: CpuParts) -> T:
+    return work(parts.get(name))
+
+
+Task = Callable[[CpuParts], T]  # a picklable call on the parts
 
 
 class CpuWork(ABC):
     """Where the scorers' CPU work runs; they await it and never learn whether a thread or a process did it."""
 
-    loaded: PartsLoaded
+    loaded: frozenset[str]  # the names of the parts that loaded
 
-    async def distractors(self, question: str, answer: str, num: int, rng: random.Random) -> DistractorPool:
-        """The answer's distractor pool; ``rng`` advances exactly as if the generator had drawn from it here."""
-        drawn = await self._run(functools.partial(CpuParts.distractors, question=question, answer=answer, num=num,
-                                                  rng_state=rng.getstate()))
-        rng.setstate(drawn.rng_state)
-        return drawn.pool
+    def has(self, part: Part[Any]) -> bool:
+        return part.name in self.loaded
 
-    async def evidence(self, query: str, k: int) -> list[Evidence]:
-        """The ``k`` best passages for ``query`` (tokenized where the index is)."""
-        return await self._run(functools.partial(CpuParts.evidence, query=query, k=k))
+    async def run(self, part: Part[P], work: Callable[[P], T]) -> T:
+        """``work(part)`` where the part is loaded; ``work`` is picklable (a module-level function, bound with
+        ``functools.partial``), and so is what it returns."""
+        return await self._run(functools.partial(_on_part, part.name, work))
 
     @abstractmethod
     async def _run(self, task: Task[T]) -> T: ...
@@ -294,7 +262,7 @@ class InProcesses(CpuWork):
         self._settings = settings
         self._closed = False
         self._pool = self._start()
-        self.loaded = PartsLoaded(distractors=False, evidence=False)
+        self.loaded: frozenset[str] = frozenset()
 
     def _start(self) -> _Pool:
         """A new pool, its workers started at once (from this thread, the one their death signal watches)."""
@@ -305,7 +273,7 @@ class InProcesses(CpuWork):
             executor.submit(_in_worker, CpuParts.loaded, self._settings.max_job_cpu_s)
         return _Pool(executor, self._settings.processes)
 
-    async def ready(self) -> PartsLoaded:
+    async def ready(self) -> frozenset[str]:
         """Wait until a worker has loaded its parts; raises what loading raised (missing assets)."""
         self.loaded = await self._run(CpuParts.loaded)
         return self.loaded

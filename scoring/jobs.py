@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import SamplingParams, ScoringJob
+from .types import JobPolicy, SamplingParams, ScoringJob
 
 __all__ = ["message_text", "scoring_job"]
 
@@ -18,7 +18,7 @@ def message_text(message: dict[str, Any]) -> str:
 
 
 def scoring_job(job_id: str, model: str, messages: list[dict[str, Any]], answer: str,
-                answer_logprobs: list[float] | None = None, policy: dict[str, Any] | None = None,
+                answer_logprobs: list[float] | None = None, policy: JobPolicy | None = None,
                 documents: list[dict[str, Any]] | None = None, owner: str | None = None,
                 completion_id: str | None = None, traceparent: str | None = None,
                 logprobs_absent: str | None = None, request_id: str | None = None,
@@ -28,6 +28,6 @@ def scoring_job(job_id: str, model: str, messages: list[dict[str, Any]], answer:
     question = message_text(messages[last_user]) if last_user is not None else ""
     context = messages[:last_user] if last_user is not None else list(messages)
     return ScoringJob(id=job_id, model=model, owner=owner, question=question, answer=answer, context=context,
-                      answer_logprobs=answer_logprobs, policy=policy or {}, documents=documents,
+                      answer_logprobs=answer_logprobs, policy=policy or JobPolicy(), documents=documents,
                       completion_id=completion_id or None, traceparent=traceparent, logprobs_absent=logprobs_absent,
                       request_id=request_id, asked_model=asked_model, sampling=sampling or SamplingParams())

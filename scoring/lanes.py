@@ -34,7 +34,7 @@ LANES: tuple[Lane, ...] = ("sync", "async")  # in the order a worker takes them
 
 def lane_of(job: ScoringJob) -> Lane:
     """A job whose request waits for its score (``policy.mode: sync``) is sync; every other one is async."""
-    return "sync" if job.policy.get("mode") == "sync" else "async"
+    return "sync" if job.policy.mode == "sync" else "async"
 
 
 class SyncFirstQueue(asyncio.Queue[ScoringJob]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
+from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import (
     BaseModel,
@@ -19,9 +19,11 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     StrictBool,
+    StrictStr,
     model_serializer,
     model_validator,
 )
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 __all__ = [
     "FAILURE_REASONS",
@@ -41,9 +43,14 @@ __all__ = [
     "FailureReason",
     "Feedback",
     "FeedbackRefused",
+    "JobPolicy",
     "LPDetails",
     "OVDetails",
+    "RAGCitationCheck",
+    "RAGClaim",
     "RAGDetails",
+    "RAGStatement",
+    "RagLabels",
     "RecordScope",
     "Reply",
     "RunsAfter",
@@ -161,6 +168,34 @@ class SamplingParams(BaseModel):
     messages: list[dict[str, Any]] | None = None
 
 
+MAX_REFERENCE_CLAIMS = 50  # each costs a judge call per answer; a request with more is refused
+
+
+@pydantic_dataclass(frozen=True)
+class RagLabels:
+    """What a RAG request may say about its own right answer: do its documents hold the answer (``answerable``),
+    and claims a correct answer makes (``reference_claims``). Both come from the request's extension fields
+    (``scoring.rag.request``) and turn refusal groundedness and claim correctness on."""
+
+    answerable: StrictBool | None = None
+    reference_claims: tuple[Annotated[StrictStr, Field(pattern=r"\S")], ...] = Field(
+        default=(), max_length=MAX_REFERENCE_CLAIMS)
+
+
+class JobPolicy(BaseModel):
+    """How the gateway decided to score a job, carried with it (the queue and the Redis stream hold it as JSON).
+
+    ``mode``: whether a request waits for this job's record ("sync") or not,
+    which the queues read to put a waiting request's job first. ``rag``: the
+    client's labels on a RAG request, None when it gave none. Malformed labels
+    are refused where they arrive (a 400 for the client, a dead letter for a
+    stream entry), never read as "not given".
+    """
+
+    mode: Literal["sync", "async"] = "async"
+    rag: RagLabels | None = None
+
+
 class ScoringJob(BaseModel):
     id: str
     model: str
@@ -174,7 +209,7 @@ class ScoringJob(BaseModel):
     # could not ask ("not_asked").
     logprobs_absent: str | None = None
     documents: list[dict[str, Any]] | None = None
-    policy: dict[str, Any] = Field(default_factory=dict)
+    policy: JobPolicy = Field(default_factory=JobPolicy)
     created_at: float = Field(default_factory=time.time)
     # Joins the scores to the request they score: the upstream's completion id (``chatcmpl-…``)
     # and the request span's W3C traceparent (None when tracing is off).
@@ -188,7 +223,7 @@ class ScoringJob(BaseModel):
 
 
 class _Details(BaseModel):
-    """A component's details: what a user needs to understand its value.
+    """A component's details, or a part of them: what a user needs to understand its value.
 
     A scorer sets the fields that apply to what it measured (an unscored
     Trust_BC has no checks, a Trust_OV from one component only its source);
@@ -357,6 +392,39 @@ class SCDetails(_Details):
     samples: list[SCSample] = Field(default_factory=list)
 
 
+class RAGCitationCheck(_Details):
+    """ALCE's two questions on one citation of a supported statement that cites several: is it enough alone,
+    and is the statement still supported without it?"""
+
+    id: int  # the document's number, as cited
+    alone: FactLabel | None = None  # the judge's verdict on this document alone; None: the judge failed
+    without: FactLabel | None = None  # on the others without it, asked only when it was not enough alone
+    relevant: bool | None = None  # needed by the statement; None: unknown
+
+
+class RAGStatement(_Details):
+    """One statement (sentence) of a RAG answer: what it cites and, when it was judged, the judge's verdicts."""
+
+    text: str = ""
+    citations: list[int] = Field(default_factory=list)  # in-range document numbers, in the order first cited
+    out_of_range: list[int] = Field(default_factory=list)  # cited numbers that name no document
+    refusal: bool = False  # it declines to answer
+    judged: bool = False  # the fields below are set only on a judged statement
+    checked: list[int] | None = None  # the citations judged (at most max_citations)
+    joint: FactLabel | None = None  # do its citations together entail it
+    grounding: FactLabel | None = None  # do the documents entail it at all
+    recall: float | None = None
+    precision: list[int] | None = None  # (precise citations, judged citations); None: a needed verdict failed
+    citation_checks: list[RAGCitationCheck] | None = None  # set when it cites several and is supported
+
+
+class RAGClaim(_Details):
+    """One reference claim of the client's and whether the answer makes it."""
+
+    claim: str
+    label: FactLabel | None = None  # the judge's verdict with the answer as premise; None: the judge failed
+
+
 class RAGDetails(_Details):
     """RAG trust ("rag", Trust-Eval): refusal, citation recall and precision, groundedness, claims."""
 
@@ -366,7 +434,7 @@ class RAGDetails(_Details):
     kind: Literal["answer", "partial", "refusal"] | None = None
     refusal: bool | None = None  # the whole answer refuses
     partial_refusal: bool = False
-    statements: list[dict[str, Any]] = Field(default_factory=list)
+    statements: list[RAGStatement] = Field(default_factory=list)
     statements_judged: int = 0
     citations_judged: int = 0
     citation_recall: float | None = None
@@ -377,7 +445,7 @@ class RAGDetails(_Details):
     answerable_from: Literal["label", "claims"] | None = None
     refusal_grounded: float | None = None
     reference_claims: int = 0
-    claims: list[dict[str, Any]] = Field(default_factory=list)
+    claims: list[RAGClaim] = Field(default_factory=list)
     claim_correctness: float | None = None
     words: int = 0
     judge_errors: list[str] = Field(default_factory=list)

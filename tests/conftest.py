@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -20,6 +21,23 @@ from tests.fake_upstream import FakeUpstream, echo
 from tests.servers import ServerThread
 
 MASTER_KEY = "sk-test-master"
+_SDK_CLIENTS: list[openai.OpenAI] = []
+
+
+def sdk_client(server: ServerThread, key: str = MASTER_KEY, **headers: str) -> openai.OpenAI:
+    """An OpenAI SDK client of ``server``, closed when the test ends: one left to the garbage collector can leave
+    its sockets unclosed (a ResourceWarning, which fails whichever test it lands in)."""
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=30,
+                           default_headers=headers)
+    _SDK_CLIENTS.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _close_sdk_clients() -> Iterator[None]:
+    yield
+    while _SDK_CLIENTS:
+        _SDK_CLIENTS.pop().close()
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""The layering of DESIGN.md, with no exceptions: data flows proxy → scoring → exporters, apps and wiring on top.
+"""The layering of DESIGN.md and docs/architecture.md, with no exceptions: data flows proxy → scoring → exporters,
+apps and wiring on top.
 
 Read from the source with ``ast``, so a violating import fails here even when
 no test happens to execute the module that makes it. Every import counts: at

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..cpu_pool import CpuWork
+from .cpu_part import draw_distractors
 from ..failures import describe
 from ..settings import ConsistencySettings
 from ..types import Ask, BCCheck, BCDetails, ComponentResult, Failure, Reply, Scorer, ScoringJob, TellsEarly
@@ -122,7 +123,7 @@ class ConsistencyScorer(Scorer, TellsEarly):
         started = time.perf_counter()
         pool_rng, rng = check_rngs(self._settings.seed, job.question, job.answer)
         wanted = DISTRACTORS_PER_CHECK * self._settings.max_checks
-        pool = await self._cpu.distractors(job.question, job.answer, wanted, pool_rng)
+        pool = await draw_distractors(self._cpu, job.question, job.answer, wanted, pool_rng)
         if not pool.distractors:
             return ComponentResult(component=self.name, details=BCDetails(**self._pool_details(pool, None)),
                                    label="unscored", duration_s=time.perf_counter() - started,

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..cpu_pool import CpuWork
+from .cpu_part import retrieve_evidence
 from ..settings import FactCheckSettings
 from ..types import Ask, ComponentResult, FCDetails, FCEvidence, Reply, Scorer, ScoringJob
 from .evidence import Evidence
@@ -59,7 +60,7 @@ class FactCheckScorer(Scorer):
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         started = time.perf_counter()
         query = evidence_query(job.question, job.answer, self._settings.max_query_chars)
-        evidence = await self._cpu.evidence(query, self._settings.top_k)
+        evidence = await retrieve_evidence(self._cpu, query, self._settings.top_k)
         details = FCDetails(query=query, evidence=[FCEvidence(id=e.id, title=e.title, score=round(e.score, 4),
                                                               snippet=e.text[:SNIPPET_CHARS]) for e in evidence],
                             judge=None)

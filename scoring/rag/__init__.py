@@ -8,23 +8,22 @@ What the gateway uses:
   appends field-only documents to the prompt, and raises ``InvalidRagField``
   (``.param``) for a malformed one. None: closed-book, TrustScore applies.
 - For a RAG request, the scoring job carries ``RagRequest.job_documents()``
-  in ``documents`` and ``RagRequest.labels.as_policy()`` at
-  ``policy[LABELS_KEY]``; its question comes from the client's own messages,
-  not the forwarded ones, which may end with the appended passages.
+  in ``documents`` and ``RagRequest.labels`` in ``policy.rag``
+  (``scoring.types.JobPolicy``); its question comes from the client's own
+  messages, not the forwarded ones, which may end with the appended passages.
 - ``build_rag_scorer(settings)``: the ``Scorer`` named "rag" (``RagScorer``).
 
 ``trustgate eval rag`` scores a JSONL of cases (``cases.py``) and aggregates
 them with ``rag_report``, Trust-Eval's offline report.
 """
 
+from ..types import RagLabels
 from .aggregate import rag_report
 from .documents import Document, documents_in_messages, format_passages
-from .labels import LABELS_KEY, RagLabels
 from .request import RAG_FIELDS, InvalidRagField, RagRequest, prepare_rag_request
 from .scorer import RagScorer, build_rag_scorer, trust_value
 
 __all__ = [
-    "LABELS_KEY",
     "RAG_FIELDS",
     "Document",
     "InvalidRagField",

@@ -17,9 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..types import Ask, ScoringJob
+from ..types import Ask, JobPolicy, ScoringJob
 from .documents import job_documents
-from .labels import LABELS_KEY
 from .request import InvalidRagField, parse_documents, parse_labels
 from .scorer import RagScorer
 
@@ -40,7 +39,7 @@ def _job(line: str, number: int, model: str) -> ScoringJob:
     documents = parse_documents(case.get("documents"))
     labels = parse_labels(case)
     return ScoringJob(id=str(case.get("id", f"case-{number}")), model=model, question=question, answer=answer,
-                      documents=job_documents(documents), policy={LABELS_KEY: labels.as_policy()})
+                      documents=job_documents(documents), policy=JobPolicy(rag=labels))
 
 
 def load_cases(path: Path, model: str) -> list[ScoringJob]:

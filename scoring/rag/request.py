@@ -15,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pydantic import TypeAdapter, ValidationError
+
+from ..types import MAX_REFERENCE_CLAIMS, RagLabels
 from .documents import Document, documents_in_messages, format_passages, job_documents
-from .labels import RagLabels
 
 __all__ = [
-    "MAX_CLAIMS",
     "MAX_DOCUMENTS",
     "RAG_FIELDS",
     "InvalidRagField",
@@ -31,7 +32,10 @@ __all__ = [
 
 RAG_FIELDS = ("documents", "answerable", "reference_claims")
 MAX_DOCUMENTS = 100  # each cited document can cost judge calls; beyond this a request is refused
-MAX_CLAIMS = 50
+_LABELS = TypeAdapter(RagLabels)  # the one check of the labels, a job's included (scoring.types.JobPolicy)
+_LABEL_ERRORS = {"answerable": "'answerable' must be true or false",
+                 "reference_claims": f"'reference_claims' must be a list of at most {MAX_REFERENCE_CLAIMS} "
+                                     "non-empty strings"}
 
 
 class InvalidRagField(ValueError):
@@ -84,15 +88,11 @@ def parse_documents(value: Any) -> tuple[Document, ...]:
 
 def parse_labels(fields: dict[str, Any]) -> RagLabels:
     """``answerable`` and ``reference_claims`` from a request body (or a case); raises ``InvalidRagField``."""
-    answerable = fields.get("answerable")
-    if answerable is not None and not isinstance(answerable, bool):
-        raise InvalidRagField("'answerable' must be true or false", "answerable")
-    claims = fields.get("reference_claims", [])
-    if (not isinstance(claims, list) or len(claims) > MAX_CLAIMS
-            or not all(isinstance(c, str) and c.strip() for c in claims)):
-        raise InvalidRagField(f"'reference_claims' must be a list of at most {MAX_CLAIMS} non-empty strings",
-                              "reference_claims")
-    return RagLabels(answerable, tuple(claims))
+    try:
+        return _LABELS.validate_python({name: fields[name] for name in _LABEL_ERRORS if name in fields})
+    except ValidationError as exc:
+        param = str(exc.errors()[0]["loc"][0])
+        raise InvalidRagField(_LABEL_ERRORS[param], param) from exc
 
 
 def _with_passages(messages: list[Any], documents: tuple[Document, ...]) -> list[Any]:

@@ -19,10 +19,20 @@ from typing import Any
 
 from ..factcheck.evidence import Evidence
 from ..settings import ScoringSettings
-from ..types import Ask, ComponentResult, Failure, RAGDetails, Scorer, ScoringJob
+from ..types import (
+    Ask,
+    ComponentResult,
+    Failure,
+    RAGCitationCheck,
+    RAGClaim,
+    RAGDetails,
+    RagLabels,
+    RAGStatement,
+    Scorer,
+    ScoringJob,
+)
 from .documents import Document, documents_from_job, evidence
 from .entailment import EntailmentJudge, NLIJudge, Verdict
-from .labels import RagLabels, labels_from_job
 from .metrics import (
     StatementCheck,
     citation_precision,
@@ -103,18 +113,19 @@ async def _claims(answer: str, claims: Sequence[str], judge: EntailmentJudge) ->
     return list(await asyncio.gather(*(judge(premise, claim) for claim in claims)))
 
 
-def _statement_details(statement: Statement, refuses: bool, check: StatementCheck | None) -> dict[str, Any]:
-    details: dict[str, Any] = {"text": statement.text, "citations": list(statement.citations),
-                               "out_of_range": list(statement.out_of_range), "refusal": refuses,
-                               "judged": check is not None}
+def _statement_details(statement: Statement, refuses: bool, check: StatementCheck | None) -> RAGStatement:
+    """The statement as the record keeps it: the judge's fields only on a judged one (only set fields are written)."""
+    fields: dict[str, Any] = {"text": statement.text, "citations": list(statement.citations),
+                              "out_of_range": list(statement.out_of_range), "refusal": refuses,
+                              "judged": check is not None}
     if check is not None:
         precision = statement_precision(check)
-        details.update(checked=list(check.cited), joint=check.joint, grounding=check.grounding,
-                       recall=statement_recall(check), precision=None if precision is None else list(precision))
+        fields.update(checked=list(check.cited), joint=check.joint, grounding=check.grounding,
+                      recall=statement_recall(check), precision=None if precision is None else list(precision))
         if check.alone:
-            details["citation_checks"] = [{"id": c, "alone": check.alone[c], "without": check.without.get(c),
-                                           "relevant": check.relevant(c)} for c in check.cited]
-    return details
+            fields["citation_checks"] = [RAGCitationCheck(id=c, alone=check.alone[c], without=check.without.get(c),
+                                                          relevant=check.relevant(c)) for c in check.cited]
+    return RAGStatement(**fields)
 
 
 class RagScorer(Scorer):
@@ -156,7 +167,7 @@ class RagScorer(Scorer):
                                    duration_s=time.perf_counter() - started)
         judge = (EntailmentJudge.local(self._nli, self._concurrency) if self._nli is not None
                  else EntailmentJudge.llm(ask, job.question, self._concurrency))
-        details = await self._assess(job.answer, statements, documents, labels_from_job(job), judge)
+        details = await self._assess(job.answer, statements, documents, job.policy.rag or RagLabels(), judge)
         details.trust_parts = trust_parts(details)
         return ComponentResult(component=self.name, value=trust_value(details.trust_parts), label=details.kind,
                                details=details, upstream_calls=judge.calls, duration_s=time.perf_counter() - started,
@@ -192,7 +203,7 @@ class RagScorer(Scorer):
             answerable_from=answerable_from,
             refusal_grounded=None if answerable is None else float((kind != "refusal") == answerable),
             reference_claims=len(labels.reference_claims),
-            claims=[{"claim": c, "label": v} for c, v in zip(claims, verdicts, strict=True)],
+            claims=[RAGClaim(claim=c, label=v) for c, v in zip(claims, verdicts, strict=True)],
             claim_correctness=share_supported(verdicts) if verdicts else None,
             words=len(answer.split()),
             judge_errors=judge.errors,

@@ -90,11 +90,12 @@ class GatewayProcess:
 
 def _read_lines(gateway: GatewayProcess, ready: threading.Event) -> None:
     assert gateway.process.stdout is not None
-    for line in gateway.process.stdout:
-        gateway.output.append(line)
-        if READY in line:  # the banner's first line, or a JSON log line (--log-format json)
-            gateway.url = line.split(READY, 1)[1].split()[0].rstrip('"},')
-            ready.set()
+    with gateway.process.stdout:  # closed at the end of the output: the process ended
+        for line in gateway.process.stdout:
+            gateway.output.append(line)
+            if READY in line:  # the banner's first line, or a JSON log line (--log-format json)
+                gateway.url = line.split(READY, 1)[1].split()[0].rstrip('"},')
+                ready.set()
     ready.set()  # the process ended: wake the waiter
 
 
@@ -119,7 +120,8 @@ def serve_config(config: Path, *, timeout: float = 240.0, environ: dict[str, str
                                env={**os.environ, "PYTHONUNBUFFERED": "1", **environ})
     gateway = GatewayProcess(process)
     ready = threading.Event()
-    threading.Thread(target=_read_lines, args=(gateway, ready), daemon=True).start()
+    reader = threading.Thread(target=_read_lines, args=(gateway, ready), daemon=True)
+    reader.start()
     try:
         ready.wait(timeout)
         if not gateway.url:
@@ -133,3 +135,4 @@ def serve_config(config: Path, *, timeout: float = 240.0, environ: dict[str, str
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        reader.join(30)  # its output read to the end, and the pipe closed

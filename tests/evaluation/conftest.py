@@ -51,7 +51,7 @@ def scorers(evidence_settings: ScoringSettings, nlp: Language) -> dict[str, Scor
     index = load_evidence_index(evidence_settings)
     assert index is not None
     generator = DistractorGenerator(nlp, SubstituteSources(None, None, 2025))
-    cpu = InThreads(CpuParts(generator, index))
+    cpu = InThreads(CpuParts(distractors=generator, evidence=index))
     return {"bc": ConsistencyScorer(evidence_settings.consistency, cpu),
             "fc": FactCheckScorer(cpu, evidence_settings.factcheck)}
 

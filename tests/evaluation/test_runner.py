@@ -15,7 +15,7 @@ from evaluation import runner
 from evaluation.cache import EvalCache
 from evaluation.datasets import EvalItem
 from evaluation.gateway import open_upstream
-from evaluation.outcome import ItemOutcome
+from evaluation.outcome import AnswerDetails, ItemOutcome
 from evaluation.runner import Evaluator, ItemFailure, RunSpec, evaluate_items
 from evaluation.summary import summarise
 from scoring.settings import ScoringSettings
@@ -82,7 +82,7 @@ def test_answer_and_score_with_hand_computed_metrics(gateway: GatewaySettings, e
     assert [o.value("verbal") for o in outcomes] == [0.9, 0.8, 0.6, 0.7]
     # The fake's token log-probabilities are -0.05·(position mod 7), one token per word.
     words = [len(s.answer.split()) for s in ALBUMS]
-    assert [o.answer_detail("mean_logprob") for o in outcomes] == \
+    assert [(o.answer_details() or AnswerDetails()).mean_logprob for o in outcomes] == \
         pytest.approx([-0.05 * sum(i % 7 for i in range(n)) / n for n in words])
     assert len(fake_upstream.requests) == 4 * sum(CALLS_PER_ITEM.values())
     assert {name: c.made for name, c in evaluator.counters.items()} == {k: 4 * v for k, v in CALLS_PER_ITEM.items()}
@@ -163,7 +163,7 @@ def test_without_logprobs_the_answer_call_asks_for_none(gateway: GatewaySettings
     spec = RunSpec(mode="answer", model="fake", components=(), verbal_confidence=False, answer_logprobs=False)
     (outcome,), _, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", ITEMS[:1], spec)
     assert "logprobs" not in fake_upstream.requests[0] and len(fake_upstream.requests) == 1
-    assert outcome.answer_detail("mean_logprob") is None and outcome.value("ov") is None
+    assert (outcome.answer_details() or AnswerDetails()).mean_logprob is None and outcome.value("ov") is None
 
 
 def test_results_of_changed_scorer_code_are_recomputed_from_cached_replies(

@@ -112,10 +112,11 @@ def test_logprobs_asked_upstream_never_reach_a_client_that_did_not_ask(
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize("name", list(ENDPOINTS))
-def test_a_client_that_asked_for_logprobs_gets_them(path: str, lp_gateway: ServerThread, name: str,
-                                                    stream: bool) -> None:
-    if (path, name) in NOT_ASKED:
-        pytest.skip("litellm drops a text completion's log-probabilities even when the client asks")
+def test_a_client_that_asked_for_logprobs_gets_them(request: pytest.FixtureRequest, path: str,
+                                                    lp_gateway: ServerThread, name: str, stream: bool) -> None:
+    if (path, name) in NOT_ASKED:  # strict: once litellm keeps them, this passes and the suite says so
+        request.applymarker(pytest.mark.xfail(reason="litellm drops a text completion's log-probabilities even "
+                                                     "when the client asks", strict=True))
     _, payloads = call(lp_gateway, ENDPOINTS[name], stream=stream, **ENDPOINTS[name].client_asks)
     assert visible_logprobs(payloads)
 

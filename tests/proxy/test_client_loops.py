@@ -17,7 +17,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.conftest import MASTER_KEY
+from tests.conftest import MASTER_KEY, sdk_client
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, scoring_config, wait_for_record
 from tests.servers import ServerThread
@@ -36,8 +36,7 @@ def gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
 
 
 def client(server: ServerThread, headers: dict[str, str]) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30,
-                         default_headers=headers)
+    return sdk_client(server, **headers)
 
 
 def async_client(server: ServerThread, headers: dict[str, str]) -> openai.AsyncOpenAI:

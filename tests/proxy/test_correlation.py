@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from exporters import Telemetry, disabled_telemetry
-from tests.conftest import MASTER_KEY
+from tests.conftest import sdk_client
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AUTH, AskingScorer, scoring_config, wait_for_record
 from tests.proxy.test_service_endpoints import samples
@@ -54,8 +54,7 @@ def gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThre
 
 
 def sdk(server: ServerThread, **headers: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30,
-                         default_headers=headers)
+    return sdk_client(server, **headers)
 
 
 def test_a_client_request_id_round_trips_to_the_sdk_record_and_span(gateway: ServerThread, traced: Traced) -> None:

@@ -25,7 +25,7 @@ from exporters import Telemetry
 from proxy import ConfigError, settings_from_dict
 from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
-from tests.conftest import MASTER_KEY, gateway_config
+from tests.conftest import MASTER_KEY, gateway_config, sdk_client
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
 from tests.servers import ServerThread
@@ -70,7 +70,7 @@ def start(start_gateway: Callable[..., ServerThread], fake: FakeUpstream, path: 
 
 
 def sdk(server: ServerThread, key: str = MASTER_KEY) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0)
+    return sdk_client(server, key)
 
 
 def ask_chat(server: ServerThread, question: str, key: str = MASTER_KEY) -> Any:

@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from tests.conftest import MASTER_KEY, gateway_config
+from tests.conftest import MASTER_KEY, gateway_config, sdk_client
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, scoring_config
 from tests.servers import ServerThread
@@ -40,8 +40,7 @@ def gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
 
 
 def sync_client(server: ServerThread, **headers: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30,
-                         default_headers=headers)
+    return sdk_client(server, **headers)
 
 
 def async_client(server: ServerThread, **headers: str) -> openai.AsyncOpenAI:
@@ -154,7 +153,7 @@ def test_key_rules_hold_on_the_new_endpoints(path: str, fake_upstream: FakeUpstr
     config["trustgate"] = {"passthrough": path == "passthrough",
                            "keys": [{"key": "sk-team", "name": "team", "models": ["fake"]}]}
     server = start_gateway(config)
-    team = openai.OpenAI(base_url=f"{server.url}/v1", api_key="sk-team", max_retries=0)
+    team = sdk_client(server, "sk-team")
     for call in (lambda: team.responses.create(model="other", input="x"),
                  lambda: team.completions.create(model="other", prompt="x"),
                  lambda: team.embeddings.create(model="other", input="x")):
@@ -164,8 +163,7 @@ def test_key_rules_hold_on_the_new_endpoints(path: str, fake_upstream: FakeUpstr
         team.models.retrieve("other")  # as the listing: a model the key may not use reads as missing
     assert team.models.retrieve("fake").id == "fake"
     with pytest.raises(openai.AuthenticationError):
-        openai.OpenAI(base_url=f"{server.url}/v1", api_key="sk-wrong", max_retries=0).embeddings.create(
-            model="fake", input="x")
+        sdk_client(server, "sk-wrong").embeddings.create(model="fake", input="x")
     assert fake_upstream.requests == []
 
 

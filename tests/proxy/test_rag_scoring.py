@@ -88,3 +88,27 @@ def test_malformed_documents_are_400(rag_gateway: ServerThread, fake_upstream: F
                                 "documents": documents})
     assert response.status_code == 400 and response.json()["error"]["param"].startswith(param)
     assert fake_upstream.requests == []
+
+
+@pytest.mark.parametrize("labels, param", [({"answerable": "no"}, "answerable"),
+                                           ({"reference_claims": ["ALPHA holds.", " "]}, "reference_claims"),
+                                           ({"reference_claims": "ALPHA holds."}, "reference_claims")])
+def test_malformed_labels_are_400_in_openais_shape(rag_gateway: ServerThread, fake_upstream: FakeUpstream,
+                                                  labels: dict[str, Any], param: str) -> None:
+    response = httpx.post(f"{rag_gateway.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER_KEY}"},
+                          json={"model": "fake", "messages": [{"role": "user", "content": "q"}],
+                                "documents": DOCUMENTS, **labels})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, "invalid_documents")
+    assert param in error["message"] and fake_upstream.requests == []
+
+
+def test_the_clients_labels_reach_the_scorer(rag_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    """``answerable`` rides with the job (its policy) to the RAG scorer: a refusal the label says was right."""
+    fake_upstream.responder = answering("The documents do not contain the answer.")
+    raw = client(rag_gateway).chat.completions.with_raw_response.create(
+        model="fake", messages=[{"role": "user", "content": "Who built it?"}],
+        extra_body={"documents": DOCUMENTS, "answerable": False})
+    details = wait_for_record(rag_gateway, raw.headers["x-trust-id"])["components"]["rag"]["details"]
+    assert (details["answerable"], details["answerable_from"], details["refusal_grounded"]) == (False, "label", 1.0)

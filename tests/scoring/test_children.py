@@ -57,7 +57,8 @@ def temp_registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, 
 def start_parent(mode: str, environ: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
     parent = subprocess.Popen([sys.executable, "-c", PARENT, mode], stdout=subprocess.PIPE, text=True, env=environ)
     assert parent.stdout is not None
-    return parent, int(parent.stdout.readline())
+    with parent.stdout:  # it prints only the child's pid
+        return parent, int(parent.stdout.readline())
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")

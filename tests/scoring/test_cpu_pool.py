@@ -25,9 +25,11 @@ import yaml
 from scoring.children import reap_stale_children, registry_dir
 from scoring.consistency.oxigraph import oxigraph_load
 from scoring.consistency.paths import asset_paths
+from scoring.consistency.cpu_part import DISTRACTORS, distractor_loader, draw_distractors
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.cpu_pool import CpuRecipe, CpuTimeExceeded, InProcesses, InThreads, WorkerCrashed, open_cpu_work
 from scoring.factcheck.assets import add_corpus
+from scoring.factcheck.cpu_part import EVIDENCE, evidence_loader, retrieve_evidence
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ConsistencySettings, CpuSettings, FactCheckSettings, ScoringSettings
 from scoring.types import Failure, ScoringJob
@@ -82,18 +84,20 @@ def settings_for(data_dir: Path, **consistency: Any) -> ScoringSettings:
 
 
 def recipe(data_dir: Path, endpoint: str, **consistency: Any) -> CpuRecipe:
-    return CpuRecipe(settings_for(data_dir, **consistency), endpoint, distractors=True, evidence=True)
+    settings = settings_for(data_dir, **consistency)
+    return CpuRecipe({DISTRACTORS.name: distractor_loader(settings, endpoint),
+                      EVIDENCE.name: evidence_loader(settings)})
 
 
 async def draw_all(processes: int, work_recipe: CpuRecipe) -> list[tuple[Any, ...]]:
     """For each case: the pool's distractors, level, errors, the rng's next draw; and the evidence for it."""
     async with open_cpu_work(work_recipe, CpuSettings(processes=processes)) as cpu:
-        assert cpu.loaded.distractors and cpu.loaded.evidence
+        assert cpu.has(DISTRACTORS) and cpu.has(EVIDENCE)
         drawn = []
         for question, answer in CASES:
             rng = random.Random(7)
-            pool = await cpu.distractors(question, answer, 30, rng)
-            evidence = await cpu.evidence(f"{question} {answer}", 3)
+            pool = await draw_distractors(cpu, question, answer, 30, rng)
+            evidence = await retrieve_evidence(cpu, f"{question} {answer}", 3)
             drawn.append((pool.distractors, pool.level, pool.errors, rng.random(), evidence))
         return drawn
 
@@ -110,7 +114,7 @@ def test_worker_processes_draw_what_threads_draw_for_the_same_seed(data_dir: Pat
 def test_with_processes_zero_the_work_stays_in_this_process(data_dir: Path, graph: str) -> None:
     async def scenario() -> type:
         async with open_cpu_work(recipe(data_dir, graph), CpuSettings(processes=0)) as cpu:
-            await cpu.distractors(*CASES[2], 30, random.Random(1))
+            await draw_distractors(cpu, *CASES[2], 30, random.Random(1))
             assert multiprocessing.active_children() == []
             return type(cpu)
 
@@ -167,6 +171,7 @@ class HangingGraph:
 def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored(
         data_dir: Path, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
     hanging = HangingGraph()
+    settings = settings_for(data_dir, sparql_timeout=60.0, mode="binary", max_checks=2)
     cpu_recipe = recipe(data_dir, hanging.url, sparql_timeout=60.0, mode="binary", max_checks=2)
     question, answer = CASES[0]
     fake_upstream.responder = Answerer(answer, lambda n: "original")
@@ -175,8 +180,8 @@ def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored
         async with open_cpu_work(cpu_recipe, CpuSettings(processes=1)) as cpu, \
                 upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]
             assert isinstance(cpu, InProcesses)
-            scorer = ConsistencyScorer(cpu_recipe.settings.consistency, cpu)
-            pipeline = ScoringPipeline([scorer], lambda model, purpose, lane: ask, cpu_recipe.settings)
+            scorer = ConsistencyScorer(settings.consistency, cpu)
+            pipeline = ScoringPipeline([scorer], lambda model, purpose, lane: ask, settings)
             first = asyncio.create_task(pipeline.run(ScoringJob(id="a", model="fake", question=question,
                                                                 answer=answer)))
             assert await asyncio.to_thread(hanging.asked.wait, 60)  # the worker is inside the job
@@ -206,7 +211,7 @@ def test_shutdown_kills_a_worker_still_busy_after_the_grace_period(data_dir: Pat
 
     async def scenario() -> tuple[BaseException | None, multiprocessing.process.BaseProcess]:
         async with open_cpu_work(recipe(data_dir, hanging.url, sparql_timeout=600.0), CpuSettings(processes=1)) as cpu:
-            stuck = asyncio.create_task(cpu.distractors(*CASES[0], 30, random.Random(1)))
+            stuck = asyncio.create_task(draw_distractors(cpu, *CASES[0], 30, random.Random(1)))
             assert await asyncio.to_thread(hanging.asked.wait, 60)
             [worker] = multiprocessing.active_children()
         await asyncio.wait({stuck})
@@ -279,11 +284,11 @@ def test_a_job_past_its_cpu_time_fails_alone_and_the_worker_is_replaced(data_dir
         settings = CpuSettings(processes=1, max_job_cpu_s=1.0)
         async with open_cpu_work(recipe(data_dir, graph), settings) as cpu:
             [first] = multiprocessing.active_children()
-            hostile = asyncio.create_task(cpu.distractors(question, long_answer(300_000), 30, random.Random(1)))
-            waiting = asyncio.create_task(cpu.distractors(question, answer, 30, random.Random(2)))
+            hostile = asyncio.create_task(draw_distractors(cpu, question, long_answer(300_000), 30, random.Random(1)))
+            waiting = asyncio.create_task(draw_distractors(cpu, question, answer, 30, random.Random(2)))
             await asyncio.wait({hostile, waiting})
             [second] = multiprocessing.active_children()
-            alone = await cpu.distractors(question, answer, 30, random.Random(2))
+            alone = await draw_distractors(cpu, question, answer, 30, random.Random(2))
             return hostile.exception(), waiting.result(), alone, [first.pid or 0, second.pid or 0]
 
     error, waited, alone, workers = asyncio.run(scenario())

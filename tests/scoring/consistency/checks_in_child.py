@@ -48,7 +48,7 @@ async def checks(store: Path, cases: list[tuple[str, str]]) -> list[dict[str, An
         sources = SubstituteSources(KnowledgeGraph(endpoint, PROFILES["local"]),
                                     WordEmbeddings(make_vectors(), make_vocabulary()), 2025)
         scorer = ConsistencyScorer(ConsistencySettings(mode="graded", max_checks=6),
-                                   InThreads(CpuParts(DistractorGenerator(nlp, sources))))
+                                   InThreads(CpuParts(distractors=DistractorGenerator(nlp, sources))))
         found = []
         for question, answer in cases:  # a fresh id each, as the gateway gives its records
             result = await scorer.score(ScoringJob(id=str(uuid.uuid4()), model="m", question=question, answer=answer),

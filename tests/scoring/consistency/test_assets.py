@@ -80,7 +80,7 @@ def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_
     async def run() -> None:
         async with local_sparql_endpoint(settings) as endpoint, upstream_ask(fake_upstream.url) as ask:
             generator = load_generator(settings, endpoint)
-            scorer = ConsistencyScorer(settings.consistency, InThreads(CpuParts(generator)))
+            scorer = ConsistencyScorer(settings.consistency, InThreads(CpuParts(distractors=generator)))
             graph = KnowledgeGraph(endpoint, PROFILES["local"])
             for (question, answer), kind in ((PERSON_ANSWER, "person"), (PLACE_ANSWER, "region")):
                 pool = await asyncio.to_thread(generator.generate, question, answer, 30, random.Random(0))

@@ -64,7 +64,7 @@ def test_the_generators_are_seeded_by_seed_question_and_answer_alone() -> None:
 def test_a_rescored_answer_gets_the_same_checks_under_any_job_id(generator: DistractorGenerator) -> None:
     def score(job_id: str, **settings: Any) -> tuple[float | None, list[BCCheck]]:
         scorer = ConsistencyScorer(ConsistencySettings(mode="graded", max_checks=6, **settings),
-                                   InThreads(CpuParts(generator)))
+                                   InThreads(CpuParts(distractors=generator)))
         question, answer = CASES[2]
         result = asyncio.run(scorer.score(ScoringJob(id=job_id, model="m", question=question, answer=answer),
                                           by_content))

@@ -39,7 +39,7 @@ def score(generator: DistractorGenerator, fake: FakeUpstream, case: tuple[str, s
     """Scored with the paper's 10 checks unless ``settings`` names a preset (which sets its own) or a number."""
     if "preset" not in settings:
         settings = {"max_checks": 10, **settings}
-    scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), InThreads(CpuParts(generator)))
+    scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), InThreads(CpuParts(distractors=generator)))
 
     async def run() -> tuple[ComponentResult, ClientAsk]:
         async with upstream_ask(fake.url) as ask:  # type: ignore[attr-defined]
@@ -227,7 +227,7 @@ class OneDistractor:
 def test_with_too_few_distractors_the_checks_show_fewer_options(fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = Answerer(RICHIE[1], always("original"))
     scorer = ConsistencyScorer(ConsistencySettings(seed=1, mode="binary", max_checks=3),
-                               InThreads(CpuParts(OneDistractor())))  # type: ignore[arg-type]
+                               InThreads(CpuParts(distractors=OneDistractor())))  # type: ignore[arg-type]
 
     async def run() -> ComponentResult:
         async with upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]

@@ -60,7 +60,7 @@ async def no_upstream(messages: list[dict[str, Any]], **params: Any) -> Reply:
 
 def test_the_local_nli_model_judges_without_an_upstream_call(tiny_nli_model: Path,
                                                              facts_index: EvidenceIndex) -> None:
-    scorer = FactCheckScorer(InThreads(CpuParts(index=facts_index)),
+    scorer = FactCheckScorer(InThreads(CpuParts(evidence=facts_index)),
                              FactCheckSettings(nli_model_dir=str(tiny_nli_model)))
     job = ScoringJob(id="j", model="m", question="What is the capital of France?", answer="Paris.")
     result = asyncio.run(scorer.score(job, no_upstream))
@@ -76,7 +76,7 @@ def test_configured_label_names_override_the_usual_ones(tiny_nli_model: Path, fa
     settings = FactCheckSettings(nli_model_dir=str(tiny_nli_model),
                                  nli_labels={"ENTAILMENT": "contradict", "CONTRADICTION": "support"})
     job = ScoringJob(id="j", model="m", question="What is the capital of France?", answer="Paris.")
-    result = asyncio.run(FactCheckScorer(InThreads(CpuParts(index=facts_index)), settings).score(job, no_upstream))
+    result = asyncio.run(FactCheckScorer(InThreads(CpuParts(evidence=facts_index)), settings).score(job, no_upstream))
     assert result.label == "contradict"
 
 

@@ -43,7 +43,7 @@ def fact_check(fake: FakeUpstream, index: EvidenceIndex, question: str, answer: 
     async def scenario() -> ComponentResult:
         async with httpx.AsyncClient() as http:
             upstream = UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)  # type: ignore[attr-defined]
-            scorer = FactCheckScorer(InThreads(CpuParts(index=index)), settings or FactCheckSettings())
+            scorer = FactCheckScorer(InThreads(CpuParts(evidence=index)), settings or FactCheckSettings())
             job = ScoringJob(id="job-1", model="fake", question=question, answer=answer)
             return await scorer.score(job, JudgeAsk(upstream, "fake"))
 
@@ -105,7 +105,7 @@ def test_logprobs_can_be_turned_off(fake_upstream: FakeUpstream, facts_index: Ev
 
 
 def test_the_judge_model_is_exposed_for_the_pipeline(facts_index: EvidenceIndex) -> None:
-    cpu = InThreads(CpuParts(index=facts_index))
+    cpu = InThreads(CpuParts(evidence=facts_index))
     assert FactCheckScorer(cpu, FactCheckSettings(judge_model="judge")).judge_model == "judge"
     assert FactCheckScorer(cpu, FactCheckSettings()).judge_model is None
 
@@ -125,7 +125,7 @@ def test_the_choice_judge_reads_yes_and_probes_its_habit_once(fake_upstream: Fak
     async def scenario() -> list[ComponentResult]:
         async with httpx.AsyncClient() as http:
             upstream = UpstreamClient(settings_from_dict(gateway_config(fake_upstream.url)), http)  # type: ignore[attr-defined]
-            scorer = FactCheckScorer(InThreads(CpuParts(index=facts_index)), settings)
+            scorer = FactCheckScorer(InThreads(CpuParts(evidence=facts_index)), settings)
             ask = JudgeAsk(upstream, "fake")
             return [await scorer.score(ScoringJob(id=f"job-{n}", model="fake", question="What is the capital of "
                                                   "France?", answer="Paris is the capital of France."), ask)

@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 
 from scoring.rag import (
-    LABELS_KEY,
     Document,
     InvalidRagField,
     RagLabels,
@@ -17,6 +16,7 @@ from scoring.rag import (
     prepare_rag_request,
 )
 from scoring.rag.documents import documents_in_text
+from scoring.types import JobPolicy
 
 TRUST_EVAL_PROMPT = """Instruction: Write an accurate answer using only the provided search results and cite them.
 
@@ -104,7 +104,7 @@ def test_the_documents_field_is_removed_and_appended_to_the_prompt_as_trust_eval
     assert rag.job_documents() == [{"id": "a", "title": "Tower", "text": "The tower is 330 metres tall."},
                                    {"id": None, "title": "", "text": "It was built in 1889."}]
     assert rag.labels == RagLabels(True, ("It is 330 metres tall.",))
-    assert RagLabels.from_policy({LABELS_KEY: rag.labels.as_policy()}[LABELS_KEY]) == rag.labels
+    assert JobPolicy.model_validate_json(JobPolicy(rag=rag.labels).model_dump_json()).rag == rag.labels
 
 
 def test_passages_go_into_multipart_content_or_a_new_user_message() -> None:

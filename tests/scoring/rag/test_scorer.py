@@ -10,9 +10,9 @@ import pytest
 from scoring.factcheck.evidence import Evidence
 from scoring.factcheck.judge import Label, judge_prompt
 from scoring.pipeline import ScoringPipeline
-from scoring.rag import LABELS_KEY, RagLabels, RagScorer
+from scoring.rag import RagLabels, RagScorer
 from scoring.settings import ScoringSettings
-from scoring.types import ComponentResult, ScoringJob, TrustRecord
+from scoring.types import ComponentResult, JobPolicy, ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
 
 from .judging import MARKER, marker_judge, with_gateway_ask
@@ -43,7 +43,7 @@ def score(fake: FakeUpstream, answer: str = ANSWER, labels: RagLabels | None = N
           documents: Sequence[Any] | None = DOCUMENTS, scorer: RagScorer | None = None) -> ComponentResult:
     job = ScoringJob(id="job-1", model="fake", question=QUESTION, answer=answer,
                      documents=None if documents is None else list(documents),
-                     policy={LABELS_KEY: (labels or RagLabels()).as_policy()})
+                     policy=JobPolicy(rag=labels))
     return with_gateway_ask(fake, lambda ask: (scorer or RagScorer()).score(job, ask))
 
 
@@ -62,7 +62,7 @@ def test_citation_recall_precision_and_groundedness(fake_upstream: FakeUpstream)
     assert result.value == pytest.approx((CITATION_F1 + GROUNDEDNESS) / 2)  # 13/21
     assert result.upstream_calls == CALLS == len(fake_upstream.requests)
 
-    statements = details.statements
+    statements = [s.model_dump() for s in details.statements]
     assert [s["recall"] for s in statements] == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
     assert [s["precision"] for s in statements] == [[1, 1], [2, 2], [1, 2], [0, 1], [0, 0], [0, 0]]
     assert [s["grounding"] for s in statements] == ["support"] * 3 + ["neutral", "neutral", "support"]
@@ -111,7 +111,8 @@ def test_reference_claims_give_correctness_and_answerability(fake_upstream: Fake
 
     # Answerable: the documents entail the first claim. Correct: the answer entails one claim of two.
     assert (details.answerable, details.answerable_from, details.refusal_grounded) == (True, "claims", 1.0)
-    assert details.claims == [{"claim": claims[0], "label": "support"}, {"claim": claims[1], "label": "neutral"}]
+    assert [c.model_dump() for c in details.claims] == [{"claim": claims[0], "label": "support"},
+                                                        {"claim": claims[1], "label": "neutral"}]
     assert details.claim_correctness == 0.5
     assert result.value == pytest.approx((1.0 + 1.0 + 1.0 + 0.5) / 4)  # citation F1, groundedness, refusal, claims
     assert result.upstream_calls == 1 + 2 + 2  # the statement, answerability per claim, correctness per claim
@@ -123,7 +124,7 @@ def test_a_partial_refusal_judges_only_its_answering_statements(fake_upstream: F
                    labels=RagLabels(answerable=True))
     details = result.details
     assert (result.label, details.refusal, details.partial_refusal) == ("partial", False, True)
-    assert [(s["refusal"], s["judged"]) for s in details.statements] == [(True, False), (False, True)]
+    assert [(s.refusal, s.judged) for s in details.statements] == [(True, False), (False, True)]
     assert (details.citation_recall, details.citation_precision, details.refusal_grounded) == (1.0, 1.0, 1.0)
     assert result.upstream_calls == 1
 
@@ -134,7 +135,7 @@ def test_a_failing_judge_gives_none_for_its_metrics_and_never_raises(fake_upstre
     result = score(fake_upstream, answer=answer, labels=RagLabels(answerable=True))
     details = result.details
     assert (details.citation_recall, details.citation_precision, details.groundedness) == (None, None, None)
-    assert details.statements[1]["joint"] is None and details.judge_errors
+    assert details.statements[1].joint is None and details.judge_errors
     assert (result.value, result.error) == (1.0, None)  # refusal groundedness alone still stands
     # every failed judge call, for the log and trustgate_scorer_errors_total{component="rag", reason="judge"}
     assert result.failures and {f.reason for f in result.failures} == {"judge"}
@@ -158,8 +159,8 @@ def test_messy_documents_and_citations_never_raise(fake_upstream: FakeUpstream) 
     result = score(fake_upstream, answer=answer, documents=documents)
     first = result.details.statements[0]
     # "]] [[ [4]?" has no word of its own: its citation joins the sentence before it.
-    assert (first["citations"], first["out_of_range"]) == ([1, 4], [0, 99, 1000])
-    assert result.details.statements[1]["citations"] == [2]
+    assert (first.citations, first.out_of_range) == ([1, 4], [0, 99, 1000])
+    assert result.details.statements[1].citations == [2]
     assert result.details.documents == 4 and result.value is not None
 
 
