@@ -16,7 +16,8 @@ def job(job_id: str, mode: str = "async") -> ScoringJob:
 
 
 def test_a_job_is_sync_only_when_its_request_waits_for_the_score() -> None:
-    assert [lane_of(job("a", mode)) for mode in ("sync", "async", "off")] == ["sync", "async", "async"]
+    assert [lane_of(job("a", mode)) for mode in ("sync", "async")] == ["sync", "async"]
+    assert lane_of(ScoringJob(id="b", model="m", question="q", answer="a")) == "async"  # no policy given
     assert lane_of(ScoringJob(id="p", model="m", question="q", answer="a")) == "async"  # no policy at all
 
 
