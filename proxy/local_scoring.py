@@ -320,6 +320,7 @@ class LocalScoringWorker:
                 with contextlib.suppress(ProcessLookupError):
                     child.process.kill()
             await child.process.wait()
+            child.writer.close()  # its socket, which the dead child no longer reads
             forget_child(child.process.pid)
             reason = child.describe_end()
             failed = child.fail_held(f"{reason} while scoring")

@@ -100,7 +100,7 @@ def test_adaptive_stops_once_the_label_is_settled(generator: DistractorGenerator
 def test_the_default_settings_stop_after_three_agreeing_checks(generator: DistractorGenerator,
                                                                fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = Answerer(FLORIDA[1], always("original"))
-    scorer = ConsistencyScorer(ConsistencySettings(seed=1), InThreads(CpuParts(generator)))
+    scorer = ConsistencyScorer(ConsistencySettings(seed=1), InThreads(CpuParts(distractors=generator)))
 
     async def run() -> ComponentResult:
         async with upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]
@@ -286,7 +286,7 @@ def test_trust_bc_tells_once_when_it_will_not_end_clearly_consistent(
         told_after: int | None, calls: int) -> None:
     """``sc`` waits on this to start (scoring.types.TellsEarly) instead of on Trust_BC's last check."""
     fake_upstream.responder = Answerer(FLORIDA[1], step)
-    scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), InThreads(CpuParts(generator)))
+    scorer = ConsistencyScorer(ConsistencySettings(seed=1, **settings), InThreads(CpuParts(distractors=generator)))
     told: list[int] = []
 
     async def run() -> ComponentResult:
