@@ -38,7 +38,7 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 
 from scoring.factcheck.assets import build_factcheck_assets, load_evidence_index
-from scoring.factcheck.index import B, K1, EvidenceIndex, passage_tokens, write_index
+from scoring.factcheck.index import K1, B, EvidenceIndex, passage_tokens, write_index
 from scoring.factcheck.passages import Passage, PassageStore
 from scoring.factcheck.text import evidence_query, tokenize
 from scoring.settings import ScoringSettings

@@ -24,7 +24,14 @@ from pydantic import BaseModel, ConfigDict
 
 from exporters.record_query import RecordQuery
 from proxy import (
-    Caller, Gateway, NotFound, SummaryQuery, calibration_reports, list_records, parse_params, summarize_records
+    Caller,
+    Gateway,
+    NotFound,
+    SummaryQuery,
+    calibration_reports,
+    list_records,
+    parse_params,
+    summarize_records,
 )
 from scoring import FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT
 

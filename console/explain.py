@@ -16,7 +16,15 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from scoring import (
-    BCCheck, BCDetails, ComponentResult, FCDetails, LPDetails, OVDetails, RAGDetails, RAGStatement, TrustRecord
+    BCCheck,
+    BCDetails,
+    ComponentResult,
+    FCDetails,
+    LPDetails,
+    OVDetails,
+    RAGDetails,
+    RAGStatement,
+    TrustRecord,
 )
 
 __all__ = ["CheckRow", "ConsistencyView", "EvidenceRow", "FactCheckView", "LogprobView", "OverallView", "RagView",

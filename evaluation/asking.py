@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy import ask_body, parse_completion, reply_from_completion
-
 from scoring import Reply
+
 from .cache import CallSite, EvalCache
 
 __all__ = ["CachedAsk", "CallCounter", "Complete", "alternatives", "chosen_tokens", "reply_text"]

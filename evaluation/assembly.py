@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scoring import ScoringSettings
+
 from .datasets import DatasetError
 
 if TYPE_CHECKING:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 
 from scoring import CalibrationError, ScorerAssetsError
 from scoring.rag.cases import CaseError
+
 from .datasets import DatasetError
 from .mc_command import eval_truthfulqa_mc
 from .mc_runner import NoLogprobs

@@ -22,6 +22,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from scoring import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator
+
 from .metrics import brier_score, expected_calibration_error
 
 __all__ = ["CalibrationStudy", "Method", "calibration_study", "cross_validated_combination", "fit_calibrator",

@@ -19,7 +19,12 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from proxy import (
-    GatewaySettings, create_app, default_config_path, load_settings, open_upstream_client, settings_from_dict
+    GatewaySettings,
+    create_app,
+    default_config_path,
+    load_settings,
+    open_upstream_client,
+    settings_from_dict,
 )
 
 from .asking import Complete

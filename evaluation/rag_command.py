@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scoring.factcheck import NLIModelError
 from scoring import RagScorer, ScorerAssetsError, ScoringJob, ScoringSettings, build_rag_scorer, rag_report
+from scoring.factcheck import NLIModelError
 from scoring.rag.cases import load_cases, score_cases
+
 from .asking import CachedAsk, CallCounter
 from .assembly import cache_and_report_paths, git_commit, model_group, now_utc, strict_json
 from .cache import CallSite, EvalCache

@@ -12,11 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 from scoring import ComponentResult, OVDetails, ScoringSettings, open_scorers, save_calibration
 from scoring.combine import FEATURES, feature_values
+
 from .assembly import cache_and_report_paths, eval_scoring_settings, git_commit, model_group, now_utc, strict_json
 from .cache import EvalCache
 from .cli import command_line
-from .datasets import (CAPITALS_DATASET, DATASET_FILES, EvalItem, capitals_file, default_data_dir, load_items,
-                       sample_questions)
+from .datasets import (
+    CAPITALS_DATASET,
+    DATASET_FILES,
+    EvalItem,
+    capitals_file,
+    default_data_dir,
+    load_items,
+    sample_questions,
+)
 from .figures import Curve
 from .fitting import calibration_study, cross_validated_combination, fit_combination
 from .gateway import gateway_settings, open_upstream

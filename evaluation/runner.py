@@ -35,16 +35,30 @@ from typing import Any, Literal
 import orjson
 
 from scoring import (
-    PAPER_VARIANTS, ComponentResult, SamplingParams, Scorer, ScoringJob, ScoringPipeline, ScoringSettings
+    PAPER_VARIANTS,
+    ComponentResult,
+    SamplingParams,
+    Scorer,
+    ScoringJob,
+    ScoringPipeline,
+    ScoringSettings,
 )
 from scoring.combine import combine, default_trust
+
 from .asking import CachedAsk, CallCounter, Complete, chosen_tokens, reply_text
 from .cache import CallSite, EvalCache
 from .datasets import EvalItem
 from .matching import gold_match
 from .outcome import REPLY_CHARS_KEPT, AnswerDetails, ItemOutcome
-from .prompts import CLOSED_BOOK_PROMPT, CONFIDENCE_PROMPT, answer_end, clean_answer, closed_book_prompt, \
-    confidence_prompt, parse_confidence
+from .prompts import (
+    CLOSED_BOOK_PROMPT,
+    CONFIDENCE_PROMPT,
+    answer_end,
+    clean_answer,
+    closed_book_prompt,
+    confidence_prompt,
+    parse_confidence,
+)
 
 __all__ = ["ANSWER_MAX_TOKENS", "Evaluator", "ItemFailure", "RunSpec", "answer_logprobs", "evaluate_items",
            "mean_logprob"]

@@ -31,7 +31,6 @@ from scoring import RAGDetails, ScoringJob, TrustRecord
 
 from .otel_export import ExportChoice, log_exporters, span_exporters
 
-
 __all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "upstream_span"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"

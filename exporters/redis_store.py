@@ -22,7 +22,13 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import WatchError
 
 from scoring import (
-    FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord, redis_reachable
+    FEEDBACK_STATUSES,
+    Feedback,
+    FeedbackRefused,
+    RecordScope,
+    StoreUnavailable,
+    TrustRecord,
+    redis_reachable,
 )
 
 from .record_query import Position, RecordPage, RecordQuery, encode_cursor, record_matches

@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from scoring import (
-    FEEDBACK_STATUSES, Feedback, FeedbackRefused, RecordScope, StoreUnavailable, TrustRecord, private_file
+    FEEDBACK_STATUSES,
+    Feedback,
+    FeedbackRefused,
+    RecordScope,
+    StoreUnavailable,
+    TrustRecord,
+    private_file,
 )
 
 from .record_query import RecordPage, RecordQuery, encode_cursor

@@ -28,8 +28,8 @@ from .calibration_routes import router as calibration_router
 from .config import GatewaySettings
 from .connections import BodyDeadline, quiet_accept_errors
 from .endpoint_routes import router as endpoint_router
-from .gateway import Gateway
 from .errors import GatewayError, error_body
+from .gateway import Gateway
 from .litellm_backend import check_providers
 from .local_scoring import GatewayShares, local_scoring_worker
 from .log_format import configured_log_format

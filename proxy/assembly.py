@@ -31,9 +31,27 @@ from exporters import (
 from exporters.alertmanager import AlertmanagerExporter, AlertmanagerSettings
 from exporters.calibration_metrics import CalibrationMetrics
 from scoring import (
-    COMBINED, CalibrationError, Calibrator, FileFitStore, FitStore, LabelSource, Learner, LearningRule, Process,
-    RedisFitStore, Scorer, ScorerAssetsError, ScoringPipeline, ScoringSettings, ThrottledLog, combiner_for,
-    default_combination, fitted_components, load_calibration, open_scorers, scoring_configured
+    COMBINED,
+    CalibrationError,
+    Calibrator,
+    FileFitStore,
+    FitStore,
+    LabelSource,
+    Learner,
+    LearningRule,
+    Process,
+    RedisFitStore,
+    Scorer,
+    ScorerAssetsError,
+    ScoringPipeline,
+    ScoringSettings,
+    ThrottledLog,
+    combiner_for,
+    default_combination,
+    fitted_components,
+    load_calibration,
+    open_scorers,
+    scoring_configured,
 )
 
 from .ask import UpstreamAsk

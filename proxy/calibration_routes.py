@@ -10,7 +10,6 @@ shares; reading them also sets the calibration gauges, so every replica's
 
 from __future__ import annotations
 
-
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel
 

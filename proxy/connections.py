@@ -33,9 +33,10 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from scoring import ThrottledLog
+
 from .config import ServerSettings
 from .errors import error_body
-from scoring import ThrottledLog
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
            "server_options"]

@@ -51,8 +51,8 @@ from .completion import (
 )
 from .config import ConfigError, Deployment, GatewaySettings
 from .errors import GatewayError
-from .redirects import MAX_REDIRECTS
 from .log_format import route_litellm_logs_to_root
+from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 from .sdk_params import Endpoint
 from .upstream_errors import UpstreamErrors

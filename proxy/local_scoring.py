@@ -70,9 +70,9 @@ from scoring.queue import SHUTDOWN_ERROR
 from scoring.types import ScoringJob, TrustRecord
 
 from .config import ConfigError, GatewaySettings
-from .log_format import LogFormat
 from .lent_counters import CounterLender
 from .limits import Counters
+from .log_format import LogFormat
 from .slot_leases import SlotLender
 from .slots import PrioritySlots
 from .start_order import StartOrder

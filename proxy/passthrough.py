@@ -33,8 +33,8 @@ from .config import Deployment
 from .content_decoding import DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .redirects import MAX_REDIRECTS, RedirectRefused, redirect_target
 from .replies import MalformedReply, check_stream_start, media_type
-from .sse import first_event_data
 from .sdk_params import Endpoint
+from .sse import first_event_data
 from .upstream_errors import UpstreamErrors, message_from_body, parse_retry_after
 
 __all__ = ["PATHS", "PassthroughBackend", "upstream_session"]

@@ -25,9 +25,28 @@ from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import TrustSummary
 from scoring import (
-    FEEDBACK_STATUSES, Decision, Feedback, FeedbackRefused, JobPolicy, JobQueue, Process, RagRequest, RecordScope,
-    SamplingParams, ScoringJob, ScoringMode, ScoringPipeline, ScoringSettings, StoreUnavailable, ThrottledLog,
-    TrustAction, TrustRecord, decide, describe, scoring_job, skip_reason
+    FEEDBACK_STATUSES,
+    Decision,
+    Feedback,
+    FeedbackRefused,
+    JobPolicy,
+    JobQueue,
+    Process,
+    RagRequest,
+    RecordScope,
+    SamplingParams,
+    ScoringJob,
+    ScoringMode,
+    ScoringPipeline,
+    ScoringSettings,
+    StoreUnavailable,
+    ThrottledLog,
+    TrustAction,
+    TrustRecord,
+    decide,
+    describe,
+    scoring_job,
+    skip_reason,
 )
 
 from .errors import InvalidRequest, ServiceUnavailable

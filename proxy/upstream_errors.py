@@ -27,7 +27,12 @@ import orjson
 
 from .config import FallbackKind
 from .errors import (
-    Refusal, UpstreamAuthFailed, UpstreamError, UpstreamRateLimited, UpstreamTimeout, UpstreamUnavailable
+    Refusal,
+    UpstreamAuthFailed,
+    UpstreamError,
+    UpstreamRateLimited,
+    UpstreamTimeout,
+    UpstreamUnavailable,
 )
 
 __all__ = ["MALFORMED_REPLY", "UpstreamErrors", "fallback_kind", "message_from_body", "parse_retry_after", "scrub"]

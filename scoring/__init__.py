@@ -11,11 +11,22 @@ import graph has no cycle.
 """
 
 from .assembly import (
-    PAPER_VARIANTS, ScorerAssetsError, combiner_for, default_combination, open_scorers, scoring_configured
+    PAPER_VARIANTS,
+    ScorerAssetsError,
+    combiner_for,
+    default_combination,
+    open_scorers,
+    scoring_configured,
 )
 from .calibration import (
-    CalibrationError, Calibrator, IsotonicCalibrator, LogisticCombination, PlattCalibrator, fitted_components,
-    load_calibration, save_calibration
+    CalibrationError,
+    Calibrator,
+    IsotonicCalibrator,
+    LogisticCombination,
+    PlattCalibrator,
+    fitted_components,
+    load_calibration,
+    save_calibration,
 )
 from .children import die_with_parent, forget_child, reap_stale_children, register_child
 from .failures import describe
@@ -36,10 +47,33 @@ from .redis_reachable import redis_reachable
 from .settings import BudgetLimits, BudgetSettings, ScoringMode, ScoringSettings
 from .throttled_log import ThrottledLog
 from .types import (
-    FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT, BCCheck, BCDetails, BudgetSpent, ComponentResult, FCDetails, Feedback,
-    FeedbackRefused, JobPolicy, LPDetails, OVDetails, RAGClaim, RAGDetails, RAGStatement, RagLabels, RecordScope,
-    Reply, SamplingParams, Scorer, ScoringJob, StoreUnavailable, TrustAction, TrustRecord, TrustStatus,
-    UnreadableReply, UpstreamFailure
+    FEEDBACK_STATUSES,
+    MAX_FEEDBACK_COMMENT,
+    BCCheck,
+    BCDetails,
+    BudgetSpent,
+    ComponentResult,
+    FCDetails,
+    Feedback,
+    FeedbackRefused,
+    JobPolicy,
+    LPDetails,
+    OVDetails,
+    RAGClaim,
+    RAGDetails,
+    RagLabels,
+    RAGStatement,
+    RecordScope,
+    Reply,
+    SamplingParams,
+    Scorer,
+    ScoringJob,
+    StoreUnavailable,
+    TrustAction,
+    TrustRecord,
+    TrustStatus,
+    UnreadableReply,
+    UpstreamFailure,
 )
 
 __all__ = [

@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .calibration import component_names, fitted_components
-from .settings import ScoringSettings
 from .failures import FailureLog, describe
 from .lanes import Lane, lane_of
-from .policy import TOO_LONG, within_limits
 from .learning.apply import learned_overall
+from .policy import TOO_LONG, within_limits
+from .settings import ScoringSettings
 from .types import (
     Ask,
     ComponentResult,

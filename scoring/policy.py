@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, replace
-
 from typing import Literal
 
 from .settings import ClientModePolicy, InputLimits, LowTrustAction, LowTrustPolicy, ScoringMode, ScoringSettings

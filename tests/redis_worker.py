@@ -13,8 +13,8 @@ import asyncio
 import os
 
 from proxy.config import load_settings
-from trustgate.worker import run_worker
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
+from trustgate.worker import run_worker
 
 
 class WhoScoredScorer(Scorer):

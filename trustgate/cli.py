@@ -17,9 +17,20 @@ import uvicorn
 from threadpoolctl import threadpool_limits
 
 from proxy import (
-    LOG_FORMATS, ConfigError, GatewaySettings, LocalUpstreamError, LogFormat, Mount, configure_logging, create_app,
-    default_config_path, install_access_log_redaction, load_settings, packaged_model_path, raise_descriptor_limit,
-    server_options
+    LOG_FORMATS,
+    ConfigError,
+    GatewaySettings,
+    LocalUpstreamError,
+    LogFormat,
+    Mount,
+    configure_logging,
+    create_app,
+    default_config_path,
+    install_access_log_redaction,
+    load_settings,
+    packaged_model_path,
+    raise_descriptor_limit,
+    server_options,
 )
 from scoring import ScoringSettings
 

@@ -27,10 +27,9 @@ import spacy
 from ..settings import ScoringSettings
 from .graph_build import build_graph, write_ntriples
 from .oxigraph import oxigraph_load
-from .paths import AssetPaths, asset_paths
 from .packaged import load_articles, noun_index, noun_synsets
-from .vectors_build import (VectorOptions, read_sentences, tag_corpus, train_vectors, write_sentences,
-                            write_vocabulary)
+from .paths import AssetPaths, asset_paths
+from .vectors_build import VectorOptions, read_sentences, tag_corpus, train_vectors, write_sentences, write_vocabulary
 
 __all__ = ["build_consistency_assets"]
 

@@ -29,18 +29,18 @@ import json
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from collections.abc import Callable
 from typing import Any
 
 from ..cpu_pool import CpuWork
-from .cpu_part import draw_distractors
 from ..failures import describe
 from ..settings import ConsistencySettings
 from ..types import Ask, BCCheck, BCDetails, ComponentResult, Failure, Reply, Scorer, ScoringJob, TellsEarly
-from .distractors import DistractorDeck, DistractorPool
+from .cpu_part import draw_distractors
 from .debias import agreement_beyond_prior, balanced_positions, letter_distribution
+from .distractors import DistractorDeck, DistractorPool
 from .mcq import MultipleChoice, build_choice, letter_probabilities, parse_choice, render_prompt
 from .stopping import StopRule, checks_before_possible_stop, decide_stop, graded_label, settled_label
 

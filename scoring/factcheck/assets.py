@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from ..settings import FactCheckSettings, ScoringSettings
-from .index import B, K1, EvidenceIndex, write_index
+from .index import K1, B, EvidenceIndex, write_index
 from .passages import Passage
 from .sources import (
     WORDNET_FILES,

@@ -15,13 +15,25 @@ import time
 from pathlib import Path
 
 from ..cpu_pool import CpuWork
-from .cpu_part import retrieve_evidence
 from ..settings import FactCheckSettings
 from ..types import Ask, ComponentResult, FCDetails, FCEvidence, Reply, Scorer, ScoringJob
+from .cpu_part import retrieve_evidence
 from .evidence import Evidence
-from .judge import (CONTENT_FREE, JUDGE_MAX_TOKENS, LABELS, Label, choice_probabilities, choice_prompt,
-                    choice_reply_label, debiased, evidence_lines, judge_prompt, label_probabilities, label_value,
-                    parse_judge_label)
+from .judge import (
+    CONTENT_FREE,
+    JUDGE_MAX_TOKENS,
+    LABELS,
+    Label,
+    choice_probabilities,
+    choice_prompt,
+    choice_reply_label,
+    debiased,
+    evidence_lines,
+    judge_prompt,
+    label_probabilities,
+    label_value,
+    parse_judge_label,
+)
 from .text import evidence_query
 
 __all__ = ["FactCheckScorer"]

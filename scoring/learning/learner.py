@@ -23,8 +23,8 @@ from typing import Protocol
 
 from ..types import ComponentResult, TrustRecord
 from .features import record_features
-from .rule import LabelledAnswer, LearningRule
 from .report import CalibrationReport
+from .rule import LabelledAnswer, LearningRule
 from .store import FitStore
 
 __all__ = ["LabelSource", "Learner", "labelled_answers"]

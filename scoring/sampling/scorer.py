@@ -46,9 +46,9 @@ from ..types import (
     Reply,
     RunsAfter,
     SCDetails,
-    SCSample,
     Scorer,
     ScoringJob,
+    SCSample,
 )
 from .similarity import agreement
 

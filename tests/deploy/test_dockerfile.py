@@ -116,9 +116,9 @@ def test_build_context_leaves_out_local_environments() -> None:
 
 def test_build_assets_data_dir_overrides_the_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The image's `trustgate build-assets --data-dir DIR` builds into DIR whatever the config says."""
-    from trustgate import cli
     from scoring.consistency import assets as consistency_assets
     from scoring.factcheck import assets as factcheck_assets
+    from trustgate import cli
 
     built: list[Path] = []
     monkeypatch.setattr(consistency_assets, "build_consistency_assets", lambda s: built.append(s.data_dir))
@@ -134,9 +134,9 @@ def test_build_assets_makes_the_configs_data_dir_private_but_not_an_images(monke
                                                                            tmp_path: Path) -> None:
     """The config's data_dir also holds the gateway's records by default: created 0700, so the first
     `trustgate serve` finds nothing to tighten; an image's --data-dir stays readable by the user it runs as."""
-    from trustgate import cli
     from scoring.consistency import assets as consistency_assets
     from scoring.factcheck import assets as factcheck_assets
+    from trustgate import cli
 
     monkeypatch.setattr(consistency_assets, "build_consistency_assets",
                         lambda s: (s.data_dir / "kg").mkdir(parents=True))

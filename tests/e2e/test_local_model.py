@@ -14,10 +14,10 @@ import httpx
 import openai
 import pytest
 
+from evaluation.fitting import fit_calibrator
 from proxy import default_config_path, load_settings
 from proxy.local_upstream import packaged_model_path
 from scoring.calibration import load_calibration, save_calibration
-from evaluation.fitting import fit_calibrator
 from tests.conftest import MASTER_KEY
 from tests.e2e.test_trust_scores import DATA_DIR
 from tests.servers import ServerThread

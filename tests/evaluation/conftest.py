@@ -14,8 +14,8 @@ from scoring.consistency.runtime import load_nlp
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.consistency.substitution import SubstituteSources
 from scoring.cpu_pool import CpuParts, InThreads
-from scoring.factcheck.scorer import FactCheckScorer
 from scoring.factcheck.assets import add_corpus, load_evidence_index
+from scoring.factcheck.scorer import FactCheckScorer
 from scoring.settings import ConsistencySettings, FactCheckSettings, ScoringSettings
 from scoring.types import Scorer
 from tests.conftest import gateway_config

@@ -10,9 +10,14 @@ import pytest
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from scoring.calibration import CalibrationError, IsotonicCalibrator, load_calibration, save_calibration
-from scoring.calibration import fitted_components
 from evaluation.fitting import calibration_study, fit_calibrator, split_indices
+from scoring.calibration import (
+    CalibrationError,
+    IsotonicCalibrator,
+    fitted_components,
+    load_calibration,
+    save_calibration,
+)
 
 # Trust_OV-like scores: the six Table 3 cells, correct more often in the higher cells.
 RNG = np.random.default_rng(11)

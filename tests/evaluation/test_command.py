@@ -14,11 +14,11 @@ import yaml
 from evaluation.assembly import eval_scoring_settings
 from evaluation.cli import add_eval_arguments
 from proxy import settings_from_dict
-from tests.trustgate_command import main
 from scoring.calibration import load_calibration
 from scoring.settings import ScoringSettings
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
+from tests.trustgate_command import main
 
 from .scripted import ALBUMS, ScriptedModel
 

@@ -9,15 +9,15 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy import GatewaySettings
-from evaluation.asking import Complete
 from evaluation import runner
+from evaluation.asking import Complete
 from evaluation.cache import EvalCache
 from evaluation.datasets import EvalItem
 from evaluation.gateway import open_upstream
 from evaluation.outcome import AnswerDetails, ItemOutcome
 from evaluation.runner import Evaluator, ItemFailure, RunSpec, evaluate_items
 from evaluation.summary import summarise
+from proxy import GatewaySettings
 from scoring.settings import ScoringSettings
 from scoring.types import OVDetails, Scorer
 from tests.fake_upstream import FakeUpstream

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from exporters.store import SqliteRecordStore
 from evaluation.cache import EvalCache
+from exporters.store import SqliteRecordStore
 from scoring.types import TrustRecord
 
 

@@ -15,8 +15,8 @@ import pytest
 from pydantic import ValidationError
 from redis.asyncio import Redis
 
-from exporters.record_query import RecordPage, RecordQuery, decode_cursor
 from exporters import redis_store
+from exporters.record_query import RecordPage, RecordQuery, decode_cursor
 from exporters.redis_store import RedisRecordStore
 from exporters.store import SqliteRecordStore
 from scoring.types import ComponentResult, RecordScope, TrustRecord

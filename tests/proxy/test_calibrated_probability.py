@@ -14,8 +14,6 @@ import yaml
 
 from proxy import ConfigError, settings_from_dict
 from proxy.app import create_app
-from trustgate.cli import main
-from trustgate.worker import run_worker
 from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.combine import default_trust, paper_trust
 from scoring.pipeline import ScoringPipeline
@@ -25,6 +23,8 @@ from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
+from trustgate.cli import main
+from trustgate.worker import run_worker
 
 # Trust_OV of bc 0.9 with a neutral fc is 0.58 (graded Table 3); on this curve 0.58 lies 90 % of the
 # way from (0.4, 0.1) to (0.6, 0.3), so its probability is 0.1 + 0.9 × 0.2 = 0.28.

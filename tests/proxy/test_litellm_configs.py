@@ -17,12 +17,12 @@ import openai
 import pytest
 import yaml
 
-from trustgate.cli import main
 from proxy.config import ConfigError, load_settings, settings_from_dict
 from proxy.upstream_errors import UpstreamErrors, fallback_kind
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
+from trustgate.cli import main
 
 CONFIGS = Path(__file__).with_name("litellm_configs")
 ENV = {"PRIMARY_KEY": "sk-1", "SECONDARY_KEY": "sk-2", "REDIS_HOST": "redis", "LITELLM_MASTER_KEY": "sk-master",

@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-
 from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics

@@ -19,7 +19,6 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-
 from prometheus_client import CollectorRegistry
 
 from proxy import ConfigError, create_app, settings_from_dict

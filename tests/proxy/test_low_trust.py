@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import openai
 import pytest
-
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import TracerProvider

@@ -23,9 +23,9 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
-from proxy.event_stream import EventStream
 from proxy.endpoints import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
 from proxy.errors import AuthenticationFailed, ClientDisconnected, InvalidRequest
+from proxy.event_stream import EventStream
 from proxy.gateway import Gateway
 from proxy.pipeline import EndpointSpec, serve
 from tests.conftest import MASTER_KEY

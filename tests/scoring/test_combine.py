@@ -69,8 +69,8 @@ def test_missing_detail_keys_fall_back_to_the_values() -> None:
 
 
 def test_the_fitted_combination_reads_its_features_and_says_what_fed_it() -> None:
-    from scoring.combine import fitted_trust, paper_trust
     from scoring.calibration import LogisticCombination
+    from scoring.combine import fitted_trust, paper_trust
 
     model = LogisticCombination(("bc", "lp_mean"), (2.0, 1.0), -0.5)
     lp = ComponentResult(component="lp", value=0.8, details={"mean_logprob": -0.2, "min_logprob": -1.0})

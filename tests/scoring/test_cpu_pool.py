@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from scoring.children import reap_stale_children, registry_dir
+from scoring.consistency.cpu_part import DISTRACTORS, distractor_loader, draw_distractors
 from scoring.consistency.oxigraph import oxigraph_load
 from scoring.consistency.paths import asset_paths
-from scoring.consistency.cpu_part import DISTRACTORS, distractor_loader, draw_distractors
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.cpu_pool import CpuRecipe, CpuTimeExceeded, InProcesses, InThreads, WorkerCrashed, open_cpu_work
 from scoring.factcheck.assets import add_corpus

@@ -26,8 +26,7 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import serve_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.scoring.consistency.upstream_ask import shown_options
-from tests.scoring.test_cpu_pool import data_dir, graph  # noqa: F401  (module fixtures: small assets, the graph)
-from tests.scoring.test_cpu_pool import long_answer
+from tests.scoring.test_cpu_pool import data_dir, graph, long_answer  # noqa: F401  (module fixtures: small assets, the graph)
 
 QUESTION = "Who built the first temple for god in jerusalem?"
 ANSWER = "King Solomon built the first temple for god in jerusalem"

@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from proxy import default_config_path, load_settings, settings_from_dict
-from trustgate.banner import RULE, ready_banner
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import READY, free_port, serve_config
 from tests.e2e.test_trust_scores import DATA_DIR, scripted
 from tests.fake_upstream import FakeUpstream
+from trustgate.banner import RULE, ready_banner
 
 
 def test_the_default_banner_shows_the_demo_key_a_curl_and_an_sdk_snippet() -> None:

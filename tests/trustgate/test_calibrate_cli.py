@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from exporters import SqliteRecordStore
-from trustgate.cli import main
 from scoring.types import ComponentResult, Feedback, LPDetails, RecordScope, TrustRecord
 from tests.conftest import gateway_config
+from trustgate.cli import main
 
 
 def _labelled(path: Path, count: int) -> None:

@@ -22,15 +22,15 @@ from typing import Any
 import orjson
 
 from scoring.consistency.distractors import DistractorGenerator
-from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.embedding import WordEmbeddings
 from scoring.consistency.knowledge import KnowledgeGraph
 from scoring.consistency.oxigraph import serve_oxigraph
 from scoring.consistency.queries import PROFILES
 from scoring.consistency.runtime import load_nlp
 from scoring.consistency.scorer import ConsistencyScorer
-from scoring.settings import ConsistencySettings
 from scoring.consistency.substitution import SubstituteSources
+from scoring.cpu_pool import CpuParts, InThreads
+from scoring.settings import ConsistencySettings
 from scoring.types import Reply, ScoringJob
 
 from .fixtures import make_vectors, make_vocabulary

@@ -17,9 +17,16 @@ from scoring.consistency.paths import asset_paths
 from scoring.consistency.queries import PROFILES
 from scoring.consistency.runtime import load_embeddings, load_generator, local_sparql_endpoint
 from scoring.consistency.scorer import ConsistencyScorer
+from scoring.consistency.vectors_build import (
+    TaggedCorpus,
+    VectorOptions,
+    read_sentences,
+    tag_corpus,
+    train_vectors,
+    write_sentences,
+    write_vocabulary,
+)
 from scoring.cpu_pool import CpuParts, InThreads
-from scoring.consistency.vectors_build import (TaggedCorpus, VectorOptions, read_sentences, tag_corpus,
-                                               train_vectors, write_sentences, write_vocabulary)
 from scoring.settings import ConsistencySettings, ScoringSettings
 from scoring.types import ScoringJob
 from tests.fake_upstream import FakeUpstream

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scoring.consistency.graph_build import (build_graph, description_head, mention_counts, preferred_label,
-                                             write_ntriples)
+from scoring.consistency.graph_build import (
+    build_graph,
+    description_head,
+    mention_counts,
+    preferred_label,
+    write_ntriples,
+)
 from scoring.consistency.packaged import Article, parse_data_line
 
 # Real lines from WordNet 3.0's data.noun (pointers trimmed), enough for Florida and Solomon.

@@ -6,8 +6,13 @@ import random
 
 import pytest
 
-from scoring.consistency.knowledge import (GraphType, KnowledgeGraph, KnowledgeGraphError, compatible_with,
-                                           relaxation_levels)
+from scoring.consistency.knowledge import (
+    GraphType,
+    KnowledgeGraph,
+    KnowledgeGraphError,
+    compatible_with,
+    relaxation_levels,
+)
 from scoring.consistency.queries import PROFILES, sparql_iri, sparql_string
 
 from .fixtures import ENTITIES

@@ -8,8 +8,15 @@ from collections import Counter
 
 import pytest
 
-from scoring.consistency.mcq import (NONE_OF_THE_ABOVE, PROMPT_HEADER, MultipleChoice, build_choice,
-                                     letter_probabilities, parse_choice, render_prompt)
+from scoring.consistency.mcq import (
+    NONE_OF_THE_ABOVE,
+    PROMPT_HEADER,
+    MultipleChoice,
+    build_choice,
+    letter_probabilities,
+    parse_choice,
+    render_prompt,
+)
 
 QUESTION = "which state was returned to spain after the revolutionary war?"
 ANSWER = "Florida was returned to spain after the revolutionary war."

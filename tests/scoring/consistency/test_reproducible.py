@@ -19,13 +19,13 @@ import pytest
 from spacy.language import Language
 
 from scoring.consistency.distractors import DistractorGenerator
-from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.embedding import WordEmbeddings
 from scoring.consistency.knowledge import KnowledgeGraph
 from scoring.consistency.oxigraph import oxigraph_load
 from scoring.consistency.queries import PROFILES
 from scoring.consistency.scorer import ConsistencyScorer, check_rngs
 from scoring.consistency.substitution import SubstituteSources
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.settings import ConsistencySettings
 from scoring.types import BCCheck, ScoringJob
 

@@ -12,11 +12,11 @@ from spacy.language import Language
 from scoring.consistency.distractors import DistractorGenerator
 from scoring.consistency.embedding import WordEmbeddings
 from scoring.consistency.knowledge import KnowledgeGraph
-from scoring.consistency.mcq import PROMPT_HEADER, NONE_OF_THE_ABOVE
+from scoring.consistency.mcq import NONE_OF_THE_ABOVE, PROMPT_HEADER
 from scoring.consistency.queries import PROFILES
 from scoring.consistency.scorer import ConsistencyScorer
-from scoring.cpu_pool import CpuParts, InThreads
 from scoring.consistency.substitution import SubstituteSources
+from scoring.cpu_pool import CpuParts, InThreads
 from scoring.settings import BC_PRESETS, ConsistencySettings
 from scoring.types import ComponentResult, ScoringJob
 from tests.fake_upstream import FakeUpstream

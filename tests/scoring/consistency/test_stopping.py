@@ -6,8 +6,7 @@ import itertools
 
 import pytest
 
-from scoring.consistency.stopping import (StopRule, checks_before_possible_stop, decide_stop, graded_label,
-                                          settled_label)
+from scoring.consistency.stopping import StopRule, checks_before_possible_stop, decide_stop, graded_label, settled_label
 from scoring.settings import ConsistencySettings
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from rank_bm25 import BM25Okapi
 
-from scoring.factcheck.index import B, K1, EvidenceIndex, passage_tokens, write_index
+from scoring.factcheck.index import K1, B, EvidenceIndex, passage_tokens, write_index
 from scoring.factcheck.passages import Passage
 from scoring.factcheck.sources import wikipedia_passages, wikipedia_summaries_path
 from scoring.factcheck.text import QUERY_PART_CHARS, evidence_query, tokenize

@@ -3,8 +3,15 @@ import math
 import pytest
 
 from scoring.factcheck.evidence import Evidence
-from scoring.factcheck.judge import (choice_probabilities, choice_reply_label, debiased, judge_prompt,
-                                     label_probabilities, label_value, parse_judge_label)
+from scoring.factcheck.judge import (
+    choice_probabilities,
+    choice_reply_label,
+    debiased,
+    judge_prompt,
+    label_probabilities,
+    label_value,
+    parse_judge_label,
+)
 
 
 @pytest.mark.parametrize(("reply", "label"), [

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.trustgate_command import main
 from scoring.rag import RagScorer, rag_report
 from scoring.rag.cases import CaseError, load_cases, score_cases
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
+from tests.trustgate_command import main
 
 from .judging import marker_judge, with_gateway_ask
 
