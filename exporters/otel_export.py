@@ -14,6 +14,7 @@ variables and the config; building exporters is the only I/O-adjacent step.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -105,41 +106,49 @@ def _otlp_arguments(choice: ExportChoice, protocol: OtlpProtocol, path: str) -> 
     return arguments
 
 
-def span_exporters(choice: ExportChoice) -> list[Any]:
-    exporters: list[Any] = []
-    for name in choice.traces:
-        if name == "console":
-            from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+@dataclass(frozen=True)
+class _Signal:
+    """Where one signal's exporters live (each imported only when chosen: gRPC is an extra) and its OTLP path."""
 
-            exporters.append(ConsoleSpanExporter())
-        elif choice.traces_protocol == "grpc":
+    console: str  # "module:Class"
+    grpc: str
+    http: str
+    path: str
+
+
+_SPANS = _Signal(console="opentelemetry.sdk.trace.export:ConsoleSpanExporter",
+                 grpc="opentelemetry.exporter.otlp.proto.grpc.trace_exporter:OTLPSpanExporter",
+                 http="opentelemetry.exporter.otlp.proto.http.trace_exporter:OTLPSpanExporter", path="v1/traces")
+_LOGS = _Signal(console="opentelemetry.sdk._logs.export:ConsoleLogRecordExporter",
+                grpc="opentelemetry.exporter.otlp.proto.grpc._log_exporter:OTLPLogExporter",
+                http="opentelemetry.exporter.otlp.proto.http._log_exporter:OTLPLogExporter", path="v1/logs")
+
+
+def _exporter_class(where: str) -> Any:
+    module, name = where.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _signal_exporters(choice: ExportChoice, names: tuple[str, ...], protocol: OtlpProtocol,
+                      signal: _Signal) -> list[Any]:
+    exporters: list[Any] = []
+    for name in names:
+        if name == "console":
+            exporters.append(_exporter_class(signal.console)())
+        elif protocol == "grpc":
             try:
-                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+                grpc = _exporter_class(signal.grpc)
             except ImportError as exc:
                 raise ExportConfigError(f"OTLP over grpc needs {GRPC_EXTRA}") from exc
-            exporters.append(GrpcSpans(**_otlp_arguments(choice, "grpc", "v1/traces")))
+            exporters.append(grpc(**_otlp_arguments(choice, "grpc", signal.path)))
         else:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpans
-
-            exporters.append(HttpSpans(**_otlp_arguments(choice, "http/protobuf", "v1/traces")))
+            exporters.append(_exporter_class(signal.http)(**_otlp_arguments(choice, "http/protobuf", signal.path)))
     return exporters
+
+
+def span_exporters(choice: ExportChoice) -> list[Any]:
+    return _signal_exporters(choice, choice.traces, choice.traces_protocol, _SPANS)
 
 
 def log_exporters(choice: ExportChoice) -> list[Any]:
-    exporters: list[Any] = []
-    for name in choice.logs:
-        if name == "console":
-            from opentelemetry.sdk._logs.export import ConsoleLogRecordExporter
-
-            exporters.append(ConsoleLogRecordExporter())
-        elif choice.logs_protocol == "grpc":
-            try:
-                from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogs
-            except ImportError as exc:
-                raise ExportConfigError(f"OTLP over grpc needs {GRPC_EXTRA}") from exc
-            exporters.append(GrpcLogs(**_otlp_arguments(choice, "grpc", "v1/logs")))
-        else:
-            from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter as HttpLogs
-
-            exporters.append(HttpLogs(**_otlp_arguments(choice, "http/protobuf", "v1/logs")))
-    return exporters
+    return _signal_exporters(choice, choice.logs, choice.logs_protocol, _LOGS)
