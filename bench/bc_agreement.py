@@ -56,7 +56,7 @@ from evaluation.cache import CallSite, EvalCache
 from evaluation.datasets import EvalItem, load_items, sample_questions
 from evaluation.gateway import gateway_settings, open_upstream
 from evaluation.runner import Evaluator, RunSpec
-from proxy.config import GatewaySettings
+from proxy.config.settings import GatewaySettings
 from scoring.consistency.runtime import load_generator, local_sparql_endpoint
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.cpu_pool import CpuParts, InThreads

@@ -4,7 +4,7 @@ Run from the repository root (after ``make install``)::
 
     .venv/bin/python -m bench.embedded_default
 
-One ``trustgate serve`` process on the default config (``proxy/default_config.yaml``:
+One ``trustgate serve`` process on the default config (``proxy/config/default_config.yaml``:
 the local llama.cpp server with SmolLM2-135M, the real scorers), moved to free
 ports only. Phases, one after the other, each on ten short factual questions:
 

@@ -39,7 +39,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
-from proxy.connections import server_options
+from proxy.server.connections import server_options
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread

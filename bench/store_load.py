@@ -217,8 +217,8 @@ def serve(config: Path) -> None:
     import uvicorn
 
     from proxy import create_app
-    from proxy.config import load_settings
-    from proxy.connections import server_options
+    from proxy.config.settings import load_settings
+    from proxy.server.connections import server_options
 
     settings = load_settings(config)
     server = settings.trustgate.server

@@ -1,7 +1,7 @@
 """The harness's ``Ask``: the gateway's upstream behind the evaluation cache.
 
 Scorers receive an ``Ask`` exactly as they do in the gateway and send the same
-request bodies (``proxy.ask.UpstreamAsk``'s shape), so an evaluation measures
+request bodies (``proxy.trust.ask.UpstreamAsk``'s shape), so an evaluation measures
 what the gateway would compute. The only difference is memory: each call site
 (dataset, item, component, model) first looks for the same request in the
 cache, and a reply from the upstream is stored before it is used.

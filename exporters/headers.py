@@ -10,7 +10,8 @@ from scoring import OVDetails, RAGDetails, TrustRecord
 __all__ = ["TRUST_EVENT", "TRUST_FIELD", "TRUST_HEADER_PREFIX", "trust_chunk", "trust_event", "trust_headers",
            "trust_summary"]
 
-# The names the gateway's trust data goes by — its own: an upstream's use of them is stripped (proxy.reserved).
+# The names the gateway's trust data goes by — its own: an upstream's use of them is stripped
+# (proxy.endpoints.reserved).
 # The trust event of a Responses API stream (sent only when the client asks for it).
 TRUST_EVENT = "trustgate.trust"
 # The field that carries a record's summary in-band: on a stream's final chunk, on the Responses

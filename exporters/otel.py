@@ -151,7 +151,7 @@ class Telemetry:
         """A server span continuing the incoming ``traceparent`` (a new trace without one)."""
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
         request_id = headers.get("x-request-id")
-        if request_id:  # the gateway sets one on every request it serves (proxy.request_ids)
+        if request_id:  # the gateway sets one on every request it serves (proxy.server.request_ids)
             attributes[REQUEST_ID_ATTRIBUTE] = (request_id,)
         span = self.tracer.start_span("chat", context=_W3C.extract(headers), kind=trace.SpanKind.SERVER,
                                       attributes=attributes)

@@ -26,7 +26,7 @@ class RecordPublisher:
     async def publish(self, record: TrustRecord) -> None:
         """Metrics first: they cannot fail, and a store outage must not hide them.
 
-        Evaluation events are emitted where the job is scored (``proxy.trust.traced``),
+        Evaluation events are emitted where the job is scored (``proxy.trust.service.traced``),
         inside its scoring span and with the request's trace context.
         """
         self._metrics.observe_record(record)

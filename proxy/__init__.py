@@ -5,21 +5,28 @@ Its public names, below, are what the applications on top (the evaluation app, t
 from here: its modules import each other directly, so the import graph has no cycle.
 """
 
-from .access_log import install_access_log_redaction
-from .app import Mount, create_app
-from .ask import ask_body, reply_from_completion
-from .assembly import load_calibrator, open_parts, open_upstream_client
-from .auth import Caller
-from .calibration_routes import calibration_reports
-from .config import ENV_PREFIX, ConfigError, GatewaySettings, default_config_path, load_settings, settings_from_dict
-from .connections import raise_descriptor_limit, server_options
-from .errors import NotFound
-from .gateway import Gateway
-from .local_upstream import LocalUpstreamError, packaged_model_path
-from .log_format import LOG_FORMATS, LogFormat, configure_logging
-from .replies import parse_completion
-from .trust_list import SummaryQuery, list_records, parse_params, summarize_records
-from .upstream import UpstreamClient
+from .config.settings import (
+    ENV_PREFIX,
+    ConfigError,
+    GatewaySettings,
+    default_config_path,
+    load_settings,
+    settings_from_dict,
+)
+from .server.access_log import install_access_log_redaction
+from .server.app import Mount, create_app
+from .server.assembly import load_calibrator, open_parts, open_upstream_client
+from .server.auth import Caller
+from .server.connections import raise_descriptor_limit, server_options
+from .server.errors import NotFound
+from .server.gateway import Gateway
+from .server.log_format import LOG_FORMATS, LogFormat, configure_logging
+from .trust.ask import ask_body, reply_from_completion
+from .trust.calibration_routes import calibration_reports
+from .trust.trust_list import SummaryQuery, list_records, parse_params, summarize_records
+from .upstream.client import UpstreamClient
+from .upstream.local_model import LocalUpstreamError, packaged_model_path
+from .upstream.replies import parse_completion
 
 __all__ = [
     "ENV_PREFIX",

@@ -38,11 +38,11 @@ class FrameKind(enum.IntEnum):
     FAILED = 4  # worker -> gateway: WorkerFailed, it could not start (a config error the gateway reports)
     RECORD = 5  # worker -> gateway: the TrustRecord of a job, already published by the worker
     METRICS = 6  # worker -> gateway: what its metrics counted since the last such frame (exporters' format)
-    # A slot of the embedded model server, held by the gateway so that user calls go first (proxy.slot_leases)
+    # A slot of the embedded model server, held by the gateway so that user calls go first (proxy.upstream.slot_leases)
     SLOT_ASK = 7  # worker -> gateway: SlotAsk
     SLOT_RETURN = 8  # worker -> gateway: SlotReturn, a slot given back (or an ask withdrawn)
     SLOT_ANSWER = 9  # gateway -> worker: SlotAnswer
-    # The gateway's rate-limit counters in memory, which the worker's calls count on too (proxy.lent_counters)
+    # The gateway's rate-limit counters in memory, which the worker's calls count on too (proxy.trust.lent_counters)
     COUNT_ASK = 10  # worker -> gateway: CountAsk
     COUNT_ANSWER = 11  # gateway -> worker: CountAnswer
 

@@ -211,7 +211,7 @@ class LowTrustPolicy(BaseModel):
     Every field left out is taken from the level below (per key > per model >
     global > these defaults), field by field, as ``mode`` is. Actions other
     than ``annotate`` need the verdict before the response leaves: sync mode
-    (checked at load, ``proxy.low_trust_config``).
+    (checked at load, ``proxy.config.low_trust_config``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -274,7 +274,7 @@ class BudgetSettings(BudgetLimits):
 
     A key an entry leaves out is the default's; an entry's explicit ``null``
     lifts that limit for its group. Beyond a budget, jobs are shed before they
-    run and a running job's further calls are refused (``proxy.scoring_budget``).
+    run and a running job's further calls are refused (``proxy.trust.scoring_budget``).
     """
 
     per_model: dict[str, BudgetLimits] = Field(default_factory=dict)

@@ -16,7 +16,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
-from proxy.connections import server_options
+from proxy.server.connections import server_options
 from tests.fake_upstream import FakeUpstream, echo
 from tests.servers import ServerThread
 

@@ -12,7 +12,7 @@ import argparse
 import asyncio
 import os
 
-from proxy.config import load_settings
+from proxy.config.settings import load_settings
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from trustgate.worker import run_worker
 

@@ -14,7 +14,7 @@ class ServerThread:
     """uvicorn on 127.0.0.1:<free port>; ``url`` is ready once ``start()`` returns."""
 
     def __init__(self, app: Any, *, lifespan: str = "on", **options: Any) -> None:
-        """``options`` go to ``uvicorn.Config`` (the gateway's: ``proxy.connections.server_options``)."""
+        """``options`` go to ``uvicorn.Config`` (the gateway's: ``proxy.server.connections.server_options``)."""
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))

@@ -126,7 +126,7 @@ def test_the_walker_sees_relative_nested_and_type_checking_imports() -> None:
     found = {(i.target, i.top_level) for i in _imports(ROOT / "trustgate" / "cli.py")}
     assert ("scoring", True) in found  # the package's public names
     assert ("trustgate.banner", True) in found  # `from .banner import ...`
-    assert ("proxy.calibrate", False) in found  # inside the calibrate sub-command's handler
+    assert ("proxy.trust.calibrate", False) in found  # inside the calibrate sub-command's handler
     found = {(i.target, i.top_level) for i in _imports(ROOT / "scoring" / "assembly.py")}
     assert ("scoring.cpu_pool", True) in found  # under `if TYPE_CHECKING:`
     assert ("scoring.consistency.scorer", False) in found

@@ -19,10 +19,10 @@ from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 
 from exporters import build_metrics
-from proxy.ask import UpstreamAsk
-from proxy.errors import UpstreamError, UpstreamUnavailable
-from proxy.slots import Priority
-from proxy.upstream_errors import MALFORMED_REPLY
+from proxy.server.errors import UpstreamError, UpstreamUnavailable
+from proxy.trust.ask import UpstreamAsk
+from proxy.upstream.errors import MALFORMED_REPLY
+from proxy.upstream.slots import Priority
 from scoring.failures import FailureLog, mask_secrets
 from scoring.pipeline import ScoringPipeline
 from scoring.redis_queue import RedisJobQueue

@@ -155,7 +155,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from proxy.calibrate import calibrate, describe_report
+    from proxy.trust.calibrate import calibrate, describe_report
 
     settings = load_settings(args.config or default_config_path())
     reports = asyncio.run(calibrate(settings, args.model or None))

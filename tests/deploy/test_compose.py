@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from proxy.config import settings_from_dict
+from proxy.config.settings import settings_from_dict
 from scoring.settings import ScoringSettings
 from tests.deploy.compose import interpolate, mounts, unescaped_dollars
 from tests.deploy.image import image

@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from proxy.config import settings_from_dict
+from proxy.config.settings import settings_from_dict
 from scoring.settings import ScoringSettings
 from tests.deploy.conftest import RULES
 from tests.deploy.promql import DEPLOY, load_yaml_docs

@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from proxy.config import settings_from_dict
+from proxy.config.settings import settings_from_dict
 from tests.deploy.image import image
 from tests.deploy.roles import Stack, assets_built, k8s_roles
 from tests.deploy.test_k8s import BASE, K8S

@@ -2,7 +2,7 @@
 
 Five async requests arrive at once, and their scoring jobs queue; then ten sync
 requests, one after the other, each waiting for its own answer's score. With
-sync first (``scoring.lanes``, ``proxy.slots``) each sync job goes ahead of the
+sync first (``scoring.lanes``, ``proxy.upstream.slots``) each sync job goes ahead of the
 async backlog, so its client gets ``done`` within ``sync_timeout`` rather than
 ``pending``. Shared by the end-to-end test and ``bench.embedded_default``.
 """

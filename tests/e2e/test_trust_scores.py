@@ -80,5 +80,5 @@ def test_scores_follow_the_model_behaviour(real_scorer_gateway: ServerThread, fa
 
 
 def test_default_config_enables_both_scorers() -> None:
-    scoring = load_settings(Path("proxy/default_config.yaml"), {}).trustgate.scoring
+    scoring = load_settings(Path("proxy/config/default_config.yaml"), {}).trustgate.scoring
     assert scoring.consistency.enabled and scoring.factcheck.enabled

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from proxy.access_log import redact_query
+from proxy.server.access_log import redact_query
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.redis_server import free_port

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.account_refs import ACCOUNT_REFERENCES
+from proxy.endpoints.account_refs import ACCOUNT_REFERENCES
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread

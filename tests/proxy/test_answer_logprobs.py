@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.config import settings_from_dict
-from proxy.upstream import UpstreamClient
+from proxy.config.settings import settings_from_dict
+from proxy.upstream.client import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record

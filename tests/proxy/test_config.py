@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxy import ConfigError, default_config_path, load_settings, settings_from_dict
-from proxy.assembly import build_scorers
+from proxy.server.assembly import build_scorers
 from scoring.settings import ScoringSettings
 
 MINIMAL = {"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/x", "api_base": "http://h/v1",

@@ -1,4 +1,5 @@
-"""The gateway's own streamed response (``proxy.event_stream``): a stream read to its end, and a client that leaves."""
+"""The gateway's own streamed response (``proxy.server.event_stream``): a stream read to its end, and a client
+that leaves."""
 
 from __future__ import annotations
 

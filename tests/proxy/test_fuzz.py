@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.request import ALLOWED_PARAMS
+from proxy.endpoints.request import ALLOWED_PARAMS
 from scoring.rag import RAG_FIELDS
 from tests.conftest import MASTER_KEY
 from tests.servers import ServerThread

@@ -17,8 +17,8 @@ import openai
 import pytest
 import yaml
 
-from proxy.config import ConfigError, load_settings, settings_from_dict
-from proxy.upstream_errors import UpstreamErrors, fallback_kind
+from proxy.config.settings import ConfigError, load_settings, settings_from_dict
+from proxy.upstream.errors import UpstreamErrors, fallback_kind
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread

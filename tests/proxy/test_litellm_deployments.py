@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.config import ConfigError, read_config, settings_from_dict
+from proxy.config.settings import ConfigError, read_config, settings_from_dict
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 

@@ -20,11 +20,11 @@ from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics
 from proxy import settings_from_dict
-from proxy.ask import UpstreamAsk
-from proxy.completion import UpstreamStream
-from proxy.errors import UpstreamTimeout
-from proxy.slots import Priority, PrioritySlots
-from proxy.upstream import UpstreamClient
+from proxy.server.errors import UpstreamTimeout
+from proxy.trust.ask import UpstreamAsk
+from proxy.upstream.client import UpstreamClient
+from proxy.upstream.completion import UpstreamStream
+from proxy.upstream.slots import Priority, PrioritySlots
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 

@@ -7,8 +7,8 @@ import socket
 
 import pytest
 
-from proxy.config import LocalUpstreamSettings
-from proxy.local_upstream import LocalUpstreamError, llama_server_command, run_local_upstream
+from proxy.config.settings import LocalUpstreamSettings
+from proxy.upstream.local_model import LocalUpstreamError, llama_server_command, run_local_upstream
 
 
 def test_the_server_queues_requests_instead_of_interrupting_them() -> None:

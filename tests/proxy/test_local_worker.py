@@ -22,7 +22,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from proxy import ConfigError, create_app, settings_from_dict
-from proxy.local_scoring import WORKER_MODULE
+from proxy.trust.local_scoring import WORKER_MODULE
 from scoring.queue import SHUTDOWN_ERROR
 from tests.e2e.gateway_process import GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream

@@ -12,9 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.config import settings_from_dict
-from proxy.logprobs import LogprobAsking
-from proxy.upstream import UpstreamClient
+from proxy.config.settings import settings_from_dict
+from proxy.endpoints.logprobs import LogprobAsking
+from proxy.upstream.client import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream

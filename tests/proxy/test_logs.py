@@ -79,7 +79,7 @@ def test_each_litellm_line_appears_once_without_colour(litellm_config: Path) -> 
     assert sum(f"request_id={ASKED_ID}" in line for line in router) == 1
 
 
-COLOURED = "import logging; from proxy.log_format import configure_logging; configure_logging('text'); " \
+COLOURED = "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); " \
            "logging.getLogger('lib').info('\\x1b[32m 200 OK\\x1b[0m')"
 
 

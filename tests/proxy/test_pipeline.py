@@ -23,11 +23,11 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
-from proxy.endpoints import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
-from proxy.errors import AuthenticationFailed, ClientDisconnected, InvalidRequest
-from proxy.event_stream import EventStream
-from proxy.gateway import Gateway
-from proxy.pipeline import EndpointSpec, serve
+from proxy.endpoints.pipeline import EndpointSpec, serve
+from proxy.endpoints.specs import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
+from proxy.server.errors import AuthenticationFailed, ClientDisconnected, InvalidRequest
+from proxy.server.event_stream import EventStream
+from proxy.server.gateway import Gateway
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer, scoring_config

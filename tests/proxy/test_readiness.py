@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.config import HealthSettings
-from proxy.readiness import ReadinessCheck
+from proxy.config.settings import HealthSettings
+from proxy.server.readiness import ReadinessCheck
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_service_endpoints import AUTH, samples

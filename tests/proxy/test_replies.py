@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.ask import reply_from_completion
-from proxy.replies import MalformedReply, parse_chunk, parse_completion
-from proxy.trust import Answer
+from proxy.trust.ask import reply_from_completion
+from proxy.trust.service import Answer
+from proxy.upstream.replies import MalformedReply, parse_chunk, parse_completion
 from scoring.types import Reply
 from tests.fake_upstream import NOT_A_COMPLETION
 

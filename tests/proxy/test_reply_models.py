@@ -13,8 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.logprobs import LogprobsAdded
-from proxy.replies import (
+from proxy.endpoints.logprobs import LogprobsAdded
+from proxy.trust.service import Answer
+from proxy.upstream.replies import (
     MalformedReply,
     ResponsesEvent,
     TextCompletionChunk,
@@ -22,7 +23,6 @@ from proxy.replies import (
     parse_payload,
     reported_usage,
 )
-from proxy.trust import Answer
 
 
 def test_a_legacy_completion_answers_with_its_first_choice() -> None:

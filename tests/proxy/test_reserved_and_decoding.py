@@ -14,11 +14,11 @@ import zlib
 import orjson
 import pytest
 
-from proxy.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
-from proxy.reserved import stripped_event, stripped_reply
-from proxy.sse import first_event_data
-from proxy.taps import ChatTap as SseTap
-from proxy.taps import ResponsesTap, TextCompletionTap
+from proxy.endpoints.reserved import stripped_event, stripped_reply
+from proxy.endpoints.sse import first_event_data
+from proxy.endpoints.taps import ChatTap as SseTap
+from proxy.endpoints.taps import ResponsesTap, TextCompletionTap
+from proxy.upstream.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
 from tests.hostile_upstream import bomb
 
 LIMIT = 1_000_000

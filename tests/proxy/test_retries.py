@@ -10,12 +10,12 @@ import httpx
 import openai
 import pytest
 
-from proxy.assembly import http_client
-from proxy.config import RetrySettings, RouterSettings, settings_from_dict
-from proxy.errors import UpstreamError, UpstreamRateLimited
-from proxy.retries import RetryBudget, RetryPolicy
-from proxy.slots import Priority
-from proxy.upstream import UpstreamClient
+from proxy.config.settings import RetrySettings, RouterSettings, settings_from_dict
+from proxy.server.assembly import http_client
+from proxy.server.errors import UpstreamError, UpstreamRateLimited
+from proxy.upstream.client import UpstreamClient
+from proxy.upstream.retries import RetryBudget, RetryPolicy
+from proxy.upstream.slots import Priority
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread

@@ -1,4 +1,4 @@
-"""The choice of a deployment within a group (``proxy.routing``), strategy by strategy, on a seeded generator.
+"""The choice of a deployment within a group (``proxy.upstream.routing``), strategy by strategy, on a seeded generator.
 
 The gateway-level behaviour (real servers, two fake upstreams) is in test_litellm_deployments.py.
 """
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from proxy.config import Deployment
-from proxy.errors import UpstreamError, UpstreamRateLimited
-from proxy.litellm_config import RoutingStrategy
-from proxy.routing import GroupRouter
+from proxy.config.litellm_config import RoutingStrategy
+from proxy.config.settings import Deployment
+from proxy.server.errors import UpstreamError, UpstreamRateLimited
+from proxy.upstream.routing import GroupRouter
 
 
 def group(*params: dict[str, Any], strategy: RoutingStrategy = "simple-shuffle") -> GroupRouter:

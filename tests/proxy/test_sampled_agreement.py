@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.sampling import request_sampling
+from proxy.trust.sampling import request_sampling
 from scoring.combine import default_prior
 from scoring.types import SamplingParams
 from tests.fake_upstream import FakeUpstream

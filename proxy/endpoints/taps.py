@@ -1,0 +1,202 @@
+"""Stream taps: read a stream as it passes, forward every event, keep the answer, hold back the stream's end.
+
+One base (``StreamTap``) frames the upstream's bytes into whole events
+(``sse.EventReader``), strips the gateway's reserved names from each
+(``reserved``), forwards them, and holds back the stream's end, so that in
+sync mode the trust object rides on it. Each endpoint's tap says how an event
+is read (the typed events of ``replies``) and what its end is:
+
+- chat completions (``ChatTap``): the final chunk (the first that carries a
+  ``finish_reason``), whatever follows it (the usage chunk, with empty
+  ``choices``, that OpenAI sends after it) and ``[DONE]``. The trust object
+  rides on that final chunk as an extra ``trust`` field, where OpenAI SDKs keep
+  it (``chunk.model_extra["trust"]``) and every client loop that reads
+  ``chunk.choices[0]`` still works: the gateway never adds a chunk with empty
+  ``choices``;
+- legacy completions (``TextCompletionTap``): the same, its chunks carrying
+  ``choices[].text`` instead of a delta;
+- the Responses API (``ResponsesTap``): the terminal ``response.completed``
+  (or ``.incomplete`` / ``.failed``) event, whose response object gets a
+  ``trust`` field (the API has no ``[DONE]``). A Responses client that asks
+  (``x-trustgate-trust-event: true``) also gets a ``trustgate.trust`` event
+  just before the terminal one.
+
+An event a tap does not read (a provider's own event, a malformed delta) is
+passed on and left out of the answer, so a tap can never cut the client's
+stream. Taps keep the answer's text, tool calls and token log-probabilities
+(``lp``) and the usage the upstream reported (metering). A stream that breaks
+after its end was held ends in the error event instead (``pipeline``), its
+held tail unsent.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+
+from exporters import TRUST_EVENT, trust_chunk, trust_event
+from scoring import TrustRecord
+
+from ..trust.service import Answer
+from ..upstream.completion import DONE_EVENT, sse_event
+from ..upstream.replies import (
+    ChatCompletionChunk,
+    ResponsesEvent,
+    StreamChunk,
+    TextCompletionChunk,
+    TokenUsage,
+    parse_payload,
+)
+from .reserved import stripped_event
+from .sse import EventReader, data_lines, with_trust
+
+__all__ = ["ChatTap", "ResponsesTap", "StreamTap", "TextCompletionTap"]
+
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class StreamTap(ABC):
+    """Forward a stream's events as they pass, keep its answer, and hold back its end (``closing``)."""
+
+    def __init__(self) -> None:
+        self._events = EventReader()
+        self._text: list[str] = []
+        self._logprobs: list[float] = []
+        self._held: list[bytes] = []  # the stream's end, as the upstream sent it
+        self.tool_calls = False
+        self.completion_id = ""
+        self.usage: TokenUsage | None = None  # what the upstream reported, once the stream has passed
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        """Complete events from the bytes seen so far; those of the stream's end are held back."""
+        for event in self._events.feed(chunk):
+            if self._ends(event):
+                continue
+            kept = stripped_event(event)  # an upstream's trust data is never the gateway's (``reserved``)
+            if kept is None:
+                continue
+            if self._holds(kept):
+                self._held.append(kept + b"\n\n")
+                continue
+            yield kept + b"\n\n"
+
+    def rest(self) -> bytes:
+        """What followed the last whole event (an upstream that ended mid-event), held to the same rule."""
+        return stripped_event(self._events.rest) or b""
+
+    def answer(self) -> Answer:
+        return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None,
+                      completion_id=self.completion_id or None)
+
+    def _ends(self, event: bytes) -> bool:
+        """Whether ``event`` is the stream's end marker, which the tap writes itself (chat's ``[DONE]``)."""
+        return False
+
+    @abstractmethod
+    def _holds(self, event: bytes) -> bool:
+        """Read ``event`` into the answer; whether it is held back as (part of) the stream's end."""
+
+    @abstractmethod
+    def closing(self, trust: TrustRecord | None) -> bytes:
+        """The held end of the stream, ``trust`` (sync mode) on it."""
+
+
+class ChatTap(StreamTap):
+    """A chat-completions stream: the first choice's deltas; the final chunk, what follows and ``[DONE]`` held."""
+
+    object_type = "chat.completion.chunk"  # of the stand-in trust chunk, when no final chunk came
+    chunk_model: type[StreamChunk] = ChatCompletionChunk
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = ""
+        self.done = False
+
+    def _ends(self, event: bytes) -> bool:
+        if event.strip() == DONE_EVENT.strip():
+            self.done = True
+            return True
+        return False
+
+    def _holds(self, event: bytes) -> bool:
+        finishes = False
+        for data in data_lines(event):
+            finishes = self._read(data) or finishes
+        return finishes or bool(self._held)
+
+    def _read(self, data: bytes) -> bool:
+        """Read one ``data:`` payload into the answer; whether it is a final chunk (a choice has a finish_reason)."""
+        chunk = parse_payload(data, self.chunk_model)
+        if chunk is None:
+            return False
+        self.completion_id = self.completion_id or chunk.id or ""
+        self.model = self.model or chunk.model or ""
+        self.usage = chunk.usage or self.usage
+        if text := chunk.answer_text():
+            self._text.append(text)
+        self.tool_calls = self.tool_calls or chunk.calls_tools
+        self._logprobs += chunk.answer_logprobs()
+        return chunk.finishes
+
+    def closing(self, trust: TrustRecord | None) -> bytes:
+        """The held tail, ``trust`` (sync mode) on its final chunk, then ``[DONE]`` if the upstream sent it.
+
+        Without a final chunk, a stand-in chunk with one empty choice carries the trust object.
+        """
+        held = list(self._held)
+        if trust is not None:
+            if held:
+                held[0] = with_trust(held[0], trust)
+            else:
+                held.append(sse_event(trust_chunk(trust, completion_id=self.completion_id, model=self.model,
+                                                  object_type=self.object_type)))
+        return b"".join(held) + (DONE_EVENT if self.done else b"")
+
+
+class TextCompletionTap(ChatTap):
+    """A legacy completions stream: chunks carry ``choices[].text`` instead of a delta."""
+
+    object_type = "text_completion"
+
+    chunk_model = TextCompletionChunk
+
+class ResponsesTap(StreamTap):
+    """A Responses API event stream: text from ``response.output_text.delta``, the terminal event held back."""
+
+    def __init__(self, *, send_trust_event: bool = False) -> None:
+        super().__init__()
+        self._trust_event = send_trust_event  # the client asked for the trustgate.trust event too
+        self._sequence = 0
+
+    def _holds(self, event: bytes) -> bool:
+        payload = next((p for p in map(_responses_event, data_lines(event)) if p is not None), None)
+        if payload is None:
+            return False
+        self._read(payload)
+        return payload.type in _TERMINAL
+
+    def _read(self, payload: ResponsesEvent) -> None:
+        if payload.sequence_number is not None:
+            self._sequence = max(self._sequence, payload.sequence_number + 1)
+        if payload.response is not None:
+            self.completion_id = self.completion_id or payload.response.id or ""
+            self.usage = payload.response.usage or self.usage
+        if payload.type == "response.output_text.delta" and payload.delta is not None:
+            self._text.append(payload.delta)
+            self._logprobs += payload.chosen_logprobs()
+        if payload.type == "response.output_item.added" and payload.item is not None \
+                and payload.item.type == "function_call":
+            self.tool_calls = True
+
+    def closing(self, trust: TrustRecord | None) -> bytes:
+        """The held terminal event, ``trust`` (sync mode) on its response object; the trust event first if asked."""
+        if trust is None:
+            return b"".join(self._held)
+        ending = b"".join(with_trust(event, trust, inside="response") for event in self._held)
+        if self._trust_event:
+            ending = sse_event(trust_event(trust, sequence_number=self._sequence), name=TRUST_EVENT) + ending
+        return ending
+
+
+def _responses_event(data: bytes) -> ResponsesEvent | None:
+    return parse_payload(data, ResponsesEvent)

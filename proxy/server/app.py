@@ -1,0 +1,170 @@
+"""create_app(settings): the FastAPI application, assembled from its parts.
+
+Nothing here lives at module level: each call builds a new app whose lifespan
+opens the shared HTTP client, the upstream client and (when configured) the
+local model server, and closes them on shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+from prometheus_client import CollectorRegistry
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from exporters import Telemetry, build_metrics
+from exporters.calibration_metrics import build_calibration_metrics
+from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
+
+from ..config.settings import GatewaySettings
+from ..endpoints.request_meter import UNKNOWN
+from ..trust.calibration_routes import router as calibration_router
+from ..trust.local_scoring import GatewayShares, local_scoring_worker
+from ..trust.service import TrustService, sampling_secret
+from ..trust.trust_feedback import router as trust_feedback_router
+from ..trust.trust_list import router as trust_list_router
+from ..upstream.litellm_backend import check_providers
+from .assembly import build_learner, load_calibrator, open_parts
+from .auth import KeyRing
+from .connections import BodyDeadline, quiet_accept_errors
+from .endpoint_routes import router as endpoint_router
+from .errors import GatewayError, error_body
+from .gateway import Gateway
+from .log_format import configured_log_format
+from .readiness import ReadinessCheck
+from .relative_redirects import RelativeRedirects
+from .request_ids import RequestIds, request_id_headers
+from .routes import router
+
+__all__ = ["Gateway", "Mount", "create_app"]
+
+log = logging.getLogger("trustgate")
+
+# An app built on the gateway (the trust console) adds its routes through one of these; the gateway never
+# imports such an app, whoever builds the gateway (``trustgate serve``, a test) hands it over.
+Mount = Callable[[FastAPI], None]
+
+
+def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
+               scorers: Sequence[Scorer] | None = None, telemetry: Telemetry | None = None,
+               mounts: Sequence[Mount] = ()) -> FastAPI:
+    """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
+
+    Given either, the memory backend scores in this process whatever ``scoring.worker`` says: they are
+    objects of this process, which a local worker process could not use.
+
+    ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
+    """
+    metrics = build_metrics(registry if registry is not None else CollectorRegistry())
+    calibration_metrics = build_calibration_metrics(metrics.registry)
+    scoring = settings.trustgate.scoring
+    calibrator = load_calibrator(settings)
+    translated = [d for d in settings.model_list if not (settings.trustgate.passthrough and d.is_openai_compatible)]
+    if translated:
+        check_providers(translated)
+    skipped_log = ThrottledLog(log)
+
+    def fallback_skipped(group: str, fallback: str) -> None:
+        metrics.fallbacks_skipped.labels(model=group, fallback=fallback).inc()
+        skipped_log.debug((group, fallback), "skipped fallback %s of %s: the caller's key may not use it",
+                          fallback, group)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            stack.callback(quiet_accept_errors(asyncio.get_running_loop(), metrics.accept_errors.inc))
+            parts = await open_parts(settings, "gateway", stack, metrics=metrics, calibrator=calibrator,
+                                     scorers=scorers, telemetry=telemetry, on_fallback_skipped=fallback_skipped)
+            redis, limiter, tracing, upstream, publisher, fits = (
+                parts.redis, parts.limiter, parts.telemetry, parts.upstream, parts.publisher, parts.fits)
+            learning = None if fits is None else build_learner(settings, publisher.store, fits, calibrator,
+                                                               calibration_metrics, stack)
+            queue: JobQueue
+            has_scorers = parts.has_scorers
+            if redis is not None:  # workers score; this process only needs to know whether anything will
+                queue = RedisJobQueue(redis, publisher.store, scoring.queue,
+                                      on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
+            else:
+                process, publish = parts.process, publisher.publish
+                if process is None:  # its local scoring worker scores (scoring.worker: child, the default)
+                    local = await stack.enter_async_context(local_scoring_worker(
+                        settings, metrics, publisher, GatewayShares(upstream.local_slots, limiter.counters),
+                        configured_log_format()))
+                    process, publish, has_scorers = local.process, local.publish, local.has_scorers
+                queue = MemoryJobQueue(process, publish, max_size=scoring.queue.max_size,
+                                       concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
+                                       on_depth=metrics.scoring_queue_depth.set,
+                                       on_overtaken=metrics.scoring_async_overtaken.inc)
+            trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,
+                                 sample_secret=sampling_secret(settings.secrets()),
+                                 answer_logprobs=_scores_answer_logprobs(scoring, scorers))
+            await trust.start()
+            stack.push_async_callback(trust.stop)
+            health = settings.trustgate.health
+            readiness = ReadinessCheck(lambda: upstream.check_ready(health.readiness_probe_timeout), health,
+                                       on_probe=metrics.readiness_probes.inc)
+            app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing, readiness,
+                                        limiter, calibration_metrics, learning)
+            yield
+
+    app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
+    app.include_router(calibration_router)  # likewise "calibration"
+    app.include_router(router)
+    app.include_router(trust_feedback_router)
+    app.include_router(endpoint_router)
+    app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
+    app.add_middleware(RelativeRedirects)
+    for mount in mounts:
+        mount(app)
+    _add_cors(app, settings.trustgate.server.allowed_origins)
+    app.add_middleware(RequestIds, on_rejected=lambda: metrics.observe_request(  # outermost: every response
+        model=UNKNOWN, status=400, stream=False, seconds=0.0, endpoint=UNKNOWN, key=UNKNOWN))
+    app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected_error)
+    return app
+
+
+def _add_cors(app: FastAPI, origins: list[str]) -> None:
+    """Let browser pages from ``origins`` call the gateway; with none (the default), browsers are refused.
+
+    Closed by default because a browser would otherwise let any web page a
+    user opens drive a gateway that user can reach (one on their machine or
+    their network, open or behind keys a page could phish): CORS is what
+    stops a page's JSON POST. Credentials (cookies) are never allowed: the
+    gateway reads keys from the ``Authorization`` header only. Every response
+    header is exposed, so pages read ``x-request-id`` and the trust headers.
+    """
+    if origins:
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False, allow_methods=["*"],
+                           allow_headers=["*"], expose_headers=["*"])
+
+
+def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:
+    """Whether a scorer reads the answer's log-probabilities (the configured ones, or those given)."""
+    if scorers is not None:
+        return any(s.needs_answer_logprobs for s in scorers)
+    return scoring.logprob.enabled
+
+
+async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status_code, headers=exc.headers())
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+    return JSONResponse(error_body(str(exc.detail), kind), status_code=exc.status_code)
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s", request.url.path)
+    # Answered outside the middleware that sets the request id on every other response: set here.
+    return JSONResponse(error_body("Internal gateway error", "api_error"), status_code=500,
+                        headers=request_id_headers())

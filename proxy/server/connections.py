@@ -1,0 +1,243 @@
+"""The HTTP server's guard against clients that hold connections: deadlines, a cap, and quiet accept errors.
+
+uvicorn bounds a kept-alive connection between requests (``timeout_keep_alive``)
+but not a connection that never sends a request, nor one that sends its
+request head or body one byte at a time (slowloris): every such socket is a
+file descriptor held for ever, and past the process's limit no one can connect.
+So: a request head must arrive within ``header_timeout_s`` of the connection
+(or of the previous response), a body within ``body_timeout_s`` of its head
+(else 408), and connections beyond ``max_connections`` are answered 503 and
+closed at once. When the process still runs out of descriptors, the event
+loop's accept errors are counted and logged at most once per interval instead
+of once per attempt.
+
+One client must not be able to take every place: a peer address holds at most
+``per_client_connections`` of them (its next connection is answered 503), and
+``reserved_connections`` places beyond the cap serve only ``/health/*`` and
+``/metrics``, one request each, so that an orchestrator's probes and the
+metrics scrape still answer while the cap is reached (a restart of a healthy
+but busy gateway helps no one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import resource
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from scoring import ThrottledLog
+
+from ..config.settings import ServerSettings
+from .errors import error_body
+
+__all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
+           "server_options"]
+
+log = logging.getLogger("trustgate.server")
+
+# What accept() fails with when the process or the system is out of descriptors or buffers.
+_RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+# Descriptors the process needs besides client connections: the upstream pool (proxy.server.assembly) and files.
+_OTHER_DESCRIPTORS = 1000 + 100
+
+
+_AT_CAP = "The gateway is at its connection limit; retry later"
+_PER_CLIENT = "This client holds as many connections as one client may; close one or retry later"
+
+
+def _refusal(message: str) -> bytes:
+    body = orjson.dumps(error_body(message, "api_error", code="too_many_connections"))
+    head = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nconnection: close\r\n"
+            b"retry-after: 1\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n")
+    return head + body
+
+
+_REFUSAL, _CLIENT_REFUSAL = _refusal(_AT_CAP), _refusal(_PER_CLIENT)
+
+
+def _reserved_path(path: str) -> bool:
+    return path.startswith("/health/") or path == "/metrics"
+
+
+def _reserved_only(app: ASGIApp) -> ASGIApp:
+    """``app`` for a connection in the reserve: probes and scrapes only, each on a connection closed after it."""
+
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _reserved_path(scope["path"]):
+            body = orjson.dumps(error_body(_AT_CAP, "api_error", code="too_many_connections"))
+            await send({"type": "http.response.start", "status": 503, "headers": [
+                (b"content-type", b"application/json"), (b"connection", b"close"), (b"retry-after", b"1"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive, send_closing)
+
+    return serve
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a request-head deadline, a connection cap, a per-client share and a reserve.
+
+    ``settings`` and ``peers`` (connections held per peer address, for one
+    server) are set by the subclass ``guarded_protocol`` makes.
+    """
+
+    settings: ServerSettings
+    peers: Counter[str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_deadline: asyncio.TimerHandle | None = None
+        self._peer: str | None = None  # the address counted in ``peers`` for this connection
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        settings, peer = self.settings, self.client[0] if self.client else None
+        if peer is not None and self.peers[peer] >= settings.per_client_connections:
+            refusal = _CLIENT_REFUSAL
+        elif len(self.connections) > settings.max_connections + settings.reserved_connections:
+            refusal = _REFUSAL
+        else:
+            if peer is not None:
+                self._peer = peer
+                self.peers[peer] += 1
+            if len(self.connections) > settings.max_connections:
+                self.app = _reserved_only(self.app)
+            self._await_request_head()
+            return
+        transport.write(refusal)
+        transport.close()
+
+    def on_response_complete(self) -> None:
+        self._await_request_head()  # before super(): it may start a pipelined request, which is in time
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+        if self._peer is not None:
+            self.peers[self._peer] -= 1
+            if not self.peers[self._peer]:
+                del self.peers[self._peer]
+            self._peer = None
+        super().connection_lost(exc)
+
+    def _await_request_head(self) -> None:
+        """Close the connection unless a new request's head is complete within header_timeout_s."""
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+        self._head_deadline = self.loop.call_later(self.settings.header_timeout_s, self._head_overdue, self.cycle)
+
+    def _head_overdue(self, cycle_before: object) -> None:
+        if self.cycle is cycle_before and not self.transport.is_closing():
+            self.transport.close()
+
+
+def guarded_protocol(settings: ServerSettings) -> type[GuardedH11Protocol]:
+    """The protocol class to give uvicorn (``http=``): uvicorn builds it, so the settings travel on the class."""
+    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"settings": settings, "peers": Counter()})
+
+
+class RequestBodyTimeout(Exception):
+    """The client sent a request head and then not its whole body in time."""
+
+
+class BodyDeadline:
+    """ASGI middleware: the request body must arrive within ``timeout_s`` of the head, else 408 and close."""
+
+    def __init__(self, app: ASGIApp, timeout_s: float) -> None:
+        self.app = app
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        body_complete = False
+        response_started = False
+
+        async def receive_in_time() -> Message:
+            nonlocal body_complete
+            if body_complete:  # later receives wait for a disconnect, which may rightly take long
+                return await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise RequestBodyTimeout from None
+            body_complete = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal response_started
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive_in_time, send_tracked)
+        except RequestBodyTimeout:
+            if response_started:
+                raise
+            body = orjson.dumps(error_body(f"Request body not received within {self.timeout_s:g} s",
+                                           "invalid_request_error", code="request_timeout"))
+            await send({"type": "http.response.start", "status": 408, "headers": [
+                (b"content-type", b"application/json"), (b"connection", b"close"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+
+def quiet_accept_errors(loop: asyncio.AbstractEventLoop, on_error: Callable[[], None],
+                        interval_s: float = 10.0) -> Callable[[], None]:
+    """Count the loop's out-of-resource accept errors and log them at most once per interval; returns an undo."""
+    throttled = ThrottledLog(log, interval_s=interval_s)
+    previous = loop.get_exception_handler()
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS:
+            on_error()
+            throttled.warning("accept", "cannot accept connections: %s (raise the open-files limit or lower "
+                         "trustgate.server.max_connections)", exc.strerror or exc)
+        elif previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
+    loop.set_exception_handler(handle)
+    return lambda: loop.set_exception_handler(previous)
+
+
+def server_options(settings: ServerSettings) -> dict[str, Any]:
+    """uvicorn's options for these settings: ``uvicorn.run(app, **server_options(settings))``."""
+    return {"http": guarded_protocol(settings), "timeout_keep_alive": settings.keep_alive_s}
+
+
+def raise_descriptor_limit(settings: ServerSettings) -> None:
+    """Raise the open-files soft limit to what ``max_connections`` needs (up to the hard limit), or warn.
+
+    Past the limit accept() fails; with the limit above the connection cap,
+    connections beyond it are accepted and answered 503 instead.
+    """
+    needed = settings.max_connections + settings.reserved_connections + _OTHER_DESCRIPTORS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        soft = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        log.warning("the open-files limit (%d) is below what trustgate.server.max_connections (%d) needs (%d): "
+                    "raise `ulimit -n` or lower max_connections", soft, settings.max_connections, needed)

@@ -1,0 +1,38 @@
+"""``Gateway``: the parts a request handler works with, built once per app by its lifespan (``app``).
+
+Its own module so that everything a handler calls (the pipeline, the trust
+list, low-trust actions) can name it without importing the app that builds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from exporters import GatewayMetrics, Telemetry
+from exporters.calibration_metrics import CalibrationMetrics
+from scoring.learning.learner import Learner
+
+from ..config.settings import GatewaySettings
+from ..endpoints.limits import Limiter
+from ..trust.service import TrustService
+from ..upstream.client import UpstreamClient
+from .auth import KeyRing
+from .readiness import ReadinessCheck
+
+__all__ = ["Gateway"]
+
+
+@dataclass
+class Gateway:
+    """What a request handler needs, set on ``app.state.gateway`` by the lifespan."""
+
+    settings: GatewaySettings
+    keys: KeyRing
+    upstream: UpstreamClient
+    metrics: GatewayMetrics
+    trust: TrustService
+    telemetry: Telemetry
+    readiness: ReadinessCheck
+    limits: Limiter
+    calibration_metrics: CalibrationMetrics
+    learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)

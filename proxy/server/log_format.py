@@ -1,0 +1,105 @@
+"""One log stream for the whole process: one line per event, as text or as JSON, with the request id.
+
+Every logger writes through the root logger's one handler. uvicorn's loggers
+get there because the CLI passes uvicorn no logging config of its own; litellm's
+because ``route_litellm_logs_to_root`` takes off the handler litellm adds at
+import (it coloured each line with ANSI codes and, as its loggers also
+propagate, printed each Router line a second time). Text lines carry no colour,
+so a file or a collector reads them as written. JSON lines are one object per
+event (a traceback is a field, not more lines), for collectors that parse logs
+(Loki, Cloud Logging, Elasticsearch); both carry the request id of the request
+being served (``proxy.server.request_ids``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from datetime import UTC, datetime
+from typing import Literal, TextIO
+
+from .request_ids import current_request_id
+
+__all__ = ["LOG_FORMATS", "LogFormat", "configure_logging", "configured_log_format", "route_litellm_logs_to_root"]
+
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# Where litellm attaches its own handler (litellm/_logging.py).
+LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
+# Colour codes, which some libraries put in the message itself (litellm's Router: "\x1b[32m 200 OK\x1b[0m").
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+class _TextFormatter(logging.Formatter):
+    """The plain format, with ``request_id=...`` appended to the lines written while serving a request;
+    colour codes only where a person reads the stream on a terminal."""
+
+    def __init__(self, keep_colour: bool) -> None:
+        super().__init__(TEXT_FORMAT)
+        self._keep_colour = keep_colour
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        message = record.message if self._keep_colour else _ANSI.sub("", record.message)
+        record.message = " ".join(message.strip().splitlines())  # its own line breaks would split the event
+        return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        request_id = current_request_id.get()
+        return line if request_id == "-" else f"{line} request_id={request_id}"
+
+
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per line: time (UTC, ISO 8601), level, logger, message, request_id, exception."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, str] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": _ANSI.sub("", record.getMessage()).strip(),
+        }
+        request_id = current_request_id.get()
+        if request_id != "-":
+            entry["request_id"] = request_id
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(log_format: LogFormat, level: int = logging.INFO, stream: TextIO | None = None) -> None:
+    """The root logger's one handler (called once, by the CLI, before anything logs). Like
+    ``logging.basicConfig``, it leaves a root logger that already has handlers alone: a host that runs the
+    CLI in its own process (a test runner capturing logs) keeps its own."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    stream = stream or sys.stderr
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(_JsonFormatter() if log_format == "json" else _TextFormatter(keep_colour=stream.isatty()))
+    root.addHandler(handler)
+    root.setLevel(level)
+
+
+def configured_log_format() -> LogFormat:
+    """The format of the root handler ``configure_logging`` set (text when it set none): a child process
+    started by the gateway (its local scoring worker) logs alike."""
+    json_lines = any(isinstance(h.formatter, _JsonFormatter) for h in logging.getLogger().handlers)
+    return "json" if json_lines else "text"
+
+
+def route_litellm_logs_to_root() -> None:
+    """Take off litellm's own handlers (called right after importing litellm): its lines then reach the
+    root handler once, in this process's format. The handlers' filters (litellm's secret redaction) move
+    onto the loggers, so they still apply."""
+    for name in LITELLM_LOGGERS:
+        logger = logging.getLogger(name)
+        for handler in logger.handlers:
+            for log_filter in handler.filters:
+                if log_filter not in logger.filters:
+                    logger.addFilter(log_filter)
+        logger.handlers.clear()
+        logger.propagate = True

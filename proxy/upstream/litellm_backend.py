@@ -1,0 +1,350 @@
+"""The translating path: providers that do not speak OpenAI's wire format go through litellm's Router.
+
+This is the only module that imports litellm, and it does so lazily: a gateway
+whose deployments are all OpenAI-compatible never pays litellm's import time
+and memory.
+
+It behaves as the pass-through path does: failures go through the same
+``UpstreamErrors`` mapping, a call is bounded by a deadline (the group's
+``timeout``; for a stream its ``stream_timeout`` when set) and by
+``max_response_bytes`` — counted as the body streams in and decodes, for every
+provider, on the one HTTP transport all of litellm's calls take (``reply_cap``,
+which also refuses redirects) — a reply must have its endpoint's shape and a
+stream at least one event, and deployments are never put in cooldown — litellm would
+otherwise bench a deployment for every client after one client's 401 or 404
+(or a 404 on ``/responses``), which the pass-through path never does. Retries
+and fallbacks are UpstreamClient's, for both paths alike.
+
+It also holds the Responses API bridge: for a deployment that only speaks chat
+completions, litellm's responses↔chat transformation turns a Responses request
+into a chat completion and the answer (or stream) back into the Responses
+shape, on either upstream path.
+
+Streams differ in one way litellm imposes: it re-serialises every chunk from
+what it parsed, so a chunk it cannot read (``"delta": "str"``, or not JSON)
+cannot be forwarded as the pass-through path forwards it, and its Router ends
+the stream there (it closes the upstream response and re-raises). The client's
+stream then ends with one OpenAI-shaped error event naming the malformed reply,
+and no ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from typing import Any
+
+import httpx
+import orjson
+
+from ..config.settings import ConfigError, Deployment, GatewaySettings
+from ..endpoints.sdk_params import Endpoint
+from ..server.errors import GatewayError
+from ..server.log_format import route_litellm_logs_to_root
+from .completion import (
+    DONE_EVENT,
+    Completion,
+    Forwarded,
+    UpstreamStream,
+    bounded_chunks,
+    checked_completion,
+    checked_forwarded,
+    sse_event,
+)
+from .errors import UpstreamErrors
+from .redirects import MAX_REDIRECTS
+from .reply_cap import CappedTransport, ReplyCap, capped
+
+__all__ = ["LitellmBackend", "ResponsesBridge", "check_providers"]
+
+# litellm reads these request fields itself (``metadata`` steers its routing and
+# logging) and does not forward them, so a client's never reach it.
+_LITELLM_OWN_FIELDS = frozenset({"metadata"})
+
+# Under the HTTP client litellm's OpenAI-SDK providers share (``litellm.aclient_session``): one for the
+# process, as that client is; each call's cap comes from the call (``reply_cap.capped``).
+_TRANSPORT = CappedTransport()
+
+# The Router's method for each endpoint.
+_ROUTER_CALLS: dict[Endpoint, str] = {"chat": "acompletion", "completions": "atext_completion",
+                                      "embeddings": "aembedding", "responses": "aresponses"}
+
+
+def _import_litellm() -> Any:
+    # Without this, litellm fetches its model price map from the internet at import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    # Module settings, set once: no banner/debug text on stdout, no telemetry.
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    route_litellm_logs_to_root()  # one line per event, in the process's log format
+    if litellm.aclient_session is None:
+        # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
+        litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True,
+                                                    max_redirects=MAX_REDIRECTS)
+    # The providers litellm reaches with its own HTTP handler (anthropic/, ...) get their transport from
+    # this one factory (aiohttp's by default, which decodes and follows redirects unbounded): ours instead.
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    for name in ("create_async_transport", "_create_async_transport"):  # the factory, and its older alias
+        setattr(AsyncHTTPHandler, name, staticmethod(_guarded_transport))
+    return litellm
+
+
+def _guarded_transport(*args: Any, **kwargs: Any) -> CappedTransport:
+    """litellm's transport factory, answered with the one transport every litellm call goes through."""
+    return _TRANSPORT
+
+
+def check_providers(deployments: Iterable[Deployment]) -> None:
+    """A deployment whose provider litellm does not know is a one-line config error, not a start-up traceback."""
+    litellm = _import_litellm()
+    for deployment in deployments:
+        try:
+            litellm.get_llm_provider(model=deployment.provider_model, api_base=deployment.api_base)
+        except Exception:  # litellm raises its BadRequestError with a page of advice
+            raise ConfigError(f"model_list: `{deployment.model_name}` names `{deployment.provider_model}`, whose "
+                              "provider prefix litellm does not know (e.g. openai/, azure/, anthropic/)") from None
+
+
+def _client_fields(body: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in body.items() if name not in _LITELLM_OWN_FIELDS}
+
+
+class _LitellmCalls:
+    """What both litellm users share: error mapping, the bounds on replies, SSE framing."""
+
+    def __init__(self, litellm: Any, errors: UpstreamErrors, max_bytes: int, *, follow_redirects: bool) -> None:
+        self._litellm = litellm
+        self._errors = errors
+        self._max_bytes = max_bytes
+        self._follow_redirects = follow_redirects
+
+    def translate(self, exc: Exception, cap: ReplyCap) -> GatewayError:
+        if isinstance(exc, GatewayError):
+            return exc
+        if cap.exceeded:  # litellm wraps the transport's error in its own: the cap says what happened
+            return self._errors.too_large(self._max_bytes)
+        if cap.redirected:
+            return self._errors.redirected(f"{type(exc).__name__}: {exc}")
+        if cap.undecodable:
+            return self._errors.undecodable(f"{type(exc).__name__}: {exc}")
+        if cap.not_a_stream is not None:
+            return self._errors.malformed(f"a stream answered as {cap.not_a_stream[:60]!r}")
+        if isinstance(exc, self._litellm.Timeout):
+            return self._errors.timed_out(f"{type(exc).__name__}: {exc}")
+        return self._errors.for_exception(exc)
+
+    async def whole(self, call: Awaitable[Any], deadline: float, group: str, endpoint: Endpoint) -> Any:
+        with capped(self._max_bytes, follow_redirects=self._follow_redirects) as cap:
+            try:
+                async with asyncio.timeout(deadline):
+                    response = await call
+            except Exception as exc:  # litellm raises many unrelated types; all are mapped here
+                raise self.translate(exc, cap) from exc
+        raw = orjson.dumps(_without_cost(response.model_dump(mode="json", warnings=False)))
+        if endpoint == "chat":
+            return checked_completion(raw, group, max_bytes=self._max_bytes, errors=self._errors)
+        return checked_forwarded(raw, group, endpoint, max_bytes=self._max_bytes, errors=self._errors)
+
+    async def opened(self, call: Callable[[], Awaitable[Any]], deadline: float, stream_seconds: float,
+                     group: str, endpoint: Endpoint) -> UpstreamStream:
+        """Open a litellm stream and read its first event, so that errors before the first byte still raise.
+
+        The stream's opening is bounded by ``deadline``, the whole stream by
+        ``stream_seconds``, both from now.
+        """
+        started = asyncio.get_running_loop().time()
+        with capped(self._max_bytes, follow_redirects=self._follow_redirects, stream=True) as cap:
+            try:
+                async with asyncio.timeout(min(deadline, stream_seconds)):
+                    wrapper = await call()
+                    chunks = bounded_chunks(self._sse(wrapper, endpoint, cap), self._max_bytes,
+                                            self._errors, seconds=stream_seconds, started=started)
+                    first = await anext(chunks)
+            except Exception as exc:
+                raise self.translate(exc, cap) from exc
+        return UpstreamStream(chunks=chunks, close=chunks.aclose, model_group=group, first=[first])
+
+    async def _sse(self, wrapper: Any, endpoint: Endpoint, cap: ReplyCap) -> AsyncGenerator[bytes, None]:
+        """litellm's stream objects as the SSE the endpoint's clients expect.
+
+        Responses events are named (``event: response.output_text.delta``) and
+        have no ``[DONE]``; chat and text completion chunks end with ``[DONE]``.
+        The upstream's connection is closed however the stream ends. A stream
+        without a single event (an HTML page answered with 200, which litellm
+        reads as no events) is a malformed reply, never an empty successful stream.
+        """
+        events = 0
+        try:
+            async for item in wrapper:
+                events += 1
+                payload = item.model_dump(mode="json", exclude_none=True, warnings=False)
+                name = str(payload.get("type", "message")) if endpoint == "responses" else None
+                yield sse_event(_without_cost(payload) if name else _openai_usage_chunk(payload), name=name)
+        except Exception as exc:
+            raise self.translate(exc, cap) from exc
+        finally:
+            await _closed(wrapper)
+        if not events:
+            raise self._errors.malformed("the stream ended before its first event")
+        if endpoint != "responses":
+            yield DONE_EVENT
+
+
+def _openai_usage_chunk(payload: dict[str, Any]) -> dict[str, Any]:
+    """A chunk's ``usage`` as OpenAI sends it: only on the usage chunk, with ``choices: []`` and no ``cost``.
+
+    litellm gives every chunk of a text completion stream a zero ``usage``
+    (dropped here: it reports nothing), and its usage chunk
+    (``stream_options.include_usage``) an empty filler choice (no text, delta
+    or finish_reason) and a ``cost`` field. Any other chunk is unchanged.
+    """
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return payload
+    if not any(usage.get(name) for name in ("prompt_tokens", "completion_tokens", "total_tokens")):
+        del payload["usage"]
+        return payload
+    _without_cost(payload)
+    choices = payload.get("choices")
+    if isinstance(choices, list) and all(isinstance(choice, dict) and not any(
+            value for name, value in choice.items() if name != "index") for choice in choices):
+        payload["choices"] = []
+    return payload
+
+
+def _without_cost(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` without the ``cost`` litellm adds to a reply's ``usage`` (a Responses event's: its response's).
+
+    OpenAI's usage has no such field, and a client reading litellm's would read its price map's guess.
+    """
+    for holder in (payload, payload.get("response")):
+        usage = holder.get("usage") if isinstance(holder, dict) else None
+        if isinstance(usage, dict):
+            usage.pop("cost", None)
+    return payload
+
+
+async def _closed(wrapper: Any) -> None:
+    """Close a litellm stream object (its HTTP response); a failure to close changes nothing, the stream is over."""
+    close = getattr(wrapper, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+
+
+class LitellmBackend:
+    def __init__(self, settings: GatewaySettings, groups: Iterable[str], errors: UpstreamErrors) -> None:
+        self._litellm = _import_litellm()
+        wanted = set(groups)
+        router_settings = settings.router_settings
+        deployments = [d for d in settings.model_list if d.model_name in wanted]
+        model_list = [{"model_name": d.model_name, "litellm_params": d.litellm_params_plain()} for d in deployments]
+        # Fallbacks and retries (with backoff, Retry-After and scoring's budget) are
+        # applied by UpstreamClient for both backends alike, so the Router itself does neither.
+        self._router = self._litellm.Router(
+            model_list=model_list, num_retries=0, timeout=router_settings.timeout, disable_cooldowns=True,
+            routing_strategy=router_settings.routing_strategy,
+        )
+        groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
+        # The Router picks the deployment, so a call is bounded by its group's slowest one.
+        self._deadlines = {name: max(d.deadline(router_settings.timeout) for d in ds)
+                           for name, ds in groups_here.items()}
+        self._stream_deadlines = {name: max(d.stream_deadline(router_settings.timeout) for d in ds)
+                                  for name, ds in groups_here.items()}
+        self._calls = _LitellmCalls(self._litellm, errors, settings.trustgate.upstream.max_response_bytes,
+                                    follow_redirects=settings.trustgate.upstream.follow_redirects)
+        self._with_logprobs = {name for name, ds in groups_here.items()
+                               if all(_takes_logprobs(self._litellm, d) for d in ds)}
+
+    def gives_logprobs(self, group: str) -> bool:
+        """Whether every deployment of ``group`` has a provider that litellm lists as taking ``logprobs``."""
+        return group in self._with_logprobs
+
+    async def complete(self, group: str, body: dict[str, Any]) -> Completion:
+        completion: Completion = await self._calls.whole(self._call(group, body, "chat"), self._deadlines[group],
+                                                         group, "chat")
+        return completion
+
+    async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint) -> Forwarded:
+        forwarded: Forwarded = await self._calls.whole(self._call(group, body, endpoint), self._deadlines[group],
+                                                       group, endpoint)
+        return forwarded
+
+    async def open_stream(self, group: str, body: dict[str, Any], endpoint: Endpoint = "chat") -> UpstreamStream:
+        return await self._calls.opened(lambda: self._call(group, {**body, "stream": True}, endpoint),
+                                        self._deadlines[group], self._stream_deadlines[group], group, endpoint)
+
+    async def _call(self, group: str, body: dict[str, Any], endpoint: Endpoint) -> Any:
+        """The Router's call for ``endpoint``; a Responses call the deployment refuses (404) goes over the bridge."""
+        call = getattr(self._router, _ROUTER_CALLS[endpoint])
+        body = _client_fields(body)
+        try:
+            return await call(**{**body, "model": group})
+        except self._litellm.NotFoundError:
+            if endpoint != "responses":
+                raise
+        return await call(**{**body, "model": group, "use_chat_completions_api": True})
+
+    async def aclose(self) -> None:
+        close = getattr(self._router, "aclose", None)
+        if close is not None:
+            await close()
+        await _TRANSPORT.close_loop_pool()
+
+
+class ResponsesBridge:
+    """Responses API calls for pass-through deployments without ``/responses``, as chat completions via litellm."""
+
+    def __init__(self, errors: UpstreamErrors, default_timeout: float, max_bytes: int, *,
+                 follow_redirects: bool) -> None:
+        self._errors = errors
+        self._default_timeout = default_timeout
+        self._max_bytes = max_bytes
+        self._follow_redirects = follow_redirects
+        self._calls: _LitellmCalls | None = None
+
+    def _loaded(self) -> _LitellmCalls:
+        if self._calls is None:
+            self._calls = _LitellmCalls(_import_litellm(), self._errors, self._max_bytes,
+                                        follow_redirects=self._follow_redirects)
+        return self._calls
+
+    def _call(self, deployment: Deployment, body: dict[str, Any]) -> Awaitable[Any]:
+        params = deployment.litellm_params_plain()
+        return self._loaded()._litellm.aresponses(**{
+            **_client_fields(body), "model": deployment.provider_model, "api_base": deployment.api_base,
+            "api_key": params.get("api_key"), "timeout": deployment.deadline(self._default_timeout),
+            "use_chat_completions_api": True})
+
+    async def aclose(self) -> None:
+        if self._calls is not None:
+            await _TRANSPORT.close_loop_pool()
+
+    async def forward(self, deployment: Deployment, body: dict[str, Any]) -> Forwarded:
+        forwarded: Forwarded = await self._loaded().whole(
+            self._call(deployment, body), deployment.deadline(self._default_timeout), deployment.model_name,
+            "responses")
+        return forwarded
+
+    async def open_stream(self, deployment: Deployment, body: dict[str, Any]) -> UpstreamStream:
+        return await self._loaded().opened(lambda: self._call(deployment, {**body, "stream": True}),
+                                           deployment.deadline(self._default_timeout),
+                                           deployment.stream_deadline(self._default_timeout),
+                                           deployment.model_name, "responses")
+
+
+def _takes_logprobs(litellm: Any, deployment: Deployment) -> bool:
+    """Whether litellm passes ``logprobs`` to this deployment's provider (rather than refusing or dropping it)."""
+    try:
+        model, provider, _, _ = litellm.get_llm_provider(model=deployment.provider_model,
+                                                         api_base=deployment.api_base)
+        supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
+    except Exception:  # litellm raises assorted types for models it cannot place: then it is not asked
+        return False
+    return "logprobs" in (supported or [])
+

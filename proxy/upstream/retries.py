@@ -1,0 +1,135 @@
+"""Retries of upstream calls: exponential backoff with jitter, ``Retry-After`` honoured up to a cap.
+
+User calls retry what LiteLLM would retry (408, 429, 5xx, unreachable) up to
+``router_settings.num_retries`` times, waiting ``backoff_initial · 2ⁿ`` plus
+jitter (at most ``backoff_max``), or what the upstream asked for in
+``Retry-After`` when it did — and not at all when it asked for longer than
+``retry_after_cap``: then its 429 goes back to the client, ``Retry-After`` and all.
+
+Scoring calls must never amplify an upstream's trouble, so they also obey:
+
+- a retry budget (``RetryBudget``): their retries are at most a fraction of
+  their calls over a sliding window, and
+- a back-off window: after a 429 from a model group, scoring calls to it are
+  not made at all (they are shed, and counted) until its ``Retry-After`` (or the
+  first backoff step) has passed. User calls are never shed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from ..config.settings import RetrySettings, RouterSettings
+from ..server.errors import UpstreamError, UpstreamRateLimited
+
+__all__ = ["OnScoringShed", "RetryBudget", "RetryPolicy"]
+
+T = TypeVar("T")
+
+OnScoringShed = Callable[[str, str], None]  # (model group, reason: "rate_limited" | "retry_budget")
+
+
+class RetryBudget:
+    """Retries allowed as a share of calls over a sliding window.
+
+    With ``ratio`` 0.1, ten scoring calls earn one retry; ``minimum`` retries
+    per window are always allowed so that a quiet gateway still retries a blip.
+    """
+
+    def __init__(self, ratio: float, minimum: int, window_s: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._ratio = ratio
+        self._minimum = minimum
+        self._window = window_s
+        self._clock = clock
+        self._calls: deque[float] = deque()
+        self._retries: deque[float] = deque()
+
+    def _trim(self, now: float) -> None:
+        for stamps in (self._calls, self._retries):
+            while stamps and stamps[0] <= now - self._window:
+                stamps.popleft()
+
+    def record_call(self) -> None:
+        now = self._clock()
+        self._trim(now)
+        self._calls.append(now)
+
+    def try_retry(self) -> bool:
+        """Spend one retry if the budget has one."""
+        now = self._clock()
+        self._trim(now)
+        if len(self._retries) >= self._minimum + self._ratio * len(self._calls):
+            return False
+        self._retries.append(now)
+        return True
+
+
+class RetryPolicy:
+    def __init__(self, router: RouterSettings, settings: RetrySettings, *,
+                 on_scoring_shed: OnScoringShed = lambda group, reason: None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self._attempts = router.num_retries + 1
+        self._min_wait = router.retry_after  # LiteLLM's: the least time between two tries
+        self._settings = settings
+        self._backoff = wait_exponential_jitter(multiplier=settings.backoff_initial, max=settings.backoff_max,
+                                                jitter=settings.jitter)
+        self._budget = RetryBudget(settings.scoring_retry_ratio, settings.scoring_min_retries,
+                                   settings.scoring_budget_window, clock)
+        self._on_scoring_shed = on_scoring_shed
+        self._clock = clock
+        self._sleep = sleep
+        self._limited_until: dict[str, float] = {}
+
+    async def run(self, group: str, call: Callable[[int], Awaitable[T]], *, for_scoring: bool = False) -> T:
+        """``call(attempt)`` until it succeeds, is not worth retrying, or the attempts run out."""
+        if for_scoring:
+            self._admit_scoring(group)
+            self._budget.record_call()
+        retrying = AsyncRetrying(stop=stop_after_attempt(self._attempts), wait=self._wait, sleep=self._sleep,
+                                 reraise=True,
+                                 retry=retry_if_exception(lambda exc: self._worth_retrying(group, exc, for_scoring)))
+        async for attempt in retrying:
+            with attempt:
+                try:
+                    return await call(attempt.retry_state.attempt_number - 1)
+                except UpstreamRateLimited as exc:
+                    self._note_rate_limited(group, exc)
+                    raise
+        raise AssertionError("unreachable: tenacity returns or re-raises")
+
+    def _worth_retrying(self, group: str, exc: BaseException, for_scoring: bool) -> bool:
+        if not isinstance(exc, UpstreamError) or not exc.retryable:
+            return False
+        if exc.retry_after is not None and exc.retry_after > self._settings.retry_after_cap:
+            return False  # longer than we will hold a request: the client gets the 429 and its Retry-After
+        if for_scoring and not self._budget.try_retry():
+            self._on_scoring_shed(group, "retry_budget")
+            return False
+        return True
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        asked = exc.retry_after if isinstance(exc, UpstreamError) else None
+        wait = asked if asked is not None else self._backoff(state)
+        return max(wait, self._min_wait)
+
+    def _note_rate_limited(self, group: str, exc: UpstreamRateLimited) -> None:
+        pause = exc.retry_after if exc.retry_after is not None else self._settings.backoff_initial
+        until = self._clock() + min(pause, self._settings.retry_after_cap)
+        self._limited_until[group] = max(until, self._limited_until.get(group, 0.0))
+
+    def _admit_scoring(self, group: str) -> None:
+        """Shed a scoring call while its group is in the back-off window of a 429."""
+        left = self._limited_until.get(group, 0.0) - self._clock()
+        if left > 0:
+            self._on_scoring_shed(group, "rate_limited")
+            raise UpstreamRateLimited(f"scoring call not made: model group `{group}` is rate limited",
+                                      code="scoring_backoff", retry_after=left)
