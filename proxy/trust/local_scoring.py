@@ -305,6 +305,7 @@ class LocalScoringWorker:
                 log.error("scoring worker %d sent what the gateway cannot read (%s); restarting it",
                           child.process.pid, exc)
         finally:
+            child.writer.close()  # the connection ended: our end of the socket goes too
             child.lender.close()
             child.counts.close()
             child.ended.set()
@@ -320,7 +321,6 @@ class LocalScoringWorker:
                 with contextlib.suppress(ProcessLookupError):
                     child.process.kill()
             await child.process.wait()
-            child.writer.close()  # its socket, which the dead child no longer reads
             forget_child(child.process.pid)
             reason = child.describe_end()
             failed = child.fail_held(f"{reason} while scoring")

@@ -10,7 +10,9 @@ the user's call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,11 +31,15 @@ from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 
 
-def local_client(fake_upstream: FakeUpstream, http: httpx.AsyncClient) -> UpstreamClient:
+@contextlib.asynccontextmanager
+async def local_client(fake_upstream: FakeUpstream) -> AsyncIterator[UpstreamClient]:
+    """An upstream client whose group ``fake`` is the embedded model server (one slot), closed after use."""
     url = urlsplit(fake_upstream.url)  # type: ignore[attr-defined]
     config: dict[str, Any] = gateway_config(f"http://{url.hostname}:{url.port}")
     config["trustgate"] = {"local_upstream": {"enabled": True, "host": url.hostname, "port": url.port}}
-    return UpstreamClient(settings_from_dict(config, {}), http)
+    async with httpx.AsyncClient() as http, contextlib.aclosing(UpstreamClient(settings_from_dict(config, {}),
+                                                                               http)) as client:
+        yield client
 
 
 def body(text: str, **extra: Any) -> dict[str, Any]:
@@ -48,8 +54,7 @@ def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream)
         return "ok"
 
     async def scenario() -> None:
-        async with httpx.AsyncClient() as http:
-            client = local_client(fake_upstream, http)
+        async with local_client(fake_upstream) as client:
             first = asyncio.create_task(client.complete("fake", body("scoring-0"), priority=Priority.SCORING))
             await asyncio.sleep(0.05)
             queued = [asyncio.create_task(client.complete("fake", body(f"scoring-{i}"), priority=Priority.SCORING))
@@ -71,8 +76,7 @@ def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstre
         return "ok"
 
     async def scenario() -> None:
-        async with httpx.AsyncClient() as http:
-            client = local_client(fake_upstream, http)
+        async with local_client(fake_upstream) as client:
             metrics = build_metrics(CollectorRegistry())
             for_async = UpstreamAsk(client, metrics, "fake", "bc", lane="async")
             for_sync = UpstreamAsk(client, metrics, "fake", "bc", lane="sync")
@@ -98,8 +102,7 @@ def test_one_call_at_a_time_reaches_the_local_upstream(fake_upstream: FakeUpstre
     inside = {"now": 0, "most": 0}
 
     async def scenario() -> None:
-        async with httpx.AsyncClient() as http:
-            client = local_client(fake_upstream, http)
+        async with local_client(fake_upstream) as client:
             real_complete = client._passthrough.complete
 
             async def counting(deployment: Any, payload: dict[str, Any]) -> Any:
@@ -121,8 +124,7 @@ def test_one_call_at_a_time_reaches_the_local_upstream(fake_upstream: FakeUpstre
 
 def test_a_stream_holds_the_slot_until_it_is_closed(fake_upstream: FakeUpstream) -> None:
     async def scenario() -> None:
-        async with httpx.AsyncClient() as http:
-            client = local_client(fake_upstream, http)
+        async with local_client(fake_upstream) as client:
             stream = await client.open_stream("fake", body("streamed words", stream=True))
             waiting = asyncio.create_task(client.complete("fake", body("next"), priority=Priority.SCORING))
             await asyncio.sleep(0.1)

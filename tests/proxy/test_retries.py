@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -119,8 +120,8 @@ def test_scoring_retries_stop_when_the_budget_is_spent(fake_upstream: FakeUpstre
     shed: list[tuple[str, str]] = []
 
     async def scenario() -> None:
-        async with http_client() as http:
-            upstream = UpstreamClient(settings, http, on_scoring_shed=lambda g, r: shed.append((g, r)))
+        async with http_client() as http, contextlib.aclosing(
+                UpstreamClient(settings, http, on_scoring_shed=lambda g, r: shed.append((g, r)))) as upstream:
             fake_upstream.rate_limited, fake_upstream.retry_after = 1, "0"
             assert (await upstream.complete("fake", body)).data["choices"]
             assert len(fake_upstream.requests) == 2

@@ -99,6 +99,7 @@ def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_
             fake_upstream.responder = Answerer(YEAR_ANSWER[1], lambda n: "original")
             result = await scorer.score(ScoringJob(id="y", model="fake", question=YEAR_ANSWER[0],
                                                    answer=YEAR_ANSWER[1]), ask)
-            assert result.value == 1.0 and result.details.distractor_sources == {"numeric": 30}
+            # every distractor of a year comes from the numeric generator, however many checks the stopping rule asks
+            assert result.value == 1.0 and set(result.details.distractor_sources) == {"numeric"}
 
     asyncio.run(run())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -41,8 +42,8 @@ class JudgeAsk:
 def fact_check(fake: FakeUpstream, index: EvidenceIndex, question: str, answer: str,
                settings: FactCheckSettings | None = None) -> ComponentResult:
     async def scenario() -> ComponentResult:
-        async with httpx.AsyncClient() as http:
-            upstream = UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)  # type: ignore[attr-defined]
+        async with httpx.AsyncClient() as http, contextlib.aclosing(
+                UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)) as upstream:  # type: ignore[attr-defined]
             scorer = FactCheckScorer(InThreads(CpuParts(evidence=index)), settings or FactCheckSettings())
             job = ScoringJob(id="job-1", model="fake", question=question, answer=answer)
             return await scorer.score(job, JudgeAsk(upstream, "fake"))
@@ -123,8 +124,8 @@ def test_the_choice_judge_reads_yes_and_probes_its_habit_once(fake_upstream: Fak
     settings = FactCheckSettings(judge_procedure="choice")
 
     async def scenario() -> list[ComponentResult]:
-        async with httpx.AsyncClient() as http:
-            upstream = UpstreamClient(settings_from_dict(gateway_config(fake_upstream.url)), http)  # type: ignore[attr-defined]
+        async with httpx.AsyncClient() as http, contextlib.aclosing(
+                UpstreamClient(settings_from_dict(gateway_config(fake_upstream.url)), http)) as upstream:  # type: ignore[attr-defined]
             scorer = FactCheckScorer(InThreads(CpuParts(evidence=facts_index)), settings)
             ask = JudgeAsk(upstream, "fake")
             return [await scorer.score(ScoringJob(id=f"job-{n}", model="fake", question="What is the capital of "
