@@ -41,11 +41,9 @@ import httpx
 
 from bench.gateway_load import process_cpu_seconds
 from tests.e2e.gateway_process import GatewayProcess, serve_default_config
-from tests.e2e.sync_after_async import overtaken, sync_after_async, wait_all_final
+from tests.e2e.sync_after_async import AUTH, ask, overtaken, sync_after_async, wait_all_final
 
 COMMAND = ".venv/bin/python -m bench.embedded_default"
-KEY = "sk-trustgate-local"
-AUTH = {"authorization": f"Bearer {KEY}"}
 QUESTIONS = [
     "What is the capital of France?", "Who wrote Romeo and Juliet?", "What is the largest planet in the solar system?",
     "Who painted the Mona Lisa?", "What is the chemical symbol for gold?", "What is the capital of Japan?",
@@ -55,15 +53,6 @@ QUESTIONS = [
 BACKLOG_QUESTIONS = ["Who invented the telephone?", "What is the capital of Italy?", "Who wrote Hamlet?",
                      "What is the smallest prime number?", "Which ocean is the largest?", "Who composed the Magic "
                      "Flute?", "What is the capital of Canada?", "Who developed the theory of relativity?"]
-
-
-def ask(url: str, question: str, mode: str) -> tuple[httpx.Response, float]:
-    started = time.perf_counter()
-    response = httpx.post(f"{url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": mode}, timeout=300,
-                          json={"model": "local", "messages": [{"role": "user", "content": question}],
-                                "max_tokens": 32, "temperature": 0})
-    response.raise_for_status()
-    return response, time.perf_counter() - started
 
 
 def wait_final(url: str, record_id: str, started: float, timeout: float = 300) -> tuple[str, float]:

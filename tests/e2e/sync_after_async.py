@@ -45,7 +45,8 @@ class SyncAfterAsync:
         return sum(reply.status == "done" for reply in self.sync)
 
 
-def _ask(url: str, question: str, mode: str) -> tuple[httpx.Response, float]:
+def ask(url: str, question: str, mode: str) -> tuple[httpx.Response, float]:
+    """One short chat question to the embedded default's model in ``mode``: the response and how long it took."""
     started = time.perf_counter()
     response = httpx.post(f"{url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": mode}, timeout=300,
                           json={"model": "local", "messages": [{"role": "user", "content": question}],
@@ -56,10 +57,10 @@ def _ask(url: str, question: str, mode: str) -> tuple[httpx.Response, float]:
 
 def sync_after_async(url: str) -> SyncAfterAsync:
     with ThreadPoolExecutor(len(ASYNC_QUESTIONS)) as pool:
-        backlog = list(pool.map(lambda q: _ask(url, q, "async")[0].headers["x-trust-id"], ASYNC_QUESTIONS))
+        backlog = list(pool.map(lambda q: ask(url, q, "async")[0].headers["x-trust-id"], ASYNC_QUESTIONS))
     replies = []
     for question in SYNC_QUESTIONS:
-        response, seconds = _ask(url, question, "sync")
+        response, seconds = ask(url, question, "sync")
         replies.append(SyncReply(question, response.headers.get("x-trust-status", "none"), seconds,
                                  response.headers["x-trust-id"]))
     return SyncAfterAsync(replies, backlog)
