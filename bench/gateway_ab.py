@@ -39,7 +39,7 @@ from bench.gateway_load import (
 def gateway_from(checkout: Path, port: int, upstream_port: int, workdir: Path) -> ServerProcess:
     """``trustgate serve`` as ``bench.gateway_load`` runs it, from the sources in ``checkout``."""
     server = trustgate_server(port, upstream_port, workdir)
-    server.argv = [sys.executable, "-m", "proxy.cli", *server.argv[1:]]
+    server.argv = [sys.executable, "-m", "trustgate", *server.argv[1:]]
     server.env = {**os.environ, "PYTHONPATH": str(checkout)}
     server.cwd = checkout
     return server

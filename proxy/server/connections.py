@@ -27,7 +27,7 @@ import logging
 import resource
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -37,6 +37,7 @@ from scoring import ThrottledLog
 
 from ..config.settings import ServerSettings
 from .errors import error_body
+from .head_joining import HeadJoiningTransport
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
            "server_options"]
@@ -117,6 +118,7 @@ class GuardedH11Protocol(H11Protocol):
                 self.peers[peer] += 1
             if len(self.connections) > settings.max_connections:
                 self.app = _reserved_only(self.app)
+            self.transport = cast(asyncio.Transport, HeadJoiningTransport(transport, self.loop))
             self._await_request_head()
             return
         transport.write(refusal)

@@ -102,12 +102,13 @@ def held_until_closed(stream: UpstreamStream, release: Callable[[], None]) -> Up
             await stream.close()  # refers to ``stream`` itself: a stream wrapped twice keeps the inner one alive
         finally:
             release()
+            backstop.detach()  # released: nothing for the collector to do (and no wake-up of the loop)
 
     held = replace(stream, close=close_and_release)
     loop = asyncio.get_running_loop()
     # A response whose body never started (client gone at once) never closes its stream:
     # release when the stream object is collected, or what it holds would stay taken.
-    weakref.finalize(held, _release_from_any_thread, loop, release)
+    backstop = weakref.finalize(held, _release_from_any_thread, loop, release)
     return held
 
 

@@ -175,3 +175,32 @@ def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
         await asyncio.wait_for(slots.acquire(Priority.SCORING, 1.0), 0.5)
 
     asyncio.run(scenario())
+
+
+def test_a_closed_stream_leaves_nothing_for_the_collector_to_do() -> None:
+    """Closing releases the slot; collecting the closed stream later must not wake the event loop from outside
+    (a ``call_soon_threadsafe`` per stream was a write to the loop's self-pipe and an extra turn)."""
+    async def no_chunks() -> Any:
+        return
+        yield  # pragma: no cover - makes this an async generator
+
+    async def close() -> None:
+        return None
+
+    async def opened() -> UpstreamStream:
+        return UpstreamStream(chunks=no_chunks(), close=close, model_group="local")
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        woken: list[object] = []
+        plain = loop.call_soon_threadsafe
+        loop.call_soon_threadsafe = lambda *args, **kwargs: woken.append(args) or plain(*args, **kwargs)  # type: ignore[method-assign]
+        slots = PrioritySlots(1)
+        stream = await slots.open_stream(Priority.USER, 1.0, opened)
+        await stream.close()
+        del stream
+        gc.collect()
+        assert woken == []
+        await asyncio.wait_for(slots.acquire(Priority.SCORING, 1.0), 0.5)  # released once, by the close
+
+    asyncio.run(scenario())
