@@ -78,13 +78,15 @@ async def _wait_until_ready(process: asyncio.subprocess.Process, query_url: str,
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:
+    """Kill the server: it serves a read-only store, so there is nothing to lose.
+
+    Not SIGTERM: the local scoring worker ignores its process group's SIGTERM
+    and SIGINT (it drains first), its server inherits that, and a terminate
+    would only wait out a timeout before the kill.
+    """
     if process.returncode is None:
-        process.terminate()
-        try:
-            await asyncio.wait_for(process.wait(), 5.0)
-        except TimeoutError:
-            process.kill()
-            await process.wait()
+        process.kill()
+        await process.wait()
     forget_child(process.pid)
 
 
