@@ -155,12 +155,30 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
     assert f"You said: {LOW}" not in as_admin.text
     listed = httpx.get(f"{server.url}/v1/trust", headers={"authorization": "Bearer sk-ops"}, timeout=10)
     assert record_id in listed.text and f"You said: {LOW}" not in listed.text
+    labelled = httpx.post(f"{server.url}/v1/trust/{record_id}/feedback", headers={"authorization": "Bearer sk-ops"},
+                          json={"correct": False}, timeout=10)  # the label is kept; the answer is not shown
+    assert labelled.status_code == 200 and labelled.json()["feedback"] is not None
+    assert f"You said: {LOW}" not in labelled.text
     metrics = httpx.get(f"{server.url}/metrics").text
     assert 'trustgate_trust_actions_total{action="blocked",model="cheap"} 1.0' in metrics
 
     high = ask_chat(server, HIGH, key="sk-a")
     assert high.parse().choices[0].message.content == f"You said: {HIGH}"
     assert "x-trust-action" not in high.headers and high.headers["x-trust-score"] == "0.9000"
+
+
+def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    # allow_client_mode: lower (the default) lets a client choose async or off, which would skip the block
+    server = start(start_gateway, fake_upstream, "passthrough", action="block", message=MESSAGE,
+                   keys=[{"key": "sk-a", "name": "a"}])
+    for mode in ("async", "off"):
+        raw = sdk(server, "sk-a").chat.completions.with_raw_response.create(
+            model="cheap", messages=[{"role": "user", "content": LOW}], extra_headers={"x-trustgate-mode": mode})
+        assert raw.headers["x-trust-action"] == "blocked" and raw.parse().choices[0].message.content == MESSAGE
+    metrics = httpx.get(f"{server.url}/metrics").text
+    for mode in ("async", "off"):
+        assert f'trustgate_client_overrides_refused_total{{requested="{mode}",setting="mode"}} 1.0' in metrics
 
 
 @pytest.mark.parametrize("path", PATHS)
