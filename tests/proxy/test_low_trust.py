@@ -230,6 +230,22 @@ def test_escalation_returns_the_better_answer_and_links_the_records(
     assert second["escalated_from"] == first_id and second["model"] == "strong"
 
 
+def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    # README's worked config: escalation globally, a per-key block for a key that may not use the strong model
+    keys = [{"key": "sk-app", "name": "app", "models": ["cheap", "strong"]},
+            {"key": "sk-kiosk", "name": "kiosk", "models": ["cheap"]}]
+    settings = config(fake_upstream.url, "passthrough", action="escalate", escalate_to="strong",  # type: ignore[attr-defined]
+                      keys=keys)
+    settings["trustgate"]["scoring"]["per_key"] = {"kiosk": {"on_low_trust": {"action": "block", "message": MESSAGE}}}
+    server = start_gateway(settings, scorers=[VerdictScorer({"strong": 0.8})])
+    app = ask_chat(server, LOW, key="sk-app")
+    assert app.headers["x-trust-action"] == "escalated" and app.headers["x-trust-score"] == "0.8000"
+    kiosk = ask_chat(server, LOW, key="sk-kiosk")
+    assert kiosk.headers["x-trust-action"] == "blocked" and kiosk.parse().choices[0].message.content == MESSAGE
+    assert [request["messages"][-1]["content"] for request in fake_upstream.requests] == [LOW, LOW, LOW]
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
@@ -378,6 +394,35 @@ def test_hold_returns_the_first_stream_when_the_escalation_fails(
     raw, chunks, text = stream_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalation_failed" and text == f"You said: {LOW}"
     assert all(chunk.choices for chunk in chunks)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_out_of_time(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    cases = ((VerdictScorer({"strong": 0.05}), {}, "kept"),
+             (VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), {"escalation_timeout": 0.5}, "escalation_failed"))
+    for scorer, timeout, action in cases:
+        server = start(start_gateway, fake_upstream, path, scorer, action="escalate", escalate_to="strong",
+                       streams="hold", **timeout)
+        raw, chunks, text = stream_chat(server, LOW)  # the SDK's plain loop runs to the end
+        assert raw.headers["x-trust-action"] == action and text == f"You said: {LOW}"
+        assert all(chunk.choices for chunk in chunks) and len(chunks) > 2  # the upstream's own stream, replayed
+        assert chunks[-1].model_extra["trust"]["score"] == pytest.approx(0.1)
+        assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_held_block_keeps_the_usage_a_client_asked_for(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True,
+        stream_options={"include_usage": True})
+    chunks = list(raw.parse())
+    assert raw.headers["x-trust-action"] == "blocked" and all(chunk.choices for chunk in chunks)
+    usage = chunks[-1].usage
+    assert usage is not None and usage.completion_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
 @pytest.mark.parametrize("path", PATHS)
