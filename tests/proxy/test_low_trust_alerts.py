@@ -7,6 +7,7 @@ the failed pushes are counted.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import time
@@ -16,8 +17,13 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, Counter
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from exporters.alertmanager import ALERT_NAME, AlertmanagerSettings, alert_for
+from exporters.alertmanager import ALERT_NAME, AlertmanagerExporter, AlertmanagerSettings, alert_for
 from scoring.types import TrustRecord
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_low_trust import HIGH, LOW, VerdictScorer, ask_chat, config
@@ -118,3 +124,50 @@ def test_alertmanager_down_leaves_requests_alone_and_counts_the_failures(
     while metric(server, "failed") < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert metric(server, "failed") == 2 and metric(server, "sent") == 0
+
+
+class FlakyAlertmanager:
+    """An Alertmanager stand-in on a real socket for the retry rules: it answers ``statuses`` in turn, then 200,
+    and counts the pushes it got."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses, self.pushes = list(statuses), 0
+
+    def app(self) -> Starlette:
+        async def alerts(request: Request) -> Response:
+            await request.body()
+            self.pushes += 1
+            return Response(status_code=self.statuses.pop(0) if self.statuses else 200)
+        return Starlette(routes=[Route("/api/v2/alerts", alerts, methods=["POST"])])
+
+
+async def push_one(url: str, **settings: Any) -> dict[str, float]:
+    """One untrusted record through the exporter; the outcomes counted once its push has ended."""
+    registry = CollectorRegistry()
+    pushes = Counter("pushes", "test", ["outcome"], registry=registry)
+    record = TrustRecord(id="trust-1", status="done", model="m", owner="k", score=0.1, label="untrusted")
+    async with httpx.AsyncClient() as client:
+        exporter = AlertmanagerExporter(AlertmanagerSettings(alertmanager_url=url, backoff_s=0.01, **settings),
+                                        client, pushes)
+        exporter.notify(record)
+        for _ in range(500):
+            counted = {outcome: registry.get_sample_value("pushes_total", {"outcome": outcome}) or 0.0
+                       for outcome in ("sent", "failed")}
+            if sum(counted.values()):
+                return counted
+            await asyncio.sleep(0.01)
+    raise AssertionError("the push never ended")
+
+
+@pytest.mark.parametrize(("statuses", "attempts", "pushes", "outcome"), [
+    ([503, 429], 3, 3, "sent"),  # retried with backoff until it got through
+    ([503, 503, 503, 503], 3, 3, "failed"),  # at most max_attempts, then counted
+    ([400], 3, 1, "failed"),  # Alertmanager refused the alert itself: sending it again would not help
+])
+def test_a_push_is_retried_a_bounded_number_of_times(statuses: list[int], attempts: int, pushes: int,
+                                                     outcome: str) -> None:
+    flaky = FlakyAlertmanager(statuses)
+    with ServerThread(flaky.app()) as server:
+        counted = asyncio.run(push_one(server.url, max_attempts=attempts))
+    assert counted[outcome] == 1 and sum(counted.values()) == 1
+    assert flaky.pushes == pushes
