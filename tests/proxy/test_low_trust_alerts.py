@@ -1,8 +1,9 @@
 """Per-answer alerts: untrusted records and low-trust actions reach a real Alertmanager (its v2 API).
 
 The test starts Debian's ``prometheus-alertmanager`` on a loopback port with a
-temporary storage path; with Alertmanager down, requests are unaffected and
-the failed pushes are counted.
+temporary storage path and deploy/'s own config (the Alertmanager the compose
+stack runs: its routing, grouping and receivers); with Alertmanager down,
+requests are unaffected and the failed pushes are counted.
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from tests.redis_server import free_port
 from tests.servers import ServerThread
 
 BINARY = shutil.which("alertmanager") or shutil.which("prometheus-alertmanager")
+DEPLOY_ALERTMANAGER = Path(__file__).resolve().parents[2] / "deploy" / "alertmanager" / "alertmanager.yml"
 
 
 @pytest.fixture
 def alertmanager(tmp_path: Path) -> Iterator[str]:
     if BINARY is None:
         pytest.skip("alertmanager is not installed (Debian package `prometheus-alertmanager`)")
-    (tmp_path / "am.yml").write_text("route:\n  receiver: nowhere\nreceivers:\n  - name: nowhere\n")
+    shutil.copy(DEPLOY_ALERTMANAGER, tmp_path / "am.yml")
     port = free_port()
     process = subprocess.Popen([BINARY, f"--config.file={tmp_path / 'am.yml'}",
                                 f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
