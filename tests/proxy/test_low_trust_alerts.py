@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -173,3 +174,23 @@ def test_a_push_is_retried_a_bounded_number_of_times(statuses: list[int], attemp
         counted = asyncio.run(push_one(server.url, max_attempts=attempts))
     assert counted[outcome] == 1 and sum(counted.values()) == 1
     assert flaky.pushes == pushes
+
+
+def test_pushes_beyond_max_pending_are_dropped_and_counted() -> None:
+    async def flood(url: str) -> tuple[float, float]:
+        registry = CollectorRegistry()
+        pushes = Counter("pushes", "test", ["outcome"], registry=registry)
+        async with httpx.AsyncClient() as client:
+            exporter = AlertmanagerExporter(AlertmanagerSettings(alertmanager_url=url, max_pending=2, max_attempts=1,
+                                                                 timeout_s=0.5), client, pushes)
+            for number in range(5):  # the first two wait on an Alertmanager that never answers
+                exporter.notify(TrustRecord(id=f"trust-{number}", status="done", model="m", score=0.1,
+                                            label="untrusted"))
+            dropped = registry.get_sample_value("pushes_total", {"outcome": "dropped"}) or 0.0
+            await exporter.close()
+        return dropped, registry.get_sample_value("pushes_total", {"outcome": "sent"}) or 0.0
+
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never reads them
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        assert asyncio.run(flood(f"http://127.0.0.1:{silent.getsockname()[1]}")) == (3.0, 0.0)
