@@ -246,6 +246,18 @@ def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
     assert [request["messages"][-1]["content"] for request in fake_upstream.requests] == [LOW, LOW, LOW]
 
 
+def test_a_policy_for_one_model_group_acts_on_that_group_only(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    settings = config(fake_upstream.url, "passthrough")  # type: ignore[attr-defined]
+    settings["trustgate"]["scoring"]["per_model"] = {"cheap": {"on_low_trust": {"action": "block",
+                                                                                "message": MESSAGE}}}
+    server = start_gateway(settings, scorers=[VerdictScorer()])
+    assert ask_chat(server, LOW).headers["x-trust-action"] == "blocked"
+    strong = sdk(server).chat.completions.with_raw_response.create(
+        model="strong", messages=[{"role": "user", "content": LOW}])
+    assert "x-trust-action" not in strong.headers and strong.headers["x-trust-score"] == "0.1000"
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
