@@ -6,7 +6,9 @@ Run from the repository root (not part of ``make bench``; record the result in B
 
 Everything runs on loopback in this process: the fake upstream
 (``tests.fake_upstream``, answering after ``--model-ms`` to stand for model
-time and streaming its answer word by word) and gateways built from configs
+time and streaming its answer word by word, ``--token-ms`` after each word to
+stand for generation time: without it the whole stream arrives at once, and
+holding it costs the first byte nothing) and gateways built from configs
 that differ only in ``on_low_trust``. Scoring is sync and deterministic — a
 scorer that makes no upstream call and returns a fixed value per model group —
 so the figures are the gateway's own cost of the action, not a scorer's.
@@ -136,9 +138,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=200, help="measured rounds (each sends every kind once)")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--model-ms", type=float, default=50.0, help="the fake upstream's answer delay")
+    parser.add_argument("--token-ms", type=float, default=0.0,
+                        help="the fake upstream's pause after each streamed word (generation time)")
     args = parser.parse_args(argv)
 
-    fake = FakeUpstream(record=False, delay_ms=args.model_ms)
+    fake = FakeUpstream(record=False, delay_ms=args.model_ms, token_ms=args.token_ms)
     low_then_high = {"cheap": 0.1, "strong": 0.9}
     with ServerThread(fake.app()) as upstream, TemporaryDirectory() as tmp:
         store = Path(tmp)
@@ -151,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
             results = asyncio.run(_measure({"pass": pass_url, "hold": hold_url, "plain_low": plain_url,
                                             "escalate": escalate_url}, args.requests, args.warmup))
 
-    print(f"`{COMMAND} --requests {args.requests} --model-ms {args.model_ms:g}`\n")
+    print(f"`{COMMAND} --requests {args.requests} --model-ms {args.model_ms:g} --token-ms {args.token_ms:g}`\n")
     print("| measure | baseline median / p95 (ms) | policy median / p95 (ms) | ratio of medians |")
     print("|---|---|---|---|")
     for label, base, policy in (("stream, time to first byte: hold vs pass", "pass_ttfb", "hold_ttfb"),

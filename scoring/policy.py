@@ -2,7 +2,8 @@
 
 The operator's config outranks the client: a client's ``x-trustgate-mode``
 applies only as far as ``allow_client_mode`` lets it (by default it may lower
-scoring's cost, never raise it), and a client cannot raise the sample rate.
+scoring's cost, never raise it), never below a mode an ``on_low_trust`` action
+needs, and a client cannot raise the sample rate.
 """
 
 from __future__ import annotations
@@ -120,14 +121,17 @@ def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key:
         rate = override.sample_rate if override.sample_rate is not None else rate
         timeout = override.sync_timeout or timeout
         policy = override.allow_client_mode or policy
+    on_low_trust = low_trust(settings, model=model, key_name=key_name)
     refused: ScoringMode | None = None
     if mode_header is not None:
-        if client_may_choose(policy, mode, mode_header):
+        # A policy that blocks or escalates is the operator's guard: a client may not lower its mode out of it.
+        guarded = on_low_trust.acts and _COST[mode_header] < _COST[mode]
+        if client_may_choose(policy, mode, mode_header) and not guarded:
             mode = mode_header
         else:
             refused = mode_header
     return Decision(mode=mode, sync_timeout=timeout, sampled=mode != "off" and in_sample(request_key, rate),
-                    refused_mode=refused, on_low_trust=low_trust(settings, model=model, key_name=key_name))
+                    refused_mode=refused, on_low_trust=on_low_trust)
 
 
 def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:

@@ -53,6 +53,7 @@ def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[F
     fake, server = _fake_server
     fake.responder, fake.api_key, fake.delay_ms, fake.without_logprobs = echo, None, 0.0, False
     fake.logprobs_need_top = False
+    fake.token_ms = 0.0
     fake.responses_supported, fake.rate_limited, fake.retry_after = True, 0, None
     fake.requests.clear()
     fake.answered.clear()

@@ -116,6 +116,7 @@ class FakeUpstream:
     disconnects: int = 0  # non-streamed requests whose client left while the fake was still working
     record: bool = True
     delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
+    token_ms: float = 0.0  # paused after each streamed word: a stand-in for generation time in benchmarks
     without_logprobs: bool = False  # an upstream that ignores `logprobs` (returns none)
     logprobs_need_top: bool = False  # as llama.cpp's server: chat `logprobs: true` alone returns none
     responses_supported: bool = True
@@ -229,6 +230,8 @@ class FakeUpstream:
                 if logprobs:
                     choice["logprobs"] = {"content": [logprobs["content"][index]]}
                 yield _sse({**base, "choices": [choice]})
+                if self.token_ms:
+                    await asyncio.sleep(self.token_ms / 1000)
                 if bad_chunk is not None and index == 0:
                     yield b"data: {not json\n\n" if bad_chunk == "not-json" else \
                         _sse({**base, "choices": [{"index": 0, "delta": "str", "finish_reason": None}]})

@@ -115,8 +115,13 @@ def _answered(endpoint: Endpoint, tap: StreamTap, body: dict[str, Any]) -> dict[
     choice: dict[str, Any] = ({"index": 0, "text": text, "finish_reason": "stop"} if endpoint == "completions"
                               else {"index": 0, "finish_reason": "stop",
                                     "message": {"role": "assistant", "content": text}})
-    return {"id": tap.completion_id, "created": int(time.time()), "model": body.get("model", ""),
-            "choices": [choice]}
+    reply: dict[str, Any] = {"id": tap.completion_id, "created": int(time.time()), "model": body.get("model", ""),
+                             "choices": [choice]}
+    if tap.usage is not None:  # a block keeps the envelope's usage: what the client's key was charged
+        usage = tap.usage
+        reply["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+                          "total_tokens": usage.total}
+    return reply
 
 
 @dataclass(frozen=True)

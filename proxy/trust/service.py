@@ -184,8 +184,8 @@ class TrustService:
         if decision.refused_mode is not None:
             self._metrics.client_overrides_refused.labels(setting="mode", requested=decision.refused_mode).inc()
             self._refusals.debug(("mode", key_name, model), "ignored %s: %s for key %s on %s is not allowed by "
-                                 "allow_client_mode; scoring in %s mode", MODE_HEADER, decision.refused_mode,
-                                 key_name, model, decision.mode)
+                                 "allow_client_mode or an on_low_trust action; scoring in %s mode", MODE_HEADER,
+                                 decision.refused_mode, key_name, model, decision.mode)
         return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
                          traceparent=traceparent, request_id=headers.get(REQUEST_ID_HEADER),
                          sampling=request_sampling(request) if request is not None else None)

@@ -155,12 +155,30 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
     assert f"You said: {LOW}" not in as_admin.text
     listed = httpx.get(f"{server.url}/v1/trust", headers={"authorization": "Bearer sk-ops"}, timeout=10)
     assert record_id in listed.text and f"You said: {LOW}" not in listed.text
+    labelled = httpx.post(f"{server.url}/v1/trust/{record_id}/feedback", headers={"authorization": "Bearer sk-ops"},
+                          json={"correct": False}, timeout=10)  # the label is kept; the answer is not shown
+    assert labelled.status_code == 200 and labelled.json()["feedback"] is not None
+    assert f"You said: {LOW}" not in labelled.text
     metrics = httpx.get(f"{server.url}/metrics").text
     assert 'trustgate_trust_actions_total{action="blocked",model="cheap"} 1.0' in metrics
 
     high = ask_chat(server, HIGH, key="sk-a")
     assert high.parse().choices[0].message.content == f"You said: {HIGH}"
     assert "x-trust-action" not in high.headers and high.headers["x-trust-score"] == "0.9000"
+
+
+def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    # allow_client_mode: lower (the default) lets a client choose async or off, which would skip the block
+    server = start(start_gateway, fake_upstream, "passthrough", action="block", message=MESSAGE,
+                   keys=[{"key": "sk-a", "name": "a"}])
+    for mode in ("async", "off"):
+        raw = sdk(server, "sk-a").chat.completions.with_raw_response.create(
+            model="cheap", messages=[{"role": "user", "content": LOW}], extra_headers={"x-trustgate-mode": mode})
+        assert raw.headers["x-trust-action"] == "blocked" and raw.parse().choices[0].message.content == MESSAGE
+    metrics = httpx.get(f"{server.url}/metrics").text
+    for mode in ("async", "off"):
+        assert f'trustgate_client_overrides_refused_total{{requested="{mode}",setting="mode"}} 1.0' in metrics
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -210,6 +228,34 @@ def test_escalation_returns_the_better_answer_and_links_the_records(
             break
         asyncio.run(asyncio.sleep(0.05))
     assert second["escalated_from"] == first_id and second["model"] == "strong"
+
+
+def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    # README's worked config: escalation globally, a per-key block for a key that may not use the strong model
+    keys = [{"key": "sk-app", "name": "app", "models": ["cheap", "strong"]},
+            {"key": "sk-kiosk", "name": "kiosk", "models": ["cheap"]}]
+    settings = config(fake_upstream.url, "passthrough", action="escalate", escalate_to="strong",  # type: ignore[attr-defined]
+                      keys=keys)
+    settings["trustgate"]["scoring"]["per_key"] = {"kiosk": {"on_low_trust": {"action": "block", "message": MESSAGE}}}
+    server = start_gateway(settings, scorers=[VerdictScorer({"strong": 0.8})])
+    app = ask_chat(server, LOW, key="sk-app")
+    assert app.headers["x-trust-action"] == "escalated" and app.headers["x-trust-score"] == "0.8000"
+    kiosk = ask_chat(server, LOW, key="sk-kiosk")
+    assert kiosk.headers["x-trust-action"] == "blocked" and kiosk.parse().choices[0].message.content == MESSAGE
+    assert [request["messages"][-1]["content"] for request in fake_upstream.requests] == [LOW, LOW, LOW]
+
+
+def test_a_policy_for_one_model_group_acts_on_that_group_only(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    settings = config(fake_upstream.url, "passthrough")  # type: ignore[attr-defined]
+    settings["trustgate"]["scoring"]["per_model"] = {"cheap": {"on_low_trust": {"action": "block",
+                                                                                "message": MESSAGE}}}
+    server = start_gateway(settings, scorers=[VerdictScorer()])
+    assert ask_chat(server, LOW).headers["x-trust-action"] == "blocked"
+    strong = sdk(server).chat.completions.with_raw_response.create(
+        model="strong", messages=[{"role": "user", "content": LOW}])
+    assert "x-trust-action" not in strong.headers and strong.headers["x-trust-score"] == "0.1000"
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -360,6 +406,35 @@ def test_hold_returns_the_first_stream_when_the_escalation_fails(
     raw, chunks, text = stream_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalation_failed" and text == f"You said: {LOW}"
     assert all(chunk.choices for chunk in chunks)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_out_of_time(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    cases = ((VerdictScorer({"strong": 0.05}), {}, "kept"),
+             (VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), {"escalation_timeout": 0.5}, "escalation_failed"))
+    for scorer, timeout, action in cases:
+        server = start(start_gateway, fake_upstream, path, scorer, action="escalate", escalate_to="strong",
+                       streams="hold", **timeout)
+        raw, chunks, text = stream_chat(server, LOW)  # the SDK's plain loop runs to the end
+        assert raw.headers["x-trust-action"] == action and text == f"You said: {LOW}"
+        assert all(chunk.choices for chunk in chunks) and len(chunks) > 2  # the upstream's own stream, replayed
+        assert chunks[-1].model_extra["trust"]["score"] == pytest.approx(0.1)
+        assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_held_block_keeps_the_usage_a_client_asked_for(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
+    raw = sdk(server).chat.completions.with_raw_response.create(
+        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True,
+        stream_options={"include_usage": True})
+    chunks = list(raw.parse())
+    assert raw.headers["x-trust-action"] == "blocked" and all(chunk.choices for chunk in chunks)
+    usage = chunks[-1].usage
+    assert usage is not None and usage.completion_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
 @pytest.mark.parametrize("path", PATHS)

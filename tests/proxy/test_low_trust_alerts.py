@@ -1,13 +1,16 @@
 """Per-answer alerts: untrusted records and low-trust actions reach a real Alertmanager (its v2 API).
 
 The test starts Debian's ``prometheus-alertmanager`` on a loopback port with a
-temporary storage path; with Alertmanager down, requests are unaffected and
-the failed pushes are counted.
+temporary storage path and deploy/'s own config (the Alertmanager the compose
+stack runs: its routing, grouping and receivers); with Alertmanager down,
+requests are unaffected and the failed pushes are counted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -16,8 +19,13 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, Counter
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from exporters.alertmanager import ALERT_NAME, AlertmanagerSettings, alert_for
+from exporters.alertmanager import ALERT_NAME, AlertmanagerExporter, AlertmanagerSettings, alert_for
 from scoring.types import TrustRecord
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_low_trust import HIGH, LOW, VerdictScorer, ask_chat, config
@@ -25,13 +33,14 @@ from tests.redis_server import free_port
 from tests.servers import ServerThread
 
 BINARY = shutil.which("alertmanager") or shutil.which("prometheus-alertmanager")
+DEPLOY_ALERTMANAGER = Path(__file__).resolve().parents[2] / "deploy" / "alertmanager" / "alertmanager.yml"
 
 
 @pytest.fixture
 def alertmanager(tmp_path: Path) -> Iterator[str]:
     if BINARY is None:
         pytest.skip("alertmanager is not installed (Debian package `prometheus-alertmanager`)")
-    (tmp_path / "am.yml").write_text("route:\n  receiver: nowhere\nreceivers:\n  - name: nowhere\n")
+    shutil.copy(DEPLOY_ALERTMANAGER, tmp_path / "am.yml")
     port = free_port()
     process = subprocess.Popen([BINARY, f"--config.file={tmp_path / 'am.yml'}",
                                 f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
@@ -118,3 +127,70 @@ def test_alertmanager_down_leaves_requests_alone_and_counts_the_failures(
     while metric(server, "failed") < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert metric(server, "failed") == 2 and metric(server, "sent") == 0
+
+
+class FlakyAlertmanager:
+    """An Alertmanager stand-in on a real socket for the retry rules: it answers ``statuses`` in turn, then 200,
+    and counts the pushes it got."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses, self.pushes = list(statuses), 0
+
+    def app(self) -> Starlette:
+        async def alerts(request: Request) -> Response:
+            await request.body()
+            self.pushes += 1
+            return Response(status_code=self.statuses.pop(0) if self.statuses else 200)
+        return Starlette(routes=[Route("/api/v2/alerts", alerts, methods=["POST"])])
+
+
+async def push_one(url: str, **settings: Any) -> dict[str, float]:
+    """One untrusted record through the exporter; the outcomes counted once its push has ended."""
+    registry = CollectorRegistry()
+    pushes = Counter("pushes", "test", ["outcome"], registry=registry)
+    record = TrustRecord(id="trust-1", status="done", model="m", owner="k", score=0.1, label="untrusted")
+    async with httpx.AsyncClient() as client:
+        exporter = AlertmanagerExporter(AlertmanagerSettings(alertmanager_url=url, backoff_s=0.01, **settings),
+                                        client, pushes)
+        exporter.notify(record)
+        for _ in range(500):
+            counted = {outcome: registry.get_sample_value("pushes_total", {"outcome": outcome}) or 0.0
+                       for outcome in ("sent", "failed")}
+            if sum(counted.values()):
+                return counted
+            await asyncio.sleep(0.01)
+    raise AssertionError("the push never ended")
+
+
+@pytest.mark.parametrize(("statuses", "attempts", "pushes", "outcome"), [
+    ([503, 429], 3, 3, "sent"),  # retried with backoff until it got through
+    ([503, 503, 503, 503], 3, 3, "failed"),  # at most max_attempts, then counted
+    ([400], 3, 1, "failed"),  # Alertmanager refused the alert itself: sending it again would not help
+])
+def test_a_push_is_retried_a_bounded_number_of_times(statuses: list[int], attempts: int, pushes: int,
+                                                     outcome: str) -> None:
+    flaky = FlakyAlertmanager(statuses)
+    with ServerThread(flaky.app()) as server:
+        counted = asyncio.run(push_one(server.url, max_attempts=attempts))
+    assert counted[outcome] == 1 and sum(counted.values()) == 1
+    assert flaky.pushes == pushes
+
+
+def test_pushes_beyond_max_pending_are_dropped_and_counted() -> None:
+    async def flood(url: str) -> tuple[float, float]:
+        registry = CollectorRegistry()
+        pushes = Counter("pushes", "test", ["outcome"], registry=registry)
+        async with httpx.AsyncClient() as client:
+            exporter = AlertmanagerExporter(AlertmanagerSettings(alertmanager_url=url, max_pending=2, max_attempts=1,
+                                                                 timeout_s=0.5), client, pushes)
+            for number in range(5):  # the first two wait on an Alertmanager that never answers
+                exporter.notify(TrustRecord(id=f"trust-{number}", status="done", model="m", score=0.1,
+                                            label="untrusted"))
+            dropped = registry.get_sample_value("pushes_total", {"outcome": "dropped"}) or 0.0
+            await exporter.close()
+        return dropped, registry.get_sample_value("pushes_total", {"outcome": "sent"}) or 0.0
+
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never reads them
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        assert asyncio.run(flood(f"http://127.0.0.1:{silent.getsockname()[1]}")) == (3.0, 0.0)
