@@ -46,7 +46,8 @@ IMPLEMENTED: dict[str, frozenset[str]] = {
                                   *FALLBACK_KINDS}),
     "litellm_settings": frozenset({"num_retries", "request_timeout", *FALLBACK_KINDS}),
     "general_settings": frozenset({"master_key"}),
-    "model_list[]": frozenset({"model_name", "litellm_params", "model_info"}),
+    # model_info (LiteLLM's deployment id, cost and capability notes) is read by neither path: named.
+    "model_list[]": frozenset({"model_name", "litellm_params"}),
 }
 
 

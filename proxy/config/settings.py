@@ -75,7 +75,6 @@ class Deployment(BaseModel):
 
     model_name: str
     litellm_params: dict[str, Any]
-    model_info: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("litellm_params")
     @classmethod

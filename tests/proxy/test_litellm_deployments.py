@@ -171,7 +171,8 @@ def test_weights_split_the_traffic(tmp_path: Path, fake_upstream: FakeUpstream,
     caplog.set_level(logging.WARNING, logger="trustgate.config")
     config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
     server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
-    assert warned(caplog) == [["model_list[1].litellm_params.organization (pass-through deployment)",
+    assert warned(caplog) == [["model_list[0].model_info", "model_list[1].model_info",  # TrustGate reads none of it
+                               "model_list[1].litellm_params.organization (pass-through deployment)",
                                "litellm_settings.drop_params"]]
     with ThreadPoolExecutor(8) as pool, httpx.Client() as client:  # kept-alive connections: a quick 1,000 requests
         statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}", client).status_code, range(1000)))
@@ -182,10 +183,14 @@ def test_weights_split_the_traffic(tmp_path: Path, fake_upstream: FakeUpstream,
 
 
 def test_litellms_router_honours_the_weights_on_the_litellm_path(
-        tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+        tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="trustgate.config")
     config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = False
     server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
+    # litellm takes every litellm_params key (organization too); model_info, on either path, no one reads.
+    assert warned(caplog) == [["model_list[0].model_info", "model_list[1].model_info", "litellm_settings.drop_params"]]
     with ThreadPoolExecutor(8) as pool, httpx.Client() as client:  # fewer than above: litellm costs more per call
         statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}", client).status_code, range(300)))
     assert statuses == [200] * 300
