@@ -482,9 +482,9 @@ def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
     return value
 
 
-def _config_environment(read: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+def _config_environment(given: Any, environ: Mapping[str, str]) -> dict[str, str]:
     """The process's environment with the config's ``environment_variables`` over it, as LiteLLM applies them."""
-    given = read.pop("environment_variables", None) or {}
+    given = given or {}
     if not isinstance(given, Mapping) or any(isinstance(v, (Mapping, list)) for v in given.values()):
         raise ConfigError("environment_variables must map names to values")
     return {**environ, **{str(name): "" if value is None else str(value) for name, value in given.items()}}
@@ -492,8 +492,9 @@ def _config_environment(read: dict[str, Any], environ: Mapping[str, str]) -> dic
 
 def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> GatewaySettings:
     """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning."""
-    read, ignored = split_config(raw)
-    environment = _config_environment(read, os.environ if environ is None else environ)
+    environment = _config_environment(raw.get("environment_variables"), os.environ if environ is None else environ)
+    read, ignored = split_config(raw, environment)
+    read.pop("environment_variables", None)
     resolved = _resolve_env(read, environment, "config")
     general = resolved.pop("general_settings", None) or {}
     resolved["router_settings"] = merge_litellm_settings(resolved)

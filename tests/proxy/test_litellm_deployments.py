@@ -115,6 +115,41 @@ def test_an_unset_reference_in_a_key_read_is_a_one_line_error(tmp_path: Path) ->
         settings_from_dict(load(tmp_path, "env_references", upstream="http://127.0.0.1:5"), environ)
 
 
+@pytest.mark.parametrize("written", ["env", "config"])
+def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
+        written: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Which path a group takes (its ``model``, ``passthrough``) and the routing strategy are decided by the
+    values the references hold, whether the process or the config's ``environment_variables`` sets them."""
+    caplog.set_level(logging.WARNING, logger="trustgate.config")
+    values = {"MODEL": "openai/gpt-4o-mini", "STRATEGY": "least-busy", "PASSTHROUGH": "true"}
+
+    def config(**changed: str) -> dict[str, Any]:
+        given = {**values, **changed}
+        return {"model_list": [{"model_name": "chat", "litellm_params": {
+                    "model": "os.environ/MODEL", "api_base": "http://127.0.0.1:5/v1", "organization": "org-a"}}],
+                "router_settings": {"routing_strategy": "os.environ/STRATEGY"},
+                "general_settings": {"master_key": "k"},
+                "trustgate": {"passthrough": "os.environ/PASSTHROUGH"},
+                **({"environment_variables": given} if written == "config" else {})}
+
+    def read(**changed: str) -> tuple[Any, list[list[str]]]:
+        caplog.clear()
+        environ = {**values, **changed} if written == "env" else {}
+        return settings_from_dict(config(**changed), environ), warned(caplog)
+
+    settings, warnings = read()
+    assert settings.router_settings.routing_strategy == "least-busy" and settings.passthrough_groups() == {"chat"}
+    assert warnings == [["model_list[0].litellm_params.organization (pass-through deployment)"]]
+    settings, warnings = read(PASSTHROUGH="false")  # the litellm path takes every litellm_params key
+    assert settings.passthrough_groups() == set() and settings.model_list[0].litellm_params["organization"] == "org-a"
+    assert warnings == []
+    settings, warnings = read(STRATEGY="usage-based-routing-v2")
+    assert settings.router_settings.routing_strategy == "simple-shuffle"
+    assert warnings == [["model_list[0].litellm_params.organization (pass-through deployment)",
+                         "router_settings.routing_strategy (os.environ/STRATEGY is usage-based-routing-v2: "
+                         "simple-shuffle used)"]]
+
+
 # --- mode: off / on ---------------------------------------------------------------------------------------------
 
 
