@@ -308,17 +308,31 @@ def test_a_full_deployment_is_passed_over_for_one_with_room(
         assert sorted(r["model"] for r in slow_upstream.requests) == ["pair-a", "pair-b"]
 
 
-@pytest.mark.parametrize("strategy", ["least-busy", "latency-based-routing"])
-def test_litellms_router_takes_each_strategy_on_the_litellm_path(
-        strategy: str, tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
+def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
+        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
         start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy=strategy,
+    config = load(tmp_path, "slow_and_fast", strategy="latency-based-routing",
                   slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = False
     server = start_gateway(config)
-    slow_upstream.delay_ms = 0.0
-    assert [chat(server, "chat", f"q{n}").status_code for n in range(4)] == [200] * 4
-    assert len(slow_upstream.requests) + len(fake_upstream.requests) == 4
+    slow_upstream.delay_ms = 1500
+    assert [chat(server, "chat", f"q{n}").status_code for n in range(20)] == [200] * 20
+    # Shuffled, the slow one would answer about 10 of 20.
+    assert len(slow_upstream.requests) <= 3, (len(slow_upstream.requests), len(fake_upstream.requests))
+
+
+def test_litellms_router_follows_least_busy_on_the_litellm_path(
+        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
+        start_gateway: Callable[..., ServerThread]) -> None:
+    config = load(tmp_path, "slow_and_fast", strategy="least-busy",
+                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"]["passthrough"] = False
+    server = start_gateway(config)
+    slow_upstream.delay_ms = 1500
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}").status_code, range(40)))
+    assert statuses == [200] * 40
+    assert len(slow_upstream.requests) < 0.25 * 40, (len(slow_upstream.requests), len(fake_upstream.requests))
 
 
 def test_the_readmes_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> None:
