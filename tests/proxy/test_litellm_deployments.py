@@ -20,8 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from proxy.config.settings import ConfigError, read_config, settings_from_dict
+from tests.e2e.gateway_process import free_port, serve_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
@@ -148,6 +150,27 @@ def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
     assert warnings == [["model_list[0].litellm_params.organization (pass-through deployment)",
                          "router_settings.routing_strategy (os.environ/STRATEGY is usage-based-routing-v2: "
                          "simple-shuffle used)"]]
+
+
+def test_serve_exports_environment_variables_for_litellms_own_lookups(fake_upstream: FakeUpstream,
+                                                                      tmp_path: Path) -> None:
+    """``trustgate serve`` sets the config's ``environment_variables`` in its environment, as LiteLLM's proxy
+    does: a litellm-path deployment that names no key is sent the provider's key litellm looks up there."""
+    config = {"model_list": [{"model_name": "chat", "litellm_params": {
+                  "model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"}}],  # type: ignore[attr-defined]
+              "environment_variables": {"OPENAI_API_KEY": "sk-set-by-the-config"},
+              "general_settings": {"master_key": MASTER},
+              "trustgate": {"passthrough": False, "scoring": {"mode": "off"}, "server": {"port": free_port()},
+                            "store": {"path": str(tmp_path / "records.sqlite3")}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with serve_config(path, timeout=120) as gateway:
+        reply = httpx.post(f"{gateway.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER}"},
+                           json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+        gateway.kill()  # nothing to see in its shutdown: skip its seconds
+    assert reply.status_code == 200, reply.text
+    assert fake_upstream.headers[-1]["authorization"] == "Bearer sk-set-by-the-config"
+    assert "sk-set-by-the-config" not in "".join(gateway.output)
 
 
 # --- mode: off / on ---------------------------------------------------------------------------------------------
