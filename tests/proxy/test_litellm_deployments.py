@@ -110,6 +110,18 @@ def test_environment_values_keep_their_types_and_only_credentials_are_secret(tmp
     assert settings.trustgate.scoring.per_key["batch-jobs"].mode == "off"
 
 
+def test_exported_variables_named_as_secrets_are_kept_secret() -> None:
+    """A key set only to be exported (for litellm's own lookups) is scrubbed from error text like any key;
+    an address or a number is not (scrubbing "600" would garble every message)."""
+    settings = settings_from_dict({"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/m"}}],
+                                   "general_settings": {"master_key": "k"},
+                                   "environment_variables": {"ANTHROPIC_API_KEY": "sk-only-exported",
+                                                             "AZURE_API_BASE": "https://az.example", "RPM": 600}}, {})
+    assert settings.exported_environment() == {"ANTHROPIC_API_KEY": "sk-only-exported",
+                                               "AZURE_API_BASE": "https://az.example", "RPM": "600"}
+    assert set(settings.secrets()) == {"k", "sk-only-exported"} and "sk-only-exported" not in repr(settings)
+
+
 def test_an_unset_reference_in_a_key_read_is_a_one_line_error(tmp_path: Path) -> None:
     environ = {k: v for k, v in PROCESS_ENV.items() if k != "CHAT_KEY"}
     with pytest.raises(ConfigError, match=r"^config\.model_list\[0\]\.litellm_params\.api_key refers to "
