@@ -167,10 +167,12 @@ def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
 def test_serve_exports_environment_variables_for_litellms_own_lookups(fake_upstream: FakeUpstream,
                                                                       tmp_path: Path) -> None:
     """``trustgate serve`` sets the config's ``environment_variables`` in its environment, as LiteLLM's proxy
-    does: a litellm-path deployment that names no key is sent the provider's key litellm looks up there."""
+    does: a litellm-path deployment that names no key is sent the provider's key litellm looks up there.
+    The process logs its one ignored-keys warning once."""
     config = {"model_list": [{"model_name": "chat", "litellm_params": {
                   "model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"}}],  # type: ignore[attr-defined]
               "environment_variables": {"OPENAI_API_KEY": "sk-set-by-the-config"},
+              "router_settings": {"redis_host": "os.environ/TRUSTGATE_TEST_UNSET"},
               "general_settings": {"master_key": MASTER},
               "trustgate": {"passthrough": False, "scoring": {"mode": "off"}, "server": {"port": free_port()},
                             "store": {"path": str(tmp_path / "records.sqlite3")}}}
@@ -183,6 +185,9 @@ def test_serve_exports_environment_variables_for_litellms_own_lookups(fake_upstr
     assert reply.status_code == 200, reply.text
     assert fake_upstream.headers[-1]["authorization"] == "Bearer sk-set-by-the-config"
     assert "sk-set-by-the-config" not in "".join(gateway.output)
+    assert [line.split("trustgate.config: ", 1)[1] for line in gateway.output if "trustgate.config: " in line] == [
+        "LiteLLM settings TrustGate does not implement, ignored: "
+        "router_settings.redis_host (os.environ/TRUSTGATE_TEST_UNSET not read)\n"]
 
 
 # --- mode: off / on ---------------------------------------------------------------------------------------------
