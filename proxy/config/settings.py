@@ -59,6 +59,8 @@ log = logging.getLogger("trustgate.config")
 
 # A deployment's credentials, by name: api_key, aws_secret_access_key, azure_ad_token, vertex_credentials, ...
 _SECRET_PARAM = re.compile(r"(^|_)(key|credentials?)$|secret|password|(^|_)(access|session|ad|auth|api)_token$")
+# An environment variable's name, likewise: any *_TOKEN too (HF_TOKEN, GITHUB_TOKEN), no count of tokens there.
+_SECRET_VARIABLE = re.compile(f"{_SECRET_PARAM.pattern}|(^|_)token$")
 # Deployment keys that are numbers; a value read from the environment arrives as text.
 _INT_PARAMS = ("rpm", "tpm", "max_parallel_requests")
 _FLOAT_PARAMS = ("timeout", "stream_timeout", "weight")
@@ -470,7 +472,7 @@ class GatewaySettings(BaseModel):
             found.append(self.master_key.get_secret_value())
         found += [secret for d in self.model_list for secret in d.secrets()]
         found += [value.get_secret_value() for name, value in self.environment_variables.items()
-                  if _SECRET_PARAM.search(name.lower())]
+                  if _SECRET_VARIABLE.search(name.lower())]
         return [s for s in found if s]
 
     def exported_environment(self) -> dict[str, str]:

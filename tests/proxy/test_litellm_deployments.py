@@ -116,10 +116,12 @@ def test_exported_variables_named_as_secrets_are_kept_secret() -> None:
     settings = settings_from_dict({"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/m"}}],
                                    "general_settings": {"master_key": "k"},
                                    "environment_variables": {"ANTHROPIC_API_KEY": "sk-only-exported",
+                                                             "HF_TOKEN": "hf-only-exported",
                                                              "AZURE_API_BASE": "https://az.example", "RPM": 600}}, {})
-    assert settings.exported_environment() == {"ANTHROPIC_API_KEY": "sk-only-exported",
+    assert settings.exported_environment() == {"ANTHROPIC_API_KEY": "sk-only-exported", "HF_TOKEN": "hf-only-exported",
                                                "AZURE_API_BASE": "https://az.example", "RPM": "600"}
-    assert set(settings.secrets()) == {"k", "sk-only-exported"} and "sk-only-exported" not in repr(settings)
+    assert set(settings.secrets()) == {"k", "sk-only-exported", "hf-only-exported"}
+    assert "sk-only-exported" not in repr(settings) and "hf-only-exported" not in repr(settings)
 
 
 def test_an_unset_reference_in_a_key_read_is_a_one_line_error(tmp_path: Path) -> None:
