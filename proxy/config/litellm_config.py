@@ -6,8 +6,11 @@ does not implement is named in one warning at start-up rather than dropped
 without a word. ``split_config`` separates the two before anything is
 resolved, so that an ``os.environ/NAME`` reference inside an ignored key is
 never read (an unset one cannot stop start-up) and is named in the warning
-instead. Deployment ``litellm_params`` are read whole on the litellm path (it
-hands them to litellm); on the pass-through path only the keys it acts on
+instead; only the few values that decide the split (a deployment's ``model``
+and ``api_base``, ``trustgate.passthrough``, the routing strategy) are looked
+up in the environment, so that a reference there splits as its value would.
+Deployment ``litellm_params`` are read whole on the litellm path (it hands
+them to litellm); on the pass-through path only the keys it acts on
 (``PASSTHROUGH_PARAMS``) are read and the rest are named too.
 """
 
@@ -16,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from pydantic import TypeAdapter, ValidationError
 
 __all__ = ["ENV_PREFIX", "FALLBACK_KINDS", "OPENAI_COMPATIBLE_PREFIXES", "PASSTHROUGH_PARAMS", "ROUTING_STRATEGIES",
            "IgnoredKey", "RoutingStrategy", "is_openai_compatible", "merge_litellm_settings", "passthrough_groups",
@@ -46,7 +51,8 @@ IMPLEMENTED: dict[str, frozenset[str]] = {
                                   *FALLBACK_KINDS}),
     "litellm_settings": frozenset({"num_retries", "request_timeout", *FALLBACK_KINDS}),
     "general_settings": frozenset({"master_key"}),
-    "model_list[]": frozenset({"model_name", "litellm_params", "model_info"}),
+    # model_info (LiteLLM's deployment id, cost and capability notes) is read by neither path: named.
+    "model_list[]": frozenset({"model_name", "litellm_params"}),
 }
 
 
@@ -78,40 +84,77 @@ def passthrough_groups(deployments: Iterable[tuple[str, bool]]) -> set[str]:
     return {group for group, all_compatible in groups.items() if all_compatible}
 
 
-def split_config(raw: Mapping[str, Any]) -> tuple[dict[str, Any], list[IgnoredKey]]:
-    """The part of ``raw`` TrustGate reads, and the keys it ignores in file order; nothing is resolved yet."""
+def split_config(raw: Mapping[str, Any], environment: Mapping[str, str]) -> tuple[dict[str, Any], list[IgnoredKey]]:
+    """The part of ``raw`` TrustGate reads, and the keys it ignores in file order; nothing is resolved yet.
+
+    ``environment`` (the process's, the config's ``environment_variables`` over it) is only looked at for
+    the values that decide the split.
+    """
     read: dict[str, Any] = {}
     ignored: list[IgnoredKey] = []
     for key, value in raw.items():
         if key not in IMPLEMENTED[""]:
             ignored.append(_ignored(str(key), value))
         elif key in IMPLEMENTED and isinstance(value, Mapping):
-            read[key] = _section(key, value, ignored)
+            read[key] = _section(key, value, environment, ignored)
         elif key == "model_list" and isinstance(value, list):
-            read[key] = _model_list(value, raw.get("trustgate"), ignored)
+            read[key] = _model_list(value, raw.get("trustgate"), environment, ignored)
         else:
             read[key] = value
     return read, ignored
 
 
-def _section(name: str, section: Mapping[str, Any], ignored: list[IgnoredKey]) -> dict[str, Any]:
+def _peek(value: Any, environment: Mapping[str, str]) -> Any:
+    """The text an ``os.environ/`` reference holds, else ``value``; an unset one stays (resolution reports it)."""
+    if _is_reference(value):
+        return environment.get(value[len(ENV_PREFIX):], value)
+    return value
+
+
+def _section(name: str, section: Mapping[str, Any], environment: Mapping[str, str],
+             ignored: list[IgnoredKey]) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for key, value in section.items():
         path = f"{name}.{key}"
         if key not in IMPLEMENTED[name]:
             ignored.append(_ignored(path, value))
-        elif key == "routing_strategy" and value not in ROUTING_STRATEGIES:
-            ignored.append(IgnoredKey(path, note=f"{value}: simple-shuffle used"))
+        elif key == "routing_strategy" and (note := _unfollowed_strategy(value, environment)):
+            ignored.append(IgnoredKey(path, note=note))
         else:
             kept[key] = value
     return kept
 
 
-def _model_list(entries: list[Any], trustgate: Any, ignored: list[IgnoredKey]) -> list[Any]:
-    enabled = not isinstance(trustgate, Mapping) or trustgate.get("passthrough", True) is not False
+def _is_reference(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(ENV_PREFIX)
+
+
+def _unfollowed_strategy(value: Any, environment: Mapping[str, str]) -> str | None:
+    """Why a routing strategy is not followed; None for one both paths follow (or an unset reference,
+    which resolution reports)."""
+    strategy = _peek(value, environment)
+    if strategy in ROUTING_STRATEGIES or _is_reference(strategy):
+        return None
+    return f"{value} is {strategy}: simple-shuffle used" if _is_reference(value) else f"{strategy}: simple-shuffle used"
+
+
+def _passthrough_on(trustgate: Any, environment: Mapping[str, str]) -> bool:
+    """``trustgate.passthrough`` as the settings will read it (a flag written as text too); on by default."""
+    if not isinstance(trustgate, Mapping):
+        return True
+    try:
+        return TypeAdapter(bool).validate_python(_peek(trustgate.get("passthrough", True), environment))
+    except ValidationError:
+        return True  # the settings refuse it, naming the key
+
+
+def _model_list(entries: list[Any], trustgate: Any, environment: Mapping[str, str],
+                ignored: list[IgnoredKey]) -> list[Any]:
+    enabled = _passthrough_on(trustgate, environment)
     fast = passthrough_groups(
         (str(entry.get("model_name")),
-         enabled and is_openai_compatible(_params(entry).get("model"), _params(entry).get("api_base")))
+         enabled and is_openai_compatible(_peek(_params(entry).get("model"), environment),
+                                          _peek(_params(entry).get("api_base"), environment)))
         for entry in entries if isinstance(entry, Mapping))
     kept: list[Any] = []
     for index, entry in enumerate(entries):

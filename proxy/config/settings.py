@@ -59,6 +59,8 @@ log = logging.getLogger("trustgate.config")
 
 # A deployment's credentials, by name: api_key, aws_secret_access_key, azure_ad_token, vertex_credentials, ...
 _SECRET_PARAM = re.compile(r"(^|_)(key|credentials?)$|secret|password|(^|_)(access|session|ad|auth|api)_token$")
+# An environment variable's name, likewise: any *_TOKEN too (HF_TOKEN, GITHUB_TOKEN), no count of tokens there.
+_SECRET_VARIABLE = re.compile(f"{_SECRET_PARAM.pattern}|(^|_)token$")
 # Deployment keys that are numbers; a value read from the environment arrives as text.
 _INT_PARAMS = ("rpm", "tpm", "max_parallel_requests")
 _FLOAT_PARAMS = ("timeout", "stream_timeout", "weight")
@@ -75,7 +77,6 @@ class Deployment(BaseModel):
 
     model_name: str
     litellm_params: dict[str, Any]
-    model_info: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("litellm_params")
     @classmethod
@@ -397,6 +398,10 @@ class GatewaySettings(BaseModel):
     router_settings: RouterSettings = Field(default_factory=RouterSettings)
     master_key: SecretStr | None = None
     trustgate: TrustGateSection = Field(default_factory=TrustGateSection)
+    # The config's environment_variables. Besides feeding os.environ/ references, the commands that serve
+    # export them (``exported_environment``), as LiteLLM's proxy does: litellm reads a provider's key
+    # from the environment itself where a deployment names none.
+    environment_variables: dict[str, SecretStr] = Field(default_factory=dict)
 
     @field_validator("model_list")
     @classmethod
@@ -466,7 +471,13 @@ class GatewaySettings(BaseModel):
         if self.master_key:
             found.append(self.master_key.get_secret_value())
         found += [secret for d in self.model_list for secret in d.secrets()]
+        found += [value.get_secret_value() for name, value in self.environment_variables.items()
+                  if _SECRET_VARIABLE.search(name.lower())]
         return [s for s in found if s]
+
+    def exported_environment(self) -> dict[str, str]:
+        """The variables a serving process sets in its own environment (``environment_variables``)."""
+        return {name: value.get_secret_value() for name, value in self.environment_variables.items()}
 
 
 def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
@@ -483,24 +494,26 @@ def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
     return value
 
 
-def _config_environment(read: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
-    """The process's environment with the config's ``environment_variables`` over it, as LiteLLM applies them."""
-    given = read.pop("environment_variables", None) or {}
+def _environment_variables(given: Any) -> dict[str, str]:
+    """The config's ``environment_variables`` as text, as LiteLLM sets them."""
+    given = given or {}
     if not isinstance(given, Mapping) or any(isinstance(v, (Mapping, list)) for v in given.values()):
         raise ConfigError("environment_variables must map names to values")
-    return {**environ, **{str(name): "" if value is None else str(value) for name, value in given.items()}}
+    return {str(name): "" if value is None else str(value) for name, value in given.items()}
 
 
 def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> GatewaySettings:
     """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning."""
-    read, ignored = split_config(raw)
-    environment = _config_environment(read, os.environ if environ is None else environ)
+    given = _environment_variables(raw.get("environment_variables"))
+    environment = {**(os.environ if environ is None else environ), **given}  # the config's win
+    read, ignored = split_config(raw, environment)
+    read.pop("environment_variables", None)
     resolved = _resolve_env(read, environment, "config")
     general = resolved.pop("general_settings", None) or {}
     resolved["router_settings"] = merge_litellm_settings(resolved)
     resolved.pop("litellm_settings", None)
     try:
-        settings = GatewaySettings(**resolved, master_key=general.get("master_key"))
+        settings = GatewaySettings(**resolved, master_key=general.get("master_key"), environment_variables=given)
     except ValidationError as exc:
         raise ConfigError(_one_line(exc)) from None
     except ValueError as exc:

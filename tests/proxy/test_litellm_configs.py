@@ -31,7 +31,7 @@ IGNORED = {
     "load_balancing": ["router_settings.routing_strategy (usage-based-routing-v2: simple-shuffle used)",
                        "router_settings.redis_host (os.environ/REDIS_HOST not read)", "router_settings.redis_port",
                        "router_settings.enable_pre_call_checks", "router_settings.allowed_fails",
-                       "router_settings.cooldown_time"],
+                       "router_settings.cooldown_time", "model_list[2].model_info"],
     "production": ["litellm_settings.drop_params", "litellm_settings.success_callback",
                    "litellm_settings.failure_callback", "litellm_settings.cache", "litellm_settings.cache_params",
                    "general_settings.database_url (os.environ/DATABASE_URL not read)", "general_settings.alerting",

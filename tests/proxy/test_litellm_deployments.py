@@ -20,8 +20,10 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from proxy.config.settings import ConfigError, read_config, settings_from_dict
+from tests.e2e.gateway_process import free_port, serve_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
@@ -108,11 +110,86 @@ def test_environment_values_keep_their_types_and_only_credentials_are_secret(tmp
     assert settings.trustgate.scoring.per_key["batch-jobs"].mode == "off"
 
 
+def test_exported_variables_named_as_secrets_are_kept_secret() -> None:
+    """A key set only to be exported (for litellm's own lookups) is scrubbed from error text like any key;
+    an address or a number is not (scrubbing "600" would garble every message)."""
+    settings = settings_from_dict({"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/m"}}],
+                                   "general_settings": {"master_key": "k"},
+                                   "environment_variables": {"ANTHROPIC_API_KEY": "sk-only-exported",
+                                                             "HF_TOKEN": "hf-only-exported",
+                                                             "AZURE_API_BASE": "https://az.example", "RPM": 600}}, {})
+    assert settings.exported_environment() == {"ANTHROPIC_API_KEY": "sk-only-exported", "HF_TOKEN": "hf-only-exported",
+                                               "AZURE_API_BASE": "https://az.example", "RPM": "600"}
+    assert set(settings.secrets()) == {"k", "sk-only-exported", "hf-only-exported"}
+    assert "sk-only-exported" not in repr(settings) and "hf-only-exported" not in repr(settings)
+
+
 def test_an_unset_reference_in_a_key_read_is_a_one_line_error(tmp_path: Path) -> None:
     environ = {k: v for k, v in PROCESS_ENV.items() if k != "CHAT_KEY"}
     with pytest.raises(ConfigError, match=r"^config\.model_list\[0\]\.litellm_params\.api_key refers to "
                                           r"environment variable CHAT_KEY, which is not set$"):
         settings_from_dict(load(tmp_path, "env_references", upstream="http://127.0.0.1:5"), environ)
+
+
+@pytest.mark.parametrize("written", ["env", "config"])
+def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
+        written: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Which path a group takes (its ``model``, ``passthrough``) and the routing strategy are decided by the
+    values the references hold, whether the process or the config's ``environment_variables`` sets them."""
+    caplog.set_level(logging.WARNING, logger="trustgate.config")
+    values = {"MODEL": "openai/gpt-4o-mini", "STRATEGY": "least-busy", "PASSTHROUGH": "true"}
+
+    def config(**changed: str) -> dict[str, Any]:
+        given = {**values, **changed}
+        return {"model_list": [{"model_name": "chat", "litellm_params": {
+                    "model": "os.environ/MODEL", "api_base": "http://127.0.0.1:5/v1", "organization": "org-a"}}],
+                "router_settings": {"routing_strategy": "os.environ/STRATEGY"},
+                "general_settings": {"master_key": "k"},
+                "trustgate": {"passthrough": "os.environ/PASSTHROUGH"},
+                **({"environment_variables": given} if written == "config" else {})}
+
+    def read(**changed: str) -> tuple[Any, list[list[str]]]:
+        caplog.clear()
+        environ = {**values, **changed} if written == "env" else {}
+        return settings_from_dict(config(**changed), environ), warned(caplog)
+
+    settings, warnings = read()
+    assert settings.router_settings.routing_strategy == "least-busy" and settings.passthrough_groups() == {"chat"}
+    assert warnings == [["model_list[0].litellm_params.organization (pass-through deployment)"]]
+    settings, warnings = read(PASSTHROUGH="false")  # the litellm path takes every litellm_params key
+    assert settings.passthrough_groups() == set() and settings.model_list[0].litellm_params["organization"] == "org-a"
+    assert warnings == []
+    settings, warnings = read(STRATEGY="usage-based-routing-v2")
+    assert settings.router_settings.routing_strategy == "simple-shuffle"
+    assert warnings == [["model_list[0].litellm_params.organization (pass-through deployment)",
+                         "router_settings.routing_strategy (os.environ/STRATEGY is usage-based-routing-v2: "
+                         "simple-shuffle used)"]]
+
+
+def test_serve_exports_environment_variables_for_litellms_own_lookups(fake_upstream: FakeUpstream,
+                                                                      tmp_path: Path) -> None:
+    """``trustgate serve`` sets the config's ``environment_variables`` in its environment, as LiteLLM's proxy
+    does: a litellm-path deployment that names no key is sent the provider's key litellm looks up there.
+    The process logs its one ignored-keys warning once."""
+    config = {"model_list": [{"model_name": "chat", "litellm_params": {
+                  "model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"}}],  # type: ignore[attr-defined]
+              "environment_variables": {"OPENAI_API_KEY": "sk-set-by-the-config"},
+              "router_settings": {"redis_host": "os.environ/TRUSTGATE_TEST_UNSET"},
+              "general_settings": {"master_key": MASTER},
+              "trustgate": {"passthrough": False, "scoring": {"mode": "off"}, "server": {"port": free_port()},
+                            "store": {"path": str(tmp_path / "records.sqlite3")}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with serve_config(path, timeout=120) as gateway:
+        reply = httpx.post(f"{gateway.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER}"},
+                           json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+        gateway.kill()  # nothing to see in its shutdown: skip its seconds
+    assert reply.status_code == 200, reply.text
+    assert fake_upstream.headers[-1]["authorization"] == "Bearer sk-set-by-the-config"
+    assert "sk-set-by-the-config" not in "".join(gateway.output)
+    assert [line.split("trustgate.config: ", 1)[1] for line in gateway.output if "trustgate.config: " in line] == [
+        "LiteLLM settings TrustGate does not implement, ignored: "
+        "router_settings.redis_host (os.environ/TRUSTGATE_TEST_UNSET not read)\n"]
 
 
 # --- mode: off / on ---------------------------------------------------------------------------------------------
@@ -171,7 +248,8 @@ def test_weights_split_the_traffic(tmp_path: Path, fake_upstream: FakeUpstream,
     caplog.set_level(logging.WARNING, logger="trustgate.config")
     config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
     server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
-    assert warned(caplog) == [["model_list[1].litellm_params.organization (pass-through deployment)",
+    assert warned(caplog) == [["model_list[0].model_info", "model_list[1].model_info",  # TrustGate reads none of it
+                               "model_list[1].litellm_params.organization (pass-through deployment)",
                                "litellm_settings.drop_params"]]
     with ThreadPoolExecutor(8) as pool, httpx.Client() as client:  # kept-alive connections: a quick 1,000 requests
         statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}", client).status_code, range(1000)))
@@ -182,10 +260,14 @@ def test_weights_split_the_traffic(tmp_path: Path, fake_upstream: FakeUpstream,
 
 
 def test_litellms_router_honours_the_weights_on_the_litellm_path(
-        tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+        tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="trustgate.config")
     config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = False
     server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
+    # litellm takes every litellm_params key (organization too); model_info, on either path, no one reads.
+    assert warned(caplog) == [["model_list[0].model_info", "model_list[1].model_info", "litellm_settings.drop_params"]]
     with ThreadPoolExecutor(8) as pool, httpx.Client() as client:  # fewer than above: litellm costs more per call
         statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}", client).status_code, range(300)))
     assert statuses == [200] * 300
@@ -268,17 +350,31 @@ def test_a_full_deployment_is_passed_over_for_one_with_room(
         assert sorted(r["model"] for r in slow_upstream.requests) == ["pair-a", "pair-b"]
 
 
-@pytest.mark.parametrize("strategy", ["least-busy", "latency-based-routing"])
-def test_litellms_router_takes_each_strategy_on_the_litellm_path(
-        strategy: str, tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
+def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
+        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
         start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy=strategy,
+    config = load(tmp_path, "slow_and_fast", strategy="latency-based-routing",
                   slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = False
     server = start_gateway(config)
-    slow_upstream.delay_ms = 0.0
-    assert [chat(server, "chat", f"q{n}").status_code for n in range(4)] == [200] * 4
-    assert len(slow_upstream.requests) + len(fake_upstream.requests) == 4
+    slow_upstream.delay_ms = 1500
+    assert [chat(server, "chat", f"q{n}").status_code for n in range(20)] == [200] * 20
+    # Shuffled, the slow one would answer about 10 of 20.
+    assert len(slow_upstream.requests) <= 3, (len(slow_upstream.requests), len(fake_upstream.requests))
+
+
+def test_litellms_router_follows_least_busy_on_the_litellm_path(
+        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
+        start_gateway: Callable[..., ServerThread]) -> None:
+    config = load(tmp_path, "slow_and_fast", strategy="least-busy",
+                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    config["trustgate"]["passthrough"] = False
+    server = start_gateway(config)
+    slow_upstream.delay_ms = 1500
+    with ThreadPoolExecutor(4) as pool:
+        statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}").status_code, range(40)))
+    assert statuses == [200] * 40
+    assert len(slow_upstream.requests) < 0.25 * 40, (len(slow_upstream.requests), len(fake_upstream.requests))
 
 
 def test_the_readmes_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> None:
