@@ -15,7 +15,10 @@ class ServerThread:
 
     def __init__(self, app: Any, *, lifespan: str = "on", **options: Any) -> None:
         """``options`` go to ``uvicorn.Config`` (the gateway's: ``proxy.server.connections.server_options``)."""
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: accepted connections inherit it, and asyncio turns Nagle's algorithm off
+        # (TCP_NODELAY) only for sockets that say TCP; with it on, a response written as head then body
+        # waited for the client's delayed ACK, 40 ms on every kept-alive request after the first.
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
         self.port = self._socket.getsockname()[1]

@@ -25,6 +25,7 @@ import asyncio
 import errno
 import logging
 import resource
+import socket
 from collections import Counter
 from collections.abc import Callable
 from typing import Any, cast
@@ -106,6 +107,7 @@ class GuardedH11Protocol(H11Protocol):
         self._peer: str | None = None  # the address counted in ``peers`` for this connection
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        _without_nagle(transport)
         super().connection_made(transport)
         settings, peer = self.settings, self.client[0] if self.client else None
         if peer is not None and self.peers[peer] >= settings.per_client_connections:
@@ -147,6 +149,20 @@ class GuardedH11Protocol(H11Protocol):
     def _head_overdue(self, cycle_before: object) -> None:
         if self.cycle is cycle_before and not self.transport.is_closing():
             self.transport.close()
+
+
+def _without_nagle(transport: asyncio.BaseTransport) -> None:
+    """Turn Nagle's algorithm off for a TCP connection, whoever made its listening socket.
+
+    asyncio does it only for sockets that say IPPROTO_TCP, and a listening
+    socket made as ``socket(AF_INET, SOCK_STREAM)`` (by a process manager that
+    hands uvicorn its sockets, say) says 0, which its connections inherit. With
+    Nagle on, each small write after the first waits for the client's delayed
+    ACK: 40 ms on Linux for a stream's every event.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def guarded_protocol(settings: ServerSettings) -> type[GuardedH11Protocol]:

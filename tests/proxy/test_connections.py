@@ -6,6 +6,7 @@ deadlines so that a cut connection shows within a bounded number of reads.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
 import select
@@ -21,8 +22,12 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+import uvicorn
 import yaml
+from uvicorn.server import ServerState
 
+from proxy.config.settings import ServerSettings
+from proxy.server.connections import guarded_protocol
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.redis_server import free_port
@@ -230,3 +235,38 @@ def test_at_the_cap_probes_and_scrapes_still_answer(capped: ServerThread) -> Non
                 "model": "fake", "messages": [{"role": "user", "content": "hello"}]},
                 headers={"authorization": f"Bearer {MASTER_KEY}"})
             assert refused.status_code == 503 and refused.json()["error"]["code"] == "too_many_connections"
+
+
+def test_connections_of_a_listening_socket_made_without_a_protocol_number_get_no_nagle() -> None:
+    """A process manager's socket(AF_INET, SOCK_STREAM) says protocol 0, which asyncio's own TCP_NODELAY skips:
+    the gateway's protocol turns Nagle's algorithm off itself (else every small write after the first waits for
+    the client's delayed ACK)."""
+    async def scenario() -> int:
+        config = uvicorn.Config(app=lambda scope, receive, send: None, log_level="warning")
+        config.load()
+        protocol_class = guarded_protocol(ServerSettings())
+        made: list[Any] = []
+
+        def protocol() -> Any:
+            made.append(protocol_class(config=config, server_state=ServerState(), app_state={}))
+            return made[-1]
+
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # protocol number 0, as the managers make it
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        server = await asyncio.get_running_loop().create_server(protocol, sock=listener)
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", listener.getsockname()[1])
+            while not made or made[0].transport is None:
+                await asyncio.sleep(0.01)
+            accepted = made[0].transport.get_extra_info("socket")
+            assert accepted.proto == 0  # asyncio left it alone
+            nodelay = accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+            writer.close()
+            await writer.wait_closed()
+            return int(nodelay)
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    assert asyncio.run(scenario()) == 1
