@@ -258,16 +258,22 @@ def disabled_telemetry() -> Telemetry:
     return Telemetry(NoOpTracerProvider().get_tracer("trustgate"), NoOpLoggerProvider().get_logger("trustgate"))
 
 
-def configure_telemetry(choice: ExportChoice, service_name: str = "trustgate") -> tuple[Telemetry, list[object]]:
+def configure_telemetry(choice: ExportChoice, service_name: str | None = None) -> tuple[Telemetry, list[object]]:
     """An SDK tracer and logger exporting as ``choice`` says (``exporters.otel_export``); returns the providers
-    to shut down (which flushes what is still batched)."""
+    to shut down (which flushes what is still batched).
+
+    The resource is the SDK's: ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` as for any service,
+    ``service_name`` (the config's) over them, and ``trustgate`` where neither names the service.
+    """
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    resource = Resource.create({"service.name": service_name})
+    resource = Resource.create({"service.name": service_name} if service_name else {})
+    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):  # the SDK's placeholder
+        resource = resource.merge(Resource({"service.name": "trustgate"}))
     tracer_provider = TracerProvider(resource=resource)
     for span_exporter in span_exporters(choice):
         tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
