@@ -166,15 +166,18 @@ def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded
     assert request.attributes["http.response.status_code"] == 401  # type: ignore[index]
 
 
+@pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_each_upstream_try_is_a_client_span_of_the_request(fake_upstream: FakeUpstream, recorded: Recorded,
-                                                           start_gateway: Callable[..., ServerThread]) -> None:
+                                                           start_gateway: Callable[..., ServerThread],
+                                                           path: str) -> None:
     """A rate-limited first try, its retry, and a fallback group after a group that is down: one CLIENT
-    span each, all children of the request span, so a trace shows where the time went."""
+    span each, all children of the request span, so a trace shows where the time went (on both paths)."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"].append({"model_name": "primary", "litellm_params": {
         "model": "openai/primary-model", "api_base": "http://127.0.0.1:9/v1", "api_key": "x", "timeout": 2}})
     config["router_settings"].update(num_retries=1, fallbacks=[{"primary": ["fake"]}])
-    config["trustgate"] = {"retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0}}
+    config["trustgate"] = {"retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0},
+                           "passthrough": path == "passthrough"}
     server = start_gateway(config, telemetry=recorded.telemetry)
     fake_upstream.rate_limited = 1
     assert post(server, model="fake").status_code == 200
