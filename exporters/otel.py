@@ -31,7 +31,8 @@ from scoring import RAGDetails, ScoringJob, TrustRecord
 
 from .otel_export import ExportChoice, log_exporters, span_exporters
 
-__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "upstream_span"]
+__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "place_upstream_span",
+           "upstream_span"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
@@ -136,6 +137,15 @@ def upstream_span(tracer: Tracer, *, endpoint: str, group: str, model: str, depl
         except BaseException as exc:
             span.set_attribute("error.type", getattr(exc, "code", None) or type(exc).__name__)
             raise
+
+
+def place_upstream_span(span: Span, *, endpoint: str, model: str, deployment: str, address: str | None) -> None:
+    """Re-name an ``upstream_span`` for the deployment the try went to, where that is learnt only from the
+    call (litellm's Router chooses on the litellm path)."""
+    span.update_name(f"{OPERATIONS.get(endpoint, endpoint)} {model}")
+    span.set_attributes({"gen_ai.request.model": model, "trustgate.deployment": deployment})
+    if address:
+        span.set_attribute("server.address", address)
 
 
 def _parent(traceparent: str | None) -> Context | None:
