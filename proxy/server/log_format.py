@@ -20,7 +20,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
-from .request_ids import current_request_id
+from scoring.request_context import NO_REQUEST, current_request_id
 
 __all__ = ["LOG_FORMATS", "LogFormat", "configure_logging", "configured_log_format", "route_litellm_logs_to_root"]
 
@@ -49,7 +49,7 @@ class _TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
         request_id = current_request_id.get()
-        return line if request_id == "-" else f"{line} request_id={request_id}"
+        return line if request_id == NO_REQUEST else f"{line} request_id={request_id}"
 
 
 class _JsonFormatter(logging.Formatter):
@@ -63,7 +63,7 @@ class _JsonFormatter(logging.Formatter):
             "message": _ANSI.sub("", record.getMessage()).strip(),
         }
         request_id = current_request_id.get()
-        if request_id != "-":
+        if request_id != NO_REQUEST:
             entry["request_id"] = request_id
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
