@@ -33,6 +33,11 @@ LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+def _one_line(text: str) -> str:
+    """``text`` without its line breaks, which would split one event over lines a collector reads as many."""
+    return " ".join(text.strip().splitlines())
+
+
 class _TextFormatter(logging.Formatter):
     """The plain format, with ``request_id=...`` appended to the lines written while serving a request;
     colour codes only where a person reads the stream on a terminal."""
@@ -42,12 +47,11 @@ class _TextFormatter(logging.Formatter):
         self._keep_colour = keep_colour
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        message = record.message if self._keep_colour else _ANSI.sub("", record.message)
-        record.message = " ".join(message.strip().splitlines())  # its own line breaks would split the event
+        record.message = _one_line(record.message if self._keep_colour else _ANSI.sub("", record.message))
         return super().formatMessage(record)
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
+        line = _one_line(super().format(record))  # the message's and a traceback's line breaks included
         request_id = current_request_id.get()
         return line if request_id == NO_REQUEST else f"{line} request_id={request_id}"
 

@@ -155,3 +155,16 @@ def test_the_scoring_workers_lines_carry_the_request_id(tmp_path: Path, fake_ups
               if event["logger"] == ROUTER_LOGGER and event["message"].startswith("litellm.acompletion")]
     assert len(router) == 4, router  # the user's call, then sc's three re-asks in the worker
     assert [event.get("request_id") for event in router] == [ASKED_ID] * 4, router
+
+
+FAILING = "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); " \
+          "log = logging.getLogger('lib')\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n" \
+          "    log.exception('job j1 failed')\nlog.info('next event')"
+
+
+def test_a_traceback_stays_on_its_events_line() -> None:
+    """Text lines too are one per event: a logged exception's traceback does not spill onto lines of its own."""
+    lines = _stderr_of(FAILING, terminal=False).decode().splitlines()
+    assert len(lines) == 2, lines
+    assert "ERROR lib: job j1 failed" in lines[0] and "Traceback (most recent call last):" in lines[0]
+    assert lines[0].rstrip().endswith("ZeroDivisionError: division by zero") and "INFO lib: next event" in lines[1]
