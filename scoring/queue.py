@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Literal, Protocol
 
 from .lanes import SyncFirstQueue
+from .request_context import working_for
 from .types import ScoringJob, TrustRecord
 
 __all__ = ["SHUTDOWN_ERROR", "JobQueue", "MemoryJobQueue", "Process", "Publish", "SubmitResult"]
@@ -120,11 +121,12 @@ class MemoryJobQueue:
         while True:
             job = await take()
             self._on_depth(self._jobs.qsize())
-            try:
-                record = await self._process(job)
-            except Exception as exc:  # the pipeline already catches scorer errors; this is a last guard
-                log.exception("scoring job %s failed", job.id)
-                record = TrustRecord.for_job(job, "failed", error=type(exc).__name__)
+            with working_for(job.request_id):  # its lines name the request whose answer it scores
+                try:
+                    record = await self._process(job)
+                except Exception as exc:  # the pipeline already catches scorer errors; this is a last guard
+                    log.exception("scoring job %s failed", job.id)
+                    record = TrustRecord.for_job(job, "failed", error=type(exc).__name__)
             # Published beside the worker, which takes its next job at once: the store batches the
             # writes of many jobs, and a worker waiting on each commit would bound scoring by disk latency.
             # The job counts as done (for the drain at shutdown) once its record is published.

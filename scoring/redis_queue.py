@@ -39,6 +39,7 @@ from redis.typing import EncodableT, FieldT
 from .failures import FailureLog, describe
 from .lanes import LANES, Lane, lane_of
 from .queue import Process, Publish, SubmitResult
+from .request_context import working_for
 from .settings import QueueSettings
 from .types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
 
@@ -388,6 +389,10 @@ class RedisStreamWorker:
             await self._ack(stream, entry_id)
             self._events.dead_lettered("unknown")
             return "dead_letter"
+        with working_for(job.request_id):  # its lines name the request whose answer it scores
+            return await self._score(stream, entry_id, fields, job)
+
+    async def _score(self, stream: str, entry_id: str, fields: dict[str, str], job: ScoringJob) -> JobOutcome:
         try:
             existing = await self._records.get(job.id, scope=RecordScope.everyone())
             if existing is not None and existing.status in FINAL_STATUSES:

@@ -159,7 +159,7 @@ def _worker(args: argparse.Namespace) -> int:
 def _calibrate(args: argparse.Namespace) -> int:
     from proxy.trust.calibrate import calibrate, describe_report
 
-    settings = load_settings(args.config or default_config_path())
+    settings = load_settings(_config_path(args))
     reports = asyncio.run(calibrate(settings, args.model or None))
     for report in reports:
         print(describe_report(report))
@@ -261,7 +261,8 @@ def _parser(app_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
     worker.set_defaults(handler=_worker)
 
     calibrate = commands.add_parser("calibrate", help="refit each model's learned Trust_OV from its labelled records")
-    calibrate.add_argument("--config", help="YAML config (the gateway's: its record store and fit store)")
+    calibrate.add_argument("--config", help="YAML config (the gateway's: its record store and fit store; "
+                           f"default: ${CONFIG_VARIABLE})")
     calibrate.add_argument("--model", action="append", help="a model group (repeatable; default: every one)")
     calibrate.set_defaults(handler=_calibrate)
 

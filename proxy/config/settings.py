@@ -331,7 +331,7 @@ class TelemetrySettings(_Section):
     here overrides its variable. ``enabled`` None: on when an OTEL_* exporter or endpoint variable is set."""
 
     enabled: bool | None = None
-    service_name: str = "trustgate"
+    service_name: str | None = None  # as OTEL_SERVICE_NAME; neither set: trustgate
     traces_exporter: str | None = None  # as OTEL_TRACES_EXPORTER: otlp, console, none, or a list
     logs_exporter: str | None = None  # as OTEL_LOGS_EXPORTER
     protocol: Literal["grpc", "http/protobuf"] | None = None  # as OTEL_EXPORTER_OTLP_PROTOCOL

@@ -20,7 +20,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Literal, TextIO
 
-from .request_ids import current_request_id
+from scoring.request_context import NO_REQUEST, current_request_id
 
 __all__ = ["LOG_FORMATS", "LogFormat", "configure_logging", "configured_log_format", "route_litellm_logs_to_root"]
 
@@ -33,6 +33,11 @@ LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+def _one_line(text: str) -> str:
+    """``text`` without its line breaks, which would split one event over lines a collector reads as many."""
+    return " ".join(text.strip().splitlines())
+
+
 class _TextFormatter(logging.Formatter):
     """The plain format, with ``request_id=...`` appended to the lines written while serving a request;
     colour codes only where a person reads the stream on a terminal."""
@@ -42,14 +47,13 @@ class _TextFormatter(logging.Formatter):
         self._keep_colour = keep_colour
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        message = record.message if self._keep_colour else _ANSI.sub("", record.message)
-        record.message = " ".join(message.strip().splitlines())  # its own line breaks would split the event
+        record.message = _one_line(record.message if self._keep_colour else _ANSI.sub("", record.message))
         return super().formatMessage(record)
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
+        line = _one_line(super().format(record))  # the message's and a traceback's line breaks included
         request_id = current_request_id.get()
-        return line if request_id == "-" else f"{line} request_id={request_id}"
+        return line if request_id == NO_REQUEST else f"{line} request_id={request_id}"
 
 
 class _JsonFormatter(logging.Formatter):
@@ -63,7 +67,7 @@ class _JsonFormatter(logging.Formatter):
             "message": _ANSI.sub("", record.getMessage()).strip(),
         }
         request_id = current_request_id.get()
-        if request_id != "-":
+        if request_id != NO_REQUEST:
             entry["request_id"] = request_id
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

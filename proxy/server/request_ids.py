@@ -14,7 +14,6 @@ that every log line written while serving the request carries (``log_format``).
 
 from __future__ import annotations
 
-import contextvars
 import re
 import uuid
 from collections.abc import Callable
@@ -23,16 +22,14 @@ import orjson
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from scoring.request_context import NO_REQUEST, current_request_id
+
 from .errors import error_body
 
 __all__ = ["REQUEST_ID_HEADER", "RequestIds", "current_request_id", "request_id_headers", "valid_request_id"]
 
 REQUEST_ID_HEADER = "x-request-id"
 _VALID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-
-# The id of the request being served in this task ("-" outside one): read by the log formatter and error handlers.
-current_request_id: contextvars.ContextVar[str] = contextvars.ContextVar("trustgate_request_id", default="-")
-
 
 def valid_request_id(value: str) -> bool:
     return _VALID.match(value) is not None
@@ -41,7 +38,7 @@ def valid_request_id(value: str) -> bool:
 def request_id_headers() -> dict[str, str]:
     """The current request's id as a response header, for responses built outside the middleware (a 500)."""
     request_id = current_request_id.get()
-    return {REQUEST_ID_HEADER: request_id} if request_id != "-" else {}
+    return {REQUEST_ID_HEADER: request_id} if request_id != NO_REQUEST else {}
 
 
 def _rejection(request_id: str) -> list[Message]:

@@ -51,6 +51,7 @@ from scoring.local_transport import (
     write_frame,
 )
 from scoring.queue import Process, Publish
+from scoring.request_context import working_for
 from scoring.types import ScoringJob, TrustRecord
 
 from ..config.settings import ConfigError
@@ -94,11 +95,12 @@ class _Jobs:
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def _score(self, job: ScoringJob) -> None:
-        try:
-            record = await self._process(job)
-        except Exception as exc:  # the pipeline catches scorer errors; this is the last guard, as inline
-            log.exception("scoring job %s failed", job.id)
-            record = TrustRecord.for_job(job, "failed", error=type(exc).__name__, finished_at=time.time())
+        with working_for(job.request_id):  # its lines name the request whose answer it scores
+            try:
+                record = await self._process(job)
+            except Exception as exc:  # the pipeline catches scorer errors; this is the last guard, as inline
+                log.exception("scoring job %s failed", job.id)
+                record = TrustRecord.for_job(job, "failed", error=type(exc).__name__, finished_at=time.time())
         try:
             await self._publish(record)
         except Exception:

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 import httpx
 from opentelemetry.trace import NoOpTracerProvider, Tracer
 
-from exporters import upstream_span
+from exporters import place_upstream_span, upstream_span
 
 from ..config.settings import Deployment, GatewaySettings
 from ..endpoints.limits import Limiter, MemoryCounters
@@ -43,7 +43,7 @@ from ..endpoints.taps import ChatTap
 from ..server.errors import ModelNotFound, UpstreamError, UpstreamRateLimited
 from .completion import Completion, Forwarded, UpstreamStream
 from .errors import UpstreamErrors, fallback_kind
-from .litellm_backend import LitellmBackend, ResponsesBridge
+from .litellm_backend import LitellmBackend, ResponsesBridge, router_pick
 from .passthrough import PassthroughBackend
 from .replies import reported_tokens
 from .retries import OnScoringShed, RetryPolicy
@@ -334,10 +334,17 @@ class UpstreamClient:
             try:
                 with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
                                    deployment=label, attempt=attempt,
-                                   address=_host(deployment.api_base)):
-                    # Counted in flight from the choice on (no await between), so concurrent tries see it.
-                    result = await router.run(index, name, within_limits)
-                    succeeded = True
+                                   address=_host(deployment.api_base)) as span, router_pick() as pick:
+                    try:
+                        # Counted in flight from the choice on (no await between), so concurrent tries see it.
+                        result = await router.run(index, name, within_limits)
+                        succeeded = True
+                    finally:
+                        if pick.index is not None and pick.index != index:  # litellm's Router chose another
+                            chosen = deployments[pick.index]
+                            label = f"{group}:{pick.index}"
+                            place_upstream_span(span, endpoint=endpoint, model=chosen.wire_model, deployment=label,
+                                                address=_host(chosen.api_base))
             finally:
                 self._on_try(group, label, succeeded, time.perf_counter() - started)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):

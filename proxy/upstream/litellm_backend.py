@@ -33,7 +33,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -57,15 +59,18 @@ from .errors import UpstreamErrors
 from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 
-__all__ = ["LitellmBackend", "ResponsesBridge", "check_providers"]
+__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "router_pick"]
 
-# litellm reads these request fields itself (``metadata`` steers its routing and
+# litellm reads these request fields itself (``metadata`` and ``litellm_metadata`` steer its routing and
 # logging) and does not forward them, so a client's never reach it.
-_LITELLM_OWN_FIELDS = frozenset({"metadata"})
+_LITELLM_OWN_FIELDS = frozenset({"metadata", "litellm_metadata"})
 
 # Under the HTTP client litellm's OpenAI-SDK providers share (``litellm.aclient_session``): one for the
 # process, as that client is; each call's cap comes from the call (``reply_cap.capped``).
 _TRANSPORT = CappedTransport()
+
+# Where the Router writes the deployment it chose, by endpoint (the newer APIs' name; "metadata" otherwise).
+_ROUTER_METADATA: dict[Endpoint, str] = {"responses": "litellm_metadata"}
 
 # The Router's method for each endpoint.
 _ROUTER_CALLS: dict[Endpoint, str] = {"chat": "acompletion", "completions": "atext_completion",
@@ -108,6 +113,33 @@ def check_providers(deployments: Iterable[Deployment]) -> None:
         except Exception:  # litellm raises its BadRequestError with a page of advice
             raise ConfigError(f"model_list: `{deployment.model_name}` names `{deployment.provider_model}`, whose "
                               "provider prefix litellm does not know (e.g. openai/, azure/, anthropic/)") from None
+
+
+@dataclass
+class RouterPick:
+    """Which deployment of its group litellm's Router sent a call to (its place in the group's entries of
+    ``model_list``), learnt from the Router as it chose: a try is attributed to where it went."""
+
+    index: int | None = None
+
+
+_PICK: ContextVar[RouterPick | None] = ContextVar("trustgate_router_pick", default=None)
+
+
+@contextlib.contextmanager
+def router_pick() -> Iterator[RouterPick]:
+    """The Router's choice for the calls made inside (a try's), filled in once the Router has chosen."""
+    pick = RouterPick()
+    token = _PICK.set(pick)
+    try:
+        yield pick
+    finally:
+        _PICK.reset(token)
+
+
+def _deployment_id(group: str, index: int) -> str:
+    """The ``model_info.id`` the Router knows a deployment by (unique: a group's name and a place)."""
+    return f"{group}:{index}"
 
 
 def _client_fields(body: dict[str, Any]) -> dict[str, Any]:
@@ -242,15 +274,19 @@ class LitellmBackend:
         self._litellm = _import_litellm()
         wanted = set(groups)
         router_settings = settings.router_settings
-        deployments = [d for d in settings.model_list if d.model_name in wanted]
-        model_list = [{"model_name": d.model_name, "litellm_params": d.litellm_params_plain()} for d in deployments]
+        groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
+        # Each deployment by an id of its place, which the Router reports back for the call it routed.
+        self._places = {_deployment_id(name, index): index for name, ds in groups_here.items()
+                        for index in range(len(ds))}
+        model_list = [{"model_name": name, "litellm_params": d.litellm_params_plain(),
+                       "model_info": {"id": _deployment_id(name, index)}}
+                      for name, ds in groups_here.items() for index, d in enumerate(ds)]
         # Fallbacks and retries (with backoff, Retry-After and scoring's budget) are
         # applied by UpstreamClient for both backends alike, so the Router itself does neither.
         self._router = self._litellm.Router(
             model_list=model_list, num_retries=0, timeout=router_settings.timeout, disable_cooldowns=True,
             routing_strategy=router_settings.routing_strategy,
         )
-        groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
         # The Router picks the deployment, so a call is bounded by its group's slowest one.
         self._deadlines = {name: max(d.deadline(router_settings.timeout) for d in ds)
                            for name, ds in groups_here.items()}
@@ -284,11 +320,24 @@ class LitellmBackend:
         call = getattr(self._router, _ROUTER_CALLS[endpoint])
         body = _client_fields(body)
         try:
-            return await call(**{**body, "model": group})
+            return await self._picked(call, endpoint, {**body, "model": group})
         except self._litellm.NotFoundError:
             if endpoint != "responses":
                 raise
-        return await call(**{**body, "model": group, "use_chat_completions_api": True})
+        return await self._picked(call, endpoint, {**body, "model": group, "use_chat_completions_api": True})
+
+    async def _picked(self, call: Callable[..., Awaitable[Any]], endpoint: Endpoint, arguments: dict[str, Any]) -> Any:
+        """``call``, noting in the current ``RouterPick`` the deployment the Router chose: it writes the chosen
+        deployment's ``model_info`` into the metadata dict it is handed (``metadata``; ``litellm_metadata``
+        for the Responses API), before the call succeeds or fails. tests/proxy/test_tracing.py checks that
+        against the deployments the upstream saw, on every endpoint."""
+        chosen: dict[str, Any] = {}
+        try:
+            return await call(**arguments, **{_ROUTER_METADATA.get(endpoint, "metadata"): chosen})
+        finally:
+            pick = _PICK.get()
+            if pick is not None:
+                pick.index = self._places.get(str((chosen.get("model_info") or {}).get("id")))
 
     async def aclose(self) -> None:
         close = getattr(self._router, "aclose", None)

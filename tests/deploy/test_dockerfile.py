@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -96,6 +98,32 @@ def test_the_data_lock_pins_what_make_install_installs() -> None:
     pinned = {f"{name}=={version}" for name, (version, _) in _locked(DATA_LOCK).items()}
     assert pinned == {canonicalize_name(p.split("==")[0]) + "==" + p.split("==")[1] for p in packages}, \
         "keep the pins in step with the Makefile"
+
+
+def _make_install_commands(tmp_path: Path, *variables: str) -> list[str]:
+    """The pip commands `make install` would run into a fresh virtual environment (make's dry run)."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("make is not installed")
+    venv = tmp_path / "venv"
+    done = subprocess.run([make, "-n", "-B", f"VENV={venv}", *variables, f"{venv}/.installed"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, check=True)
+    return [line.split(" -- ", 1)[1] for line in done.stdout.splitlines() if "pip install" in line
+            and "--upgrade pip" not in line]
+
+
+def test_make_install_keeps_the_ranges_unless_the_user_opts_in_to_the_locks(tmp_path: Path) -> None:
+    """`make install`: pyproject.toml's ranges; `make install LOCKED=1`: the image's pins first (versions and
+    hashes, as the Dockerfile installs them), which the project's own install then keeps."""
+    ranges = _make_install_commands(tmp_path)
+    assert not any(".lock" in command or "--require-hashes" in command for command in ranges), ranges
+    assert any('-e ".[local,nli,test,eval,compat]"' in command for command in ranges)
+    locked = _make_install_commands(tmp_path, "LOCKED=1")
+    pinned = [c for c in locked if "--require-hashes --no-deps -r deploy/requirements" in c]
+    assert [c.rsplit(" ", 1)[1] for c in pinned] == ["deploy/requirements.lock", "deploy/requirements-data.lock"]
+    project = next(i for i, c in enumerate(locked) if '-e ".[local,nli,test,eval,compat]"' in c)
+    assert locked.index(pinned[0]) < project, "the pins go in first, so that the project's install keeps them"
+    assert not any(_makefile_variable("MODEL_PACKAGE") in command for command in locked)
 
 
 def test_entrypoint_serves_the_mounted_config() -> None:

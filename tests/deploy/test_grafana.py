@@ -32,6 +32,8 @@ REQUIRED_SERIES = {
     "scoring tokens": "trustgate_scoring_upstream_tokens_total",
     "user tokens beside them": "trustgate_user_upstream_tokens_total",
     "request rate": "trustgate_requests_total",
+    "upstream tries by deployment": "trustgate_upstream_tries_total",
+    "fallbacks": "trustgate_fallbacks_total",
     "time to first token": "trustgate_time_to_first_token_seconds_bucket",
     "request latency": "trustgate_request_duration_seconds_bucket",
     "RAG metrics": "trustgate_rag_metric_bucket",

@@ -43,6 +43,13 @@ class Received:
                     for request in self.traces for resource in request.resource_spans
                     for scope in resource.scope_spans for span in scope.spans}
 
+    def resources(self) -> list[dict[str, Any]]:
+        """The resource attributes of every batch received (traces and logs)."""
+        with self._lock:
+            return [_attributes(batch.resource.attributes)
+                    for batch in [*(b for r in self.traces for b in r.resource_spans),
+                                  *(b for r in self.logs for b in r.resource_logs)]]
+
     def events(self) -> list[dict[str, Any]]:
         """Every log record received: its event name and attributes."""
         with self._lock:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from exporters import ExportConfigError, export_choice
+from exporters import ExportConfigError, configure_telemetry, export_choice
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import free_port, serve_config
 from tests.exporters.otlp_receiver import Received, grpc_receiver, http_receiver
@@ -42,6 +42,26 @@ def test_the_variables_choose_and_the_config_overrides() -> None:
         export_choice({"OTEL_TRACES_EXPORTER": "jaeger"})
     with pytest.raises(ExportConfigError, match="OTEL_EXPORTER_OTLP_PROTOCOL=http/json"):
         export_choice({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+
+
+@pytest.mark.parametrize(("environ", "configured", "named"), [
+    ({}, None, "trustgate"),
+    ({"OTEL_SERVICE_NAME": "gateway-eu"}, None, "gateway-eu"),
+    ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=gateway-us,team=ml"}, None, "gateway-us"),
+    ({"OTEL_SERVICE_NAME": "gateway-eu"}, "from-config", "from-config"),
+])
+def test_the_service_is_named_by_the_variables_and_the_config_overrides(
+        monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], configured: str | None, named: str) -> None:
+    for name in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    _, providers = configure_telemetry(export_choice({"OTEL_TRACES_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}),
+                                       configured)
+    resources = [provider.resource.attributes for provider in providers]  # type: ignore[attr-defined]
+    assert [r["service.name"] for r in resources] == [named, named]
+    for provider in providers:
+        provider.shutdown()  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -76,7 +96,8 @@ def test_a_real_receiver_gets_spans_and_evaluation_events(scored_config: Path, p
                                                           receiver: Receiver) -> None:
     with receiver() as (endpoint, received):
         environ = {"OTEL_EXPORTER_OTLP_PROTOCOL": protocol, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-                   "OTEL_EXPORTER_OTLP_HEADERS": "x-collector-tenant=team-a", "OTEL_SERVICE_NAME": "ignored"}
+                   "OTEL_EXPORTER_OTLP_HEADERS": "x-collector-tenant=team-a", "OTEL_SERVICE_NAME": "trustgate-eu",
+                   "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=staging"}
         with serve_config(scored_config, environ=environ, timeout=120) as gateway:
             _traffic(gateway.url)
         gateway.process.wait(30)  # its shutdown (SIGTERM) flushed the batches
@@ -91,6 +112,9 @@ def test_a_real_receiver_gets_spans_and_evaluation_events(scored_config: Path, p
         events = [e for e in received.events() if e["event_name"] == EVALUATION_EVENT]
         assert events and {e["trace_id"] for e in events} == {chat["trace_id"]}
         assert all(h.get("x-collector-tenant") == "team-a" for h in received.headers)
+        resources = received.resources()
+        assert resources and all(r["service.name"] == "trustgate-eu" for r in resources)
+        assert all(r["deployment.environment.name"] == "staging" for r in resources)
 
 
 def test_the_console_exporters_print_spans_and_events(scored_config: Path) -> None:

@@ -5,10 +5,12 @@ a request. The gateway runs as a real process; its litellm Router path serves th
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,13 @@ import httpx
 import pytest
 import yaml
 
+from proxy.server.request_ids import current_request_id
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_live_scoring import AUTH, AskingScorer, RaisingScorer, scoring_config
+from tests.proxy.test_sampled_agreement import sc_config, scripted
+from tests.servers import ServerThread
 
 ROUTER_LOGGER = "LiteLLM Router"
 ASKED_ID = "client-chosen-id.42"
@@ -99,3 +105,66 @@ def test_colour_reaches_a_terminal_only() -> None:
     assert b"\x1b[32m 200 OK\x1b[0m" in _stderr_of(COLOURED, terminal=True)
     piped = _stderr_of(COLOURED, terminal=False)
     assert b"INFO lib: 200 OK" in piped and b"\x1b" not in piped
+
+
+class _RequestIdsSeen(logging.Handler):
+    """Each line with the request id it was written under, as the log formatter reads it when it writes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append((record.getMessage(), current_request_id.get()))
+
+
+def test_scoring_lines_carry_the_request_id_of_the_answer_they_score(
+        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    """Scoring runs in the queue's worker task, not the request's: its lines name the request all the same."""
+    seen = _RequestIdsSeen()
+    scoring_log = logging.getLogger("trustgate.scoring")
+    scoring_log.addHandler(seen)
+    try:
+        server = start_gateway(scoring_config(fake_upstream.url, mode="sync"),  # type: ignore[attr-defined]
+                               scorers=[AskingScorer("bc", 0.9), RaisingScorer()])
+        reply = httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "x-request-id": ASKED_ID},
+                           json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]}, timeout=30)
+        assert reply.status_code == 200 and reply.headers["x-trust-status"] == "done", reply.text
+    finally:
+        scoring_log.removeHandler(seen)
+    failed = [request_id for message, request_id in seen.seen if message.startswith("scorer fc failed")]
+    assert failed == [ASKED_ID], seen.seen
+
+
+def test_the_scoring_workers_lines_carry_the_request_id(tmp_path: Path, fake_upstream: FakeUpstream) -> None:
+    """By default scoring runs in a child process (``scoring.worker: child``): its litellm lines for sc's
+    re-asks name the request whose answer they score, as the gateway's line for the user's call does."""
+    config = sc_config(fake_upstream.url, mode="sync")  # type: ignore[attr-defined]
+    config["trustgate"].update(server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")},
+                               passthrough=False)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    fake_upstream.responder = scripted("Paris", ["Paris"])
+    with serve_config(path, environ={"TRUSTGATE_LOG_FORMAT": "json"}, timeout=120) as gateway:
+        reply = httpx.post(f"{gateway.url}/v1/chat/completions", timeout=60,
+                           headers={**AUTH, "x-trustgate-mode": "sync", "x-request-id": ASKED_ID},
+                           json={"model": "fake", "messages": [{"role": "user", "content": "Capital of France?"}]})
+        assert reply.status_code == 200 and reply.headers["x-trust-status"] == "done", reply.text
+    gateway.process.wait(30)
+    router = [event for event in map(json.loads, gateway.output)
+              if event["logger"] == ROUTER_LOGGER and event["message"].startswith("litellm.acompletion")]
+    assert len(router) == 4, router  # the user's call, then sc's three re-asks in the worker
+    assert [event.get("request_id") for event in router] == [ASKED_ID] * 4, router
+
+
+FAILING = "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); " \
+          "log = logging.getLogger('lib')\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n" \
+          "    log.exception('job j1 failed')\nlog.info('next event')"
+
+
+def test_a_traceback_stays_on_its_events_line() -> None:
+    """Text lines too are one per event: a logged exception's traceback does not spill onto lines of its own."""
+    lines = _stderr_of(FAILING, terminal=False).decode().splitlines()
+    assert len(lines) == 2, lines
+    assert "ERROR lib: job j1 failed" in lines[0] and "Traceback (most recent call last):" in lines[0]
+    assert lines[0].rstrip().endswith("ZeroDivisionError: division by zero") and "INFO lib: next event" in lines[1]

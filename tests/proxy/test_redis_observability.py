@@ -13,6 +13,7 @@ import pytest
 
 from exporters import RedisRecordStore
 from scoring.redis_queue import RedisStreamWorker, StreamKeys
+from scoring.request_context import current_request_id
 from scoring.settings import QueueSettings
 from scoring.types import ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
@@ -179,3 +180,39 @@ def test_sync_responses_that_outlast_the_timeout_are_counted(
     assert status == ("pending" if expected else "done")
     assert samples(gateway).get(("trustgate_scoring_sync_timeouts_total", frozenset({"model": "fake"}.items()))) \
         == expected
+
+
+def test_a_worker_scores_each_job_under_its_requests_id(redis_server: RedisServer) -> None:  # noqa: F811
+    """A worker's lines while it scores a job (its scorers', litellm's) name the request whose answer it is."""
+    settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1)
+    keys = StreamKeys(settings.redis_prefix)
+    working_for: list[str] = []
+
+    async def scenario() -> None:
+        from redis.asyncio import Redis
+
+        redis = Redis.from_url(redis_server.url, decode_responses=True, socket_timeout=2)
+        store = RedisRecordStore(redis, prefix=settings.redis_prefix, ttl_s=600)
+
+        async def noting(job: ScoringJob) -> TrustRecord:
+            working_for.append(current_request_id.get())
+            return TrustRecord(id=job.id, status="done", model=job.model)
+
+        worker = RedisStreamWorker(redis, store, settings, process=noting, publish=store.put, consumer="w1",
+                                   block_ms=50)
+        await worker.ensure_group()
+        for i, request_id in enumerate(["client-id.1", None]):
+            await redis.xadd(keys.stream, {"job": ScoringJob(id=f"j{i}", model="m", question="q", answer="a",
+                                                            request_id=request_id).model_dump_json()})
+        stop = asyncio.Event()
+        run = asyncio.create_task(worker.run(stop, grace_s=1))
+        deadline = time.monotonic() + 15
+        while len(working_for) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        stop.set()
+        await run
+        await redis.aclose()
+
+    asyncio.run(scenario())
+    assert working_for == ["client-id.1", "-"]
+    assert current_request_id.get() == "-"

@@ -28,6 +28,7 @@ from tests.proxy.test_live_scoring import (
     RaisingScorer,
     scoring_config,
 )
+from tests.proxy.test_service_endpoints import samples
 from tests.servers import ServerThread
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
@@ -166,15 +167,18 @@ def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded
     assert request.attributes["http.response.status_code"] == 401  # type: ignore[index]
 
 
+@pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_each_upstream_try_is_a_client_span_of_the_request(fake_upstream: FakeUpstream, recorded: Recorded,
-                                                           start_gateway: Callable[..., ServerThread]) -> None:
+                                                           start_gateway: Callable[..., ServerThread],
+                                                           path: str) -> None:
     """A rate-limited first try, its retry, and a fallback group after a group that is down: one CLIENT
-    span each, all children of the request span, so a trace shows where the time went."""
+    span each, all children of the request span, so a trace shows where the time went (on both paths)."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"].append({"model_name": "primary", "litellm_params": {
         "model": "openai/primary-model", "api_base": "http://127.0.0.1:9/v1", "api_key": "x", "timeout": 2}})
     config["router_settings"].update(num_retries=1, fallbacks=[{"primary": ["fake"]}])
-    config["trustgate"] = {"retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0}}
+    config["trustgate"] = {"retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0},
+                           "passthrough": path == "passthrough"}
     server = start_gateway(config, telemetry=recorded.telemetry)
     fake_upstream.rate_limited = 1
     assert post(server, model="fake").status_code == 200
@@ -193,3 +197,45 @@ def test_each_upstream_try_is_a_client_span_of_the_request(fake_upstream: FakeUp
     served = [s for s in recorded.finished("chat gpt-4o-mini") if s.parent.span_id == fallback_request.context.span_id]
     assert [s.attributes["trustgate.model_group"] for s in served] == ["fake"]
     assert all(s.parent.span_id == fallback_request.context.span_id for s in down)
+
+
+# One request per endpoint, a stream among them: (path, body, the try's span operation).
+ENDPOINT_CALLS = [
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}, "chat"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stream": True}, "chat"),
+    ("/v1/completions", {"prompt": "hi"}, "text_completion"),
+    ("/v1/embeddings", {"input": "hi"}, "embeddings"),
+    ("/v1/responses", {"input": "hi"}, "chat"),
+]
+
+
+@pytest.mark.parametrize("path", ["passthrough", "litellm"])
+def test_a_try_is_attributed_to_the_deployment_that_answered_it(fake_upstream: FakeUpstream, recorded: Recorded,
+                                                                start_gateway: Callable[..., ServerThread],
+                                                                path: str) -> None:
+    """A group of two deployments: each try's span and its ``deployment`` label name the deployment the call
+    went to (on the litellm path, the one litellm's Router chose), as the upstream saw it, on every endpoint."""
+    config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+    config["model_list"].append({"model_name": "fake", "litellm_params": {
+        "model": "openai/gpt-4o", "api_base": f"{fake_upstream.url}/v1", "api_key": "x", "timeout": 5}})  # type: ignore[attr-defined]
+    config["trustgate"] = {"passthrough": path == "passthrough", "scoring": {"mode": "off"}}
+    server = start_gateway(config, telemetry=recorded.telemetry)
+    operations = []
+    for _ in range(3):
+        for endpoint, body, operation in ENDPOINT_CALLS:
+            response = httpx.post(f"{server.url}{endpoint}", headers=AUTH, json={"model": "fake", **body}, timeout=20)
+            assert response.status_code == 200, response.text
+            operations.append(operation)
+    tries = sorted((s for s in recorded.spans.get_finished_spans() if s.kind == SpanKind.CLIENT),
+                   key=lambda s: s.start_time or 0)
+    called = [request["model"] for request in fake_upstream.requests]
+    assert len(tries) == len(called) == 15 and {"gpt-4o", "gpt-4o-mini"} == set(called)
+    placed = {"gpt-4o-mini": "fake:0", "gpt-4o": "fake:1"}
+    assert [s.attributes["trustgate.deployment"] for s in tries] == [placed[model] for model in called]
+    assert [s.name for s in tries] == [f"{operation} {model}" for operation, model in zip(operations, called,
+                                                                                          strict=True)]
+    counted = samples(server)
+    for model, deployment in placed.items():
+        assert counted[("trustgate_upstream_tries_total", frozenset(
+            {"model": "fake", "deployment": deployment, "outcome": "success"}.items()))] == called.count(model)
+    assert not [r for r in fake_upstream.requests if "metadata" in r or "litellm_metadata" in r]

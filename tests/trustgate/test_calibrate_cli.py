@@ -67,3 +67,15 @@ def test_calibrate_without_labels_says_so(tmp_path: Path, capsys: pytest.Capture
     assert main(["calibrate", "--config", str(path)]) == 0
     assert "no labelled records yet" in capsys.readouterr().err
     assert not (tmp_path / "fits.json").exists()
+
+
+@pytest.mark.parametrize("command", [["calibrate"], ["worker"], ["build-assets"], ["corpus", "add", "notes.jsonl"],
+                                     ["corpus", "remove", "notes"]], ids=lambda c: " ".join(c))
+def test_every_command_with_a_config_reads_trustgate_config(command: list[str], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """What a container or a unit file sets names the config of every command that reads one, not only serve's."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRUSTGATE_CONFIG", "from-variable.yaml")
+    assert main(command) == 2
+    assert "cannot read config from-variable.yaml" in capsys.readouterr().err
