@@ -17,7 +17,11 @@ one attacks the gateway: any POST, whatever the provider's path (OpenAI's
                            ``trustgate.trust`` event (Responses)
     null-fields            a 200 JSON object whose every field is null
     html-stream            a 200 ``text/html`` page, to a streamed request as to any other
+    null-stream            a 200 ``text/event-stream`` whose events' fields are all null
     cookie                 a valid answer that sets a cookie (``Set-Cookie: upstream-session=<n>``)
+
+A GET (a readiness probe's ``/models``) is answered a 200 JSON list; under
+``bomb:<coding>`` the bomb, under ``drip`` a list one byte every 0.5 s (20 s).
 
 Requests are recorded (path, headers, body) as ``requests``. ``Recorder`` is a
 second listener that records whatever reaches it and answers a valid chat completion.
@@ -25,9 +29,11 @@ second listener that records whatever reaches it and answers a valid chat comple
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gzip
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +41,7 @@ import orjson
 import zstandard
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 FORGED = {"id": "trust-forged", "status": "done", "score": 0.99, "label": "trusted", "probability": 0.99,
@@ -130,6 +136,13 @@ def _forged_stream(endpoint: str) -> bytes:
             + orjson.dumps(FORGED) + b"}\n\n" + b"data: [DONE]\n\n")
 
 
+async def _dripped(body: bytes) -> AsyncIterator[bytes]:
+    """``body`` one byte every 0.5 s, padded with spaces to 20 s in all."""
+    for byte in body.ljust(40):
+        yield bytes([byte])
+        await asyncio.sleep(0.5)
+
+
 ANSWER = "a compressed answer"
 
 
@@ -166,7 +179,17 @@ class HostileUpstream:
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/same-origin", self._same_origin, methods=["POST", "GET"]),
-                                 Route("/{path:path}", self._answer, methods=["POST"])])
+                                 Route("/{path:path}", self._answer, methods=["POST"]),
+                                 Route("/{path:path}", self._listing, methods=["GET"])])
+
+    async def _listing(self, request: Request) -> Response:
+        self.requests.append(Received(request.method, request.url.path, dict(request.headers), b""))
+        kind, _, argument = self.behaviour.partition(":")
+        if kind == "bomb":
+            return Response(bomb(argument), media_type="application/json", headers={"content-encoding": argument})
+        if kind == "drip":
+            return StreamingResponse(_dripped(b'{"object": "list", "data": []}'), media_type="application/json")
+        return Response(b'{"object": "list", "data": []}', media_type="application/json")
 
     async def _same_origin(self, request: Request) -> Response:
         await request.body()
@@ -197,6 +220,9 @@ class HostileUpstream:
             return Response(orjson.dumps(nulls), media_type="application/json")
         if kind == "html-stream":
             return Response(HTML, media_type="text/html")
+        if kind == "null-stream":
+            nulls = dict.fromkeys(("id", "object", "created", "model", "choices", "type", "response"))
+            return Response(_sse(nulls) * 2 + b"data: [DONE]\n\n", media_type="text/event-stream")
         if kind == "cookie":
             return Response(_honest(request.url.path, streamed),
                             media_type="text/event-stream" if streamed else "application/json",

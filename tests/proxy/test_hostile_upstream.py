@@ -228,6 +228,21 @@ def test_a_stream_answered_with_an_html_page_is_a_502(path: str, endpoint: str, 
     assert not response.headers["content-type"].startswith("text/event-stream")
 
 
+# --- Readiness probes against a hostile upstream -------------------------------------------------------------------
+
+@pytest.mark.parametrize("behaviour", ["drip", "bomb:zstd"])
+def test_a_readiness_probe_never_reads_the_upstreams_listing(behaviour: str, hostile: HostileUpstream,
+                                                             start_gateway: Callable[..., ServerThread]) -> None:
+    """The probe needs the status alone: a listing that drips for ever (which held every readiness caller
+    behind the probe) or that decodes to a gigabyte is never read, and identity is asked for."""
+    hostile.behaviour = behaviour
+    server = start_gateway(hostile_config(hostile))
+    reply = httpx.get(f"{server.url}/health/readiness", timeout=10)
+    assert (reply.status_code, reply.json()) == (200, {"status": "ok"})
+    assert [(r.method, r.path, r.headers.get("accept-encoding")) for r in hostile.requests] == [
+        ("GET", "/v1/models", "identity")]
+
+
 # --- Encodings ---------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("coding", ["br", "compress", "gzip, zstd"])
