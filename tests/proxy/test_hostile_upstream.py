@@ -228,6 +228,18 @@ def test_a_stream_answered_with_an_html_page_is_a_502(path: str, endpoint: str, 
     assert not response.headers["content-type"].startswith("text/event-stream")
 
 
+@pytest.mark.parametrize("endpoint", ["chat", "completions", "responses"])
+@pytest.mark.parametrize("path", PATHS)
+def test_a_stream_whose_first_event_is_all_nulls_is_a_502(path: str, endpoint: str, hostile: HostileUpstream,
+                                                          start_gateway: Callable[..., ServerThread]) -> None:
+    """Right media type, wrong events: on the litellm path these were an empty successful stream."""
+    hostile.behaviour = "null-stream"
+    server = start_gateway(hostile_config(hostile, path=path))
+    response = call(server.url, endpoint, stream=True, mode="off")
+    assert openai_error(response, 502)["code"] == "upstream_malformed_reply"
+    assert not response.headers["content-type"].startswith("text/event-stream")
+
+
 # --- Readiness probes against a hostile upstream -------------------------------------------------------------------
 
 @pytest.mark.parametrize("behaviour", ["drip", "bomb:zstd"])
