@@ -228,13 +228,17 @@ def test_a_stream_answered_with_an_html_page_is_a_502(path: str, endpoint: str, 
     assert not response.headers["content-type"].startswith("text/event-stream")
 
 
-@pytest.mark.parametrize("endpoint", ["chat", "completions", "responses"])
-@pytest.mark.parametrize("path", PATHS)
-def test_a_stream_whose_first_event_is_all_nulls_is_a_502(path: str, endpoint: str, hostile: HostileUpstream,
+NULL_STREAMS = [("openai", path, endpoint) for path in PATHS for endpoint in ("chat", "completions", "responses")]
+NULL_STREAMS += [("azure", "litellm", "chat"), ("anthropic", "litellm", "chat")]
+
+
+@pytest.mark.parametrize(("provider", "path", "endpoint"), NULL_STREAMS, ids=["-".join(case) for case in NULL_STREAMS])
+def test_a_stream_whose_first_event_is_all_nulls_is_a_502(provider: str, path: str, endpoint: str,
+                                                          hostile: HostileUpstream,
                                                           start_gateway: Callable[..., ServerThread]) -> None:
     """Right media type, wrong events: on the litellm path these were an empty successful stream."""
     hostile.behaviour = "null-stream"
-    server = start_gateway(hostile_config(hostile, path=path))
+    server = start_gateway(hostile_config(hostile, provider=provider, path=path))
     response = call(server.url, endpoint, stream=True, mode="off")
     assert openai_error(response, 502)["code"] == "upstream_malformed_reply"
     assert not response.headers["content-type"].startswith("text/event-stream")
