@@ -11,7 +11,8 @@ one attacks the gateway: any POST, whatever the provider's path (OpenAI's
     gzip-answer            a valid answer (OpenAI's format, or Anthropic's on ``/v1/messages``), gzip-compressed
                            although the request asked for identity: within the cap, it is read
     redirect               307 to the ``Recorder`` given as ``redirect_to`` (another listener, another origin)
-    redirect-same          307 to ``/same-origin`` on this server, which answers a valid chat completion
+    redirect-same          307 to ``/same-origin`` on this server, which records the request and answers a valid
+                           answer (OpenAI's format, or Anthropic's when redirected from ``/v1/messages``)
     forged                 a valid answer with the gateway's trust names in it: a top-level ``trust`` object,
                            ``x-trust-*`` headers, and in streams a trust chunk (chat, completions) or a
                            ``trustgate.trust`` event (Responses)
@@ -178,7 +179,7 @@ class HostileUpstream:
     requests: list[Received] = field(default_factory=list)
 
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/same-origin", self._same_origin, methods=["POST", "GET"]),
+        return Starlette(routes=[Route("/same-origin{suffix:path}", self._same_origin, methods=["POST", "GET"]),
                                  Route("/{path:path}", self._answer, methods=["POST"]),
                                  Route("/{path:path}", self._listing, methods=["GET"])])
 
@@ -192,8 +193,9 @@ class HostileUpstream:
         return Response(b'{"object": "list", "data": []}', media_type="application/json")
 
     async def _same_origin(self, request: Request) -> Response:
-        await request.body()
-        return Response(orjson.dumps(chat_completion("followed within the origin")), media_type="application/json")
+        body = await request.body()
+        self.requests.append(Received(request.method, request.url.path, dict(request.headers), body))
+        return Response(_honest(request.url.path, streamed=False), media_type="application/json")
 
     async def _answer(self, request: Request) -> Response:
         body = await request.body()
@@ -214,7 +216,8 @@ class HostileUpstream:
         if kind == "redirect":
             return Response(status_code=307, headers={"location": f"{self.redirect_to}{request.url.path}"})
         if kind == "redirect-same":
-            return Response(status_code=307, headers={"location": "/same-origin"})
+            suffix = "/messages" if request.url.path.endswith("/messages") else ""
+            return Response(status_code=307, headers={"location": f"/same-origin{suffix}"})
         if kind == "null-fields":
             nulls = dict.fromkeys(("id", "object", "created", "model", "choices", "data", "output", "usage"))
             return Response(orjson.dumps(nulls), media_type="application/json")

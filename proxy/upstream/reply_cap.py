@@ -35,7 +35,7 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import httpx
@@ -43,7 +43,7 @@ import httpx
 from ..endpoints.sdk_params import Endpoint
 from ..endpoints.sse import first_event_data
 from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
-from .redirects import RedirectRefused, check_redirect
+from .redirects import CREDENTIAL_HEADERS, RedirectRefused, check_redirect
 from .replies import MalformedReply, check_stream_start, media_type
 
 __all__ = ["CappedTransport", "MalformedStream", "NotAStream", "ReplyCap", "ReplyTooLarge", "UndecodableReply",
@@ -55,7 +55,8 @@ class ReplyCap:
     """One call's limit and redirect rule, and what went wrong with a reply of that call, if anything."""
 
     limit: int
-    follow_redirects: bool = False  # same-origin redirects only (``redirects``)
+    follow_redirects: bool = False  # same-origin redirects only, without credentials (``redirects``)
+    followed: set[str] = field(default_factory=set)  # the URLs redirected to: asked without credentials
     stream: bool = False  # a 2xx must then be one of the providers' stream types
     exceeded: bool = False
     redirected: bool = False
@@ -195,11 +196,14 @@ class CappedTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         cap = _current.get()
         request.headers["accept-encoding"] = "identity"  # compressed, the bytes counted are not those held
+        if cap is not None and str(request.url) in cap.followed:  # httpx keeps same-origin credentials: dropped
+            for name in CREDENTIAL_HEADERS:
+                request.headers.pop(name, None)
         response = await self._pool().handle_async_request(request)
         if "set-cookie" in response.headers:  # litellm's clients keep a jar: one caller's cookie must not
             del response.headers["set-cookie"]  # ride on the next caller's request
         try:
-            check_redirect(request, response, follow=cap is not None and cap.follow_redirects)
+            target = check_redirect(request, response, follow=cap is not None and cap.follow_redirects)
         except RedirectRefused:
             await response.aclose()
             if cap is not None:
@@ -207,6 +211,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
             raise
         if cap is None:
             return response
+        if target is not None:
+            cap.followed.add(str(httpx.URL(target)))  # as httpx will write the request's url
         kind = media_type(response.headers.get("content-type"))
         if cap.stream and response.is_success and kind not in _STREAM_TYPES:
             await response.aclose()

@@ -113,15 +113,25 @@ def test_a_redirect_to_another_host_carries_neither_prompt_nor_key(
     assert openai_error(response, 502)["code"] == "upstream_redirect"
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_following_redirects_stays_on_the_origin(path: str, hostile: HostileUpstream, recorder: Recorder,
-                                                 start_gateway: Callable[..., ServerThread]) -> None:
-    """``follow_redirects: true`` follows a redirect within the origin, and still refuses one to another host."""
-    server = start_gateway(hostile_config(hostile, path=path, upstream={"follow_redirects": True}))
+CREDENTIALS = ("authorization", "api-key", "x-api-key")
+
+
+@pytest.mark.parametrize(("provider", "path"), REDIRECTED, ids=[f"{p}-{q}" for p, q in REDIRECTED])
+def test_following_redirects_stays_on_the_origin_without_credentials(
+        provider: str, path: str, hostile: HostileUpstream, recorder: Recorder,
+        start_gateway: Callable[..., ServerThread]) -> None:
+    """``follow_redirects: true`` follows a redirect within the origin, with the key dropped (issue 31: the origin
+    may serve others under other paths), and still refuses one to another host."""
+    server = start_gateway(hostile_config(hostile, provider=provider, path=path, upstream={"follow_redirects": True}))
     hostile.behaviour = "redirect-same"
     answered = call(server.url)
     assert answered.status_code == 200, answered.text
-    assert answered.json()["choices"][0]["message"]["content"] == "followed within the origin"
+    assert answered.json()["choices"][0]["message"]["content"] == ANSWER
+    first, followed = hostile.requests
+    assert any(first.headers.get(name) == SECRETS[provider] or first.headers.get(name) == f"Bearer {SECRETS[provider]}"
+               for name in CREDENTIALS)  # the key went where the config sends it
+    assert followed.path.startswith("/same-origin") and PROMPT in followed.body.decode()
+    assert {name: followed.headers[name] for name in CREDENTIALS if name in followed.headers} == {}
     hostile.behaviour = "redirect"
     assert openai_error(call(server.url), 502)["code"] == "upstream_redirect"
     assert recorder.requests == []
