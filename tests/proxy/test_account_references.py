@@ -51,6 +51,9 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("chat", "store", {"store": True}),
     ("chat", "messages", {"messages": [{"role": "user", "content": [
         {"type": "text", "text": "What is in it?"}, {"type": "file", "file": {"file_id": "file-someone-elses"}}]}]}),
+    ("chat", "messages", {"messages": [{"role": "user", "content": "Say it"},
+                                       {"role": "assistant", "audio": {"id": "audio_someone_elses"}},
+                                       {"role": "user", "content": "Again, slower"}]}),
 ]
 IDS = [f"{endpoint}-{param}-{i}" for i, (endpoint, param, _) in enumerate(CASES)]
 
