@@ -30,7 +30,7 @@ import orjson
 
 from ..config.settings import Deployment
 from ..endpoints.sdk_params import Endpoint
-from ..endpoints.sse import first_event_data
+from ..endpoints.sse import FirstEventReader
 from .completion import Completion, Forwarded, UpstreamStream, checked_completion, checked_forwarded
 from .content_decoding import DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .errors import UpstreamErrors, message_from_body, parse_retry_after
@@ -223,9 +223,10 @@ class PassthroughBackend:
         if kind != "text/event-stream":
             raise self._errors.malformed(f"a stream answered as {kind[:60]!r}, not text/event-stream")
         seen: list[bytes] = []
+        first_event = FirstEventReader()
         async for chunk in chunks:
             seen.append(chunk)
-            data = first_event_data(b"".join(seen)) if b"\n" in chunk or b"\r" in chunk else None
+            data = first_event.feed(chunk)
             if data is not None:
                 try:
                     check_stream_start(data, endpoint)

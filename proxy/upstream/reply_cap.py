@@ -41,7 +41,7 @@ from typing import cast
 import httpx
 
 from ..endpoints.sdk_params import Endpoint
-from ..endpoints.sse import first_event_data
+from ..endpoints.sse import FirstEventReader
 from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .redirects import CREDENTIAL_HEADERS, RedirectRefused, check_redirect
 from .replies import MalformedReply, check_stream_start, media_type
@@ -150,13 +150,14 @@ class _CheckedStart(httpx.AsyncByteStream):
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         held: list[bytes] = []
+        first_event = FirstEventReader()
         checked = False
         async for piece in self._body:
             if checked:
                 yield piece
                 continue
             held.append(piece)
-            data = first_event_data(b"".join(held)) if b"\n" in piece or b"\r" in piece else None
+            data = first_event.feed(piece)
             if data is None:
                 continue
             try:
