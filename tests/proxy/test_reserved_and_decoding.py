@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from proxy.endpoints.reserved import stripped_event, stripped_reply
-from proxy.endpoints.sse import FirstEventReader, first_event_data
+from proxy.endpoints.sse import EventReader, FirstEventReader, first_event_data
 from proxy.endpoints.taps import ChatTap as SseTap
 from proxy.endpoints.taps import ResponsesTap, TextCompletionTap
 from proxy.upstream.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
@@ -130,6 +130,17 @@ def test_the_first_event_reads_the_same_in_any_pieces(buffer: bytes, data: bytes
         reader = FirstEventReader()
         found = [reader.feed(piece) for piece in pieces]
         assert [d for d in found if d is not None][:1] == ([data] if data is not None else []), pieces
+
+
+def test_a_streams_events_read_the_same_in_any_pieces() -> None:
+    stream = b'data: {"a": 1}\n\n: ping\n\ndata: [2]\ndata: [3]\n\n\n\ndata: tail'
+    whole = EventReader()
+    expected = (list(whole.feed(stream)), whole.rest)
+    assert expected == ([b'data: {"a": 1}', b": ping", b"data: [2]\ndata: [3]", b""], b"data: tail")
+    for pieces in [[stream[:at], stream[at:]] for at in range(1, len(stream))] + [[bytes([b]) for b in stream]]:
+        reader = EventReader()
+        events = [event for piece in pieces for event in reader.feed(piece)]
+        assert (events, reader.rest) == expected, pieces
 
 
 def test_megabytes_of_comment_lines_in_small_pieces_before_the_first_event() -> None:
