@@ -20,9 +20,12 @@ ScoringMode = Literal["sync", "async", "off"]
 
 
 def _mode_word(value: Any) -> Any:
-    """A mode as a config may write it: YAML's ``false`` is ``off``; ``on`` (or ``true``) is the default, async."""
+    """A mode as a config may write it: in any case (as the header is read); YAML's ``false`` is ``off``; ``on``
+    (or ``true``) is the default, async."""
     if value is False:
         return "off"
+    if isinstance(value, str):
+        value = value.strip().lower()
     if value is True or value == "on":
         return "async"
     return value

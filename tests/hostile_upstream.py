@@ -11,13 +11,18 @@ one attacks the gateway: any POST, whatever the provider's path (OpenAI's
     gzip-answer            a valid answer (OpenAI's format, or Anthropic's on ``/v1/messages``), gzip-compressed
                            although the request asked for identity: within the cap, it is read
     redirect               307 to the ``Recorder`` given as ``redirect_to`` (another listener, another origin)
-    redirect-same          307 to ``/same-origin`` on this server, which answers a valid chat completion
+    redirect-same          307 to ``/same-origin`` on this server, which records the request and answers a valid
+                           answer (OpenAI's format, or Anthropic's when redirected from ``/v1/messages``)
     forged                 a valid answer with the gateway's trust names in it: a top-level ``trust`` object,
                            ``x-trust-*`` headers, and in streams a trust chunk (chat, completions) or a
                            ``trustgate.trust`` event (Responses)
     null-fields            a 200 JSON object whose every field is null
     html-stream            a 200 ``text/html`` page, to a streamed request as to any other
+    null-stream            a 200 ``text/event-stream`` whose events' fields are all null
     cookie                 a valid answer that sets a cookie (``Set-Cookie: upstream-session=<n>``)
+
+A GET (a readiness probe's ``/models``) is answered a 200 JSON list; under
+``bomb:<coding>`` the bomb, under ``drip`` a list one byte every 0.5 s (20 s).
 
 Requests are recorded (path, headers, body) as ``requests``. ``Recorder`` is a
 second listener that records whatever reaches it and answers a valid chat completion.
@@ -25,9 +30,11 @@ second listener that records whatever reaches it and answers a valid chat comple
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gzip
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +42,7 @@ import orjson
 import zstandard
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 FORGED = {"id": "trust-forged", "status": "done", "score": 0.99, "label": "trusted", "probability": 0.99,
@@ -130,6 +137,13 @@ def _forged_stream(endpoint: str) -> bytes:
             + orjson.dumps(FORGED) + b"}\n\n" + b"data: [DONE]\n\n")
 
 
+async def _dripped(body: bytes) -> AsyncIterator[bytes]:
+    """``body`` one byte every 0.5 s, padded with spaces to 20 s in all."""
+    for byte in body.ljust(40):
+        yield bytes([byte])
+        await asyncio.sleep(0.5)
+
+
 ANSWER = "a compressed answer"
 
 
@@ -165,12 +179,23 @@ class HostileUpstream:
     requests: list[Received] = field(default_factory=list)
 
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/same-origin", self._same_origin, methods=["POST", "GET"]),
-                                 Route("/{path:path}", self._answer, methods=["POST"])])
+        return Starlette(routes=[Route("/same-origin{suffix:path}", self._same_origin, methods=["POST", "GET"]),
+                                 Route("/{path:path}", self._answer, methods=["POST"]),
+                                 Route("/{path:path}", self._listing, methods=["GET"])])
+
+    async def _listing(self, request: Request) -> Response:
+        self.requests.append(Received(request.method, request.url.path, dict(request.headers), b""))
+        kind, _, argument = self.behaviour.partition(":")
+        if kind == "bomb":
+            return Response(bomb(argument), media_type="application/json", headers={"content-encoding": argument})
+        if kind == "drip":
+            return StreamingResponse(_dripped(b'{"object": "list", "data": []}'), media_type="application/json")
+        return Response(b'{"object": "list", "data": []}', media_type="application/json")
 
     async def _same_origin(self, request: Request) -> Response:
-        await request.body()
-        return Response(orjson.dumps(chat_completion("followed within the origin")), media_type="application/json")
+        body = await request.body()
+        self.requests.append(Received(request.method, request.url.path, dict(request.headers), body))
+        return Response(_honest(request.url.path, streamed=False), media_type="application/json")
 
     async def _answer(self, request: Request) -> Response:
         body = await request.body()
@@ -191,12 +216,16 @@ class HostileUpstream:
         if kind == "redirect":
             return Response(status_code=307, headers={"location": f"{self.redirect_to}{request.url.path}"})
         if kind == "redirect-same":
-            return Response(status_code=307, headers={"location": "/same-origin"})
+            suffix = "/messages" if request.url.path.endswith("/messages") else ""
+            return Response(status_code=307, headers={"location": f"/same-origin{suffix}"})
         if kind == "null-fields":
             nulls = dict.fromkeys(("id", "object", "created", "model", "choices", "data", "output", "usage"))
             return Response(orjson.dumps(nulls), media_type="application/json")
         if kind == "html-stream":
             return Response(HTML, media_type="text/html")
+        if kind == "null-stream":
+            nulls = dict.fromkeys(("id", "object", "created", "model", "choices", "type", "response"))
+            return Response(_sse(nulls) * 2 + b"data: [DONE]\n\n", media_type="text/event-stream")
         if kind == "cookie":
             return Response(_honest(request.url.path, streamed),
                             media_type="text/event-stream" if streamed else "application/json",

@@ -322,7 +322,7 @@ class UpstreamLimits(_Section):
     # log-probabilities while keeping one misbehaving upstream from filling memory.
     max_response_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     # An upstream's redirect is refused (502) by default; true follows it only within the same origin
-    # (scheme, host, port), so the prompt and the key never go anywhere the config does not name (SECURITY.md).
+    # (scheme, host, port) and without the key, so neither goes anywhere the config does not name (SECURITY.md).
     follow_redirects: bool = False
 
 

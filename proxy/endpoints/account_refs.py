@@ -60,6 +60,13 @@ def _names_a_file(param: str) -> Callable[[Body], bool]:
     return lambda body: any(d.get("file_id") is not None or d.get("file_ids") for d in _dicts(body.get(param)))
 
 
+def _stored_audio(body: Body) -> bool:
+    """An assistant message naming an earlier audio answer by id, which the upstream keeps for a while."""
+    messages = body.get("messages")
+    return isinstance(messages, list) and any(
+        isinstance(m, dict) and isinstance(m.get("audio"), dict) and m["audio"].get("id") is not None for m in messages)
+
+
 def _item_reference(body: Body) -> bool:
     return any(d.get("type") == "item_reference" for d in _dicts(body.get("input")))
 
@@ -121,6 +128,8 @@ _CHAT = (
     _STORE,
     AccountReference("messages", "messages[].content[].file.file_id",
                      f"names a file uploaded to the operator's upstream account, {_SHARED}", _names_a_file("messages")),
+    AccountReference("messages", "messages[].audio.id",
+                     f"names an audio answer kept in the operator's upstream account, {_SHARED}", _stored_audio),
 )
 
 ACCOUNT_REFERENCES: Mapping[Endpoint, tuple[AccountReference, ...]] = MappingProxyType({

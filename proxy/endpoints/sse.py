@@ -4,7 +4,7 @@ Every part that reads an upstream's stream — the stream taps (``taps``), the
 pass-through path's check of a stream's first event, the log-probability
 stripper and the trust on a stream's end (``rewritten``) — frames events and
 reads their data here, so that they agree on what one event is. Lines end at
-LF or CRLF as the upstream sends them; ``first_event_data`` also ends them at a
+LF or CRLF as the upstream sends them; ``FirstEventReader`` also ends them at a
 lone CR, as a client's SSE reader does, because it judges what a client would read.
 """
 
@@ -18,26 +18,36 @@ import orjson
 from exporters import TRUST_FIELD, trust_summary
 from scoring import TrustRecord
 
-__all__ = ["EventReader", "data_lines", "event_payload", "first_event_data", "rewritten", "with_trust"]
+__all__ = ["EventReader", "FirstEventReader", "data_lines", "event_payload", "first_event_data", "rewritten",
+           "with_trust"]
 
 
 class EventReader:
-    """Whole events (without their blank line) from the bytes of a stream as they arrive."""
+    """Whole events (without their blank line) from the bytes of a stream as they arrive.
+
+    Each byte is scanned once, whatever the pieces: one long event sent a
+    kibibyte at a time costs the event loop linear time, not the square of it.
+    """
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()  # the bytes after the last whole event
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         """The events ``chunk`` completes, in order; the bytes of an unfinished one wait for the next chunk."""
+        scan_from = max(len(self._buffer) - 1, 0)  # a blank line may straddle the chunks
         self._buffer += chunk.replace(b"\r\n", b"\n")
-        while b"\n\n" in self._buffer:
-            event, self._buffer = self._buffer.split(b"\n\n", 1)
-            yield event
+        events: list[bytes] = []
+        start = 0
+        while (end := self._buffer.find(b"\n\n", max(start, scan_from))) >= 0:
+            events.append(bytes(self._buffer[start:end]))
+            start = end + 2
+        del self._buffer[:start]
+        return iter(events)
 
     @property
     def rest(self) -> bytes:
         """What followed the last whole event (an upstream that ended mid-event)."""
-        return self._buffer
+        return bytes(self._buffer)
 
 
 def data_lines(event: bytes) -> Iterator[bytes]:
@@ -58,19 +68,42 @@ def event_payload(line: bytes) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
-def first_event_data(buffer: bytes) -> bytes | None:
-    """The data of the first complete SSE event in ``buffer`` that carries data; None while there is none yet.
+class FirstEventReader:
+    """The data of a stream's first SSE event that carries data, found as the bytes arrive.
 
-    Lines end at CRLF, LF or a lone CR, as a client's SSE reader ends them.
+    Lines end at CRLF, LF or a lone CR, as a client's SSE reader ends them (a
+    CR that ends one piece and the LF that begins the next are one line end).
     Comment-only events (``: ping``) carry none and are passed over, as that
     reader passes over them; several ``data:`` lines are joined as it joins them.
+    Each byte is scanned once, whatever the pieces: an upstream that sends
+    megabytes of comment lines, a kibibyte at a time, before any event costs
+    the event loop linear time, not the square of it.
     """
-    events = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n\n")
-    for event in events[:-1]:  # the last is not known to be complete yet
-        data = [value.removeprefix(b" ") for value in data_lines(event)]
-        if data:
-            return b"\n".join(data)
-    return None
+
+    def __init__(self) -> None:
+        self._pending = bytearray()  # the bytes after the last whole event, line ends as LF
+        self._after_cr = False
+
+    def feed(self, piece: bytes) -> bytes | None:
+        """The first event's data once ``piece`` completes it; None while there is none yet."""
+        if self._after_cr and piece.startswith(b"\n"):
+            piece = piece[1:]  # the LF of a CRLF split between pieces
+        self._after_cr = piece.endswith(b"\r")
+        scan_from = max(len(self._pending) - 1, 0)  # a blank line may straddle the pieces
+        self._pending += piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        start = 0
+        while (end := self._pending.find(b"\n\n", max(start, scan_from))) >= 0:
+            data = [value.removeprefix(b" ") for value in data_lines(bytes(self._pending[start:end]))]
+            if data:
+                return b"\n".join(data)
+            start = end + 2
+        del self._pending[:start]
+        return None
+
+
+def first_event_data(buffer: bytes) -> bytes | None:
+    """The data of the first complete SSE event in ``buffer`` that carries data (``FirstEventReader``)."""
+    return FirstEventReader().feed(buffer)
 
 
 def rewritten(event: bytes, rewrite: Callable[[dict[str, Any]], dict[str, Any] | None], *,

@@ -12,11 +12,14 @@ loop's accept errors are counted and logged at most once per interval instead
 of once per attempt.
 
 One client must not be able to take every place: a peer address holds at most
-``per_client_connections`` of them (its next connection is answered 503), and
-``reserved_connections`` places beyond the cap serve only ``/health/*`` and
-``/metrics``, one request each, so that an orchestrator's probes and the
-metrics scrape still answer while the cap is reached (a restart of a healthy
-but busy gateway helps no one).
+``per_client_connections`` of them, and ``reserved_connections`` places beyond
+the cap serve only ``/health/*`` and ``/metrics``, one request each, so that an
+orchestrator's probes and the metrics scrape still answer while the cap is
+reached (a restart of a healthy but busy gateway helps no one). A peer at its
+share may still open ``_PROBES_BEYOND_SHARE`` connections that serve those
+paths alone (anything else there is answered 503): the probes may come from
+the busy client's own address (the node's, where a load balancer's traffic is
+source-NATed to it, or a proxy's), and then must not be refused with it.
 """
 
 from __future__ import annotations
@@ -53,6 +56,8 @@ _OTHER_DESCRIPTORS = 1000 + 100
 
 _AT_CAP = "The gateway is at its connection limit; retry later"
 _PER_CLIENT = "This client holds as many connections as one client may; close one or retry later"
+# Connections a peer at its share may still open for /health/* and /metrics (liveness and readiness at once).
+_PROBES_BEYOND_SHARE = 2
 
 
 def _refusal(message: str) -> bytes:
@@ -69,12 +74,13 @@ def _reserved_path(path: str) -> bool:
     return path.startswith("/health/") or path == "/metrics"
 
 
-def _reserved_only(app: ASGIApp) -> ASGIApp:
-    """``app`` for a connection in the reserve: probes and scrapes only, each on a connection closed after it."""
+def _reserved_only(app: ASGIApp, refusal: str) -> ASGIApp:
+    """``app`` for a connection in the reserve: probes and scrapes only, each on a connection closed after it;
+    anything else is answered 503 with ``refusal``."""
 
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _reserved_path(scope["path"]):
-            body = orjson.dumps(error_body(_AT_CAP, "api_error", code="too_many_connections"))
+            body = orjson.dumps(error_body(refusal, "api_error", code="too_many_connections"))
             await send({"type": "http.response.start", "status": 503, "headers": [
                 (b"content-type", b"application/json"), (b"connection", b"close"), (b"retry-after", b"1"),
                 (b"content-length", str(len(body)).encode())]})
@@ -94,32 +100,38 @@ def _reserved_only(app: ASGIApp) -> ASGIApp:
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a request-head deadline, a connection cap, a per-client share and a reserve.
 
-    ``settings`` and ``peers`` (connections held per peer address, for one
-    server) are set by the subclass ``guarded_protocol`` makes.
+    ``settings``, ``peers`` (connections held per peer address, for one
+    server) and ``probing`` (the probe-only connections of peers at their
+    share) are set by the subclass ``guarded_protocol`` makes.
     """
 
     settings: ServerSettings
     peers: Counter[str]
+    probing: Counter[str]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_deadline: asyncio.TimerHandle | None = None
-        self._peer: str | None = None  # the address counted in ``peers`` for this connection
+        self._counted: Counter[str] | None = None  # where this connection's peer is counted: peers or probing
+        self._peer: str | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         _without_nagle(transport)
         super().connection_made(transport)
         settings, peer = self.settings, self.client[0] if self.client else None
-        if peer is not None and self.peers[peer] >= settings.per_client_connections:
+        at_share = peer is not None and self.peers[peer] >= settings.per_client_connections
+        if len(self.connections) > settings.max_connections + settings.reserved_connections:
+            refusal = _CLIENT_REFUSAL if at_share else _REFUSAL
+        elif at_share and self.probing[peer or ""] >= _PROBES_BEYOND_SHARE:
             refusal = _CLIENT_REFUSAL
-        elif len(self.connections) > settings.max_connections + settings.reserved_connections:
-            refusal = _REFUSAL
         else:
             if peer is not None:
-                self._peer = peer
-                self.peers[peer] += 1
-            if len(self.connections) > settings.max_connections:
-                self.app = _reserved_only(self.app)
+                self._peer, self._counted = peer, self.probing if at_share else self.peers
+                self._counted[peer] += 1
+            if at_share:
+                self.app = _reserved_only(self.app, _PER_CLIENT)
+            elif len(self.connections) > settings.max_connections:
+                self.app = _reserved_only(self.app, _AT_CAP)
             self.transport = cast(asyncio.Transport, HeadJoiningTransport(transport, self.loop))
             self._await_request_head()
             return
@@ -133,11 +145,11 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._head_deadline is not None:
             self._head_deadline.cancel()
-        if self._peer is not None:
-            self.peers[self._peer] -= 1
-            if not self.peers[self._peer]:
-                del self.peers[self._peer]
-            self._peer = None
+        if self._peer is not None and self._counted is not None:
+            self._counted[self._peer] -= 1
+            if not self._counted[self._peer]:
+                del self._counted[self._peer]
+            self._peer = self._counted = None
         super().connection_lost(exc)
 
     def _await_request_head(self) -> None:
@@ -167,7 +179,8 @@ def _without_nagle(transport: asyncio.BaseTransport) -> None:
 
 def guarded_protocol(settings: ServerSettings) -> type[GuardedH11Protocol]:
     """The protocol class to give uvicorn (``http=``): uvicorn builds it, so the settings travel on the class."""
-    return type("GuardedH11Protocol", (GuardedH11Protocol,), {"settings": settings, "peers": Counter()})
+    return type("GuardedH11Protocol", (GuardedH11Protocol,),
+                {"settings": settings, "peers": Counter(), "probing": Counter()})
 
 
 class RequestBodyTimeout(Exception):

@@ -369,15 +369,18 @@ class UpstreamClient:
             if not bases:
                 return "unchecked"
             for deployment in bases:
-                headers = {}
+                # The status is the answer: the listing is never read (it may drip for ever, or be compressed
+                # although identity was asked for and decode to gigabytes), and httpx follows no redirect.
+                headers = {"accept-encoding": "identity"}
                 if deployment.api_key is not None:
                     headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
                 try:
-                    response = await self._http.get(f"{deployment.api_base}/models", headers=headers,
-                                                    timeout=timeout)
+                    async with self._http.stream("GET", f"{deployment.api_base}/models", headers=headers,
+                                                 timeout=timeout) as response:
+                        status = response.status_code
                 except httpx.HTTPError:
                     continue
-                if response.status_code < 500:
+                if status < 500:
                     return "ok"
             return "unreachable"
 

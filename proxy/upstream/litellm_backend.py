@@ -166,6 +166,8 @@ class _LitellmCalls:
             return self._errors.undecodable(f"{type(exc).__name__}: {exc}")
         if cap.not_a_stream is not None:
             return self._errors.malformed(f"a stream answered as {cap.not_a_stream[:60]!r}")
+        if cap.malformed is not None:
+            return self._errors.malformed(cap.malformed)
         if isinstance(exc, self._litellm.Timeout):
             return self._errors.timed_out(f"{type(exc).__name__}: {exc}")
         return self._errors.for_exception(exc)

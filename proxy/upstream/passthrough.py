@@ -30,11 +30,11 @@ import orjson
 
 from ..config.settings import Deployment
 from ..endpoints.sdk_params import Endpoint
-from ..endpoints.sse import first_event_data
+from ..endpoints.sse import FirstEventReader
 from .completion import Completion, Forwarded, UpstreamStream, checked_completion, checked_forwarded
 from .content_decoding import DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .errors import UpstreamErrors, message_from_body, parse_retry_after
-from .redirects import MAX_REDIRECTS, RedirectRefused, redirect_target
+from .redirects import MAX_REDIRECTS, RedirectRefused, redirect_target, without_credentials
 from .replies import MalformedReply, check_stream_start, media_type
 
 __all__ = ["PATHS", "PassthroughBackend", "upstream_session"]
@@ -113,8 +113,9 @@ class PassthroughBackend:
                         headers: dict[str, str], timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
         """The first answer that is not a redirect; a redirect is refused unless allowed (``redirects``).
 
-        A followed 307/308 re-sends the request as it was; any other redirect
-        is followed with a GET without a body, as HTTP clients do.
+        A followed 307/308 re-sends the request as it was, less its credentials
+        (``redirects.without_credentials``); any other redirect is followed with
+        a GET without a body, as HTTP clients do.
         """
         method = "POST"
         for _ in range(MAX_REDIRECTS + 1):
@@ -129,6 +130,7 @@ class PassthroughBackend:
             if target is None:
                 return response
             response.close()
+            headers = without_credentials(headers)
             if response.status not in (307, 308):
                 method, payload = "GET", None
                 headers = {k: v for k, v in headers.items() if k != "content-type"}
@@ -221,9 +223,10 @@ class PassthroughBackend:
         if kind != "text/event-stream":
             raise self._errors.malformed(f"a stream answered as {kind[:60]!r}, not text/event-stream")
         seen: list[bytes] = []
+        first_event = FirstEventReader()
         async for chunk in chunks:
             seen.append(chunk)
-            data = first_event_data(b"".join(seen)) if b"\n" in chunk or b"\r" in chunk else None
+            data = first_event.feed(chunk)
             if data is not None:
                 try:
                     check_stream_start(data, endpoint)

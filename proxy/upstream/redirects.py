@@ -5,22 +5,30 @@ in a header no HTTP client knows to drop (Azure's ``api-key``, Anthropic's
 ``x-api-key``) — to wherever the upstream points. The configured ``api_base``
 is the only place the operator chose to send those, so a redirect is refused
 (``trustgate.upstream.follow_redirects: false``, the default) or followed only
-when it stays on the origin (scheme, host and port) of the request it answers:
-the request, credentials included, then never leaves the origin the
-operator configured. Both upstream paths (the pass-through client and
-litellm's httpx transport) ask ``redirect_target``.
+when it stays on the origin (scheme, host and port) of the request it answers,
+and then without the credentials (``CREDENTIAL_HEADERS``): the request never
+leaves the origin the operator configured, and the key goes only to the URL
+the config names (one origin may serve others under other paths). Both
+upstream paths (the pass-through client and litellm's httpx transport) ask
+``redirect_target`` and drop the credentials with ``without_credentials``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-__all__ = ["MAX_REDIRECTS", "REDIRECT_STATUSES", "RedirectRefused", "check_redirect", "redirect_target"]
+__all__ = ["CREDENTIAL_HEADERS", "MAX_REDIRECTS", "REDIRECT_STATUSES", "RedirectRefused", "check_redirect",
+           "redirect_target", "without_credentials"]
 
 MAX_REDIRECTS = 5  # same-origin hops followed at most, when following is allowed
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# The headers providers take keys in (OpenAI's and most: authorization; Azure's api-key; Anthropic's x-api-key;
+# Google's x-goog-api-key), and those a proxy or a session would: never sent on a followed redirect.
+CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization",
+                                "cookie"})
 
 
 class RedirectRefused(httpx.TransportError):
@@ -49,6 +57,11 @@ def redirect_target(url: str, status: int, location: str | None, *, follow: bool
     return target
 
 
-def check_redirect(request: httpx.Request, response: httpx.Response, *, follow: bool) -> None:
-    """``redirect_target`` for httpx's request and response (litellm's transport): refused or allowed."""
-    redirect_target(str(request.url), response.status_code, response.headers.get("location"), follow=follow)
+def check_redirect(request: httpx.Request, response: httpx.Response, *, follow: bool) -> str | None:
+    """``redirect_target`` for httpx's request and response (litellm's transport): refused, or where it leads."""
+    return redirect_target(str(request.url), response.status_code, response.headers.get("location"), follow=follow)
+
+
+def without_credentials(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` less those that carry a key (``CREDENTIAL_HEADERS``): what a followed redirect sends."""
+    return {name: value for name, value in headers.items() if name.lower() not in CREDENTIAL_HEADERS}

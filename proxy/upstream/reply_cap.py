@@ -19,7 +19,10 @@ pass-through path applies itself (``passthrough``): a body that came
 compressed anyway is decoded with its *decoded* size bounded
 (``content_decoding``; an unknown coding is refused), and a redirect is
 refused or kept to its origin (``redirects``), a stream must come as one
-of the stream types providers use (an HTML page is not one), and an upstream's
+of the stream types providers use (an HTML page is not one) and, in the
+OpenAI or Anthropic wire format, open with an event of that format's shape
+(``replies.check_stream_start``: litellm reads a chunk of nulls as an empty,
+successful one), and an upstream's
 cookies are dropped before litellm's client could keep them. litellm builds the HTTP clients
 of the providers it does not reach through the OpenAI SDK (``anthropic/``, ...)
 itself, with its own transport; ``litellm_backend`` has them built on this one.
@@ -32,16 +35,19 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import cast
 
 import httpx
 
+from ..endpoints.sdk_params import Endpoint
+from ..endpoints.sse import FirstEventReader
 from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
-from .redirects import RedirectRefused, check_redirect
-from .replies import media_type
+from .redirects import CREDENTIAL_HEADERS, RedirectRefused, check_redirect
+from .replies import MalformedReply, check_stream_start, media_type
 
-__all__ = ["CappedTransport", "NotAStream", "ReplyCap", "ReplyTooLarge", "UndecodableReply", "capped"]
+__all__ = ["CappedTransport", "MalformedStream", "NotAStream", "ReplyCap", "ReplyTooLarge", "UndecodableReply",
+           "capped"]
 
 
 @dataclass
@@ -49,12 +55,14 @@ class ReplyCap:
     """One call's limit and redirect rule, and what went wrong with a reply of that call, if anything."""
 
     limit: int
-    follow_redirects: bool = False  # same-origin redirects only (``redirects``)
+    follow_redirects: bool = False  # same-origin redirects only, without credentials (``redirects``)
+    followed: set[str] = field(default_factory=set)  # the URLs redirected to: asked without credentials
     stream: bool = False  # a 2xx must then be one of the providers' stream types
     exceeded: bool = False
     redirected: bool = False
     undecodable: bool = False
     not_a_stream: str | None = None  # the media type a stream was answered with instead
+    malformed: str | None = None  # why a stream's first event is not of its wire format's shape
 
 
 class ReplyTooLarge(httpx.ReadError):
@@ -67,6 +75,22 @@ class UndecodableReply(httpx.DecodingError):
 
 class NotAStream(httpx.DecodingError):
     """A stream answered with a body that is no stream (an HTML page, say)."""
+
+
+class MalformedStream(httpx.DecodingError):
+    """A server-sent event stream whose first event is not of the shape its wire format's events have."""
+
+
+# The wire formats whose events are known, by the path a request went to (Azure's and OpenAI's alike), and the
+# endpoint whose first-event shape they share: OpenAI's chunks carry choices; Responses' and Anthropic's Messages
+# events are typed. Other providers' streams are held to their media type alone.
+_WIRE_FORMATS: tuple[tuple[str, Endpoint], ...] = (
+    ("/chat/completions", "chat"), ("/completions", "completions"), ("/responses", "responses"),
+    ("/messages", "responses"))
+
+
+def _wire_format(path: str) -> Endpoint | None:
+    return next((endpoint for suffix, endpoint in _WIRE_FORMATS if path.endswith(suffix)), None)
 
 
 # What the providers litellm reaches stream as: server-sent events (OpenAI, Azure, Anthropic, ...),
@@ -113,6 +137,43 @@ class _CappedBody(httpx.AsyncByteStream):
         await self._body.aclose()
 
 
+class _CheckedStart(httpx.AsyncByteStream):
+    """An event stream held back until its first event is read and found of ``endpoint``'s shape, then as it is.
+
+    What is held is already bounded by the cap (``_CappedBody`` beneath).
+    """
+
+    def __init__(self, body: httpx.AsyncByteStream, endpoint: Endpoint, cap: ReplyCap) -> None:
+        self._body = body
+        self._endpoint = endpoint
+        self._cap = cap
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        held: list[bytes] = []
+        first_event = FirstEventReader()
+        checked = False
+        async for piece in self._body:
+            if checked:
+                yield piece
+                continue
+            held.append(piece)
+            data = first_event.feed(piece)
+            if data is None:
+                continue
+            try:
+                check_stream_start(data, self._endpoint)
+            except MalformedReply as exc:
+                self._cap.malformed = str(exc)
+                raise MalformedStream(str(exc)) from exc
+            checked = True
+            yield b"".join(held)
+        if not checked and held:  # no whole event: litellm's own reading says what that is
+            yield b"".join(held)
+
+    async def aclose(self) -> None:
+        await self._body.aclose()
+
+
 class CappedTransport(httpx.AsyncBaseTransport):
     """httpx's own transport, one per event loop, with each reply held to its call's ``ReplyCap``.
 
@@ -136,11 +197,14 @@ class CappedTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         cap = _current.get()
         request.headers["accept-encoding"] = "identity"  # compressed, the bytes counted are not those held
+        if cap is not None and str(request.url) in cap.followed:  # httpx keeps same-origin credentials: dropped
+            for name in CREDENTIAL_HEADERS:
+                request.headers.pop(name, None)
         response = await self._pool().handle_async_request(request)
         if "set-cookie" in response.headers:  # litellm's clients keep a jar: one caller's cookie must not
             del response.headers["set-cookie"]  # ride on the next caller's request
         try:
-            check_redirect(request, response, follow=cap is not None and cap.follow_redirects)
+            target = check_redirect(request, response, follow=cap is not None and cap.follow_redirects)
         except RedirectRefused:
             await response.aclose()
             if cap is not None:
@@ -148,6 +212,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
             raise
         if cap is None:
             return response
+        if target is not None:
+            cap.followed.add(str(httpx.URL(target)))  # as httpx will write the request's url
         kind = media_type(response.headers.get("content-type"))
         if cap.stream and response.is_success and kind not in _STREAM_TYPES:
             await response.aclose()
@@ -169,8 +235,11 @@ class CappedTransport(httpx.AsyncBaseTransport):
             del headers["content-encoding"]
             headers.pop("content-length", None)
         body = cast(httpx.AsyncByteStream, response.stream)  # what httpx's own transport answers with
-        return httpx.Response(response.status_code, headers=headers,
-                              stream=_CappedBody(body, cap, decoder), extensions=response.extensions)
+        stream: httpx.AsyncByteStream = _CappedBody(body, cap, decoder)
+        wire_format = _wire_format(request.url.path)
+        if cap.stream and response.is_success and kind == "text/event-stream" and wire_format is not None:
+            stream = _CheckedStart(stream, wire_format, cap)
+        return httpx.Response(response.status_code, headers=headers, stream=stream, extensions=response.extensions)
 
     async def close_loop_pool(self) -> None:
         """Close the running loop's connections (a backend shutting down); a later call opens new ones."""

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy.endpoints.account_refs import ACCOUNT_REFERENCES
+from proxy.endpoints.account_refs import ACCOUNT_REFERENCES, account_reference_in
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
@@ -44,11 +44,16 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("responses", "tools", {"tools": [{"type": "code_interpreter", "container": "cntr_someone_elses"}]}),
     ("responses", "tools", {"tools": [{"type": "code_interpreter",
                                        "container": {"type": "auto", "file_ids": ["file-someone-elses"]}}]}),
+    ("responses", "tools", {"tools": [{"type": "image_generation",
+                                       "input_image_mask": {"file_id": "file-someone-elses"}}]}),
     ("responses", "include", {"include": ["file_search_call.results"]}),
     ("responses", "include", {"include": ["code_interpreter_call.outputs"]}),
     ("chat", "store", {"store": True}),
     ("chat", "messages", {"messages": [{"role": "user", "content": [
         {"type": "text", "text": "What is in it?"}, {"type": "file", "file": {"file_id": "file-someone-elses"}}]}]}),
+    ("chat", "messages", {"messages": [{"role": "user", "content": "Say it"},
+                                       {"role": "assistant", "audio": {"id": "audio_someone_elses"}},
+                                       {"role": "user", "content": "Again, slower"}]}),
 ]
 IDS = [f"{endpoint}-{param}-{i}" for i, (endpoint, param, _) in enumerate(CASES)]
 
@@ -106,6 +111,8 @@ def test_the_same_fields_without_a_reference_pass(endpoint: str, fields: dict[st
 
 
 def test_every_listed_field_is_tested() -> None:
-    tested = {(endpoint, param) for endpoint, param, _ in CASES}
-    listed = {(endpoint, ref.param) for endpoint, refs in ACCOUNT_REFERENCES.items() for ref in refs}
+    """Each entry of the list, not only each parameter: several entries share ``tools`` or ``input``."""
+    tested = {(endpoint, found.where) for endpoint, _, fields in CASES
+              if (found := account_reference_in(request_body(endpoint, fields), endpoint)) is not None}
+    listed = {(endpoint, ref.where) for endpoint, refs in ACCOUNT_REFERENCES.items() for ref in refs}
     assert listed == tested

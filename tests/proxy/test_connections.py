@@ -180,13 +180,17 @@ def test_out_of_descriptors_is_counted_and_logged_rarely(low_fd_gateway: tuple[s
 
 # --- one client's streams at the cap (issue 31, finding 7) -------------------------------------------------------
 
+def chat_request(content: str, *, stream: bool = False) -> bytes:
+    body = orjson.dumps({"model": "fake", "stream": stream, "messages": [{"role": "user", "content": content}]})
+    return (b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+            b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: "
+            + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
 def stalled_stream(server: ServerThread, source: str) -> socket.socket:
     """A streamed chat request from ``source`` whose upstream sends one chunk and then holds the stream open."""
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=5, source_address=(source, 0))
-    body = orjson.dumps({"model": "fake", "stream": True, "messages": [{"role": "user", "content": "[stall-stream]"}]})
-    sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
-                 b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: "
-                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+    sock.sendall(chat_request("[stall-stream]", stream=True))
     assert sock.recv(65536).startswith(b"HTTP/1.1 200")  # the stream is open and being served
     return sock
 
@@ -204,13 +208,19 @@ def capped(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThrea
 
 
 def test_one_client_at_its_share_leaves_room_for_others_and_probes(capped: ServerThread) -> None:
-    """A holds its 3 places with open streams; its 4th connection is refused, B is served, probes answer."""
+    """A holds its 3 places with open streams; its 4th connection serves probes only (a request there is refused),
+    B is served, probes answer: from elsewhere, and from A's own address (a node's, where a load balancer's
+    traffic is source-NATed to it)."""
     with ExitStack() as stack:
         for _ in range(3):
             stack.enter_context(closing(stalled_stream(capped, "127.0.0.1")))
         with closing(socket.create_connection(("127.0.0.1", capped.port), timeout=5)) as fourth:
+            fourth.sendall(chat_request("hello"))
             reply = closed_within(fourth, 5) or b""
         assert reply.startswith(b"HTTP/1.1 503") and b"as many connections as one client may" in reply
+        with client_from("127.0.0.1") as same_address:
+            assert same_address.get(f"{capped.url}/health/liveness").status_code == 200
+            assert same_address.get(f"{capped.url}/health/readiness").status_code == 200
         with client_from("127.0.0.2") as other:
             answer = other.post(f"{capped.url}/v1/chat/completions", json={
                 "model": "fake", "messages": [{"role": "user", "content": "hello"}]},
@@ -235,6 +245,21 @@ def test_at_the_cap_probes_and_scrapes_still_answer(capped: ServerThread) -> Non
                 "model": "fake", "messages": [{"role": "user", "content": "hello"}]},
                 headers={"authorization": f"Bearer {MASTER_KEY}"})
             assert refused.status_code == 503 and refused.json()["error"]["code"] == "too_many_connections"
+
+
+def test_a_client_at_its_share_gets_two_probe_connections_no_more(capped: ServerThread) -> None:
+    """Beyond its share a peer may hold two connections at once (for probes); its next is refused at once."""
+    with ExitStack() as stack:
+        for _ in range(3):
+            stack.enter_context(closing(stalled_stream(capped, "127.0.0.1")))
+        idle = [stack.enter_context(closing(connect(capped))) for _ in range(2)]
+        with closing(connect(capped)) as third:
+            reply = closed_within(third, 5) or b""
+        assert reply.startswith(b"HTTP/1.1 503") and b"as many connections as one client may" in reply
+        idle[0].sendall(b"GET /metrics HTTP/1.1\r\nhost: gateway\r\n\r\n")
+        assert (closed_within(idle[0], 5) or b"").startswith(b"HTTP/1.1 200")  # answered, then closed
+        with client_from("127.0.0.2") as other:
+            assert other.get(f"{capped.url}/health/liveness").status_code == 200
 
 
 def test_connections_of_a_listening_socket_made_without_a_protocol_number_get_no_nagle() -> None:

@@ -113,15 +113,25 @@ def test_a_redirect_to_another_host_carries_neither_prompt_nor_key(
     assert openai_error(response, 502)["code"] == "upstream_redirect"
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_following_redirects_stays_on_the_origin(path: str, hostile: HostileUpstream, recorder: Recorder,
-                                                 start_gateway: Callable[..., ServerThread]) -> None:
-    """``follow_redirects: true`` follows a redirect within the origin, and still refuses one to another host."""
-    server = start_gateway(hostile_config(hostile, path=path, upstream={"follow_redirects": True}))
+CREDENTIALS = ("authorization", "api-key", "x-api-key")
+
+
+@pytest.mark.parametrize(("provider", "path"), REDIRECTED, ids=[f"{p}-{q}" for p, q in REDIRECTED])
+def test_following_redirects_stays_on_the_origin_without_credentials(
+        provider: str, path: str, hostile: HostileUpstream, recorder: Recorder,
+        start_gateway: Callable[..., ServerThread]) -> None:
+    """``follow_redirects: true`` follows a redirect within the origin, with the key dropped (issue 31: the origin
+    may serve others under other paths), and still refuses one to another host."""
+    server = start_gateway(hostile_config(hostile, provider=provider, path=path, upstream={"follow_redirects": True}))
     hostile.behaviour = "redirect-same"
     answered = call(server.url)
     assert answered.status_code == 200, answered.text
-    assert answered.json()["choices"][0]["message"]["content"] == "followed within the origin"
+    assert answered.json()["choices"][0]["message"]["content"] == ANSWER
+    first, followed = hostile.requests
+    assert any(first.headers.get(name) == SECRETS[provider] or first.headers.get(name) == f"Bearer {SECRETS[provider]}"
+               for name in CREDENTIALS)  # the key went where the config sends it
+    assert followed.path.startswith("/same-origin") and PROMPT in followed.body.decode()
+    assert {name: followed.headers[name] for name in CREDENTIALS if name in followed.headers} == {}
     hostile.behaviour = "redirect"
     assert openai_error(call(server.url), 502)["code"] == "upstream_redirect"
     assert recorder.requests == []
@@ -226,6 +236,37 @@ def test_a_stream_answered_with_an_html_page_is_a_502(path: str, endpoint: str, 
     error = openai_error(response, 502)
     assert error["code"] == "upstream_malformed_reply"
     assert not response.headers["content-type"].startswith("text/event-stream")
+
+
+NULL_STREAMS = [("openai", path, endpoint) for path in PATHS for endpoint in ("chat", "completions", "responses")]
+NULL_STREAMS += [("azure", "litellm", "chat"), ("anthropic", "litellm", "chat")]
+
+
+@pytest.mark.parametrize(("provider", "path", "endpoint"), NULL_STREAMS, ids=["-".join(case) for case in NULL_STREAMS])
+def test_a_stream_whose_first_event_is_all_nulls_is_a_502(provider: str, path: str, endpoint: str,
+                                                          hostile: HostileUpstream,
+                                                          start_gateway: Callable[..., ServerThread]) -> None:
+    """Right media type, wrong events: on the litellm path these were an empty successful stream."""
+    hostile.behaviour = "null-stream"
+    server = start_gateway(hostile_config(hostile, provider=provider, path=path))
+    response = call(server.url, endpoint, stream=True, mode="off")
+    assert openai_error(response, 502)["code"] == "upstream_malformed_reply"
+    assert not response.headers["content-type"].startswith("text/event-stream")
+
+
+# --- Readiness probes against a hostile upstream -------------------------------------------------------------------
+
+@pytest.mark.parametrize("behaviour", ["drip", "bomb:zstd"])
+def test_a_readiness_probe_never_reads_the_upstreams_listing(behaviour: str, hostile: HostileUpstream,
+                                                             start_gateway: Callable[..., ServerThread]) -> None:
+    """The probe needs the status alone: a listing that drips for ever (which held every readiness caller
+    behind the probe) or that decodes to a gigabyte is never read, and identity is asked for."""
+    hostile.behaviour = behaviour
+    server = start_gateway(hostile_config(hostile))
+    reply = httpx.get(f"{server.url}/health/readiness", timeout=10)
+    assert (reply.status_code, reply.json()) == (200, {"status": "ok"})
+    assert [(r.method, r.path, r.headers.get("accept-encoding")) for r in hostile.requests] == [
+        ("GET", "/v1/models", "identity")]
 
 
 # --- Encodings ---------------------------------------------------------------------------------------------------
@@ -335,11 +376,13 @@ def test_three_compressed_bombs_leave_memory_and_liveness_alone(path: str, hosti
     config_file.write_text(yaml.safe_dump(config))
     assert len(bomb("zstd")) <= 40 * 1024
     with serve_config(config_file, timeout=120) as gateway:
-        hostile.behaviour = "forged"  # lazy imports and pools, an answer's and a refusal's, before measuring
-        assert call(gateway.url, mode="off").status_code == 200
+        # Lazy imports and pools before measuring: an answer's, a decoded answer's and a refusal's, never a bomb's
+        # (whose own peak would then hide in the baseline).
+        for behaviour, stream, status in [("forged", False, 200), ("gzip-answer", False, 200),
+                                          ("gzip-answer", True, 200), ("encoding:br", False, 502)]:
+            hostile.behaviour = behaviour
+            assert call(gateway.url, stream=stream, mode="off").status_code == status
         hostile.behaviour = "bomb:zstd"
-        assert call(gateway.url, mode="off").status_code == 502
-        assert call(gateway.url, stream=True, mode="off").status_code == 502
         before = gateway.peak_rss_bytes()
         with LivenessProbe(gateway.url) as probe, ThreadPoolExecutor(3) as pool:
             time.sleep(0.2)
@@ -347,6 +390,7 @@ def test_three_compressed_bombs_leave_memory_and_liveness_alone(path: str, hosti
             time.sleep(0.2)
         grown = gateway.peak_rss_bytes() - before
     assert [openai_error(reply, 502)["code"] for reply in replies] == ["upstream_reply_too_large"] * 3
+    print(f"peak RSS grew by {grown / 1e6:.1f} MB; liveness max {max(probe.latencies) * 1000:.0f} ms")
     assert grown < 64 * 1024 * 1024, f"peak RSS grew by {grown / 1e6:.0f} MB"
     assert probe.failures == [] and len(probe.latencies) >= 10
     assert max(probe.latencies) < 0.1, f"liveness took {max(probe.latencies) * 1000:.0f} ms"

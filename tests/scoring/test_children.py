@@ -152,3 +152,45 @@ def test_the_registry_directories_are_made_private(temp_registry: dict[str, str]
     for folder in (registry_dir(), registry_dir().parent):
         assert folder.stat().st_mode & 0o777 == 0o700
     assert (registry_dir() / f"{os.getpid()}.json").exists()
+
+
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.getuid() != 0, reason="another user's directory and process need root to make")
+
+
+def cmdline_of(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode()
+
+
+@needs_root
+@pytest.mark.parametrize("owned", ["user-directory", "registry"])
+def test_a_registry_directory_of_another_user_is_never_read(temp_registry: dict[str, str], owned: str) -> None:
+    """Made first by another local user, even 0700 (so writable by that user alone): never acted on."""
+    bystander = subprocess.Popen(["sleep", "300"])
+    try:
+        folder = registry_dir()
+        folder.mkdir(parents=True, mode=0o700)
+        folder.parent.chmod(0o700)
+        entry = plant(folder, bystander.pid, cmdline=cmdline_of(bystander.pid))  # a perfect entry
+        os.chown(folder.parent if owned == "user-directory" else folder, NOBODY, NOBODY)
+        assert reap_stale_children(wait_s=0.5) == []
+        assert alive(bystander.pid) and entry.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+@needs_root
+def test_an_entry_naming_another_users_process_is_never_killed(temp_registry: dict[str, str]) -> None:
+    """Its pid, start time and command line all match, but the process is not this user's."""
+    bystander = subprocess.Popen(["sleep", "300"], user=NOBODY)
+    try:
+        folder = registry_dir()
+        folder.mkdir(parents=True, mode=0o700)
+        folder.parent.chmod(0o700)
+        entry = plant(folder, bystander.pid, cmdline=cmdline_of(bystander.pid))
+        assert reap_stale_children(wait_s=0.5) == []
+        assert alive(bystander.pid) and not entry.exists()
+    finally:
+        bystander.kill()
+        bystander.wait()

@@ -17,6 +17,12 @@ def test_sampling_rate_is_respected_and_stable() -> None:
     assert all(in_sample(i, 1.0) for i in ids[:10]) and not any(in_sample(i, 0.0) for i in ids[:10])
 
 
+def test_configured_modes_are_read_in_any_case() -> None:
+    """As the x-trustgate-mode header is (issue 31): ``SYNC`` in a config is sync, not a refusal to start."""
+    settings = ScoringSettings(mode="SYNC", per_key={"k": {"mode": " Off"}}, per_model={"m": {"mode": "On"}})
+    assert (settings.mode, settings.per_key["k"].mode, settings.per_model["m"].mode) == ("sync", "off", "async")
+
+
 def test_header_beats_key_beats_model_beats_default() -> None:
     settings = ScoringSettings(mode="async", per_model={"m": {"mode": "off", "sync_timeout": 3}},
                                per_key={"k": {"mode": "sync"}})
