@@ -37,7 +37,7 @@ from ..server.errors import (
 
 __all__ = ["MALFORMED_REPLY", "UpstreamErrors", "fallback_kind", "message_from_body", "parse_retry_after", "scrub"]
 
-MALFORMED_REPLY = "upstream_malformed_reply"  # the error code of a 200 that is not a chat completion
+MALFORMED_REPLY = "upstream_malformed_reply"  # the error code of a 200 that is not an answer of its endpoint
 
 log = logging.getLogger("trustgate.upstream")
 
@@ -226,7 +226,7 @@ class UpstreamErrors:
                                                 code="upstream_unreachable"), detail)
 
     def malformed(self, detail: str) -> UpstreamError:
-        return self._logged(UpstreamError("The upstream model sent a reply that is not a chat completion",
+        return self._logged(UpstreamError("The upstream model sent a reply that is not an answer of this endpoint",
                                           code=MALFORMED_REPLY), detail)
 
     def redirected(self, detail: str) -> UpstreamError:

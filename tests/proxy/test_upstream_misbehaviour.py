@@ -188,7 +188,7 @@ def test_a_scoring_call_answered_with_garbage_fails_the_component(
     assert response.status_code == 200
     record = httpx.get(f"{server.url}/v1/trust/{response.headers['x-trust-id']}", headers=AUTH).json()
     component = record["components"]["fc"]
-    assert component["value"] is None and "not a chat completion" in component["error"]
+    assert component["value"] is None and "not an answer of this endpoint" in component["error"]
     assert record["score"] is None
 
 
