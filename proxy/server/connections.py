@@ -28,7 +28,7 @@ import resource
 import socket
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -38,7 +38,6 @@ from scoring import ThrottledLog
 
 from ..config.settings import ServerSettings
 from .errors import error_body
-from .head_joining import HeadJoiningTransport
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
            "server_options"]
@@ -120,7 +119,6 @@ class GuardedH11Protocol(H11Protocol):
                 self.peers[peer] += 1
             if len(self.connections) > settings.max_connections:
                 self.app = _reserved_only(self.app)
-            self.transport = cast(asyncio.Transport, HeadJoiningTransport(transport, self.loop))
             self._await_request_head()
             return
         transport.write(refusal)
