@@ -31,7 +31,7 @@ import resource
 import socket
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -41,7 +41,6 @@ from scoring import ThrottledLog
 
 from ..config.settings import ServerSettings
 from .errors import error_body
-from .head_joining import HeadJoiningTransport
 
 __all__ = ["BodyDeadline", "GuardedH11Protocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
            "server_options"]
@@ -132,7 +131,6 @@ class GuardedH11Protocol(H11Protocol):
                 self.app = _reserved_only(self.app, _PER_CLIENT)
             elif len(self.connections) > settings.max_connections:
                 self.app = _reserved_only(self.app, _AT_CAP)
-            self.transport = cast(asyncio.Transport, HeadJoiningTransport(transport, self.loop))
             self._await_request_head()
             return
         transport.write(refusal)

@@ -5,7 +5,7 @@ second task streams while the first listens for the client's disconnect, and a
 disconnect cancels the streamer through anyio's cancel scopes, whose delivery
 reschedules itself until the task is done (BENCHMARKS.md, the gateway's
 profile). ``EventStream`` streams in the request's own task and leaves one plain
-asyncio task to wait for the disconnect (``WatchedClient``): when the client leaves, the stream is
+asyncio task to wait for the disconnect: when the client leaves, the stream is
 cancelled where it waits — the upstream read, as before — its generator sees
 the cancellation as under Starlette (the request counted as 499), and the
 response ends quietly. Nothing is done per chunk but the server's ``send``.
@@ -18,8 +18,6 @@ from collections.abc import AsyncIterator, Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
-
-from .client_watch import WatchedClient
 
 __all__ = ["EventStream"]
 
@@ -36,13 +34,27 @@ class EventStream(Response):
         self.init_headers(headers)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        with WatchedClient(receive) as client:
-            try:
-                await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-                async for chunk in self.body_iterator:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except asyncio.CancelledError:
-                if not client.left:  # cancelled from outside (shutdown): not ours to swallow
-                    raise
-        if not client.left:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        streaming = asyncio.current_task()
+        assert streaming is not None, "called outside a task"
+        left = False
+
+        async def client_gone() -> None:
+            nonlocal left
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            left = True
+            streaming.cancel()
+
+        watcher = asyncio.ensure_future(client_gone())
+        try:
+            await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except asyncio.CancelledError:
+            if not left:  # cancelled from outside (shutdown): not ours to swallow
+                raise
+            streaming.uncancel()
+            return
+        finally:
+            watcher.cancel()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

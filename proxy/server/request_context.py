@@ -7,13 +7,14 @@ client goes away.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Mapping
 from typing import TypeVar
 
 from fastapi import Request
 
-from .client_watch import WatchedClient
-from .errors import ClientDisconnected, InvalidRequest
+from .errors import ClientDisconnected, GatewayError, InvalidRequest
 from .gateway import Gateway
 
 __all__ = ["HttpIncoming", "gateway_of", "read_body", "unless_client_leaves"]
@@ -44,16 +45,28 @@ async def unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
     uvicorn does not cancel a handler whose client went away, so without this an
     abandoned non-streamed request would hold its upstream call until the timeout.
     """
-    with WatchedClient(request.receive) as client:
-        try:
-            result = await call
-        except BaseException:
-            if not client.left:
-                raise  # what the call raised after the client left is nobody's to read
-    if client.left:
-        raise ClientDisconnected("The client closed the connection before the answer was ready",
-                                 code="client_disconnected")
-    return result
+    work = asyncio.ensure_future(call)
+    watcher = asyncio.ensure_future(_client_gone(request))
+    try:
+        await asyncio.wait((work, watcher), return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        work.cancel()
+        raise
+    finally:
+        watcher.cancel()
+    if work.done():
+        return work.result()
+    work.cancel()
+    with contextlib.suppress(asyncio.CancelledError, GatewayError):
+        await work
+    raise ClientDisconnected("The client closed the connection before the answer was ready",
+                             code="client_disconnected")
+
+
+async def _client_gone(request: Request) -> None:
+    """Returns when the client disconnects (the body has been read already, so nothing else arrives)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 class HttpIncoming:
