@@ -509,6 +509,7 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
     read, ignored = split_config(raw, environment)
     read.pop("environment_variables", None)
     resolved = _resolve_env(read, environment, "config")
+    _provider_keys(resolved.get("model_list"), environment)
     general = resolved.pop("general_settings", None) or {}
     resolved["router_settings"] = merge_litellm_settings(resolved)
     resolved.pop("litellm_settings", None)
@@ -521,6 +522,30 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
     if ignored:
         log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(map(str, ignored)))
     return settings
+
+
+# The variable each OpenAI-compatible provider of litellm reads for a deployment that names no api_key
+# (litellm 1.106: main.py and the providers' transformations).
+_PROVIDER_KEY_VARIABLES = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY",
+                           "lm_studio/": "LM_STUDIO_API_KEY", "llamafile/": "LLAMAFILE_API_KEY"}
+
+
+def _provider_keys(model_list: Any, environment: Mapping[str, str]) -> None:
+    """A deployment of an OpenAI-compatible provider that names no ``api_key`` gets its provider's variable.
+
+    LiteLLM's providers read it themselves (``OPENAI_API_KEY`` for ``openai/``),
+    so a LiteLLM config often names no key; the pass-through path sends only
+    the key a deployment has, so it is set here, for both paths alike, and kept
+    secret as any ``api_key`` is.
+    """
+    for deployment in model_list if isinstance(model_list, list) else []:
+        params = deployment.get("litellm_params") if isinstance(deployment, dict) else None
+        if not isinstance(params, dict) or params.get("api_key") or not isinstance(params.get("model"), str):
+            continue
+        variable = next((name for prefix, name in _PROVIDER_KEY_VARIABLES.items()
+                         if params["model"].startswith(prefix)), None)
+        if variable is not None and environment.get(variable):
+            params["api_key"] = environment[variable]
 
 
 # Errors of a choice among words, or of a flag or a number: the value as written is shown beside them

@@ -100,6 +100,26 @@ def test_environment_references_reach_both_upstream_paths(
                                "router_settings.redis_port"]]
 
 
+@pytest.mark.parametrize("path", ["passthrough", "litellm"])
+def test_a_deployment_without_a_key_sends_its_providers_variable_as_litellm_does(
+        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    """LiteLLM users rely on OPENAI_API_KEY for an ``openai/`` deployment that names no key."""
+    config = {"model_list": [{"model_name": "chat", "litellm_params": {
+                  "model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"}}],  # type: ignore[attr-defined]
+              "general_settings": {"master_key": MASTER}, "trustgate": {"passthrough": path == "passthrough"}}
+    server = start_gateway(config, {"OPENAI_API_KEY": "sk-openai-from-the-environment"})
+    reply = chat(server, "chat")
+    assert reply.status_code == 200, reply.text
+    assert fake_upstream.headers[-1]["authorization"] == "Bearer sk-openai-from-the-environment"
+    settings = settings_from_dict(config, {"OPENAI_API_KEY": "sk-openai-from-the-environment"})
+    assert "sk-openai-from-the-environment" in settings.secrets()  # kept secret like a key the config names
+    assert "sk-openai-from-the-environment" not in repr(settings)
+    named = settings_from_dict({**config, "model_list": [{"model_name": "chat", "litellm_params": {
+        "model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:5/v1", "api_key": "sk-named"}}]},
+        {"OPENAI_API_KEY": "sk-openai-from-the-environment"})
+    assert named.secrets() == [MASTER, "sk-named"]  # a key the config names wins
+
+
 def test_environment_values_keep_their_types_and_only_credentials_are_secret(tmp_path: Path) -> None:
     settings = settings_from_dict(load(tmp_path, "env_references", upstream="http://127.0.0.1:5"), PROCESS_ENV)
     chat_deployment, assistant = settings.model_list
