@@ -155,8 +155,8 @@ def test_a_waiting_call_that_gives_up_leaves_no_trace() -> None:
     asyncio.run(scenario())
 
 
-def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
-    """A client gone before its response body started never closes the stream; the slot must not be lost."""
+async def _empty_stream() -> UpstreamStream:
+    """An opened stream with no chunks, whose close does nothing: what the slot does is all there is to see."""
     async def no_chunks() -> Any:
         return
         yield  # pragma: no cover - makes this an async generator
@@ -164,12 +164,14 @@ def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
     async def close() -> None:
         return None
 
-    async def opened() -> UpstreamStream:
-        return UpstreamStream(chunks=no_chunks(), close=close, model_group="local")
+    return UpstreamStream(chunks=no_chunks(), close=close, model_group="local")
 
+
+def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
+    """A client gone before its response body started never closes the stream; the slot must not be lost."""
     async def scenario() -> None:
         slots = PrioritySlots(1)
-        stream = await slots.open_stream(Priority.USER, 1.0, opened)
+        stream = await slots.open_stream(Priority.USER, 1.0, _empty_stream)
         del stream
         gc.collect()
         await asyncio.wait_for(slots.acquire(Priority.SCORING, 1.0), 0.5)
@@ -180,23 +182,13 @@ def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
 def test_a_closed_stream_leaves_nothing_for_the_collector_to_do() -> None:
     """Closing releases the slot; collecting the closed stream later must not wake the event loop from outside
     (a ``call_soon_threadsafe`` per stream was a write to the loop's self-pipe and an extra turn)."""
-    async def no_chunks() -> Any:
-        return
-        yield  # pragma: no cover - makes this an async generator
-
-    async def close() -> None:
-        return None
-
-    async def opened() -> UpstreamStream:
-        return UpstreamStream(chunks=no_chunks(), close=close, model_group="local")
-
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
         woken: list[object] = []
         plain = loop.call_soon_threadsafe
         loop.call_soon_threadsafe = lambda *args, **kwargs: woken.append(args) or plain(*args, **kwargs)  # type: ignore[method-assign]
         slots = PrioritySlots(1)
-        stream = await slots.open_stream(Priority.USER, 1.0, opened)
+        stream = await slots.open_stream(Priority.USER, 1.0, _empty_stream)
         await stream.close()
         del stream
         gc.collect()
