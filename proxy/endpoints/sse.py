@@ -18,8 +18,7 @@ import orjson
 from exporters import TRUST_FIELD, trust_summary
 from scoring import TrustRecord
 
-__all__ = ["EventReader", "FirstEventReader", "data_lines", "event_payload", "first_event_data", "rewritten",
-           "with_trust"]
+__all__ = ["EventReader", "FirstEventReader", "data_lines", "event_payload", "rewritten", "with_trust"]
 
 
 class EventReader:
@@ -81,7 +80,7 @@ class FirstEventReader:
     """
 
     def __init__(self) -> None:
-        self._pending = bytearray()  # the bytes after the last whole event, line ends as LF
+        self._events = EventReader()  # the events, once every line end is an LF
         self._after_cr = False
 
     def feed(self, piece: bytes) -> bytes | None:
@@ -89,21 +88,11 @@ class FirstEventReader:
         if self._after_cr and piece.startswith(b"\n"):
             piece = piece[1:]  # the LF of a CRLF split between pieces
         self._after_cr = piece.endswith(b"\r")
-        scan_from = max(len(self._pending) - 1, 0)  # a blank line may straddle the pieces
-        self._pending += piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        start = 0
-        while (end := self._pending.find(b"\n\n", max(start, scan_from))) >= 0:
-            data = [value.removeprefix(b" ") for value in data_lines(bytes(self._pending[start:end]))]
+        for event in self._events.feed(piece.replace(b"\r\n", b"\n").replace(b"\r", b"\n")):
+            data = [value.removeprefix(b" ") for value in data_lines(event)]
             if data:
                 return b"\n".join(data)
-            start = end + 2
-        del self._pending[:start]
         return None
-
-
-def first_event_data(buffer: bytes) -> bytes | None:
-    """The data of the first complete SSE event in ``buffer`` that carries data (``FirstEventReader``)."""
-    return FirstEventReader().feed(buffer)
 
 
 def rewritten(event: bytes, rewrite: Callable[[dict[str, Any]], dict[str, Any] | None], *,

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from proxy.endpoints.reserved import stripped_event, stripped_reply
-from proxy.endpoints.sse import EventReader, FirstEventReader, first_event_data
+from proxy.endpoints.sse import EventReader, FirstEventReader
 from proxy.endpoints.taps import ChatTap as SseTap
 from proxy.endpoints.taps import ResponsesTap, TextCompletionTap
 from proxy.upstream.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
@@ -119,7 +119,7 @@ FIRST_EVENT_IDS = ["after-a-comment", "two-data-lines", "mixed-line-ends", "lone
 
 @pytest.mark.parametrize(("buffer", "data"), FIRST_EVENTS, ids=FIRST_EVENT_IDS)
 def test_a_streams_first_event_is_read_as_an_sse_client_reads_it(buffer: bytes, data: bytes | None) -> None:
-    assert first_event_data(buffer) == data
+    assert FirstEventReader().feed(buffer) == data
 
 
 @pytest.mark.parametrize(("buffer", "data"), FIRST_EVENTS, ids=FIRST_EVENT_IDS)
