@@ -25,6 +25,7 @@ Which deployment of a pass-through group each try goes to is ``routing.GroupRout
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -331,16 +332,18 @@ class UpstreamClient:
                 await self._within_limits(name, deployment)
                 return await call(deployment)
 
+            # litellm's Router chooses a deployment of its own: the try learns which; the pass-through path's is ours.
+            picking = contextlib.nullcontext(None) if group in self._fast_groups else router_pick()
             try:
                 with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
                                    deployment=label, attempt=attempt,
-                                   address=_host(deployment.api_base)) as span, router_pick() as pick:
+                                   address=_host(deployment.api_base)) as span, picking as pick:
                     try:
                         # Counted in flight from the choice on (no await between), so concurrent tries see it.
                         result = await router.run(index, name, within_limits)
                         succeeded = True
                     finally:
-                        if pick.index is not None and pick.index != index:  # litellm's Router chose another
+                        if pick is not None and pick.index is not None and pick.index != index:  # it chose another
                             chosen = deployments[pick.index]
                             label = f"{group}:{pick.index}"
                             place_upstream_span(span, endpoint=endpoint, model=chosen.wire_model, deployment=label,
