@@ -46,12 +46,20 @@ def body(text: str, **extra: Any) -> dict[str, Any]:
     return {"messages": [{"role": "user", "content": text}], **extra}
 
 
-def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream) -> None:
-    at_upstream: list[str] = []
+def arrival_order(fake_upstream: FakeUpstream) -> list[str]:
+    """The user texts of the calls, in the order they reach ``fake_upstream`` (which answers "ok")."""
+    arrived: list[str] = []
 
     def respond(messages: list[dict[str, Any]]) -> str:
-        at_upstream.append(last_user_text(messages))
+        arrived.append(last_user_text(messages))
         return "ok"
+
+    fake_upstream.responder = respond
+    return arrived
+
+
+def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream) -> None:
+    at_upstream = arrival_order(fake_upstream)
 
     async def scenario() -> None:
         async with local_client(fake_upstream) as client:
@@ -63,17 +71,13 @@ def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream)
             user = asyncio.create_task(client.complete("fake", body("user")))  # a user call: the default
             await asyncio.gather(first, *queued, user)
 
-    fake_upstream.responder, fake_upstream.delay_ms = respond, 150
+    fake_upstream.delay_ms = 150
     asyncio.run(scenario())
     assert at_upstream == ["scoring-0", "user", "scoring-1", "scoring-2", "scoring-3"]
 
 
 def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstream: FakeUpstream) -> None:
-    at_upstream: list[str] = []
-
-    def respond(messages: list[dict[str, Any]]) -> str:
-        at_upstream.append(last_user_text(messages))
-        return "ok"
+    at_upstream = arrival_order(fake_upstream)
 
     async def scenario() -> None:
         async with local_client(fake_upstream) as client:
@@ -93,7 +97,7 @@ def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstre
             user = asyncio.create_task(client.complete("fake", body("user")))
             await asyncio.gather(first, *queued, sync, user)
 
-    fake_upstream.responder, fake_upstream.delay_ms = respond, 150
+    fake_upstream.delay_ms = 150
     asyncio.run(scenario())
     assert at_upstream == ["async-0", "user", "sync", "async-1", "async-2"]
 
