@@ -129,11 +129,18 @@ def installed_apps() -> list[Mount]:
     return [entry.load() for entry in entry_points(group="trustgate.apps")]
 
 
+def _serving_settings(config_path: str | Path) -> GatewaySettings:
+    """The config's settings, its ``environment_variables`` set in this process's environment, as LiteLLM's
+    proxy sets them: litellm reads a provider's key there where a deployment names none (gateway and worker)."""
+    settings = load_settings(config_path)
+    os.environ.update(settings.exported_environment())
+    return settings
+
+
 def _serve(args: argparse.Namespace) -> int:
     _one_blas_thread()
     config_path = _config_path(args)
-    settings = load_settings(config_path)
-    os.environ.update(settings.exported_environment())  # as LiteLLM's proxy: litellm reads provider keys there
+    settings = _serving_settings(config_path)
     server = settings.trustgate.server
     raise_descriptor_limit(server)
     config = uvicorn.Config(create_app(settings, mounts=installed_apps()), host=args.host or server.host,
@@ -149,8 +156,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _worker(args: argparse.Namespace) -> int:
     _one_blas_thread()
-    settings = load_settings(_config_path(args))
-    os.environ.update(settings.exported_environment())  # its scoring calls go through litellm too
+    settings = _serving_settings(_config_path(args))
     asyncio.run(run_worker(settings, metrics_host=args.metrics_host,
                            metrics_port=None if args.metrics_port == 0 else args.metrics_port))
     return 0
