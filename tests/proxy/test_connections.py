@@ -7,6 +7,7 @@ deadlines so that a cut connection shows within a bounded number of reads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import resource
 import select
@@ -81,6 +82,29 @@ def test_a_request_head_sent_byte_by_byte_is_cut(guarded: ServerThread) -> None:
                 break
         else:
             pytest.fail("a head dripped one byte per 0.1 s kept its connection for 5 s")
+
+
+def test_a_request_head_beyond_the_size_bound_is_refused_at_once(guarded: ServerThread) -> None:
+    """A head that keeps growing is refused when it passes the bound, not buffered until its deadline:
+    within the 0.5 s head deadline a loopback client could send gigabytes."""
+    with closing(connect(guarded)) as sock:
+        sock.sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\nx-big: ")
+        sent, started = 0, time.monotonic()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            while sent < 4 * 1024 * 1024 and time.monotonic() - started < 0.4:
+                sock.sendall(b"a" * 4096)
+                sent += 4096
+        reply = closed_within(sock, 5)
+    assert sent < 4 * 1024 * 1024, "4 MiB of one header were taken in"
+    assert reply is not None and reply.startswith(b"HTTP/1.1 431"), reply
+    assert orjson.loads(reply.partition(b"\r\n\r\n")[2])["error"]["code"] == "request_header_too_large"
+
+
+def test_a_large_request_head_within_the_bound_is_served(guarded: ServerThread) -> None:
+    with closing(connect(guarded)) as sock:
+        sock.sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\nx-token: " + b"a" * 12_000 + b"\r\n\r\n")
+        reply = closed_within(sock, 5)
+    assert reply is not None and reply.startswith(b"HTTP/1.1 200"), reply
 
 
 def test_a_body_that_never_completes_gets_408_and_the_connection_closes(guarded: ServerThread) -> None:
