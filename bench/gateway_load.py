@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -78,6 +79,8 @@ QUIET_CORES = 0.2
 NOISY_CORES = 0.3
 # The longest wait for quiet before one phase.
 QUIET_WAIT_SECONDS = 20.0
+# Warm-up before each round after the first: the closed loop opens new connections each phase.
+ROUND_WARMUP_SECONDS = 1.0
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -373,6 +376,16 @@ class LoadResult:
             return math.nan
         return 1000 * self.cpu[role] / len(self.latencies)
 
+    @classmethod
+    def combined(cls, parts: Sequence[LoadResult]) -> LoadResult:
+        """Several phases of one target and mode as one: their requests, seconds and CPU added up."""
+        cpu: dict[str, float] = {}
+        for part in parts:
+            for role, seconds in part.cpu.items():
+                cpu[role] = cpu.get(role, 0.0) + seconds
+        return cls(parts[0].target, parts[0].stream, sum(p.seconds for p in parts),
+                   [latency for p in parts for latency in p.latencies], sum(p.errors for p in parts), cpu)
+
 
 @dataclass(frozen=True)
 class Options:
@@ -384,6 +397,14 @@ class Options:
     stream_seconds: float
     delay_ms: float
     noise_budget: float
+    rounds: int = 1
+
+    def one_round(self, first: bool) -> Options:
+        """What one of ``rounds`` alternating phases measures: its share of the seconds, and a full
+        warm-up only the first time (later rounds just open their connections again)."""
+        return dataclasses.replace(self, warmup=self.warmup if first else min(self.warmup, ROUND_WARMUP_SECONDS),
+                                   seconds=self.seconds / self.rounds,
+                                   stream_seconds=self.stream_seconds / self.rounds)
 
 
 Call = Callable[[aiohttp.ClientSession], Awaitable[bool]]
@@ -534,8 +555,43 @@ def run_target(target: Target, options: Options, processes: dict[str, ServerProc
             for stream in modes]
 
 
-def run_all(options: Options, workdir: Path) -> list[LoadResult]:
-    """Baseline, TrustGate, LiteLLM proxy: each gateway runs only while it is being measured."""
+@dataclass(frozen=True)
+class Measured:
+    """A target and the processes whose CPU its phases count."""
+
+    target: Target
+    processes: dict[str, ServerProcess]
+
+
+def run_alternating(pair: Sequence[Measured], options: Options,
+                    allowance: NoiseAllowance) -> tuple[list[LoadResult], list[LoadResult]]:
+    """Each mode in ``options.rounds`` rounds, every target once per round, the order reversed every
+    other round; returns the combined results and every round's phases.
+
+    The throughput ratio of two targets measured one after the other swung by up to 0.07 from run
+    to run on a quiet two-core machine, at equal CPU per request: whatever the machine did during one
+    target's single phase weighed on it alone. Short alternating phases spread that over both.
+    """
+    for measured in pair:
+        check_answers(measured.target)
+    modes = [False, True] if options.stream_seconds > 0 else [False]
+    phases: list[LoadResult] = []
+    for stream in modes:
+        for index in range(options.rounds):
+            order = pair if index % 2 == 0 else list(reversed(pair))
+            for measured in order:
+                print(f"  round {index + 1}/{options.rounds}", end="", flush=True)
+                phases.append(measure_phase(measured.target, stream=stream,
+                                            options=options.one_round(first=index == 0),
+                                            processes=measured.processes, allowance=allowance))
+    combined = [LoadResult.combined([p for p in phases if p.target == m.target.name and p.stream == stream])
+                for m in pair for stream in modes]
+    return combined, phases
+
+
+def run_all(options: Options, workdir: Path) -> tuple[list[LoadResult], list[LoadResult]]:
+    """Baseline and TrustGate in alternating rounds, then LiteLLM's proxy, which runs only while it
+    is measured; returns the combined results and the rounds of the first two."""
     litellm = ensure_litellm_proxy()
     upstream_port = free_port()
     upstream = fake_upstream(upstream_port, options.delay_ms, workdir)
@@ -543,15 +599,15 @@ def run_all(options: Options, workdir: Path) -> list[LoadResult]:
     allowance = NoiseAllowance(options.noise_budget)
     with running(upstream, f"http://127.0.0.1:{upstream_port}/v1/models", timeout=30):
         direct = Target("direct", f"http://127.0.0.1:{upstream_port}", UPSTREAM_KEY, WIRE_MODEL)
-        print("direct (baseline):", flush=True)
-        results += run_target(direct, options, {"upstream": upstream}, allowance)
-
         port = free_port()
         with running(trustgate_server(port, upstream_port, workdir),
                      f"http://127.0.0.1:{port}/health/liveness", timeout=60) as gateway:
-            print("trustgate:", flush=True)
+            print("direct (baseline) and trustgate, alternating:", flush=True)
             target = Target("trustgate", f"http://127.0.0.1:{port}", MASTER_KEY, GROUP)
-            results += run_target(target, options, {"gateway": gateway, "upstream": upstream}, allowance)
+            combined, rounds = run_alternating(
+                [Measured(direct, {"upstream": upstream}),
+                 Measured(target, {"gateway": gateway, "upstream": upstream})], options, allowance)
+            results += combined
 
         port = free_port()
         with running(litellm_proxy(litellm, port, upstream_port, workdir),
@@ -559,7 +615,7 @@ def run_all(options: Options, workdir: Path) -> list[LoadResult]:
             print("litellm proxy:", flush=True)
             target = Target("litellm-proxy", f"http://127.0.0.1:{port}", MASTER_KEY, GROUP)
             results += run_target(target, options, {"gateway": gateway, "upstream": upstream}, allowance)
-    return results
+    return results, rounds
 
 
 # --------------------------------------------------------------------------- report
@@ -609,13 +665,29 @@ def ratios_table(results: list[LoadResult]) -> str:
     return "\n".join(rows)
 
 
+def rounds_table(phases: list[LoadResult]) -> str:
+    """TrustGate's throughput over the direct upstream's in each round: how far one round's ratio
+    strays is how far a ratio taken from one pair of phases could have."""
+    rows = ["| mode | throughput vs direct, round by round | combined |", "|---|---|---|"]
+    for stream in (False, True):
+        direct = [p for p in phases if p.target == "direct" and p.stream == stream]
+        ours = [p for p in phases if p.target == "trustgate" and p.stream == stream]
+        if not direct or len(direct) != len(ours):
+            continue
+        each = ", ".join(f"{o.throughput / d.throughput:.3f}" for d, o in zip(direct, ours, strict=True))
+        whole = LoadResult.combined(ours).throughput / LoadResult.combined(direct).throughput
+        rows.append(f"| {'stream' if stream else 'non-stream'} | {each} | {whole:.3f} |")
+    return "\n".join(rows)
+
+
 def environment(options: Options) -> str:
     loop = "uvloop" if _has_module("uvloop") else "asyncio"
     return (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
             f"Python {platform.python_version()} · TrustGate event loop: {loop} · "
             f"LiteLLM proxy {LITELLM_VERSION} (uvicorn, 1 worker, no database) · "
             f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
-            f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target · "
+            f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target "
+            f"(direct and TrustGate in {options.rounds} alternating rounds) · "
             f"upstream delay {options.delay_ms:g} ms")
 
 
@@ -629,8 +701,11 @@ def method(options: Options) -> str:
     """How the figures were taken, in the words a reader of BENCHMARKS.md needs to judge them."""
     return (
         "Targets run one after the other, never at once: the fake upstream alone (`direct`, "
-        f"`tests.fake_upstream --delay-ms {options.delay_ms:g}`), then `trustgate serve` (pass-through "
-        "path, scoring off, `--no-access-log`), then LiteLLM's proxy (`.bench-venv/bin/litellm --config`, "
+        f"`tests.fake_upstream --delay-ms {options.delay_ms:g}`) and `trustgate serve` (pass-through "
+        f"path, scoring off, `--no-access-log`) take turns in {options.rounds} rounds per mode, the order "
+        "reversed every other round, each round a share of the measured seconds (a full warm-up before "
+        f"the first, {ROUND_WARMUP_SECONDS:g} s before the others), and their rounds are added up; then "
+        "LiteLLM's proxy in one phase per mode (`.bench-venv/bin/litellm --config`, "
         "same `model_list`, master key, no database, `LITELLM_LOG=ERROR`, which also silences its access "
         f"log). Load: a closed loop of {options.concurrency} workers on keep-alive connections (asyncio + "
         "aiohttp), `POST /v1/chat/completions` with one short user message, non-streaming then streaming "
@@ -658,12 +733,15 @@ def headline_figures(results: list[LoadResult]) -> dict[str, float]:
     return {name: value for name, value in figures.items() if not math.isnan(value)}
 
 
-def report(results: list[LoadResult], options: Options, changes: list[regressions.Change]) -> str:
+def report(results: list[LoadResult], phases: list[LoadResult], options: Options,
+           changes: list[regressions.Change]) -> str:
     return "\n\n".join([
         f"Command: `{COMMAND}` (what `make bench` runs; `--help` lists its options).",
         environment(options),
         method(options),
         results_table(results),
+        "Round by round (the spread is the noise of a ratio taken from a single pair of phases):",
+        rounds_table(phases),
         "TrustGate relative to LiteLLM's proxy (the issue's aim: at least 3× the throughput and at most "
         "1/3 of the added latency):",
         ratios_table(results),
@@ -696,16 +774,18 @@ def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds, non-stream")
     parser.add_argument("--stream-seconds", type=float, default=10.0, help="measured seconds, stream (0: skip)")
     parser.add_argument("--delay-ms", type=float, default=12.0, help="the fake upstream's answer time")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="alternating rounds of direct and TrustGate per mode, each a share of the seconds")
     parser.add_argument("--noise-budget", type=float, default=90.0,
                         help="seconds, in all, for waiting out other programs and re-measuring phases they disturbed")
     parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md")
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
     args = parser.parse_args(argv)
     if not (1 <= args.concurrency <= 1000 and 0 < args.seconds <= 600 and 0 <= args.stream_seconds <= 600
-            and 0 <= args.warmup <= 60 and 0 <= args.noise_budget <= 600):
-        parser.error("out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget")
+            and 0 <= args.warmup <= 60 and 0 <= args.noise_budget <= 600 and 1 <= args.rounds <= 20):
+        parser.error("out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget/--rounds")
     return Options(args.concurrency, args.warmup, args.seconds, args.stream_seconds, args.delay_ms,
-                   args.noise_budget), args
+                   args.noise_budget, args.rounds), args
 
 
 def _raise_on_sigterm(signum: int, frame: object) -> None:
@@ -718,12 +798,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _raise_on_sigterm)
     with tempfile.TemporaryDirectory(prefix="trustgate-bench-") as tmp:
         try:
-            results = run_all(options, Path(tmp))
+            results, phases = run_all(options, Path(tmp))
         except BenchError as exc:
             print(f"bench failed: {exc}", file=sys.stderr)
             return 1
     figures = headline_figures(results)
-    text = report(results, options, regressions.compare(regressions.committed_figures(), figures))
+    text = report(results, phases, options, regressions.compare(regressions.committed_figures(), figures))
     print("\n" + text)
     if not args.no_write:
         write_section(args.output, text)
