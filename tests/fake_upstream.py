@@ -437,11 +437,13 @@ def main() -> None:
     parser.add_argument("--reply-words", type=int, default=0,
                         help="cut each echo to this many words, as a model held to a small max_tokens answers "
                              "(0: the whole echo)")
+    parser.add_argument("--http", choices=("h11", "httptools"), default="h11",
+                        help="uvicorn's HTTP implementation: the benchmarks' baselines were all taken on h11")
     args = parser.parse_args()
     fake = FakeUpstream(record=False, delay_ms=args.delay_ms)
     if args.reply_words:
         fake.responder = lambda messages: " ".join(echo(messages).split()[:args.reply_words])
-    uvicorn.run(fake.app(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
+    uvicorn.run(fake.app(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False, http=args.http)
 
 
 if __name__ == "__main__":
