@@ -30,7 +30,7 @@ from scoring.rag import RagRequest
 
 from ..server.auth import Caller
 from ..server.errors import GatewayError
-from ..server.event_stream import EventStream
+from ..server.event_stream import EventStream, FinalEvents
 from ..server.gateway import Gateway
 from ..trust.low_trust import Asked, Call, act_on, asker
 from ..trust.low_trust_stream import held_response, holds, read_whole
@@ -253,14 +253,14 @@ async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: StreamTa
         yield added.event(event) if added is not None else event
     record = await gateway.trust.score(plan, messages, tap.answer())
     closing = tap.closing(record if plan.decision.mode == "sync" else None)
-    yield added.event(closing) if added is not None else closing
+    yield FinalEvents(added.event(closing) if added is not None else closing)
 
 
 async def _plain_stream(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:
     """An unscored stream: the upstream's events, its end (``[DONE]``) only once the upstream closed cleanly."""
     async for event in _forwarded(opened, tap):
         yield event
-    yield tap.closing(None)
+    yield FinalEvents(tap.closing(None))
 
 
 async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:

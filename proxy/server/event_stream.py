@@ -9,6 +9,10 @@ asyncio task to wait for the disconnect: when the client leaves, the stream is
 cancelled where it waits — the upstream read, as before — its generator sees
 the cancellation as under Starlette (the request counted as 499), and the
 response ends quietly. Nothing is done per chunk but the server's ``send``.
+
+A stream's generator marks its last bytes as ``FinalEvents``: they go out with
+the end of the chunked body in one write, where a separate write of the end
+would wake the client once more for five bytes.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ from collections.abc import AsyncIterator, Mapping
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["EventStream"]
+__all__ = ["EventStream", "FinalEvents"]
+
+
+class FinalEvents(bytes):
+    """The last bytes of an event stream: the response ends with them."""
 
 
 class EventStream(Response):
@@ -36,20 +44,24 @@ class EventStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         streaming = asyncio.current_task()
         assert streaming is not None, "called outside a task"
-        left = False
+        left = ended = False
 
         async def client_gone() -> None:
             nonlocal left
             while (await receive())["type"] != "http.disconnect":
                 pass
-            left = True
-            streaming.cancel()
+            if not ended:  # once the response is whole, the server reports a disconnect: the generator may finish
+                left = True
+                streaming.cancel()
 
         watcher = asyncio.ensure_future(client_gone())
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             async for chunk in self.body_iterator:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                if ended:
+                    raise RuntimeError("an event stream went on after its final events")
+                ended = isinstance(chunk, FinalEvents)
+                await send({"type": "http.response.body", "body": chunk, "more_body": not ended})
         except asyncio.CancelledError:
             if not left:  # cancelled from outside (shutdown): not ours to swallow
                 raise
@@ -57,4 +69,5 @@ class EventStream(Response):
             return
         finally:
             watcher.cancel()
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

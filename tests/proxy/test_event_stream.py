@@ -3,12 +3,15 @@ that leaves."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
+from proxy.server.event_stream import EventStream, FinalEvents
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_service_endpoints import samples
@@ -48,3 +51,60 @@ def test_a_client_leaving_mid_stream_is_counted_499_and_logs_no_error(
     after = httpx.post(f"{gateway.url}/v1/chat/completions", headers=AUTH,
                        json={"model": "fake", "messages": [{"role": "user", "content": "next"}], "stream": True})
     assert after.status_code == 200 and after.text.endswith("data: [DONE]\n\n")
+
+
+class Server:
+    """The server side of one response, as uvicorn gives it to the app: ``send`` records each message,
+    and ``receive`` reports a disconnect once the response is whole."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, object]] = []
+        self._whole = asyncio.Event()
+
+    async def send(self, message: dict[str, object]) -> None:
+        self.sent.append(message)
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            self._whole.set()
+
+    async def receive(self) -> dict[str, object]:
+        await self._whole.wait()
+        return {"type": "http.disconnect"}
+
+
+def test_final_events_end_the_body_in_the_same_message_and_the_generator_still_finishes() -> None:
+    """The end of the chunked body goes with the last events (one write), and the watcher, woken by the whole
+    response, does not cancel the generator's own ending (where the request is metered)."""
+    finished: list[str] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield b"data: 1\n\n"
+            yield FinalEvents(b"data: [DONE]\n\n")
+            await asyncio.sleep(0.01)  # metering that waits, as a Redis-backed limit does
+            finished.append("metered")
+        except asyncio.CancelledError:
+            finished.append("cancelled")
+            raise
+
+    async def scenario() -> Server:
+        server = Server()
+        await EventStream(chunks(), {})({"type": "http"}, server.receive, server.send)  # type: ignore[arg-type]
+        return server
+
+    server = asyncio.run(scenario())
+    bodies = [(m["body"], m["more_body"]) for m in server.sent if m["type"] == "http.response.body"]
+    assert bodies == [(b"data: 1\n\n", True), (b"data: [DONE]\n\n", False)]
+    assert finished == ["metered"]
+
+
+def test_a_stream_that_goes_on_after_its_final_events_is_a_bug_that_surfaces() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield FinalEvents(b"data: [DONE]\n\n")
+        yield b"data: late\n\n"
+
+    async def scenario() -> None:
+        server = Server()
+        await EventStream(chunks(), {})({"type": "http"}, server.receive, server.send)  # type: ignore[arg-type]
+
+    with pytest.raises(RuntimeError, match="after its final events"):
+        asyncio.run(scenario())
