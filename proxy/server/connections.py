@@ -63,18 +63,25 @@ _PROBES_BEYOND_SHARE = 2
 MAX_HEAD_BYTES = 16 * 1024
 
 
-def _refusal(message: str, *, status: bytes = b"503 Service Unavailable", error_type: str = "api_error",
-             code: str = "too_many_connections") -> bytes:
-    body = orjson.dumps(error_body(message, error_type, code=code))
-    head = (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\nconnection: close\r\n"
-            b"retry-after: 1\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n")
-    return head + body
+def _answer_and_close(status: bytes, body: dict[str, Any], *extra_headers: bytes) -> bytes:
+    """A whole HTTP response, written straight to a connection that is then closed."""
+    content = orjson.dumps(body)
+    head = b"".join([b"HTTP/1.1 ", status, b"\r\ncontent-type: application/json\r\nconnection: close\r\n",
+                     *(header + b"\r\n" for header in extra_headers),
+                     b"content-length: ", str(len(content)).encode(), b"\r\n\r\n"])
+    return head + content
+
+
+def _refusal(message: str) -> bytes:
+    return _answer_and_close(b"503 Service Unavailable", error_body(message, "api_error", code="too_many_connections"),
+                             b"retry-after: 1")
 
 
 _REFUSAL, _CLIENT_REFUSAL = _refusal(_AT_CAP), _refusal(_PER_CLIENT)
-_HEAD_TOO_LARGE = _refusal(f"The request head is larger than {MAX_HEAD_BYTES} bytes",
-                           status=b"431 Request Header Fields Too Large", error_type="invalid_request_error",
-                           code="request_header_too_large")
+_HEAD_TOO_LARGE = _answer_and_close(
+    b"431 Request Header Fields Too Large",
+    error_body(f"The request head is larger than {MAX_HEAD_BYTES} bytes", "invalid_request_error",
+               code="request_header_too_large"))
 
 
 def _reserved_path(path: str) -> bool:
