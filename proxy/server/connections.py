@@ -161,7 +161,8 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             self._head_bytes += len(data)
         super().data_received(data)
         if self._head_bytes is not None and self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
-            self.transport.write(_HEAD_TOO_LARGE)
+            if self.cycle is None or self.cycle.response_complete:  # else a 431 would land inside a response
+                self.transport.write(_HEAD_TOO_LARGE)
             self.transport.close()
 
     def on_message_begin(self) -> None:

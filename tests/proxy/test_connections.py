@@ -100,6 +100,24 @@ def test_a_request_head_beyond_the_size_bound_is_refused_at_once(guarded: Server
     assert orjson.loads(reply.partition(b"\r\n\r\n")[2])["error"]["code"] == "request_header_too_large"
 
 
+def test_an_oversized_pipelined_head_cuts_the_connection_without_writing_into_a_running_response(
+        guarded: ServerThread) -> None:
+    """While a streamed answer is still going out, the 431 would land inside its body: the connection is cut."""
+    with closing(connect(guarded)) as sock:
+        sock.sendall(chat_request("[stall-stream] a b", stream=True))
+        received = b""
+        while b"data: " not in received:
+            received += sock.recv(65536)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\nx-big: ")
+            for _ in range(8):
+                sock.sendall(b"a" * 4096)
+                time.sleep(0.02)  # separate reads
+        rest = closed_within(sock, 5)
+    assert rest is not None, "the connection stayed open"
+    assert b"HTTP/1.1 431" not in received + rest
+
+
 def test_a_large_request_head_within_the_bound_is_served(guarded: ServerThread) -> None:
     with closing(connect(guarded)) as sock:
         sock.sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\nx-token: " + b"a" * 12_000 + b"\r\n\r\n")
