@@ -708,7 +708,7 @@ def method(options: Options) -> str:
     """How the figures were taken, in the words a reader of BENCHMARKS.md needs to judge them."""
     return (
         "Targets run one after the other, never at once: the fake upstream alone (`direct`, "
-        f"`tests.fake_upstream --delay-ms {options.delay_ms:g}`) and `trustgate serve` (pass-through "
+        f"`tests.fake_upstream --delay-ms {options.delay_ms:g} --http h11`) and `trustgate serve` (pass-through "
         f"path, scoring off, `--no-access-log`) take turns in {options.rounds} rounds per mode, the order "
         "reversed every other round, each round a share of the measured seconds (a full warm-up before "
         f"the first, {ROUND_WARMUP_SECONDS:g} s before the others), and their rounds are added up; then "
