@@ -10,8 +10,9 @@ with SIGKILL must take its child servers with it.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -131,23 +132,43 @@ print(child.pid, flush=True)
 """
 
 
-def leave_a_stale_server(port: int) -> int:
-    """A server on the model port whose parent died without the parent-death signal: an orphan."""
-    parent = subprocess.run([sys.executable, "-c", STALE_PARENT, str(port)], cwd=REPO, capture_output=True,
-                            text=True, check=True, timeout=30)
-    stale = int(parent.stdout)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return stale
-        time.sleep(0.1)
+def leave_a_stale_server() -> tuple[int, int]:
+    """A server on a free port whose parent died without the parent-death signal: an orphan; (port, pid).
+
+    The port must be held by that server itself: another process that took the port between its choice and
+    the server's bind would answer in its place while the server exits, and the gateway would rightly
+    refuse to start beside a stranger.
+    """
+    for _ in range(3):
+        port = free_port()
+        parent = subprocess.run([sys.executable, "-c", STALE_PARENT, str(port)], cwd=REPO, capture_output=True,
+                                text=True, check=True, timeout=30)
+        stale = int(parent.stdout)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and alive(stale) and not _listens(stale, port):
+            time.sleep(0.1)
+        if _listens(stale, port):
+            return port, stale
     raise RuntimeError("the stale server did not listen")
 
 
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the IPv4 listening socket on ``port`` (/proc/net/tcp and its descriptors)."""
+    held = set()
+    with contextlib.suppress(OSError):  # gone, or a descriptor closed while it is read
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                held.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state, inode = fields[1], fields[3], fields[9]
+        if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port and f"socket:[{inode}]" in held:
+            return True
+    return False
+
+
 def test_a_restart_replaces_a_stale_child_and_a_sigkill_takes_the_children(tmp_path: Path) -> None:
-    model_port = free_port()
-    stale = leave_a_stale_server(model_port)
+    model_port, stale = leave_a_stale_server()
     with serve_default_config(tmp_path, model_port=model_port) as running:
         assert not alive(stale)  # killed at start, its port taken by the new model server
         children = running.descendants()  # the graph server is the local scoring worker's child
