@@ -262,15 +262,15 @@ def write_yaml(path: Path, content: dict[str, object]) -> Path:
     return path
 
 
-def fake_upstream(port: int, delay_ms: float, workdir: Path, http: str = "h11") -> ServerProcess:
-    """The fake upstream on uvicorn's ``http`` implementation: h11 unless asked, as for every committed figure.
+def fake_upstream(port: int, delay_ms: float, workdir: Path) -> ServerProcess:
+    """The fake upstream on uvicorn's h11, named here because every committed figure was taken on it.
 
-    Its implementation moves the stream ratio on this machine: on httptools, the
-    same gateway's stream throughput against it was 0.73× instead of about 0.9×
+    Its server's implementation moves the stream ratio on this machine: on httptools,
+    the same gateway's stream throughput against it was 0.73× instead of about 0.9×
     (BENCHMARKS.md), with the fake's writes on the wire the same.
     """
     argv = [sys.executable, "-m", "tests.fake_upstream", "--port", str(port), "--delay-ms", str(delay_ms),
-            "--http", http]
+            "--http", "h11"]
     return ServerProcess("fake upstream", argv, workdir / "upstream.log")
 
 
