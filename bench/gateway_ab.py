@@ -54,14 +54,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--delay-ms", type=float, default=12.0)
+    parser.add_argument("--delay-jitter-ms", type=float, default=6.0, help="as bench.gateway_load's")
     args = parser.parse_args(argv)
-    options = Options(args.concurrency, args.warmup, args.seconds, args.seconds, args.delay_ms, noise_budget=0.0)
+    options = Options(args.concurrency, args.warmup, args.seconds, args.seconds, args.delay_ms, noise_budget=0.0,
+                      delay_jitter_ms=args.delay_jitter_ms)
     checkouts = [c.resolve() for c in args.checkout]
     rows: list[str] = []
     with tempfile.TemporaryDirectory(prefix="trustgate-ab-") as tmp:
         workdir = Path(tmp)
         upstream_port = free_port()
-        with running(fake_upstream(upstream_port, args.delay_ms, workdir),
+        with running(fake_upstream(upstream_port, args.delay_ms, workdir, args.delay_jitter_ms),
                      f"http://127.0.0.1:{upstream_port}/v1/models", timeout=30) as upstream:
             for round_ in range(args.rounds):
                 order = list(enumerate(checkouts))

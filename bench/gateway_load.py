@@ -7,7 +7,7 @@ Run from the repository root (``make bench`` does)::
 One run measures, one target after the other and never concurrently:
 
 1. ``direct``   — the fake upstream itself (``tests.fake_upstream``, answering
-   after ~12 ms), the baseline every "added latency" is measured against;
+   after 12 ± 6 ms, drawn uniformly), the baseline every "added latency" is measured against;
 2. ``trustgate`` — ``trustgate serve`` on the pass-through path, in front of it;
 3. ``litellm-proxy`` — LiteLLM's proxy (``litellm[proxy]==1.106.2``, installed
    into ``.bench-venv`` on first use), same model_list, no database.
@@ -262,15 +262,16 @@ def write_yaml(path: Path, content: dict[str, object]) -> Path:
     return path
 
 
-def fake_upstream(port: int, delay_ms: float, workdir: Path) -> ServerProcess:
+def fake_upstream(port: int, delay_ms: float, workdir: Path, jitter_ms: float = 0.0) -> ServerProcess:
     """The fake upstream on uvicorn's h11, named here because every committed figure was taken on it.
 
     Its server's implementation moves the stream ratio on this machine: on httptools,
     the same gateway's stream throughput against it was 0.73× instead of about 0.9×
-    (BENCHMARKS.md), with the fake's writes on the wire the same.
+    (BENCHMARKS.md), with the fake's writes on the wire the same. ``jitter_ms``
+    spreads its answer times (``--delay-jitter-ms``).
     """
     argv = [sys.executable, "-m", "tests.fake_upstream", "--port", str(port), "--delay-ms", str(delay_ms),
-            "--http", "h11"]
+            "--delay-jitter-ms", str(jitter_ms), "--http", "h11"]
     return ServerProcess("fake upstream", argv, workdir / "upstream.log")
 
 
@@ -405,6 +406,14 @@ class Options:
     delay_ms: float
     noise_budget: float
     rounds: int = 1
+    delay_jitter_ms: float = 0.0
+
+    @property
+    def upstream_delay(self) -> str:
+        """The fake upstream's answer time as the report and the committed figures name it."""
+        if not self.delay_jitter_ms:
+            return f"{self.delay_ms:g} ms"
+        return f"{self.delay_ms:g} ± {self.delay_jitter_ms:g} ms (uniform, seeded)"
 
     def one_round(self, first: bool) -> Options:
         """What one of ``rounds`` alternating phases measures: its share of the seconds, and a full
@@ -601,7 +610,7 @@ def run_all(options: Options, workdir: Path) -> tuple[list[LoadResult], list[Loa
     is measured; returns the combined results and the rounds of the first two."""
     litellm = ensure_litellm_proxy()
     upstream_port = free_port()
-    upstream = fake_upstream(upstream_port, options.delay_ms, workdir)
+    upstream = fake_upstream(upstream_port, options.delay_ms, workdir, options.delay_jitter_ms)
     results: list[LoadResult] = []
     allowance = NoiseAllowance(options.noise_budget)
     with running(upstream, f"http://127.0.0.1:{upstream_port}/v1/models", timeout=30):
@@ -695,7 +704,7 @@ def environment(options: Options) -> str:
             f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
             f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target "
             f"(direct and TrustGate in {options.rounds} alternating rounds) · "
-            f"upstream delay {options.delay_ms:g} ms")
+            f"upstream delay {options.upstream_delay}")
 
 
 def _has_module(name: str) -> bool:
@@ -708,7 +717,8 @@ def method(options: Options) -> str:
     """How the figures were taken, in the words a reader of BENCHMARKS.md needs to judge them."""
     return (
         "Targets run one after the other, never at once: the fake upstream alone (`direct`, "
-        f"`tests.fake_upstream --delay-ms {options.delay_ms:g} --http h11`) and `trustgate serve` (pass-through "
+        f"`tests.fake_upstream --delay-ms {options.delay_ms:g} --delay-jitter-ms {options.delay_jitter_ms:g} "
+        "--http h11`) and `trustgate serve` (pass-through "
         f"path, scoring off, `--no-access-log`) take turns in {options.rounds} rounds per mode, the order "
         "reversed every other round, each round a share of the measured seconds (a full warm-up before "
         f"the first, {ROUND_WARMUP_SECONDS:g} s before the others), and their rounds are added up; then "
@@ -716,7 +726,10 @@ def method(options: Options) -> str:
         "same `model_list`, master key, no database, `LITELLM_LOG=ERROR`, which also silences its access "
         f"log). Load: a closed loop of {options.concurrency} workers on keep-alive connections (asyncio + "
         "aiohttp), `POST /v1/chat/completions` with one short user message, non-streaming then streaming "
-        "(a stream counts when its `[DONE]` has arrived). Added latency = the target's percentile minus "
+        "(a stream counts when its `[DONE]` has arrived). The upstream's answer times vary around their "
+        "mean, as a model's do: with a constant one the workers stay in lockstep, and the closed loop "
+        "then rewarded a gateway that wasted CPU (BENCHMARKS.md, \"Why the fake upstream's answer time "
+        "varies\"). Added latency = the target's percentile minus "
         "the direct percentile. The load generator, the gateway and the upstream share the machine's "
         "cores, so throughput is bounded by all three together; CPU ms per request of each process is "
         "the figure that depends least on that sharing. *Other programs* is the CPU that processes "
@@ -780,7 +793,10 @@ def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds of warm-up per target")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds, non-stream")
     parser.add_argument("--stream-seconds", type=float, default=10.0, help="measured seconds, stream (0: skip)")
-    parser.add_argument("--delay-ms", type=float, default=12.0, help="the fake upstream's answer time")
+    parser.add_argument("--delay-ms", type=float, default=12.0, help="the fake upstream's mean answer time")
+    parser.add_argument("--delay-jitter-ms", type=float, default=6.0,
+                        help="each answer time drawn uniformly this far either side of --delay-ms (0: constant; "
+                             "a constant one keeps the closed loop's workers in lockstep, see BENCHMARKS.md)")
     parser.add_argument("--rounds", type=int, default=4,
                         help="alternating rounds of direct and TrustGate per mode, each a share of the seconds")
     parser.add_argument("--noise-budget", type=float, default=90.0,
@@ -789,10 +805,12 @@ def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
     args = parser.parse_args(argv)
     if not (1 <= args.concurrency <= 1000 and 0 < args.seconds <= 600 and 0 <= args.stream_seconds <= 600
-            and 0 <= args.warmup <= 60 and 0 <= args.noise_budget <= 600 and 1 <= args.rounds <= 20):
-        parser.error("out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget/--rounds")
+            and 0 <= args.warmup <= 60 and 0 <= args.noise_budget <= 600 and 1 <= args.rounds <= 20
+            and 0 <= args.delay_jitter_ms <= args.delay_ms):
+        parser.error("out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget/--rounds"
+                     "/--delay-jitter-ms (at most --delay-ms)")
     return Options(args.concurrency, args.warmup, args.seconds, args.stream_seconds, args.delay_ms,
-                   args.noise_budget, args.rounds), args
+                   args.noise_budget, args.rounds, args.delay_jitter_ms), args
 
 
 def _raise_on_sigterm(signum: int, frame: object) -> None:
@@ -810,12 +828,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"bench failed: {exc}", file=sys.stderr)
             return 1
     figures = headline_figures(results)
-    text = report(results, phases, options, regressions.compare(regressions.committed_figures(), figures))
+    committed = regressions.committed_figures(upstream=options.upstream_delay)
+    text = report(results, phases, options, regressions.compare(committed, figures))
     print("\n" + text)
     if not args.no_write:
         write_section(args.output, text)
         regressions.write_figures(figures, {"date": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
-                                            "command": COMMAND})
+                                            "command": COMMAND, "upstream": options.upstream_delay})
         print(f"\nwritten to {args.output} and {regressions.BASELINE.relative_to(REPO)}")
     return 0
 

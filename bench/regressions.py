@@ -71,7 +71,8 @@ def compare(committed: Mapping[str, float], measured: Mapping[str, float]) -> li
 def report(changes: list[Change]) -> str:
     """A markdown paragraph and table: which figures got worse by more than the tolerance, and all of them."""
     if not changes:
-        return "No committed figures to compare with (bench/gateway_load.json): this run becomes the baseline."
+        return ("No committed figures taken against the same upstream to compare with (bench/gateway_load.json): "
+                "this run becomes the baseline.")
     worse = [c.name for c in changes if c.worse]
     verdict = (f"**Worse by more than {TOLERANCE:.0%}: {', '.join(worse)}.**" if worse
                else f"Nothing got worse by more than {TOLERANCE:.0%}.")
@@ -81,8 +82,15 @@ def report(changes: list[Change]) -> str:
     return f"Against the last committed figures (`bench/gateway_load.json`): {verdict}\n\n" + "\n".join(rows)
 
 
-def committed_figures(path: Path = BASELINE) -> dict[str, float]:
-    """The figures of ``path`` as of the last commit (as on disk without git); empty when there are none."""
+def committed_figures(path: Path = BASELINE, *, upstream: str) -> dict[str, float]:
+    """The figures of ``path`` as of the last commit (as on disk without git); empty when there are none.
+
+    Only figures taken against the same fake upstream (``upstream``: its answer
+    time, as ``gateway_load.Options.upstream_delay`` names it) compare: a
+    constant answer time and a varying one move the ratios apart by more than
+    the tolerance (BENCHMARKS.md), so the first run of another kind becomes
+    the baseline instead of a false alarm.
+    """
     text: str | None = None
     try:
         shown = subprocess.run(["git", "show", f"HEAD:{path.relative_to(path.parent.parent).as_posix()}"],
@@ -95,7 +103,10 @@ def committed_figures(path: Path = BASELINE) -> dict[str, float]:
         text = path.read_text()
     if text is None:
         return {}
-    figures = json.loads(text).get("figures", {})
+    committed = json.loads(text)
+    if committed.get("upstream") != upstream:
+        return {}
+    figures = committed.get("figures", {})
     return {name: float(value) for name, value in figures.items() if name in FIGURES}
 
 

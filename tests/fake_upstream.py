@@ -11,7 +11,7 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [reset-stream]  stream one chunk, then drop the connection mid-body
     [done-then-reset]  stream one chunk and ``data: [DONE]``, then drop the connection
                     (what llama.cpp's server does to a request it interrupts)
-    [delay-ms:15]   answer after that many milliseconds
+    [delay-ms:15]   answer after that many milliseconds (instead of ``delay_ms`` ± ``delay_jitter_ms``)
     [reply:html]    answer 200 with a body that is not a chat completion: html, truncated, array, empty,
                     no-message (a choice without its message)
     [drip:0.2]      send a valid completion one byte every that many seconds (streamed: the first event at
@@ -41,6 +41,7 @@ import argparse
 import asyncio
 import gzip
 import itertools
+import random
 import re
 import time
 from collections.abc import Callable
@@ -116,6 +117,10 @@ class FakeUpstream:
     disconnects: int = 0  # non-streamed requests whose client left while the fake was still working
     record: bool = True
     delay_ms: float = 0.0  # added to every answer: a stand-in for model time in benchmarks
+    # Each answer's delay drawn uniformly this far either side of delay_ms: a model's answer time varies,
+    # and a constant one keeps a benchmark's closed loop of clients in lockstep (BENCHMARKS.md).
+    delay_jitter_ms: float = 0.0
+    jitter_draws: random.Random = field(default_factory=lambda: random.Random(0), repr=False)  # seeded: runs repeat
     token_ms: float = 0.0  # paused after each streamed word: a stand-in for generation time in benchmarks
     without_logprobs: bool = False  # an upstream that ignores `logprobs` (returns none)
     logprobs_need_top: bool = False  # as llama.cpp's server: chat `logprobs: true` alone returns none
@@ -158,7 +163,7 @@ class FakeUpstream:
             return Response(NOT_A_COMPLETION[directives["reply"]], media_type="application/json")
         if "stall" in directives and not await self._wait_unless_client_leaves(request, float(directives["stall"])):
             return Response(status_code=204)
-        delay_ms = float(directives.get("delay-ms") or self.delay_ms)
+        delay_ms = float(directives.get("delay-ms") or self.next_delay_ms())
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
         text = self.responder(messages)
@@ -206,6 +211,12 @@ class FakeUpstream:
                 return False
             await asyncio.sleep(0.02)
         return True
+
+    def next_delay_ms(self) -> float:
+        """The next answer's delay: ``delay_ms``, or a seeded draw within ``delay_jitter_ms`` of it."""
+        if not self.delay_jitter_ms:
+            return self.delay_ms
+        return max(self.delay_ms + self.jitter_draws.uniform(-self.delay_jitter_ms, self.delay_jitter_ms), 0.0)
 
     def _completion(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
@@ -434,13 +445,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--delay-ms", type=float, default=0.0)
+    parser.add_argument("--delay-jitter-ms", type=float, default=0.0,
+                        help="draw each answer's delay uniformly this far either side of --delay-ms (seeded)")
     parser.add_argument("--reply-words", type=int, default=0,
                         help="cut each echo to this many words, as a model held to a small max_tokens answers "
                              "(0: the whole echo)")
     parser.add_argument("--http", choices=("h11", "httptools"), default="h11",
                         help="uvicorn's HTTP implementation: the benchmarks' baselines were all taken on h11")
     args = parser.parse_args()
-    fake = FakeUpstream(record=False, delay_ms=args.delay_ms)
+    fake = FakeUpstream(record=False, delay_ms=args.delay_ms, delay_jitter_ms=args.delay_jitter_ms)
     if args.reply_words:
         fake.responder = lambda messages: " ".join(echo(messages).split()[:args.reply_words])
     uvicorn.run(fake.app(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False, http=args.http)

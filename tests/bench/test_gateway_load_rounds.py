@@ -1,10 +1,12 @@
-"""``bench.gateway_load``'s alternating rounds: phases add up to one result, and each round's ratio is shown."""
+"""``bench.gateway_load``'s alternating rounds (phases add up to one result, each round's ratio is shown)
+and its upstream's varying answer times."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.gateway_load import LoadResult, Options, rounds_table
+from bench.gateway_load import LoadResult, Options, method, rounds_table
+from tests.fake_upstream import FakeUpstream
 
 
 def _phase(target: str, requests: int, seconds: float, gateway_cpu_s: float = 0.0) -> LoadResult:
@@ -30,3 +32,19 @@ def test_a_round_gets_its_share_of_the_seconds_and_a_short_warm_up_after_the_fir
     first, later = options.one_round(first=True), options.one_round(first=False)
     assert (first.seconds, first.stream_seconds, first.warmup) == (5.0, 2.5, 5.0)
     assert (later.seconds, later.stream_seconds, later.warmup) == (5.0, 2.5, 1.0)
+
+
+def test_the_fake_upstreams_answer_times_vary_within_their_jitter_and_repeat_run_to_run() -> None:
+    draws = [FakeUpstream(delay_ms=12.0, delay_jitter_ms=6.0) for _ in range(2)]
+    first, second = ([fake.next_delay_ms() for _ in range(500)] for fake in draws)
+    assert first == second  # seeded: every run of the benchmark sees the same answer times
+    assert all(6.0 <= delay <= 18.0 for delay in first)
+    assert min(first) < 7.0 and max(first) > 17.0 and 11.0 < sum(first) / len(first) < 13.0
+    assert FakeUpstream(delay_ms=12.0).next_delay_ms() == 12.0
+
+
+def test_the_benchmark_names_its_upstreams_answer_times() -> None:
+    assert Options(10, 5.0, 20.0, 10.0, 12.0, 90.0, 4).upstream_delay == "12 ms"
+    varying = Options(10, 5.0, 20.0, 10.0, 12.0, 90.0, 4, delay_jitter_ms=6.0)
+    assert varying.upstream_delay == "12 ± 6 ms (uniform, seeded)"
+    assert "--delay-jitter-ms 6 --http h11" in method(varying)

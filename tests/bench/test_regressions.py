@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bench import gateway_load
 from bench.gateway_load import LoadResult, headline_figures
 from bench.regressions import FIGURES, committed_figures, compare, report, write_figures
 
@@ -15,6 +16,7 @@ COMMITTED = {"non-stream.throughput_vs_direct": 0.90, "non-stream.gateway_cpu_ms
              "non-stream.added_p50_ms": 1.0, "non-stream.added_p99_ms": 8.0,
              "stream.throughput_vs_direct": 0.90, "stream.gateway_cpu_ms_per_request": 1.70,
              "stream.added_p50_ms": 2.0, "stream.added_p99_ms": 10.0}
+UPSTREAM = "12 ± 6 ms (uniform, seeded)"
 
 
 def _worse(measured: dict[str, float]) -> list[str]:
@@ -80,22 +82,36 @@ def _git(repo: Path, *args: str) -> None:
 def test_the_comparison_is_with_the_committed_file_not_an_uncommitted_run(tmp_path: Path) -> None:
     baseline = tmp_path / "bench" / "gateway_load.json"
     baseline.parent.mkdir()
-    write_figures(COMMITTED, {"date": "then"}, baseline)
+    write_figures(COMMITTED, {"date": "then", "upstream": UPSTREAM}, baseline)
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "figures")
-    write_figures({**COMMITTED, "stream.added_p99_ms": 99.0}, {"date": "now"}, baseline)  # a run not committed
-    assert committed_figures(baseline) == COMMITTED
+    write_figures({**COMMITTED, "stream.added_p99_ms": 99.0}, {"date": "now", "upstream": UPSTREAM},
+                  baseline)  # a run not committed
+    assert committed_figures(baseline, upstream=UPSTREAM) == COMMITTED
     assert json.loads(baseline.read_text())["figures"]["stream.added_p99_ms"] == 99.0
 
 
 def test_without_git_the_file_on_disk_is_the_baseline(tmp_path: Path) -> None:
     baseline = tmp_path / "bench" / "gateway_load.json"
     baseline.parent.mkdir()
-    assert committed_figures(baseline) == {}
-    write_figures(COMMITTED, {"date": "then"}, baseline)
-    assert committed_figures(baseline) == COMMITTED
+    assert committed_figures(baseline, upstream=UPSTREAM) == {}
+    write_figures(COMMITTED, {"date": "then", "upstream": UPSTREAM}, baseline)
+    assert committed_figures(baseline, upstream=UPSTREAM) == COMMITTED
 
 
-def test_the_committed_baseline_holds_every_figure() -> None:
-    assert set(committed_figures()) == set(FIGURES)
+def test_figures_taken_against_another_upstream_are_not_compared(tmp_path: Path) -> None:
+    """A constant answer time and a varying one give ratios too far apart to call either a regression."""
+    baseline = tmp_path / "bench" / "gateway_load.json"
+    baseline.parent.mkdir()
+    write_figures(COMMITTED, {"date": "then", "upstream": "12 ms"}, baseline)
+    assert committed_figures(baseline, upstream=UPSTREAM) == {}
+    assert committed_figures(baseline, upstream="12 ms") == COMMITTED
+    write_figures(COMMITTED, {"date": "before the upstream was named"}, baseline)
+    assert committed_figures(baseline, upstream=UPSTREAM) == {}
+
+
+def test_the_committed_baseline_holds_every_figure_of_make_benchs_upstream() -> None:
+    defaults, _ = gateway_load._parse([])
+    assert defaults.upstream_delay == UPSTREAM
+    assert set(committed_figures(upstream=UPSTREAM)) == set(FIGURES)
