@@ -33,6 +33,7 @@ from ..upstream.litellm_backend import check_providers
 from .assembly import build_learner, load_calibrator, open_parts
 from .auth import KeyRing
 from .connections import BodyDeadline, quiet_accept_errors
+from .endpoint_routes import add_endpoint_routes
 from .endpoint_routes import router as endpoint_router
 from .errors import GatewayError, error_body
 from .gateway import Gateway
@@ -114,6 +115,7 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
             yield
 
     app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)
+    add_endpoint_routes(app)  # first: the gateway's traffic is matched before any other route
     app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
     app.include_router(calibration_router)  # likewise "calibration"
     app.include_router(router)

@@ -1,4 +1,4 @@
-"""HTTP handlers: each endpoint's request goes through the one pipeline (``pipeline.serve``); the rest read state."""
+"""HTTP handlers that read state: trust records, models, health, metrics (OpenAI's endpoints: ``endpoint_routes``)."""
 
 from __future__ import annotations
 
@@ -10,21 +10,13 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from ..endpoints.pipeline import serve
-from ..endpoints.specs import CHAT
 from .errors import NotFound
-from .request_context import HttpIncoming, gateway_of
+from .request_context import gateway_of
 
 __all__ = ["router"]
 
 router = APIRouter()
 log = logging.getLogger("trustgate")
-
-
-@router.post("/v1/chat/completions")
-@router.post("/chat/completions")  # OpenAI's routes also without /v1, as LiteLLM serves them
-async def chat_completions(request: Request) -> Response:
-    return await serve(gateway_of(request), CHAT, HttpIncoming(request))
 
 
 @router.get("/v1/trust/{record_id}")

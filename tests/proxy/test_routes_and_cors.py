@@ -62,3 +62,12 @@ def test_allowed_origins_answer_preflights_and_expose_the_gateways_headers(
                       json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
     assert call.status_code == 200 and call.headers["access-control-allow-origin"] == ORIGIN
     assert call.headers["access-control-expose-headers"] == "*"  # a page reads x-request-id and x-trust-*
+
+
+def test_the_post_endpoints_refuse_other_methods_in_openais_shape(gateway: ServerThread) -> None:
+    """They are the app's first routes, with their own handler: another method still gets the app's 405."""
+    for path in ("/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"):
+        answer = httpx.get(f"{gateway.url}{path}", headers=AUTH)
+        assert answer.status_code == 405
+        assert answer.json()["error"] == {"message": "Method Not Allowed", "type": "invalid_request_error",
+                                          "param": None, "code": None}
