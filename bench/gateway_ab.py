@@ -23,6 +23,8 @@ from pathlib import Path
 from bench.gateway_load import (
     GROUP,
     MASTER_KEY,
+    UPSTREAM_DELAY_MS,
+    UPSTREAM_JITTER_MS,
     NoiseAllowance,
     Options,
     ServerProcess,
@@ -53,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per phase")
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--concurrency", type=int, default=10)
-    parser.add_argument("--delay-ms", type=float, default=12.0)
-    parser.add_argument("--delay-jitter-ms", type=float, default=6.0, help="as bench.gateway_load's")
+    parser.add_argument("--delay-ms", type=float, default=UPSTREAM_DELAY_MS)
+    parser.add_argument("--delay-jitter-ms", type=float, default=UPSTREAM_JITTER_MS, help="as bench.gateway_load's")
     args = parser.parse_args(argv)
     options = Options(args.concurrency, args.warmup, args.seconds, args.seconds, args.delay_ms, noise_budget=0.0,
                       delay_jitter_ms=args.delay_jitter_ms)

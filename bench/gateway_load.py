@@ -79,6 +79,9 @@ QUIET_CORES = 0.2
 NOISY_CORES = 0.3
 # The longest wait for quiet before one phase.
 QUIET_WAIT_SECONDS = 20.0
+# The fake upstream's answer time: its mean, and how far either side of it each answer's is drawn.
+UPSTREAM_DELAY_MS = 12.0
+UPSTREAM_JITTER_MS = 6.0
 # Warm-up before each round after the first: the closed loop opens new connections each phase.
 ROUND_WARMUP_SECONDS = 1.0
 
@@ -793,8 +796,9 @@ def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds of warm-up per target")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds, non-stream")
     parser.add_argument("--stream-seconds", type=float, default=10.0, help="measured seconds, stream (0: skip)")
-    parser.add_argument("--delay-ms", type=float, default=12.0, help="the fake upstream's mean answer time")
-    parser.add_argument("--delay-jitter-ms", type=float, default=6.0,
+    parser.add_argument("--delay-ms", type=float, default=UPSTREAM_DELAY_MS,
+                        help="the fake upstream's mean answer time")
+    parser.add_argument("--delay-jitter-ms", type=float, default=UPSTREAM_JITTER_MS,
                         help="each answer time drawn uniformly this far either side of --delay-ms (0: constant; "
                              "a constant one keeps the closed loop's workers in lockstep, see BENCHMARKS.md)")
     parser.add_argument("--rounds", type=int, default=4,
