@@ -11,9 +11,11 @@ come with every registry built here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.metrics import MetricWrapperBase
 
 from scoring import ComponentResult, RAGDetails, TrustRecord
 
@@ -21,6 +23,7 @@ __all__ = [
     "LATENCY_BUCKETS",
     "SCORE_BUCKETS",
     "GatewayMetrics",
+    "LabelledChildren",
     "WorkerMetrics",
     "build_metrics",
     "build_worker_metrics",
@@ -29,6 +32,29 @@ __all__ = [
 NAMESPACE = "trustgate"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+M = TypeVar("M", bound=MetricWrapperBase)
+
+
+class LabelledChildren:
+    """Each metric's child for given label values, looked up once and then kept.
+
+    ``labels()`` checks its arguments, converts each value and takes the
+    metric's lock on every call; the few series every request updates went
+    through it seven times per request. Label values are bounded (see above),
+    so what is kept is bounded too. Values are given in the metric's label
+    order, as ``labels(*values)`` takes them.
+    """
+
+    def __init__(self) -> None:
+        self._children: dict[tuple[MetricWrapperBase, tuple[str, ...]], MetricWrapperBase] = {}
+
+    def __call__(self, metric: M, *values: str) -> M:
+        child = self._children.get((metric, values))
+        if child is None:
+            child = self._children[(metric, values)] = metric.labels(*values)
+        return child  # type: ignore[return-value]  # a metric's child is of its own class
 
 
 @dataclass(frozen=True)
@@ -67,12 +93,17 @@ class GatewayMetrics:
     upstream_try_duration: Histogram
     trust_actions: Counter
     alert_pushes: Counter
+    child: LabelledChildren = field(default_factory=LabelledChildren)  # the series each request updates
 
     def observe_request(self, *, model: str, status: int, stream: bool, seconds: float, endpoint: str,
                         key: str) -> None:
         mode = "stream" if stream else "unary"
-        self.requests.labels(model=model, status=str(status), mode=mode, endpoint=endpoint, key=key).inc()
-        self.request_duration.labels(model=model, mode=mode, endpoint=endpoint).observe(seconds)
+        self.child(self.requests, model, str(status), mode, endpoint, key).inc()
+        self.child(self.request_duration, model, mode, endpoint).observe(seconds)
+
+    def count_user_call(self, model: str) -> None:
+        """One call made upstream for a user's answer (not for scoring)."""
+        self.child(self.upstream_calls, model, "user").inc()
 
     def observe_record(self, record: TrustRecord) -> None:
         """A finished, shed or skipped scoring job: its outcome, scores, label and errors."""
@@ -104,14 +135,13 @@ class GatewayMetrics:
     def observe_user_usage(self, *, model: str, key: str, prompt_tokens: int, completion_tokens: int) -> None:
         """The tokens one user call used (as its upstream reported them): the bill scoring's share sits beside,
         by the key that ran it up."""
-        self.user_upstream_tokens.labels(model=model, kind="prompt", key=key).inc(prompt_tokens)
-        self.user_upstream_tokens.labels(model=model, kind="completion", key=key).inc(completion_tokens)
+        self.child(self.user_upstream_tokens, model, "prompt", key).inc(prompt_tokens)
+        self.child(self.user_upstream_tokens, model, "completion", key).inc(completion_tokens)
 
     def observe_try(self, model: str, deployment: str, succeeded: bool, seconds: float) -> None:
         """One try at one deployment of a model group (a retry or a fallback is a try of its own)."""
-        self.upstream_tries.labels(model=model, deployment=deployment,
-                                   outcome="success" if succeeded else "failure").inc()
-        self.upstream_try_duration.labels(model=model, deployment=deployment).observe(seconds)
+        self.child(self.upstream_tries, model, deployment, "success" if succeeded else "failure").inc()
+        self.child(self.upstream_try_duration, model, deployment).observe(seconds)
 
     def observe_feedback(self, record: TrustRecord) -> None:
         """A label a user sent for a record's answer (the record as labelled)."""

@@ -132,7 +132,7 @@ async def serve(gateway: Gateway, spec: EndpointSpec, incoming: Incoming) -> Res
         caller.require_model(parsed.model, group)
         plan, body, added = _planned(gateway, spec, caller, group, incoming.headers, raw, parsed, meter)
         slot = await gateway.limits.admit(caller.name, caller.limits)
-        gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
+        gateway.metrics.count_user_call(group)
         if parsed.stream and spec.tap is not None and plan is not None:  # an unscored endpoint never streams
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=spec.name)
             if holds(plan, spec.name):  # streams: hold: read whole, scored and acted on before a byte goes out

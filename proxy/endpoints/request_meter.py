@@ -50,7 +50,7 @@ class RequestMeter:
         """A stream's first chunk went out: its time to first token, observed once."""
         if not self._first_chunk_seen:
             self._first_chunk_seen = True
-            self.metrics.time_to_first_token.labels(model=self.model, endpoint=self.endpoint).observe(
+            self.metrics.child(self.metrics.time_to_first_token, self.model, self.endpoint).observe(
                 time.perf_counter() - self.started)
 
     def used(self, usage: TokenUsage) -> None:

@@ -148,7 +148,7 @@ async def _ask_again(gateway: Gateway, caller: Caller, plan: TrustPlan, messages
     caller.require_model(target, group)
     slot = await gateway.limits.admit(caller.name, caller.limits)
     try:
-        gateway.metrics.upstream_calls.labels(model=group, purpose="user").inc()
+        gateway.metrics.count_user_call(group)
         escalated = await ask(target)
     except BaseException:
         await slot.release()

@@ -12,8 +12,10 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
+from exporters.prometheus import LabelledChildren
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
@@ -119,3 +121,16 @@ def test_promtool_finds_the_exposition_clean(teams: ServerThread) -> None:
     checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
                              timeout=60, check=False)
     assert checked.returncode == 0 and not (checked.stdout + checked.stderr).strip(), checked.stdout + checked.stderr
+
+
+def test_a_kept_child_is_the_series_labels_names() -> None:
+    """``LabelledChildren`` hands back the very child ``labels()`` gives, so what it counts is that series."""
+    registry = CollectorRegistry()
+    calls = Counter("calls", "Calls.", ["model", "purpose"], registry=registry)
+    children = LabelledChildren()
+    children(calls, "fake", "user").inc()
+    children(calls, "fake", "user").inc(3)
+    children(calls, "fake", "bc").inc()
+    assert children(calls, "fake", "user") is calls.labels(model="fake", purpose="user")
+    assert registry.get_sample_value("calls_total", {"model": "fake", "purpose": "user"}) == 4
+    assert registry.get_sample_value("calls_total", {"model": "fake", "purpose": "bc"}) == 1
