@@ -20,10 +20,10 @@ from tests.servers import ServerThread
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 
-def _counted(server: ServerThread, status: str) -> float:
+def _counted(server: ServerThread, status: str, mode: str = "stream") -> float:
     return sum(value for (name, labels), value in samples(server).items()
                if name == "trustgate_requests_total" and dict(labels).get("status") == status
-               and dict(labels).get("mode") == "stream")
+               and dict(labels).get("mode") == mode)
 
 
 def test_a_stream_is_an_event_stream_that_ends_with_done(gateway: ServerThread) -> None:
@@ -51,6 +51,28 @@ def test_a_client_leaving_mid_stream_is_counted_499_and_logs_no_error(
     after = httpx.post(f"{gateway.url}/v1/chat/completions", headers=AUTH,
                        json={"model": "fake", "messages": [{"role": "user", "content": "next"}], "stream": True})
     assert after.status_code == 200 and after.text.endswith("data: [DONE]\n\n")
+
+
+def test_a_client_leaving_before_a_whole_reply_is_counted_499_and_the_next_request_is_served(
+        gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    """The upstream call is cancelled in the request's own task (``unless_client_leaves``): the request ends
+    as a 499, and the connection's next request, in a new task, is not cancelled by what is left of it."""
+    body = {"model": "fake", "messages": [{"role": "user", "content": "[stall:4] a b c"}]}
+    with caplog.at_level(logging.ERROR):
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{gateway.url}/v1/chat/completions", json=body, headers=AUTH, timeout=0.5)
+        deadline = time.monotonic() + 3  # before the fake's 4 s answer
+        while (fake_upstream.disconnects == 0 or _counted(gateway, "499", "unary") == 0) and \
+                time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert fake_upstream.disconnects == 1 and _counted(gateway, "499", "unary") == 1
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    with httpx.Client(headers=AUTH) as client:
+        for _ in range(3):
+            after = client.post(f"{gateway.url}/v1/chat/completions",
+                                json={"model": "fake", "messages": [{"role": "user", "content": "next"}]})
+            assert after.status_code == 200 and after.json()["choices"]
+    assert _counted(gateway, "200", "unary") == 3
 
 
 class Server:
