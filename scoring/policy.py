@@ -110,8 +110,11 @@ def client_may_choose(policy: ClientModePolicy, configured: ScoringMode, request
 
 
 def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key: str,
-           mode_header: ScoringMode | None) -> Decision:
-    """Mode and sampling: per-key > per-model > global default; the header only within ``allow_client_mode``."""
+           mode_header: ScoringMode | None, on_low_trust: LowTrust | None = None) -> Decision:
+    """Mode and sampling: per-key > per-model > global default; the header only within ``allow_client_mode``.
+
+    ``on_low_trust``: the key's policy on the model when the caller has it resolved already (``low_trust``).
+    """
     mode, rate, timeout = settings.mode, settings.sample_rate, settings.sync_timeout
     policy = settings.allow_client_mode
     for override in (settings.per_model.get(model), settings.per_key.get(key_name)):
@@ -121,7 +124,8 @@ def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key:
         rate = override.sample_rate if override.sample_rate is not None else rate
         timeout = override.sync_timeout or timeout
         policy = override.allow_client_mode or policy
-    on_low_trust = low_trust(settings, model=model, key_name=key_name)
+    if on_low_trust is None:
+        on_low_trust = low_trust(settings, model=model, key_name=key_name)
     refused: ScoringMode | None = None
     if mode_header is not None:
         # A policy that blocks or escalates is the operator's guard: a client may not lower its mode out of it.

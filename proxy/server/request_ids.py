@@ -15,7 +15,7 @@ that every log line written while serving the request carries (``log_format``).
 from __future__ import annotations
 
 import re
-import uuid
+import secrets
 from collections.abc import Callable
 
 import orjson
@@ -67,7 +67,7 @@ class RequestIds:
             return
         headers = MutableHeaders(scope=scope)
         sent = headers.get(REQUEST_ID_HEADER)
-        request_id = sent if sent is not None and valid_request_id(sent) else f"req_{uuid.uuid4().hex}"
+        request_id = sent if sent is not None and valid_request_id(sent) else f"req_{secrets.token_hex(16)}"
         current_request_id.set(request_id)
         if sent is not None and sent != request_id:
             self.on_rejected()
