@@ -88,6 +88,8 @@ def _valid(block: list[_Passage]) -> bool:
 
 def documents_in_text(text: str) -> list[Document] | None:
     """The last run of passages numbered 1..n in ``text`` (the earlier ones are few-shot demos); None if none."""
+    if "1]" not in text:  # every run starts at [1] (or [01], [001]): most prompts are read no further
+        return None
     valid = [block for block in _blocks(text) if block and _valid(block)]
     return [passage.document() for passage in valid[-1]] if valid else None
 

@@ -33,6 +33,7 @@ __all__ = [
 RAG_FIELDS = ("documents", "answerable", "reference_claims")
 MAX_DOCUMENTS = 100  # each cited document can cost judge calls; beyond this a request is refused
 _LABELS = TypeAdapter(RagLabels)  # the one check of the labels, a job's included (scoring.types.JobPolicy)
+_NO_LABELS = RagLabels()  # what a request without the extension fields says: nothing
 _LABEL_ERRORS = {"answerable": "'answerable' must be true or false",
                  "reference_claims": f"'reference_claims' must be a list of at most {MAX_REFERENCE_CLAIMS} "
                                      "non-empty strings"}
@@ -121,7 +122,7 @@ def prepare_rag_request(body: dict[str, Any]) -> tuple[dict[str, Any], RagReques
     """
     fields = {name: body[name] for name in RAG_FIELDS if name in body}
     forward = {name: value for name, value in body.items() if name not in fields}
-    labels = parse_labels(fields)
+    labels = parse_labels(fields) if fields else _NO_LABELS
     in_prompt = documents_in_messages(forward.get("messages"))
     if "documents" in fields:
         documents = parse_documents(fields["documents"])

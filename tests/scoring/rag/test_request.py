@@ -52,6 +52,9 @@ def test_bare_numbered_passages() -> None:
                                        Document(2, "", "It was built for the 1889 World's Fair in Paris.")]
     assert documents_in_text("Document [1] (Title: A (x)) text a\nSource [2]: text b") == [
         Document(1, "A (x)", "text a"), Document(2, "", "text b")]
+    # Zero-padded numbers are passages too: the quick check for "1]" lets them through.
+    assert documents_in_text("Document [01]: text a\nDocument [02]: text b") == [
+        Document(1, "", "text a"), Document(2, "", "text b")]
 
 
 @pytest.mark.parametrize("text", [
