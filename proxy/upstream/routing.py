@@ -71,6 +71,8 @@ class GroupRouter:
 
     def choose(self, tried: Collection[int]) -> int:
         """The index of the deployment for the next try of a request that has tried ``tried``."""
+        if len(self._deployments) == 1:  # the usual group: nothing to choose (``run`` refuses it when full)
+            return 0
         candidates = [i for i in range(len(self._deployments)) if i not in tried] or list(range(len(self._deployments)))
         with_room = [i for i in candidates if not self._full(i)]
         candidates = with_room or candidates
