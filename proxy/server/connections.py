@@ -32,7 +32,7 @@ import resource
 import socket
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -43,8 +43,8 @@ from scoring import ThrottledLog
 from ..config.settings import ServerSettings
 from .errors import error_body
 
-__all__ = ["BodyDeadline", "GuardedHttpProtocol", "guarded_protocol", "quiet_accept_errors", "raise_descriptor_limit",
-           "server_options"]
+__all__ = ["DEPARTURE", "BodyDeadline", "Departure", "GuardedHttpProtocol", "guarded_protocol", "quiet_accept_errors",
+           "raise_descriptor_limit", "server_options"]
 
 log = logging.getLogger("trustgate.server")
 
@@ -82,6 +82,35 @@ _HEAD_TOO_LARGE = _answer_and_close(
     b"431 Request Header Fields Too Large",
     error_body(f"The request head is larger than {MAX_HEAD_BYTES} bytes", "invalid_request_error",
                code="request_header_too_large"))
+
+
+DEPARTURE = "trustgate.departure"  # the scope key of a request's ``Departure``
+
+
+class Departure:
+    """A request's client leaving before its response is whole, as the server sees it (its connection lost).
+
+    The protocol puts one in each request's scope, and calls back whoever
+    waits on an answer for that client (``request_context.unless_client_leaves``):
+    uvicorn only flags the request as disconnected, for a handler to find
+    when it next reads the request, so a handler waiting on its upstream would
+    otherwise need a task of its own reading for a disconnect.
+    """
+
+    __slots__ = ("_callback", "left")
+
+    def __init__(self) -> None:
+        self.left = False
+        self._callback: Callable[[], object] | None = None
+
+    def on_leave(self, callback: Callable[[], object] | None) -> None:
+        """Call ``callback`` when the client leaves (None: no longer)."""
+        self._callback = callback
+
+    def leave(self) -> None:
+        self.left = True
+        if self._callback is not None:
+            self._callback()
 
 
 def _reserved_path(path: str) -> bool:
@@ -173,6 +202,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._head_bytes = None
         super().on_headers_complete()
+        cast(dict[str, Any], self.scope)[DEPARTURE] = Departure()  # the request's task, made just now, has not run
 
     def on_response_complete(self) -> None:
         self._await_request_head()  # before super(): it may start a pipelined request, which is in time
@@ -186,6 +216,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
             if not self._counted[self._peer]:
                 del self._counted[self._peer]
             self._peer = self._counted = None
+        departure = cast(dict[str, Any], self.cycle.scope).get(DEPARTURE) if self.cycle is not None else None
+        if departure is not None and not self.cycle.response_complete:
+            departure.leave()
         super().connection_lost(exc)
 
     def _await_request_head(self) -> None:

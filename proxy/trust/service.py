@@ -220,7 +220,7 @@ class TrustService:
         sent, added = ask_for_logprobs(body, endpoint, wanted=wanted)
         asks = sent.get("logprobs") not in (None, False) or RESPONSES_LOGPROBS in (sent.get("include") or ())
         how: LogprobsAsk = "asked" if asks else "not_asked" if gives_logprobs else "provider_gives_none"
-        return replace(plan, logprobs=how), sent, added
+        return (plan if how == plan.logprobs else replace(plan, logprobs=how)), sent, added
 
     def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
         """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.
