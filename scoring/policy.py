@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -109,11 +110,13 @@ def client_may_choose(policy: ClientModePolicy, configured: ScoringMode, request
     return policy == "lower" and _COST[requested] < _COST[configured]
 
 
-def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key: str,
+def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key: Callable[[], str],
            mode_header: ScoringMode | None, on_low_trust: LowTrust | None = None) -> Decision:
     """Mode and sampling: per-key > per-model > global default; the header only within ``allow_client_mode``.
 
-    ``on_low_trust``: the key's policy on the model when the caller has it resolved already (``low_trust``).
+    ``request_key``: what the sample draw hashes (``in_sample``), asked for only when a request in a scored
+    mode is sampled at a rate between 0 and 1. ``on_low_trust``: the key's policy on the model when the caller
+    has it resolved already (``low_trust``).
     """
     mode, rate, timeout = settings.mode, settings.sample_rate, settings.sync_timeout
     policy = settings.allow_client_mode
@@ -134,7 +137,8 @@ def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key:
             mode = mode_header
         else:
             refused = mode_header
-    return Decision(mode=mode, sync_timeout=timeout, sampled=mode != "off" and in_sample(request_key, rate),
+    sampled = mode != "off" and rate > 0.0 and (rate >= 1.0 or in_sample(request_key(), rate))
+    return Decision(mode=mode, sync_timeout=timeout, sampled=sampled,
                     refused_mode=refused, on_low_trust=on_low_trust)
 
 

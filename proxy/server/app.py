@@ -114,7 +114,10 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
                                         limiter, calibration_metrics, learning)
             yield
 
-    app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # FastAPI's own OpenTelemetry spans off: the gateway's spans are its own (``exporters.otel``), and FastAPI
+    # otherwise asks OpenTelemetry's global providers on every request whether they are configured.
+    app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  telemetry={"tracing": False, "metrics": False, "logs": False})
     add_endpoint_routes(app)  # first: the gateway's traffic is matched before any other route
     app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
     app.include_router(calibration_router)  # likewise "calibration"

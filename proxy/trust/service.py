@@ -181,8 +181,8 @@ class TrustService:
             decision = Decision(mode="off", sync_timeout=self._settings.sync_timeout, sampled=False)
         else:
             decision = decide(self._settings, model=model, key_name=key_name,
-                              request_key=self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""), body,
-                                                           record_id),
+                              request_key=lambda: self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""),
+                                                                   body, record_id),
                               mode_header=cast("ScoringMode | None", mode_header),
                               on_low_trust=self._low_trust(model, key_name))
         if decision.refused_mode is not None:

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from opentelemetry import trace
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
 from opentelemetry.sdk._logs.export import (
     InMemoryLogRecordExporter,
@@ -20,6 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from exporters import Telemetry
+from proxy.config.settings import settings_from_dict
+from proxy.server.app import create_app
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import (
@@ -239,3 +244,23 @@ def test_a_try_is_attributed_to_the_deployment_that_answered_it(fake_upstream: F
         assert counted[("trustgate_upstream_tries_total", frozenset(
             {"model": "fake", "deployment": deployment, "outcome": "success"}.items()))] == called.count(model)
     assert not [r for r in fake_upstream.requests if "metadata" in r or "litellm_metadata" in r]
+
+
+@pytest.mark.parametrize("app_of", ["gateway", "plain FastAPI"])
+def test_fastapi_makes_no_spans_of_its_own(monkeypatch: pytest.MonkeyPatch, app_of: str) -> None:
+    """With OpenTelemetry's global tracer provider configured (by ``opentelemetry-instrument``, say), FastAPI's
+    native telemetry would add a span per request beside the gateway's own: the gateway turns it off. A plain
+    FastAPI app is the control: it does make one."""
+    spans, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    app = create_app(settings_from_dict(gateway_config("http://127.0.0.1:9/v1"), {})) if app_of == "gateway" \
+        else FastAPI()
+
+    async def ask() -> int:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as client:
+            return (await client.get("/nowhere")).status_code
+
+    assert asyncio.run(ask()) == 404
+    assert len(spans.get_finished_spans()) == (0 if app_of == "gateway" else 1)
+    provider.shutdown()

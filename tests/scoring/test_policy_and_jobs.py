@@ -26,11 +26,28 @@ def test_configured_modes_are_read_in_any_case() -> None:
 def test_header_beats_key_beats_model_beats_default() -> None:
     settings = ScoringSettings(mode="async", per_model={"m": {"mode": "off", "sync_timeout": 3}},
                                per_key={"k": {"mode": "sync"}})
-    assert decide(settings, model="other", key_name="x", request_key="r", mode_header=None).mode == "async"
-    assert decide(settings, model="m", key_name="x", request_key="r", mode_header=None).mode == "off"
-    by_key = decide(settings, model="m", key_name="k", request_key="r", mode_header=None)
+    assert decide(settings, model="other", key_name="x", request_key=lambda: "r", mode_header=None).mode == "async"
+    assert decide(settings, model="m", key_name="x", request_key=lambda: "r", mode_header=None).mode == "off"
+    by_key = decide(settings, model="m", key_name="k", request_key=lambda: "r", mode_header=None)
     assert (by_key.mode, by_key.sync_timeout, by_key.sampled) == ("sync", 3, True)
-    assert decide(settings, model="m", key_name="k", request_key="r", mode_header="off").sampled is False
+    assert decide(settings, model="m", key_name="k", request_key=lambda: "r", mode_header="off").sampled is False
+
+
+def test_the_sample_key_is_made_only_for_a_draw() -> None:
+    """Hashing a request for its sample draw is skipped where the mode or the rate already decides."""
+    asked: list[str] = []
+
+    def key() -> str:
+        asked.append("r")
+        return "r"
+
+    for settings in (ScoringSettings(mode="off", sample_rate=0.5), ScoringSettings(mode="async", sample_rate=1.0),
+                     ScoringSettings(mode="async", sample_rate=0.0)):
+        decide(settings, model="m", key_name="k", request_key=key, mode_header=None)
+    assert asked == []
+    decide(ScoringSettings(mode="async", sample_rate=0.5), model="m", key_name="k", request_key=key,
+           mode_header=None)
+    assert asked == ["r"]
 
 
 @pytest.mark.parametrize("answer, tools, reason", [
