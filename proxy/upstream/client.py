@@ -245,7 +245,7 @@ class UpstreamClient:
         """A chat call asked as ``where`` needs to return log-probabilities; its reply teaches ``LogprobAsking``
         whether it does."""
         completion = await call(self._logprob_asking.body_for(where, body))
-        choice = completion.reply.first
+        choice = completion.reply.first if self._logprob_asking.learning(where, body) else None
         if choice is not None:
             self._logprob_asking.observe(where, body, text=bool(choice.answer_text),
                                          logprobs=bool(choice.chosen_logprobs()))
