@@ -85,6 +85,7 @@ _HEAD_TOO_LARGE = _answer_and_close(
 
 
 DEPARTURE = "trustgate.departure"  # the scope key of a request's ``Departure``
+BODY_RECEIVED = "trustgate.body_received"  # set in a request's scope once its whole body has arrived
 
 
 class Departure:
@@ -204,6 +205,11 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         super().on_headers_complete()
         cast(dict[str, Any], self.scope)[DEPARTURE] = Departure()  # the request's task, made just now, has not run
 
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        if self.cycle is not None:  # the body deadline is met: ``BodyDeadline`` need not time its reads
+            cast(dict[str, Any], self.cycle.scope)[BODY_RECEIVED] = True
+
     def on_response_complete(self) -> None:
         self._await_request_head()  # before super(): it may start a pipelined request, which is in time
         super().on_response_complete()
@@ -273,7 +279,9 @@ class BodyDeadline:
 
         async def receive_in_time() -> Message:
             nonlocal body_complete
-            if body_complete:  # later receives wait for a disconnect, which may rightly take long
+            # Later receives wait for a disconnect, which may rightly take long; and a body the server has
+            # whole already (``GuardedHttpProtocol``, nearly every request) is read without a timer.
+            if body_complete or scope.get(BODY_RECEIVED):
                 return await receive()
             try:
                 async with asyncio.timeout_at(deadline):

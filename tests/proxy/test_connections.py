@@ -136,6 +136,22 @@ def test_a_body_that_never_completes_gets_408_and_the_connection_closes(guarded:
     assert orjson.loads(body)["error"]["code"] == "request_timeout"
 
 
+def test_a_body_in_pieces_within_the_deadline_is_read_whole_and_answered(guarded: ServerThread) -> None:
+    """Pieces of a body arriving after the handler began reading are timed by ``BodyDeadline``; the whole body
+    within the deadline (0.5 s from the head here), the request is answered as any other."""
+    body = orjson.dumps({"model": "fake", "messages": [{"role": "user", "content": "in pieces"}]})
+    with closing(connect(guarded)) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                     b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\nconnection: close\r\n"
+                     b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:10])
+        for start in range(10, len(body), 25):
+            time.sleep(0.03)
+            sock.sendall(body[start:start + 25])
+        reply = closed_within(sock, 10)
+    assert reply is not None and reply.startswith(b"HTTP/1.1 200"), reply
+    assert b"You said: in pieces" in reply
+
+
 def test_an_idle_kept_alive_connection_is_closed(guarded: ServerThread) -> None:
     with closing(connect(guarded)) as sock:
         sock.sendall(b"GET /health/liveness HTTP/1.1\r\nhost: gateway\r\n\r\n")
