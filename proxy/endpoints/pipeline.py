@@ -239,7 +239,7 @@ def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, m
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
         chunks = _scored_stream(gateway, opened, tap, plan, messages, added)
     else:
-        chunks = _plain_stream(opened, tap)
+        chunks = _plain_stream(opened, tap.unscored())
     return EventStream(_metered_stream(chunks, plan, tap, meter, slot), headers)
 
 
