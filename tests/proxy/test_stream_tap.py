@@ -36,12 +36,14 @@ def test_events_survive_any_split_and_done_is_held_back() -> None:
         assert (tap.completion_id, tap.model) == ("c1", "m")
 
 
-def test_an_unscored_tap_forwards_and_holds_alike_and_keeps_no_answer() -> None:
+def test_an_unscored_tap_sends_the_same_stream_holding_back_only_done_and_keeps_no_answer() -> None:
     usage = event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
                    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+    stream = STREAM.replace(b"data: [DONE]", usage + b"data: [DONE]")
     scored, unscored = SseTap(), SseTap().unscored()
-    outs = [b"".join(tap.feed(STREAM.replace(b"data: [DONE]", usage + b"data: [DONE]"))) for tap in (scored, unscored)]
-    assert outs[0] == outs[1] and scored.closing(None) == unscored.closing(None)
+    as_fed = b"".join(unscored.feed(stream))
+    assert as_fed == stream.removesuffix(b"data: [DONE]\n\n")  # the final chunk is not held: no trust rides on it
+    assert as_fed + unscored.closing(None) == b"".join(scored.feed(stream)) + scored.closing(None) == stream
     assert scored.answer().text == "Paris" and unscored.answer() == Answer(text="", completion_id="c1")
     assert (unscored.completion_id, unscored.model, unscored.usage) == ("c1", "m", scored.usage)
     assert unscored.usage is not None and unscored.usage.total == 5
