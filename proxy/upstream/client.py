@@ -358,6 +358,8 @@ class UpstreamClient:
 
     async def _within_limits(self, name: str, deployment: Deployment) -> None:
         """A deployment's own ``rpm`` / ``tpm``: over one, the try fails as the provider's 429 would."""
+        if deployment.tpm is None and deployment.rpm is None:
+            return
         for kind, limit, over in (("tpm", deployment.tpm, self._limiter.over_tpm),
                                   ("rpm", deployment.rpm, self._limiter.over_rpm)):
             wait = await over(name, limit) if limit is not None else None
