@@ -21,7 +21,6 @@ from tests.fake_upstream import FakeUpstream, echo
 from tests.servers import ServerThread
 
 MASTER_KEY = "sk-test-master"
-_SDK_CLIENTS: list[openai.OpenAI] = []
 
 
 def sdk_client(server: ServerThread, key: str = MASTER_KEY, **headers: str) -> openai.OpenAI:
@@ -29,15 +28,29 @@ def sdk_client(server: ServerThread, key: str = MASTER_KEY, **headers: str) -> o
     its sockets unclosed (a ResourceWarning, which fails whichever test it lands in)."""
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=30,
                            default_headers=headers)
-    _SDK_CLIENTS.append(client)
     return client
+
+
+# Every OpenAI SDK client a test makes, however it makes it (``sdk_client`` or inline), is closed when the test
+# ends: a test that builds one inline and drops it leaves its pooled socket to the garbage
+# collector, whose finalizers may reach the socket before the client's own close.
+_OPENED: list[openai.OpenAI] = []  # held until the test ends: the collector cannot take one before it is closed
+_sdk_init = openai.OpenAI.__init__
+
+
+def _tracked_init(self: openai.OpenAI, *args: Any, **kwargs: Any) -> None:
+    _sdk_init(self, *args, **kwargs)
+    _OPENED.append(self)
+
+
+openai.OpenAI.__init__ = _tracked_init  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)
 def _close_sdk_clients() -> Iterator[None]:
     yield
-    while _SDK_CLIENTS:
-        _SDK_CLIENTS.pop().close()
+    while _OPENED:
+        _OPENED.pop().close()
 
 
 @pytest.fixture(scope="session")

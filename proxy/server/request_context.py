@@ -47,9 +47,9 @@ async def unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
     abandoned non-streamed request would hold its upstream call until the timeout.
     ``call`` runs in the request's own task, which the server's ``Departure``
     cancels when the client leaves: no task beside it reading for a disconnect
-    (with the call in a task of its own too, that was 10% of the gateway's CPU
-    per request, issue 32). A server that reports no departure (an in-process
-    transport, which has no connection to lose) just runs the call.
+    (with the call in a task of its own too, about 20 µs of the gateway's CPU
+    per request; BENCHMARKS.md, issue 32). A server that reports no departure
+    (an in-process transport, which has no connection to lose) just runs the call.
     """
     departure: Departure | None = request.scope.get(DEPARTURE)
     if departure is None:
