@@ -82,6 +82,24 @@ def test_retry_budget_is_a_share_of_calls_over_a_window() -> None:
     assert budget.try_retry() and not budget.try_retry()
 
 
+def test_a_last_try_that_fails_spends_no_retry_and_sheds_nothing() -> None:
+    """Out of tries, a scoring call's failure is raised as it is: no retry is taken from the budget for a try
+    that will not happen, and no shed is counted for it."""
+    shed: list[tuple[str, str]] = []
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    one_retry = RetrySettings(**{**QUICK, "scoring_retry_ratio": 0.0, "scoring_min_retries": 1})
+    retries = RetryPolicy(RouterSettings(num_retries=1), one_retry, clock=Clock(), sleep=sleep,
+                          on_scoring_shed=lambda group, reason: shed.append((group, reason)))
+    errors = [UpstreamError("boom", status_code=503), UpstreamError("boom again", status_code=503)]
+    with pytest.raises(UpstreamError) as caught:
+        asyncio.run(retries.run("g", failing(errors), for_scoring=True))
+    assert str(caught.value) == "boom again" and waits == [pytest.approx(0.01)] and shed == []
+
+
 def test_scoring_is_shed_while_its_group_is_rate_limited() -> None:
     clock, shed = Clock(), []
     retries = RetryPolicy(RouterSettings(num_retries=0), RetrySettings(**QUICK), clock=clock,
