@@ -130,10 +130,11 @@ class RequestTrace:
 
 def _carried(traceparent: str | None) -> str | None:
     """``traceparent`` as a non-recording tracer carries it on: re-written when valid, else none."""
-    if not traceparent:
+    parent = _parent(traceparent)
+    if parent is None:
         return None
     carrier: dict[str, str] = {}
-    _W3C.inject(carrier, context=_W3C.extract({"traceparent": traceparent}))
+    _W3C.inject(carrier, context=parent)
     return carrier.get("traceparent")
 
 

@@ -101,6 +101,10 @@ class GatewayMetrics:
         self.child(self.requests, model, str(status), mode, endpoint, key).inc()
         self.child(self.request_duration, model, mode, endpoint).observe(seconds)
 
+    def observe_first_token(self, *, model: str, endpoint: str, seconds: float) -> None:
+        """A stream's first chunk went out ``seconds`` after its request came in."""
+        self.child(self.time_to_first_token, model, endpoint).observe(seconds)
+
     def count_user_call(self, model: str) -> None:
         """One call made upstream for a user's answer (not for scoring)."""
         self.child(self.upstream_calls, model, "user").inc()

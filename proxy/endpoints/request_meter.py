@@ -50,8 +50,8 @@ class RequestMeter:
         """A stream's first chunk went out: its time to first token, observed once."""
         if not self._first_chunk_seen:
             self._first_chunk_seen = True
-            self.metrics.child(self.metrics.time_to_first_token, self.model, self.endpoint).observe(
-                time.perf_counter() - self.started)
+            self.metrics.observe_first_token(model=self.model, endpoint=self.endpoint,
+                                             seconds=time.perf_counter() - self.started)
 
     def used(self, usage: TokenUsage) -> None:
         """The tokens the upstream reported for this request, counted against its key."""
