@@ -4,11 +4,15 @@ Starlette's ``StreamingResponse`` runs every response in an anyio task group: a
 second task streams while the first listens for the client's disconnect, and a
 disconnect cancels the streamer through anyio's cancel scopes, whose delivery
 reschedules itself until the task is done (BENCHMARKS.md, the gateway's
-profile). ``EventStream`` streams in the request's own task and leaves one plain
-asyncio task to wait for the disconnect: when the client leaves, the stream is
-cancelled where it waits — the upstream read, as before — its generator sees
-the cancellation as under Starlette (the request counted as 499), and the
-response ends quietly. Nothing is done per chunk but the server's ``send``.
+profile). ``EventStream`` streams in the request's own task, and the server's
+``Departure`` (``connections``) cancels that task when the client leaves: the
+stream is cancelled where it waits — the upstream read, as before — its
+generator sees the cancellation as under Starlette (the request counted as
+499), and the response ends quietly. No task beside it waits for a disconnect
+(one cost a stream about 10 µs of the gateway's CPU; BENCHMARKS.md, issue 32).
+A server that reports no departure (an in-process transport, which has no
+connection to lose) just streams. Nothing is done per chunk but the server's
+``send``.
 
 A stream's generator marks its last bytes as ``FinalEvents``: they go out with
 the end of the chunked body in one write, where a separate write of the end
@@ -22,6 +26,8 @@ from collections.abc import AsyncIterator, Mapping
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
+
+from .connections import DEPARTURE, Departure
 
 __all__ = ["EventStream", "FinalEvents"]
 
@@ -44,17 +50,19 @@ class EventStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         streaming = asyncio.current_task()
         assert streaming is not None, "called outside a task"
+        departure: Departure | None = scope.get(DEPARTURE)
         left = ended = False
 
-        async def client_gone() -> None:
+        def leave() -> None:
             nonlocal left
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            if not ended:  # once the response is whole, the server reports a disconnect: the generator may finish
+            if not ended:  # once the response is whole, a client leaving changes nothing: the generator may finish
                 left = True
                 streaming.cancel()
 
-        watcher = asyncio.ensure_future(client_gone())
+        if departure is not None:
+            departure.on_leave(leave)
+            if departure.left:  # gone before the stream began: cancelled at its first wait, as any other time
+                leave()
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             async for chunk in self.body_iterator:
@@ -63,11 +71,11 @@ class EventStream(Response):
                 ended = isinstance(chunk, FinalEvents)
                 await send({"type": "http.response.body", "body": chunk, "more_body": not ended})
         except asyncio.CancelledError:
-            if not left:  # cancelled from outside (shutdown): not ours to swallow
+            if not left or streaming.uncancel() > 0:  # cancelled from outside too (shutdown): not ours to swallow
                 raise
-            streaming.uncancel()
             return
         finally:
-            watcher.cancel()
+            if departure is not None:
+                departure.on_leave(None)
         if not ended:
             await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
+from proxy.server.connections import DEPARTURE, Departure
 from proxy.server.event_stream import EventStream, FinalEvents
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
@@ -76,32 +77,34 @@ def test_a_client_leaving_before_a_whole_reply_is_counted_499_and_the_next_reque
 
 
 class Server:
-    """The server side of one response, as uvicorn gives it to the app: ``send`` records each message,
-    and ``receive`` reports a disconnect once the response is whole."""
+    """The server side of one response, as the gateway's protocol gives it to the app: ``send`` records each
+    message, and the scope carries the request's ``Departure``."""
 
     def __init__(self) -> None:
         self.sent: list[dict[str, object]] = []
-        self._whole = asyncio.Event()
+        self.departure = Departure()
+        self.scope = {"type": "http", DEPARTURE: self.departure}
 
     async def send(self, message: dict[str, object]) -> None:
         self.sent.append(message)
-        if message["type"] == "http.response.body" and not message.get("more_body", False):
-            self._whole.set()
 
     async def receive(self) -> dict[str, object]:
-        await self._whole.wait()
-        return {"type": "http.disconnect"}
+        raise AssertionError("an event stream reads nothing from its client")
+
+    def bodies(self) -> list[tuple[object, object]]:
+        return [(m["body"], m["more_body"]) for m in self.sent if m["type"] == "http.response.body"]
 
 
 def test_final_events_end_the_body_in_the_same_message_and_the_generator_still_finishes() -> None:
-    """The end of the chunked body goes with the last events (one write), and the watcher, woken by the whole
-    response, does not cancel the generator's own ending (where the request is metered)."""
+    """The end of the chunked body goes with the last events (one write), and a client that leaves once the
+    response is whole does not cancel the generator's own ending (where the request is metered)."""
     finished: list[str] = []
 
-    async def chunks() -> AsyncIterator[bytes]:
+    async def chunks(server: Server) -> AsyncIterator[bytes]:
         try:
             yield b"data: 1\n\n"
             yield FinalEvents(b"data: [DONE]\n\n")
+            server.departure.leave()
             await asyncio.sleep(0.01)  # metering that waits, as a Redis-backed limit does
             finished.append("metered")
         except asyncio.CancelledError:
@@ -110,13 +113,37 @@ def test_final_events_end_the_body_in_the_same_message_and_the_generator_still_f
 
     async def scenario() -> Server:
         server = Server()
-        await EventStream(chunks(), {})({"type": "http"}, server.receive, server.send)  # type: ignore[arg-type]
+        await EventStream(chunks(server), {})(server.scope, server.receive, server.send)  # type: ignore[arg-type]
         return server
 
     server = asyncio.run(scenario())
-    bodies = [(m["body"], m["more_body"]) for m in server.sent if m["type"] == "http.response.body"]
-    assert bodies == [(b"data: 1\n\n", True), (b"data: [DONE]\n\n", False)]
+    assert server.bodies() == [(b"data: 1\n\n", True), (b"data: [DONE]\n\n", False)]
     assert finished == ["metered"]
+
+
+def test_a_client_leaving_mid_stream_cancels_the_generator_where_it_waits_and_the_response_ends_quietly() -> None:
+    finished: list[str] = []
+
+    async def chunks(server: Server) -> AsyncIterator[bytes]:
+        try:
+            yield b"data: 1\n\n"
+            asyncio.get_running_loop().call_soon(server.departure.leave)
+            await asyncio.sleep(10)  # the upstream's next event, which never comes
+            yield FinalEvents(b"data: [DONE]\n\n")
+        except asyncio.CancelledError:
+            finished.append("cancelled")
+            raise
+
+    async def scenario() -> tuple[Server, bool]:
+        server = Server()
+        await EventStream(chunks(server), {})(server.scope, server.receive, server.send)  # type: ignore[arg-type]
+        task = asyncio.current_task()
+        return server, task is not None and task.cancelling() > 0
+
+    server, still_cancelling = asyncio.run(asyncio.wait_for(scenario(), 5))
+    assert finished == ["cancelled"]
+    assert server.bodies() == [(b"data: 1\n\n", True)]  # the body is not ended as if it were whole
+    assert not still_cancelling
 
 
 def test_a_stream_that_goes_on_after_its_final_events_is_a_bug_that_surfaces() -> None:
@@ -126,7 +153,7 @@ def test_a_stream_that_goes_on_after_its_final_events_is_a_bug_that_surfaces() -
 
     async def scenario() -> None:
         server = Server()
-        await EventStream(chunks(), {})({"type": "http"}, server.receive, server.send)  # type: ignore[arg-type]
+        await EventStream(chunks(), {})(server.scope, server.receive, server.send)  # type: ignore[arg-type]
 
     with pytest.raises(RuntimeError, match="after its final events"):
         asyncio.run(scenario())
