@@ -22,14 +22,16 @@ import orjson
 
 from exporters import TRUST_EVENT, TRUST_FIELD
 
-__all__ = ["stripped_event", "stripped_reply"]
+__all__ = ["may_name_trust", "stripped_event", "stripped_reply"]
 
 _EVENT_NAME = TRUST_EVENT.encode()
+_FIELD_NAME = TRUST_FIELD.encode()
 _LINE = re.compile(rb"\r\n|\r|\n")
 
 
-def _may_name(data: bytes) -> bool:
-    return TRUST_FIELD.encode() in data or b"\\u" in data
+def may_name_trust(data: bytes) -> bool:
+    """Whether ``data`` may carry trust data: the letters of ``trust``, or a ``\\u`` escape that could spell them."""
+    return _FIELD_NAME in data or b"\\u" in data
 
 
 def _object(data: bytes) -> dict[str, Any] | None:
@@ -42,7 +44,7 @@ def _object(data: bytes) -> dict[str, Any] | None:
 
 def stripped_reply(raw: bytes) -> bytes:
     """A whole JSON reply without a top-level ``trust`` field (``raw`` itself when it has none)."""
-    if not _may_name(raw):
+    if not may_name_trust(raw):
         return raw
     payload = _object(raw)
     if payload is None or TRUST_FIELD not in payload:
@@ -60,7 +62,7 @@ def stripped_event(event: bytes) -> bytes | None:
     or by type) is dropped; a ``trust`` field is taken out of its payload, and out of the response object
     a Responses event carries (where the gateway puts its own on ``response.completed``).
     """
-    if not _may_name(event):
+    if not may_name_trust(event):
         return event
     lines = _LINE.split(event)
     groups: list[list[bytes]] = [[]]

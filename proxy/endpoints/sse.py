@@ -18,7 +18,7 @@ import orjson
 from exporters import TRUST_FIELD, trust_summary
 from scoring import TrustRecord
 
-__all__ = ["EventReader", "FirstEventReader", "data_lines", "event_payload", "rewritten", "with_trust"]
+__all__ = ["EventReader", "FirstEventReader", "data_lines", "event_payload", "events_in", "rewritten", "with_trust"]
 
 
 class EventReader:
@@ -33,20 +33,38 @@ class EventReader:
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         """The events ``chunk`` completes, in order; the bytes of an unfinished one wait for the next chunk."""
+        return iter(events_in(self.feed_block(chunk)))
+
+    def feed_block(self, chunk: bytes) -> bytes:
+        """The events ``chunk`` completes as the one run of bytes they make, each with its blank line (``events_in``
+        parts them); b"" when it completes none.
+
+        A reader that only forwards what it reads handles the run whole, not event by event.
+        """
         scan_from = max(len(self._buffer) - 1, 0)  # a blank line may straddle the chunks
-        self._buffer += chunk.replace(b"\r\n", b"\n")
-        events: list[bytes] = []
-        start = 0
-        while (end := self._buffer.find(b"\n\n", max(start, scan_from))) >= 0:
-            events.append(bytes(self._buffer[start:end]))
-            start = end + 2
-        del self._buffer[:start]
-        return iter(events)
+        self._buffer += chunk.replace(b"\r\n", b"\n") if b"\r" in chunk else chunk
+        end = self._buffer.rfind(b"\n\n", scan_from) + 2
+        if end < 2:
+            return b""
+        block = bytes(self._buffer[:end])
+        # A run of line ends parts into blank lines from its start, as a reader going event by event parts it:
+        # of an odd run, the last line end begins what follows.
+        text_end = len(block.rstrip(b"\n"))
+        if (end - text_end) % 2:
+            end -= 1
+            block = block[:end]
+        del self._buffer[:end]
+        return block
 
     @property
     def rest(self) -> bytes:
         """What followed the last whole event (an upstream that ended mid-event)."""
         return bytes(self._buffer)
+
+
+def events_in(block: bytes) -> list[bytes]:
+    """The events of a run of whole events (``EventReader.feed_block``), without their blank lines."""
+    return block.split(b"\n\n")[:-1]
 
 
 def data_lines(event: bytes) -> Iterator[bytes]:

@@ -8,14 +8,17 @@ reader would still find it.
 
 from __future__ import annotations
 
+import itertools
 import tracemalloc
 import zlib
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.endpoints.reserved import stripped_event, stripped_reply
-from proxy.endpoints.sse import EventReader, FirstEventReader
+from proxy.endpoints.sse import EventReader, FirstEventReader, events_in
 from proxy.endpoints.taps import ChatTap as SseTap
 from proxy.endpoints.taps import ResponsesTap, TextCompletionTap
 from proxy.upstream.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
@@ -141,6 +144,27 @@ def test_a_streams_events_read_the_same_in_any_pieces() -> None:
         reader = EventReader()
         events = [event for piece in pieces for event in reader.feed(piece)]
         assert (events, reader.rest) == expected, pieces
+
+
+@settings(max_examples=300, deadline=None)
+@given(stream=st.binary().map(lambda raw: bytes(b"ad:\n"[byte % 4] for byte in raw)),
+       cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6))
+def test_events_are_parted_the_same_whatever_the_pieces_runs_of_line_ends_included(
+        stream: bytes, cuts: list[int]) -> None:
+    """Event by event (``feed``) or as runs (``feed_block``), split anywhere: the events of the whole stream,
+    found as a reader finds them, one blank line after the other from the start."""
+    events, start = [], 0
+    while (end := stream.find(b"\n\n", start)) >= 0:
+        events.append(stream[start:end])
+        start = end + 2
+    expected = (events, stream[start:])
+    bounds = sorted({0, len(stream), *(cut for cut in cuts if cut < len(stream))})
+    pieces = [stream[start:end] for start, end in itertools.pairwise(bounds)]
+    by_event, by_block = EventReader(), EventReader()
+    assert ([event for piece in pieces for event in by_event.feed(piece)], by_event.rest) == expected
+    blocks = [by_block.feed_block(piece) for piece in pieces]
+    assert ([event for block in blocks for event in events_in(block)], by_block.rest) == expected
+    assert all(block.endswith(b"\n\n") for block in blocks if block)
 
 
 def test_megabytes_of_comment_lines_in_small_pieces_before_the_first_event() -> None:

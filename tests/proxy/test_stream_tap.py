@@ -49,6 +49,30 @@ def test_an_unscored_tap_sends_the_same_stream_holding_back_only_done_and_keeps_
     assert unscored.usage is not None and unscored.usage.total == 5
 
 
+def test_an_unscored_tap_reads_and_strips_the_same_whatever_the_pieces() -> None:
+    """Pieces with nothing in them for an unscored tap go on whole; one with the usage, an upstream's trust data
+    or ``[DONE]`` in it, wherever the piece boundaries fall, is still read, stripped and held as event by event."""
+    hostile = event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "!"}}],
+                     "trust": {"score": 1.0}})
+    stream = STREAM.replace(b"data: [DONE]", hostile + USAGE + b"data: [DONE]")
+    expected = stream.replace(hostile, hostile.replace(b',"trust":{"score":1.0}', b"")).removesuffix(
+        b"data: [DONE]\n\n")
+    for at in range(1, len(stream)):
+        tap = SseTap().unscored()
+        out = b"".join([*tap.feed(stream[:at]), *tap.feed(stream[at:])])
+        assert out == expected, at
+        assert tap.done and tap.completion_id == "c1" and tap.usage is not None and tap.usage.total == 5, at
+        assert tap.closing(None) == b"data: [DONE]\n\n"
+
+
+def test_an_unscored_tap_sends_the_events_of_one_read_as_one_piece() -> None:
+    tap = SseTap().unscored()
+    first, *rest = [e + b"\n\n" for e in STREAM.split(b"\n\n")[:-2]]
+    assert list(tap.feed(first)) == [first]
+    assert list(tap.feed(b"".join(rest))) == [b"".join(rest)]  # one write to the client, not one per event
+    assert list(tap.feed(b"data: [DONE]\n\n")) == [] and tap.done
+
+
 def test_crlf_framing_and_tool_calls() -> None:
     tap = SseTap()
     raw = event({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0}]}}]}).replace(b"\n", b"\r\n")
