@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..endpoints.pipeline import EndpointSpec, serve
 from ..endpoints.specs import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
@@ -40,13 +41,26 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 class RequestHandlerRoute(APIRoute):
     """A route whose endpoint is its own request handler: it takes the ``Request`` and returns a ``Response``.
 
-    Errors still go through the app's exception handlers (FastAPI's
-    ``request_response`` wraps the handler as for any route).
+    Served without FastAPI's per-request wrapping (``request_response``): its two exit stacks hold what
+    dependencies open, and these endpoints have none. An error goes on to the app's ``ExceptionMiddleware``,
+    which answers it with the same exception handlers as the route-level wrapping would.
     """
+
+    def __init__(self, path: str, endpoint: Handler, **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        self.app = _request_handler_app(endpoint)
 
     def get_route_handler(self) -> Handler:
         endpoint: Handler = self.endpoint
         return endpoint
+
+
+def _request_handler_app(handler: Handler) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        response = await handler(Request(scope, receive, send))
+        await response(scope, receive, send)
+
+    return app
 
 
 async def _served(request: Request, spec: EndpointSpec) -> Response:
