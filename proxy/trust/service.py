@@ -79,7 +79,7 @@ _LOGPROBS_ABSENT = {"asked": "upstream_returned_none", "not_asked": "not_asked",
 
 @dataclass(frozen=True)
 class TrustPlan:
-    record_id: str
+    record_id: str  # of the trust record the answer gets; empty when it gets none (``decision.sampled`` false)
     model: str
     owner: str  # the name of the key that asked
     decision: Decision
@@ -176,13 +176,12 @@ class TrustService:
         if mode_header is not None and mode_header not in _MODES:
             raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
                                  code="invalid_trust_mode")
-        record_id = f"trust-{secrets.token_hex(16)}"  # 128 random bits, as uuid4 at a third of its cost
         if not self._has_scorers:
             decision = Decision(mode="off", sync_timeout=self._settings.sync_timeout, sampled=False)
         else:
             decision = decide(self._settings, model=model, key_name=key_name,
                               request_key=lambda: self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""),
-                                                                   body, record_id),
+                                                                   body),
                               mode_header=cast("ScoringMode | None", mode_header),
                               on_low_trust=self._low_trust(model, key_name))
         if decision.refused_mode is not None:
@@ -190,6 +189,8 @@ class TrustService:
             self._refusals.debug(("mode", key_name, model), "ignored %s: %s for key %s on %s is not allowed by "
                                  "allow_client_mode or an on_low_trust action; scoring in %s mode", MODE_HEADER,
                                  decision.refused_mode, key_name, model, decision.mode)
+        # 128 random bits, as uuid4 at a third of its cost; a system call, made only for a record that will be.
+        record_id = f"trust-{secrets.token_hex(16)}" if decision.sampled else ""
         return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
                          traceparent=traceparent, request_id=headers.get(REQUEST_ID_HEADER),
                          sampling=request_sampling(request) if request is not None and decision.sampled else None)
@@ -222,15 +223,16 @@ class TrustService:
         how: LogprobsAsk = "asked" if asks else "not_asked" if gives_logprobs else "provider_gives_none"
         return (plan if how == plan.logprobs else replace(plan, logprobs=how)), sent, added
 
-    def _sample_key(self, key_name: str, client_id: str, body: bytes, record_id: str) -> str:
-        """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike.
+    def _sample_key(self, key_name: str, client_id: str, body: bytes) -> str:
+        """What sampling hashes: a client's retry (same x-request-id, same body) is decided alike; a request
+        without an id of its own, at random.
 
         Keyed with a secret and bound to the body, so that a client can neither
         compute nor reuse request ids that are always sampled: the fraction
         scored stays the configured sample rate.
         """
         if not valid_request_id(client_id):
-            return record_id
+            return secrets.token_hex(16)
         digest = hashlib.blake2b(key=self._sample_secret, digest_size=16)
         for part in (key_name.encode(), client_id.encode(), body):
             digest.update(len(part).to_bytes(8, "big") + part)
