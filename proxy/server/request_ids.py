@@ -14,12 +14,12 @@ that every log line written while serving the request carries (``log_format``).
 
 from __future__ import annotations
 
+import os
+import random
 import re
-import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import orjson
-from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scoring.request_context import NO_REQUEST, current_request_id
@@ -29,6 +29,7 @@ from .errors import error_body
 __all__ = ["REQUEST_ID_HEADER", "RequestIds", "current_request_id", "request_id_headers", "valid_request_id"]
 
 REQUEST_ID_HEADER = "x-request-id"
+_HEADER_NAME = REQUEST_ID_HEADER.encode()
 _VALID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 def valid_request_id(value: str) -> bool:
@@ -65,20 +66,42 @@ class RequestIds:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = MutableHeaders(scope=scope)
-        sent = headers.get(REQUEST_ID_HEADER)
-        request_id = sent if sent is not None and valid_request_id(sent) else f"req_{secrets.token_hex(16)}"
+        sent = _first_value(scope["headers"])
+        request_id = sent if sent is not None and valid_request_id(sent) else new_request_id()
         current_request_id.set(request_id)
         if sent is not None and sent != request_id:
             self.on_rejected()
             for message in _rejection(request_id):
                 await send(message)
             return
-        headers[REQUEST_ID_HEADER] = request_id
+        header = (_HEADER_NAME, request_id.encode())
+        if sent is None:
+            scope["headers"] = [*scope["headers"], header]
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
+                message["headers"] = [*(item for item in message.get("headers", ()) if item[0] != _HEADER_NAME),
+                                      header]
             await send(message)
 
         await self.app(scope, receive, send_with_id)
+
+
+# Seeded from the system's randomness, and again in a forked child (as ``random``'s own is); its own, so that
+# whoever seeds ``random``'s shared generator does not make the ids of two runs alike.
+_IDS = random.Random()
+os.register_at_fork(after_in_child=_IDS.seed)
+
+
+def new_request_id() -> str:
+    """A fresh ``req_`` id of 128 random bits. An id correlates a request's lines and records and grants
+    nothing, so it need not be unguessable: a system call for every request (``secrets``) would buy nothing."""
+    return f"req_{_IDS.getrandbits(128):032x}"
+
+
+def _first_value(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """The request's first ``x-request-id``, read as every header is (``Headers.get``): latin-1."""
+    for name, value in headers:
+        if name == _HEADER_NAME:
+            return value.decode("latin-1")
+    return None

@@ -10,6 +10,9 @@ both upstream paths.
 
 from __future__ import annotations
 
+import os
+import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from exporters import Telemetry, disabled_telemetry
+from proxy.server.request_ids import new_request_id
 from tests.conftest import sdk_client
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AUTH, AskingScorer, scoring_config, wait_for_record
@@ -147,3 +151,23 @@ def test_the_asked_group_answering_names_itself_and_no_fallback(
     record = wait_for_record(server, raw.headers["x-trust-id"])
     assert (record["model"], record["asked_model"]) == ("fake", None)
     assert not [key for key in samples(server) if key[0] == "trustgate_fallbacks_total"]
+
+
+def test_fresh_request_ids_differ_after_a_fork_and_after_the_shared_generator_is_seeded() -> None:
+    """A forked child (the local scoring worker's start, a process manager's worker) makes other ids than its
+    parent, and a library that seeds ``random``'s shared generator does not make two runs' ids alike."""
+    random.seed(7)
+    first = new_request_id()
+    random.seed(7)
+    assert new_request_id() != first
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child
+        os.write(writer, new_request_id().encode())
+        os._exit(0)
+    os.close(writer)
+    _, status = os.waitpid(child, 0)
+    in_child = os.read(reader, 100).decode()
+    os.close(reader)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert re.fullmatch(r"req_[0-9a-f]{32}", in_child) and in_child != new_request_id()
