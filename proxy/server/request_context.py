@@ -29,15 +29,33 @@ def gateway_of(request: Request) -> Gateway:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
+    """The request's body, at most ``limit`` bytes (more is a 413); a client that leaves before it is whole is a
+    499 (``ClientDisconnected``), not a server error.
+
+    Read once, from the server's messages themselves: Starlette's ``Request.stream`` is an async generator
+    per request, and raises its own ``ClientDisconnect``, which nothing answers.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise InvalidRequest(f"Request body exceeds {limit} bytes", code="body_too_large", status_code=413)
-    body = bytearray()
-    async for part in request.stream():
-        body += part
-        if len(body) > limit:
-            raise InvalidRequest(f"Request body exceeds {limit} bytes", code="body_too_large", status_code=413)
-    return bytes(body)
+        raise _too_large(limit)
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnected("The client closed the connection before its request's body arrived",
+                                     code="client_disconnected")
+        part: bytes = message.get("body", b"")
+        size += len(part)
+        if size > limit:
+            raise _too_large(limit)
+        if not message.get("more_body", False):
+            return b"".join([*parts, part]) if parts else part
+        parts.append(part)
+
+
+def _too_large(limit: int) -> InvalidRequest:
+    return InvalidRequest(f"Request body exceeds {limit} bytes", code="body_too_large", status_code=413)
 
 
 async def unless_client_leaves(request: Request, call: Awaitable[T]) -> T:

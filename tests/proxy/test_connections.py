@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import resource
 import select
@@ -31,6 +32,7 @@ from proxy.config.settings import ServerSettings
 from proxy.server.connections import guarded_protocol
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_service_endpoints import samples
 from tests.redis_server import free_port
 from tests.servers import ServerThread
 
@@ -150,6 +152,26 @@ def test_a_body_in_pieces_within_the_deadline_is_read_whole_and_answered(guarded
         reply = closed_within(sock, 10)
     assert reply is not None and reply.startswith(b"HTTP/1.1 200"), reply
     assert b"You said: in pieces" in reply
+
+
+def test_a_client_leaving_mid_body_is_a_499_not_a_server_error(
+        guarded: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.ERROR):
+        with closing(connect(guarded)) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                         b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: 100\r\n\r\n{\"m")
+            time.sleep(0.1)  # the handler is reading the body
+        deadline = time.monotonic() + 5
+        while _requests_counted(guarded, "499") == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert _requests_counted(guarded, "499") == 1 and _requests_counted(guarded, "500") == 0
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert fake_upstream.requests == []
+
+
+def _requests_counted(server: ServerThread, status: str) -> float:
+    return sum(value for (name, labels), value in samples(server).items()
+               if name == "trustgate_requests_total" and dict(labels).get("status") == status)
 
 
 def test_an_idle_kept_alive_connection_is_closed(guarded: ServerThread) -> None:
