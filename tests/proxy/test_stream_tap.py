@@ -54,15 +54,17 @@ def test_an_unscored_tap_reads_and_strips_the_same_whatever_the_pieces() -> None
     or ``[DONE]`` in it, wherever the piece boundaries fall, is still read, stripped and held as event by event."""
     hostile = event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "!"}}],
                      "trust": {"score": 1.0}})
-    stream = STREAM.replace(b"data: [DONE]", hostile + USAGE + b"data: [DONE]")
-    expected = stream.replace(hostile, hostile.replace(b',"trust":{"score":1.0}', b"")).removesuffix(
-        b"data: [DONE]\n\n")
-    for at in range(1, len(stream)):
-        tap = SseTap().unscored()
-        out = b"".join([*tap.feed(stream[:at]), *tap.feed(stream[at:])])
-        assert out == expected, at
-        assert tap.done and tap.completion_id == "c1" and tap.usage is not None and tap.usage.total == 5, at
-        assert tap.closing(None) == b"data: [DONE]\n\n"
+    for usage in (USAGE, b""):
+        stream = STREAM.replace(b"data: [DONE]", hostile + usage + b"data: [DONE]")
+        expected = stream.replace(hostile, hostile.replace(b',"trust":{"score":1.0}', b"")).removesuffix(
+            b"data: [DONE]\n\n")
+        for at in range(1, len(stream)):
+            tap = SseTap().unscored()
+            out = b"".join([*tap.feed(stream[:at]), *tap.feed(stream[at:])])
+            assert out == expected, at
+            assert tap.done and tap.completion_id == "c1", at
+            assert (tap.usage.total if tap.usage is not None else None) == (5 if usage else None), at
+            assert tap.closing(None) == b"data: [DONE]\n\n"
 
 
 def test_an_unscored_tap_sends_the_events_of_one_read_as_one_piece() -> None:
@@ -71,6 +73,11 @@ def test_an_unscored_tap_sends_the_events_of_one_read_as_one_piece() -> None:
     assert list(tap.feed(first)) == [first]
     assert list(tap.feed(b"".join(rest))) == [b"".join(rest)]  # one write to the client, not one per event
     assert list(tap.feed(b"data: [DONE]\n\n")) == [] and tap.done
+    at_the_end = SseTap().unscored()
+    assert list(at_the_end.feed(first)) == [first]
+    assert list(at_the_end.feed(b"".join(rest) + b"data: [DONE]\n\n")) == [b"".join(rest)] and at_the_end.done
+    mid_piece = SseTap().unscored()  # [DONE] with an event after it: each event read, [DONE] still held back
+    assert b"".join(mid_piece.feed(first + b"data: [DONE]\n\n" + rest[0])) == first + rest[0] and mid_piece.done
 
 
 def test_crlf_framing_and_tool_calls() -> None:
