@@ -65,8 +65,13 @@ class GroupRouter:
         self._in_flight = [0] * len(self._deployments)
         self._latencies: list[deque[float]] = [deque(maxlen=LATENCY_SAMPLES) for _ in self._deployments]
         self._rng = rng or random.Random()
+        # Whether anything reads the calls in flight or their times: a limit, or a strategy that chooses among
+        # several by them. Else a call goes straight through (the usual group: one deployment, no limit).
+        self._tracked = any(limit is not None for limit in self._limits) or (
+            len(self._deployments) > 1 and strategy in ("least-busy", "latency-based-routing"))
 
     def in_flight(self, index: int) -> int:
+        """Calls in flight to deployment ``index``, where they are counted (``_tracked``)."""
         return self._in_flight[index]
 
     def choose(self, tried: Collection[int]) -> int:
@@ -100,6 +105,8 @@ class GroupRouter:
 
         Refused with a 429 when the deployment is at its ``max_parallel_requests``.
         """
+        if not self._tracked:
+            return await call()
         if self._full(index):
             raise UpstreamRateLimited(f"{name} is at its max_parallel_requests limit ({self._limits[index]})",
                                       code="deployment_rate_limited")
