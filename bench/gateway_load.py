@@ -279,12 +279,20 @@ def fake_upstream(port: int, delay_ms: float, workdir: Path, jitter_ms: float = 
 
 
 def trustgate_server(port: int, upstream_port: int, workdir: Path) -> ServerProcess:
+    """The gateway core alone (``trustgate_config``), served on ``port``."""
+    config = write_yaml(workdir / "trustgate.yaml", trustgate_config(port, upstream_port, workdir))
+    trustgate = Path(sys.executable).with_name("trustgate")
+    argv = [str(trustgate), "serve", "--config", str(config), "--log-level", "warning", "--no-access-log"]
+    return ServerProcess("trustgate", argv, workdir / "trustgate.log")
+
+
+def trustgate_config(port: int, upstream_port: int, workdir: Path) -> dict[str, object]:
     """The gateway core alone: pass-through path, scoring off, its record store in the temp dir.
 
     Scoring is off because this measures what the proxy itself adds, like for
     like with LiteLLM's proxy, which does not score.
     """
-    config = write_yaml(workdir / "trustgate.yaml", {
+    return {
         "model_list": model_list(upstream_port),
         "general_settings": {"master_key": MASTER_KEY},
         "trustgate": {
@@ -293,10 +301,7 @@ def trustgate_server(port: int, upstream_port: int, workdir: Path) -> ServerProc
             "scoring": {"mode": "off", "consistency": {"enabled": False}, "factcheck": {"enabled": False}},
             "store": {"path": str(workdir / "trust-records.sqlite3")},
         },
-    })
-    trustgate = Path(sys.executable).with_name("trustgate")
-    argv = [str(trustgate), "serve", "--config", str(config), "--log-level", "warning", "--no-access-log"]
-    return ServerProcess("trustgate", argv, workdir / "trustgate.log")
+    }
 
 
 def litellm_proxy(executable: Path, port: int, upstream_port: int, workdir: Path) -> ServerProcess:

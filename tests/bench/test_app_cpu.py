@@ -1,0 +1,28 @@
+"""``bench.app_cpu``: a version's app, called in-process over a real fake upstream, has its CPU per request
+measured for both modes, from that version's own sources."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench.app_cpu import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_each_version_and_mode_gets_a_median_of_its_rounds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--checkout", str(REPO), "--rounds", "2", "--requests", "100"]) == 0
+    rows = re.findall(r"^\| 1 \(\S+\) \| (non-stream|stream) \| ([\d.]+) \| ([\d.]+), ([\d.]+) \|$",
+                      capsys.readouterr().out, re.MULTILINE)
+    assert [mode for mode, *_ in rows] == ["non-stream", "stream"]
+    for _, median, first, second in rows:
+        assert 0 < float(median) == pytest.approx((float(first) + float(second)) / 2, abs=0.1)
+
+
+def test_a_version_that_cannot_serve_stops_the_run_with_its_error(tmp_path: Path) -> None:
+    """A folder without the gateway's sources: the installed gateway is not measured in its place."""
+    with pytest.raises(SystemExit, match="not from the version in"):
+        main(["--checkout", str(tmp_path), "--rounds", "1", "--requests", "10"])
