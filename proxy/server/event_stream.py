@@ -8,8 +8,8 @@ profile). ``EventStream`` streams in the request's own task, and the server's
 ``Departure`` (``connections``) cancels that task when the client leaves: the
 stream is cancelled where it waits — the upstream read, as before — its
 generator sees the cancellation as under Starlette (the request counted as
-499), and the response ends quietly. No task beside it waits for a disconnect
-(one cost a stream about 10 µs of the gateway's CPU; BENCHMARKS.md, issue 32).
+499), and the response ends quietly. No task beside it waits for a disconnect:
+one more task per stream, and its wake-ups, for what the server already knows.
 A server that reports no departure (an in-process transport, which has no
 connection to lose) just streams. Nothing is done per chunk but the server's
 ``send``.
