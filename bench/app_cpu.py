@@ -23,7 +23,6 @@ Read the medians, and whether the rounds agree.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import json
@@ -46,12 +45,10 @@ UPSTREAM_JITTER_MS = 1.0
 
 def main(argv: Sequence[str] | None = None) -> int:
     # Imported here: the child (``_measure``) runs from another version's sources, where these may differ.
+    from bench.gateway_ab import versions_parser
     from bench.gateway_load import GROUP, MASTER_KEY, fake_upstream, free_port, running, trustgate_config, write_yaml
 
-    parser = argparse.ArgumentParser(prog="python -m bench.app_cpu", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkout", type=Path, action="append", required=True, help="a source tree (repeat)")
-    parser.add_argument("--rounds", type=int, default=4)
+    parser = versions_parser("bench.app_cpu", __doc__, rounds=4)
     parser.add_argument("--requests", type=int, default=6000, help="measured requests per version, round and mode")
     args = parser.parse_args(argv)
     checkouts = [c.resolve() for c in args.checkout]

@@ -47,11 +47,17 @@ def gateway_from(checkout: Path, port: int, upstream_port: int, workdir: Path) -
     return server
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.gateway_ab", description=__doc__,
+def versions_parser(module: str, description: str | None, rounds: int) -> argparse.ArgumentParser:
+    """The command line of a benchmark that runs versions side by side: ``--checkout`` (repeated) and ``--rounds``."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkout", type=Path, action="append", required=True, help="a source tree (repeat)")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=rounds)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = versions_parser("bench.gateway_ab", __doc__, rounds=2)
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per phase")
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--concurrency", type=int, default=10)
