@@ -146,6 +146,31 @@ def test_a_client_leaving_mid_stream_cancels_the_generator_where_it_waits_and_th
     assert not still_cancelling
 
 
+def test_a_client_gone_before_the_stream_began_still_lets_the_generator_see_its_cancellation() -> None:
+    """The server's send to a client already gone does not wait, so the generator starts and is cancelled at
+    its first wait, where it meters the request (a 499), rather than never running at all."""
+    finished: list[str] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            yield b"data: 1\n\n"
+            await asyncio.sleep(10)
+            yield FinalEvents(b"data: [DONE]\n\n")
+        except asyncio.CancelledError:
+            finished.append("cancelled")
+            raise
+
+    async def scenario() -> Server:
+        server = Server()
+        server.departure.leave()
+        await EventStream(chunks(), {})(server.scope, server.receive, server.send)  # type: ignore[arg-type]
+        return server
+
+    server = asyncio.run(asyncio.wait_for(scenario(), 5))
+    assert finished == ["cancelled"]
+    assert server.bodies() == [(b"data: 1\n\n", True)]
+
+
 def test_a_stream_that_goes_on_after_its_final_events_is_a_bug_that_surfaces() -> None:
     async def chunks() -> AsyncIterator[bytes]:
         yield FinalEvents(b"data: [DONE]\n\n")
