@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -747,7 +747,8 @@ def method(options: Options) -> str:
 
 
 def headline_figures(results: list[LoadResult]) -> dict[str, float]:
-    """TrustGate's figures per mode that ``bench.regressions`` compares run to run."""
+    """TrustGate's figures per mode that ``bench.regressions`` compares run to run, and the direct phase's
+    upstream CPU per request that tells whether two runs had the same machine."""
     figures: dict[str, float] = {}
     for stream in (False, True):
         ours, base = _find(results, "trustgate", stream), _find(results, "direct", stream)
@@ -756,13 +757,16 @@ def headline_figures(results: list[LoadResult]) -> dict[str, float]:
         mode = "stream" if stream else "non-stream"
         figures[f"{mode}.throughput_vs_direct"] = ours.throughput / base.throughput
         figures[f"{mode}.gateway_cpu_ms_per_request"] = ours.cpu_ms_per_request("gateway")
+        figures[f"{mode}.upstream_cpu_ms_per_request"] = base.cpu_ms_per_request("upstream")
+        figures[f"{mode}.gateway_cpu_vs_upstream"] = (figures[f"{mode}.gateway_cpu_ms_per_request"]
+                                                      / figures[f"{mode}.upstream_cpu_ms_per_request"])
         for q, name in ((0.5, "added_p50_ms"), (0.99, "added_p99_ms")):
             figures[f"{mode}.{name}"] = ours.percentile_ms(q) - base.percentile_ms(q)
     return {name: value for name, value in figures.items() if not math.isnan(value)}
 
 
 def report(results: list[LoadResult], phases: list[LoadResult], options: Options,
-           changes: list[regressions.Change]) -> str:
+           committed: Mapping[str, float], figures: Mapping[str, float]) -> str:
     return "\n\n".join([
         f"Command: `{COMMAND}` (what `make bench` runs; `--help` lists its options).",
         environment(options),
@@ -773,7 +777,7 @@ def report(results: list[LoadResult], phases: list[LoadResult], options: Options
         "TrustGate relative to LiteLLM's proxy (the issue's aim: at least 3× the throughput and at most "
         "1/3 of the added latency):",
         ratios_table(results),
-        regressions.report(changes),
+        regressions.report(committed, figures),
     ])
 
 
@@ -838,7 +842,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     figures = headline_figures(results)
     committed = regressions.committed_figures(upstream=options.upstream_delay)
-    text = report(results, phases, options, regressions.compare(committed, figures))
+    text = report(results, phases, options, committed, figures)
     print("\n" + text)
     if not args.no_write:
         write_section(args.output, text)
