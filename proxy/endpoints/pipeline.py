@@ -257,10 +257,26 @@ async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: StreamTa
 
 
 async def _plain_stream(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:
-    """An unscored stream: the upstream's events, its end (``[DONE]``) only once the upstream closed cleanly."""
-    async for event in _forwarded(opened, tap):
-        yield event
-    yield FinalEvents(tap.closing(None))
+    """An unscored stream: the upstream's events, its end (``[DONE]``) only once the upstream closed cleanly.
+
+    The events that came with the upstream's end marker wait for its close
+    too, and go with the end in one write: an upstream sends its last events,
+    the marker and its close together, and writing them before the close is
+    read cost one more send, and one more wake-up of the client, per stream.
+    Should the upstream break instead, they still go out, before the error.
+    """
+    ending = b""
+    try:
+        async for events in _forwarded(opened, tap):
+            if tap.ended:
+                ending += events
+            else:
+                yield events
+    except Exception:
+        if ending:
+            yield ending
+        raise
+    yield FinalEvents(ending + tap.closing(None))
 
 
 async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[bytes]:

@@ -110,6 +110,12 @@ class StreamTap(ABC):
         return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None,
                       completion_id=self.completion_id or None)
 
+    @property
+    def ended(self) -> bool:
+        """Whether the upstream's end (its end marker, or its terminal event) has been read: only its close is
+        still to come."""
+        return bool(self._held)
+
     def _ends(self, event: bytes) -> bool:
         """Whether ``event`` is the stream's end marker, which the tap writes itself (chat's ``[DONE]``)."""
         return False
@@ -138,6 +144,10 @@ class ChatTap(StreamTap):
         super().__init__()
         self.model = ""
         self.done = False
+
+    @property
+    def ended(self) -> bool:
+        return self.done
 
     def _ends(self, event: bytes) -> bool:
         if event.strip() == DONE_EVENT.strip():

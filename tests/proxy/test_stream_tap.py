@@ -3,10 +3,17 @@ stream's end back and puts the trust object on the upstream's final chunk."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+
 import orjson
 
+from proxy.endpoints.pipeline import _plain_stream
 from proxy.endpoints.taps import ChatTap as SseTap
+from proxy.server.errors import UpstreamError
+from proxy.server.event_stream import FinalEvents
 from proxy.trust.service import Answer
+from proxy.upstream.completion import UpstreamStream
 from scoring.types import ComponentResult, TrustRecord
 
 
@@ -141,3 +148,43 @@ def test_a_stream_without_a_final_chunk_gets_a_trust_chunk_with_one_empty_choice
     assert stand_in["choices"] == [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": None}]
     assert stand_in["trust"]["id"] == "trust-1" and stand_in["id"] == "c1"  # type: ignore[index]
     assert closing.endswith(b"data: [DONE]\n\n")
+
+
+def plain_stream(reads: list[bytes], *, breaks: bool = False) -> list[bytes]:
+    """The pieces an unscored stream writes to the client for an upstream whose bytes arrive in ``reads``;
+    ``breaks``: the upstream's connection fails after them (the error is appended as ``b"<error>"``)."""
+    async def chunks() -> AsyncIterator[bytes]:
+        for read in reads:
+            yield read
+        if breaks:
+            raise UpstreamError("the upstream dropped the connection", code="upstream_unreachable")
+
+    async def nothing() -> None:
+        return None
+
+    async def written() -> list[bytes]:
+        pieces: list[bytes] = []
+        try:
+            async for piece in _plain_stream(UpstreamStream(chunks(), nothing, "m"), SseTap().unscored()):
+                pieces.append(piece)
+        except UpstreamError:
+            pieces.append(b"<error>")
+        return pieces
+
+    return asyncio.run(written())
+
+
+def test_the_events_that_came_with_done_go_out_with_it_once_the_upstream_closed() -> None:
+    """One write for the upstream's last read and the stream's end, where there were two (BENCHMARKS.md)."""
+    first, last = STREAM[:STREAM.index(b"data: ", 10)], STREAM[STREAM.index(b"data: ", 10):]
+    pieces = plain_stream([first, last])
+    assert pieces == [first, last] and isinstance(pieces[-1], FinalEvents)
+    whole = plain_stream([STREAM])
+    assert whole == [STREAM] and isinstance(whole[0], FinalEvents)
+    done_alone = plain_stream([STREAM[:-len(b"data: [DONE]\n\n")], b"data: [DONE]\n\n"])
+    assert done_alone == [STREAM[:-len(b"data: [DONE]\n\n")], b"data: [DONE]\n\n"]
+
+
+def test_the_events_that_came_with_done_still_go_out_before_the_error_when_the_upstream_breaks() -> None:
+    pieces = plain_stream([STREAM], breaks=True)
+    assert pieces == [STREAM[:-len(b"data: [DONE]\n\n")], b"<error>"]  # the events, no [DONE], the error
