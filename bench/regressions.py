@@ -36,16 +36,16 @@ BASELINE = Path(__file__).resolve().parent / "gateway_load.json"
 
 Better = Literal["higher", "lower"]
 
+_MODES = ("non-stream", "stream")
 _PER_MODE: tuple[tuple[str, Better], ...] = (
     ("throughput_vs_direct", "higher"), ("gateway_cpu_ms_per_request", "lower"), ("gateway_cpu_vs_upstream", "lower"),
     ("added_p50_ms", "lower"), ("added_p99_ms", "lower"))
 # The figures compared, and which way is better: TrustGate's, per mode (direct and LiteLLM are references).
-FIGURES: dict[str, Better] = {f"{mode}.{name}": better for mode in ("non-stream", "stream")
-                              for name, better in _PER_MODE}
+FIGURES: dict[str, Better] = {f"{mode}.{name}": better for mode in _MODES for name, better in _PER_MODE}
 # Judged on any machine: relative to the same run's fake upstream, whose work is the same in every run.
-MACHINE_RELATIVE = frozenset(f"{mode}.gateway_cpu_vs_upstream" for mode in ("non-stream", "stream"))
+MACHINE_RELATIVE = frozenset(f"{mode}.gateway_cpu_vs_upstream" for mode in _MODES)
 # What tells whether two runs had the same machine: the direct phase's fake upstream, CPU ms per request.
-REFERENCES = tuple(f"{mode}.upstream_cpu_ms_per_request" for mode in ("non-stream", "stream"))
+REFERENCES = tuple(f"{mode}.upstream_cpu_ms_per_request" for mode in _MODES)
 
 
 @dataclass(frozen=True)
