@@ -96,6 +96,11 @@ def _import_litellm() -> Any:
 
     for name in ("create_async_transport", "_create_async_transport"):  # the factory, and its older alias
         setattr(AsyncHTTPHandler, name, staticmethod(_guarded_transport))
+    # The OpenAI SDK, which litellm's OpenAI-compatible providers call, imports its ~430 resource and type
+    # modules on a client's first ``.chat``: 0.6-0.9 s that the first call after start would pay, the
+    # user's in the gateway or a scorer's against its deadline in a (re)started scoring worker. Paid here,
+    # at start-up, instead.
+    import openai.resources  # noqa: F401
     return litellm
 
 
