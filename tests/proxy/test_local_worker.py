@@ -64,7 +64,7 @@ def chat_async(url: str, content: str) -> httpx.Response:
 
 def test_a_worker_killed_mid_job_fails_that_job_with_the_reason_and_its_successor_scores_the_next(
         fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    config = sc_config(fake_upstream.url, queue={"scorer_timeout": 30})  # type: ignore[attr-defined]
+    config = sc_config(fake_upstream.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=None)
     [worker] = local_workers(os.getpid())
     assert niceness(worker) == min(niceness(os.getpid()) + 10, 19)  # scoring.cpu.nice: users' work goes first

@@ -139,9 +139,7 @@ def test_scoring_lines_carry_the_request_id_of_the_answer_they_score(
 def test_the_scoring_workers_lines_carry_the_request_id(tmp_path: Path, fake_upstream: FakeUpstream) -> None:
     """By default scoring runs in a child process (``scoring.worker: child``): its litellm lines for sc's
     re-asks name the request whose answer they score, as the gateway's line for the user's call does."""
-    # The child's first litellm calls pay litellm's first-call set-up: a scorer deadline of a second, as the other
-    # scoring tests use, failed sc on a slow CI machine; this test is about the lines, not the time.
-    config = sc_config(fake_upstream.url, mode="sync", queue={"scorer_timeout": 30})  # type: ignore[attr-defined]
+    config = sc_config(fake_upstream.url, mode="sync")  # type: ignore[attr-defined]
     config["trustgate"].update(server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")},
                                passthrough=False)
     path = tmp_path / "config.yaml"
