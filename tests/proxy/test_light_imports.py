@@ -1,9 +1,11 @@
-"""A gateway that does not score loads no scoring library: each case runs in a fresh interpreter.
+"""What a gateway loads, and when: each case runs in a fresh interpreter.
 
-Heavy means seconds of start-up and hundreds of MB: spaCy, gensim, torch,
-scikit-learn, matplotlib. A gateway with scoring off, or one whose Redis
-workers score, starts (lifespan included) without them, and so does
-``trustgate --help``.
+A gateway that does not score loads no scoring library. Heavy means seconds of
+start-up and hundreds of MB: spaCy, gensim, torch, scikit-learn, matplotlib. A
+gateway with scoring off, or one whose Redis workers score, starts (lifespan
+included) without them, and so does ``trustgate --help``.
+
+What the litellm path's calls need is loaded at start-up, not by the first call.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import gateway_config
+from tests.fake_upstream import FakeUpstream
 from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,17 +29,21 @@ HEAVY = ("spacy", "gensim", "torch", "sklearn", "matplotlib", "transformers")
 SCORING_OFF = {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}}
 
 
+def _printed_by(code: str) -> Any:
+    """Run ``code`` in a fresh interpreter; the JSON of the last line it printed."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, env={"PATH": "/usr/bin:/bin", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                                            "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _loaded_after(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
-    """Run ``code`` in a fresh interpreter; the ``watched`` modules it left in ``sys.modules``."""
-    probe = textwrap.dedent(code) + textwrap.dedent(f"""
+    """The ``watched`` modules that ``code``, run in a fresh interpreter, left in ``sys.modules``."""
+    return list(_printed_by(textwrap.dedent(code) + textwrap.dedent(f"""
         import json, sys
         print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))
-    """)
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                          env={"PATH": "/usr/bin:/bin", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                               "HF_HUB_OFFLINE": "1"})
-    assert done.returncode == 0, done.stderr
-    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+    """)))
 
 
 def _start_and_stop_gateway(config: dict[str, object]) -> str:
@@ -89,3 +97,21 @@ def test_trustgate_help_loads_none_of_them() -> None:
             main(["--help"])
     """
     assert _loaded_after(code) == []
+
+
+def test_the_first_litellm_call_imports_nothing_of_the_openai_sdk(fake_upstream: FakeUpstream) -> None:
+    """The SDK's resource modules load with litellm at start-up (``litellm_backend``), not on the first call."""
+    api_base = f"{fake_upstream.url}/v1"  # type: ignore[attr-defined]
+    imported_by_the_call = _printed_by(f"""
+        import asyncio, json, sys
+        from proxy.upstream.litellm_backend import check_providers
+        check_providers([])  # the gateway's start-up imports and sets up litellm through here
+        import litellm
+
+        before = set(sys.modules)
+        asyncio.run(litellm.acompletion(model="openai/fake", api_base={api_base!r}, api_key="sk-test",
+                                        messages=[{{"role": "user", "content": "hello"}}]))
+        print(json.dumps(sorted(m for m in set(sys.modules) - before if m.split(".")[0] == "openai")))
+    """)
+    assert len(fake_upstream.requests) == 1  # the call did reach the upstream
+    assert imported_by_the_call == []
