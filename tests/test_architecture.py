@@ -90,14 +90,15 @@ def _package(target: str) -> str:
     return target.split(".")[0]
 
 
-def _all_imports(*packages: str) -> list[Import]:
+def all_imports(*packages: str) -> list[Import]:
+    """Every import the packages' modules make (tests/test_declared_dependencies.py reads them too)."""
     return [i for p in _FILES if _package(_module_name(p)) in packages for i in _imports(p)]
 
 
 def _graph() -> dict[str, set[str]]:
     """Each of the project's modules and the project's modules it imports (``import a.b.c`` counts as a.b.c)."""
     graph: dict[str, set[str]] = {m: set() for m in _MODULES}
-    for i in _all_imports(*PACKAGES):
+    for i in all_imports(*PACKAGES):
         if i.target in _MODULES and i.target != i.module:
             graph[i.module].add(i.target)
     return graph
@@ -141,13 +142,13 @@ def test_the_cycle_finder_finds_a_cycle_and_only_it() -> None:
 @pytest.mark.parametrize("package", PACKAGES)
 def test_each_package_imports_only_the_layers_below_it(package: str) -> None:
     allowed = MAY_IMPORT[package] | {package}
-    wrong = [i for i in _all_imports(package) if _package(i.target) in MAY_IMPORT and _package(i.target) not in allowed]
+    wrong = [i for i in all_imports(package) if _package(i.target) in MAY_IMPORT and _package(i.target) not in allowed]
     assert wrong == []
 
 
 def test_nothing_imports_an_app_or_the_wiring() -> None:
     on_top = {"evaluation", "console", "trustgate"}
-    wrong = [i for i in _all_imports(*PACKAGES)
+    wrong = [i for i in all_imports(*PACKAGES)
              if _package(i.target) in on_top and _package(i.target) != _package(i.module)]
     assert wrong == []
 
@@ -174,7 +175,7 @@ def _names_taken(package: str, source: str) -> list[tuple[str, str]]:
 
 
 def test_exporters_import_only_scorings_public_types() -> None:
-    wrong = [i for i in _all_imports("exporters") if _package(i.target) == "scoring" and i.target not in SCORING_PUBLIC]
+    wrong = [i for i in all_imports("exporters") if _package(i.target) == "scoring" and i.target not in SCORING_PUBLIC]
     assert wrong == []
     # and of the names ``scoring`` exports, only those that come from those modules
     sources = _public_name_sources("scoring")

@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name
 
 from tests.deploy.image import image, instructions
 from tests.deploy.promql import DEPLOY
+from tests.test_declared_dependencies import IMAGE_EXTRAS, declared
 
 ROOT = DEPLOY.parent
 
@@ -48,7 +49,6 @@ def test_healthcheck_asks_the_gateway_liveness() -> None:
 
 LOCK = DEPLOY / "requirements.lock"
 DATA_LOCK = DEPLOY / "requirements-data.lock"
-IMAGE_EXTRAS = ("local", "otlp-grpc")
 
 
 def _locked(path: Path) -> dict[str, tuple[str, list[str]]]:
@@ -91,6 +91,12 @@ def test_the_lock_satisfies_pyproject() -> None:
         assert name in pins, f"{requirement} is not in {LOCK.name}"
         assert requirement.specifier.contains(pins[name][0], prereleases=True), f"{requirement}: locked {pins[name][0]}"
     assert "setuptools" in pins, "the project is built without build isolation: its backend must be pinned"
+
+
+def test_the_lock_pins_all_that_the_gateway_brings() -> None:
+    """The image installs the lock with --no-deps: whatever the dependencies and the image's extras bring
+    in turn (as this environment's metadata says) must be pinned too, or it is missing in the image."""
+    assert declared(*IMAGE_EXTRAS) - set(_locked(LOCK)) == set()
 
 
 def test_the_data_lock_pins_what_make_install_installs() -> None:
