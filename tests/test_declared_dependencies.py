@@ -10,10 +10,11 @@ tests/test_architecture.py), so a module no test happens to import counts too.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import pytest
 from packaging.requirements import Requirement
@@ -34,7 +35,6 @@ APP_EXTRAS = {"evaluation": ("eval",), "console": ()}
 def installed_closure(requirements: Iterable[str]) -> set[NormalizedName]:
     """The distributions these requirements bring in, as this environment's metadata says, with each
     requirement's own extras followed (``uvicorn[standard]`` brings uvloop) and no others."""
-    found: set[NormalizedName] = set()
     todo = [Requirement(r) for r in requirements]
     seen: set[tuple[NormalizedName, frozenset[str]]] = set()
     while todo:
@@ -46,7 +46,6 @@ def installed_closure(requirements: Iterable[str]) -> set[NormalizedName]:
         if key in seen:
             continue
         seen.add(key)
-        found.add(name)
         try:
             needs = importlib.metadata.requires(requirement.name) or []
         except importlib.metadata.PackageNotFoundError:
@@ -55,7 +54,7 @@ def installed_closure(requirements: Iterable[str]) -> set[NormalizedName]:
             extras = ["", *requirement.extras]
             if need.marker is None or any(need.marker.evaluate({"extra": extra}) for extra in extras):
                 todo.append(Requirement(str(need).split(";")[0]))
-    return found
+    return {name for name, _ in seen}
 
 
 def declared(*extras: str) -> set[NormalizedName]:
@@ -64,7 +63,11 @@ def declared(*extras: str) -> set[NormalizedName]:
                               *(r for extra in extras for r in PROJECT["optional-dependencies"][extra])])
 
 
-_DISTRIBUTIONS = importlib.metadata.packages_distributions()
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    """Each importable top-level name and the distributions that install it (half a second to read: only
+    when a test asks, not when tests/deploy/test_dockerfile.py, which imports this module, is collected)."""
+    return importlib.metadata.packages_distributions()
 
 
 def _third_party(imports: list[Import]) -> list[Import]:
@@ -76,7 +79,7 @@ def undeclared(imports: list[Import], available: set[NormalizedName]) -> list[tu
     """(module, import, line) for each import whose distribution is not among ``available``."""
     missing = []
     for i in _third_party(imports):
-        owners = {canonicalize_name(d) for d in _DISTRIBUTIONS.get(i.target.split(".")[0], [])}
+        owners = {canonicalize_name(d) for d in _distributions().get(i.target.split(".")[0], [])}
         if not owners & available:
             missing.append((i.module, i.target, i.line))
     return missing
