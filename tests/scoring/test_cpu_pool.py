@@ -36,6 +36,7 @@ from scoring.types import Failure, ScoringJob
 from tests.conftest import gateway_config
 from tests.e2e.gateway_process import GatewayProcess, serve_config
 from tests.fake_upstream import FakeUpstream
+from tests.proxy.test_local_worker import wait_until
 from tests.scoring.consistency.conftest import OxigraphThread
 from tests.scoring.consistency.fixtures import WORDS, make_vectors, write_test_graph
 from tests.scoring.consistency.upstream_ask import Answerer, upstream_ask
@@ -256,7 +257,9 @@ def test_the_gateway_takes_its_workers_with_it(stop: str, tmp_path: Path, data_d
         workers = cpu_workers(gateway)
         assert len(workers) == 2 and all(alive(pid) for pid in workers)
         registered = [registry_dir() / f"{pid}.json" for pid in workers]
-        assert all(entry.exists() for entry in registered)  # the second guard, should the signal not fire
+        # the second guard, should the signal not fire; a worker writes it as it starts, and the gateway is ready
+        # once one worker has loaded, so the other may still be on its way
+        assert wait_until(lambda: all(entry.exists() for entry in registered), timeout=60)
         if stop == "sigkill":
             gateway.kill()
         else:
