@@ -38,7 +38,17 @@ from .learning.report import CalibrationReport, Combination, LearnedFit, ScoreQu
 from .learning.rule import LearningRule
 from .learning.store import FileFitStore, FitStore, RedisFitStore
 from .pipeline import COMBINED, ScoringPipeline
-from .policy import Decision, LowTrust, decide, is_low_trust, low_trust, resolved_mode, skip_reason, trust_value
+from .policy import (
+    Decision,
+    LowTrust,
+    decide,
+    is_low_trust,
+    low_trust,
+    resolved_mode,
+    scoring_reachable,
+    skip_reason,
+    trust_value,
+)
 from .private_files import private_file
 from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
@@ -163,6 +173,7 @@ __all__ = [
     "save_calibration",
     "scoring_configured",
     "scoring_job",
+    "scoring_reachable",
     "skip_reason",
     "trust_value",
 ]

@@ -18,7 +18,8 @@ from .settings import ClientModePolicy, InputLimits, LowTrustAction, LowTrustPol
 from .types import ScoringJob, TrustRecord
 
 __all__ = ["DEFAULT_BLOCK_MESSAGE", "TOO_LONG", "Decision", "LowTrust", "client_may_choose", "decide", "in_sample",
-           "is_low_trust", "low_trust", "resolved_mode", "skip_reason", "trust_value", "within_limits"]
+           "is_low_trust", "low_trust", "resolved_mode", "scoring_reachable", "skip_reason", "trust_value",
+           "within_limits"]
 
 DEFAULT_BLOCK_MESSAGE = "I can't give a reliable answer to that."
 
@@ -140,6 +141,24 @@ def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key:
     sampled = mode != "off" and rate > 0.0 and (rate >= 1.0 or in_sample(request_key(), rate))
     return Decision(mode=mode, sync_timeout=timeout, sampled=sampled,
                     refused_mode=refused, on_low_trust=on_low_trust)
+
+
+def scoring_reachable(settings: ScoringSettings) -> bool:
+    """Whether ``decide`` can score any request: some key on some model group is configured to score, or may
+    ask for it with ``x-trustgate-mode``.
+
+    A gateway where no request can be scored (``scoring.mode: off`` and clients
+    only allowed to lower it, the default) loads no scorer and starts no scoring
+    worker: spaCy, the vectors and their processes would cost start time and
+    memory for nothing. Asked of ``decide`` itself, for every per-model and
+    per-key entry with and without the other and with each header, so that it
+    can never disagree with what a request gets.
+    """
+    absent = max([*settings.per_model, *settings.per_key], default="") + "\0"  # a name no entry has
+    models, keys = [*settings.per_model, absent], [*settings.per_key, absent]
+    headers: list[ScoringMode | None] = [None, "async", "sync"]
+    return any(decide(settings, model=model, key_name=key, request_key=lambda: absent,
+                      mode_header=header).mode != "off" for model in models for key in keys for header in headers)
 
 
 def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:

@@ -52,6 +52,7 @@ from scoring import (
     load_calibration,
     open_scorers,
     scoring_configured,
+    scoring_reachable,
 )
 
 from ..config.settings import ConfigError, GatewaySettings
@@ -276,7 +277,9 @@ class Parts:
     publisher: RecordPublisher
     fits: FitStore | None  # None: no learning from feedback
     process: Process | None  # None: this process does not score (Redis workers or its local scoring worker do)
-    has_scorers: bool  # whether jobs get a score from anyone (this process or its workers)
+    # whether the scoring policy decides each request: jobs get a score from anyone (this process or its workers),
+    # or scorers are configured while the policy turns every request off
+    has_scorers: bool
 
 
 def scores_in_child(settings: GatewaySettings, redis: Redis | None, scorers: Sequence[Scorer] | None,
@@ -302,6 +305,14 @@ async def open_parts(settings: GatewaySettings, role: Role, stack: contextlib.As
     gateway's model-server slots (``local_slots``) and rate-limit ``counters``, so both processes keep one count.
     """
     scoring = settings.trustgate.scoring
+    # Scorers are configured, but the policy turns every request off: each is still decided (a refused header is
+    # counted), while no scorer is loaded and no scoring worker started, since no job can be made.
+    unreachable = (role == "gateway" and scorers is None and scoring_configured(scoring)
+                   and not scoring_reachable(scoring))
+    if unreachable:
+        log.info("no request can be scored (scoring.mode is off for every key and model, and clients may not "
+                 "raise it): no scorer is loaded and no scoring worker started")
+        scorers = ()
     redis = await open_redis(settings, stack) if role != "local-worker" else None
     limiter = Limiter(counters) if counters is not None else build_limiter(settings, redis, stack)
     tracing = telemetry or build_telemetry(settings, stack)
@@ -314,7 +325,7 @@ async def open_parts(settings: GatewaySettings, role: Role, stack: contextlib.As
     fits = build_fit_store(settings, redis)
     if role == "gateway" and (redis is not None or scores_in_child(settings, redis, scorers, telemetry)):
         has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
-        return Parts(redis, limiter, tracing, upstream, publisher, fits, None, has_scorers)
+        return Parts(redis, limiter, tracing, upstream, publisher, fits, None, has_scorers or unreachable)
     process, has_scorers = await build_processor(settings, upstream, metrics, tracing, scorers, calibrator, stack,
                                                  limiter, fits)
-    return Parts(redis, limiter, tracing, upstream, publisher, fits, process, has_scorers)
+    return Parts(redis, limiter, tracing, upstream, publisher, fits, process, has_scorers or unreachable)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import logging
 import os
 import signal
 import time
@@ -114,6 +115,30 @@ def test_inline_scores_in_the_gateway_without_a_worker_process(
     response = ask(gateway, temperature=0.5)
     assert response.headers["x-trust-status"] == "done" and response.headers["x-trust-sc"] == "0.6667"
     assert local_workers(os.getpid()) == []
+
+
+@pytest.mark.parametrize("allow_client_mode", ["lower", "any"])
+def test_a_gateway_that_can_score_no_request_loads_no_scorer(
+        allow_client_mode: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
+        caplog: pytest.LogCaptureFixture) -> None:
+    """``scoring.mode: off`` with clients only allowed to lower it: no scoring worker (nor spaCy, vectors, CPU
+    pool) is started, and a client's ``sync`` is still refused and counted; allowed to raise it, the same config
+    scores that client."""
+    config = sc_config(fake_upstream.url, mode="off", allow_client_mode=allow_client_mode)  # type: ignore[attr-defined]
+    with caplog.at_level(logging.INFO, logger="trustgate.assembly"):
+        gateway = start_gateway(config, scorers=None)
+    fake_upstream.responder = scripted("Paris", ["Paris"])
+    response = ask(gateway)  # with x-trustgate-mode: sync
+    assert response.status_code == 200 and response.json()["choices"][0]["message"]["content"] == "Paris"
+    refused = metric(gateway, "trustgate_client_overrides_refused_total", setting="mode", requested="sync")
+    told = [r for r in caplog.records if r.getMessage().startswith("no request can be scored")]
+    if allow_client_mode == "any":
+        assert len(local_workers(os.getpid())) == 1 and not told
+        assert response.headers["x-trust-status"] == "done" and refused == 0
+    else:
+        assert local_workers(os.getpid()) == [] and len(told) == 1
+        assert not [h for h in response.headers if h.startswith("x-trust-")]
+        assert refused == 1 and len(fake_upstream.requests) == 1  # the answer, no scoring call
 
 
 def test_an_unknown_worker_arrangement_is_refused(fake_upstream: FakeUpstream,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from scoring.jobs import scoring_job
-from scoring.policy import decide, in_sample, skip_reason
+from scoring.policy import decide, in_sample, scoring_reachable, skip_reason
 from scoring.settings import ScoringSettings
 
 
@@ -48,6 +48,26 @@ def test_the_sample_key_is_made_only_for_a_draw() -> None:
     decide(ScoringSettings(mode="async", sample_rate=0.5), model="m", key_name="k", request_key=key,
            mode_header=None)
     assert asked == ["r"]
+
+
+@pytest.mark.parametrize("settings, reachable", [
+    ({"mode": "off"}, False),  # clients may only lower it (the default policy)
+    ({"mode": "off", "allow_client_mode": "none"}, False),
+    ({"mode": "off", "per_key": {"team-a": {"allow_client_mode": "lower"}}}, False),
+    ({"mode": "off", "per_model": {"m": {"sample_rate": 0.5}}, "per_key": {"k": {"mode": "off"}}}, False),
+    ({"mode": "async"}, True),
+    ({"mode": "off", "allow_client_mode": "any"}, True),  # a client may raise it
+    ({"mode": "off", "per_model": {"m": {"mode": "sync"}}}, True),
+    ({"mode": "off", "per_key": {"k": {"allow_client_mode": "any"}}}, True),
+    # a key's entry turns it off, a model's on: a key without an entry on that model is scored
+    ({"mode": "off", "per_model": {"m": {"mode": "async"}}, "per_key": {"k": {"mode": "off"}}}, True),
+    # everything on, but every key turned off: a name without an entry still gets the default
+    ({"mode": "async", "per_key": {"k": {"mode": "off"}}}, True),
+])
+def test_scoring_is_reachable_when_some_key_on_some_model_can_get_a_scored_mode(settings: dict[str, object],
+                                                                                 reachable: bool) -> None:
+    """What the gateway reads to load no scorer at all: it agrees with ``decide`` for the entries' names."""
+    assert scoring_reachable(ScoringSettings.model_validate(settings)) is reachable
 
 
 @pytest.mark.parametrize("answer, tools, reason", [
