@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from proxy import ENV_PREFIX, GatewaySettings, default_config_path, load_settings
+from scoring import ScoringMode
 
 __all__ = ["READY", "ready_banner", "ready_url"]
 
@@ -87,33 +88,52 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
     shown_key = f"   key: {key.shown}" if key else ""
     api_key = key.python if key else '"none"'
     scoring = settings.trustgate.scoring
-    # The sync header is honoured only where the operator lets clients raise the mode (or sync is the mode).
-    waits = scoring.mode == "sync" or scoring.allow_client_mode == "any"
-    sync_header = " -H 'x-trustgate-mode: sync'" if waits else ""
+    # What the commands get: the sync header is honoured only where the operator lets clients raise the mode (or
+    # sync is the mode); with scoring off and no client allowed to raise it, an answer without trust headers.
+    shown: ScoringMode = ("sync" if scoring.mode == "sync" or scoring.allow_client_mode == "any"
+                          else scoring.mode)
+    sync_header = " -H 'x-trustgate-mode: sync'" if shown == "sync" else ""
+    messages = f'messages=[{{"role": "user", "content": "{QUESTION}"}}]'
     return "\n".join([
         RULE,
         f"{READY} {url}{shown_key}   model: {model}",
         *([key.setup] if key and key.setup else []),
         "",
-        "Try it (sync mode: the response waits for its trust score):" if waits
-        else "Try it (scored after the response: the record fills in once scoring is done):",
+        _TRY_IT[shown],
         f"  curl -s -D - {url}/v1/chat/completions{auth} \\",
         f"    -H 'content-type: application/json'{sync_header} \\",
         f"    -d '{body}'",
-        "  -> headers x-trust-score, x-trust-label, x-trust-id; the whole record (TRUST_ID: that x-trust-id):"
-        if waits else "  -> headers x-trust-id, x-trust-status: pending; the whole record (TRUST_ID: that x-trust-id):",
-        f"  curl -s {url}/v1/trust/TRUST_ID{auth}",
+        *([_HEADERS[shown], f"  curl -s {url}/v1/trust/TRUST_ID{auth}"] if shown != "off" else []),
         "",
         "From Python (pip install openai):",
         *(["  import os"] if key and key.variable else []),
         "  from openai import OpenAI",
         f'  client = OpenAI(base_url="{url}/v1", api_key={api_key})',
+        *(_python_scored(model, messages, url, waits=shown == "sync") if shown != "off" else [
+            f'  reply = client.chat.completions.create(model="{model}", {messages}, max_tokens=32)',
+            "  print(reply.choices[0].message.content)"]),
+        RULE,
+    ])
+
+
+_TRY_IT: dict[ScoringMode, str] = {
+    "sync": "Try it (sync mode: the response waits for its trust score):",
+    "async": "Try it (scored after the response: the record fills in once scoring is done):",
+    "off": "Try it (scoring is off in this config: the answer comes back without trust headers):",
+}
+_HEADERS: dict[ScoringMode, str] = {
+    "sync": "  -> headers x-trust-score, x-trust-label, x-trust-id; the whole record (TRUST_ID: that x-trust-id):",
+    "async": "  -> headers x-trust-id, x-trust-status: pending; the whole record (TRUST_ID: that x-trust-id):",
+}
+
+
+def _python_scored(model: str, messages: str, url: str, *, waits: bool) -> list[str]:
+    """The SDK lines that read a scored answer's trust headers and print its record's URL."""
+    return [
         "  raw = client.chat.completions.with_raw_response.create(",
-        f'      model="{model}", messages=[{{"role": "user", "content": "{QUESTION}"}}],',
+        f'      model="{model}", {messages},',
         '      max_tokens=32, extra_headers={"x-trustgate-mode": "sync"})' if waits else "      max_tokens=32)",
         '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-score"], raw.headers["x-trust-label"])'
         if waits else '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-status"])',
         f'  print("record:", "{url}/v1/trust/" + raw.headers["x-trust-id"])',
-        RULE,
-    ])
-
+    ]

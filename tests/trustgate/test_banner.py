@@ -19,7 +19,7 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import READY, free_port, serve_config
 from tests.e2e.test_trust_scores import DATA_DIR, scripted
 from tests.fake_upstream import FakeUpstream
-from trustgate.banner import RULE, ready_banner
+from trustgate.banner import QUESTION, RULE, ready_banner
 
 
 def test_the_default_banner_shows_the_demo_key_a_curl_and_an_sdk_snippet() -> None:
@@ -144,3 +144,27 @@ def test_without_a_client_chosen_sync_mode_the_banner_does_not_promise_a_score(t
     assert "x-trustgate-mode" not in banner and "x-trust-score" not in banner
     assert 'raw.headers["x-trust-status"]' in banner and '"authorization: Bearer $GATEWAY_KEY"' in banner
     assert 'api_key=os.environ["GATEWAY_KEY"]' in banner
+
+
+def test_with_scoring_off_the_banner_promises_no_trust_header_and_its_commands_run(
+        tmp_path: Path, fake_upstream: FakeUpstream) -> None:
+    """``scoring.mode: off``, clients only allowed to lower it: the answer comes back without trust headers, so
+    the commands read none (the async variant's ``raw.headers["x-trust-status"]`` would raise)."""
+    config = gateway_config(fake_upstream.url, general_settings={"master_key": "os.environ/TRUSTGATE_MASTER_KEY"})  # type: ignore[attr-defined]
+    config["trustgate"] = {"server": {"port": free_port()}, "store": {"path": str(tmp_path / "records.sqlite3")},
+                           "scoring": {"mode": "off"}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    shell = {"TRUSTGATE_MASTER_KEY": MASTER_KEY}
+    with serve_config(path, environ=shell, timeout=120) as gateway:
+        banner = _banner(gateway.output)
+        assert "scoring is off" in "\n".join(banner) and not any("x-trust" in line for line in banner)
+        headers = _bash(_shell_command(banner, "curl -s -D -"), shell)
+        status, *fields = headers.split("\n\n")[0].splitlines()
+        assert status.split()[1] == "200", headers
+        assert not [field for field in fields if field.lower().startswith("x-trust-")], headers
+        python = textwrap.dedent("\n".join(banner[banner.index("From Python (pip install openai):") + 1:-1]))
+        printed = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, **shell}, check=False)
+        assert printed.returncode == 0, printed.stderr
+        assert QUESTION in printed.stdout  # the fake upstream echoes the question
