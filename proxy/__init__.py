@@ -16,7 +16,7 @@ from .config.settings import (
 from .server.access_log import install_access_log_redaction
 from .server.app import Mount, create_app
 from .server.assembly import load_calibrator, open_parts, open_upstream_client
-from .server.auth import Caller
+from .server.auth import MASTER, Caller
 from .server.connections import raise_descriptor_limit, server_options
 from .server.errors import NotFound
 from .server.gateway import Gateway
@@ -31,6 +31,7 @@ from .upstream.replies import parse_completion
 __all__ = [
     "ENV_PREFIX",
     "LOG_FORMATS",
+    "MASTER",
     "Caller",
     "ConfigError",
     "Gateway",

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from proxy import ENV_PREFIX, GatewaySettings, default_config_path, load_settings
-from scoring import ScoringMode
+from proxy import ENV_PREFIX, MASTER, GatewaySettings, default_config_path, load_settings
+from scoring import ScoringMode, decide
 
 __all__ = ["READY", "ready_banner", "ready_url"]
 
@@ -87,11 +87,7 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
     auth = f" -H {key.curl_header}" if key else ""
     shown_key = f"   key: {key.shown}" if key else ""
     api_key = key.python if key else '"none"'
-    scoring = settings.trustgate.scoring
-    # What the commands get: the sync header is honoured only where the operator lets clients raise the mode (or
-    # sync is the mode); with scoring off and no client allowed to raise it, an answer without trust headers.
-    shown: ScoringMode = ("sync" if scoring.mode == "sync" or scoring.allow_client_mode == "any"
-                          else scoring.mode)
+    shown = _shown_mode(settings, model)
     sync_header = " -H 'x-trustgate-mode: sync'" if shown == "sync" else ""
     messages = f'messages=[{{"role": "user", "content": "{QUESTION}"}}]'
     return "\n".join([
@@ -114,6 +110,16 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
             "  print(reply.choices[0].message.content)"]),
         RULE,
     ])
+
+
+def _shown_mode(settings: GatewaySettings, model: str) -> ScoringMode:
+    """What the commands get on ``model`` with the master key (or a key without an entry of its own), as
+    ``decide`` has it: sync where the sync header is honoured, else the mode without it; ``off`` prints commands
+    that read no trust header."""
+    scoring, key_name = settings.trustgate.scoring, MASTER if settings.master_key else ""
+    if decide(scoring, model=model, key_name=key_name, request_key=str, mode_header="sync").mode == "sync":
+        return "sync"
+    return decide(scoring, model=model, key_name=key_name, request_key=str, mode_header=None).mode
 
 
 _TRY_IT: dict[ScoringMode, str] = {

@@ -168,3 +168,20 @@ def test_with_scoring_off_the_banner_promises_no_trust_header_and_its_commands_r
                                  env={**os.environ, **shell}, check=False)
         assert printed.returncode == 0, printed.stderr
         assert QUESTION in printed.stdout  # the fake upstream echoes the question
+
+
+@pytest.mark.parametrize("scoring, promised", [
+    ({"mode": "off"}, "scoring is off"),
+    ({"mode": "off", "per_model": {"fake": {"mode": "async"}}}, "scored after the response"),
+    ({"mode": "async", "per_key": {"master": {"mode": "off"}}}, "scoring is off"),
+    ({"mode": "off", "per_model": {"fake": {"allow_client_mode": "any"}}}, "sync mode"),
+])
+def test_the_banner_promises_what_its_key_gets_on_its_model(tmp_path: Path, scoring: dict[str, object],
+                                                            promised: str) -> None:
+    """The policy's per-model and per-key entries count, as they do for the request the banner's curl makes."""
+    config = gateway_config("http://127.0.0.1:9")
+    config["trustgate"] = {"scoring": scoring}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    banner = ready_banner(settings_from_dict(config, {}), "127.0.0.1", 4000, path)
+    assert promised in banner
