@@ -58,6 +58,12 @@ def arrival_order(fake_upstream: FakeUpstream) -> list[str]:
     return arrived
 
 
+# How long the first call holds the one slot: every later call must be queued well before it ends. The calls are
+# made 50 ms apart, the last at 150 ms; at 150 ms held, a slow CI machine let the first call end before the last
+# was queued.
+SLOT_HELD_MS = 500
+
+
 def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream) -> None:
     at_upstream = arrival_order(fake_upstream)
 
@@ -71,7 +77,7 @@ def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream)
             user = asyncio.create_task(client.complete("fake", body("user")))  # a user call: the default
             await asyncio.gather(first, *queued, user)
 
-    fake_upstream.delay_ms = 150
+    fake_upstream.delay_ms = SLOT_HELD_MS
     asyncio.run(scenario())
     assert at_upstream == ["scoring-0", "user", "scoring-1", "scoring-2", "scoring-3"]
 
@@ -97,7 +103,7 @@ def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstre
             user = asyncio.create_task(client.complete("fake", body("user")))
             await asyncio.gather(first, *queued, sync, user)
 
-    fake_upstream.delay_ms = 150
+    fake_upstream.delay_ms = SLOT_HELD_MS
     asyncio.run(scenario())
     assert at_upstream == ["async-0", "user", "sync", "async-1", "async-2"]
 
