@@ -106,7 +106,8 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
         "  from openai import OpenAI",
         f'  client = OpenAI(base_url="{url}/v1", api_key={api_key})',
         *(_python_scored(model, messages, url, waits=shown == "sync") if shown != "off" else [
-            f'  reply = client.chat.completions.create(model="{model}", {messages}, max_tokens=32)',
+            "  reply = client.chat.completions.create(",
+            f'      model="{model}", {messages}, max_tokens=32)',
             "  print(reply.choices[0].message.content)"]),
         RULE,
     ])
