@@ -75,6 +75,23 @@ def _bash(command: str, environ: dict[str, str]) -> str:
     return done.stdout
 
 
+def _curl_headers(banner: list[str], shell: dict[str, str]) -> dict[str, str]:
+    """The banner's chat ``curl`` run as printed: its 200 response's header fields, names in lower case."""
+    headers = _bash(_shell_command(banner, "curl -s -D -"), shell)
+    status, *fields = headers.split("\n\n")[0].splitlines()  # text mode: curl's CRLFs read as \n
+    assert status.split()[1] == "200", headers
+    return dict(field.lower().split(": ", 1) for field in fields)
+
+
+def _python_output(banner: list[str], shell: dict[str, str]) -> str:
+    """What the banner's SDK snippet prints, run as printed (it must exit cleanly)."""
+    python = textwrap.dedent("\n".join(banner[banner.index("From Python (pip install openai):") + 1:-1]))
+    printed = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=60,
+                             env={**os.environ, **shell}, check=False)
+    assert printed.returncode == 0, printed.stderr
+    return printed.stdout
+
+
 @pytest.fixture
 def key_from_environment(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
     """A user's config: its master key read from TRUSTGATE_MASTER_KEY, on a free port, scored by
@@ -100,19 +117,12 @@ def test_the_banner_commands_run_as_printed(key_from_environment: Path) -> None:
         assert MASTER_KEY not in "\n".join(banner)
         assert "$TRUSTGATE_KEY" not in "\n".join(banner) and "key: $TRUSTGATE_MASTER_KEY" in banner[1]
         shell = {"TRUSTGATE_MASTER_KEY": MASTER_KEY}
-        headers = _bash(_shell_command(banner, "curl -s -D -"), shell)
-        status, *fields = headers.split("\n\n")[0].splitlines()  # text mode: curl's CRLFs read as \n
-        assert status.split()[1] == "200", headers
-        found = dict(field.lower().split(": ", 1) for field in fields)
-        assert {"x-trust-score", "x-trust-label", "x-trust-id"} <= set(found), headers
+        found = _curl_headers(banner, shell)
+        assert {"x-trust-score", "x-trust-label", "x-trust-id"} <= set(found), found
         record_command = _shell_command(banner, f"curl -s {gateway.url}/v1/trust/")
         record = json.loads(_bash(record_command.replace("TRUST_ID", found["x-trust-id"]), shell))
         assert record["id"] == found["x-trust-id"] and record["status"] == "done"
-        python = textwrap.dedent("\n".join(banner[banner.index("From Python (pip install openai):") + 1:-1]))
-        printed = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=60,
-                                 env={**os.environ, **shell}, check=False)
-        assert printed.returncode == 0, printed.stderr
-        assert f"record: {gateway.url}/v1/trust/" in printed.stdout
+        assert f"record: {gateway.url}/v1/trust/" in _python_output(banner, shell)
 
 
 def test_version_as_a_user_types_it() -> None:
@@ -159,15 +169,9 @@ def test_with_scoring_off_the_banner_promises_no_trust_header_and_its_commands_r
     with serve_config(path, environ=shell, timeout=120) as gateway:
         banner = _banner(gateway.output)
         assert "scoring is off" in "\n".join(banner) and not any("x-trust" in line for line in banner)
-        headers = _bash(_shell_command(banner, "curl -s -D -"), shell)
-        status, *fields = headers.split("\n\n")[0].splitlines()
-        assert status.split()[1] == "200", headers
-        assert not [field for field in fields if field.lower().startswith("x-trust-")], headers
-        python = textwrap.dedent("\n".join(banner[banner.index("From Python (pip install openai):") + 1:-1]))
-        printed = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=60,
-                                 env={**os.environ, **shell}, check=False)
-        assert printed.returncode == 0, printed.stderr
-        assert QUESTION in printed.stdout  # the fake upstream echoes the question
+        found = _curl_headers(banner, shell)
+        assert not [name for name in found if name.startswith("x-trust-")], found
+        assert QUESTION in _python_output(banner, shell)  # the fake upstream echoes the question
 
 
 @pytest.mark.parametrize("scoring, promised", [
