@@ -16,6 +16,7 @@ What the gateway uses:
   query URL.
 """
 
+from . import thinc_backend  # noqa: F401  (first: spaCy then finds thinc loaded without torch)
 from .distractors import Distractor, DistractorGenerator, DistractorPool
 from .oxigraph import serve_oxigraph
 from .runtime import load_generator, local_sparql_endpoint

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.server
+import importlib.util
 import logging
 import multiprocessing
 import random
@@ -270,6 +271,29 @@ def test_the_gateway_takes_its_workers_with_it(stop: str, tmp_path: Path, data_d
     if stop == "shutdown":
         assert not any(entry.exists() for entry in registered)  # stopped on purpose, not by the signal
     reap_stale_children()  # drops the killed gateway's entries
+
+
+
+def _mapped(pid: int, library: str) -> bool:
+    """Whether the process has a shared object under ``site-packages/<library>/`` mapped (loaded)."""
+    try:
+        return f"/site-packages/{library}/" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed: nothing to keep out")
+def test_no_scoring_process_of_the_gateway_loads_torch(tmp_path: Path, data_dir: Path, graph: str,
+                                                       fake_upstream: FakeUpstream) -> None:
+    """spaCy's backend would load torch, installed for the opt-in NLI judge, in each process that parses answers:
+    seconds of start and hundreds of MiB that no default scorer uses (``scoring.consistency.thinc_backend``)."""
+    config = gateway_config_file(tmp_path, data_dir, graph, fake_upstream.url)  # type: ignore[attr-defined]
+    with serve_config(config) as gateway:
+        workers = cpu_workers(gateway)
+        assert len(workers) == 2
+        assert wait_until(lambda: all(_mapped(pid, "spacy") for pid in workers), timeout=60)  # both have loaded
+        processes = [gateway.process.pid, *gateway.descendants()]
+        assert [pid for pid in processes if _mapped(pid, "torch")] == []
 
 
 def long_answer(chars: int) -> str:
