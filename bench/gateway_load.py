@@ -798,9 +798,8 @@ def write_section(path: Path, body: str) -> None:
 # --------------------------------------------------------------------------- main
 
 
-def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="python -m bench.gateway_load", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_load_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the load itself, shared with the benchmarks that reuse this one's closed loop."""
     parser.add_argument("--concurrency", type=int, default=10)
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds of warm-up per target")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds, non-stream")
@@ -814,32 +813,54 @@ def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
                         help="alternating rounds of direct and TrustGate per mode, each a share of the seconds")
     parser.add_argument("--noise-budget", type=float, default=90.0,
                         help="seconds, in all, for waiting out other programs and re-measuring phases they disturbed")
-    parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
-    args = parser.parse_args(argv)
+
+
+def load_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Options:
+    """``add_load_options``' values as ``Options``; out-of-range ones end the program with the parser's error."""
     if not (1 <= args.concurrency <= 1000 and 0 < args.seconds <= 600 and 0 <= args.stream_seconds <= 600
             and 0 <= args.warmup <= 60 and 0 <= args.noise_budget <= 600 and 1 <= args.rounds <= 20
             and 0 <= args.delay_jitter_ms <= args.delay_ms):
         parser.error("out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget/--rounds"
                      "/--delay-jitter-ms (at most --delay-ms)")
     return Options(args.concurrency, args.warmup, args.seconds, args.stream_seconds, args.delay_ms,
-                   args.noise_budget, args.rounds, args.delay_jitter_ms), args
+                   args.noise_budget, args.rounds, args.delay_jitter_ms)
 
 
-def _raise_on_sigterm(signum: int, frame: object) -> None:
-    # Turn SIGTERM into an exception so that the `finally` blocks stop every server.
+def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
+    parser = argparse.ArgumentParser(prog="python -m bench.gateway_load", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_load_options(parser)
+    parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
+    args = parser.parse_args(argv)
+    return load_options(parser, args), args
+
+
+def raise_on_sigterm(signum: int, frame: object) -> None:
+    """A SIGTERM handler that raises, so that the ``finally`` blocks of ``running`` stop every server."""
     raise SystemExit(128 + signum)
+
+
+Run = Callable[[Options, Path], tuple[list[LoadResult], list[LoadResult]]]
+
+
+def run_measured(run: Run, options: Options) -> tuple[list[LoadResult], list[LoadResult]] | None:
+    """``run(options, workdir)`` in a temporary directory, with SIGTERM stopping every server; its combined results
+    and rounds, or None once a ``BenchError`` has been printed."""
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
+    with tempfile.TemporaryDirectory(prefix="trustgate-bench-") as tmp:
+        try:
+            return run(options, Path(tmp))
+        except BenchError as exc:
+            print(f"bench failed: {exc}", file=sys.stderr)
+            return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     options, args = _parse(argv)
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
-    with tempfile.TemporaryDirectory(prefix="trustgate-bench-") as tmp:
-        try:
-            results, phases = run_all(options, Path(tmp))
-        except BenchError as exc:
-            print(f"bench failed: {exc}", file=sys.stderr)
-            return 1
+    if (measured := run_measured(run_all, options)) is None:
+        return 1
+    results, phases = measured
     figures = headline_figures(results)
     committed = regressions.committed_figures(upstream=options.upstream_delay)
     text = report(results, phases, options, committed, figures)
