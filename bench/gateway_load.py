@@ -689,13 +689,13 @@ def ratios_table(results: list[LoadResult]) -> str:
     return "\n".join(rows)
 
 
-def rounds_table(phases: list[LoadResult]) -> str:
-    """TrustGate's throughput over the direct upstream's in each round: how far one round's ratio
+def rounds_table(phases: Sequence[LoadResult], target: str = "trustgate") -> str:
+    """``target``'s throughput over the direct upstream's in each round: how far one round's ratio
     strays is how far a ratio taken from one pair of phases could have."""
     rows = ["| mode | throughput vs direct, round by round | combined |", "|---|---|---|"]
     for stream in (False, True):
         direct = [p for p in phases if p.target == "direct" and p.stream == stream]
-        ours = [p for p in phases if p.target == "trustgate" and p.stream == stream]
+        ours = [p for p in phases if p.target == target and p.stream == stream]
         if not direct or len(direct) != len(ours):
             continue
         each = ", ".join(f"{o.throughput / d.throughput:.3f}" for d, o in zip(direct, ours, strict=True))

@@ -46,6 +46,7 @@ from bench.gateway_load import (
     free_port,
     load_options,
     results_table,
+    rounds_table,
     run_alternating,
     run_measured,
     running,
@@ -96,19 +97,6 @@ def floor_table(results: Sequence[LoadResult]) -> str:
     return "\n".join(rows)
 
 
-def rounds_table(phases: Sequence[LoadResult]) -> str:
-    """Each round's ratios against the direct upstream: their spread is the noise of one round."""
-    rows = ["| mode | bare proxy vs direct, by round | TrustGate vs direct, by round |", "|---|---|---|"]
-    for stream in sorted({p.stream for p in phases}):
-        by_target = {name: [p.throughput for p in phases if p.target == name and p.stream == stream]
-                     for name in ("direct", "bare-proxy", "trustgate")}
-        ratios = [", ".join(f"{mine / direct:.3f}" for mine, direct in zip(by_target[name], by_target["direct"],
-                                                                           strict=True))
-                  for name in ("bare-proxy", "trustgate")]
-        rows.append(f"| {'stream' if stream else 'non-stream'} | {ratios[0]} | {ratios[1]} |")
-    return "\n".join(rows)
-
-
 def environment(options: Options) -> str:
     return (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
             f"Python {platform.python_version()} · concurrency {options.concurrency} · "
@@ -119,7 +107,8 @@ def environment(options: Options) -> str:
 
 def report(results: Sequence[LoadResult], phases: Sequence[LoadResult], options: Options) -> str:
     return "\n\n".join([f"Command: `{COMMAND}`", environment(options), results_table(list(results)),
-                        floor_table(results), rounds_table(phases)])
+                        floor_table(results), "The bare proxy, round by round:", rounds_table(phases, "bare-proxy"),
+                        "TrustGate, round by round:", rounds_table(phases)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -273,7 +273,6 @@ def test_the_gateway_takes_its_workers_with_it(stop: str, tmp_path: Path, data_d
     reap_stale_children()  # drops the killed gateway's entries
 
 
-
 def _mapped(pid: int, library: str) -> bool:
     """Whether the process has a shared object under ``site-packages/<library>/`` mapped (loaded)."""
     try:
