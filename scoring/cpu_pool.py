@@ -54,6 +54,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
 from typing import Any, Generic, TypeVar
 
 from .children import die_with, forget_child, register_child
@@ -228,6 +229,16 @@ class _Pool:
     size: int
     in_flight: list[object] = field(default_factory=list)
     _broken: _Break | None = None
+    # The executor's own table of its workers, held here because its shutdown sets its attribute to None, and a job
+    # may learn of the break only after a closing gateway's shutdown has run; the table itself is kept as it was.
+    _processes: Mapping[int, BaseProcess] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._processes = self.executor._processes  # no public accessor; typeshed declares it
+
+    def workers(self) -> list[BaseProcess]:
+        """Its worker processes, alive or not."""
+        return list(self._processes.values())
 
     def broke(self) -> _Break:
         """What its break means; the first job to ask fixes it, before any leaves and before the pool shuts down."""
@@ -236,7 +247,7 @@ class _Pool:
         return self._broken
 
     def _killed_for_cpu_time(self) -> bool:
-        workers = list(self.executor._processes.values())  # no public accessor; typeshed declares it
+        workers = self.workers()
         gone = multiprocessing.connection.wait([w.sentinel for w in workers], timeout=0)
         for worker in workers:
             if worker.sentinel in gone:
@@ -245,7 +256,7 @@ class _Pool:
 
     def discard(self) -> None:
         """Stop a broken pool: its other workers ignore SIGTERM (the executor's way), so they are killed."""
-        workers = list(self.executor._processes.values())
+        workers = self.workers()
         self.executor.shutdown(wait=False)
         for worker in workers:
             if worker.is_alive():
@@ -299,8 +310,7 @@ class InProcesses(CpuWork):
     async def aclose(self) -> None:
         """Let the workers finish what they hold (up to ``SHUTDOWN_GRACE_S``), then kill what is left."""
         self._closed = True
-        executor = self._pool.executor
-        workers = list(executor._processes.values())  # no public accessor; typeshed declares it
+        executor, workers = self._pool.executor, self._pool.workers()
         closing = asyncio.ensure_future(asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True))
         done, _ = await asyncio.wait({closing}, timeout=SHUTDOWN_GRACE_S)
         if not done:

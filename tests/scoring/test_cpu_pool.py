@@ -13,10 +13,14 @@ import http.server
 import importlib.util
 import logging
 import multiprocessing
+import os
 import random
 import signal
 import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +32,16 @@ from scoring.consistency.cpu_part import DISTRACTORS, distractor_loader, draw_di
 from scoring.consistency.oxigraph import oxigraph_load
 from scoring.consistency.paths import asset_paths
 from scoring.consistency.scorer import ConsistencyScorer
-from scoring.cpu_pool import CpuRecipe, CpuTimeExceeded, InProcesses, InThreads, WorkerCrashed, open_cpu_work
+from scoring.cpu_pool import (
+    CpuRecipe,
+    CpuTimeExceeded,
+    InProcesses,
+    InThreads,
+    WorkerCrashed,
+    _Break,
+    _Pool,
+    open_cpu_work,
+)
 from scoring.factcheck.assets import add_corpus
 from scoring.factcheck.cpu_part import EVIDENCE, evidence_loader, retrieve_evidence
 from scoring.pipeline import ScoringPipeline
@@ -227,6 +240,24 @@ def test_shutdown_kills_a_worker_still_busy_after_the_grace_period(data_dir: Pat
     assert isinstance(error, WorkerCrashed) and not worker.is_alive()
     assert any("killed" in r.getMessage() for r in caplog.records)
     assert multiprocessing.active_children() == []  # not restarted: the pool was closing
+
+
+def test_a_break_read_after_the_pool_has_shut_down_still_sees_its_workers() -> None:
+    """The closing gateway's shutdown can end before the stuck job learns of the break (CI, 2026-11-27).
+
+    The executor's shutdown drops its table of workers; what the break means is read from them all the same.
+    """
+    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    pool, job = _Pool(executor, 1), object()
+    pool.in_flight.append(job)
+    sleeping = executor.submit(time.sleep, 60)
+    [worker] = multiprocessing.active_children()
+    assert worker.pid is not None
+    os.kill(worker.pid, signal.SIGXCPU)  # as the kernel does past the job's CPU limit
+    with pytest.raises(BrokenProcessPool):
+        sleeping.result(timeout=60)
+    executor.shutdown(wait=True)
+    assert pool.broke() == _Break(frozenset({job}), cpu_time=True)
 
 
 def gateway_config_file(folder: Path, data_dir: Path, endpoint: str, upstream_url: str) -> Path:
