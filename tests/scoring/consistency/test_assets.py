@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -75,11 +74,9 @@ PLACE_ANSWER = ("which state was returned to spain after the revolutionary war?"
 
 @pytest.mark.slow
 def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_upstream: FakeUpstream) -> None:
-    """The real build (minutes), then Table 7's answers scored on the built graph and vectors."""
+    """The real build, then Table 7's answers scored on the built graph and vectors."""
     settings = ScoringSettings(data_dir=tmp_path_factory.mktemp("assets"), consistency=ConsistencySettings(seed=3))
-    started = time.perf_counter()
     build_consistency_assets(settings)
-    assert time.perf_counter() - started < 300
     manifest = asset_paths(settings).manifest.read_text()
     build_consistency_assets(settings)
     assert asset_paths(settings).manifest.read_text() == manifest
