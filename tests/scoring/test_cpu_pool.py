@@ -15,6 +15,7 @@ import logging
 import multiprocessing
 import os
 import random
+import resource
 import signal
 import threading
 import time
@@ -247,13 +248,13 @@ def test_a_break_read_after_the_pool_has_shut_down_still_sees_its_workers() -> N
 
     The executor's shutdown drops its table of workers; what the break means is read from them all the same.
     """
-    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=resource.setrlimit,
+                                   initargs=(resource.RLIMIT_CORE, (0, 0)))  # killed as below, it dumps no core
     pool, job = _Pool(executor, 1), object()
     pool.in_flight.append(job)
+    started = executor.submit(os.getpid).result(timeout=60)  # the worker has run its initializer
     sleeping = executor.submit(time.sleep, 60)
-    [worker] = multiprocessing.active_children()
-    assert worker.pid is not None
-    os.kill(worker.pid, signal.SIGXCPU)  # as the kernel does past the job's CPU limit
+    os.kill(started, signal.SIGXCPU)  # as the kernel does past the job's CPU limit
     with pytest.raises(BrokenProcessPool):
         sleeping.result(timeout=60)
     executor.shutdown(wait=True)
