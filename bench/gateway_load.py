@@ -704,15 +704,24 @@ def rounds_table(phases: Sequence[LoadResult], target: str = "trustgate") -> str
     return "\n".join(rows)
 
 
+def machine_line() -> str:
+    """When and on what a run was taken: the date, the CPUs and Python."""
+    return (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
+            f"Python {platform.python_version()}")
+
+
+def load_line(options: Options, targets: str) -> str:
+    """The load each target got; ``targets`` names those that alternate in the rounds."""
+    return (f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
+            f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target "
+            f"({targets} in {options.rounds} alternating rounds) · upstream delay {options.upstream_delay}")
+
+
 def environment(options: Options) -> str:
     loop = "uvloop" if _has_module("uvloop") else "asyncio"
-    return (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
-            f"Python {platform.python_version()} · TrustGate event loop: {loop} · "
+    return (f"{machine_line()} · TrustGate event loop: {loop} · "
             f"LiteLLM proxy {LITELLM_VERSION} (uvicorn, 1 worker, no database) · "
-            f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
-            f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target "
-            f"(direct and TrustGate in {options.rounds} alternating rounds) · "
-            f"upstream delay {options.upstream_delay}")
+            f"{load_line(options, 'direct and TrustGate')}")
 
 
 def _has_module(name: str) -> bool:

@@ -21,9 +21,7 @@ nothing.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
-import platform
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,7 +42,9 @@ from bench.gateway_load import (
     add_load_options,
     fake_upstream,
     free_port,
+    load_line,
     load_options,
+    machine_line,
     results_table,
     rounds_table,
     run_alternating,
@@ -97,16 +97,9 @@ def floor_table(results: Sequence[LoadResult]) -> str:
     return "\n".join(rows)
 
 
-def environment(options: Options) -> str:
-    return (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
-            f"Python {platform.python_version()} · concurrency {options.concurrency} · "
-            f"warm-up {options.warmup:g} s · {options.seconds:g} s non-stream + {options.stream_seconds:g} s "
-            f"stream per target (direct, bare proxy and TrustGate in {options.rounds} alternating rounds) · "
-            f"upstream delay {options.upstream_delay}")
-
-
 def report(results: Sequence[LoadResult], phases: Sequence[LoadResult], options: Options) -> str:
-    return "\n\n".join([f"Command: `{COMMAND}`", environment(options), results_table(list(results)),
+    environment = f"{machine_line()} · {load_line(options, 'direct, bare proxy and TrustGate')}"
+    return "\n\n".join([f"Command: `{COMMAND}`", environment, results_table(list(results)),
                         floor_table(results), "The bare proxy, round by round:", rounds_table(phases, "bare-proxy"),
                         "TrustGate, round by round:", rounds_table(phases)])
 
