@@ -57,8 +57,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         workdir = Path(tmp)
         upstream_port = free_port()
         config = write_yaml(workdir / "trustgate.yaml", trustgate_config(free_port(), upstream_port, workdir))
-        with running(fake_upstream(upstream_port, UPSTREAM_DELAY_MS, workdir, UPSTREAM_JITTER_MS),
-                     f"http://127.0.0.1:{upstream_port}/v1/models", timeout=30):
+        with running(
+            fake_upstream(upstream_port, UPSTREAM_DELAY_MS, workdir, UPSTREAM_JITTER_MS),
+            f"http://127.0.0.1:{upstream_port}/v1/models",
+            timeout=30,
+        ):
             for round_ in range(args.rounds):
                 order = checkouts if round_ % 2 == 0 else checkouts[::-1]
                 for mode in MODES:
@@ -72,15 +75,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for mode in MODES:
         for index, checkout in enumerate(checkouts):
             values = results[(checkout, mode)]
-            print(f"| {index + 1} ({checkout.name}) | {mode} | {statistics.median(values):.1f} | "
-                  f"{', '.join(f'{v:.1f}' for v in values)} |")
+            print(
+                f"| {index + 1} ({checkout.name}) | {mode} | {statistics.median(values):.1f} | "
+                f"{', '.join(f'{v:.1f}' for v in values)} |"
+            )
     return 0
 
 
 def _run_child(checkout: Path, child_args: list[str]) -> float:
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", *child_args]
-    done = subprocess.run(argv, capture_output=True, text=True, cwd=checkout, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(checkout), "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    done = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        cwd=checkout,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(checkout), "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+    )
     if done.returncode != 0:
         raise SystemExit(f"{checkout} ({' '.join(child_args[1:2])}) failed:\n{done.stderr[-4000:]}")
     cpu_us: float = json.loads(done.stdout.strip().splitlines()[-1])["cpu_us"]
@@ -90,10 +101,12 @@ def _run_child(checkout: Path, child_args: list[str]) -> float:
 def _measure(config: str, mode: str, requests: int, group: str, key: str) -> float:
     """CPU µs per request of the app of the sources in the working directory (run as the child process)."""
     import proxy
+
     if not Path(proxy.__file__ or "").resolve().is_relative_to(Path.cwd()):
         raise SystemExit(f"proxy was imported from {proxy.__file__}, not from the version in {Path.cwd()}")
     from proxy.config.settings import load_settings
     from proxy.server.app import create_app
+
     try:
         from proxy.server.connections import DEPARTURE, Departure
     except ImportError:  # a version from before the server reported a client's departure
@@ -102,17 +115,36 @@ def _measure(config: str, mode: str, requests: int, group: str, key: str) -> flo
         departure = (DEPARTURE, Departure)
 
     app = create_app(load_settings(config))
-    body = json.dumps({"model": group, "messages": [{"role": "user", "content": "Say hello in one short sentence."}],
-                       "stream": mode == "stream"}).encode()
-    headers = [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {key}".encode()),
-               (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    body = json.dumps(
+        {
+            "model": group,
+            "messages": [{"role": "user", "content": "Say hello in one short sentence."}],
+            "stream": mode == "stream",
+        }
+    ).encode()
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"authorization", f"Bearer {key}".encode()),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
 
     async def one() -> None:
         scope: dict[str, Any] = {
-            "type": "http", "asgi": {"version": "3.0", "spec_version": "2.3"}, "http_version": "1.1",
-            "server": ("127.0.0.1", 4000), "client": ("127.0.0.1", 50000), "scheme": "http", "method": "POST",
-            "root_path": "", "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions",
-            "query_string": b"", "headers": list(headers), "state": {}}
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "server": ("127.0.0.1", 4000),
+            "client": ("127.0.0.1", 50000),
+            "scheme": "http",
+            "method": "POST",
+            "root_path": "",
+            "path": "/v1/chat/completions",
+            "raw_path": b"/v1/chat/completions",
+            "query_string": b"",
+            "headers": list(headers),
+            "state": {},
+        }
         if departure is not None:
             scope[departure[0]] = departure[1]()
         sent: list[MutableMapping[str, Any]] = []

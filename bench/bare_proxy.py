@@ -57,11 +57,11 @@ class BareProxy:
             body += message.get("body", b"")
             more = message.get("more_body", False)
         streamed = json.loads(body).get("stream") is True
-        async with self.session.post(f"{self.upstream}/v1/chat/completions", data=body,
-                                     headers={"content-type": "application/json"}) as response:
+        async with self.session.post(
+            f"{self.upstream}/v1/chat/completions", data=body, headers={"content-type": "application/json"}
+        ) as response:
             kind = response.headers.get("content-type", "application/json").encode()
-            await send({"type": "http.response.start", "status": response.status,
-                        "headers": [(b"content-type", kind)]})
+            await send({"type": "http.response.start", "status": response.status, "headers": [(b"content-type", kind)]})
             if not streamed:
                 await send({"type": "http.response.body", "body": await response.read()})
                 return

@@ -95,8 +95,9 @@ def _fingerprint(settings: ConsistencySettings) -> str:
 def _recording_settings(settings: GatewaySettings) -> tuple[str, dict[int, ConsistencySettings]]:
     """The model group, and per seed the config's consistency settings with every one of the 10 checks asked."""
     consistency = settings.trustgate.scoring.consistency
-    return model_group(settings, None), {seed: consistency.model_copy(update={**RECORDING, "seed": seed})
-                                         for seed in SEEDS}
+    return model_group(settings, None), {
+        seed: consistency.model_copy(update={**RECORDING, "seed": seed}) for seed in SEEDS
+    }
 
 
 def _site(item: EvalItem, seed: int, model: str) -> CallSite:
@@ -146,8 +147,11 @@ async def _record(args: argparse.Namespace) -> int:
                     recorded += seed == SEEDS[0]
                     if result.error is None:
                         cache.store_result(site, fingerprint, result)
-                print(f"{number}/{len(items)} {time.monotonic() - started:.0f}s calls={counter.made} "
-                      f"answer={answer[:50]!r}", file=sys.stderr)
+                print(
+                    f"{number}/{len(items)} {time.monotonic() - started:.0f}s calls={counter.made} "
+                    f"answer={answer[:50]!r}",
+                    file=sys.stderr,
+                )
     print(f"recorded {recorded} answers this run ({counter.made} upstream calls, {counter.cached} from the cache)")
     return 0
 
@@ -180,8 +184,9 @@ def _simulation_settings(seed: int) -> ConsistencySettings:
 async def _simulate_one(answer: SimulatedAnswer) -> Recorded:
     runs = []
     for seed in SEEDS:
-        scorer = ConsistencyScorer(_simulation_settings(seed),
-                                   InThreads(CpuParts(distractors=PlaceholderDistractors())))
+        scorer = ConsistencyScorer(
+            _simulation_settings(seed), InThreads(CpuParts(distractors=PlaceholderDistractors()))
+        )
         job = ScoringJob(id=answer.id, model="scripted", question=answer.question, answer=answer.answer)
         result = await scorer.score(job, ScriptedModel(answer, random.Random(f"{seed}:{answer.id}")))
         run = observations(result)
@@ -211,27 +216,40 @@ def _describe(recorded: Sequence[Recorded]) -> str:
     """What the recorded runs look like: the reference labels, the consistent share, the log-probabilities."""
     labels = Counter(reference().replay(r.runs[0]).label for r in recorded)
     checks = [o for r in recorded for run in r.runs for o in run]
-    return (f"{len(recorded)} answers; n=10 labels (seed 1): "
-            + ", ".join(f"{name} {labels[name]}" for name in ("inconsistent", "uncertain", "consistent"))
-            + f"; consistent checks {sum(o.consistent for o in checks) / len(checks):.3f} of {len(checks)}, "
-            f"letter probabilities in {sum(o.probability is not None for o in checks) / len(checks):.3f} of them")
+    return (
+        f"{len(recorded)} answers; n=10 labels (seed 1): "
+        + ", ".join(f"{name} {labels[name]}" for name in ("inconsistent", "uncertain", "consistent"))
+        + f"; consistent checks {sum(o.consistent for o in checks) / len(checks):.3f} of {len(checks)}, "
+        f"letter probabilities in {sum(o.probability is not None for o in checks) / len(checks):.3f} of them"
+    )
 
 
 def _markdown(title: str, rows: Sequence[Agreement], recorded: Sequence[Recorded]) -> str:
-    lines = [f"### {title}", "", _describe(recorded), "",
-             "| policy | calls / answer | label agreement | Spearman | label agr. vs independent n=10 | "
-             "Spearman vs independent n=10 |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"### {title}",
+        "",
+        _describe(recorded),
+        "",
+        "| policy | calls / answer | label agreement | Spearman | label agr. vs independent n=10 | "
+        "Spearman vs independent n=10 |",
+        "|---|---|---|---|---|---|",
+    ]
     for i, row in enumerate(rows):
         name = f"**noise ceiling**: {row.policy} vs itself" if i == 0 else row.policy
         same = ("1 (itself)", "1 (itself)") if i == 0 else (_fmt(row.label_agreement), _fmt(row.spearman))
-        lines.append(f"| {name} | {row.mean_calls:.2f} | {same[0]} | {same[1]} | "
-                     f"{_fmt(row.label_agreement_independent)} | {_fmt(row.spearman_independent)} |")
+        lines.append(
+            f"| {name} | {row.mean_calls:.2f} | {same[0]} | {same[1]} | "
+            f"{_fmt(row.label_agreement_independent)} | {_fmt(row.spearman_independent)} |"
+        )
     best = nearest_to_target(rows[1:])
     if best is not None:
         verdict = "meets" if best.meets() else "misses"
-        lines += ["", f"Nearest to the target at ≤ 3 calls (largest min(label agreement / 0.95, Spearman / 0.9)): "
-                      f"**{best.policy}**, {best.mean_calls:.2f} calls, label agreement {best.label_agreement:.3f}, "
-                      f"Spearman {_fmt(best.spearman)}: {verdict} the target (≥ 0.95 and ≥ 0.9)."]
+        lines += [
+            "",
+            f"Nearest to the target at ≤ 3 calls (largest min(label agreement / 0.95, Spearman / 0.9)): "
+            f"**{best.policy}**, {best.mean_calls:.2f} calls, label agreement {best.label_agreement:.3f}, "
+            f"Spearman {_fmt(best.spearman)}: {verdict} the target (≥ 0.95 and ≥ 0.9).",
+        ]
     return "\n".join(lines)
 
 
@@ -251,8 +269,14 @@ def _report(args: argparse.Namespace) -> int:
     real, missing = _recorded(args)
     if real:
         rows = _table(real, policies)
-        sections.append(_markdown(f"Real model: SmolLM2-135M on MixedQA (its own answers), of {args.answers} "
-                                  f"questions asked: {len(real)} with both runs complete", rows, real))
+        sections.append(
+            _markdown(
+                f"Real model: SmolLM2-135M on MixedQA (its own answers), of {args.answers} "
+                f"questions asked: {len(real)} with both runs complete",
+                rows,
+                real,
+            )
+        )
         figures["real"] = {"rows": [asdict(r) for r in rows], "missing": dict(missing)}
         if missing:
             sections.append("Not in the table: " + ", ".join(f"{n} answers {why}" for why, n in missing.items()))
@@ -260,8 +284,7 @@ def _report(args: argparse.Namespace) -> int:
         simulated = asyncio.run(_simulate(args.per_rate, biased))
         rows = _table(simulated, policies)
         kind = "letter-biased (favourite C, weight 0.5)" if biased else "plain"
-        sections.append(_markdown(f"Simulation, {kind}: {args.per_rate} answers per rate 0.1..0.9", rows,
-                                  simulated))
+        sections.append(_markdown(f"Simulation, {kind}: {args.per_rate} answers per rate 0.1..0.9", rows, simulated))
         best = nearest_to_target(rows[1:])
         if best is not None:
             rates = {a.id: a.rate for a in simulated_answers(args.per_rate, biased)}

@@ -37,8 +37,20 @@ from scipy.stats import spearmanr
 from scoring.consistency.stopping import StopRule, decide_stop, graded_label, settled_label
 from scoring.settings import ConsistencySettings
 
-__all__ = ["Agreement", "ConstantPolicy", "LogprobPolicy", "Observation", "Outcome", "Policy", "PredictivePolicy",
-           "RulePolicy", "agreement", "candidates", "nearest_to_target", "reference"]
+__all__ = [
+    "Agreement",
+    "ConstantPolicy",
+    "LogprobPolicy",
+    "Observation",
+    "Outcome",
+    "Policy",
+    "PredictivePolicy",
+    "RulePolicy",
+    "agreement",
+    "candidates",
+    "nearest_to_target",
+    "reference",
+]
 
 _DEFAULTS = ConsistencySettings()
 LOW, HIGH = _DEFAULTS.adaptive_low, _DEFAULTS.adaptive_high  # the labels' thresholds, as the scorer's
@@ -163,13 +175,17 @@ def candidates() -> list[Policy]:
         RulePolicy("adaptive max 10 (the default before issue 32)", StopRule("adaptive", FULL, LOW, HIGH, 0.9)),
     ]
     policies += [RulePolicy(f"graded, fixed {n}", StopRule("graded", n, LOW, HIGH)) for n in (1, 2, 3)]
-    policies += [RulePolicy(f"adaptive max {n}, credibility {c}", StopRule("adaptive", n, LOW, HIGH, c))
-                 for n in (3, 4, 5) for c in (0.7, 0.8, 0.9)]
+    policies += [
+        RulePolicy(f"adaptive max {n}, credibility {c}", StopRule("adaptive", n, LOW, HIGH, c))
+        for n in (3, 4, 5)
+        for c in (0.7, 0.8, 0.9)
+    ]
     policies += [LogprobPolicy(f"logprob, fixed {n}", n) for n in (1, 2, 3)]
     for soft in (False, True):
         kind = "predictive on letter probabilities" if soft else "predictive"
-        policies += [PredictivePolicy(f"{kind} max {n}, credibility {c}", n, c, soft)
-                     for n in (3, 4, 5, 6) for c in (0.8, 0.9)]
+        policies += [
+            PredictivePolicy(f"{kind} max {n}, credibility {c}", n, c, soft) for n in (3, 4, 5, 6) for c in (0.8, 0.9)
+        ]
     return policies
 
 
@@ -187,8 +203,7 @@ class Agreement:
     spearman_independent: float | None = None
 
     def meets(self) -> bool:
-        return (self.mean_calls <= TARGET_CALLS and self.label_agreement >= TARGET_LABELS
-                and self.spearman >= TARGET_RHO)
+        return self.mean_calls <= TARGET_CALLS and self.label_agreement >= TARGET_LABELS and self.spearman >= TARGET_RHO
 
     @property
     def nearness(self) -> float:
@@ -213,9 +228,12 @@ def _compare(ours: Sequence[Outcome], theirs: Sequence[Outcome]) -> tuple[float,
     return labels, _spearman([o.value for o in ours], [t.value for t in theirs])
 
 
-def agreement(policy: Policy, runs: Sequence[Sequence[Observation]],
-              independent: Sequence[Sequence[Observation]] | None = None,
-              against: Policy | None = None) -> Agreement:
+def agreement(
+    policy: Policy,
+    runs: Sequence[Sequence[Observation]],
+    independent: Sequence[Sequence[Observation]] | None = None,
+    against: Policy | None = None,
+) -> Agreement:
     """``policy`` on each recorded run against ``against`` (the paper's n=10) on the same run, and on the
     independent run of the same answer when given (``policy`` being the reference itself: the noise ceiling)."""
     against = against or reference()

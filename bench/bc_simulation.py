@@ -44,8 +44,11 @@ class PlaceholderDistractors(DistractorGenerator):
         pass
 
     def generate(self, question: str, answer: str, num: int, rng: random.Random) -> DistractorPool:
-        return DistractorPool(answer, [Distractor(f"{answer} (variant {k})", answer, f"variant {k}", "numeric")
-                                       for k in range(num)], level=0)
+        return DistractorPool(
+            answer,
+            [Distractor(f"{answer} (variant {k})", answer, f"variant {k}", "numeric") for k in range(num)],
+            level=0,
+        )
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,17 @@ class SimulatedAnswer:
 def simulated_answers(per_rate: int, biased: bool) -> list[SimulatedAnswer]:
     rates = [round(0.1 * k, 1) for k in range(1, 10)]
     kind = "biased" if biased else "plain"
-    return [SimulatedAnswer(f"{kind}/{rate}/{n}", f"Simulated question {n} at rate {rate}?",
-                            f"Simulated answer {n} at rate {rate}", rate, biased)
-            for rate in rates for n in range(per_rate)]
+    return [
+        SimulatedAnswer(
+            f"{kind}/{rate}/{n}",
+            f"Simulated question {n} at rate {rate}?",
+            f"Simulated answer {n} at rate {rate}",
+            rate,
+            biased,
+        )
+        for rate in rates
+        for n in range(per_rate)
+    ]
 
 
 class ScriptedModel:
@@ -85,12 +96,20 @@ class ScriptedModel:
         spread = sum(weights.values())
         distribution = {original: mine, **{letter: (1.0 - mine) * w / spread for letter, w in weights.items()}}
         if self._answer.biased:
-            distribution = {letter: (1.0 - BIAS) * p + BIAS * (letter == FAVOURITE) for letter, p in
-                            distribution.items()}
+            distribution = {
+                letter: (1.0 - BIAS) * p + BIAS * (letter == FAVOURITE) for letter, p in distribution.items()
+            }
         return distribution
 
-    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
-                       logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 16,
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+    ) -> Reply:
         letters, original = self._options(str(messages[-1]["content"]))
         distribution = self._distribution(letters, original)
         chosen = self._rng.choices(list(distribution), weights=list(distribution.values()))[0]

@@ -78,8 +78,9 @@ class Item:
 def _item(set_name: str, item_id: str, label: int, answer: str, components: dict[str, ComponentResult]) -> Item:
     ov = combine(components.get("bc"), components.get("fc"))
     both = ov.details.source == "bc+fc" if not isinstance(ov.details, dict) else False
-    values = {name: (c.value if (c := components.get(name)) is not None and c.error is None else None)
-              for name in COMPONENTS}
+    values = {
+        name: (c.value if (c := components.get(name)) is not None and c.error is None else None) for name in COMPONENTS
+    }
     table3 = getattr(ov.details, "table3", None) if both else None
     return Item(set_name, item_id, label, len(answer.split()), values, table3, ov.value if both else None)
 
@@ -90,10 +91,21 @@ def _item_from_scores(set_name: str, entry: dict[str, Any]) -> Item:
     computes from the same tokens), and sc is absent."""
     scores = entry["scores"]
     mean_logprob = scores.get("mean_logprob")
-    values = {"bc": scores.get("bc_graded"), "fc": scores.get("fc"),
-              "lp": math.exp(mean_logprob) if mean_logprob is not None else None, "sc": None}
-    return Item(set_name, entry["id"], int(entry["label"]), len(entry["answer"].split()), values,
-                scores.get("ov_table3"), scores.get("ov_graded"))
+    values = {
+        "bc": scores.get("bc_graded"),
+        "fc": scores.get("fc"),
+        "lp": math.exp(mean_logprob) if mean_logprob is not None else None,
+        "sc": None,
+    }
+    return Item(
+        set_name,
+        entry["id"],
+        int(entry["label"]),
+        len(entry["answer"].split()),
+        values,
+        scores.get("ov_table3"),
+        scores.get("ov_graded"),
+    )
 
 
 def extract(cache: Path | None, results: Path, set_name: str, out: Path) -> None:
@@ -107,8 +119,9 @@ def extract(cache: Path | None, results: Path, set_name: str, out: Path) -> None
         if db is None:
             items.append(_item_from_scores(set_name, entry))
             continue
-        rows = db.execute("SELECT component, result FROM results WHERE dataset=? AND item_id=?",
-                          (dataset, entry["id"])).fetchall()
+        rows = db.execute(
+            "SELECT component, result FROM results WHERE dataset=? AND item_id=?", (dataset, entry["id"])
+        ).fetchall()
         components = {name: ComponentResult.model_validate_json(blob) for name, blob in rows if name in COMPONENTS}
         if "answer" in {name for name, _ in rows}:
             items.append(_item(set_name, entry["id"], int(entry["label"]), entry["answer"], components))
@@ -117,8 +130,9 @@ def extract(cache: Path | None, results: Path, set_name: str, out: Path) -> None
     print(f"{len(items)} items of {dataset} -> {out}")
 
 
-def capable_model(answers: int, seed: int, lp_shape: tuple[float, float] = (12, 1.5),
-                  name: str = "capable") -> list[Item]:
+def capable_model(
+    answers: int, seed: int, lp_shape: tuple[float, float] = (12, 1.5), name: str = "capable"
+) -> list[Item]:
     """The simulated capable model's answers (see the module docstring); ``lp_shape``: its token probability's
     Beta distribution, whatever the answer."""
     rng = random.Random(seed)
@@ -128,21 +142,30 @@ def capable_model(answers: int, seed: int, lp_shape: tuple[float, float] = (12, 
         rate = rng.betavariate(8, 2) if right else rng.betavariate(2, 3)
         checks = [rng.random() < rate for _ in range(5)]
         graded = sum(checks) / len(checks)
-        bc = ComponentResult(component="bc", value=graded, label=None,
-                             details=BCDetails(mode="graded", binary=float(all(checks)), graded=graded,
-                                               checks_run=len(checks), procedure="paper"))
+        bc = ComponentResult(
+            component="bc",
+            value=graded,
+            label=None,
+            details=BCDetails(
+                mode="graded", binary=float(all(checks)), graded=graded, checks_run=len(checks), procedure="paper"
+            ),
+        )
         weights = (0.7, 0.2, 0.1) if right else (0.15, 0.35, 0.5)
         label = rng.choices(("support", "neutral", "contradict"), weights)[0]
         top = rng.betavariate(6, 2)
         probs = {name: top if name == label else (1 - top) / 2 for name in ("support", "neutral", "contradict")}
-        fc = ComponentResult(component="fc", value=label_value(label, probs),  # type: ignore[arg-type]
-                             label=label, details=FCDetails(label=label, label_probs=probs))  # type: ignore[arg-type]
+        fc = ComponentResult(
+            component="fc",
+            value=label_value(label, probs),  # type: ignore[arg-type]
+            label=label,
+            details=FCDetails(label=label, label_probs=probs),
+        )  # type: ignore[arg-type]
         token_probability = rng.betavariate(*lp_shape)
-        lp = ComponentResult(component="lp", value=token_probability, details=LPDetails(
-            mean_probability=token_probability, tokens=12))
+        lp = ComponentResult(
+            component="lp", value=token_probability, details=LPDetails(mean_probability=token_probability, tokens=12)
+        )
         agreeing = sum(rng.random() < rate for _ in range(3))
-        sc = ComponentResult(component="sc", value=agreeing / 3, details=SCDetails(samples_asked=3,
-                                                                                   samples_answered=3))
+        sc = ComponentResult(component="sc", value=agreeing / 3, details=SCDetails(samples_asked=3, samples_answered=3))
         words = rng.randint(4, 20)
         item = _item(name, f"sim-{n}", int(right), " ".join(["w"] * words), {"bc": bc, "fc": fc, "lp": lp, "sc": sc})
         item.bc_checks = checks
@@ -160,8 +183,9 @@ def fit_prior(items: Sequence[Item], names: Sequence[str]) -> PriorCombination:
     present = [n for n in names if any(i.values[n] is not None for i in items)]
     centres = {n: float(np.mean([v for i in items if (v := i.values[n]) is not None])) for n in present}
     model = LogisticRegression(C=C, max_iter=1000).fit(_centred(items, present, centres), [i.label for i in items])
-    return PriorCombination(float(model.intercept_[0]), dict(zip(present, map(float, model.coef_[0]), strict=True)),
-                            centres)
+    return PriorCombination(
+        float(model.intercept_[0]), dict(zip(present, map(float, model.coef_[0]), strict=True)), centres
+    )
 
 
 def _prior_scores(fit: PriorCombination, items: Sequence[Item]) -> list[float]:
@@ -180,11 +204,13 @@ def fit_mean(items: Sequence[Item]) -> Callable[[Item], float | None]:
     def score(item: Item) -> float | None:
         probs = [float(m.predict_proba([[v]])[0, 1]) for n, m in maps.items() if (v := item.values[n]) is not None]
         return sum(probs) / len(probs) if probs else None
+
     return score
 
 
-def cross_validated(items: Sequence[Item], fit: Callable[[Sequence[Item]], Callable[[Item], float | None]]
-                    ) -> list[float | None]:
+def cross_validated(
+    items: Sequence[Item], fit: Callable[[Sequence[Item]], Callable[[Item], float | None]]
+) -> list[float | None]:
     """Each item's score from a fit on the folds without it (stratified by set and label)."""
     strata = [f"{i.set}/{i.label}" for i in items]
     scores: list[float | None] = [None] * len(items)
@@ -199,6 +225,7 @@ def _prior_fitter(names: Sequence[str]) -> Callable[[Sequence[Item]], Callable[[
     def fit(train: Sequence[Item]) -> Callable[[Item], float | None]:
         prior = fit_prior(train, names)
         return lambda item: _prior_scores(prior, [item])[0]
+
     return fit
 
 
@@ -208,12 +235,19 @@ def _row(name: str, scores: Sequence[float | None], items: Sequence[Item], proba
     if len(set(y)) < 2:
         return {"score": name, "n": len(y), "correct": sum(y), "auroc": None, "ci": None, "ece": None}
     interval = bootstrap_ci(auroc, x, y, resamples=1000, seed=SEED)
-    return {"score": name, "n": len(y), "correct": sum(y), "auroc": auroc(x, y), "ci": [interval.low, interval.high],
-            "ece": expected_calibration_error(x, y) if probability else None}
+    return {
+        "score": name,
+        "n": len(y),
+        "correct": sum(y),
+        "auroc": auroc(x, y),
+        "ci": [interval.low, interval.high],
+        "ece": expected_calibration_error(x, y) if probability else None,
+    }
 
 
-def paired_difference(a: Sequence[float | None], b: Sequence[float | None], items: Sequence[Item],
-                      resamples: int = 1000) -> dict[str, float] | None:
+def paired_difference(
+    a: Sequence[float | None], b: Sequence[float | None], items: Sequence[Item], resamples: int = 1000
+) -> dict[str, float] | None:
     """AUROC(a) − AUROC(b) on the items both score, with a 95 % interval from paired bootstrap resamples."""
     rows = [(x, z, i.label) for x, z, i in zip(a, b, items, strict=True) if x is not None and z is not None]
     if len({y for _, _, y in rows}) < 2:
@@ -227,8 +261,15 @@ def paired_difference(a: Sequence[float | None], b: Sequence[float | None], item
     return {"difference": auroc(xs, ys) - auroc(zs, ys), "low": float(low), "high": float(high)}
 
 
-COMPARED = (("prior", "paper"), ("prior", "table3"), ("prior", "prior-no-sc"), ("prior-no-sc", "paper"),
-            ("mean", "paper"), ("mean", "prior"), ("prior", "lp"))
+COMPARED = (
+    ("prior", "paper"),
+    ("prior", "table3"),
+    ("prior", "prior-no-sc"),
+    ("prior-no-sc", "paper"),
+    ("mean", "paper"),
+    ("mean", "prior"),
+    ("prior", "lp"),
+)
 
 
 def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> None:
@@ -249,21 +290,28 @@ def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> N
     for set_name in dict.fromkeys(i.set for i in items):
         members = [k for k, i in enumerate(items) if i.set == set_name]
         subset = [items[k] for k in members]
-        tables[set_name] = [_row(name, [scores[k] for k in members], subset, probability)
-                            for name, (scores, probability) in candidates.items()]
+        tables[set_name] = [
+            _row(name, [scores[k] for k in members], subset, probability)
+            for name, (scores, probability) in candidates.items()
+        ]
     differences = {}
     for set_name in tables:
         members = [k for k, i in enumerate(items) if i.set == set_name]
         subset = [items[k] for k in members]
-        differences[set_name] = {f"{a} - {b}": paired_difference([candidates[a][0][k] for k in members],
-                                                                [candidates[b][0][k] for k in members], subset)
-                                 for a, b in COMPARED}
+        differences[set_name] = {
+            f"{a} - {b}": paired_difference(
+                [candidates[a][0][k] for k in members], [candidates[b][0][k] for k in members], subset
+            )
+            for a, b in COMPARED
+        }
     # Sensitivity, not in any fit: a capable model whose token probabilities spread widely and still say nothing.
     wide = capable_model(CAPABLE_ANSWERS, SEED + 1, WIDE_LP, "capable, wide lp (not fitted on)")
     tables[wide[0].set] = [
-        _row("table3", [i.table3 for i in wide], wide, True), _row("paper", [i.paper for i in wide], wide, True),
+        _row("table3", [i.table3 for i in wide], wide, True),
+        _row("paper", [i.paper for i in wide], wide, True),
         _row("prior (shipped fit)", _prior_scores(shipped, wide), wide, True),
-        *(_row(name, [i.values[name] for i in wide], wide, name == "lp") for name in COMPONENTS)]
+        *(_row(name, [i.values[name] for i in wide], wide, name == "lp") for name in COMPONENTS),
+    ]
     for set_name, rows in tables.items():
         print(f"\n## {set_name}\n\n| score | n | correct | AUROC [95% CI] | ECE |\n|---|---|---|---|---|")
         for r in rows:
@@ -281,10 +329,15 @@ def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> N
         out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if prior_out is not None:
         sets = {i.set: sum(1 for j in items if j.set == i.set) for i in items}
-        fitted_on = {"sets": sets, "folds": FOLDS, "C": C,
-                     "by": "bench/default_combination.py (docs/eval/default-combination.md)"}
-        prior_out.write_text(json.dumps({"prior": shipped.to_json(), "fitted_on": fitted_on}, indent=1) + "\n",
-                             encoding="utf-8")
+        fitted_on = {
+            "sets": sets,
+            "folds": FOLDS,
+            "C": C,
+            "by": "bench/default_combination.py (docs/eval/default-combination.md)",
+        }
+        prior_out.write_text(
+            json.dumps({"prior": shipped.to_json(), "fitted_on": fitted_on}, indent=1) + "\n", encoding="utf-8"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

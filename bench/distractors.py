@@ -69,8 +69,12 @@ class Answer:
 def load_answers(path: Path, count: int, seed: int) -> list[Answer]:
     """Model answers (GPT-3.5 and LLaMA: full sentences) with their human label, in a seeded order."""
     rows = json.loads(path.read_text())
-    answers = [Answer(row["question"], row[model]["pred"].strip(), row[model]["human_eval"] == "1")
-               for row in rows for model in ("gpt", "llama") if row.get(model, {}).get("pred", "").strip()]
+    answers = [
+        Answer(row["question"], row[model]["pred"].strip(), row[model]["human_eval"] == "1")
+        for row in rows
+        for model in ("gpt", "llama")
+        if row.get(model, {}).get("pred", "").strip()
+    ]
     random.Random(seed).shuffle(answers)
     return answers[:count]
 
@@ -104,10 +108,18 @@ def measure_generation(generator: DistractorGenerator, answers: Sequence[Answer]
     first_sources = Counter(p.distractors[0].source if p.distractors else "none" for p in pools)
     return {
         "answers": len(pools),
-        "wall_ms": {"p50": percentile(walls, 0.5), "p90": percentile(walls, 0.9), "p99": percentile(walls, 0.99),
-                    "mean": statistics.fmean(walls)},
-        "cpu_ms": {"p50": percentile(cpus, 0.5), "p90": percentile(cpus, 0.9), "p99": percentile(cpus, 0.99),
-                   "mean": statistics.fmean(cpus)},
+        "wall_ms": {
+            "p50": percentile(walls, 0.5),
+            "p90": percentile(walls, 0.9),
+            "p99": percentile(walls, 0.99),
+            "mean": statistics.fmean(walls),
+        },
+        "cpu_ms": {
+            "p50": percentile(cpus, 0.5),
+            "p90": percentile(cpus, 0.9),
+            "p99": percentile(cpus, 0.99),
+            "mean": statistics.fmean(cpus),
+        },
         "share_3_distinct_first_check": sum(len(p.distractors) >= 3 for p in pools) / len(pools),
         "share_fresh_3_all_10_checks": sum(full_checks(p) == 10 for p in pools) / len(pools),
         "mean_checks_with_fresh_3": statistics.fmean(full_checks(p) for p in pools),
@@ -139,8 +151,9 @@ async def measure_calls(generator: DistractorGenerator, answers: Sequence[Answer
     with ServerThread(fake.app()) as server:
         async with upstream_ask(server.url) as ask:
             for mode in ("binary", "graded", "adaptive"):
-                scorer = ConsistencyScorer(ConsistencySettings(mode=mode, seed=0, logprobs=False),
-                                           InThreads(CpuParts(distractors=generator)))
+                scorer = ConsistencyScorer(
+                    ConsistencySettings(mode=mode, seed=0, logprobs=False), InThreads(CpuParts(distractors=generator))
+                )
                 calls, started = [], time.perf_counter()
                 labels[mode] = []
                 for index, item in enumerate(answers):
@@ -149,8 +162,11 @@ async def measure_calls(generator: DistractorGenerator, answers: Sequence[Answer
                     result = await scorer.score(job, ask)
                     calls.append(result.upstream_calls)
                     labels[mode].append(result.label)
-                results[mode] = {"mean_calls": statistics.fmean(calls), "max_calls": max(calls),
-                                 "seconds": time.perf_counter() - started}
+                results[mode] = {
+                    "mean_calls": statistics.fmean(calls),
+                    "max_calls": max(calls),
+                    "seconds": time.perf_counter() - started,
+                }
     agree = [a == g for a, g in zip(labels["adaptive"], labels["graded"], strict=True) if g != "unscored"]
     results["adaptive_label_agrees_with_graded"] = sum(agree) / max(1, len(agree))
     return results
@@ -161,8 +177,9 @@ def _entity_types(graph: KnowledgeGraph, label: str) -> set[str]:
     return {e.types[-1].iri for e in linked[:1] if e.types}
 
 
-def compare_vectors(paths: AssetPaths, generator: DistractorGenerator, graph: KnowledgeGraph,
-                    answers: Sequence[Answer], nlp: Any) -> list[dict[str, Any]]:
+def compare_vectors(
+    paths: AssetPaths, generator: DistractorGenerator, graph: KnowledgeGraph, answers: Sequence[Answer], nlp: Any
+) -> list[dict[str, Any]]:
     """Train alternatives on corpus.tok and compare what their neighbours are worth as substitutes."""
     vocabulary = read_vocabulary(paths.vocabulary)
     sentences = read_sentences(paths.corpus)
@@ -170,9 +187,12 @@ def compare_vectors(paths: AssetPaths, generator: DistractorGenerator, graph: Kn
     for item in answers:
         levels = select_targets(nlp.make_doc(item.question), nlp(item.answer), 2025)
         targets += [t for t in (*levels.ents_1, *levels.nncds_1, *levels.vbjjs_1) if not t.numeric]
-    options = {"CBOW, 20 epochs (built)": VectorOptions(), "CBOW, 10 epochs": VectorOptions(epochs=10),
-               "skip-gram, 10 epochs": VectorOptions(sg=1, epochs=10),
-               "skip-gram, 20 epochs": VectorOptions(sg=1, epochs=20)}
+    options = {
+        "CBOW, 20 epochs (built)": VectorOptions(),
+        "CBOW, 10 epochs": VectorOptions(epochs=10),
+        "skip-gram, 10 epochs": VectorOptions(sg=1, epochs=10),
+        "skip-gram, 20 epochs": VectorOptions(sg=1, epochs=20),
+    }
     rows = []
     for name, option in options.items():
         started = time.perf_counter()
@@ -190,9 +210,16 @@ def compare_vectors(paths: AssetPaths, generator: DistractorGenerator, graph: Kn
                 for word in found:
                     typed_total += 1
                     typed_hits += bool(wanted & _entity_types(graph, word))
-        rows.append({"vectors": name, "train_s": seconds, "usable_raw_top10": raw_usable / max(1, raw_total),
-                     "targets_with_3": with_three / max(1, len(targets)),
-                     "entity_same_type": typed_hits / max(1, typed_total), "targets": len(targets)})
+        rows.append(
+            {
+                "vectors": name,
+                "train_s": seconds,
+                "usable_raw_top10": raw_usable / max(1, raw_total),
+                "targets_with_3": with_three / max(1, len(targets)),
+                "entity_same_type": typed_hits / max(1, typed_total),
+                "targets": len(targets),
+            }
+        )
     return rows
 
 
@@ -206,8 +233,10 @@ def print_report(generation: dict[str, Any], calls: dict[str, Any], vectors: lis
     for key in ("share_3_distinct_first_check", "share_fresh_3_all_10_checks", "share_no_distractor"):
         print(f"| {key} | {generation[key]:.3f} |")
     print(f"| mean checks (of 10) with 3 fresh distractors | {generation['mean_checks_with_fresh_3']:.2f} |")
-    print(f"\nfirst check's source: {generation['first_source']}\nAlgorithm 1 level: {generation['level']}"
-          f"\nanswers with a source error: {generation['source_errors']}")
+    print(
+        f"\nfirst check's source: {generation['first_source']}\nAlgorithm 1 level: {generation['level']}"
+        f"\nanswers with a source error: {generation['source_errors']}"
+    )
     print("\n### Upstream calls per scored answer (fake upstream, scripted policy)\n")
     print("| mode | mean calls | max calls | seconds |\n|---|---|---|---|")
     for mode in ("binary", "graded", "adaptive"):
@@ -216,11 +245,15 @@ def print_report(generation: dict[str, Any], calls: dict[str, Any], vectors: lis
     print(f"\nadaptive label = graded label on {calls['adaptive_label_agrees_with_graded']:.3f} of answers")
     if vectors:
         print("\n### Word vectors compared\n")
-        print("| vectors | train s | usable raw top-10 | targets with 3 substitutes | entity substitutes of "
-              "the same type |\n|---|---|---|---|---|")
+        print(
+            "| vectors | train s | usable raw top-10 | targets with 3 substitutes | entity substitutes of "
+            "the same type |\n|---|---|---|---|---|"
+        )
         for row in vectors:
-            print(f"| {row['vectors']} | {row['train_s']:.0f} | {row['usable_raw_top10']:.3f} | "
-                  f"{row['targets_with_3']:.3f} | {row['entity_same_type']:.3f} |")
+            print(
+                f"| {row['vectors']} | {row['train_s']:.0f} | {row['usable_raw_top10']:.3f} | "
+                f"{row['targets_with_3']:.3f} | {row['entity_same_type']:.3f} |"
+            )
         print(f"\n({vectors[0]['targets']} answer targets)")
 
 
@@ -233,10 +266,13 @@ async def main_async(args: argparse.Namespace) -> None:
     async with serve_oxigraph(paths.store) as endpoint:
         generator = make_generator(nlp, embeddings, endpoint, settings.consistency)
         generation = measure_generation(generator, answers)
-        calls = await measure_calls(generator, answers[WARMUP: WARMUP + args.scored])
+        calls = await measure_calls(generator, answers[WARMUP : WARMUP + args.scored])
         graph = KnowledgeGraph(endpoint, PROFILES["local"])
-        vectors = (compare_vectors(paths, generator, graph, answers[WARMUP: WARMUP + 150], nlp)
-                   if args.compare_vectors else None)
+        vectors = (
+            compare_vectors(paths, generator, graph, answers[WARMUP : WARMUP + 150], nlp)
+            if args.compare_vectors
+            else None
+        )
     print_report(generation, calls, vectors)
 
 

@@ -45,14 +45,27 @@ from tests.e2e.sync_after_async import AUTH, ask, overtaken, sync_after_async, w
 
 COMMAND = ".venv/bin/python -m bench.embedded_default"
 QUESTIONS = [
-    "What is the capital of France?", "Who wrote Romeo and Juliet?", "What is the largest planet in the solar system?",
-    "Who painted the Mona Lisa?", "What is the chemical symbol for gold?", "What is the capital of Japan?",
-    "Who discovered penicillin?", "What is the longest river in Africa?", "Who was the first president of the "
-    "United States?", "What language is spoken in Brazil?",
+    "What is the capital of France?",
+    "Who wrote Romeo and Juliet?",
+    "What is the largest planet in the solar system?",
+    "Who painted the Mona Lisa?",
+    "What is the chemical symbol for gold?",
+    "What is the capital of Japan?",
+    "Who discovered penicillin?",
+    "What is the longest river in Africa?",
+    "Who was the first president of the United States?",
+    "What language is spoken in Brazil?",
 ]
-BACKLOG_QUESTIONS = ["Who invented the telephone?", "What is the capital of Italy?", "Who wrote Hamlet?",
-                     "What is the smallest prime number?", "Which ocean is the largest?", "Who composed the Magic "
-                     "Flute?", "What is the capital of Canada?", "Who developed the theory of relativity?"]
+BACKLOG_QUESTIONS = [
+    "Who invented the telephone?",
+    "What is the capital of Italy?",
+    "Who wrote Hamlet?",
+    "What is the smallest prime number?",
+    "Which ocean is the largest?",
+    "Who composed the Magic Flute?",
+    "What is the capital of Canada?",
+    "Who developed the theory of relativity?",
+]
 
 
 def wait_final(url: str, record_id: str, started: float, timeout: float = 300) -> tuple[str, float]:
@@ -83,13 +96,22 @@ def sync_phase(url: str, gateway: GatewayProcess) -> dict[str, Any]:
         model_before, gateway_before = cpu_seconds(model), cpu_seconds([gateway.process.pid])
         response, seconds = ask(url, question, "sync")
         record = httpx.get(f"{url}/v1/trust/{response.headers['x-trust-id']}", headers=AUTH).json()
-        rows.append({"question": question, "seconds": seconds, "status": response.headers.get("x-trust-status"),
-                     "score": response.headers.get("x-trust-score"),
-                     "components": {name: c.get("error") or "ok" for name, c in record["components"].items()},
-                     "model_cpu_s": cpu_seconds(model) - model_before,
-                     "gateway_cpu_s": cpu_seconds([gateway.process.pid]) - gateway_before})
-    return {"rows": rows, "done_with_score": sum(r["status"] == "done" and r["score"] is not None for r in rows),
-            "bc_scored": sum(r["components"].get("bc") == "ok" for r in rows)}
+        rows.append(
+            {
+                "question": question,
+                "seconds": seconds,
+                "status": response.headers.get("x-trust-status"),
+                "score": response.headers.get("x-trust-score"),
+                "components": {name: c.get("error") or "ok" for name, c in record["components"].items()},
+                "model_cpu_s": cpu_seconds(model) - model_before,
+                "gateway_cpu_s": cpu_seconds([gateway.process.pid]) - gateway_before,
+            }
+        )
+    return {
+        "rows": rows,
+        "done_with_score": sum(r["status"] == "done" and r["score"] is not None for r in rows),
+        "bc_scored": sum(r["components"].get("bc") == "ok" for r in rows),
+    }
 
 
 def async_phase(url: str) -> dict[str, Any]:
@@ -108,9 +130,13 @@ def sync_after_async_phase(url: str) -> dict[str, Any]:
     run = sync_after_async(url)
     started = time.perf_counter()
     statuses = [record["status"] for record in wait_all_final(url, run.async_ids)]
-    return {"sync": [{"status": r.status, "seconds": r.seconds} for r in run.sync], "done": run.done,
-            "async_statuses": statuses, "async_drain_s": time.perf_counter() - started,
-            "overtaken": overtaken(url) - overtaken_before}
+    return {
+        "sync": [{"status": r.status, "seconds": r.seconds} for r in run.sync],
+        "done": run.done,
+        "async_statuses": statuses,
+        "async_drain_s": time.perf_counter() - started,
+        "overtaken": overtaken(url) - overtaken_before,
+    }
 
 
 def latency_phase(url: str) -> dict[str, Any]:
@@ -121,14 +147,22 @@ def latency_phase(url: str) -> dict[str, Any]:
     busy = [ask(url, q, "off")[1] for q in QUESTIONS]
     calls_during = scoring_calls(url) - scoring_calls_before
     still_pending = sum(httpx.get(f"{url}/v1/trust/{i}", headers=AUTH).json()["status"] == "pending" for i in backlog)
-    return {"idle": idle, "busy": busy, "scoring_calls_during": calls_during,
-            "backlog_still_pending_after": still_pending, "backlog": len(backlog)}
+    return {
+        "idle": idle,
+        "busy": busy,
+        "scoring_calls_during": calls_during,
+        "backlog_still_pending_after": still_pending,
+        "backlog": len(backlog),
+    }
 
 
 def scoring_calls(url: str) -> float:
     text = httpx.get(f"{url}/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line)
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line
+    )
 
 
 def summary(values: Sequence[float]) -> str:
@@ -141,10 +175,13 @@ def report(figures: dict[str, Any]) -> str:
     record_seconds = [r["seconds"] for r in records["rows"] if r["status"] == "done"]
     idle, busy = latency["idle"], latency["busy"]
     lines = [
-        f"Command: `{COMMAND}`", "",
+        f"Command: `{COMMAND}`",
+        "",
         f"{figures['when']} · {os.cpu_count()} CPUs ({platform.machine()}) · Python {platform.python_version()} · "
-        f"load average before the run {figures['load_before']}", "",
-        "| phase | n | result | p50 s | p90 s | max s |", "|---|---|---|---|---|---|",
+        f"load average before the run {figures['load_before']}",
+        "",
+        "| phase | n | result | p50 s | p90 s | max s |",
+        "|---|---|---|---|---|---|",
         f"| sync request → response with score | {len(sync_seconds)} | {sync['done_with_score']} of "
         f"{len(sync_seconds)} `done` with `x-trust-score` | {summary(sync_seconds)} |",
         f"| · of which CPU seconds of the model server | {len(sync_seconds)} | | "
@@ -160,10 +197,12 @@ def report(figures: dict[str, Any]) -> str:
         f"| user request, scoring off (idle model) | {len(idle)} | | {summary(idle)} |",
         f"| user request while {latency['backlog']} scoring jobs wait | {len(busy)} | "
         f"{latency['scoring_calls_during']:.0f} scoring calls ran meanwhile; "
-        f"{latency['backlog_still_pending_after']} jobs still pending after | {summary(busy)} |", "",
+        f"{latency['backlog_still_pending_after']} jobs still pending after | {summary(busy)} |",
+        "",
         f"User latency with scoring on / off: p50 {percentile(busy, 0.5) / percentile(idle, 0.5):.2f}×, "
         f"p90 {percentile(busy, 0.9) / percentile(idle, 0.9):.2f}×.",
-        "", f"Sync: Trust_BC finished in {sync['bc_scored']} of {len(sync_seconds)}{_others(sync['rows'])}.",
+        "",
+        f"Sync: Trust_BC finished in {sync['bc_scored']} of {len(sync_seconds)}{_others(sync['rows'])}.",
         f"Load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}.",
     ]
     return "\n".join(lines)
@@ -179,13 +218,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="write the raw figures here")
     args = parser.parse_args(argv)
-    figures: dict[str, Any] = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                               "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    figures: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
     with tempfile.TemporaryDirectory() as folder, serve_default_config(Path(folder)) as gateway:
         ask(gateway.url, "Hello", "off")  # warm the model's first call
-        phases = (("sync", lambda: sync_phase(gateway.url, gateway)), ("async", lambda: async_phase(gateway.url)),
-                  ("sync_first", lambda: sync_after_async_phase(gateway.url)),
-                  ("latency", lambda: latency_phase(gateway.url)))
+        phases = (
+            ("sync", lambda: sync_phase(gateway.url, gateway)),
+            ("async", lambda: async_phase(gateway.url)),
+            ("sync_first", lambda: sync_after_async_phase(gateway.url)),
+            ("latency", lambda: latency_phase(gateway.url)),
+        )
         for name, phase in phases:
             started = time.perf_counter()
             figures[name] = phase()

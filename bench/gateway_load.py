@@ -139,7 +139,8 @@ def machine_busy_seconds() -> float:
     """
     with contextlib.suppress(OSError, IndexError, ValueError):
         user, nice, system, _idle, _iowait, irq, softirq, steal = (
-            int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9])
+            int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+        )
         return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
     return math.nan
 
@@ -172,9 +173,15 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         with self.log_path.open("wb") as log:
-            self.popen = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdout=log,
-                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          start_new_session=True)
+            self.popen = subprocess.Popen(
+                self.argv,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         return self
 
     @property
@@ -255,9 +262,17 @@ class Target:
 
 def model_list(upstream_port: int) -> list[dict[str, object]]:
     """The one deployment both gateways get: model group ``fake`` → the fake upstream."""
-    return [{"model_name": GROUP, "litellm_params": {
-        "model": f"openai/{WIRE_MODEL}", "api_base": f"http://127.0.0.1:{upstream_port}/v1",
-        "api_key": UPSTREAM_KEY, "timeout": 30}}]
+    return [
+        {
+            "model_name": GROUP,
+            "litellm_params": {
+                "model": f"openai/{WIRE_MODEL}",
+                "api_base": f"http://127.0.0.1:{upstream_port}/v1",
+                "api_key": UPSTREAM_KEY,
+                "timeout": 30,
+            },
+        }
+    ]
 
 
 def write_yaml(path: Path, content: dict[str, object]) -> Path:
@@ -273,8 +288,19 @@ def fake_upstream(port: int, delay_ms: float, workdir: Path, jitter_ms: float = 
     (BENCHMARKS.md), with the fake's writes on the wire the same. ``jitter_ms``
     spreads its answer times (``--delay-jitter-ms``).
     """
-    argv = [sys.executable, "-m", "tests.fake_upstream", "--port", str(port), "--delay-ms", str(delay_ms),
-            "--delay-jitter-ms", str(jitter_ms), "--http", "h11"]
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.fake_upstream",
+        "--port",
+        str(port),
+        "--delay-ms",
+        str(delay_ms),
+        "--delay-jitter-ms",
+        str(jitter_ms),
+        "--http",
+        "h11",
+    ]
     return ServerProcess("fake upstream", argv, workdir / "upstream.log")
 
 
@@ -306,17 +332,20 @@ def trustgate_config(port: int, upstream_port: int, workdir: Path) -> dict[str, 
 
 def litellm_proxy(executable: Path, port: int, upstream_port: int, workdir: Path) -> ServerProcess:
     """LiteLLM's proxy as a user would run it, minus the database (no DATABASE_URL: master key only)."""
-    config = write_yaml(workdir / "litellm.yaml", {
-        "model_list": model_list(upstream_port),
-        "general_settings": {"master_key": MASTER_KEY},
-    })
+    config = write_yaml(
+        workdir / "litellm.yaml",
+        {
+            "model_list": model_list(upstream_port),
+            "general_settings": {"master_key": MASTER_KEY},
+        },
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "VIRTUAL_ENV")}
     # Local price map (no fetch from GitHub at start-up); LITELLM_LOG=ERROR also sets
     # uvicorn's log level, which silences its access log, as --no-access-log does for TrustGate.
-    env.update(LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR", LITELLM_TELEMETRY="False",
-               DISABLE_ADMIN_UI="True")
-    argv = [str(executable), "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
-            "--num_workers", "1"]
+    env.update(
+        LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_LOG="ERROR", LITELLM_TELEMETRY="False", DISABLE_ADMIN_UI="True"
+    )
+    argv = [str(executable), "--config", str(config), "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"]
     return ServerProcess("litellm proxy", argv, workdir / "litellm.log", env=env)
 
 
@@ -334,8 +363,10 @@ def ensure_litellm_proxy() -> Path:
         base = shutil.which("python3.11") or sys.executable
         _run_checked([base, "-m", "venv", str(BENCH_VENV)], "creating .bench-venv")
     print(f"installing {LITELLM_SPEC} into {BENCH_VENV.name} (first run only) ...", flush=True)
-    _run_checked([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  LITELLM_SPEC], f"pip install '{LITELLM_SPEC}'")
+    _run_checked(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", LITELLM_SPEC],
+        f"pip install '{LITELLM_SPEC}'",
+    )
     if not executable.exists():
         raise BenchError(f"{executable} missing after installing {LITELLM_SPEC}")
     return executable
@@ -344,16 +375,21 @@ def ensure_litellm_proxy() -> Path:
 def _installed_litellm(python: Path) -> str | None:
     if not python.exists():
         return None
-    probe = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
-                           capture_output=True, text=True, check=False)
+    probe = subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('litellm'))"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return probe.stdout.strip() if probe.returncode == 0 else None
 
 
 def _run_checked(argv: Sequence[str], what: str) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        errors = [line for line in (done.stdout + done.stderr).splitlines()
-                  if not line.startswith("WARNING: Location")]  # the local index mirror's noise
+        errors = [
+            line for line in (done.stdout + done.stderr).splitlines() if not line.startswith("WARNING: Location")
+        ]  # the local index mirror's noise
         raise BenchError(f"{what} failed (exit {done.returncode}):\n" + "\n".join(errors[-40:]))
 
 
@@ -399,8 +435,14 @@ class LoadResult:
         for part in parts:
             for role, seconds in part.cpu.items():
                 cpu[role] = cpu.get(role, 0.0) + seconds
-        return cls(parts[0].target, parts[0].stream, sum(p.seconds for p in parts),
-                   [latency for p in parts for latency in p.latencies], sum(p.errors for p in parts), cpu)
+        return cls(
+            parts[0].target,
+            parts[0].stream,
+            sum(p.seconds for p in parts),
+            [latency for p in parts for latency in p.latencies],
+            sum(p.errors for p in parts),
+            cpu,
+        )
 
 
 @dataclass(frozen=True)
@@ -426,9 +468,12 @@ class Options:
     def one_round(self, first: bool) -> Options:
         """What one of ``rounds`` alternating phases measures: its share of the seconds, and a full
         warm-up only the first time (later rounds just open their connections again)."""
-        return dataclasses.replace(self, warmup=self.warmup if first else min(self.warmup, ROUND_WARMUP_SECONDS),
-                                   seconds=self.seconds / self.rounds,
-                                   stream_seconds=self.stream_seconds / self.rounds)
+        return dataclasses.replace(
+            self,
+            warmup=self.warmup if first else min(self.warmup, ROUND_WARMUP_SECONDS),
+            seconds=self.seconds / self.rounds,
+            stream_seconds=self.stream_seconds / self.rounds,
+        )
 
 
 Call = Callable[[aiohttp.ClientSession], Awaitable[bool]]
@@ -466,8 +511,7 @@ class Tally:
     errors: int = 0
 
 
-async def _worker(session: aiohttp.ClientSession, call: Call, deadline: float, tally: Tally,
-                  max_errors: int) -> None:
+async def _worker(session: aiohttp.ClientSession, call: Call, deadline: float, tally: Tally, max_errors: int) -> None:
     while (started := time.perf_counter()) < deadline and tally.errors < max_errors:
         try:
             ok = await call(session)
@@ -493,14 +537,12 @@ async def closed_loop(call: Call, concurrency: int, seconds: float) -> tuple[Tal
     async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
         begin = time.perf_counter()
         deadline = begin + seconds
-        await asyncio.gather(*(_worker(session, call, deadline, tally, max_errors=100)
-                               for _ in range(concurrency)))
+        await asyncio.gather(*(_worker(session, call, deadline, tally, max_errors=100) for _ in range(concurrency)))
         elapsed = time.perf_counter() - begin
     return tally, elapsed
 
 
-def measure(target: Target, *, stream: bool, options: Options,
-            processes: dict[str, ServerProcess]) -> LoadResult:
+def measure(target: Target, *, stream: bool, options: Options, processes: dict[str, ServerProcess]) -> LoadResult:
     """Warm up, then measure; CPU time counts the measured part only."""
     call = request_call(target, stream)
     seconds = options.stream_seconds if stream else options.seconds
@@ -514,9 +556,12 @@ def measure(target: Target, *, stream: bool, options: Options,
     result = LoadResult(target.name, stream, elapsed, tally.latencies, tally.errors, cpu)
     if not tally.latencies:
         raise BenchError(f"{target.name}: no successful request ({tally.errors} errors)")
-    print(f"  {target.name:<14} {'stream' if stream else 'plain ':<6} {result.throughput:7.1f} req/s  "
-          f"p50 {result.percentile_ms(0.5):6.1f} ms  p99 {result.percentile_ms(0.99):6.1f} ms  "
-          f"errors {tally.errors}  other programs {result.other_cores:.2f} cores", flush=True)
+    print(
+        f"  {target.name:<14} {'stream' if stream else 'plain ':<6} {result.throughput:7.1f} req/s  "
+        f"p50 {result.percentile_ms(0.5):6.1f} ms  p99 {result.percentile_ms(0.99):6.1f} ms  "
+        f"errors {tally.errors}  other programs {result.other_cores:.2f} cores",
+        flush=True,
+    )
     return result
 
 
@@ -536,8 +581,9 @@ class NoiseAllowance:
             self.seconds -= time.monotonic() - started
 
 
-def measure_phase(target: Target, *, stream: bool, options: Options, processes: dict[str, ServerProcess],
-                  allowance: NoiseAllowance) -> LoadResult:
+def measure_phase(
+    target: Target, *, stream: bool, options: Options, processes: dict[str, ServerProcess], allowance: NoiseAllowance
+) -> LoadResult:
     """One phase, guarded against other programs: wait for quiet first, measure again if disturbed."""
     with allowance.spending():
         busy = wait_for_quiet(min(QUIET_WAIT_SECONDS, max(allowance.seconds, 0.0)))
@@ -557,12 +603,12 @@ def measure_phase(target: Target, *, stream: bool, options: Options, processes: 
 def check_answers(target: Target) -> None:
     """One request of each kind before any load: a misconfigured target fails loudly, not as 0 req/s."""
     with httpx.Client(timeout=30.0) as client:
-        plain = client.post(f"{target.base_url}/v1/chat/completions", json=target.body(False),
-                            headers=target.headers)
+        plain = client.post(f"{target.base_url}/v1/chat/completions", json=target.body(False), headers=target.headers)
         if plain.status_code != 200 or "choices" not in plain.json():
             raise BenchError(f"{target.name}: {plain.status_code} {plain.text[:500]}")
-        with client.stream("POST", f"{target.base_url}/v1/chat/completions", json=target.body(True),
-                           headers=target.headers) as streamed:
+        with client.stream(
+            "POST", f"{target.base_url}/v1/chat/completions", json=target.body(True), headers=target.headers
+        ) as streamed:
             text = streamed.read().decode(errors="replace")
         if streamed.status_code != 200 or "[DONE]" not in text:
             raise BenchError(f"{target.name} stream: {streamed.status_code} {text[:500]}")
@@ -571,12 +617,15 @@ def check_answers(target: Target) -> None:
 # --------------------------------------------------------------------------- run
 
 
-def run_target(target: Target, options: Options, processes: dict[str, ServerProcess],
-               allowance: NoiseAllowance) -> list[LoadResult]:
+def run_target(
+    target: Target, options: Options, processes: dict[str, ServerProcess], allowance: NoiseAllowance
+) -> list[LoadResult]:
     check_answers(target)
     modes = [False, True] if options.stream_seconds > 0 else [False]
-    return [measure_phase(target, stream=stream, options=options, processes=processes, allowance=allowance)
-            for stream in modes]
+    return [
+        measure_phase(target, stream=stream, options=options, processes=processes, allowance=allowance)
+        for stream in modes
+    ]
 
 
 @dataclass(frozen=True)
@@ -587,8 +636,9 @@ class Measured:
     processes: dict[str, ServerProcess]
 
 
-def run_alternating(pair: Sequence[Measured], options: Options,
-                    allowance: NoiseAllowance) -> tuple[list[LoadResult], list[LoadResult]]:
+def run_alternating(
+    pair: Sequence[Measured], options: Options, allowance: NoiseAllowance
+) -> tuple[list[LoadResult], list[LoadResult]]:
     """Each mode in ``options.rounds`` rounds, every target once per round, the order reversed every
     other round; returns the combined results and every round's phases.
 
@@ -605,11 +655,20 @@ def run_alternating(pair: Sequence[Measured], options: Options,
             order = pair if index % 2 == 0 else list(reversed(pair))
             for measured in order:
                 print(f"  round {index + 1}/{options.rounds}", end="", flush=True)
-                phases.append(measure_phase(measured.target, stream=stream,
-                                            options=options.one_round(first=index == 0),
-                                            processes=measured.processes, allowance=allowance))
-    combined = [LoadResult.combined([p for p in phases if p.target == m.target.name and p.stream == stream])
-                for m in pair for stream in modes]
+                phases.append(
+                    measure_phase(
+                        measured.target,
+                        stream=stream,
+                        options=options.one_round(first=index == 0),
+                        processes=measured.processes,
+                        allowance=allowance,
+                    )
+                )
+    combined = [
+        LoadResult.combined([p for p in phases if p.target == m.target.name and p.stream == stream])
+        for m in pair
+        for stream in modes
+    ]
     return combined, phases
 
 
@@ -624,18 +683,27 @@ def run_all(options: Options, workdir: Path) -> tuple[list[LoadResult], list[Loa
     with running(upstream, f"http://127.0.0.1:{upstream_port}/v1/models", timeout=30):
         direct = Target("direct", f"http://127.0.0.1:{upstream_port}", UPSTREAM_KEY, WIRE_MODEL)
         port = free_port()
-        with running(trustgate_server(port, upstream_port, workdir),
-                     f"http://127.0.0.1:{port}/health/liveness", timeout=60) as gateway:
+        with running(
+            trustgate_server(port, upstream_port, workdir), f"http://127.0.0.1:{port}/health/liveness", timeout=60
+        ) as gateway:
             print("direct (baseline) and trustgate, alternating:", flush=True)
             target = Target("trustgate", f"http://127.0.0.1:{port}", MASTER_KEY, GROUP)
             combined, rounds = run_alternating(
-                [Measured(direct, {"upstream": upstream}),
-                 Measured(target, {"gateway": gateway, "upstream": upstream})], options, allowance)
+                [
+                    Measured(direct, {"upstream": upstream}),
+                    Measured(target, {"gateway": gateway, "upstream": upstream}),
+                ],
+                options,
+                allowance,
+            )
             results += combined
 
         port = free_port()
-        with running(litellm_proxy(litellm, port, upstream_port, workdir),
-                     f"http://127.0.0.1:{port}/health/liveliness", timeout=180) as gateway:
+        with running(
+            litellm_proxy(litellm, port, upstream_port, workdir),
+            f"http://127.0.0.1:{port}/health/liveliness",
+            timeout=180,
+        ) as gateway:
             print("litellm proxy:", flush=True)
             target = Target("litellm-proxy", f"http://127.0.0.1:{port}", MASTER_KEY, GROUP)
             results += run_target(target, options, {"gateway": gateway, "upstream": upstream}, allowance)
@@ -654,38 +722,61 @@ def _find(results: list[LoadResult], target: str, stream: bool) -> LoadResult | 
 
 
 def results_table(results: list[LoadResult]) -> str:
-    header = ("| target | mode | requests | errors | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms "
-              "| gateway CPU ms/req | upstream CPU ms/req | load-gen CPU ms/req | other programs (cores) |")
+    header = (
+        "| target | mode | requests | errors | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms "
+        "| gateway CPU ms/req | upstream CPU ms/req | load-gen CPU ms/req | other programs (cores) |"
+    )
     rows = [header, "|" + "---|" * header.count(" | ") + "---|"]
     for result in results:
         base = _find(results, "direct", result.stream)
-        added = [(result.percentile_ms(q) - base.percentile_ms(q)) if base and result is not base else math.nan
-                 for q in (0.5, 0.99)]
-        cells = [result.target, "stream" if result.stream else "non-stream", str(len(result.latencies)),
-                 str(result.errors), _fmt(result.throughput), _fmt(result.percentile_ms(0.5)),
-                 _fmt(result.percentile_ms(0.99)), _fmt(added[0]), _fmt(added[1]),
-                 _fmt(result.cpu_ms_per_request("gateway"), 2), _fmt(result.cpu_ms_per_request("upstream"), 2),
-                 _fmt(result.cpu_ms_per_request("loadgen"), 2), _fmt(result.other_cores, 2)]
+        added = [
+            (result.percentile_ms(q) - base.percentile_ms(q)) if base and result is not base else math.nan
+            for q in (0.5, 0.99)
+        ]
+        cells = [
+            result.target,
+            "stream" if result.stream else "non-stream",
+            str(len(result.latencies)),
+            str(result.errors),
+            _fmt(result.throughput),
+            _fmt(result.percentile_ms(0.5)),
+            _fmt(result.percentile_ms(0.99)),
+            _fmt(added[0]),
+            _fmt(added[1]),
+            _fmt(result.cpu_ms_per_request("gateway"), 2),
+            _fmt(result.cpu_ms_per_request("upstream"), 2),
+            _fmt(result.cpu_ms_per_request("loadgen"), 2),
+            _fmt(result.other_cores, 2),
+        ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
 def ratios_table(results: list[LoadResult]) -> str:
     """TrustGate relative to LiteLLM's proxy, against the issue's aim (≥3× throughput, ≤1/3 added latency)."""
-    rows = ["| mode | throughput ratio (aim ≥ 3) | added p50 ratio (aim ≤ 0.33) | added p99 ratio "
-            "| gateway CPU/req ratio |", "|---|---|---|---|---|"]
+    rows = [
+        "| mode | throughput ratio (aim ≥ 3) | added p50 ratio (aim ≤ 0.33) | added p99 ratio "
+        "| gateway CPU/req ratio |",
+        "|---|---|---|---|---|",
+    ]
     for stream in (False, True):
         ours, theirs, base = (_find(results, name, stream) for name in ("trustgate", "litellm-proxy", "direct"))
         if not (ours and theirs and base):
             continue
-        added = [(ours.percentile_ms(q) - base.percentile_ms(q)) / (theirs.percentile_ms(q) - base.percentile_ms(q))
-                 for q in (0.5, 0.99)]
+        added = [
+            (ours.percentile_ms(q) - base.percentile_ms(q)) / (theirs.percentile_ms(q) - base.percentile_ms(q))
+            for q in (0.5, 0.99)
+        ]
         throughput = ours.throughput / theirs.throughput
         cpu = ours.cpu_ms_per_request("gateway") / theirs.cpu_ms_per_request("gateway")
-        verdict = ["met" if throughput >= AIM_THROUGHPUT_RATIO else "missed",
-                   "met" if added[0] <= AIM_ADDED_LATENCY_RATIO else "missed"]
-        rows.append(f"| {'stream' if stream else 'non-stream'} | {throughput:.2f}× ({verdict[0]}) "
-                    f"| {added[0]:.3f} ({verdict[1]}) | {added[1]:.3f} | {cpu:.3f} |")
+        verdict = [
+            "met" if throughput >= AIM_THROUGHPUT_RATIO else "missed",
+            "met" if added[0] <= AIM_ADDED_LATENCY_RATIO else "missed",
+        ]
+        rows.append(
+            f"| {'stream' if stream else 'non-stream'} | {throughput:.2f}× ({verdict[0]}) "
+            f"| {added[0]:.3f} ({verdict[1]}) | {added[1]:.3f} | {cpu:.3f} |"
+        )
     return "\n".join(rows)
 
 
@@ -706,22 +797,28 @@ def rounds_table(phases: Sequence[LoadResult], target: str = "trustgate") -> str
 
 def machine_line() -> str:
     """When and on what a run was taken: the date, the CPUs and Python."""
-    return (f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
-            f"Python {platform.python_version()}")
+    return (
+        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
+        f"Python {platform.python_version()}"
+    )
 
 
 def load_line(options: Options, targets: str) -> str:
     """The load each target got; ``targets`` names those that alternate in the rounds."""
-    return (f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
-            f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target "
-            f"({targets} in {options.rounds} alternating rounds) · upstream delay {options.upstream_delay}")
+    return (
+        f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
+        f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target "
+        f"({targets} in {options.rounds} alternating rounds) · upstream delay {options.upstream_delay}"
+    )
 
 
 def environment(options: Options) -> str:
     loop = "uvloop" if _has_module("uvloop") else "asyncio"
-    return (f"{machine_line()} · TrustGate event loop: {loop} · "
-            f"LiteLLM proxy {LITELLM_VERSION} (uvicorn, 1 worker, no database) · "
-            f"{load_line(options, 'direct and TrustGate')}")
+    return (
+        f"{machine_line()} · TrustGate event loop: {loop} · "
+        f"LiteLLM proxy {LITELLM_VERSION} (uvicorn, 1 worker, no database) · "
+        f"{load_line(options, 'direct and TrustGate')}"
+    )
 
 
 def _has_module(name: str) -> bool:
@@ -752,7 +849,8 @@ def method(options: Options) -> str:
         "the figure that depends least on that sharing. *Other programs* is the CPU that processes "
         "outside the benchmark used during the phase (each phase waits for quiet first; one with more than "
         f"{NOISY_CORES:g} cores is measured again and the quieter of the two kept, within "
-        f"{options.noise_budget:g} s of extra time per run): above ~0.2 cores a row is noisy.")
+        f"{options.noise_budget:g} s of extra time per run): above ~0.2 cores a row is noisy."
+    )
 
 
 def headline_figures(results: list[LoadResult]) -> dict[str, float]:
@@ -767,27 +865,35 @@ def headline_figures(results: list[LoadResult]) -> dict[str, float]:
         figures[f"{mode}.throughput_vs_direct"] = ours.throughput / base.throughput
         figures[f"{mode}.gateway_cpu_ms_per_request"] = ours.cpu_ms_per_request("gateway")
         figures[f"{mode}.upstream_cpu_ms_per_request"] = base.cpu_ms_per_request("upstream")
-        figures[f"{mode}.gateway_cpu_vs_upstream"] = (figures[f"{mode}.gateway_cpu_ms_per_request"]
-                                                      / figures[f"{mode}.upstream_cpu_ms_per_request"])
+        figures[f"{mode}.gateway_cpu_vs_upstream"] = (
+            figures[f"{mode}.gateway_cpu_ms_per_request"] / figures[f"{mode}.upstream_cpu_ms_per_request"]
+        )
         for q, name in ((0.5, "added_p50_ms"), (0.99, "added_p99_ms")):
             figures[f"{mode}.{name}"] = ours.percentile_ms(q) - base.percentile_ms(q)
     return {name: value for name, value in figures.items() if not math.isnan(value)}
 
 
-def report(results: list[LoadResult], phases: list[LoadResult], options: Options,
-           committed: Mapping[str, float], figures: Mapping[str, float]) -> str:
-    return "\n\n".join([
-        f"Command: `{COMMAND}` (what `make bench` runs; `--help` lists its options).",
-        environment(options),
-        method(options),
-        results_table(results),
-        "Round by round (the spread is the noise of a ratio taken from a single pair of phases):",
-        rounds_table(phases),
-        "TrustGate relative to LiteLLM's proxy (the issue's aim: at least 3× the throughput and at most "
-        "1/3 of the added latency):",
-        ratios_table(results),
-        regressions.report(committed, figures),
-    ])
+def report(
+    results: list[LoadResult],
+    phases: list[LoadResult],
+    options: Options,
+    committed: Mapping[str, float],
+    figures: Mapping[str, float],
+) -> str:
+    return "\n\n".join(
+        [
+            f"Command: `{COMMAND}` (what `make bench` runs; `--help` lists its options).",
+            environment(options),
+            method(options),
+            results_table(results),
+            "Round by round (the spread is the noise of a ratio taken from a single pair of phases):",
+            rounds_table(phases),
+            "TrustGate relative to LiteLLM's proxy (the issue's aim: at least 3× the throughput and at most "
+            "1/3 of the added latency):",
+            ratios_table(results),
+            regressions.report(committed, figures),
+        ]
+    )
 
 
 def write_section(path: Path, body: str) -> None:
@@ -813,31 +919,61 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds of warm-up per target")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds, non-stream")
     parser.add_argument("--stream-seconds", type=float, default=10.0, help="measured seconds, stream (0: skip)")
-    parser.add_argument("--delay-ms", type=float, default=UPSTREAM_DELAY_MS,
-                        help="the fake upstream's mean answer time")
-    parser.add_argument("--delay-jitter-ms", type=float, default=UPSTREAM_JITTER_MS,
-                        help="each answer time drawn uniformly this far either side of --delay-ms (0: constant; "
-                             "a constant one keeps the closed loop's workers in lockstep, see BENCHMARKS.md)")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="alternating rounds of direct and TrustGate per mode, each a share of the seconds")
-    parser.add_argument("--noise-budget", type=float, default=90.0,
-                        help="seconds, in all, for waiting out other programs and re-measuring phases they disturbed")
+    parser.add_argument(
+        "--delay-ms", type=float, default=UPSTREAM_DELAY_MS, help="the fake upstream's mean answer time"
+    )
+    parser.add_argument(
+        "--delay-jitter-ms",
+        type=float,
+        default=UPSTREAM_JITTER_MS,
+        help="each answer time drawn uniformly this far either side of --delay-ms (0: constant; "
+        "a constant one keeps the closed loop's workers in lockstep, see BENCHMARKS.md)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="alternating rounds of direct and TrustGate per mode, each a share of the seconds",
+    )
+    parser.add_argument(
+        "--noise-budget",
+        type=float,
+        default=90.0,
+        help="seconds, in all, for waiting out other programs and re-measuring phases they disturbed",
+    )
 
 
 def load_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Options:
     """``add_load_options``' values as ``Options``; out-of-range ones end the program with the parser's error."""
-    if not (1 <= args.concurrency <= 1000 and 0 < args.seconds <= 600 and 0 <= args.stream_seconds <= 600
-            and 0 <= args.warmup <= 60 and 0 <= args.noise_budget <= 600 and 1 <= args.rounds <= 20
-            and 0 <= args.delay_jitter_ms <= args.delay_ms):
-        parser.error("out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget/--rounds"
-                     "/--delay-jitter-ms (at most --delay-ms)")
-    return Options(args.concurrency, args.warmup, args.seconds, args.stream_seconds, args.delay_ms,
-                   args.noise_budget, args.rounds, args.delay_jitter_ms)
+    if not (
+        1 <= args.concurrency <= 1000
+        and 0 < args.seconds <= 600
+        and 0 <= args.stream_seconds <= 600
+        and 0 <= args.warmup <= 60
+        and 0 <= args.noise_budget <= 600
+        and 1 <= args.rounds <= 20
+        and 0 <= args.delay_jitter_ms <= args.delay_ms
+    ):
+        parser.error(
+            "out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget/--rounds"
+            "/--delay-jitter-ms (at most --delay-ms)"
+        )
+    return Options(
+        args.concurrency,
+        args.warmup,
+        args.seconds,
+        args.stream_seconds,
+        args.delay_ms,
+        args.noise_budget,
+        args.rounds,
+        args.delay_jitter_ms,
+    )
 
 
 def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
-    parser = argparse.ArgumentParser(prog="python -m bench.gateway_load", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.gateway_load", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_load_options(parser)
     parser.add_argument("--output", type=Path, default=REPO / "BENCHMARKS.md")
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
@@ -876,8 +1012,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n" + text)
     if not args.no_write:
         write_section(args.output, text)
-        regressions.write_figures(figures, {"date": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
-                                            "command": COMMAND, "upstream": options.upstream_delay})
+        regressions.write_figures(
+            figures,
+            {
+                "date": f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+                "command": COMMAND,
+                "upstream": options.upstream_delay,
+            },
+        )
         print(f"\nwritten to {args.output} and {regressions.BASELINE.relative_to(REPO)}")
     return 0
 

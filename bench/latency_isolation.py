@@ -83,8 +83,12 @@ class Arrangement:
 
 
 # REDIS_CONFIG's gateway only queues; a `trustgate worker` scores (with a CPU worker)
-CONFIGS = {"child": Arrangement("child", 1), "inline": Arrangement("inline", 1),
-           "threads": Arrangement("inline", 0), "redis": Arrangement("child", 1)}
+CONFIGS = {
+    "child": Arrangement("child", 1),
+    "inline": Arrangement("inline", 1),
+    "threads": Arrangement("inline", 0),
+    "redis": Arrangement("child", 1),
+}
 DEFAULT_CONFIGS = "child,inline,redis"
 REDIS_CONFIG = "redis"
 TARGET_P99_RATIO = 1.2
@@ -104,8 +108,10 @@ def questions(count: int) -> list[bytes]:
             titles.setdefault(passage.title)
     if len(titles) < count:
         raise RuntimeError(f"the corpus has {len(titles)} titles, {count} wanted: lower --rate or --seconds")
-    return [orjson.dumps({"model": GROUP, "messages": [{"role": "user", "content": f"Tell me about {title}."}]})
-            for title in list(titles)[:count]]
+    return [
+        orjson.dumps({"model": GROUP, "messages": [{"role": "user", "content": f"Tell me about {title}."}]})
+        for title in list(titles)[:count]
+    ]
 
 
 def upstream(port: int, workdir: Path) -> ServerProcess:
@@ -114,8 +120,17 @@ def upstream(port: int, workdir: Path) -> ServerProcess:
     Uncut, it echoes each whole check prompt back with per-word log-probabilities
     (~370 tokens a reply), and parsing those would be most of the gateway's work.
     """
-    argv = [sys.executable, "-m", "tests.fake_upstream", "--port", str(port), "--delay-ms", str(UPSTREAM_DELAY_MS),
-            "--reply-words", str(REPLY_WORDS)]
+    argv = [
+        sys.executable,
+        "-m",
+        "tests.fake_upstream",
+        "--port",
+        str(port),
+        "--delay-ms",
+        str(UPSTREAM_DELAY_MS),
+        "--reply-words",
+        str(REPLY_WORDS),
+    ]
     return ServerProcess("fake upstream", argv, workdir / "upstream.log")
 
 
@@ -166,8 +181,11 @@ class Deployment:
 
     def helper_cpu(self) -> float:
         """CPU of the gateway's children (the CPU worker, Oxigraph) and of its helpers' process groups."""
-        return (group_cpu_seconds(self.gateway.pid) - process_cpu_seconds(self.gateway.pid)
-                + sum(group_cpu_seconds(helper.pid) for helper in self.helpers))
+        return (
+            group_cpu_seconds(self.gateway.pid)
+            - process_cpu_seconds(self.gateway.pid)
+            + sum(group_cpu_seconds(helper.pid) for helper in self.helpers)
+        )
 
     def all_cpu(self) -> float:
         return group_cpu_seconds(self.gateway.pid) + sum(group_cpu_seconds(helper.pid) for helper in self.helpers)
@@ -203,16 +221,28 @@ def run_phase(deployment: Deployment, mode: str, bodies: list[bytes], args: argp
     def delta(counts: Counts, status: str) -> float:
         return counts.jobs.get(status, 0.0) - before.jobs.get(status, 0.0)
 
-    phase = Phase(deployment.name, mode, len(bodies), args.seconds, latencies, scored=delta(loaded, "done"),
-                  done_total=delta(after, "done"), shed=delta(after, "shed"),
-                  scoring_calls=after.scoring_calls - before.scoring_calls,
-                  gateway_cpu=gateway_cpu, children_cpu=max(helpers_cpu, 0.0))
+    phase = Phase(
+        deployment.name,
+        mode,
+        len(bodies),
+        args.seconds,
+        latencies,
+        scored=delta(loaded, "done"),
+        done_total=delta(after, "done"),
+        shed=delta(after, "shed"),
+        scoring_calls=after.scoring_calls - before.scoring_calls,
+        gateway_cpu=gateway_cpu,
+        children_cpu=max(helpers_cpu, 0.0),
+    )
     # the fake upstream (and Redis) count as "other" too: a few % of a core at these rates
     phase.other_cores = max(machine_busy_seconds() - machine_before - ours, 0.0) / args.seconds
-    print(f"  {deployment.name:<8} {mode:<5} {len(latencies)}/{len(bodies)} ok  p50 {pct(latencies, 0.5):6.1f} ms  "
-          f"p99 {pct(latencies, 0.99):7.1f} ms  scored {phase.scored:.0f} (+{phase.done_total - phase.scored:.0f} "
-          f"in the drain)  shed {phase.shed:.0f}  gateway CPU {gateway_cpu:.1f} s  children "
-          f"{phase.children_cpu:.1f} s  other {phase.other_cores:.2f} cores", flush=True)
+    print(
+        f"  {deployment.name:<8} {mode:<5} {len(latencies)}/{len(bodies)} ok  p50 {pct(latencies, 0.5):6.1f} ms  "
+        f"p99 {pct(latencies, 0.99):7.1f} ms  scored {phase.scored:.0f} (+{phase.done_total - phase.scored:.0f} "
+        f"in the drain)  shed {phase.shed:.0f}  gateway CPU {gateway_cpu:.1f} s  children "
+        f"{phase.children_cpu:.1f} s  other {phase.other_cores:.2f} cores",
+        flush=True,
+    )
     return phase
 
 
@@ -224,36 +254,62 @@ def warm_up(deployment: Deployment, bodies: list[bytes], args: argparse.Namespac
     wait_drained(deployment.metrics, len(sent), before)
 
 
-def gateway_yaml(workdir: Path, upstream_port: int, port: int, name: str, arrangement: Arrangement,
-                 args: argparse.Namespace, redis_url: str | None) -> Path:
+def gateway_yaml(
+    workdir: Path,
+    upstream_port: int,
+    port: int,
+    name: str,
+    arrangement: Arrangement,
+    args: argparse.Namespace,
+    redis_url: str | None,
+) -> Path:
     queue: dict[str, object] = {"max_size": args.queue, "concurrency": 4}
     if redis_url is not None:
         queue.update(backend="redis", redis_url=redis_url)
-    return write_yaml(workdir / f"{name}.yaml", {
-        "model_list": model_list(upstream_port),
-        "general_settings": {"master_key": MASTER_KEY},
-        "trustgate": {
-            "server": {"host": "127.0.0.1", "port": port},
-            "scoring": {"data_dir": str(DATA_DIR), "mode": "async", "queue": queue, "worker": arrangement.worker,
-                        "cpu": {"processes": arrangement.processes, "nice": 10}, "consistency": {"seed": 1}},
-            "store": {"path": str(workdir / f"{name}.sqlite3")},
+    return write_yaml(
+        workdir / f"{name}.yaml",
+        {
+            "model_list": model_list(upstream_port),
+            "general_settings": {"master_key": MASTER_KEY},
+            "trustgate": {
+                "server": {"host": "127.0.0.1", "port": port},
+                "scoring": {
+                    "data_dir": str(DATA_DIR),
+                    "mode": "async",
+                    "queue": queue,
+                    "worker": arrangement.worker,
+                    "cpu": {"processes": arrangement.processes, "nice": 10},
+                    "consistency": {"seed": 1},
+                },
+                "store": {"path": str(workdir / f"{name}.sqlite3")},
+            },
         },
-    })
+    )
 
 
-def deploy(stack: contextlib.ExitStack, name: str, upstream_port: int, workdir: Path, args: argparse.Namespace,
-           redis_url: str | None) -> Deployment:
+def deploy(
+    stack: contextlib.ExitStack,
+    name: str,
+    upstream_port: int,
+    workdir: Path,
+    args: argparse.Namespace,
+    redis_url: str | None,
+) -> Deployment:
     """Start one configuration: the gateway, and for the Redis queue one ``trustgate worker`` beside it."""
     port = free_port()
     config = gateway_yaml(workdir, upstream_port, port, name, CONFIGS[name], args, redis_url)
-    server = stack.enter_context(running(gateway(config, name, workdir), f"http://127.0.0.1:{port}/health/liveness",
-                                         timeout=240))
+    server = stack.enter_context(
+        running(gateway(config, name, workdir), f"http://127.0.0.1:{port}/health/liveness", timeout=240)
+    )
     target = Target(name, f"http://127.0.0.1:{port}", MASTER_KEY, GROUP)
     metrics, helpers = [f"{target.base_url}/metrics"], []
     if redis_url is not None:
         metrics_port = free_port()
-        helper = ServerProcess(f"{name}-worker", [str(TRUSTGATE), "worker", "--config", str(config),
-                                                  "--metrics-port", str(metrics_port)], workdir / f"{name}-worker.log")
+        helper = ServerProcess(
+            f"{name}-worker",
+            [str(TRUSTGATE), "worker", "--config", str(config), "--metrics-port", str(metrics_port)],
+            workdir / f"{name}-worker.log",
+        )
         stack.callback(helper.stop)
         wait_started(helper.start())
         metrics.append(f"http://127.0.0.1:{metrics_port}/metrics")
@@ -273,39 +329,55 @@ class ScoringCost:
 def scoring_cost(scored_phase: Phase, off_phase: Phase) -> ScoringCost:
     per_request = off_phase.gateway_cpu / max(len(off_phase.latencies), 1)
     scored = max(scored_phase.done_total, 1.0)
-    return ScoringCost((scored_phase.gateway_cpu - per_request * len(scored_phase.latencies)) / scored,
-                       (scored_phase.children_cpu - off_phase.children_cpu) / scored,
-                       scored_phase.scoring_calls / scored)
+    return ScoringCost(
+        (scored_phase.gateway_cpu - per_request * len(scored_phase.latencies)) / scored,
+        (scored_phase.children_cpu - off_phase.children_cpu) / scored,
+        scored_phase.scoring_calls / scored,
+    )
 
 
 def report(phases: list[Phase], args: argparse.Namespace) -> str:
-    lines = [f"Command: `{COMMAND} --configs {args.configs}` (rate {args.rate:g}/s, {args.seconds:g} s phases, "
-             f"queue {args.queue}), "
-             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs", "",
-             "| scoring runs | scoring | requests ok | p50 ms | p99 ms | scored/s | shed | gateway CPU ms per request "
-             "| scoring's CPU ms per scored answer: gateway process | elsewhere | scoring calls per scored "
-             "answer | other programs (cores) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Command: `{COMMAND} --configs {args.configs}` (rate {args.rate:g}/s, {args.seconds:g} s phases, "
+        f"queue {args.queue}), "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs",
+        "",
+        "| scoring runs | scoring | requests ok | p50 ms | p99 ms | scored/s | shed | gateway CPU ms per request "
+        "| scoring's CPU ms per scored answer: gateway process | elsewhere | scoring calls per scored "
+        "answer | other programs (cores) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for index, phase in enumerate(phases):
         cost = ["", "", ""]
         if phase.mode == "async":
             spent = scoring_cost(phase, phases[index - 1])
-            cost = [f"{spent.gateway_cpu * 1000:.1f}", f"{max(spent.children_cpu, 0.0) * 1000:.1f}",
-                    f"{spent.calls:.2f}"]
+            cost = [
+                f"{spent.gateway_cpu * 1000:.1f}",
+                f"{max(spent.children_cpu, 0.0) * 1000:.1f}",
+                f"{spent.calls:.2f}",
+            ]
         per_request = 1000 * phase.gateway_cpu / max(len(phase.latencies), 1)
-        lines.append(f"| {phase.config} | {phase.mode} | {len(phase.latencies)}/{phase.sent} | "
-                     f"{pct(phase.latencies, 0.5):.1f} | {pct(phase.latencies, 0.99):.1f} | "
-                     f"{phase.scored / phase.seconds:.2f} | {phase.shed:.0f} | {per_request:.2f} | "
-                     f"{' | '.join(cost)} | {phase.other_cores:.2f} |")
-    lines += ["", f"User latency, both async phases against both off phases (target: p99 ratio ≤ {TARGET_P99_RATIO}):",
-              "", "| scoring runs | p50 off | p50 async | p99 off | p99 async | p99 ratio | target |",
-              "|---|---:|---:|---:|---:|---:|---|"]
+        lines.append(
+            f"| {phase.config} | {phase.mode} | {len(phase.latencies)}/{phase.sent} | "
+            f"{pct(phase.latencies, 0.5):.1f} | {pct(phase.latencies, 0.99):.1f} | "
+            f"{phase.scored / phase.seconds:.2f} | {phase.shed:.0f} | {per_request:.2f} | "
+            f"{' | '.join(cost)} | {phase.other_cores:.2f} |"
+        )
+    lines += [
+        "",
+        f"User latency, both async phases against both off phases (target: p99 ratio ≤ {TARGET_P99_RATIO}):",
+        "",
+        "| scoring runs | p50 off | p50 async | p99 off | p99 async | p99 ratio | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for config in dict.fromkeys(phase.config for phase in phases):
         off = [x for p in phases if p.config == config and p.mode == "off" for x in p.latencies]
         scored = [x for p in phases if p.config == config and p.mode == "async" for x in p.latencies]
         ratio = pct(scored, 0.99) / pct(off, 0.99)
-        lines.append(f"| {config} | {pct(off, 0.5):.1f} | {pct(scored, 0.5):.1f} | {pct(off, 0.99):.1f} | "
-                     f"{pct(scored, 0.99):.1f} | {ratio:.2f} | {'met' if ratio <= TARGET_P99_RATIO else 'not met'} |")
+        lines.append(
+            f"| {config} | {pct(off, 0.5):.1f} | {pct(scored, 0.5):.1f} | {pct(off, 0.99):.1f} | "
+            f"{pct(scored, 0.99):.1f} | {ratio:.2f} | {'met' if ratio <= TARGET_P99_RATIO else 'not met'} |"
+        )
     return "\n".join(lines)
 
 
@@ -314,8 +386,11 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=40.0, help="user requests per second, every phase")
     parser.add_argument("--seconds", type=float, default=30.0, help="length of each phase")
     parser.add_argument("--queue", type=int, default=64, help="the scoring queue's max_size")
-    parser.add_argument("--configs", default=DEFAULT_CONFIGS,
-                        help=f"comma-separated, in turn order, of {', '.join(CONFIGS)} (default: {DEFAULT_CONFIGS})")
+    parser.add_argument(
+        "--configs",
+        default=DEFAULT_CONFIGS,
+        help=f"comma-separated, in turn order, of {', '.join(CONFIGS)} (default: {DEFAULT_CONFIGS})",
+    )
     args = parser.parse_args()
     chosen = [name.strip() for name in args.configs.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in CONFIGS]
@@ -332,8 +407,10 @@ def main() -> int:
         stack.enter_context(running(upstream(upstream_port, workdir), f"http://127.0.0.1:{upstream_port}/v1/models"))
         redis_server = RedisServer(workdir).start()
         stack.callback(redis_server.stop)
-        deployments = [deploy(stack, name, upstream_port, workdir, args,
-                              redis_server.url if name == REDIS_CONFIG else None) for name in chosen]
+        deployments = [
+            deploy(stack, name, upstream_port, workdir, args, redis_server.url if name == REDIS_CONFIG else None)
+            for name in chosen
+        ]
         for deployment in deployments:
             warm_up(deployment, bodies[-WARM_UP_REQUESTS:], args)
         # Configurations take turns, so that whatever else the machine does falls on all alike.
@@ -341,7 +418,7 @@ def main() -> int:
             for deployment in deployments:
                 for mode_index, mode in enumerate(("off", "async")):
                     start = (2 * round_index + mode_index) * per_phase
-                    phases.append(run_phase(deployment, mode, bodies[start:start + per_phase], args))
+                    phases.append(run_phase(deployment, mode, bodies[start : start + per_phase], args))
     print()
     print(report(phases, args))
     return 0

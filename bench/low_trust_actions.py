@@ -69,16 +69,19 @@ def _config(upstream: str, store: Path, policy: dict[str, Any] | None) -> dict[s
     scoring: dict[str, Any] = {"mode": "sync", "sync_timeout": 30}
     if policy is not None:
         scoring["on_low_trust"] = policy
-    return {"model_list": [{"model_name": "cheap", "litellm_params": params},
-                           {"model_name": "strong", "litellm_params": params}],
-            "router_settings": {"num_retries": 0},
-            "general_settings": {"master_key": MASTER_KEY},
-            "trustgate": {"scoring": scoring, "store": {"path": str(store)}}}
+    return {
+        "model_list": [
+            {"model_name": "cheap", "litellm_params": params},
+            {"model_name": "strong", "litellm_params": params},
+        ],
+        "router_settings": {"num_retries": 0},
+        "general_settings": {"master_key": MASTER_KEY},
+        "trustgate": {"scoring": scoring, "store": {"path": str(store)}},
+    }
 
 
 @contextmanager
-def _gateway(upstream: str, store: Path, policy: dict[str, Any] | None,
-             scores: dict[str, float]) -> Iterator[str]:
+def _gateway(upstream: str, store: Path, policy: dict[str, Any] | None, scores: dict[str, float]) -> Iterator[str]:
     settings = settings_from_dict(_config(upstream, store, policy), {})
     app = create_app(settings, registry=CollectorRegistry(), scorers=[FixedScorer(scores)])
     server = ServerThread(app, **server_options(settings.trustgate.server)).start()
@@ -92,8 +95,11 @@ async def _stream_once(client: httpx.AsyncClient, url: str) -> tuple[float, floa
     """Seconds to the first body byte and to the last, for one streamed chat."""
     started = time.perf_counter()
     first = None
-    async with client.stream("POST", f"{url}/v1/chat/completions", json={
-            "model": "cheap", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}) as response:
+    async with client.stream(
+        "POST",
+        f"{url}/v1/chat/completions",
+        json={"model": "cheap", "stream": True, "messages": [{"role": "user", "content": QUESTION}]},
+    ) as response:
         response.raise_for_status()
         async for _ in response.aiter_bytes():
             first = first if first is not None else time.perf_counter() - started
@@ -102,8 +108,9 @@ async def _stream_once(client: httpx.AsyncClient, url: str) -> tuple[float, floa
 
 async def _unary_once(client: httpx.AsyncClient, url: str, expect_action: str | None) -> float:
     started = time.perf_counter()
-    response = await client.post(f"{url}/v1/chat/completions", json={
-        "model": "cheap", "messages": [{"role": "user", "content": QUESTION}]})
+    response = await client.post(
+        f"{url}/v1/chat/completions", json={"model": "cheap", "messages": [{"role": "user", "content": QUESTION}]}
+    )
     response.raise_for_status()
     if response.headers.get("x-trust-action") != expect_action:
         raise RuntimeError(f"expected x-trust-action {expect_action}, got {response.headers.get('x-trust-action')}")
@@ -116,8 +123,9 @@ def _summary(values: list[float]) -> tuple[float, float]:
 
 
 async def _measure(urls: dict[str, str], requests: int, warmup: int) -> dict[str, list[float]]:
-    results: dict[str, list[float]] = {name: [] for name in
-                                       ("pass_ttfb", "pass_total", "hold_ttfb", "hold_total", "plain", "escalated")}
+    results: dict[str, list[float]] = {
+        name: [] for name in ("pass_ttfb", "pass_total", "hold_ttfb", "hold_total", "plain", "escalated")
+    }
     headers = {"authorization": f"Bearer {MASTER_KEY}"}
     async with httpx.AsyncClient(headers=headers, timeout=60) as client:
         for round_number in range(warmup + requests):
@@ -127,8 +135,14 @@ async def _measure(urls: dict[str, str], requests: int, warmup: int) -> dict[str
             escalated = await _unary_once(client, urls["escalate"], "escalated")
             if round_number < warmup:
                 continue
-            for name, value in (("pass_ttfb", pass_ttfb), ("pass_total", pass_total), ("hold_ttfb", hold_ttfb),
-                                ("hold_total", hold_total), ("plain", plain), ("escalated", escalated)):
+            for name, value in (
+                ("pass_ttfb", pass_ttfb),
+                ("pass_total", pass_total),
+                ("hold_ttfb", hold_ttfb),
+                ("hold_total", hold_total),
+                ("plain", plain),
+                ("escalated", escalated),
+            ):
                 results[name].append(value)
     return results
 
@@ -138,33 +152,50 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--requests", type=int, default=200, help="measured rounds (each sends every kind once)")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--model-ms", type=float, default=50.0, help="the fake upstream's answer delay")
-    parser.add_argument("--token-ms", type=float, default=0.0,
-                        help="the fake upstream's pause after each streamed word (generation time)")
+    parser.add_argument(
+        "--token-ms",
+        type=float,
+        default=0.0,
+        help="the fake upstream's pause after each streamed word (generation time)",
+    )
     args = parser.parse_args(argv)
 
     fake = FakeUpstream(record=False, delay_ms=args.model_ms, token_ms=args.token_ms)
     low_then_high = {"cheap": 0.1, "strong": 0.9}
     with ServerThread(fake.app()) as upstream, TemporaryDirectory() as tmp:
         store = Path(tmp)
-        with _gateway(upstream.url, store / "pass.sqlite3", None, {"cheap": 0.9}) as pass_url, \
-                _gateway(upstream.url, store / "hold.sqlite3", {"action": "block", "streams": "hold"},
-                         {"cheap": 0.9}) as hold_url, \
-                _gateway(upstream.url, store / "plain.sqlite3", None, low_then_high) as plain_url, \
-                _gateway(upstream.url, store / "escalate.sqlite3", {"action": "escalate", "escalate_to": "strong"},
-                         low_then_high) as escalate_url:
-            results = asyncio.run(_measure({"pass": pass_url, "hold": hold_url, "plain_low": plain_url,
-                                            "escalate": escalate_url}, args.requests, args.warmup))
+        with (
+            _gateway(upstream.url, store / "pass.sqlite3", None, {"cheap": 0.9}) as pass_url,
+            _gateway(
+                upstream.url, store / "hold.sqlite3", {"action": "block", "streams": "hold"}, {"cheap": 0.9}
+            ) as hold_url,
+            _gateway(upstream.url, store / "plain.sqlite3", None, low_then_high) as plain_url,
+            _gateway(
+                upstream.url, store / "escalate.sqlite3", {"action": "escalate", "escalate_to": "strong"}, low_then_high
+            ) as escalate_url,
+        ):
+            results = asyncio.run(
+                _measure(
+                    {"pass": pass_url, "hold": hold_url, "plain_low": plain_url, "escalate": escalate_url},
+                    args.requests,
+                    args.warmup,
+                )
+            )
 
     print(f"`{COMMAND} --requests {args.requests} --model-ms {args.model_ms:g} --token-ms {args.token_ms:g}`\n")
     print("| measure | baseline median / p95 (ms) | policy median / p95 (ms) | ratio of medians |")
     print("|---|---|---|---|")
-    for label, base, policy in (("stream, time to first byte: hold vs pass", "pass_ttfb", "hold_ttfb"),
-                                ("stream, time to last byte: hold vs pass", "pass_total", "hold_total"),
-                                ("low answer: escalated vs no policy", "plain", "escalated")):
+    for label, base, policy in (
+        ("stream, time to first byte: hold vs pass", "pass_ttfb", "hold_ttfb"),
+        ("stream, time to last byte: hold vs pass", "pass_total", "hold_total"),
+        ("low answer: escalated vs no policy", "plain", "escalated"),
+    ):
         base_median, base_p95 = _summary(results[base])
         policy_median, policy_p95 = _summary(results[policy])
-        print(f"| {label} | {base_median * 1000:.1f} / {base_p95 * 1000:.1f} | "
-              f"{policy_median * 1000:.1f} / {policy_p95 * 1000:.1f} | {policy_median / base_median:.2f} |")
+        print(
+            f"| {label} | {base_median * 1000:.1f} / {base_p95 * 1000:.1f} | "
+            f"{policy_median * 1000:.1f} / {policy_p95 * 1000:.1f} | {policy_median / base_median:.2f} |"
+        )
 
 
 if __name__ == "__main__":

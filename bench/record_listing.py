@@ -52,27 +52,66 @@ LISTINGS: list[tuple[str, str, dict[str, Any]]] = [
 def realistic_record(i: int, now: float, count: int) -> TrustRecord:
     """A record shaped as the real scorers write one (tests/e2e/test_trust_scores.py shows the real thing)."""
     consistent = i % 3 != 0
-    checks = [{"options": [f"Option {k} for answer {i}: a sentence the size of a real answer." for k in range(4)]
-               + ["None of the above."], "original": "B", "chosen": "B" if consistent else "C",
-               "consistent": consistent, "original_probability": None, "reply": "B" if consistent else "C"}
-              for _ in range(3)]
-    evidence = [{"id": f"wikipedia:Page{i}-{k}", "title": f"Page {k}", "score": 20.0 - k,
-                 "snippet": "A passage of evidence text, kept to three hundred characters in the record. " * 4}
-                for k in range(10)]
+    checks = [
+        {
+            "options": [f"Option {k} for answer {i}: a sentence the size of a real answer." for k in range(4)]
+            + ["None of the above."],
+            "original": "B",
+            "chosen": "B" if consistent else "C",
+            "consistent": consistent,
+            "original_probability": None,
+            "reply": "B" if consistent else "C",
+        }
+        for _ in range(3)
+    ]
+    evidence = [
+        {
+            "id": f"wikipedia:Page{i}-{k}",
+            "title": f"Page {k}",
+            "score": 20.0 - k,
+            "snippet": "A passage of evidence text, kept to three hundred characters in the record. " * 4,
+        }
+        for k in range(10)
+    ]
     score = 0.9 if consistent else 0.1
     return TrustRecord(
-        id=f"trust-{i:08d}", status="done", model=f"model-{i % 4}", owner=KEYS[i % 2]["name"],
-        score=score, label="trusted" if consistent else "untrusted", created_at=now - 86_000 * (count - i) / count,
-        question=f"Question number {i}: what is the capital of somewhere?", answer="An answer of one sentence.",
+        id=f"trust-{i:08d}",
+        status="done",
+        model=f"model-{i % 4}",
+        owner=KEYS[i % 2]["name"],
+        score=score,
+        label="trusted" if consistent else "untrusted",
+        created_at=now - 86_000 * (count - i) / count,
+        question=f"Question number {i}: what is the capital of somewhere?",
+        answer="An answer of one sentence.",
         components={
-            "bc": ComponentResult(component="bc", value=1.0 if consistent else 0.0, upstream_calls=3,
-                                  details={"mode": "adaptive", "graded": 1.0 if consistent else 0.0,
-                                           "stop_reason": "settled", "checks": checks}),
-            "fc": ComponentResult(component="fc", value=score, label="support", upstream_calls=1,
-                                  details={"query": "q", "judge": "llm", "label": "support", "evidence": evidence,
-                                           "label_probs": {"support": 1.0, "neutral": 0.0, "contradict": 0.0}}),
+            "bc": ComponentResult(
+                component="bc",
+                value=1.0 if consistent else 0.0,
+                upstream_calls=3,
+                details={
+                    "mode": "adaptive",
+                    "graded": 1.0 if consistent else 0.0,
+                    "stop_reason": "settled",
+                    "checks": checks,
+                },
+            ),
+            "fc": ComponentResult(
+                component="fc",
+                value=score,
+                label="support",
+                upstream_calls=1,
+                details={
+                    "query": "q",
+                    "judge": "llm",
+                    "label": "support",
+                    "evidence": evidence,
+                    "label_probs": {"support": 1.0, "neutral": 0.0, "contradict": 0.0},
+                },
+            ),
             "ov": ComponentResult(component="ov", value=score, details={"source": "bc+fc", "table3": score}),
-        })
+        },
+    )
 
 
 async def fill(store: SqliteRecordStore | RedisRecordStore, count: int) -> None:
@@ -110,8 +149,10 @@ def measure(store_name: str, config: dict[str, Any]) -> list[str]:
             seen, timings = walk(server.url, key, params)
             ms = sorted(t * 1000 for t in timings)
             p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
-            rows.append(f"| {store_name} | {name} | {seen} | {len(ms)} | {statistics.median(ms):.1f} | {p95:.1f} "
-                        f"| {ms[-1]:.1f} |")
+            rows.append(
+                f"| {store_name} | {name} | {seen} | {len(ms)} | {statistics.median(ms):.1f} | {p95:.1f} "
+                f"| {ms[-1]:.1f} |"
+            )
         rows.append(f"| {store_name} | summary, 24 h | all | 1 | {summary_seconds(server.url) * 1000:.1f} | | |")
     return rows
 
@@ -120,9 +161,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=10_000)
     options = parser.parse_args()
-    base: dict[str, Any] = {"model_list": [{"model_name": "model-0", "litellm_params": {
-        "model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:9/v1", "api_key": "unused"}}],
-        "general_settings": {"master_key": MASTER}}
+    base: dict[str, Any] = {
+        "model_list": [
+            {
+                "model_name": "model-0",
+                "litellm_params": {
+                    "model": "openai/gpt-4o-mini",
+                    "api_base": "http://127.0.0.1:9/v1",
+                    "api_key": "unused",
+                },
+            }
+        ],
+        "general_settings": {"master_key": MASTER},
+    }
     rows = ["| store | listing | records | pages | median ms/page | p95 | max |", "|---|---|---:|---:|---:|---:|---:|"]
     with tempfile.TemporaryDirectory() as workdir:
         path = Path(workdir) / "records.sqlite3"
@@ -138,14 +189,23 @@ def main() -> None:
 
         redis_server = RedisServer(Path(workdir)).start()
         try:
+
             async def fill_redis() -> None:
                 redis = Redis.from_url(redis_server.url, decode_responses=True)
                 await fill(RedisRecordStore(redis, prefix="trustgate", ttl_s=7 * 86400), options.records)
                 await redis.aclose()
 
             asyncio.run(fill_redis())
-            rows += measure("redis", {**base, "trustgate": {"keys": KEYS, "scoring": {"queue": {
-                "backend": "redis", "redis_url": redis_server.url}}}})
+            rows += measure(
+                "redis",
+                {
+                    **base,
+                    "trustgate": {
+                        "keys": KEYS,
+                        "scoring": {"queue": {"backend": "redis", "redis_url": redis_server.url}},
+                    },
+                },
+            )
         finally:
             redis_server.stop()
     print(f"{options.records} records, {os.cpu_count()} CPUs, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")

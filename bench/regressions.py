@@ -27,8 +27,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["BASELINE", "FIGURES", "REFERENCES", "TOLERANCE", "Change", "committed_figures", "compare", "report",
-           "write_figures"]
+__all__ = [
+    "BASELINE",
+    "FIGURES",
+    "REFERENCES",
+    "TOLERANCE",
+    "Change",
+    "committed_figures",
+    "compare",
+    "report",
+    "write_figures",
+]
 
 TOLERANCE = 0.10  # a figure this much worse than its committed value is reported
 
@@ -38,8 +47,12 @@ Better = Literal["higher", "lower"]
 
 _MODES = ("non-stream", "stream")
 _PER_MODE: tuple[tuple[str, Better], ...] = (
-    ("throughput_vs_direct", "higher"), ("gateway_cpu_ms_per_request", "lower"), ("gateway_cpu_vs_upstream", "lower"),
-    ("added_p50_ms", "lower"), ("added_p99_ms", "lower"))
+    ("throughput_vs_direct", "higher"),
+    ("gateway_cpu_ms_per_request", "lower"),
+    ("gateway_cpu_vs_upstream", "lower"),
+    ("added_p50_ms", "lower"),
+    ("added_p99_ms", "lower"),
+)
 # The figures compared, and which way is better: TrustGate's, per mode (direct and LiteLLM are references).
 FIGURES: dict[str, Better] = {f"{mode}.{name}": better for mode in _MODES for name, better in _PER_MODE}
 # Judged on any machine: relative to the same run's fake upstream, whose work is the same in every run.
@@ -86,16 +99,27 @@ def compare(committed: Mapping[str, float], measured: Mapping[str, float]) -> li
     On another machine (``machine_change``) only the machine-relative figures are judged.
     """
     same_machine = machine_change(committed, measured) is None
-    return [Change(name, committed[name], measured[name], _worsening(committed[name], measured[name], better),
-                   judged=same_machine or name in MACHINE_RELATIVE)
-            for name, better in FIGURES.items() if name in committed and name in measured]
+    return [
+        Change(
+            name,
+            committed[name],
+            measured[name],
+            _worsening(committed[name], measured[name], better),
+            judged=same_machine or name in MACHINE_RELATIVE,
+        )
+        for name, better in FIGURES.items()
+        if name in committed and name in measured
+    ]
 
 
 def machine_change(committed: Mapping[str, float], measured: Mapping[str, float]) -> tuple[str, float] | None:
     """The reference that moved most, and by what factor, where one moved by more than ``TOLERANCE``; else None
     (also where the committed run recorded none)."""
-    factors = [(name, measured[name] / committed[name]) for name in REFERENCES
-               if committed.get(name, 0) > 0 and measured.get(name, 0) > 0]
+    factors = [
+        (name, measured[name] / committed[name])
+        for name in REFERENCES
+        if committed.get(name, 0) > 0 and measured.get(name, 0) > 0
+    ]
     if not factors:
         return None
     name, factor = max(factors, key=lambda item: abs(item[1] - 1))
@@ -107,19 +131,29 @@ def report(committed: Mapping[str, float], measured: Mapping[str, float]) -> str
     whether the two runs had different machines."""
     changes = compare(committed, measured)
     if not changes:
-        return ("No committed figures taken against the same upstream to compare with (bench/gateway_load.json): "
-                "this run becomes the baseline.")
+        return (
+            "No committed figures taken against the same upstream to compare with (bench/gateway_load.json): "
+            "this run becomes the baseline."
+        )
     worse = [c.name for c in changes if c.worse]
-    verdict = (f"**Worse by more than {TOLERANCE:.0%}: {', '.join(worse)}.**" if worse
-               else f"Nothing got worse by more than {TOLERANCE:.0%}.")
+    verdict = (
+        f"**Worse by more than {TOLERANCE:.0%}: {', '.join(worse)}.**"
+        if worse
+        else f"Nothing got worse by more than {TOLERANCE:.0%}."
+    )
     if (moved := machine_change(committed, measured)) is not None:
         name, factor = moved
-        verdict += (f" The direct phase's fake upstream took {factor:.2f}× its committed CPU per request "
-                    f"({name}): another machine, or a busier one. Only the figures relative to it are judged; "
-                    "the others are shown, marked *other machine*.")
+        verdict += (
+            f" The direct phase's fake upstream took {factor:.2f}× its committed CPU per request "
+            f"({name}): another machine, or a busier one. Only the figures relative to it are judged; "
+            "the others are shown, marked *other machine*."
+        )
     rows = ["| figure | last committed | this run | change (positive: worse) | |", "|---|---|---|---|---|"]
-    rows += [f"| {c.name} | {c.before:.3f} | {c.after:.3f} | {c.change:+.1%} | "
-             f"{'**worse**' if c.worse else '' if c.judged else '*other machine*'} |" for c in changes]
+    rows += [
+        f"| {c.name} | {c.before:.3f} | {c.after:.3f} | {c.change:+.1%} | "
+        f"{'**worse**' if c.worse else '' if c.judged else '*other machine*'} |"
+        for c in changes
+    ]
     return f"Against the last committed figures (`bench/gateway_load.json`): {verdict}\n\n" + "\n".join(rows)
 
 
@@ -134,8 +168,14 @@ def committed_figures(path: Path = BASELINE, *, upstream: str) -> dict[str, floa
     """
     text: str | None = None
     try:
-        shown = subprocess.run(["git", "show", f"HEAD:{path.relative_to(path.parent.parent).as_posix()}"],
-                               cwd=path.parent, capture_output=True, text=True, timeout=30, check=False)
+        shown = subprocess.run(
+            ["git", "show", f"HEAD:{path.relative_to(path.parent.parent).as_posix()}"],
+            cwd=path.parent,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         if shown.returncode == 0:
             text = shown.stdout
     except (OSError, ValueError, subprocess.SubprocessError):

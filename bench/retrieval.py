@@ -46,54 +46,115 @@ from scoring.settings import ScoringSettings
 # (question, answer, the Wikipedia article that states it, a string the evidence must contain)
 FACTS = [
     ("What is the capital of France?", "Paris is the capital of France.", "Paris", "Paris"),
-    ("Who developed the theory of relativity?", "Albert Einstein developed the theory of relativity.",
-     "Albert Einstein", "Einstein"),
-    ("What is the highest mountain on Earth?", "Mount Everest is the highest mountain on Earth.", "Mount Everest",
-     "Everest"),
-    ("Who directed 2001: A Space Odyssey?", "Stanley Kubrick directed 2001: A Space Odyssey.",
-     "2001: A Space Odyssey", "Kubrick"),
-    ("With whom did Marie Curie share the 1903 Nobel Prize in Physics?",
-     "Marie Curie shared the 1903 Nobel Prize in Physics with her husband Pierre Curie.", "Marie Curie", "Pierre"),
-    ("What is the only natural satellite of Earth?", "The Moon is the only natural satellite of Earth.", "Moon",
-     "Moon"),
-    ("Who painted A Sunday Afternoon on the Island of La Grande Jatte?",
-     "Georges Seurat painted A Sunday Afternoon on the Island of La Grande Jatte.",
-     "A Sunday Afternoon on the Island of La Grande Jatte", "Seurat"),
+    (
+        "Who developed the theory of relativity?",
+        "Albert Einstein developed the theory of relativity.",
+        "Albert Einstein",
+        "Einstein",
+    ),
+    (
+        "What is the highest mountain on Earth?",
+        "Mount Everest is the highest mountain on Earth.",
+        "Mount Everest",
+        "Everest",
+    ),
+    (
+        "Who directed 2001: A Space Odyssey?",
+        "Stanley Kubrick directed 2001: A Space Odyssey.",
+        "2001: A Space Odyssey",
+        "Kubrick",
+    ),
+    (
+        "With whom did Marie Curie share the 1903 Nobel Prize in Physics?",
+        "Marie Curie shared the 1903 Nobel Prize in Physics with her husband Pierre Curie.",
+        "Marie Curie",
+        "Pierre",
+    ),
+    (
+        "What is the only natural satellite of Earth?",
+        "The Moon is the only natural satellite of Earth.",
+        "Moon",
+        "Moon",
+    ),
+    (
+        "Who painted A Sunday Afternoon on the Island of La Grande Jatte?",
+        "Georges Seurat painted A Sunday Afternoon on the Island of La Grande Jatte.",
+        "A Sunday Afternoon on the Island of La Grande Jatte",
+        "Seurat",
+    ),
     ("Who wrote Hamlet?", "William Shakespeare wrote Hamlet.", "Hamlet", "Shakespeare"),
-    ("What is the largest planet in the Solar System?", "Jupiter is the largest planet in the Solar System.",
-     "Jupiter", "Jupiter"),
-    ("Who was the first president of the United States?",
-     "George Washington was the first president of the United States.", "George Washington", "Washington"),
+    (
+        "What is the largest planet in the Solar System?",
+        "Jupiter is the largest planet in the Solar System.",
+        "Jupiter",
+        "Jupiter",
+    ),
+    (
+        "Who was the first president of the United States?",
+        "George Washington was the first president of the United States.",
+        "George Washington",
+        "Washington",
+    ),
     ("What is the chemical symbol of gold?", "The chemical symbol of gold is Au.", "Gold", "Au"),
     ("Which river flows through Cairo?", "The Nile flows through Cairo.", "Nile", "Cairo"),
-    ("Who composed the Ninth Symphony with the Ode to Joy?", "Ludwig van Beethoven composed it.",
-     "Symphony No. 9 (Beethoven)", "Beethoven"),
+    (
+        "Who composed the Ninth Symphony with the Ode to Joy?",
+        "Ludwig van Beethoven composed it.",
+        "Symphony No. 9 (Beethoven)",
+        "Beethoven",
+    ),
     ("In which year did World War II end?", "World War II ended in 1945.", "World War II", "1945"),
-    ("What is the largest ocean on Earth?", "The Pacific Ocean is the largest ocean on Earth.", "Pacific Ocean",
-     "Pacific"),
-    ("Who proposed the theory of evolution by natural selection?",
-     "Charles Darwin proposed the theory of evolution by natural selection.", "Charles Darwin", "Darwin"),
+    (
+        "What is the largest ocean on Earth?",
+        "The Pacific Ocean is the largest ocean on Earth.",
+        "Pacific Ocean",
+        "Pacific",
+    ),
+    (
+        "Who proposed the theory of evolution by natural selection?",
+        "Charles Darwin proposed the theory of evolution by natural selection.",
+        "Charles Darwin",
+        "Darwin",
+    ),
     ("What is the capital of Japan?", "Tokyo is the capital of Japan.", "Tokyo", "Tokyo"),
     ("Who discovered penicillin?", "Alexander Fleming discovered penicillin.", "Alexander Fleming", "Fleming"),
     ("Which element has atomic number 1?", "Hydrogen has atomic number 1.", "Hydrogen", "Hydrogen"),
     ("Who wrote War and Peace?", "Leo Tolstoy wrote War and Peace.", "War and Peace", "Tolstoy"),
-    ("What is the longest river in South America?", "The Amazon River is the longest river in South America.",
-     "Amazon River", "Amazon"),
-    ("Who was the first person to walk on the Moon?", "Neil Armstrong was the first person to walk on the Moon.",
-     "Neil Armstrong", "Armstrong"),
-    ("What currency is used in most of the European Union?", "The euro is the currency of most of the EU.",
-     "Euro", "euro"),
-    ("Who invented the telephone?", "Alexander Graham Bell invented the telephone.", "Alexander Graham Bell",
-     "Bell"),
+    (
+        "What is the longest river in South America?",
+        "The Amazon River is the longest river in South America.",
+        "Amazon River",
+        "Amazon",
+    ),
+    (
+        "Who was the first person to walk on the Moon?",
+        "Neil Armstrong was the first person to walk on the Moon.",
+        "Neil Armstrong",
+        "Armstrong",
+    ),
+    (
+        "What currency is used in most of the European Union?",
+        "The euro is the currency of most of the EU.",
+        "Euro",
+        "euro",
+    ),
+    ("Who invented the telephone?", "Alexander Graham Bell invented the telephone.", "Alexander Graham Bell", "Bell"),
     ("What is the capital of Australia?", "Canberra is the capital of Australia.", "Australia", "Canberra"),
     ("Who painted the Mona Lisa?", "Leonardo da Vinci painted the Mona Lisa.", "Mona Lisa", "Leonardo"),
-    ("Which gas do plants absorb for photosynthesis?", "Plants absorb carbon dioxide for photosynthesis.",
-     "Photosynthesis", "carbon dioxide"),
-    ("Who founded Microsoft with Paul Allen?", "Bill Gates founded Microsoft with Paul Allen.", "Microsoft",
-     "Gates"),
+    (
+        "Which gas do plants absorb for photosynthesis?",
+        "Plants absorb carbon dioxide for photosynthesis.",
+        "Photosynthesis",
+        "carbon dioxide",
+    ),
+    ("Who founded Microsoft with Paul Allen?", "Bill Gates founded Microsoft with Paul Allen.", "Microsoft", "Gates"),
     ("What is the smallest prime number?", "The smallest prime number is 2.", "Prime number", "2"),
-    ("Who wrote the Communist Manifesto with Friedrich Engels?",
-     "Karl Marx wrote The Communist Manifesto with Friedrich Engels.", "The Communist Manifesto", "Marx"),
+    (
+        "Who wrote the Communist Manifesto with Friedrich Engels?",
+        "Karl Marx wrote The Communist Manifesto with Friedrich Engels.",
+        "The Communist Manifesto",
+        "Marx",
+    ),
 ]
 
 
@@ -142,11 +203,11 @@ def synthetic_passages(store: PassageStore, count: int, seed: int) -> Iterator[P
     rng = np.random.default_rng(seed)
     sizes = rng.choice(np.array(lengths), size=count)
     for start in range(0, count, 10_000):
-        block = sizes[start:start + 10_000]
+        block = sizes[start : start + 10_000]
         drawn = rng.choice(len(words), size=int(block.sum()), p=weights / weights.sum())
         offset = 0
         for number, size in enumerate(block, start=start):
-            text = " ".join(words[i] for i in drawn[offset:offset + size])
+            text = " ".join(words[i] for i in drawn[offset : offset + size])
             offset += size
             yield Passage(f"synthetic:{number}", "", text)
 
@@ -187,8 +248,9 @@ def quality(index: EvidenceIndex) -> None:
         for k in found:
             top = hits[:k]
             found[k][0] += any(hit.id.split("#")[0] == f"wikipedia:{title}" for hit in top)
-            found[k][1] += any(key in hit.text and question_words & set(tokenize(f"{hit.title} {hit.text}"))
-                               for hit in top)
+            found[k][1] += any(
+                key in hit.text and question_words & set(tokenize(f"{hit.title} {hit.text}")) for hit in top
+            )
     print(f"\nRetrieval quality on the default index ({len(FACTS)} known facts)\n")
     print("| top k | article that states the answer retrieved | a passage contains the answer |")
     print("|---:|---:|---:|")
@@ -204,15 +266,19 @@ def print_header() -> None:
 
 def print_row(row: Row) -> None:
     latencies = row.latencies_ms
-    print(f"| {row.corpus} | {row.passages:,} | {row.engine} | {row.build_s:.1f} | {len(latencies)} | "
-          f"{percentile(latencies, 0.5):.2f} | {percentile(latencies, 0.99):.2f} | "
-          f"{statistics.fmean(latencies):.2f} |", flush=True)
+    print(
+        f"| {row.corpus} | {row.passages:,} | {row.engine} | {row.build_s:.1f} | {len(latencies)} | "
+        f"{percentile(latencies, 0.5):.2f} | {percentile(latencies, 0.99):.2f} | "
+        f"{statistics.fmean(latencies):.2f} |",
+        flush=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000],
-                        help="synthetic corpus sizes (passages)")
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", default=[100_000, 1_000_000], help="synthetic corpus sizes (passages)"
+    )
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--slow-queries", type=int, default=20, help="rank-bm25's queries above 200k passages")
     parser.add_argument("--seed", type=int, default=7)

@@ -49,7 +49,7 @@ def with_default_rule(item: Item) -> Item:
     if item.bc_checks is None:
         return item
     first = item.bc_checks[:FIRST_CHECKS]
-    asked = first if len(set(first)) == 1 else item.bc_checks[:FIRST_CHECKS + 1]
+    asked = first if len(set(first)) == 1 else item.bc_checks[: FIRST_CHECKS + 1]
     return dataclasses.replace(item, values={**item.values, "bc": sum(asked) / len(asked)})
 
 
@@ -89,11 +89,17 @@ class Figures:
     difference: dict[str, dict[str, float] | None]  # each skip variant's AUROC less "always", paired bootstrap
 
     def row(self) -> str:
-        cells = [f"{self.auroc[v]:.3f} ({d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}])"
-                 if (d := self.difference[v]) else f"{self.auroc[v]:.3f}" for v in VARIANTS[1:]]
-        return (f"| {self.set} | {self.answers} ({self.right}) | {self.skipped} ({self.skipped_right}), "
-                f"{self.skipped / self.answers:.0%} | {self.calls_always:.2f} -> {self.calls_skip:.2f} | "
-                f"{self.auroc['always']:.3f} | {cells[0]} | {cells[1]} |")
+        cells = [
+            f"{self.auroc[v]:.3f} ({d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}])"
+            if (d := self.difference[v])
+            else f"{self.auroc[v]:.3f}"
+            for v in VARIANTS[1:]
+        ]
+        return (
+            f"| {self.set} | {self.answers} ({self.right}) | {self.skipped} ({self.skipped_right}), "
+            f"{self.skipped / self.answers:.0%} | {self.calls_always:.2f} -> {self.calls_skip:.2f} | "
+            f"{self.auroc['always']:.3f} | {cells[0]} | {cells[1]} |"
+        )
 
 
 def measure(name: str, items: Sequence[Item]) -> Figures:
@@ -102,11 +108,17 @@ def measure(name: str, items: Sequence[Item]) -> Figures:
     found = {variant: scores(items, variant) for variant in VARIANTS}
     spared = [i for i in items if skipped(i)]
     calls = sum(bc_calls(i) + 1 + SC_SAMPLES for i in items) / len(items)
-    return Figures(name, len(items), sum(labels), len(spared), sum(i.label for i in spared), calls,
-                   calls - SC_SAMPLES * len(spared) / len(items),
-                   {variant: auroc(found[variant], labels) for variant in VARIANTS},
-                   {variant: paired_difference(found[variant], found["always"], items)
-                    for variant in VARIANTS[1:]})
+    return Figures(
+        name,
+        len(items),
+        sum(labels),
+        len(spared),
+        sum(i.label for i in spared),
+        calls,
+        calls - SC_SAMPLES * len(spared) / len(items),
+        {variant: auroc(found[variant], labels) for variant in VARIANTS},
+        {variant: paired_difference(found[variant], found["always"], items) for variant in VARIANTS[1:]},
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -122,8 +134,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     sets["capable, wide lp"] = capable_model(CAPABLE_ANSWERS, SEED + 1, WIDE_LP)
     sets[f"capable, {LARGE_ANSWERS} answers"] = capable_model(LARGE_ANSWERS, SEED + 2)
     results = [measure(name, items) for name, items in sets.items()]
-    print("| set | answers (right) | sc skipped (right) | calls/answer | AUROC always | skipped absent | "
-          "skipped = 1.0 |\n|---|---|---|---|---|---|---|")
+    print(
+        "| set | answers (right) | sc skipped (right) | calls/answer | AUROC always | skipped absent | "
+        "skipped = 1.0 |\n|---|---|---|---|---|---|---|"
+    )
     for figures in results:
         print(figures.row())
     if args.json is not None:

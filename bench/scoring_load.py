@@ -57,16 +57,18 @@ TRUSTGATE = Path(sys.executable).with_name("trustgate")
 
 
 def gateway_config(workdir: Path, upstream_port: int, port: int, queue: dict[str, object], name: str) -> Path:
-    return write_yaml(workdir / f"{name}.yaml", {
-        "model_list": model_list(upstream_port),
-        "general_settings": {"master_key": MASTER_KEY},
-        "trustgate": {
-            "server": {"host": "127.0.0.1", "port": port},
-            "scoring": {"data_dir": str(DATA_DIR), "mode": "async", "queue": queue,
-                        "consistency": {"seed": 1}},
-            "store": {"path": str(workdir / f"{name}.sqlite3")},
+    return write_yaml(
+        workdir / f"{name}.yaml",
+        {
+            "model_list": model_list(upstream_port),
+            "general_settings": {"master_key": MASTER_KEY},
+            "trustgate": {
+                "server": {"host": "127.0.0.1", "port": port},
+                "scoring": {"data_dir": str(DATA_DIR), "mode": "async", "queue": queue, "consistency": {"seed": 1}},
+                "store": {"path": str(workdir / f"{name}.sqlite3")},
+            },
         },
-    })
+    )
 
 
 def gateway(config: Path, name: str, workdir: Path) -> ServerProcess:
@@ -88,8 +90,9 @@ def wait_started(process: ServerProcess, timeout: float = 180.0) -> None:
         time.sleep(0.2)
 
 
-async def open_loop(target: Target, mode: str, rate: float, seconds: float,
-                    bodies: Sequence[bytes] = ()) -> list[float]:
+async def open_loop(
+    target: Target, mode: str, rate: float, seconds: float, bodies: Sequence[bytes] = ()
+) -> list[float]:
     """Requests sent at a fixed rate whatever the answers do; latency of each successful one (seconds).
 
     ``bodies``: the request bodies to send in turn (default: the target's one body).
@@ -125,9 +128,11 @@ def submit(target: Target, count: int) -> list[str]:
     ids = []
     with httpx.Client(timeout=30) as client:
         for i in range(count):
-            response = client.post(f"{target.base_url}/v1/chat/completions", headers=target.headers,
-                                   json={"model": GROUP, "messages": [{"role": "user",
-                                                                      "content": f"Who wrote play number {i}?"}]})
+            response = client.post(
+                f"{target.base_url}/v1/chat/completions",
+                headers=target.headers,
+                json={"model": GROUP, "messages": [{"role": "user", "content": f"Who wrote play number {i}?"}]},
+            )
             if response.headers.get("x-trust-status") == "pending":
                 ids.append(response.headers["x-trust-id"])
     return ids
@@ -155,9 +160,15 @@ def scored_per_second(target: Target, jobs: int) -> tuple[float, float]:
     wait_final(target, ids, timeout=600)
     elapsed = time.perf_counter() - begin
     with httpx.Client(timeout=30) as client:
-        calls = [sum(c["upstream_calls"] for c in client.get(f"{target.base_url}/v1/trust/{i}",
-                                                            headers=target.headers).json()["components"].values())
-                 for i in ids]
+        calls = [
+            sum(
+                c["upstream_calls"]
+                for c in client.get(f"{target.base_url}/v1/trust/{i}", headers=target.headers)
+                .json()["components"]
+                .values()
+            )
+            for i in ids
+        ]
     return len(ids) / elapsed, statistics.mean(calls)
 
 
@@ -222,9 +233,13 @@ def main() -> int:
                 base = None
                 for count in (1, 2, 4):
                     redis.Redis.from_url(redis_server.url).flushall()
-                    config = gateway_config(workdir, upstream_port, port, {
-                        "backend": "redis", "redis_url": redis_server.url, "max_size": 10000, "concurrency": 4},
-                        f"redis-{count}")
+                    config = gateway_config(
+                        workdir,
+                        upstream_port,
+                        port,
+                        {"backend": "redis", "redis_url": redis_server.url, "max_size": 10000, "concurrency": 4},
+                        f"redis-{count}",
+                    )
                     with contextlib.ExitStack() as stack:
                         target = stack.enter_context(started_gateway(config, f"redis-{count}", port, workdir))
                         for i in range(count):
@@ -241,9 +256,19 @@ def main() -> int:
                             throughputs.append(f"| redis (1 worker process) | {throughput(target, args.seconds):.1f} |")
             finally:
                 redis_server.stop()
-            lines += ["User latency at a steady open-loop load, scoring off vs async:", "", *steady, "",
-                      f"Scored responses per second at saturation ({args.jobs} answers submitted at once):", "",
-                      *saturation, "", "Gateway throughput, closed loop (10 clients, async mode):", "", *throughputs]
+            lines += [
+                "User latency at a steady open-loop load, scoring off vs async:",
+                "",
+                *steady,
+                "",
+                f"Scored responses per second at saturation ({args.jobs} answers submitted at once):",
+                "",
+                *saturation,
+                "",
+                "Gateway throughput, closed loop (10 clients, async mode):",
+                "",
+                *throughputs,
+            ]
     print("\n".join(lines))
     return 0
 

@@ -34,11 +34,23 @@ SCORING_OFF = {"consistency": {"enabled": False}, "factcheck": {"enabled": False
 
 
 def _config(directory: Path, scoring_on: bool) -> Path:
-    config = {"model_list": [{"model_name": "m", "litellm_params": {
-        "model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:9/v1", "api_key": "sk-unused"}}],
+    config = {
+        "model_list": [
+            {
+                "model_name": "m",
+                "litellm_params": {
+                    "model": "openai/gpt-4o-mini",
+                    "api_base": "http://127.0.0.1:9/v1",
+                    "api_key": "sk-unused",
+                },
+            }
+        ],
         "general_settings": {"master_key": "sk-bench"},
-        "trustgate": {"store": {"path": str(directory / "records.sqlite3")},
-                      **({} if scoring_on else {"scoring": SCORING_OFF})}}
+        "trustgate": {
+            "store": {"path": str(directory / "records.sqlite3")},
+            **({} if scoring_on else {"scoring": SCORING_OFF}),
+        },
+    }
     path = directory / f"config-{'on' if scoring_on else 'off'}.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
@@ -56,8 +68,14 @@ def _command(checkout: Path) -> list[str]:
 def time_help(checkout: Path) -> float:
     """Seconds of ``python -m trustgate --help`` run in ``checkout``."""
     started = time.perf_counter()
-    subprocess.run([*_command(checkout), "--help"], cwd=checkout, env=_environment(),
-                   stdout=subprocess.DEVNULL, check=True, timeout=120)
+    subprocess.run(
+        [*_command(checkout), "--help"],
+        cwd=checkout,
+        env=_environment(),
+        stdout=subprocess.DEVNULL,
+        check=True,
+        timeout=120,
+    )
     return time.perf_counter() - started
 
 
@@ -65,9 +83,13 @@ def time_serve(checkout: Path, config: Path, timeout_s: float = 180.0) -> float:
     """Seconds from starting ``serve`` to its first 200 on /health/liveness."""
     port = free_port()
     started = time.perf_counter()
-    process = subprocess.Popen([*_command(checkout), "serve", "--config", str(config),
-                                "--port", str(port), "--log-level", "warning"], cwd=checkout, env=_environment(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [*_command(checkout), "serve", "--config", str(config), "--port", str(port), "--log-level", "warning"],
+        cwd=checkout,
+        env=_environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         while time.perf_counter() - started < timeout_s:
             try:
@@ -86,8 +108,13 @@ def time_serve(checkout: Path, config: Path, timeout_s: float = 180.0) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkout", type=Path, action="append", default=[],
-                        help="another checkout to measure (repeatable); this one is always measured")
+    parser.add_argument(
+        "--checkout",
+        type=Path,
+        action="append",
+        default=[],
+        help="another checkout to measure (repeatable); this one is always measured",
+    )
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--scoring-on", action="store_true", help="also time serve with the default scorers")
     args = parser.parse_args()

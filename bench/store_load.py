@@ -66,24 +66,49 @@ OLD_PRUNE = "DELETE FROM trust_records WHERE id NOT IN (SELECT id FROM trust_rec
 
 
 # A record shaped like the real scorers' (three Trust_BC checks, two evidence passages).
-CHECK = {"options": ["Paris", "Lyon", "Nice", "Metz"], "chosen": "A", "original": "A", "consistent": True,
-         "original_probability": None, "reply": "A"}
-EVIDENCE = [{"id": "wiki:Paris#0", "title": "Paris", "score": 7.1}, {"id": "wiki:France#3", "title": "France",
-                                                                      "score": 5.2}]
+CHECK = {
+    "options": ["Paris", "Lyon", "Nice", "Metz"],
+    "chosen": "A",
+    "original": "A",
+    "consistent": True,
+    "original_probability": None,
+    "reply": "A",
+}
+EVIDENCE = [
+    {"id": "wiki:Paris#0", "title": "Paris", "score": 7.1},
+    {"id": "wiki:France#3", "title": "France", "score": 5.2},
+]
 
 
 def sample_record(record_id: str, created_at: float) -> TrustRecord:
     """A record shaped like a scored one (about 700 bytes of JSON)."""
-    return TrustRecord(id=record_id, status="done", model=GROUP, score=0.62, label="uncertain", created_at=created_at,
-                       finished_at=created_at + 1.5, timings={"queued_s": 0.01, "scoring_s": 1.49}, components={
-                           "bc": ComponentResult(component="bc", value=0.8, label="consistent", upstream_calls=3,
-                                                 details={"checks": [CHECK] * 3}),
-                           "fc": ComponentResult(component="fc", value=0.4, label="neutral", upstream_calls=1,
-                                                 details={"evidence": EVIDENCE, "judge": "llm", "label": "neutral"})})
+    return TrustRecord(
+        id=record_id,
+        status="done",
+        model=GROUP,
+        score=0.62,
+        label="uncertain",
+        created_at=created_at,
+        finished_at=created_at + 1.5,
+        timings={"queued_s": 0.01, "scoring_s": 1.49},
+        components={
+            "bc": ComponentResult(
+                component="bc", value=0.8, label="consistent", upstream_calls=3, details={"checks": [CHECK] * 3}
+            ),
+            "fc": ComponentResult(
+                component="fc",
+                value=0.4,
+                label="neutral",
+                upstream_calls=1,
+                details={"evidence": EVIDENCE, "judge": "llm", "label": "neutral"},
+            ),
+        },
+    )
 
 
 def prefill(path: Path, count: int) -> None:
     """``count`` records, oldest first, by one executemany per 50k rows straight into the store's table."""
+
     async def create_schema() -> None:
         store = SqliteRecordStore(path, max_age_s=1, max_records=1)
         await store.open()
@@ -94,8 +119,10 @@ def prefill(path: Path, count: int) -> None:
     start = time.time() - count * 0.001
     db = sqlite3.connect(path)
     for first in range(0, count, 50_000):
-        rows = [(f"prefill-{i}", start + i * 0.001, template.replace("__ID__", f"prefill-{i}"))
-                for i in range(first, min(first + 50_000, count))]
+        rows = [
+            (f"prefill-{i}", start + i * 0.001, template.replace("__ID__", f"prefill-{i}"))
+            for i in range(first, min(first + 50_000, count))
+        ]
         with db:
             db.executemany("INSERT INTO trust_records (id, created_at, record) VALUES (?, ?, ?)", rows)
     db.close()
@@ -161,8 +188,17 @@ async def _store_phase(path: Path, rows: int, writers: int, seconds: float) -> S
     elapsed = time.perf_counter() - begin
     rows_after = await store.count()
     await store.close()
-    return StoreResult(rows=rows, prefill_s=0.0, idle_lookups=idle, writes=written, write_seconds=elapsed,
-                       busy_lookups=busy, rows_after=rows_after, shed=len(shed), old_prune_s=0.0)
+    return StoreResult(
+        rows=rows,
+        prefill_s=0.0,
+        idle_lookups=idle,
+        writes=written,
+        write_seconds=elapsed,
+        busy_lookups=busy,
+        rows_after=rows_after,
+        shed=len(shed),
+        old_prune_s=0.0,
+    )
 
 
 def run_store(workdir: Path, rows: int, writers: int, seconds: float) -> StoreResult:
@@ -182,21 +218,23 @@ def run_store(workdir: Path, rows: int, writers: int, seconds: float) -> StoreRe
 
 
 def store_report(r: StoreResult, writers: int) -> str:
-    return "\n".join([
-        f"Store with {r.rows:,} records present (prefilled in {r.prefill_s:.1f} s by executemany), at its "
-        f"max_records bound so every write batch prunes too:",
-        "",
-        "| measure | value |",
-        "|---|---|",
-        f"| look-up, store idle (3,000 sequential) p50 / p99 | {ms(r.idle_lookups, 0.5)} / "
-        f"{ms(r.idle_lookups, 0.99)} ms |",
-        f"| writes, {writers} concurrent writers, {r.write_seconds:.0f} s | {r.writes / r.write_seconds:,.0f} "
-        f"records/s ({r.writes:,} written, {r.shed} shed) |",
-        f"| look-up during those writes ({len(r.busy_lookups):,}) p50 / p99 / max | {ms(r.busy_lookups, 0.5)} / "
-        f"{ms(r.busy_lookups, 0.99)} / {ms(r.busy_lookups, 1.0)} ms |",
-        f"| rows held after the writes (bound {r.rows:,}) | {r.rows_after:,} |",
-        f"| the old prune statement (`NOT IN (SELECT … LIMIT)`), once, same table | {r.old_prune_s:.2f} s |",
-    ])
+    return "\n".join(
+        [
+            f"Store with {r.rows:,} records present (prefilled in {r.prefill_s:.1f} s by executemany), at its "
+            f"max_records bound so every write batch prunes too:",
+            "",
+            "| measure | value |",
+            "|---|---|",
+            f"| look-up, store idle (3,000 sequential) p50 / p99 | {ms(r.idle_lookups, 0.5)} / "
+            f"{ms(r.idle_lookups, 0.99)} ms |",
+            f"| writes, {writers} concurrent writers, {r.write_seconds:.0f} s | {r.writes / r.write_seconds:,.0f} "
+            f"records/s ({r.writes:,} written, {r.shed} shed) |",
+            f"| look-up during those writes ({len(r.busy_lookups):,}) p50 / p99 / max | {ms(r.busy_lookups, 0.5)} / "
+            f"{ms(r.busy_lookups, 0.99)} / {ms(r.busy_lookups, 1.0)} ms |",
+            f"| rows held after the writes (bound {r.rows:,}) | {r.rows_after:,} |",
+            f"| the old prune statement (`NOT IN (SELECT … LIMIT)`), once, same table | {r.old_prune_s:.2f} s |",
+        ]
+    )
 
 
 # --------------------------------------------------------------------------- part 2: the gateway
@@ -208,8 +246,9 @@ class CopyingScorer(Scorer):
     name = "fc"
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
-        return ComponentResult(component="fc", value=0.5, label="neutral",
-                               details={"question": job.question, "answer": job.answer})
+        return ComponentResult(
+            component="fc", value=0.5, label="neutral", details={"question": job.question, "answer": job.answer}
+        )
 
 
 def serve(config: Path) -> None:
@@ -222,8 +261,14 @@ def serve(config: Path) -> None:
 
     settings = load_settings(config)
     server = settings.trustgate.server
-    uvicorn.run(create_app(settings, scorers=[CopyingScorer()]), host=server.host, port=server.port,
-                log_level="warning", access_log=False, **server_options(server))
+    uvicorn.run(
+        create_app(settings, scorers=[CopyingScorer()]),
+        host=server.host,
+        port=server.port,
+        log_level="warning",
+        access_log=False,
+        **server_options(server),
+    )
 
 
 @dataclass
@@ -237,8 +282,9 @@ class GatewayTally:
         self.errors[what] = self.errors.get(what, 0) + 1
 
 
-async def _client(session: aiohttp.ClientSession, base: str, prefilled: int, deadline: float,
-                  tally: GatewayTally) -> None:
+async def _client(
+    session: aiohttp.ClientSession, base: str, prefilled: int, deadline: float, tally: GatewayTally
+) -> None:
     headers = {"authorization": f"Bearer {MASTER_KEY}", "content-type": "application/json"}
     own: list[str] = []
     turn = 0
@@ -299,17 +345,23 @@ def run_gateway(workdir: Path, clients: int, prefilled: int, seconds: float) -> 
     store_path = workdir / "gateway.sqlite3"
     prefill(store_path, prefilled)
     upstream_port, port = free_port(), free_port()
-    config = write_yaml(workdir / "gateway.yaml", {
-        "model_list": model_list(upstream_port),
-        "general_settings": {"master_key": MASTER_KEY},
-        "trustgate": {"server": {"host": "127.0.0.1", "port": port},
-                      # More concurrent jobs than the default 4: on a saturated event loop each job takes a few
-                      # loop turns, and 4 at a time would shed scoring jobs before the store is tested.
-                      "scoring": {"mode": "async", "queue": {"concurrency": 16, "shutdown_grace_s": 20}},
-                      "store": {"path": str(store_path)}},
-    })
-    gateway = ServerProcess("trustgate", [sys.executable, "-m", "bench.store_load", "--serve", str(config)],
-                            workdir / "gateway.log")
+    config = write_yaml(
+        workdir / "gateway.yaml",
+        {
+            "model_list": model_list(upstream_port),
+            "general_settings": {"master_key": MASTER_KEY},
+            "trustgate": {
+                "server": {"host": "127.0.0.1", "port": port},
+                # More concurrent jobs than the default 4: on a saturated event loop each job takes a few
+                # loop turns, and 4 at a time would shed scoring jobs before the store is tested.
+                "scoring": {"mode": "async", "queue": {"concurrency": 16, "shutdown_grace_s": 20}},
+                "store": {"path": str(store_path)},
+            },
+        },
+    )
+    gateway = ServerProcess(
+        "trustgate", [sys.executable, "-m", "bench.store_load", "--serve", str(config)], workdir / "gateway.log"
+    )
     base = f"http://127.0.0.1:{port}"
     with running(fake_upstream(upstream_port, 12.0, workdir), f"http://127.0.0.1:{upstream_port}/v1/models"):
         with running(gateway, f"{base}/health/liveness"):
@@ -319,8 +371,9 @@ def run_gateway(workdir: Path, clients: int, prefilled: int, seconds: float) -> 
             # What other programs used: the whole machine minus the gateway, the upstream and this process.
             other = (machine_busy_seconds() - busy_before - gateway_cpu - (_own_cpu_s() - own_before)) / elapsed
             metrics = httpx.get(f"{base}/metrics").text
-    shed = sum(float(line.split()[-1]) for line in metrics.splitlines()
-               if line.startswith("trustgate_store_shed_writes_total"))
+    shed = sum(
+        float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("trustgate_store_shed_writes_total")
+    )
     db = sqlite3.connect(store_path)
     not_done: dict[str, int] = {}
     lost = 0
@@ -341,33 +394,36 @@ def _own_cpu_s() -> float:
 
 def gateway_report(r: GatewayResult) -> str:
     t = r.tally
-    return "\n".join([
-        f"Gateway (pass-through, async scoring with a scorer that does no work) with {r.prefilled:,} records "
-        f"present, {r.clients} concurrent clients for {r.seconds:.0f} s, each sending a chat completion and then "
-        "a look-up (a prefilled record and one of its own, alternately); then SIGTERM:",
-        "",
-        "| measure | value |",
-        "|---|---|",
-        f"| chat completions answered | {len(t.chat_latencies):,} ({len(t.chat_latencies) / r.seconds:,.0f}/s), "
-        f"p50 / p99 {ms(t.chat_latencies, 0.5)} / {ms(t.chat_latencies, 0.99)} ms |",
-        f"| look-ups `GET /v1/trust/{{id}}` | {len(t.lookups):,}, p50 / p99 / max {ms(t.lookups, 0.5)} / "
-        f"{ms(t.lookups, 0.99)} / {ms(t.lookups, 1.0)} ms |",
-        f"| errors seen by clients | {t.errors or 'none'} |",
-        f"| trust ids handed out / lost (not in the store after shutdown) | {len(t.trust_ids):,} / {r.lost} |",
-        f"| records not `done` (by status: a shed scoring job is recorded, not lost) | {r.not_done or 'none'} |",
-        f"| store writes shed (`trustgate_store_shed_writes_total`) | {r.shed_writes:.0f} |",
-        f"| gateway CPU per chat completion (with its look-up and record) | "
-        f"{r.gateway_cpu_s * 1000 / max(len(t.chat_latencies), 1):.1f} ms |",
-        f"| CPU used by other programs (and the fake upstream) during the load | {r.other_cores:.2f} cores |",
-    ])
+    return "\n".join(
+        [
+            f"Gateway (pass-through, async scoring with a scorer that does no work) with {r.prefilled:,} records "
+            f"present, {r.clients} concurrent clients for {r.seconds:.0f} s, each sending a chat completion and then "
+            "a look-up (a prefilled record and one of its own, alternately); then SIGTERM:",
+            "",
+            "| measure | value |",
+            "|---|---|",
+            f"| chat completions answered | {len(t.chat_latencies):,} ({len(t.chat_latencies) / r.seconds:,.0f}/s), "
+            f"p50 / p99 {ms(t.chat_latencies, 0.5)} / {ms(t.chat_latencies, 0.99)} ms |",
+            f"| look-ups `GET /v1/trust/{{id}}` | {len(t.lookups):,}, p50 / p99 / max {ms(t.lookups, 0.5)} / "
+            f"{ms(t.lookups, 0.99)} / {ms(t.lookups, 1.0)} ms |",
+            f"| errors seen by clients | {t.errors or 'none'} |",
+            f"| trust ids handed out / lost (not in the store after shutdown) | {len(t.trust_ids):,} / {r.lost} |",
+            f"| records not `done` (by status: a shed scoring job is recorded, not lost) | {r.not_done or 'none'} |",
+            f"| store writes shed (`trustgate_store_shed_writes_total`) | {r.shed_writes:.0f} |",
+            f"| gateway CPU per chat completion (with its look-up and record) | "
+            f"{r.gateway_cpu_s * 1000 / max(len(t.chat_latencies), 1):.1f} ms |",
+            f"| CPU used by other programs (and the fake upstream) during the load | {r.other_cores:.2f} cores |",
+        ]
+    )
 
 
 # --------------------------------------------------------------------------- main
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.store_load", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.store_load", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--part", choices=["store", "gateway", "both"], default="both")
     parser.add_argument("--store-records", type=int, default=1_000_000)
     parser.add_argument("--writers", type=int, default=64)
@@ -393,8 +449,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             sections.append(store_report(result, args.writers))
             print(sections[-1], flush=True)
         if args.part in ("gateway", "both"):
-            sections.append(gateway_report(run_gateway(workdir, args.clients, args.gateway_records,
-                                                       args.gateway_seconds)))
+            sections.append(
+                gateway_report(run_gateway(workdir, args.clients, args.gateway_records, args.gateway_seconds))
+            )
             print(sections[-1], flush=True)
     print("\n\n".join(sections))
     return 0

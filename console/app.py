@@ -45,7 +45,7 @@ PACKAGE = Path(__file__).resolve().parent
 WINDOWS_S = {"1h": 3600, "6h": 6 * 3600, "24h": 24 * 3600, "7d": 7 * 24 * 3600}
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
-                               "frame-ancestors 'none'; form-action 'self'",
+    "frame-ancestors 'none'; form-action 'self'",
     "cache-control": "no-store",  # fragments hold questions and answers
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
@@ -59,8 +59,12 @@ class OverviewQuery(BaseModel):
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(PACKAGE / "templates"), autoescape=select_autoescape(default=True),
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(PACKAGE / "templates"),
+        autoescape=select_autoescape(default=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     register_filters(env)
     return env
 
@@ -87,11 +91,20 @@ def _router(env: Environment) -> APIRouter:
         caller = caller_of(request)
         window = parse_params(OverviewQuery, request.query_params).window
         now = time.time()
-        summary = await summarize_records(request.app.state.gateway, caller, SummaryQuery.model_validate(
-            {"since": now - WINDOWS_S[window], "until": now, "buckets": 24}))
-        return render("overview.html", summary=summary, window=window, windows=list(WINDOWS_S),
-                      histograms={model: histogram(part.histogram) for model, part in summary.models.items()},
-                      line=rate_line(summary.low_trust), caller=caller)
+        summary = await summarize_records(
+            request.app.state.gateway,
+            caller,
+            SummaryQuery.model_validate({"since": now - WINDOWS_S[window], "until": now, "buckets": 24}),
+        )
+        return render(
+            "overview.html",
+            summary=summary,
+            window=window,
+            windows=list(WINDOWS_S),
+            histograms={model: histogram(part.histogram) for model, part in summary.models.items()},
+            line=rate_line(summary.low_trust),
+            caller=caller,
+        )
 
     @router.get("/partials/calibration")
     async def calibration(request: Request) -> HTMLResponse:
@@ -106,8 +119,10 @@ def _router(env: Environment) -> APIRouter:
         page = await list_records(request.app.state.gateway, caller, query)
         next_params = None
         if page.next_cursor is not None:
-            next_params = {**query.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
-                           "cursor": page.next_cursor}
+            next_params = {
+                **query.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
+                "cursor": page.next_cursor,
+            }
         return render("records.html", page=page, query=query, next_params=next_params, caller=caller)
 
     @router.get("/partials/records/{record_id}")
@@ -116,8 +131,13 @@ def _router(env: Environment) -> APIRouter:
         found = await request.app.state.gateway.trust.lookup(record_id, caller.record_scope)
         if found is None:  # missing, or another key's: the same answer
             raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")
-        return render("record.html", view=explain(found), caller=caller,
-                      labellable=found.status in FEEDBACK_STATUSES, max_comment=MAX_FEEDBACK_COMMENT)
+        return render(
+            "record.html",
+            view=explain(found),
+            caller=caller,
+            labellable=found.status in FEEDBACK_STATUSES,
+            max_comment=MAX_FEEDBACK_COMMENT,
+        )
 
     return router
 

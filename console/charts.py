@@ -46,8 +46,16 @@ def histogram(counts: list[int]) -> list[Bar]:
     for index, count in enumerate(counts):
         height = (HEIGHT - 2 * PAD) * count / tallest
         low, high = index / HISTOGRAM_BINS, (index + 1) / HISTOGRAM_BINS
-        bars.append(Bar(x=PAD + index * step + 1, y=HEIGHT - PAD - height, width=step - 2, height=height,
-                        title=f"{count} with score {low:.1f}–{high:.1f}", low=high <= 0.4))
+        bars.append(
+            Bar(
+                x=PAD + index * step + 1,
+                y=HEIGHT - PAD - height,
+                width=step - 2,
+                height=height,
+                title=f"{count} with score {low:.1f}–{high:.1f}",
+                low=high <= 0.4,
+            )
+        )
     return bars
 
 
@@ -64,12 +72,21 @@ def rate_line(buckets: list[TimeBucket]) -> Line:
             continue
         x = PAD + index * step
         y = LINE_HEIGHT - PAD - (LINE_HEIGHT - 2 * PAD) * bucket.rate
-        dots.append((round(x, 1), round(y, 1),
-                     f"{_clock(bucket.start)}: {bucket.untrusted} of {bucket.scored} untrusted ({bucket.rate:.0%})"))
+        dots.append(
+            (
+                round(x, 1),
+                round(y, 1),
+                f"{_clock(bucket.start)}: {bucket.untrusted} of {bucket.scored} untrusted ({bucket.rate:.0%})",
+            )
+        )
     rates = [b.rate for b in buckets if b.rate is not None]
-    return Line(points=" ".join(f"{x},{y}" for x, y, _ in dots), dots=dots,
-                start=_clock(buckets[0].start) if buckets else "", end=_clock(buckets[-1].start) if buckets else "",
-                peak=max(rates) if rates else None)
+    return Line(
+        points=" ".join(f"{x},{y}" for x, y, _ in dots),
+        dots=dots,
+        start=_clock(buckets[0].start) if buckets else "",
+        end=_clock(buckets[-1].start) if buckets else "",
+        peak=max(rates) if rates else None,
+    )
 
 
 SQUARE = 200  # the calibration page's charts: a unit square drawn in a 200 x 200 view box
@@ -105,8 +122,7 @@ def roc_curves(scores: dict[str, ScoreQuality]) -> list[Curve]:
         if quality is None or not quality.roc:
             continue
         points = " ".join(f"{x},{y}" for x, y in (_square(fpr, tpr) for fpr, tpr in quality.roc))
-        curves.append(Curve(name, points, f"{name}: AUROC {quality.auroc:.3f}" if quality.auroc is not None
-                            else name))
+        curves.append(Curve(name, points, f"{name}: AUROC {quality.auroc:.3f}" if quality.auroc is not None else name))
     return curves
 
 
@@ -119,6 +135,13 @@ def reliability_dots(scores: dict[str, ScoreQuality]) -> list[ReliabilityDot]:
             continue
         for mean, accuracy, count in quality.reliability:
             x, y = _square(mean, accuracy)
-            dots.append(ReliabilityDot(name, x, y, round(2 + min(count, 50) ** 0.5, 1),
-                                       f"{name}: {count} answers scored {mean:.2f} on average, {accuracy:.0%} right"))
+            dots.append(
+                ReliabilityDot(
+                    name,
+                    x,
+                    y,
+                    round(2 + min(count, 50) ** 0.5, 1),
+                    f"{name}: {count} answers scored {mean:.2f} on average, {accuracy:.0%} right",
+                )
+            )
     return dots

@@ -27,8 +27,17 @@ from scoring import (
     TrustRecord,
 )
 
-__all__ = ["CheckRow", "ConsistencyView", "EvidenceRow", "FactCheckView", "LogprobView", "OverallView", "RagView",
-           "RecordView", "explain"]
+__all__ = [
+    "CheckRow",
+    "ConsistencyView",
+    "EvidenceRow",
+    "FactCheckView",
+    "LogprobView",
+    "OverallView",
+    "RagView",
+    "RecordView",
+    "explain",
+]
 
 D = TypeVar("D", bound=BaseModel)
 
@@ -66,8 +75,7 @@ class Component:
 
     @classmethod
     def of(cls, result: ComponentResult) -> Component:
-        return cls(result.component, result.value, result.label, result.upstream_calls, result.duration_s,
-                   result.error)
+        return cls(result.component, result.value, result.label, result.upstream_calls, result.duration_s, result.error)
 
 
 @dataclass(frozen=True)
@@ -188,66 +196,115 @@ def _details(result: ComponentResult, model: type[D]) -> D:
 
 
 def _check(number: int, check: BCCheck) -> CheckRow:
-    return CheckRow(number=number,
-                    options=[Option(LETTERS[i], text, LETTERS[i] == check.original, LETTERS[i] == check.chosen)
-                             for i, text in enumerate(check.options[:len(LETTERS)])],
-                    chosen=check.chosen, consistent=check.consistent,
-                    original_probability=check.original_probability, reply=check.reply)
+    return CheckRow(
+        number=number,
+        options=[
+            Option(LETTERS[i], text, LETTERS[i] == check.original, LETTERS[i] == check.chosen)
+            for i, text in enumerate(check.options[: len(LETTERS)])
+        ],
+        chosen=check.chosen,
+        consistent=check.consistent,
+        original_probability=check.original_probability,
+        reply=check.reply,
+    )
 
 
 def _consistency(result: ComponentResult) -> ConsistencyView:
     details = _details(result, BCDetails)
-    return ConsistencyView(summary=Component.of(result), mode=details.mode, binary=details.binary,
-                           graded=details.graded, stop_reason=details.stop_reason or details.reason,
-                           checks=[_check(i + 1, c) for i, c in enumerate(details.checks)],
-                           distractor_sources=dict(details.distractor_sources_shown),
-                           procedure=details.procedure, debiased=details.debiased, kappa=details.kappa,
-                           observed_agreement=details.observed_agreement,
-                           expected_agreement=details.expected_agreement,
-                           letter_prior=dict(sorted((details.letter_prior or {}).items())))
+    return ConsistencyView(
+        summary=Component.of(result),
+        mode=details.mode,
+        binary=details.binary,
+        graded=details.graded,
+        stop_reason=details.stop_reason or details.reason,
+        checks=[_check(i + 1, c) for i, c in enumerate(details.checks)],
+        distractor_sources=dict(details.distractor_sources_shown),
+        procedure=details.procedure,
+        debiased=details.debiased,
+        kappa=details.kappa,
+        observed_agreement=details.observed_agreement,
+        expected_agreement=details.expected_agreement,
+        letter_prior=dict(sorted((details.letter_prior or {}).items())),
+    )
 
 
 def _factcheck(result: ComponentResult) -> FactCheckView:
     details = _details(result, FCDetails)
     evidence = [EvidenceRow(id=e.id, title=e.title, snippet=e.snippet, score=e.score) for e in details.evidence]
-    return FactCheckView(summary=Component.of(result), query=details.query or None, evidence=evidence,
-                         judge=details.judge, verdict=details.label or result.label,
-                         probabilities=dict(details.label_probs), probabilities_from=details.probs_from,
-                         judge_reply=details.judge_reply, raw_probabilities=dict(details.raw_label_probs or {}),
-                         judge_prior=dict(details.judge_prior or {}))
+    return FactCheckView(
+        summary=Component.of(result),
+        query=details.query or None,
+        evidence=evidence,
+        judge=details.judge,
+        verdict=details.label or result.label,
+        probabilities=dict(details.label_probs),
+        probabilities_from=details.probs_from,
+        judge_reply=details.judge_reply,
+        raw_probabilities=dict(details.raw_label_probs or {}),
+        judge_prior=dict(details.judge_prior or {}),
+    )
 
 
 def _overall(result: ComponentResult) -> OverallView:
     details = _details(result, OVDetails)
     weights = details.weights or {}
     inputs = [FittedInput(name, value, weights.get(name)) for name, value in (details.features or {}).items()]
-    return OverallView(summary=Component.of(result), source=details.source, table3=details.table3,
-                       graded=details.graded, consistent=details.consistent, fc_label=details.fc_label,
-                       method=details.method, sources=details.source.split("+") if details.source else [],
-                       inputs=inputs,
-                       fitted_missing=list(details.fitted_missing or []))
+    return OverallView(
+        summary=Component.of(result),
+        source=details.source,
+        table3=details.table3,
+        graded=details.graded,
+        consistent=details.consistent,
+        fc_label=details.fc_label,
+        method=details.method,
+        sources=details.source.split("+") if details.source else [],
+        inputs=inputs,
+        fitted_missing=list(details.fitted_missing or []),
+    )
 
 
 def _logprob(result: ComponentResult) -> LogprobView:
     details = _details(result, LPDetails)
-    return LogprobView(summary=Component.of(result), mean_probability=details.mean_probability,
-                       min_probability=details.min_probability, mean_logprob=details.mean_logprob,
-                       min_logprob=details.min_logprob, tokens=details.tokens, reason=details.reason)
+    return LogprobView(
+        summary=Component.of(result),
+        mean_probability=details.mean_probability,
+        min_probability=details.min_probability,
+        mean_logprob=details.mean_logprob,
+        min_logprob=details.min_logprob,
+        tokens=details.tokens,
+        reason=details.reason,
+    )
 
 
 def _statement(statement: RAGStatement) -> StatementRow:
-    return StatementRow(text=statement.text, citations=[str(c) for c in statement.citations],
-                        refusal=statement.refusal, judged=statement.judged, grounding=statement.grounding,
-                        recall=statement.recall, precision=statement.precision)
+    return StatementRow(
+        text=statement.text,
+        citations=[str(c) for c in statement.citations],
+        refusal=statement.refusal,
+        judged=statement.judged,
+        grounding=statement.grounding,
+        recall=statement.recall,
+        precision=statement.precision,
+    )
 
 
 def _rag(result: ComponentResult) -> RagView:
     details = _details(result, RAGDetails)
-    metrics = {"citation_recall": details.citation_recall, "citation_precision": details.citation_precision,
-               "citation_f1": details.citation_f1, "groundedness": details.groundedness,
-               "refusal_grounded": details.refusal_grounded, "claim_correctness": details.claim_correctness}
-    return RagView(summary=Component.of(result), kind=details.kind,
-                   statements=[_statement(s) for s in details.statements], metrics=metrics, skipped=details.skipped)
+    metrics = {
+        "citation_recall": details.citation_recall,
+        "citation_precision": details.citation_precision,
+        "citation_f1": details.citation_f1,
+        "groundedness": details.groundedness,
+        "refusal_grounded": details.refusal_grounded,
+        "claim_correctness": details.claim_correctness,
+    }
+    return RagView(
+        summary=Component.of(result),
+        kind=details.kind,
+        statements=[_statement(s) for s in details.statements],
+        metrics=metrics,
+        skipped=details.skipped,
+    )
 
 
 def explain(record: TrustRecord) -> RecordView:

@@ -15,8 +15,11 @@ MISSING = "—"
 # A record's timings and details by the names people read, not the record's field names.
 FIELD_LABELS = {"queued_s": "Waited in the queue", "scoring_s": "Scoring took", "generation_s": "Distractors took"}
 # Why a record was not scored (scoring.policy.skip_reason), as a person would say it.
-SKIP_REASONS = {"tool_calls": "the answer calls tools (no text to score)", "empty": "the answer is empty",
-                "refusal": "the answer is a refusal"}
+SKIP_REASONS = {
+    "tool_calls": "the answer calls tools (no text to score)",
+    "empty": "the answer is empty",
+    "refusal": "the answer is a refusal",
+}
 SKIPPED_PREFIX = "skipped: "
 
 
@@ -74,6 +77,15 @@ def query_string(params: dict[str, Any]) -> str:
 
 
 def register_filters(env: Environment) -> None:
-    env.filters.update(when=when, clock=clock, figure=figure, percent=percent, first_words=first_words, seconds=seconds,
-                       input_time=input_time, query_string=query_string, field_label=field_label,
-                       skip_reason=skip_reason)
+    env.filters.update(
+        when=when,
+        clock=clock,
+        figure=figure,
+        percent=percent,
+        first_words=first_words,
+        seconds=seconds,
+        input_time=input_time,
+        query_string=query_string,
+        field_label=field_label,
+        skip_reason=skip_reason,
+    )

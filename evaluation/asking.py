@@ -49,11 +49,24 @@ class CachedAsk:
         self._cache.store_reply(self._site, body, data)
         return data
 
-    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16,
-                       temperature: float | None = 0.0, logprobs: bool = False, top_logprobs: int | None = None,
-                       seed: int | None = None) -> Reply:
-        body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
-                        top_logprobs=top_logprobs, seed=seed)
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 16,
+        temperature: float | None = 0.0,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        seed: int | None = None,
+    ) -> Reply:
+        body = ask_body(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+            seed=seed,
+        )
         return reply_from_completion(await self.completion(body))
 
 

@@ -16,8 +16,15 @@ from .datasets import DatasetError
 if TYPE_CHECKING:
     from proxy import GatewaySettings
 
-__all__ = ["SCORER_TIMEOUT_S", "cache_and_report_paths", "eval_scoring_settings", "git_commit", "model_group",
-           "now_utc", "strict_json"]
+__all__ = [
+    "SCORER_TIMEOUT_S",
+    "cache_and_report_paths",
+    "eval_scoring_settings",
+    "git_commit",
+    "model_group",
+    "now_utc",
+    "strict_json",
+]
 
 SCORER_TIMEOUT_S = 3600.0  # a slow local model needs minutes for ten checks; the gateway's 60 s would cut them
 
@@ -39,9 +46,12 @@ def eval_scoring_settings(settings: GatewaySettings, args: argparse.Namespace) -
     """
     scoring = settings.trustgate.scoring
     bc = scoring.consistency
-    overrides = {"seed": bc.seed if "seed" in bc.model_fields_set else args.seed,
-                 "mode": getattr(args, "bc_mode", None), "max_checks": getattr(args, "max_checks", None),
-                 "procedure": getattr(args, "bc_procedure", None)}
+    overrides = {
+        "seed": bc.seed if "seed" in bc.model_fields_set else args.seed,
+        "mode": getattr(args, "bc_mode", None),
+        "max_checks": getattr(args, "max_checks", None),
+        "procedure": getattr(args, "bc_procedure", None),
+    }
     consistency = bc.model_copy(update={key: value for key, value in overrides.items() if value is not None})
     judge = getattr(args, "fc_judge", None)
     factcheck = scoring.factcheck.model_copy(update={"judge_procedure": judge}) if judge else scoring.factcheck
@@ -58,8 +68,13 @@ def cache_and_report_paths(args: argparse.Namespace, scoring: ScoringSettings, r
 def git_commit() -> str | None:
     """The checkout's commit, for the report's header; None outside a git checkout."""
     try:
-        found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                               cwd=Path(__file__).resolve().parent)
+        found = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return found.stdout.strip() or None

@@ -76,22 +76,28 @@ class EvalCache:
 
     def reply(self, site: CallSite, body: dict[str, Any]) -> dict[str, Any] | None:
         row = self._db.execute(
-            "SELECT response FROM replies WHERE dataset=? AND item_id=? AND component=? AND model=? "
-            "AND request_hash=?", (*site.key(), request_hash(body))).fetchone()
+            "SELECT response FROM replies WHERE dataset=? AND item_id=? AND component=? AND model=? AND request_hash=?",
+            (*site.key(), request_hash(body)),
+        ).fetchone()
         return orjson.loads(row[0]) if row else None
 
     def store_reply(self, site: CallSite, body: dict[str, Any], response: dict[str, Any]) -> None:
         with self._db:
-            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (*site.key(), request_hash(body), orjson.dumps(response), time.time()))
+            self._db.execute(
+                "INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*site.key(), request_hash(body), orjson.dumps(response), time.time()),
+            )
 
     def result(self, site: CallSite, fingerprint: str) -> ComponentResult | None:
         row = self._db.execute(
-            "SELECT result FROM results WHERE dataset=? AND item_id=? AND component=? AND model=? "
-            "AND fingerprint=?", (*site.key(), fingerprint)).fetchone()
+            "SELECT result FROM results WHERE dataset=? AND item_id=? AND component=? AND model=? AND fingerprint=?",
+            (*site.key(), fingerprint),
+        ).fetchone()
         return ComponentResult.model_validate_json(row[0]) if row else None
 
     def store_result(self, site: CallSite, fingerprint: str, result: ComponentResult) -> None:
         with self._db:
-            self._db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             (*site.key(), fingerprint, result.model_dump_json().encode(), time.time()))
+            self._db.execute(
+                "INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*site.key(), fingerprint, result.model_dump_json().encode(), time.time()),
+            )

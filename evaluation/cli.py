@@ -27,8 +27,11 @@ def _gateway_and_output(parser: argparse.ArgumentParser) -> None:
     """Where the models are and where the results go: every task takes these."""
     parser.add_argument("--config", type=Path, help="gateway YAML config (default: the embedded local-model config)")
     parser.add_argument("--model", help="model group under evaluation (default: the config's first)")
-    parser.add_argument("--cache", type=Path, help="SQLite cache of replies and results "
-                                                   "(default: <data_dir>/eval/cache.sqlite3); reruns resume from it")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="SQLite cache of replies and results (default: <data_dir>/eval/cache.sqlite3); reruns resume from it",
+    )
     parser.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/<run>)")
     parser.add_argument("--concurrency", type=_positive_int, default=1, help="items in flight (1 suits a local model)")
     parser.add_argument("--title", help="report title")
@@ -42,48 +45,82 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=_positive_int, help="evaluate a seeded sample of this many questions")
     parser.add_argument("--sample-seed", type=int, default=0, help="seed of that sample (default 0)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples per interval")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of bootstrap, calibration split and Trust_BC (default 0; Trust_BC keeps the "
-                             "config's consistency.seed where it sets one, so its checks are the gateway's)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of bootstrap, calibration split and Trust_BC (default 0; Trust_BC keeps the "
+        "config's consistency.seed where it sets one, so its checks are the gateway's)",
+    )
     _gateway_and_output(parser)
 
 
 def _rag_arguments(rag: argparse.ArgumentParser) -> None:
-    rag.add_argument("--file", type=Path, required=True,
-                     help="JSONL of RAG cases: question, documents, answer; optional id, answerable, "
-                          "reference_claims")
+    rag.add_argument(
+        "--file",
+        type=Path,
+        required=True,
+        help="JSONL of RAG cases: question, documents, answer; optional id, answerable, reference_claims",
+    )
     _gateway_and_output(rag)
 
 
 def _run_arguments(run: argparse.ArgumentParser) -> None:
-    run.add_argument("--dataset", default="mixedqa", choices=[*DATASET_FILES, CAPITALS_DATASET, "jsonl"],
-                     help="capitals: built from packaged WordNet, a set the local demo model gets about half right")
-    run.add_argument("--mode", default="answer", choices=["answer", "given"],
-                     help="answer: the model answers each question, then the full TrustScore; "
-                          "given: score the dataset's own answers")
+    run.add_argument(
+        "--dataset",
+        default="mixedqa",
+        choices=[*DATASET_FILES, CAPITALS_DATASET, "jsonl"],
+        help="capitals: built from packaged WordNet, a set the local demo model gets about half right",
+    )
+    run.add_argument(
+        "--mode",
+        default="answer",
+        choices=["answer", "given"],
+        help="answer: the model answers each question, then the full TrustScore; "
+        "given: score the dataset's own answers",
+    )
     run.add_argument("--answers", default="gpt", help="given mode on MixedQA: whose answers, e.g. flan,llama,gpt")
-    run.add_argument("--components", help="scorers to run, e.g. bc,fc,lp (default: answer mode bc,fc; given mode fc);"
-                     " bc_paper / fc_text: Trust_BC / Trust_FC by the paper's procedure beside the configured one")
+    run.add_argument(
+        "--components",
+        help="scorers to run, e.g. bc,fc,lp (default: answer mode bc,fc; given mode fc);"
+        " bc_paper / fc_text: Trust_BC / Trust_FC by the paper's procedure beside the configured one",
+    )
     run.add_argument("--bc-mode", choices=["binary", "graded", "adaptive"], help="Trust_BC stop rule (default: config)")
     run.add_argument("--max-checks", type=_positive_int, help="Trust_BC checks per answer (default: config)")
     run.add_argument("--bc-procedure", choices=["paper", "debiased"], help="Trust_BC procedure (default: config)")
     run.add_argument("--fc-judge", choices=["text", "choice"], help="Trust_FC judge procedure (default: config)")
-    run.add_argument("--no-verbal-confidence", dest="verbal_confidence", action="store_false",
-                     help="skip the verbalised-confidence baseline (answer mode)")
-    run.add_argument("--no-logprobs", dest="logprobs", action="store_false",
-                     help="do not ask for the answer's log-probabilities (for upstreams that refuse them)")
+    run.add_argument(
+        "--no-verbal-confidence",
+        dest="verbal_confidence",
+        action="store_false",
+        help="skip the verbalised-confidence baseline (answer mode)",
+    )
+    run.add_argument(
+        "--no-logprobs",
+        dest="logprobs",
+        action="store_false",
+        help="do not ask for the answer's log-probabilities (for upstreams that refuse them)",
+    )
     run.add_argument("--calibration-out", type=Path, help="write the fitted Trust_OV calibration here (JSON)")
-    run.add_argument("--calibration-method", default="isotonic", choices=["isotonic", "platt", "logistic"],
-                     help="isotonic / platt: a map of the Trust_OV value; logistic: the fitted Trust_OV "
-                          "(for `combine: fitted`), a logistic regression over the components' features")
+    run.add_argument(
+        "--calibration-method",
+        default="isotonic",
+        choices=["isotonic", "platt", "logistic"],
+        help="isotonic / platt: a map of the Trust_OV value; logistic: the fitted Trust_OV "
+        "(for `combine: fitted`), a logistic regression over the components' features",
+    )
     run.add_argument("--calibration-fit", type=float, default=0.5, help="fraction of items to fit on (rest: held out)")
     _common(run)
 
 
 def _replay_arguments(replay: argparse.ArgumentParser) -> None:
-    replay.add_argument("--upstream", choices=["config", "capable"], default="config",
-                        help="config: the config's model (default: the embedded local model); capable: a scripted "
-                             "capable model whose Trust_BC and Trust_FC track correctness and its lp does not")
+    replay.add_argument(
+        "--upstream",
+        choices=["config", "capable"],
+        default="config",
+        help="config: the config's model (default: the embedded local model); capable: a scripted "
+        "capable model whose Trust_BC and Trust_FC track correctness and its lp does not",
+    )
     replay.add_argument("--dataset", default=CAPITALS_DATASET, choices=[CAPITALS_DATASET, "jsonl"])
     replay.add_argument("--components", default="bc,fc,lp", help="scorers the gateway runs (default bc,fc,lp)")
     replay.add_argument("--max-checks", type=_positive_int, help="Trust_BC checks per answer (default: config)")
@@ -102,11 +139,15 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("--note", action="append", default=[], help="a line for the report (repeatable)")
 
 
-TASKS = {"run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
-         "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common),
-         "rag": ("Trust-Eval's report (refusals, citations, claims) over a JSONL of RAG cases", _rag_arguments),
-         "replay": ("feedback replay: label half a set through a real gateway, let it refit, measure the rest",
-                    _replay_arguments)}
+TASKS = {
+    "run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
+    "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common),
+    "rag": ("Trust-Eval's report (refusals, citations, claims) over a JSONL of RAG cases", _rag_arguments),
+    "replay": (
+        "feedback replay: label half a set through a real gateway, let it refit, measure the rest",
+        _replay_arguments,
+    ),
+}
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,11 @@ from .run_command import eval_run
 __all__ = ["run_eval_command"]
 
 TASKS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "run": eval_run, "truthfulqa-mc": eval_truthfulqa_mc, "rag": eval_rag, "replay": eval_replay}
+    "run": eval_run,
+    "truthfulqa-mc": eval_truthfulqa_mc,
+    "rag": eval_rag,
+    "replay": eval_replay,
+}
 
 
 @contextlib.contextmanager

@@ -116,14 +116,27 @@ def read_mixedqa(path: Path, answers_from: Sequence[str] = ()) -> list[EvalItem]
     rows = json.loads(_open(path).read_text(encoding="utf-8"))
     items = []
     for number, row in enumerate(rows):
-        base: dict[str, Any] = dict(dataset="mixedqa", question_id=str(number), question=row["question"],
-                    gold=tuple(row["answers"]), group=row.get("source"))
+        base: dict[str, Any] = dict(
+            dataset="mixedqa",
+            question_id=str(number),
+            question=row["question"],
+            gold=tuple(row["answers"]),
+            group=row.get("source"),
+        )
         if not answers_from:
             items.append(EvalItem(id=str(number), **base))
         for model in answers_from:
             judged = row[model]
-            items.append(EvalItem(id=f"{number}/{model}", answer=judged["pred"], label=int(judged["human_eval"]),
-                                  label_source="human", answerer=model, **base))
+            items.append(
+                EvalItem(
+                    id=f"{number}/{model}",
+                    answer=judged["pred"],
+                    label=int(judged["human_eval"]),
+                    label_source="human",
+                    answerer=model,
+                    **base,
+                )
+            )
     return items
 
 
@@ -141,21 +154,38 @@ def read_truthfulqa(path: Path, *, given: bool = False) -> list[EvalItem]:
     items = []
     for number, row in _truthfulqa_rows(path):
         true, false = _answers(row["Correct Answers"]), _answers(row["Incorrect Answers"])
-        base: dict[str, Any] = dict(dataset="truthfulqa", question_id=str(number), question=row["Question"], gold=true,
-                    group=row["Category"])
+        base: dict[str, Any] = dict(
+            dataset="truthfulqa", question_id=str(number), question=row["Question"], gold=true, group=row["Category"]
+        )
         if not given:
             items.append(EvalItem(id=str(number), **base))
             continue
         for kind, answers, label in (("true", true, 1), ("false", false, 0)):
-            items += [EvalItem(id=f"{number}/{kind}/{k}", answer=a, label=label, label_source="reference",
-                               answerer="reference", **base) for k, a in enumerate(answers)]
+            items += [
+                EvalItem(
+                    id=f"{number}/{kind}/{k}",
+                    answer=a,
+                    label=label,
+                    label_source="reference",
+                    answerer="reference",
+                    **base,
+                )
+                for k, a in enumerate(answers)
+            ]
     return items
 
 
 def read_truthfulqa_mc(path: Path) -> list[McQuestion]:
-    return [McQuestion(id=str(number), question=row["Question"], best=row["Best Answer"].strip(),
-                       true=_answers(row["Correct Answers"]), false=_answers(row["Incorrect Answers"]))
-            for number, row in _truthfulqa_rows(path)]
+    return [
+        McQuestion(
+            id=str(number),
+            question=row["Question"],
+            best=row["Best Answer"].strip(),
+            true=_answers(row["Correct Answers"]),
+            false=_answers(row["Incorrect Answers"]),
+        )
+        for number, row in _truthfulqa_rows(path)
+    ]
 
 
 def read_truthfulqa_judge(path: Path) -> list[EvalItem]:
@@ -168,10 +198,18 @@ def read_truthfulqa_judge(path: Path) -> list[EvalItem]:
             raise DatasetError(f"{path}:{number + 1}: prompt is not 'Q: ...\\nA: ...\\nTrue:'")
         question = match["question"]
         question_id = question_ids.setdefault(question, str(len(question_ids)))
-        items.append(EvalItem(dataset="truthfulqa-judge", id=str(number), question_id=question_id,
-                              question=question, answer=match["answer"],
-                              label=int(row["completion"].strip().lower() == "yes"), label_source="human",
-                              answerer="judge-data"))
+        items.append(
+            EvalItem(
+                dataset="truthfulqa-judge",
+                id=str(number),
+                question_id=question_id,
+                question=question,
+                answer=match["answer"],
+                label=int(row["completion"].strip().lower() == "yes"),
+                label_source="human",
+                answerer="judge-data",
+            )
+        )
     return items
 
 
@@ -179,15 +217,28 @@ def read_halueval(path: Path, *, given: bool = False) -> list[EvalItem]:
     """HaluEval QA: questions with the right answer as gold, or the right and hallucinated answers labeled."""
     items = []
     for number, row in _jsonl(path):
-        base = dict(dataset="halueval", question_id=str(number), question=row["question"],
-                    gold=(row["right_answer"],))
+        base = dict(dataset="halueval", question_id=str(number), question=row["question"], gold=(row["right_answer"],))
         if not given:
             items.append(EvalItem(id=str(number), **base))
             continue
-        items += [EvalItem(id=f"{number}/right", answer=row["right_answer"], label=1, label_source="reference",
-                           answerer="reference", **base),
-                  EvalItem(id=f"{number}/hallucinated", answer=row["hallucinated_answer"], label=0,
-                           label_source="reference", answerer="reference", **base)]
+        items += [
+            EvalItem(
+                id=f"{number}/right",
+                answer=row["right_answer"],
+                label=1,
+                label_source="reference",
+                answerer="reference",
+                **base,
+            ),
+            EvalItem(
+                id=f"{number}/hallucinated",
+                answer=row["hallucinated_answer"],
+                label=0,
+                label_source="reference",
+                answerer="reference",
+                **base,
+            ),
+        ]
     return items
 
 
@@ -199,11 +250,19 @@ def read_generic_jsonl(path: Path, *, given: bool = False) -> list[EvalItem]:
             raise DatasetError(f"{path}:{number + 1}: needs question{', answer and label' if given else ''}")
         item_id = str(row.get("id", number))
         gold = row.get("gold") or ()
-        items.append(EvalItem(dataset=path.stem, id=item_id, question_id=item_id, question=row["question"],
-                              gold=(gold,) if isinstance(gold, str) else tuple(gold),
-                              answer=row.get("answer") if given else None,
-                              label=int(bool(row["label"])) if given else None,
-                              label_source="human" if given else None, answerer="given" if given else None))
+        items.append(
+            EvalItem(
+                dataset=path.stem,
+                id=item_id,
+                question_id=item_id,
+                question=row["question"],
+                gold=(gold,) if isinstance(gold, str) else tuple(gold),
+                answer=row.get("answer") if given else None,
+                label=int(bool(row["label"])) if given else None,
+                label_source="human" if given else None,
+                answerer="given" if given else None,
+            )
+        )
     return items
 
 
@@ -227,8 +286,11 @@ def _lemmas(fields: list[str]) -> tuple[str, ...]:
 def _part_holonyms(fields: list[str]) -> list[str]:
     cursor = 4 + 2 * int(fields[3], 16)
     pointers = int(fields[cursor])
-    return [fields[cursor + 2 + 4 * i] for i in range(pointers)
-            if fields[cursor + 1 + 4 * i] == "#p" and fields[cursor + 3 + 4 * i] == "n"]
+    return [
+        fields[cursor + 2 + 4 * i]
+        for i in range(pointers)
+        if fields[cursor + 1 + 4 * i] == "#p" and fields[cursor + 3 + 4 * i] == "n"
+    ]
 
 
 def _is_name_of_the_city(lemma: str) -> bool:
@@ -278,13 +340,22 @@ def read_capitals(wordnet_dir: Path | None = None) -> list[EvalItem]:
         if question in seen:
             continue
         seen.add(question)
-        items.append(EvalItem(dataset=CAPITALS_DATASET, id=offset, question_id=offset, question=question, gold=gold,
-                              group="wordnet"))
+        items.append(
+            EvalItem(
+                dataset=CAPITALS_DATASET, id=offset, question_id=offset, question=question, gold=gold, group="wordnet"
+            )
+        )
     return items
 
 
-def load_items(dataset: str, mode: Mode, *, data_dir: Path | None = None, path: Path | None = None,
-               answers_from: Sequence[str] = ()) -> list[EvalItem]:
+def load_items(
+    dataset: str,
+    mode: Mode,
+    *,
+    data_dir: Path | None = None,
+    path: Path | None = None,
+    answers_from: Sequence[str] = (),
+) -> list[EvalItem]:
     """The items of ``dataset`` for ``mode``: "answer" (questions only) or "given" (labeled answers)."""
     if dataset == CAPITALS_DATASET:
         if mode == "given":

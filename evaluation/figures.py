@@ -34,10 +34,19 @@ def reliability_diagram(curves: Sequence[Curve], path: Path, *, title: str, bins
     total = max((len(scores) for _, scores, _ in curves), default=1)
     for name, scores, labels in curves:
         found = reliability_bins(scores, labels, bins)
-        axes.plot([b.mean_score for b in found], [b.accuracy for b in found], marker="o", linewidth=1.2,
-                  label=f"{name} (n={len(scores)})")
-        axes.scatter([b.mean_score for b in found], [b.accuracy for b in found],
-                     s=[20 + 400 * b.count / total for b in found], alpha=0.25)
+        axes.plot(
+            [b.mean_score for b in found],
+            [b.accuracy for b in found],
+            marker="o",
+            linewidth=1.2,
+            label=f"{name} (n={len(scores)})",
+        )
+        axes.scatter(
+            [b.mean_score for b in found],
+            [b.accuracy for b in found],
+            s=[20 + 400 * b.count / total for b in found],
+            alpha=0.25,
+        )
     axes.set(xlim=(0, 1), ylim=(0, 1), xlabel="mean score in bin", ylabel="fraction correct in bin", title=title)
     axes.legend(loc="upper left", fontsize=8)
     return _save(figure, path)

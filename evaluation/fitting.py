@@ -25,15 +25,28 @@ from scoring import Calibrator, IsotonicCalibrator, LogisticCombination, PlattCa
 
 from .metrics import brier_score, expected_calibration_error
 
-__all__ = ["CalibrationStudy", "Method", "calibration_study", "cross_validated_combination", "fit_calibrator",
-           "fit_combination", "split_indices"]
+__all__ = [
+    "CalibrationStudy",
+    "Method",
+    "calibration_study",
+    "cross_validated_combination",
+    "fit_calibrator",
+    "fit_combination",
+    "split_indices",
+]
 
 Method = Literal["isotonic", "platt", "logistic"]
 COMBINATION_C = 1.0  # L2 strength of the fitted Trust_OV: a handful of features, a hundred-odd items
 
 
-def fit_calibrator(scores: Sequence[float], labels: Sequence[int], *, method: Method = "isotonic",
-                   score: str = "ov", fitted_on: dict[str, Any] | None = None) -> Calibrator:
+def fit_calibrator(
+    scores: Sequence[float],
+    labels: Sequence[int],
+    *,
+    method: Method = "isotonic",
+    score: str = "ov",
+    fitted_on: dict[str, Any] | None = None,
+) -> Calibrator:
     x, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=float)
     if len(x) < 2 or len(set(y.tolist())) < 2:
         raise ValueError("calibration needs at least two items and both labels")
@@ -42,8 +55,9 @@ def fit_calibrator(scores: Sequence[float], labels: Sequence[int], *, method: Me
         model = LogisticRegression(C=1e6).fit(x.reshape(-1, 1), y)
         return PlattCalibrator(float(model.coef_[0][0]), float(model.intercept_[0]), score=score, fitted_on=about)
     iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, y)
-    return IsotonicCalibrator(tuple(iso.X_thresholds_.tolist()), tuple(iso.y_thresholds_.tolist()), score=score,
-                              fitted_on=about)
+    return IsotonicCalibrator(
+        tuple(iso.X_thresholds_.tolist()), tuple(iso.y_thresholds_.tolist()), score=score, fitted_on=about
+    )
 
 
 def split_indices(labels: Sequence[int], fit_fraction: float, seed: int) -> tuple[list[int], list[int]]:
@@ -56,7 +70,7 @@ def split_indices(labels: Sequence[int], fit_fraction: float, seed: int) -> tupl
     fit: list[int] = []
     for label in sorted(set(labels)):
         members = rng.permutation([i for i, value in enumerate(labels) if value == label]).tolist()
-        fit += members[:round(len(members) * fit_fraction)]
+        fit += members[: round(len(members) * fit_fraction)]
     chosen = set(fit)
     return sorted(fit), [i for i in range(len(labels)) if i not in chosen]
 
@@ -78,22 +92,33 @@ class CalibrationStudy:
         if self.calibrator is None or not self.held_out_labels:
             return {}
         raw, calibrated, y = self.held_out_scores, self.held_out_probabilities, self.held_out_labels
-        return {"ece_raw": expected_calibration_error(raw, y),
-                "ece_calibrated": expected_calibration_error(calibrated, y),
-                "brier_raw": brier_score(raw, y), "brier_calibrated": brier_score(calibrated, y)}
+        return {
+            "ece_raw": expected_calibration_error(raw, y),
+            "ece_calibrated": expected_calibration_error(calibrated, y),
+            "brier_raw": brier_score(raw, y),
+            "brier_calibrated": brier_score(calibrated, y),
+        }
 
 
-def calibration_study(scores: Sequence[float], labels: Sequence[int], *, method: Method, fit_fraction: float,
-                      seed: int, score: str = "ov", fitted_on: dict[str, Any] | None = None) -> CalibrationStudy:
+def calibration_study(
+    scores: Sequence[float],
+    labels: Sequence[int],
+    *,
+    method: Method,
+    fit_fraction: float,
+    seed: int,
+    score: str = "ov",
+    fitted_on: dict[str, Any] | None = None,
+) -> CalibrationStudy:
     fit, held = split_indices(labels, fit_fraction, seed)
     fit_labels = [labels[i] for i in fit]
     if len(set(fit_labels)) < 2:
         return CalibrationStudy(None, len(fit), len(held), [], [], [], reason="the fit split has only one label")
-    calibrator = fit_calibrator([scores[i] for i in fit], fit_labels, method=method, score=score,
-                                fitted_on=fitted_on)
+    calibrator = fit_calibrator([scores[i] for i in fit], fit_labels, method=method, score=score, fitted_on=fitted_on)
     raw = [float(scores[i]) for i in held]
-    return CalibrationStudy(calibrator, len(fit), len(held), raw, [calibrator.probability(s) for s in raw],
-                            [int(labels[i]) for i in held])
+    return CalibrationStudy(
+        calibrator, len(fit), len(held), raw, [calibrator.probability(s) for s in raw], [int(labels[i]) for i in held]
+    )
 
 
 def _standardised_logistic() -> Pipeline:
@@ -108,8 +133,13 @@ def _standardised_logistic() -> Pipeline:
     return make_pipeline(StandardScaler(), LogisticRegression(C=COMBINATION_C, max_iter=1000))
 
 
-def fit_combination(rows: Sequence[Sequence[float]], labels: Sequence[int], features: Sequence[str], *,
-                    fitted_on: dict[str, Any] | None = None) -> LogisticCombination:
+def fit_combination(
+    rows: Sequence[Sequence[float]],
+    labels: Sequence[int],
+    features: Sequence[str],
+    *,
+    fitted_on: dict[str, Any] | None = None,
+) -> LogisticCombination:
     """The fitted Trust_OV: a logistic regression of correctness on the component features, all items.
 
     Fitted on standardised features, stored as weights on the raw ones
@@ -127,8 +157,9 @@ def fit_combination(rows: Sequence[Sequence[float]], labels: Sequence[int], feat
     return LogisticCombination(tuple(features), tuple(float(w) for w in weights), intercept, fitted_on=about)
 
 
-def cross_validated_combination(rows: Sequence[Sequence[float]], labels: Sequence[int], *, folds: int = 5,
-                                seed: int = 0) -> list[float] | None:
+def cross_validated_combination(
+    rows: Sequence[Sequence[float]], labels: Sequence[int], *, folds: int = 5, seed: int = 0
+) -> list[float] | None:
     """Each item's fitted Trust_OV from a fit on the other folds (stratified): honest figures for the report.
 
     None when a fold could not see both labels.

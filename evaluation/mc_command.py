@@ -32,10 +32,13 @@ def _mean_with_ci(values: list[float], resamples: int, seed: int) -> dict[str, A
 def mc_summary(results: list[McResult], resamples: int, seed: int) -> dict[str, Any]:
     """Mean MC1 and MC2 with bootstrap intervals, over all questions and over the complete ones."""
     complete = [r for r in results if r.complete]
-    return {part: {name: _mean_with_ci([getattr(r, name) for r in chosen], resamples, seed) for name in ("mc1", "mc2")}
-            for part, chosen in (("all", results), ("complete", complete))} | {
+    return {
+        part: {name: _mean_with_ci([getattr(r, name) for r in chosen], resamples, seed) for name in ("mc1", "mc2")}
+        for part, chosen in (("all", results), ("complete", complete))
+    } | {
         "complete_fraction": len(complete) / len(results) if results else None,
-        "reproduced_fraction": sum(r.reproduced for r in results) / len(results) if results else None}
+        "reproduced_fraction": sum(r.reproduced for r in results) / len(results) if results else None,
+    }
 
 
 def eval_truthfulqa_mc(args: argparse.Namespace) -> int:
@@ -58,11 +61,24 @@ def eval_truthfulqa_mc(args: argparse.Namespace) -> int:
     with EvalCache(cache_path) as cache:
         results, evaluator = asyncio.run(score_all(cache))
     summary = strict_json(mc_summary(results, args.bootstrap, args.seed))
-    run = strict_json({"questions": len(results), "duration_s": time.perf_counter() - started,
-                       "calls_made": evaluator.counter.made, "calls_cached": evaluator.counter.cached})
-    context = ReportContext(title=args.title or f"TruthfulQA MC1/MC2 (copy-task log-probabilities), model {model}",
-                            command=command_line(args), dataset="truthfulqa", mode="mc", model=model,
-                            created_at=now_utc(), git_commit=git_commit(), notes=tuple(args.note))
+    run = strict_json(
+        {
+            "questions": len(results),
+            "duration_s": time.perf_counter() - started,
+            "calls_made": evaluator.counter.made,
+            "calls_cached": evaluator.counter.cached,
+        }
+    )
+    context = ReportContext(
+        title=args.title or f"TruthfulQA MC1/MC2 (copy-task log-probabilities), model {model}",
+        command=command_line(args),
+        dataset="truthfulqa",
+        mode="mc",
+        model=model,
+        created_at=now_utc(),
+        git_commit=git_commit(),
+        notes=tuple(args.note),
+    )
     out.mkdir(parents=True, exist_ok=True)
     per_question = [{"id": q.id, **asdict(r)} for q, r in zip(questions, results, strict=True)]
     write_json(out / "results.json", {"context": context, "summary": summary, "run": run, "questions": per_question})

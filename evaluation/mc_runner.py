@@ -31,9 +31,13 @@ class McEvaluator:
     async def candidate(self, question: McQuestion, text: str) -> CandidateScore:
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         site = CallSite(MC_DATASET, f"{question.id}/{digest}", "mc", self.model)
-        body: dict[str, Any] = {"messages": [{"role": "user", "content": repeat_prompt(question.question, text)}],
-                                "max_tokens": len(text) // 3 + 8, "temperature": 0.0, "logprobs": True,
-                                "top_logprobs": TOP_LOGPROBS}
+        body: dict[str, Any] = {
+            "messages": [{"role": "user", "content": repeat_prompt(question.question, text)}],
+            "max_tokens": len(text) // 3 + 8,
+            "temperature": 0.0,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+        }
         data = await CachedAsk(self.complete, self.cache, site, self.counter).completion(body)
         chosen = chosen_tokens(data)
         if chosen is None:
@@ -45,5 +49,4 @@ class McEvaluator:
         scores: dict[str, CandidateScore] = {}
         for text in dict.fromkeys((question.best, *question.true, *question.false)):
             scores[text] = await self.candidate(question, text)
-        return mc_scores(scores[question.best], [scores[t] for t in question.true],
-                         [scores[t] for t in question.false])
+        return mc_scores(scores[question.best], [scores[t] for t in question.true], [scores[t] for t in question.false])

@@ -105,9 +105,13 @@ def reliability_bins(scores: ArrayLike, labels: ArrayLike, bins: int = 10) -> li
     s, y = _arrays(scores, labels)
     edges = np.linspace(0.0, 1.0, bins + 1)
     index = np.clip(np.digitize(s, edges[1:-1], right=False), 0, bins - 1)
-    return [ReliabilityBin(float(edges[b]), float(edges[b + 1]), int(inside.sum()), float(s[inside].mean()),
-                           float(y[inside].mean()))
-            for b in range(bins) if (inside := index == b).any()]
+    return [
+        ReliabilityBin(
+            float(edges[b]), float(edges[b + 1]), int(inside.sum()), float(s[inside].mean()), float(y[inside].mean())
+        )
+        for b in range(bins)
+        if (inside := index == b).any()
+    ]
 
 
 def expected_calibration_error(scores: ArrayLike, labels: ArrayLike, bins: int = 10) -> float:
@@ -141,8 +145,9 @@ class ConfidenceInterval:
     resamples: int  # resamples where the metric was defined
 
 
-def bootstrap_ci(metric: Metric, scores: ArrayLike, labels: ArrayLike, *, resamples: int = 1000,
-                 level: float = 0.95, seed: int = 0) -> ConfidenceInterval:
+def bootstrap_ci(
+    metric: Metric, scores: ArrayLike, labels: ArrayLike, *, resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> ConfidenceInterval:
     """Percentile interval of ``metric`` over item resamples drawn with a seeded generator."""
     s, y = _arrays(scores, labels)
     if len(s) < 2:

@@ -65,8 +65,7 @@ class ItemOutcome(BaseModel):
     def details(self, component: str, kind: type[D]) -> D | None:
         """A scored component's typed details; None when it did not run, failed, or has others."""
         result = self.components.get(component)
-        return result.details if result is not None and not result.error and isinstance(result.details, kind) \
-            else None
+        return result.details if result is not None and not result.error and isinstance(result.details, kind) else None
 
     def answer_details(self) -> AnswerDetails | None:
         """What the answer step recorded; None in given mode, where no answer step ran."""
@@ -109,10 +108,12 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("bc_binary", "Trust_BC (binary)", True, "bc", lambda o: _bc(o).binary),
     Signal("bc_graded", "Trust_BC (graded)", True, None, lambda o: _bc(o).graded),
     Signal("bc_letter_probability", "Trust_BC (letter probability)", True, None, lambda o: _bc(o).logprob),
-    Signal("bc_debiased", "Trust_BC (debiased: agreement beyond the letter prior)", True, None,
-           lambda o: _bc(o).debiased),
-    Signal("bc_paper", "Trust_BC (paper procedure: random positions, binary)", True, None,
-           lambda o: o.value("bc_paper")),
+    Signal(
+        "bc_debiased", "Trust_BC (debiased: agreement beyond the letter prior)", True, None, lambda o: _bc(o).debiased
+    ),
+    Signal(
+        "bc_paper", "Trust_BC (paper procedure: random positions, binary)", True, None, lambda o: o.value("bc_paper")
+    ),
     Signal("fc", "Trust_FC", True, "fc", lambda o: o.value("fc")),
     Signal("fc_text", "Trust_FC (paper's text judge)", True, None, lambda o: o.value("fc_text")),
     Signal("lp", "lp (geometric-mean token probability)", True, None, lambda o: o.value("lp")),
@@ -120,14 +121,29 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("sc", "sc (sampled-answer agreement)", True, None, lambda o: o.value("sc")),
     Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: ov.table3 if (ov := _both_scored(o)) else None),
     Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: ov.graded if (ov := _both_scored(o)) else None),
-    Signal("ov_paper_table3", "Trust_OV (Table 3 of the paper's BC and FC)", True, None,
-           lambda o: ov.table3 if (ov := _both_scored(o, "ov_paper")) else None),
-    Signal("ov_default", "Trust_OV (default: the shipped prior over every component present)", True, None,
-           lambda o: o.value("ov_default")),
+    Signal(
+        "ov_paper_table3",
+        "Trust_OV (Table 3 of the paper's BC and FC)",
+        True,
+        None,
+        lambda o: ov.table3 if (ov := _both_scored(o, "ov_paper")) else None,
+    ),
+    Signal(
+        "ov_default",
+        "Trust_OV (default: the shipped prior over every component present)",
+        True,
+        None,
+        lambda o: o.value("ov_default"),
+    ),
     Signal("ov_fitted", "Trust_OV (fitted, cross-validated)", True, None, lambda o: o.value("ov_fitted")),
     Signal("answer_words", "baseline: answer length (words)", False, None, _words),
-    Signal("mean_logprob", "baseline: mean token log-probability", False, None,
-           lambda o: details.mean_logprob if (details := o.answer_details()) else None),
+    Signal(
+        "mean_logprob",
+        "baseline: mean token log-probability",
+        False,
+        None,
+        lambda o: details.mean_logprob if (details := o.answer_details()) else None,
+    ),
     Signal("verbal_confidence", "baseline: verbalised confidence", True, None, lambda o: o.value("verbal")),
 )
 

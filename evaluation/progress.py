@@ -14,11 +14,18 @@ __all__ = ["progress_bar"]
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, description: str,
-                 counters: Mapping[str, CallCounter]) -> Iterator[Callable[[object], None]]:
+def progress_bar(
+    total: int, description: str, counters: Mapping[str, CallCounter]
+) -> Iterator[Callable[[object], None]]:
     """Yields ``advance(done)``: one more item finished; the bar shows calls made and read from the cache."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TimeRemainingColumn(), TextColumn("{task.fields[calls]}"))
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[calls]}"),
+    )
     with Progress(*columns, console=Console(stderr=True)) as progress:
         task = progress.add_task(description, total=total, calls="")
 

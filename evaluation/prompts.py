@@ -14,8 +14,15 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["CLOSED_BOOK_PROMPT", "CONFIDENCE_PROMPT", "answer_end", "clean_answer", "closed_book_prompt",
-           "confidence_prompt", "parse_confidence"]
+__all__ = [
+    "CLOSED_BOOK_PROMPT",
+    "CONFIDENCE_PROMPT",
+    "answer_end",
+    "clean_answer",
+    "closed_book_prompt",
+    "confidence_prompt",
+    "parse_confidence",
+]
 
 # TrustScore, Table 4: "Prompt for Close-book Question Answering".
 CLOSED_BOOK_PROMPT = """INSTRUCTION: Please give answers to the following questions about knowledge.
@@ -65,7 +72,7 @@ def answer_end(reply: str) -> int:
 
 def clean_answer(reply: str) -> str:
     """The answer sentence: the reply up to where the model starts a new example, on one line."""
-    return " ".join(_ANSWER_LABEL.sub("", reply[:answer_end(reply)]).split())
+    return " ".join(_ANSWER_LABEL.sub("", reply[: answer_end(reply)]).split())
 
 
 def parse_confidence(reply: str) -> float | None:

@@ -46,6 +46,7 @@ def eval_rag(args: argparse.Namespace) -> int:
 
     async def score_all(cache: EvalCache) -> list[dict[str, Any]]:
         async with open_upstream(settings) as complete:
+
             def ask_for(job: ScoringJob) -> CachedAsk:
                 return CachedAsk(complete, cache, CallSite(f"rag:{file.name}", job.id, "rag", judge), counter)
 
@@ -56,13 +57,29 @@ def eval_rag(args: argparse.Namespace) -> int:
         cases = asyncio.run(score_all(cache))
     report = strict_json(rag_report(cases))
     if cases and report["judge_failures"] == len(cases):
-        print(f"trustgate eval rag: the judge ({judge}) failed on every case, so the report measures nothing; "
-              "see each case's judge_errors in results.json", file=sys.stderr)
-    run = strict_json({"cases": len(cases), "duration_s": time.perf_counter() - started,
-                       "calls_made": counter.made, "calls_cached": counter.cached})
-    context = ReportContext(title=args.title or f"RAG trust (Trust-Eval): {file.name}, judge {judge}",
-                            command=command_line(args), dataset=str(file), mode="rag", model=judge,
-                            created_at=now_utc(), git_commit=git_commit(), notes=tuple(args.note))
+        print(
+            f"trustgate eval rag: the judge ({judge}) failed on every case, so the report measures nothing; "
+            "see each case's judge_errors in results.json",
+            file=sys.stderr,
+        )
+    run = strict_json(
+        {
+            "cases": len(cases),
+            "duration_s": time.perf_counter() - started,
+            "calls_made": counter.made,
+            "calls_cached": counter.cached,
+        }
+    )
+    context = ReportContext(
+        title=args.title or f"RAG trust (Trust-Eval): {file.name}, judge {judge}",
+        command=command_line(args),
+        dataset=str(file),
+        mode="rag",
+        model=judge,
+        created_at=now_utc(),
+        git_commit=git_commit(),
+        notes=tuple(args.note),
+    )
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "results.json", {"context": context, "report": report, "run": run, "cases": strict_json(cases)})
     (out / "report.md").write_text(render_rag_markdown(context, report, run), encoding="utf-8")

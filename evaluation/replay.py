@@ -89,26 +89,43 @@ def _answer(item: EvalItem, record: TrustRecord, text: str, fed: bool) -> Replay
     ov = record.components.get("ov")
     details = ov.details if ov is not None and isinstance(ov.details, OVDetails) else OVDetails()
     learned = details.method == "learned"
-    return ReplayAnswer(item_id=item.id, fed=fed, correct=gold_match(text, item.gold, item.question), answer=text,
-                        score=record.score, default=details.default if learned else record.score,
-                        method=details.method, fit_id=details.fit_id, informative=details.informative,
-                        features=features_of(record.components, text))
+    return ReplayAnswer(
+        item_id=item.id,
+        fed=fed,
+        correct=gold_match(text, item.gold, item.question),
+        answer=text,
+        score=record.score,
+        default=details.default if learned else record.score,
+        method=details.method,
+        fit_id=details.fit_id,
+        informative=details.informative,
+        features=features_of(record.components, text),
+    )
 
 
 async def _ask(client: httpx.AsyncClient, spec: ReplaySpec, item: EvalItem, fed: bool) -> tuple[ReplayAnswer, int]:
-    messages = ([{"role": "system", "content": spec.system}] if spec.system else []) + \
-        [{"role": "user", "content": item.question}]
-    response = await client.post("/v1/chat/completions", headers={**_auth(spec), "x-trustgate-mode": "sync"},
-                                 json={"model": spec.model, "messages": messages, "max_tokens": spec.max_tokens,
-                                       "temperature": 0,
-                                       **({"logprobs": True, "top_logprobs": 1} if spec.ask_logprobs else {})})
+    messages = ([{"role": "system", "content": spec.system}] if spec.system else []) + [
+        {"role": "user", "content": item.question}
+    ]
+    response = await client.post(
+        "/v1/chat/completions",
+        headers={**_auth(spec), "x-trustgate-mode": "sync"},
+        json={
+            "model": spec.model,
+            "messages": messages,
+            "max_tokens": spec.max_tokens,
+            "temperature": 0,
+            **({"logprobs": True, "top_logprobs": 1} if spec.ask_logprobs else {}),
+        },
+    )
     response.raise_for_status()
     text = str(response.json()["choices"][0]["message"].get("content") or "").strip()
     record = await _record(client, spec, response.headers["x-trust-id"])
     answer = _answer(item, record, text, fed)
     if fed:
-        label = await client.post(f"/v1/trust/{record.id}/feedback", headers=_auth(spec),
-                                  json={"correct": answer.correct})
+        label = await client.post(
+            f"/v1/trust/{record.id}/feedback", headers=_auth(spec), json={"correct": answer.correct}
+        )
         label.raise_for_status()
     return answer, 1 + record.upstream_calls
 
@@ -126,8 +143,13 @@ async def _calibration(client: httpx.AsyncClient, spec: ReplaySpec, labels: int)
     return None
 
 
-async def replay(client: httpx.AsyncClient, spec: ReplaySpec, items: Sequence[EvalItem], *,
-                 on_done: Callable[[], None] = lambda: None) -> ReplayOutcome:
+async def replay(
+    client: httpx.AsyncClient,
+    spec: ReplaySpec,
+    items: Sequence[EvalItem],
+    *,
+    on_done: Callable[[], None] = lambda: None,
+) -> ReplayOutcome:
     """Feedback for the first half (rounded down to whole refits), the refit, then the held-out half.
 
     The wait is for a refit on the labels actually sent (an item that failed sent none), rounded down to

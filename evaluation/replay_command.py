@@ -46,8 +46,12 @@ SCORES: list[tuple[str, str, Reader, bool]] = [
     ("bc", "Trust_BC", lambda a: a.features.get("bc"), True),
     ("fc", "Trust_FC", lambda a: a.features.get("fc"), True),
     ("lp_mean", "mean token log-probability", lambda a: a.features.get("lp_mean"), False),
-    ("length", "answer length, shorter = more trusted (-log(1 + words))",
-     lambda a: -a.features["length"] if "length" in a.features else None, False),
+    (
+        "length",
+        "answer length, shorter = more trusted (-log(1 + words))",
+        lambda a: -a.features["length"] if "length" in a.features else None,
+        False,
+    ),
 ]
 
 
@@ -62,8 +66,11 @@ def _fresh_gateway(raw: dict[str, Any], args: argparse.Namespace, out: Path) -> 
     section = raw.setdefault("trustgate", {})
     section["store"] = {**(section.get("store") or {}), "path": str(out / "records.sqlite3")}
     scoring = section.setdefault("scoring", {})
-    scoring["feedback"] = {"refit_every": args.refit_every, "min_labels": args.min_labels,
-                           "fits_path": str(out / "fits.json")}
+    scoring["feedback"] = {
+        "refit_every": args.refit_every,
+        "min_labels": args.min_labels,
+        "fits_path": str(out / "fits.json"),
+    }
     scoring["allow_client_mode"] = "any"
     scoring["sync_timeout"] = max(float(scoring.get("sync_timeout") or 0), 300.0)
     scoring.setdefault("queue", {})["scorer_timeout"] = 290.0
@@ -88,15 +95,26 @@ def _own_local_port(raw: dict[str, Any]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _gateway(args: argparse.Namespace, items: list[EvalItem], out: Path) -> AsyncIterator[tuple[str, str,
-                                                                                                      str]]:
+async def _gateway(args: argparse.Namespace, items: list[EvalItem], out: Path) -> AsyncIterator[tuple[str, str, str]]:
     """(gateway URL, model group, master key) of a fresh gateway in front of the chosen upstream."""
     if args.upstream == "capable":
         async with serve_app(capable_upstream(CapableModel(items, seed=args.seed))) as upstream:
             key = f"sk-replay-{secrets.token_hex(8)}"
-            raw = {"model_list": [{"model_name": "capable", "litellm_params": {
-                       "model": "openai/capable", "api_base": f"{upstream}/v1", "api_key": "none", "timeout": 60}}],
-                   "general_settings": {"master_key": key}, "trustgate": {"local_upstream": {"enabled": False}}}
+            raw = {
+                "model_list": [
+                    {
+                        "model_name": "capable",
+                        "litellm_params": {
+                            "model": "openai/capable",
+                            "api_base": f"{upstream}/v1",
+                            "api_key": "none",
+                            "timeout": 60,
+                        },
+                    }
+                ],
+                "general_settings": {"master_key": key},
+                "trustgate": {"local_upstream": {"enabled": False}},
+            }
             async with serve_gateway(_fresh_gateway(raw, args, out)) as (url, _):
                 yield url, "capable", key
         return
@@ -116,9 +134,13 @@ def _figures(answers: list[ReplayAnswer], resamples: int, seed: int) -> dict[str
             continue
         scores, labels = [s for s, _ in pairs], [y for _, y in pairs]
         interval = bootstrap_ci(auroc, scores, labels, resamples=resamples, seed=seed)
-        table[name] = {"title": title, "n": len(pairs), "auroc": auroc(scores, labels),
-                       "auroc_ci": [interval.low, interval.high],
-                       "ece": expected_calibration_error(scores, labels) if probability else None}
+        table[name] = {
+            "title": title,
+            "n": len(pairs),
+            "auroc": auroc(scores, labels),
+            "auroc_ci": [interval.low, interval.high],
+            "ece": expected_calibration_error(scores, labels) if probability else None,
+        }
     return table
 
 
@@ -128,26 +150,48 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 def _markdown(args: argparse.Namespace, result: dict[str, Any]) -> str:
     held, calibration = result["held_out"], result["calibration"] or {}
-    lines = [f"# {args.title or 'Feedback replay: ' + result['model']}", "", "```bash", command_line(args), "```", "",
-             f"{result['created_at']}, commit {result['git_commit']}; {result['items']} questions, "
-             f"{result['fed']} labels sent as feedback, {result['held_out_items']} held out "
-             f"({result['held_out_correct']} right); {result['upstream_calls']} upstream calls, "
-             f"{result['duration_s']:.0f} s.", "",
-             f"After the refit on the fed half the gateway reported **{calibration.get('combination', '–')}** "
-             f"combination: {calibration.get('reason', 'no refit report')}.", ""]
+    lines = [
+        f"# {args.title or 'Feedback replay: ' + result['model']}",
+        "",
+        "```bash",
+        command_line(args),
+        "```",
+        "",
+        f"{result['created_at']}, commit {result['git_commit']}; {result['items']} questions, "
+        f"{result['fed']} labels sent as feedback, {result['held_out_items']} held out "
+        f"({result['held_out_correct']} right); {result['upstream_calls']} upstream calls, "
+        f"{result['duration_s']:.0f} s.",
+        "",
+        f"After the refit on the fed half the gateway reported **{calibration.get('combination', '–')}** "
+        f"combination: {calibration.get('reason', 'no refit report')}.",
+        "",
+    ]
     fit = calibration.get("fit")
     if fit:
         weights = ", ".join(f"{f} {w:+.3f}" for f, w in zip(fit["features"], fit["weights"], strict=True))
-        lines += [f"Learned fit `{fit['id']}`: intercept {fit['intercept']:+.3f}, weights (raw features) {weights}.",
-                  ""]
-    lines += ["## Held-out half (scored after the refit)", "", "| score | n | AUROC [95% CI] | ECE |",
-              "|---|---|---|---|"]
+        lines += [
+            f"Learned fit `{fit['id']}`: intercept {fit['intercept']:+.3f}, weights (raw features) {weights}.",
+            "",
+        ]
+    lines += [
+        "## Held-out half (scored after the refit)",
+        "",
+        "| score | n | AUROC [95% CI] | ECE |",
+        "|---|---|---|---|",
+    ]
     for entry in held.values():
         low, high = entry["auroc_ci"]
-        lines.append(f"| {entry['title']} | {entry['n']} | {_fmt(entry['auroc'])} [{_fmt(low, 2)}, {_fmt(high, 2)}] "
-                     f"| {_fmt(entry['ece'])} |")
-    lines += ["", "## The gateway's cross-validated figures on the fed half (`GET /v1/trust/calibration`)", "",
-              "| score | AUROC | ECE |", "|---|---|---|"]
+        lines.append(
+            f"| {entry['title']} | {entry['n']} | {_fmt(entry['auroc'])} [{_fmt(low, 2)}, {_fmt(high, 2)}] "
+            f"| {_fmt(entry['ece'])} |"
+        )
+    lines += [
+        "",
+        "## The gateway's cross-validated figures on the fed half (`GET /v1/trust/calibration`)",
+        "",
+        "| score | AUROC | ECE |",
+        "|---|---|---|",
+    ]
     for name, area in (calibration.get("auroc") or {}).items():
         lines.append(f"| {name} | {_fmt(area)} | {_fmt((calibration.get('ece') or {}).get(name))} |")
     lines += ["", *[f"- {note}" for note in args.note]]
@@ -158,16 +202,22 @@ def _markdown(args: argparse.Namespace, result: dict[str, Any]) -> str:
 
 async def _run(args: argparse.Namespace, items: list[EvalItem], out: Path) -> tuple[ReplayOutcome, str]:
     async with _gateway(args, items, out) as (url, model, key):
-        spec = ReplaySpec(model=model, key=key, system=None if args.upstream == "capable" else SYSTEM,
-                          refit_every=args.refit_every, ask_logprobs=args.upstream == "config")
+        spec = ReplaySpec(
+            model=model,
+            key=key,
+            system=None if args.upstream == "capable" else SYSTEM,
+            refit_every=args.refit_every,
+            ask_logprobs=args.upstream == "config",
+        )
         async with httpx.AsyncClient(base_url=url, timeout=httpx.Timeout(900.0, connect=10.0)) as client:
             with progress_bar(len(items), f"replay {model}", {}) as advance:
                 return await replay(client, spec, items, on_done=lambda: advance(None)), model
 
 
 def eval_replay(args: argparse.Namespace) -> int:
-    items = sample_questions(load_items(args.dataset, "answer", data_dir=args.data_dir, path=args.file),
-                             args.limit, args.sample_seed)
+    items = sample_questions(
+        load_items(args.dataset, "answer", data_dir=args.data_dir, path=args.file), args.limit, args.sample_seed
+    )
     out = args.out or Path("var/trustgate/eval/reports") / f"replay-{args.upstream}-{int(time.time())}"
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("records.sqlite3", "fits.json"):  # a fresh gateway: no earlier label or fit
@@ -175,14 +225,34 @@ def eval_replay(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     outcome, model = asyncio.run(_run(args, items, out))
     held = [a for a in outcome.answers if not a.fed]
-    result = {"model": model, "created_at": now_utc(), "git_commit": git_commit(), "items": len(items),
-              "fed": sum(a.fed for a in outcome.answers), "held_out_items": len(held),
-              "held_out_correct": sum(a.correct for a in held), "upstream_calls": outcome.upstream_calls,
-              "duration_s": time.perf_counter() - started, "calibration": outcome.calibration,
-              "held_out": _figures(held, args.bootstrap, args.seed), "failures": outcome.failures,
-              "answers": [{"id": a.item_id, "fed": a.fed, "correct": a.correct, "score": a.score,
-                           "default": a.default, "method": a.method, "fit_id": a.fit_id,
-                           "informative": a.informative, "features": a.features} for a in outcome.answers]}
+    result = {
+        "model": model,
+        "created_at": now_utc(),
+        "git_commit": git_commit(),
+        "items": len(items),
+        "fed": sum(a.fed for a in outcome.answers),
+        "held_out_items": len(held),
+        "held_out_correct": sum(a.correct for a in held),
+        "upstream_calls": outcome.upstream_calls,
+        "duration_s": time.perf_counter() - started,
+        "calibration": outcome.calibration,
+        "held_out": _figures(held, args.bootstrap, args.seed),
+        "failures": outcome.failures,
+        "answers": [
+            {
+                "id": a.item_id,
+                "fed": a.fed,
+                "correct": a.correct,
+                "score": a.score,
+                "default": a.default,
+                "method": a.method,
+                "fit_id": a.fit_id,
+                "informative": a.informative,
+                "features": a.features,
+            }
+            for a in outcome.answers
+        ],
+    }
     result = strict_json(result)
     (out / "results.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     (out / "report.md").write_text(_markdown(args, result), encoding="utf-8")

@@ -19,8 +19,16 @@ from typing import Any
 from .figures import Curve, reliability_diagram, roc_curves
 from .outcome import SIGNALS, ItemOutcome, by_answerer, signal_values
 
-__all__ = ["PAPER_MODELS", "PAPER_TABLE1", "ReportContext", "render_markdown", "render_mc_markdown",
-           "render_rag_markdown", "write_json", "write_report"]
+__all__ = [
+    "PAPER_MODELS",
+    "PAPER_TABLE1",
+    "ReportContext",
+    "render_markdown",
+    "render_mc_markdown",
+    "render_rag_markdown",
+    "write_json",
+    "write_report",
+]
 
 PAPER_MODELS = ("FLAN-T5", "LLaMA", "GPT-3.5")
 # TrustScore, Table 1: Pearson's r against human judgements on MixedQA.
@@ -68,34 +76,47 @@ def _paper_table(summary: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _metrics_table(group: dict[str, Any]) -> list[str]:
-    lines = ["| score | n | correct | Pearson r | Spearman ρ | AUROC | AUPRC | ECE |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| score | n | correct | Pearson r | Spearman ρ | AUROC | AUPRC | ECE |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for signal in group["signals"].values():
-        lines.append(f"| {signal['title']} | {signal['n']} | {signal['positives']} | "
-                     + " | ".join(_with_ci(signal[m]) for m in ("pearson", "spearman", "auroc", "auprc", "ece"))
-                     + " |")
+        lines.append(
+            f"| {signal['title']} | {signal['n']} | {signal['positives']} | "
+            + " | ".join(_with_ci(signal[m]) for m in ("pearson", "spearman", "auroc", "auprc", "ece"))
+            + " |"
+        )
     return lines
 
 
 def _group_section(answerer: str, group: dict[str, Any]) -> list[str]:
     sources = ", ".join(f"{name}: {count}" for name, count in group["label_sources"].items())
-    lines = [f"### Answers by {answerer}", "",
-             f"{group['items']} items, {group['correct']} correct ({_fmt(group['accuracy'])}); labels from {sources}.",
-             ""]
+    lines = [
+        f"### Answers by {answerer}",
+        "",
+        f"{group['items']} items, {group['correct']} correct ({_fmt(group['accuracy'])}); labels from {sources}.",
+        "",
+    ]
     fewer = min(group["correct"], group["items"] - group["correct"])
     if fewer < FEW_LABELS:
-        lines += [f"**Only {fewer} {'correct' if fewer == group['correct'] else 'incorrect'} answer(s)**: every "
-                  "figure below turns on those few items, and the bootstrap intervals (drawn from the resamples "
-                  "where a figure is defined) understate the uncertainty. Read them as a smoke test, not a "
-                  "measurement.", ""]
+        lines += [
+            f"**Only {fewer} {'correct' if fewer == group['correct'] else 'incorrect'} answer(s)**: every "
+            "figure below turns on those few items, and the bootstrap intervals (drawn from the resamples "
+            "where a figure is defined) understate the uncertainty. Read them as a smoke test, not a "
+            "measurement.",
+            "",
+        ]
     lines += [*_metrics_table(group), ""]
     calls = ", ".join(f"{name} {count:g}" for name, count in group["calls_per_item"].items())
     lines += [f"Upstream calls per item, by component: {calls or 'none'}.", ""]
     agreement = group.get("label_agreement")
     if agreement:
-        lines += [f"Gold-answer matching against the dataset's labels on these {agreement['items']} items: "
-                  f"accuracy {_fmt(agreement['accuracy'])}, Cohen's κ {_fmt(agreement['kappa'])} "
-                  f"(matching calls {_fmt(agreement['matched_correct_rate'])} of them correct).", ""]
+        lines += [
+            f"Gold-answer matching against the dataset's labels on these {agreement['items']} items: "
+            f"accuracy {_fmt(agreement['accuracy'])}, Cohen's κ {_fmt(agreement['kappa'])} "
+            f"(matching calls {_fmt(agreement['matched_correct_rate'])} of them correct).",
+            "",
+        ]
     return lines
 
 
@@ -107,14 +128,20 @@ def _combination_section(combination: dict[str, Any] | None) -> list[str]:
         return [*lines, f"Not fitted: {combination['reason']}.", ""]
     fit = combination["combination"]
     weights = ", ".join(f"{name} {weight:+.3f}" for name, weight in zip(fit["features"], fit["weights"], strict=True))
-    lines += [f"Logistic regression of correctness on {', '.join(combination['features'])} over the "
-              f"{combination['items']} items that have them all. The row *Trust_OV (fitted, cross-validated)* above "
-              f"gives each item the prediction of a fit on the other folds ({combination['folds']}-fold, stratified, "
-              f"seed {combination['seed']}); the fit on all items: weights {weights}, intercept "
-              f"{fit['intercept']:+.3f}.", ""]
+    lines += [
+        f"Logistic regression of correctness on {', '.join(combination['features'])} over the "
+        f"{combination['items']} items that have them all. The row *Trust_OV (fitted, cross-validated)* above "
+        f"gives each item the prediction of a fit on the other folds ({combination['folds']}-fold, stratified, "
+        f"seed {combination['seed']}); the fit on all items: weights {weights}, intercept "
+        f"{fit['intercept']:+.3f}.",
+        "",
+    ]
     if combination.get("path"):
-        lines += [f"Saved to `{combination['path']}`: `trustgate.scoring.combine: fitted` with "
-                  "`calibration_path` naming it makes the gateway's Trust_OV this fit.", ""]
+        lines += [
+            f"Saved to `{combination['path']}`: `trustgate.scoring.combine: fitted` with "
+            "`calibration_path` naming it makes the gateway's Trust_OV this fit.",
+            "",
+        ]
     return lines
 
 
@@ -126,43 +153,78 @@ def _calibration_section(calibration: dict[str, Any] | None) -> list[str]:
     if calibration.get("reason"):
         return [*lines, f"Not fitted: {calibration['reason']}.", ""]
     figures = calibration["held_out"]
-    lines += [f"{calibration['method'].capitalize()} calibration of the gateway's Trust_OV value, fitted on "
-              f"{calibration['fit_items']} items (stratified, seed {calibration['seed']}) and measured on the other "
-              f"{calibration['held_out_items']}:", "",
-              "| held-out | raw Trust_OV | calibrated |", "|---|---|---|",
-              f"| ECE | {_fmt(figures['ece_raw'])} | {_fmt(figures['ece_calibrated'])} |",
-              f"| Brier score | {_fmt(figures['brier_raw'])} | {_fmt(figures['brier_calibrated'])} |", ""]
+    lines += [
+        f"{calibration['method'].capitalize()} calibration of the gateway's Trust_OV value, fitted on "
+        f"{calibration['fit_items']} items (stratified, seed {calibration['seed']}) and measured on the other "
+        f"{calibration['held_out_items']}:",
+        "",
+        "| held-out | raw Trust_OV | calibrated |",
+        "|---|---|---|",
+        f"| ECE | {_fmt(figures['ece_raw'])} | {_fmt(figures['ece_calibrated'])} |",
+        f"| Brier score | {_fmt(figures['brier_raw'])} | {_fmt(figures['brier_calibrated'])} |",
+        "",
+    ]
     if calibration.get("path"):
-        lines += [f"Saved to `{calibration['path']}`: the gateway reports `x-trust-probability` from it when "
-                  "`trustgate.scoring.calibration_path` names it.", ""]
+        lines += [
+            f"Saved to `{calibration['path']}`: the gateway reports `x-trust-probability` from it when "
+            "`trustgate.scoring.calibration_path` names it.",
+            "",
+        ]
     return lines
 
 
-def render_markdown(context: ReportContext, summary: dict[str, dict[str, Any]], run: dict[str, Any],
-                    calibration: dict[str, Any] | None, figures: Sequence[str]) -> str:
+def render_markdown(
+    context: ReportContext,
+    summary: dict[str, dict[str, Any]],
+    run: dict[str, Any],
+    calibration: dict[str, Any] | None,
+    figures: Sequence[str],
+) -> str:
     settings = "\n".join(f"- {name}: {value}" for name, value in context.settings.items())
-    lines = [f"# {context.title}", "", "Produced by:", "", "```bash", context.command, "```", "",
-             f"Dataset `{context.dataset}`, mode `{context.mode}`, model group `{context.model}`; "
-             f"{context.created_at}" + (f", commit {context.git_commit}" if context.git_commit else "") + ".", "",
-             settings, ""]
+    lines = [
+        f"# {context.title}",
+        "",
+        "Produced by:",
+        "",
+        "```bash",
+        context.command,
+        "```",
+        "",
+        f"Dataset `{context.dataset}`, mode `{context.mode}`, model group `{context.model}`; "
+        f"{context.created_at}" + (f", commit {context.git_commit}" if context.git_commit else "") + ".",
+        "",
+        settings,
+        "",
+    ]
     if context.notes:
         lines += ["## Read this first", "", *(f"- {note}" for note in context.notes), ""]
-    lines += ["## Pearson r beside the paper's Table 1", "",
-              "Pearson's r between each score and the correctness label, with a 95% bootstrap interval; the "
-              "paper's figures are against human labels of FLAN-T5, LLaMA-7B and GPT-3.5 answers. – where r is "
-              "undefined (a constant score, or a single label class).", "",
-              *_paper_table(summary), "", "## All metrics", "",
-              "Each cell: value [95% bootstrap interval]; – where undefined (a constant score, or a single label "
-              "class). ECE only for scores meant as probabilities. Rows count the items where that score exists.",
-              ""]
+    lines += [
+        "## Pearson r beside the paper's Table 1",
+        "",
+        "Pearson's r between each score and the correctness label, with a 95% bootstrap interval; the "
+        "paper's figures are against human labels of FLAN-T5, LLaMA-7B and GPT-3.5 answers. – where r is "
+        "undefined (a constant score, or a single label class).",
+        "",
+        *_paper_table(summary),
+        "",
+        "## All metrics",
+        "",
+        "Each cell: value [95% bootstrap interval]; – where undefined (a constant score, or a single label "
+        "class). ECE only for scores meant as probabilities. Rows count the items where that score exists.",
+        "",
+    ]
     for answerer, group in summary.items():
         lines += _group_section(answerer, group)
     lines += _calibration_section(calibration)
-    lines += ["## Run", "",
-              f"This invocation: {run['items']} items scored, {len(run['failures'])} failed; upstream calls made "
-              f"{run['calls_made']}, replies read from the cache {run['calls_cached']}, component results reused "
-              f"from the cache {run['results_reused']} (computed by earlier runs on the same items and settings); "
-              f"{run['duration_s']:.0f} s.", ""]
+    lines += [
+        "## Run",
+        "",
+        f"This invocation: {run['items']} items scored, {len(run['failures'])} failed; upstream calls made "
+        f"{run['calls_made']}, replies read from the cache {run['calls_cached']}, component results reused "
+        f"from the cache {run['results_reused']} (computed by earlier runs on the same items and settings); "
+        f"{run['duration_s']:.0f} s.",
+        "",
+    ]
     lines += ["## Figures", "", *(f"![{name}]({name})" for name in figures), ""]
     return "\n".join(lines)
 
@@ -186,30 +248,54 @@ def write_figures(outcomes: list[ItemOutcome], calibration_curve: Curve | None, 
         if calibration_curve is not None and len(groups) == 1:  # fitted on the pooled answers of all groups
             curves.append(calibration_curve)
         reliability_diagram(curves, folder / f"reliability-{answerer}.png", title=f"Reliability: answers by {answerer}")
-        roc_curves(_curves(mine, probability_only=False), folder / f"roc-{answerer}.png",
-                   title=f"ROC: answers by {answerer}")
+        roc_curves(
+            _curves(mine, probability_only=False), folder / f"roc-{answerer}.png", title=f"ROC: answers by {answerer}"
+        )
         names += [f"reliability-{answerer}.png", f"roc-{answerer}.png"]
     return names
 
 
 def _item_rows(outcomes: list[ItemOutcome]) -> list[dict[str, Any]]:
     """Per item: ids, label, scores, calls; the answer text only where the evaluated model wrote it."""
-    return [{"id": o.item_id, "answerer": o.answerer, "label": o.label, "label_source": o.label_source,
-             "gold_match": o.gold_match, **({"answer": o.answer} if o.label_source == "gold-match" else {}),
-             "calls": {name: r.upstream_calls for name, r in o.components.items() if r.upstream_calls},
-             "errors": {name: r.error for name, r in o.components.items() if r.error},
-             "scores": {s.key: s.read(o) for s in SIGNALS}} for o in outcomes]
+    return [
+        {
+            "id": o.item_id,
+            "answerer": o.answerer,
+            "label": o.label,
+            "label_source": o.label_source,
+            "gold_match": o.gold_match,
+            **({"answer": o.answer} if o.label_source == "gold-match" else {}),
+            "calls": {name: r.upstream_calls for name, r in o.components.items() if r.upstream_calls},
+            "errors": {name: r.error for name, r in o.components.items() if r.error},
+            "scores": {s.key: s.read(o) for s in SIGNALS},
+        }
+        for o in outcomes
+    ]
 
 
-def write_report(folder: Path, context: ReportContext, outcomes: list[ItemOutcome], summary: dict[str, Any],
-                 run: dict[str, Any], calibration: dict[str, Any] | None,
-                 calibration_curve: Curve | None = None) -> Path:
+def write_report(
+    folder: Path,
+    context: ReportContext,
+    outcomes: list[ItemOutcome],
+    summary: dict[str, Any],
+    run: dict[str, Any],
+    calibration: dict[str, Any] | None,
+    calibration_curve: Curve | None = None,
+) -> Path:
     """``report.md``, ``results.json`` and the PNGs in ``folder``; returns the markdown's path."""
     folder.mkdir(parents=True, exist_ok=True)
     figures = write_figures(outcomes, calibration_curve, folder)
-    write_json(folder / "results.json", {
-        "context": context, "paper_table1": {"models": PAPER_MODELS, **PAPER_TABLE1}, "summary": summary,
-        "calibration": calibration, "run": run, "items": _item_rows(outcomes)})
+    write_json(
+        folder / "results.json",
+        {
+            "context": context,
+            "paper_table1": {"models": PAPER_MODELS, **PAPER_TABLE1},
+            "summary": summary,
+            "calibration": calibration,
+            "run": run,
+            "items": _item_rows(outcomes),
+        },
+    )
     markdown = folder / "report.md"
     markdown.write_text(render_markdown(context, summary, run, calibration, figures), encoding="utf-8")
     return markdown
@@ -237,32 +323,86 @@ reproduced exactly."""
 
 
 def render_mc_markdown(context: ReportContext, summary: dict[str, Any], run: dict[str, Any]) -> str:
-    rows = [f"| {name} | {part['mc1']['n']} | {_with_ci(part['mc1'])} | {_with_ci(part['mc2'])} |"
-            for name, part in (("all questions", summary["all"]),
-                               ("complete (every candidate reproduced)", summary["complete"]))]
-    lines = [f"# {context.title}", "", "Produced by:", "", "```bash", context.command, "```", "",
-             f"Model group `{context.model}`; {context.created_at}"
-             + (f", commit {context.git_commit}" if context.git_commit else "") + ".", ""]
+    rows = [
+        f"| {name} | {part['mc1']['n']} | {_with_ci(part['mc1'])} | {_with_ci(part['mc2'])} |"
+        for name, part in (
+            ("all questions", summary["all"]),
+            ("complete (every candidate reproduced)", summary["complete"]),
+        )
+    ]
+    lines = [
+        f"# {context.title}",
+        "",
+        "Produced by:",
+        "",
+        "```bash",
+        context.command,
+        "```",
+        "",
+        f"Model group `{context.model}`; {context.created_at}"
+        + (f", commit {context.git_commit}" if context.git_commit else "")
+        + ".",
+        "",
+    ]
     if context.notes:
         lines += ["## Read this first", "", *(f"- {note}" for note in context.notes), ""]
-    lines += ["## Method and its limits", "", MC_METHOD, "", "## Results", "",
-              "| questions | n | MC1 | MC2 |", "|---|---|---|---|", *rows, "",
-              f"The model reproduced {_fmt(summary['reproduced_fraction'])} of the candidate answers (averaged per "
-              f"question), and every candidate of a question on {_fmt(summary['complete_fraction'])} of questions. "
-              f"This invocation: upstream calls made {run['calls_made']}, replies read from the cache "
-              f"{run['calls_cached']}; {run['duration_s']:.0f} s.", ""]
+    lines += [
+        "## Method and its limits",
+        "",
+        MC_METHOD,
+        "",
+        "## Results",
+        "",
+        "| questions | n | MC1 | MC2 |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+        f"The model reproduced {_fmt(summary['reproduced_fraction'])} of the candidate answers (averaged per "
+        f"question), and every candidate of a question on {_fmt(summary['complete_fraction'])} of questions. "
+        f"This invocation: upstream calls made {run['calls_made']}, replies read from the cache "
+        f"{run['calls_cached']}; {run['duration_s']:.0f} s.",
+        "",
+    ]
     return "\n".join(lines)
 
 
 RAG_SECTIONS = {
-    "Cases": ("num_samples", "skipped_num", "answered_num", "answered_ratio", "answerable_num", "labelled_num",
-              "overlapped_num", "regular_length", "answered_length"),
-    "Refusal groundedness": ("reject_rec", "reject_prec", "reject_f1", "answerable_rec", "answerable_prec",
-                             "answerable_f1", "macro_avg", "macro_f1"),
-    "Citations": ("regular_citation_rec", "regular_citation_prec", "regular_citation_f1", "answered_citation_rec",
-                  "answered_citation_prec", "answered_citation_f1"),
-    "Claims and grounding": ("answered_claims_nli", "calib_answered_claims_nli", "calib_answerable_claims_nli",
-                             "calib_claims_nli_f1", "answered_groundedness"),
+    "Cases": (
+        "num_samples",
+        "skipped_num",
+        "answered_num",
+        "answered_ratio",
+        "answerable_num",
+        "labelled_num",
+        "overlapped_num",
+        "regular_length",
+        "answered_length",
+    ),
+    "Refusal groundedness": (
+        "reject_rec",
+        "reject_prec",
+        "reject_f1",
+        "answerable_rec",
+        "answerable_prec",
+        "answerable_f1",
+        "macro_avg",
+        "macro_f1",
+    ),
+    "Citations": (
+        "regular_citation_rec",
+        "regular_citation_prec",
+        "regular_citation_f1",
+        "answered_citation_rec",
+        "answered_citation_prec",
+        "answered_citation_f1",
+    ),
+    "Claims and grounding": (
+        "answered_claims_nli",
+        "calib_answered_claims_nli",
+        "calib_answerable_claims_nli",
+        "calib_claims_nli_f1",
+        "answered_groundedness",
+    ),
     "Overall": ("trust_score", "judge_failures", "judge_calls"),
 }
 
@@ -273,16 +413,30 @@ def _cell(value: Any) -> str:
 
 def render_rag_markdown(context: ReportContext, report: dict[str, Any], run: dict[str, Any]) -> str:
     """Trust-Eval's report, its metrics grouped as its paper groups them, fractions rather than percentages."""
-    lines = [f"# {context.title}", "", "Produced by:", "", "```bash", context.command, "```", "",
-             f"Cases `{context.dataset}`, judge {context.model}; {context.created_at}"
-             + (f", commit {context.git_commit}" if context.git_commit else "") + ".", ""]
+    lines = [
+        f"# {context.title}",
+        "",
+        "Produced by:",
+        "",
+        "```bash",
+        context.command,
+        "```",
+        "",
+        f"Cases `{context.dataset}`, judge {context.model}; {context.created_at}"
+        + (f", commit {context.git_commit}" if context.git_commit else "")
+        + ".",
+        "",
+    ]
     if context.notes:
         lines += ["## Read this first", "", *(f"- {note}" for note in context.notes), ""]
     for section, keys in RAG_SECTIONS.items():
         lines += [f"## {section}", "", "| metric | value |", "|---|---|"]
         lines += [f"| {key} | {_cell(report.get(key))} |" for key in keys]
         lines.append("")
-    lines += [f"Metric names are Trust-Eval's; None (–) where no case could inform a metric. This invocation: "
-              f"upstream calls made {run['calls_made']}, replies read from the cache {run['calls_cached']}; "
-              f"{run['duration_s']:.0f} s.", ""]
+    lines += [
+        f"Metric names are Trust-Eval's; None (–) where no case could inform a metric. This invocation: "
+        f"upstream calls made {run['calls_made']}, replies read from the cache {run['calls_cached']}; "
+        f"{run['duration_s']:.0f} s.",
+        "",
+    ]
     return "\n".join(lines)

@@ -60,8 +60,15 @@ from .prompts import (
     parse_confidence,
 )
 
-__all__ = ["ANSWER_MAX_TOKENS", "Evaluator", "ItemFailure", "RunSpec", "answer_logprobs", "evaluate_items",
-           "mean_logprob"]
+__all__ = [
+    "ANSWER_MAX_TOKENS",
+    "Evaluator",
+    "ItemFailure",
+    "RunSpec",
+    "answer_logprobs",
+    "evaluate_items",
+    "mean_logprob",
+]
 
 Mode = Literal["answer", "given"]
 ANSWER_MAX_TOKENS = 64  # a one-sentence answer, as the paper's examples give
@@ -117,8 +124,11 @@ def _source_digest(module: str) -> str:
     """
     package = sys.modules[module.rpartition(".")[0] or module]
     folders = list(getattr(package.__spec__, "submodule_search_locations", None) or [])
-    files = ([path for folder in folders for path in Path(folder).rglob("*.py")] if folders
-             else [Path(file) for file in [getattr(sys.modules[module], "__file__", None)] if file])
+    files = (
+        [path for folder in folders for path in Path(folder).rglob("*.py")]
+        if folders
+        else [Path(file) for file in [getattr(sys.modules[module], "__file__", None)] if file]
+    )
     digest = hashlib.sha256()
     for path in sorted(files):
         digest.update(path.read_bytes())
@@ -137,8 +147,14 @@ class Evaluator:
     counters: dict[str, CallCounter] = field(default_factory=dict)
     reused: int = 0  # component results read from the cache, their calls not even looked up
 
-    async def _cached(self, item: EvalItem, component: str, model: str, fingerprint: str,
-                      produce: Callable[[CachedAsk], Awaitable[ComponentResult]]) -> ComponentResult:
+    async def _cached(
+        self,
+        item: EvalItem,
+        component: str,
+        model: str,
+        fingerprint: str,
+        produce: Callable[[CachedAsk], Awaitable[ComponentResult]],
+    ) -> ComponentResult:
         site = CallSite(item.dataset, item.id, component, model)
         found = self.cache.result(site, fingerprint)
         if found is not None:
@@ -152,24 +168,41 @@ class Evaluator:
 
     async def _answer(self, item: EvalItem, ask: CachedAsk) -> ComponentResult:
         started = time.perf_counter()
-        body: dict[str, Any] = {"messages": [{"role": "user", "content": closed_book_prompt(item.question)}],
-                                "max_tokens": ANSWER_MAX_TOKENS, "temperature": 0.0, "stop": list(ANSWER_STOPS)}
+        body: dict[str, Any] = {
+            "messages": [{"role": "user", "content": closed_book_prompt(item.question)}],
+            "max_tokens": ANSWER_MAX_TOKENS,
+            "temperature": 0.0,
+            "stop": list(ANSWER_STOPS),
+        }
         if self.spec.answer_logprobs:
             body.update(logprobs=True, top_logprobs=1)
         data = await ask.completion(body)
         reply, tokens = reply_text(data), chosen_tokens(data)
-        details = AnswerDetails(answer=clean_answer(reply), reply=reply[:REPLY_CHARS_KEPT], tokens=len(tokens or ()),
-                                mean_logprob=mean_logprob(tokens, answer_end(reply)) if tokens else None,
-                                answer_logprobs=answer_logprobs(tokens, answer_end(reply)) if tokens else None)
-        return ComponentResult(component="answer", upstream_calls=1, duration_s=time.perf_counter() - started,
-                               details=details.model_dump())
+        details = AnswerDetails(
+            answer=clean_answer(reply),
+            reply=reply[:REPLY_CHARS_KEPT],
+            tokens=len(tokens or ()),
+            mean_logprob=mean_logprob(tokens, answer_end(reply)) if tokens else None,
+            answer_logprobs=answer_logprobs(tokens, answer_end(reply)) if tokens else None,
+        )
+        return ComponentResult(
+            component="answer", upstream_calls=1, duration_s=time.perf_counter() - started, details=details.model_dump()
+        )
 
     async def _verbal(self, item: EvalItem, answer: str, ask: CachedAsk) -> ComponentResult:
         started = time.perf_counter()
-        reply = await ask([{"role": "user", "content": confidence_prompt(item.question, answer)}],
-                          max_tokens=VERBAL_MAX_TOKENS, temperature=0.0)
-        return ComponentResult(component="verbal", value=parse_confidence(reply.text), upstream_calls=1,
-                               details={"reply": reply.text[:200]}, duration_s=time.perf_counter() - started)
+        reply = await ask(
+            [{"role": "user", "content": confidence_prompt(item.question, answer)}],
+            max_tokens=VERBAL_MAX_TOKENS,
+            temperature=0.0,
+        )
+        return ComponentResult(
+            component="verbal",
+            value=parse_confidence(reply.text),
+            upstream_calls=1,
+            details={"reply": reply.text[:200]},
+            duration_s=time.perf_counter() - started,
+        )
 
     async def _score(self, scorer: Scorer, job: ScoringJob, ask: CachedAsk) -> ComponentResult:
         record = await ScoringPipeline([scorer], lambda model, purpose, lane: ask, self.settings).run(job)
@@ -177,8 +210,12 @@ class Evaluator:
 
     def _scorer_fingerprint(self, name: str, answer: str, logprobs: list[float] | None) -> str:
         scorer = self.scorers[name]
-        section = {"bc": self.settings.consistency, "fc": self.settings.factcheck,
-                   "lp": self.settings.logprob, "sc": self.settings.sc}[PAPER_VARIANTS.get(name, name)]
+        section = {
+            "bc": self.settings.consistency,
+            "fc": self.settings.factcheck,
+            "lp": self.settings.logprob,
+            "sc": self.settings.sc,
+        }[PAPER_VARIANTS.get(name, name)]
         code = _source_digest(type(scorer).__module__)
         return _digest(name, section.model_dump(mode="json"), answer, logprobs if name == "lp" else None, code)
 
@@ -187,34 +224,53 @@ class Evaluator:
         default temperature), or the bare question for a given answer."""
         if self.spec.mode != "answer":
             return SamplingParams()
-        return SamplingParams(messages=[{"role": "user", "content": closed_book_prompt(item.question)}],
-                              max_tokens=ANSWER_MAX_TOKENS, stop=list(ANSWER_STOPS))
+        return SamplingParams(
+            messages=[{"role": "user", "content": closed_book_prompt(item.question)}],
+            max_tokens=ANSWER_MAX_TOKENS,
+            stop=list(ANSWER_STOPS),
+        )
 
     async def evaluate(self, item: EvalItem) -> ItemOutcome:
         model, components = self.spec.model, {}
         answered: AnswerDetails | None = None  # given mode: no answer step
         if self.spec.mode == "answer":
             fingerprint = _digest(CLOSED_BOOK_PROMPT, ANSWER_MAX_TOKENS, ANSWER_STOPS, self.spec.answer_logprobs)
-            components["answer"] = await self._cached(item, "answer", model, fingerprint,
-                                                      lambda ask: self._answer(item, ask))
+            components["answer"] = await self._cached(
+                item, "answer", model, fingerprint, lambda ask: self._answer(item, ask)
+            )
             answered = AnswerDetails.of(components["answer"])
             answer = answered.answer if answered is not None else ""
             if self.spec.verbal_confidence:
-                components["verbal"] = await self._cached(item, "verbal", model, _digest(CONFIDENCE_PROMPT, answer),
-                                                          lambda ask: self._verbal(item, answer, ask))
+                components["verbal"] = await self._cached(
+                    item,
+                    "verbal",
+                    model,
+                    _digest(CONFIDENCE_PROMPT, answer),
+                    lambda ask: self._verbal(item, answer, ask),
+                )
         else:
             answer = item.answer or ""
         logprobs = answered.answer_logprobs if answered is not None else None
-        job = ScoringJob(id=f"{item.dataset}/{item.id}", model=model, question=item.question, answer=answer,
-                         answer_logprobs=logprobs or None, sampling=self._sampling(item))
+        job = ScoringJob(
+            id=f"{item.dataset}/{item.id}",
+            model=model,
+            question=item.question,
+            answer=answer,
+            answer_logprobs=logprobs or None,
+            sampling=self._sampling(item),
+        )
         for name in self.spec.components:
             scorer = self.scorers[name]
             if scorer.needs_answer_logprobs and not job.answer_logprobs:
                 continue  # no log-probabilities, no lp component (as in the gateway)
             target = scorer.judge_model or model
-            components[name] = await self._cached(item, name, target,
-                                                  self._scorer_fingerprint(name, answer, job.answer_logprobs),
-                                                  functools.partial(self._score, scorer, job))
+            components[name] = await self._cached(
+                item,
+                name,
+                target,
+                self._scorer_fingerprint(name, answer, job.answer_logprobs),
+                functools.partial(self._score, scorer, job),
+            )
         components["ov"] = combine(components.get("bc"), components.get("fc"))
         components["ov_default"] = default_trust(components)  # the gateway's default: every component present
         if components.keys() & set(PAPER_VARIANTS):  # the paper's Trust_OV, of the paper's components
@@ -224,14 +280,26 @@ class Evaluator:
             label, source = item.label, item.label_source
         else:
             label, source = int(bool(matched)), "gold-match"
-        return ItemOutcome(item_id=item.id, question_id=item.question_id, answerer=item.answerer or model,
-                           group=item.group, answer=answer, label=label, label_source=source, gold_match=matched,
-                           components=components)
+        return ItemOutcome(
+            item_id=item.id,
+            question_id=item.question_id,
+            answerer=item.answerer or model,
+            group=item.group,
+            answer=answer,
+            label=label,
+            label_source=source,
+            gold_match=matched,
+            components=components,
+        )
 
 
-async def evaluate_items(evaluator: Evaluator, items: Sequence[EvalItem], *, concurrency: int = 1,
-                         on_done: Callable[[ItemOutcome | ItemFailure], None] | None = None,
-                         ) -> tuple[list[ItemOutcome], list[ItemFailure]]:
+async def evaluate_items(
+    evaluator: Evaluator,
+    items: Sequence[EvalItem],
+    *,
+    concurrency: int = 1,
+    on_done: Callable[[ItemOutcome | ItemFailure], None] | None = None,
+) -> tuple[list[ItemOutcome], list[ItemFailure]]:
     """Evaluate ``items`` with at most ``concurrency`` in flight; outcomes in item order.
 
     An item whose own steps fail (the upstream refused the answer call, say)

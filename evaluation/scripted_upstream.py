@@ -114,11 +114,19 @@ def _logprobs(model: CapableModel, text: str, first: dict[str, float] | None, to
     content = []
     for index, token in enumerate(text.split(" ")):
         logprob = first[token] if index == 0 and first and token in first else -abs(rng.gauss(0.3, 0.4))
-        alternatives = sorted((first or {token: logprob}).items(), key=lambda kv: -kv[1]) if index == 0 else \
-            [(token, logprob)]
-        content.append({"token": token, "logprob": logprob, "bytes": list(token.encode()),
-                        "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
-                                         for t, lp in alternatives[:max(top, 1)]]})
+        alternatives = (
+            sorted((first or {token: logprob}).items(), key=lambda kv: -kv[1]) if index == 0 else [(token, logprob)]
+        )
+        content.append(
+            {
+                "token": token,
+                "logprob": logprob,
+                "bytes": list(token.encode()),
+                "top_logprobs": [
+                    {"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alternatives[: max(top, 1)]
+                ],
+            }
+        )
     return {"content": content}
 
 
@@ -141,14 +149,23 @@ def capable_upstream(model: CapableModel) -> FastAPI:
     async def chat(request: Request) -> JSONResponse:
         body = await request.json()
         text, first = model.reply(_prompt(body))
-        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                  "finish_reason": "stop"}
+        choice: dict[str, Any] = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop",
+        }
         if body.get("logprobs"):
             choice["logprobs"] = _logprobs(model, text, first, int(body.get("top_logprobs") or 1))
         words = len(text.split())
-        return JSONResponse({"id": f"chatcmpl-{hashlib.sha1(text.encode()).hexdigest()[:12]}",
-                             "object": "chat.completion", "created": int(time.time()), "model": "capable",
-                             "choices": [choice], "usage": {"prompt_tokens": 10, "completion_tokens": words,
-                                                            "total_tokens": 10 + words}})
+        return JSONResponse(
+            {
+                "id": f"chatcmpl-{hashlib.sha1(text.encode()).hexdigest()[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": "capable",
+                "choices": [choice],
+                "usage": {"prompt_tokens": 10, "completion_tokens": words, "total_tokens": 10 + words},
+            }
+        )
 
     return app

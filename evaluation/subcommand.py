@@ -26,7 +26,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         from .command import run_eval_command
     except ModuleNotFoundError as exc:  # the gateway's own install (a container image) leaves the app's extras out
-        print(f"trustgate eval: needs the `eval` extra ({exc.name} is not installed): pip install 'trustgate[eval]'",
-              file=sys.stderr)
+        print(
+            f"trustgate eval: needs the `eval` extra ({exc.name} is not installed): pip install 'trustgate[eval]'",
+            file=sys.stderr,
+        )
         return 2
     return run_eval_command(args)

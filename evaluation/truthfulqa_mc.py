@@ -61,8 +61,9 @@ def _squash(text: str) -> str:
     return _SPACE.sub("", text)
 
 
-def candidate_score(candidate: str, chosen: Sequence[tuple[str, float]],
-                    alternatives: Sequence[dict[str, float]]) -> CandidateScore:
+def candidate_score(
+    candidate: str, chosen: Sequence[tuple[str, float]], alternatives: Sequence[dict[str, float]]
+) -> CandidateScore:
     """Score ``candidate`` from a greedy reply's tokens (``chosen``) and each position's top alternatives.
 
     Text is compared with whitespace removed (tokenisers attach spaces

@@ -62,20 +62,31 @@ def alert_for(record: TrustRecord, settings: AlertmanagerSettings) -> dict[str, 
     if record.label != "untrusted" and record.action is None:
         return None
     link = f"{settings.console_url.rstrip('/')}/ui/records/{record.id}"
-    annotations = {"summary": f"Low-trust answer from model {record.model or 'unknown'}"
-                              + (f" ({record.action})" if record.action else ""),
-                   "console_url": link}
+    annotations = {
+        "summary": f"Low-trust answer from model {record.model or 'unknown'}"
+        + (f" ({record.action})" if record.action else ""),
+        "console_url": link,
+    }
     if record.score is not None:
         annotations["score"] = f"{record.score:.4f}"
     if settings.include_text:
         annotations["question"] = _excerpt(record.question, settings.excerpt_chars)
         annotations["answer"] = _excerpt(record.answer, settings.excerpt_chars)
     started = record.finished_at or record.created_at
-    return {"labels": {"alertname": ALERT_NAME, "severity": "warning", "model": record.model or "unknown",
-                       "key": record.owner or "unknown", "action": record.action or "annotate",
-                       "trust_id": record.id},
-            "annotations": annotations, "startsAt": _rfc3339(started),
-            "endsAt": _rfc3339(max(started, time.time()) + settings.resolve_after_s), "generatorURL": link}
+    return {
+        "labels": {
+            "alertname": ALERT_NAME,
+            "severity": "warning",
+            "model": record.model or "unknown",
+            "key": record.owner or "unknown",
+            "action": record.action or "annotate",
+            "trust_id": record.id,
+        },
+        "annotations": annotations,
+        "startsAt": _rfc3339(started),
+        "endsAt": _rfc3339(max(started, time.time()) + settings.resolve_after_s),
+        "generatorURL": link,
+    }
 
 
 class AlertmanagerExporter:
@@ -132,5 +143,6 @@ class AlertmanagerExporter:
     def _failed(self, message: str) -> None:
         if not self._failing:
             self._failing = True
-            log.warning("%s (further failures are only counted in trustgate_alert_pushes_total until one "
-                        "succeeds)", message)
+            log.warning(
+                "%s (further failures are only counted in trustgate_alert_pushes_total until one succeeds)", message
+            )

@@ -70,15 +70,30 @@ def build_calibration_metrics(registry: CollectorRegistry) -> CalibrationMetrics
 
     return CalibrationMetrics(
         labels=gauge("calibration_labels", "Labelled answers the model's last refit read.", ["model"]),
-        auroc=gauge("calibration_auroc", "AUROC of each score on the model's labels (cross-validated where "
-                    "fitted), by score (ov: the default Trust_OV, fitted: the learned one, or a feature).",
-                    ["model", "score"]),
-        ece=gauge("calibration_ece", "Expected calibration error of each score on the model's labels.",
-                  ["model", "score"]),
-        informative=gauge("calibration_informative", "1 when some score separates the model's right answers "
-                          "from its wrong ones (AUROC's 95% interval above 0.5), else 0.", ["model"]),
-        fitted=gauge("calibration_fitted", "1 when the model's new records get its learned Trust_OV, 0 when "
-                     "the default combination.", ["model"]),
-        refit_failures=Counter("refit_failures", "Refits of a model's learned Trust_OV that failed (the "
-                               "previous combination stayed).", namespace=NAMESPACE, registry=registry),
+        auroc=gauge(
+            "calibration_auroc",
+            "AUROC of each score on the model's labels (cross-validated where "
+            "fitted), by score (ov: the default Trust_OV, fitted: the learned one, or a feature).",
+            ["model", "score"],
+        ),
+        ece=gauge(
+            "calibration_ece", "Expected calibration error of each score on the model's labels.", ["model", "score"]
+        ),
+        informative=gauge(
+            "calibration_informative",
+            "1 when some score separates the model's right answers "
+            "from its wrong ones (AUROC's 95% interval above 0.5), else 0.",
+            ["model"],
+        ),
+        fitted=gauge(
+            "calibration_fitted",
+            "1 when the model's new records get its learned Trust_OV, 0 when the default combination.",
+            ["model"],
+        ),
+        refit_failures=Counter(
+            "refit_failures",
+            "Refits of a model's learned Trust_OV that failed (the previous combination stayed).",
+            namespace=NAMESPACE,
+            registry=registry,
+        ),
     )

@@ -7,8 +7,15 @@ from typing import Any
 
 from scoring import OVDetails, RAGDetails, TrustRecord
 
-__all__ = ["TRUST_EVENT", "TRUST_FIELD", "TRUST_HEADER_PREFIX", "trust_chunk", "trust_event", "trust_headers",
-           "trust_summary"]
+__all__ = [
+    "TRUST_EVENT",
+    "TRUST_FIELD",
+    "TRUST_HEADER_PREFIX",
+    "trust_chunk",
+    "trust_event",
+    "trust_headers",
+    "trust_summary",
+]
 
 # The names the gateway's trust data goes by — its own: an upstream's use of them is stripped
 # (proxy.endpoints.reserved).
@@ -29,9 +36,11 @@ def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
     if rag is None or not isinstance(rag.details, RAGDetails):
         return {}
     refusal = rag.details.refusal
-    return {"x-trust-citation-recall": _fmt(rag.details.citation_recall),
-            "x-trust-citation-precision": _fmt(rag.details.citation_precision),
-            "x-trust-refusal": None if refusal is None else str(refusal).lower()}
+    return {
+        "x-trust-citation-recall": _fmt(rag.details.citation_recall),
+        "x-trust-citation-precision": _fmt(rag.details.citation_precision),
+        "x-trust-refusal": None if refusal is None else str(refusal).lower(),
+    }
 
 
 def _uninformative(record: TrustRecord) -> bool:
@@ -47,24 +56,37 @@ def _informative(record: TrustRecord) -> dict[str, str | None]:
 def trust_headers(record: TrustRecord) -> dict[str, str]:
     headers = {"x-trust-id": record.id, "x-trust-status": record.status}
     bc, fc, lp, sc = (record.components.get(name) for name in ("bc", "fc", "lp", "sc"))
-    values = {"x-trust-score": _fmt(record.score), "x-trust-bc": _fmt(bc.value if bc else None),
-              "x-trust-fc": _fmt(fc.value if fc else None), "x-trust-lp": _fmt(lp.value if lp else None),
-              "x-trust-sc": _fmt(sc.value if sc else None), "x-trust-label": record.label,
-              "x-trust-probability": _fmt(record.probability), **_rag_headers(record), **_informative(record)}
+    values = {
+        "x-trust-score": _fmt(record.score),
+        "x-trust-bc": _fmt(bc.value if bc else None),
+        "x-trust-fc": _fmt(fc.value if fc else None),
+        "x-trust-lp": _fmt(lp.value if lp else None),
+        "x-trust-sc": _fmt(sc.value if sc else None),
+        "x-trust-label": record.label,
+        "x-trust-probability": _fmt(record.probability),
+        **_rag_headers(record),
+        **_informative(record),
+    }
     headers.update({name: value for name, value in values.items() if value is not None})
     return headers
 
 
 def trust_summary(record: TrustRecord) -> dict[str, Any]:
     """The compact form sent in-band: the full record is at GET /v1/trust/{id}."""
-    return {"id": record.id, "status": record.status, "score": record.score, "label": record.label,
-            "probability": record.probability,
-            "components": {name: c.value for name, c in record.components.items()},
-            **({"informative": False} if _uninformative(record) else {})}
+    return {
+        "id": record.id,
+        "status": record.status,
+        "score": record.score,
+        "label": record.label,
+        "probability": record.probability,
+        "components": {name: c.value for name, c in record.components.items()},
+        **({"informative": False} if _uninformative(record) else {}),
+    }
 
 
-def trust_chunk(record: TrustRecord, *, completion_id: str, model: str,
-                object_type: str = "chat.completion.chunk") -> dict[str, Any]:
+def trust_chunk(
+    record: TrustRecord, *, completion_id: str, model: str, object_type: str = "chat.completion.chunk"
+) -> dict[str, Any]:
     """A chunk carrying only the ``trust`` object, for a stream whose upstream sent no final chunk to carry it.
 
     Normally the trust object rides on the upstream's own final chunk (the one
@@ -73,11 +95,19 @@ def trust_chunk(record: TrustRecord, *, completion_id: str, model: str,
     ``object_type`` is ``text_completion``, an empty text) so that the common
     client loop, ``chunk.choices[0].delta.content``, reads it as nothing.
     """
-    choice: dict[str, Any] = ({"index": 0, "text": "", "logprobs": None, "finish_reason": None}
-                              if object_type == "text_completion" else
-                              {"index": 0, "delta": {}, "logprobs": None, "finish_reason": None})
-    return {"id": completion_id, "object": object_type, "created": int(time.time()),
-            "model": model, "choices": [choice], TRUST_FIELD: trust_summary(record)}
+    choice: dict[str, Any] = (
+        {"index": 0, "text": "", "logprobs": None, "finish_reason": None}
+        if object_type == "text_completion"
+        else {"index": 0, "delta": {}, "logprobs": None, "finish_reason": None}
+    )
+    return {
+        "id": completion_id,
+        "object": object_type,
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        TRUST_FIELD: trust_summary(record),
+    }
 
 
 def trust_event(record: TrustRecord, *, sequence_number: int) -> dict[str, Any]:

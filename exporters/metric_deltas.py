@@ -71,7 +71,7 @@ class DeltaTracker:
             if family.type not in ("counter", "histogram") or family.name.startswith("process_"):
                 continue
             for sample in family.samples:
-                suffix = sample.name[len(family.name):]
+                suffix = sample.name[len(family.name) :]
                 if suffix not in ("_total", "_bucket", "_sum"):
                     continue  # _created, and _count (the +Inf bucket says it)
                 labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
@@ -87,10 +87,19 @@ class DeltaTracker:
                     entry["cumulative"].append(gained)
                 else:
                     entry["sum"] = gained
-        return MetricDeltas(counters=counters, histograms=[
-            HistogramDelta(name=name, labels=dict(labels), sum=entry["sum"],
-                           buckets=[b - a for a, b in itertools.pairwise([0.0, *entry["cumulative"]])])
-            for (name, labels), entry in histograms.items() if any(entry["cumulative"])])
+        return MetricDeltas(
+            counters=counters,
+            histograms=[
+                HistogramDelta(
+                    name=name,
+                    labels=dict(labels),
+                    sum=entry["sum"],
+                    buckets=[b - a for a, b in itertools.pairwise([0.0, *entry["cumulative"]])],
+                )
+                for (name, labels), entry in histograms.items()
+                if any(entry["cumulative"])
+            ],
+        )
 
 
 class DeltaSink:

@@ -31,12 +31,24 @@ from scoring import RAGDetails, ScoringJob, TrustRecord
 
 from .otel_export import ExportChoice, log_exporters, span_exporters
 
-__all__ = ["RequestTrace", "Telemetry", "configure_telemetry", "disabled_telemetry", "place_upstream_span",
-           "upstream_span"]
+__all__ = [
+    "RequestTrace",
+    "Telemetry",
+    "configure_telemetry",
+    "disabled_telemetry",
+    "place_upstream_span",
+    "upstream_span",
+]
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
-COMPONENT_NAMES = {"bc": "trustgate.trust_bc", "fc": "trustgate.trust_fc", "ov": "trustgate.trust_ov",
-                   "lp": "trustgate.trust_lp", "sc": "trustgate.trust_sc", "rag": "trustgate.rag_trust"}
+COMPONENT_NAMES = {
+    "bc": "trustgate.trust_bc",
+    "fc": "trustgate.trust_fc",
+    "ov": "trustgate.trust_ov",
+    "lp": "trustgate.trust_lp",
+    "sc": "trustgate.trust_sc",
+    "rag": "trustgate.rag_trust",
+}
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's
 FEEDBACK_NAME = "trustgate.user_feedback"  # a user's label on an answer: an evaluation made by a person
 REQUEST_ID_ATTRIBUTE = "http.request.header.x-request-id"  # OTel's name for a request header (a list of values)
@@ -138,28 +150,36 @@ def _carried(traceparent: str | None) -> str | None:
     return carrier.get("traceparent")
 
 
-def upstream_span(tracer: Tracer, *, endpoint: str, group: str, model: str, deployment: str, attempt: int,
-                  address: str | None) -> contextlib.AbstractContextManager[Span]:
+def upstream_span(
+    tracer: Tracer, *, endpoint: str, group: str, model: str, deployment: str, attempt: int, address: str | None
+) -> contextlib.AbstractContextManager[Span]:
     """A CLIENT span for one try at one deployment, child of the current span (the request's, or the scoring
     job's for a scorer's call): each retry and each fallback group is a span of its own. For a stream it
     lasts until the stream opened (its first byte). A tracer that records nothing gets no span at all."""
     if isinstance(tracer, NoOpTracer):
         return contextlib.nullcontext(INVALID_SPAN)
-    return _upstream_span(tracer, endpoint=endpoint, group=group, model=model, deployment=deployment,
-                          attempt=attempt, address=address)
+    return _upstream_span(
+        tracer, endpoint=endpoint, group=group, model=model, deployment=deployment, attempt=attempt, address=address
+    )
 
 
 @contextlib.contextmanager
-def _upstream_span(tracer: Tracer, *, endpoint: str, group: str, model: str, deployment: str, attempt: int,
-                   address: str | None) -> Iterator[Span]:
+def _upstream_span(
+    tracer: Tracer, *, endpoint: str, group: str, model: str, deployment: str, attempt: int, address: str | None
+) -> Iterator[Span]:
     operation = OPERATIONS.get(endpoint, endpoint)
-    attributes: dict[str, str | int] = {"gen_ai.operation.name": operation, "gen_ai.request.model": model,
-                                        "trustgate.model_group": group, "trustgate.deployment": deployment,
-                                        "trustgate.attempt": attempt}
+    attributes: dict[str, str | int] = {
+        "gen_ai.operation.name": operation,
+        "gen_ai.request.model": model,
+        "trustgate.model_group": group,
+        "trustgate.deployment": deployment,
+        "trustgate.attempt": attempt,
+    }
     if address:
         attributes["server.address"] = address
-    with tracer.start_as_current_span(f"{operation} {model}", kind=trace.SpanKind.CLIENT,
-                                      attributes=attributes) as span:
+    with tracer.start_as_current_span(
+        f"{operation} {model}", kind=trace.SpanKind.CLIENT, attributes=attributes
+    ) as span:
         try:
             yield span
         except BaseException as exc:
@@ -198,8 +218,9 @@ class Telemetry:
         request_id = headers.get("x-request-id")
         if request_id:  # the gateway sets one on every request it serves (proxy.server.request_ids)
             attributes[REQUEST_ID_ATTRIBUTE] = (request_id,)
-        span = self.tracer.start_span("chat", context=_W3C.extract(headers), kind=trace.SpanKind.SERVER,
-                                      attributes=attributes)
+        span = self.tracer.start_span(
+            "chat", context=_W3C.extract(headers), kind=trace.SpanKind.SERVER, attributes=attributes
+        )
         return RequestTrace(span)
 
     @contextlib.contextmanager
@@ -213,8 +234,9 @@ class Telemetry:
         parent = _parent(job.traceparent)
         request = trace.get_current_span(parent).get_span_context() if parent is not None else None
         links = [Link(request, {"trustgate.link": "scored request"})] if request and request.is_valid else []
-        with self.tracer.start_as_current_span("trustgate.score", context=parent, kind=trace.SpanKind.INTERNAL,
-                                               links=links) as span:
+        with self.tracer.start_as_current_span(
+            "trustgate.score", context=parent, kind=trace.SpanKind.INTERNAL, links=links
+        ) as span:
             span.set_attribute("gen_ai.request.model", job.model)
             if job.completion_id:
                 span.set_attribute("gen_ai.response.id", job.completion_id)
@@ -229,8 +251,9 @@ class Telemetry:
         ``gen_ai.response.id`` is the completion's id, the trust record's id is
         ``trustgate.trust.id``.
         """
-        event = _EvaluationEvents(self.logger, record.id, job.completion_id if job else None,
-                                  _parent(job.traceparent) if job else None)
+        event = _EvaluationEvents(
+            self.logger, record.id, job.completion_id if job else None, _parent(job.traceparent) if job else None
+        )
         for component in record.components.values():
             name = COMPONENT_NAMES.get(component.component, component.component)
             if component.error is not None and component.value is None:
@@ -253,7 +276,8 @@ class Telemetry:
             if other is not None:
                 extra[f"trustgate.trust.{name}"] = other
         _EvaluationEvents(self.logger, record.id, None, _parent(traceparent)).score(
-            ACTION_EVENT_NAME, record.score, record.label, extra=extra)
+            ACTION_EVENT_NAME, record.score, record.label, extra=extra
+        )
 
     def emit_feedback(self, record: TrustRecord) -> None:
         """A user's label as an evaluation event of the answer: 1 (correct) or 0, or the graded score given.
@@ -269,7 +293,8 @@ class Telemetry:
         if record.model is not None:
             extra["gen_ai.request.model"] = record.model
         _EvaluationEvents(self.logger, record.id, None, None).score(
-            FEEDBACK_NAME, value, "correct" if feedback.correct else "incorrect", extra=extra)
+            FEEDBACK_NAME, value, "correct" if feedback.correct else "incorrect", extra=extra
+        )
 
 
 @dataclass(frozen=True)
@@ -279,8 +304,9 @@ class _EvaluationEvents:
     response_id: str | None
     context: Context | None
 
-    def score(self, name: str, value: float | None, label: str | None,
-              extra: Mapping[str, str | float] | None = None) -> None:
+    def score(
+        self, name: str, value: float | None, label: str | None, extra: Mapping[str, str | float] | None = None
+    ) -> None:
         if value is None:
             return
         attributes: dict[str, str | float] = {"gen_ai.evaluation.score.value": value, **(extra or {})}
@@ -295,8 +321,7 @@ class _EvaluationEvents:
         attributes = {"gen_ai.evaluation.name": name, TRUST_ID: self.trust_id, **attributes}
         if self.response_id:
             attributes["gen_ai.response.id"] = self.response_id
-        self.logger.emit(LogRecord(event_name=EVALUATION_EVENT, attributes=attributes, body=body,
-                                   context=self.context))
+        self.logger.emit(LogRecord(event_name=EVALUATION_EVENT, attributes=attributes, body=body, context=self.context))
 
 
 def disabled_telemetry() -> Telemetry:

@@ -25,8 +25,13 @@ OtlpProtocol = Literal["grpc", "http/protobuf"]
 PROTOCOLS: tuple[OtlpProtocol, ...] = ("grpc", "http/protobuf")
 EXPORTERS = ("otlp", "console")
 # Any of these set (to anything) means the operator asked for export.
-TURNS_EXPORT_ON = ("OTEL_TRACES_EXPORTER", "OTEL_LOGS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
-                   "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+TURNS_EXPORT_ON = (
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_LOGS_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+)
 GRPC_EXTRA = "pip install 'trustgate[otlp-grpc]' (opentelemetry-exporter-otlp-proto-grpc)"
 
 
@@ -52,8 +57,9 @@ def _exporters(value: str, variable: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in value.split(",") if n.strip() and n.strip() != "none")
     unknown = [n for n in names if n not in EXPORTERS]
     if unknown:
-        raise ExportConfigError(f"{variable}={value}: unknown exporter `{unknown[0]}` "
-                                f"(choose from {', '.join(EXPORTERS)}, none)")
+        raise ExportConfigError(
+            f"{variable}={value}: unknown exporter `{unknown[0]}` (choose from {', '.join(EXPORTERS)}, none)"
+        )
     return names
 
 
@@ -63,9 +69,16 @@ def _protocol(value: str, variable: str) -> OtlpProtocol:
     return value
 
 
-def export_choice(environ: Mapping[str, str], *, enabled: bool | None = None, traces: str | None = None,
-                  logs: str | None = None, protocol: str | None = None, endpoint: str | None = None,
-                  headers: Mapping[str, str] | None = None) -> ExportChoice:
+def export_choice(
+    environ: Mapping[str, str],
+    *,
+    enabled: bool | None = None,
+    traces: str | None = None,
+    logs: str | None = None,
+    protocol: str | None = None,
+    endpoint: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> ExportChoice:
     """The exporters to build: the keyword arguments (from the config) override the variables.
 
     ``enabled`` None follows the variables (on when one of ``TURNS_EXPORT_ON`` is set, unless
@@ -73,8 +86,9 @@ def export_choice(environ: Mapping[str, str], *, enabled: bool | None = None, tr
     http/protobuf); False exports nothing.
     """
     if enabled is None:
-        enabled = (environ.get("OTEL_SDK_DISABLED", "").strip().lower() != "true"
-                   and any(name in environ for name in TURNS_EXPORT_ON))
+        enabled = environ.get("OTEL_SDK_DISABLED", "").strip().lower() != "true" and any(
+            name in environ for name in TURNS_EXPORT_ON
+        )
     if not enabled:
         return ExportChoice((), (), "http/protobuf", "http/protobuf")
     shared = protocol or environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
@@ -83,16 +97,20 @@ def export_choice(environ: Mapping[str, str], *, enabled: bool | None = None, tr
         if protocol is not None:
             return _protocol(protocol, "trustgate.telemetry.protocol")
         variable = f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL"
-        return _protocol(environ.get(variable, shared), variable if variable in environ
-                         else "OTEL_EXPORTER_OTLP_PROTOCOL")
+        return _protocol(
+            environ.get(variable, shared), variable if variable in environ else "OTEL_EXPORTER_OTLP_PROTOCOL"
+        )
 
     return ExportChoice(
-        traces=_exporters(traces if traces is not None else environ.get("OTEL_TRACES_EXPORTER", "otlp"),
-                          "OTEL_TRACES_EXPORTER"),
-        logs=_exporters(logs if logs is not None else environ.get("OTEL_LOGS_EXPORTER", "otlp"),
-                        "OTEL_LOGS_EXPORTER"),
-        traces_protocol=signal_protocol("TRACES"), logs_protocol=signal_protocol("LOGS"),
-        endpoint=endpoint, headers=headers)
+        traces=_exporters(
+            traces if traces is not None else environ.get("OTEL_TRACES_EXPORTER", "otlp"), "OTEL_TRACES_EXPORTER"
+        ),
+        logs=_exporters(logs if logs is not None else environ.get("OTEL_LOGS_EXPORTER", "otlp"), "OTEL_LOGS_EXPORTER"),
+        traces_protocol=signal_protocol("TRACES"),
+        logs_protocol=signal_protocol("LOGS"),
+        endpoint=endpoint,
+        headers=headers,
+    )
 
 
 def _otlp_arguments(choice: ExportChoice, protocol: OtlpProtocol, path: str) -> dict[str, Any]:
@@ -116,12 +134,18 @@ class _Signal:
     path: str
 
 
-_SPANS = _Signal(console="opentelemetry.sdk.trace.export:ConsoleSpanExporter",
-                 grpc="opentelemetry.exporter.otlp.proto.grpc.trace_exporter:OTLPSpanExporter",
-                 http="opentelemetry.exporter.otlp.proto.http.trace_exporter:OTLPSpanExporter", path="v1/traces")
-_LOGS = _Signal(console="opentelemetry.sdk._logs.export:ConsoleLogRecordExporter",
-                grpc="opentelemetry.exporter.otlp.proto.grpc._log_exporter:OTLPLogExporter",
-                http="opentelemetry.exporter.otlp.proto.http._log_exporter:OTLPLogExporter", path="v1/logs")
+_SPANS = _Signal(
+    console="opentelemetry.sdk.trace.export:ConsoleSpanExporter",
+    grpc="opentelemetry.exporter.otlp.proto.grpc.trace_exporter:OTLPSpanExporter",
+    http="opentelemetry.exporter.otlp.proto.http.trace_exporter:OTLPSpanExporter",
+    path="v1/traces",
+)
+_LOGS = _Signal(
+    console="opentelemetry.sdk._logs.export:ConsoleLogRecordExporter",
+    grpc="opentelemetry.exporter.otlp.proto.grpc._log_exporter:OTLPLogExporter",
+    http="opentelemetry.exporter.otlp.proto.http._log_exporter:OTLPLogExporter",
+    path="v1/logs",
+)
 
 
 def _exporter_class(where: str) -> Any:
@@ -129,8 +153,9 @@ def _exporter_class(where: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def _signal_exporters(choice: ExportChoice, names: tuple[str, ...], protocol: OtlpProtocol,
-                      signal: _Signal) -> list[Any]:
+def _signal_exporters(
+    choice: ExportChoice, names: tuple[str, ...], protocol: OtlpProtocol, signal: _Signal
+) -> list[Any]:
     exporters: list[Any] = []
     for name in names:
         if name == "console":

@@ -95,8 +95,9 @@ class GatewayMetrics:
     alert_pushes: Counter
     child: LabelledChildren = field(default_factory=LabelledChildren)  # the series each request updates
 
-    def observe_request(self, *, model: str, status: int, stream: bool, seconds: float, endpoint: str,
-                        key: str) -> None:
+    def observe_request(
+        self, *, model: str, status: int, stream: bool, seconds: float, endpoint: str, key: str
+    ) -> None:
         mode = "stream" if stream else "unary"
         self.child(self.requests, model, str(status), mode, endpoint, key).inc()
         self.child(self.request_duration, model, mode, endpoint).observe(seconds)
@@ -129,12 +130,10 @@ class GatewayMetrics:
         if "scoring_s" in record.timings:
             self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
 
-    def observe_scoring_usage(self, *, model: str, component: str, prompt_tokens: int,
-                              completion_tokens: int) -> None:
+    def observe_scoring_usage(self, *, model: str, component: str, prompt_tokens: int, completion_tokens: int) -> None:
         """The tokens one scoring call used (as its upstream reported them): scoring's share of the bill."""
         self.scoring_upstream_tokens.labels(model=model, component=component, kind="prompt").inc(prompt_tokens)
-        self.scoring_upstream_tokens.labels(model=model, component=component, kind="completion").inc(
-            completion_tokens)
+        self.scoring_upstream_tokens.labels(model=model, component=component, kind="completion").inc(completion_tokens)
 
     def observe_user_usage(self, *, model: str, key: str, prompt_tokens: int, completion_tokens: int) -> None:
         """The tokens one user call used (as its upstream reported them): the bill scoring's share sits beside,
@@ -150,8 +149,7 @@ class GatewayMetrics:
     def observe_feedback(self, record: TrustRecord) -> None:
         """A label a user sent for a record's answer (the record as labelled)."""
         if record.feedback is not None:
-            self.feedback.labels(model=record.model or "unknown",
-                                 correct=str(record.feedback.correct).lower()).inc()
+            self.feedback.labels(model=record.model or "unknown", correct=str(record.feedback.correct).lower()).inc()
 
     def observe_sync_timeout(self, model: str) -> None:
         """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
@@ -184,87 +182,179 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
 
     return GatewayMetrics(
         registry=registry,
-        requests=counter("requests", "Requests to the OpenAI endpoints (chat, completions, responses, "
-                         "embeddings), by final HTTP status, stream or unary, and the name of the key that asked.",
-                         ["model", "status", "mode", "endpoint", "key"]),
-        request_duration=histogram("request_duration", "Time from an OpenAI-endpoint request received to the last "
-                                   "byte of its answer sent.", ["model", "mode", "endpoint"], LATENCY_BUCKETS,
-                                   unit="seconds"),
-        time_to_first_token=histogram("time_to_first_token", "Streamed answers: time from the request received to "
-                                      "the first chunk of the answer sent.", ["model", "endpoint"], LATENCY_BUCKETS,
-                                      unit="seconds"),
-        trust_score=histogram("trust_score", "Trust scores of scored responses, per component (bc, fc, lp, sc, ov).",
-                              ["model", "component"], SCORE_BUCKETS),
+        requests=counter(
+            "requests",
+            "Requests to the OpenAI endpoints (chat, completions, responses, "
+            "embeddings), by final HTTP status, stream or unary, and the name of the key that asked.",
+            ["model", "status", "mode", "endpoint", "key"],
+        ),
+        request_duration=histogram(
+            "request_duration",
+            "Time from an OpenAI-endpoint request received to the last byte of its answer sent.",
+            ["model", "mode", "endpoint"],
+            LATENCY_BUCKETS,
+            unit="seconds",
+        ),
+        time_to_first_token=histogram(
+            "time_to_first_token",
+            "Streamed answers: time from the request received to the first chunk of the answer sent.",
+            ["model", "endpoint"],
+            LATENCY_BUCKETS,
+            unit="seconds",
+        ),
+        trust_score=histogram(
+            "trust_score",
+            "Trust scores of scored responses, per component (bc, fc, lp, sc, ov).",
+            ["model", "component"],
+            SCORE_BUCKETS,
+        ),
         low_trust_responses=counter("low_trust_responses", "Scored responses labelled untrusted.", ["model"]),
         trust_labels=counter("trust_labels", "Scored responses by trust label.", ["model", "label"]),
-        scoring_jobs=counter("scoring_jobs", "Answers handed to scoring, by outcome (done, failed, shed, skipped).",
-                             ["model", "status"]),
-        scoring_duration=histogram("scoring_duration", "Time spent scoring one answer, all its components.", ["model"],
-                                   LATENCY_BUCKETS, unit="seconds"),
-        scoring_queue_depth=Gauge("scoring_queue_depth", "Scoring jobs waiting in the queue.",
-                                  namespace=NAMESPACE, registry=registry),
-        scoring_async_overtaken=counter("scoring_async_overtaken", "Async scoring jobs passed by a sync one: each "
-                                        "sync job taken for scoring adds the async jobs then waiting in the "
-                                        "queue (they are delayed, never dropped).", []),
-        scoring_shed_jobs=counter("scoring_shed_jobs", "Scoring jobs not scored, by reason: the queue was full "
-                                  "or unreachable (queue_full, queue_unavailable), or the model group's scoring "
-                                  "budget was spent (call_budget, token_budget).", ["model", "reason"]),
-        scorer_errors=counter("scorer_errors", "Scoring failures, per component and reason (timeout, upstream, "
-                              "parse, knowledge_graph, judge, internal).", ["model", "component", "reason"]),
-        upstream_calls=counter("upstream_calls", "Upstream calls the gateway made, by purpose: a user's request "
-                               "(user) or a scorer's re-ask (bc, fc, rag).",
-                               ["model", "purpose"]),
-        dead_letters=counter("scoring_dead_letters", "Scoring jobs moved to the dead-letter stream after "
-                             "failing repeatedly.", ["model"]),
-        queue_errors=counter("scoring_queue_errors", "Errors of the Redis scoring queue, by operation (submit: "
-                             "the job was not queued; wait: a sync request answered pending; consume: a worker "
-                             "retries).", ["operation"]),
-        rag_metric=histogram("rag_metric", "RAG answers' Trust-Eval metrics (citation recall and precision, "
-                             "groundedness, claim correctness).", ["model", "metric"], SCORE_BUCKETS),
+        scoring_jobs=counter(
+            "scoring_jobs", "Answers handed to scoring, by outcome (done, failed, shed, skipped).", ["model", "status"]
+        ),
+        scoring_duration=histogram(
+            "scoring_duration",
+            "Time spent scoring one answer, all its components.",
+            ["model"],
+            LATENCY_BUCKETS,
+            unit="seconds",
+        ),
+        scoring_queue_depth=Gauge(
+            "scoring_queue_depth", "Scoring jobs waiting in the queue.", namespace=NAMESPACE, registry=registry
+        ),
+        scoring_async_overtaken=counter(
+            "scoring_async_overtaken",
+            "Async scoring jobs passed by a sync one: each "
+            "sync job taken for scoring adds the async jobs then waiting in the "
+            "queue (they are delayed, never dropped).",
+            [],
+        ),
+        scoring_shed_jobs=counter(
+            "scoring_shed_jobs",
+            "Scoring jobs not scored, by reason: the queue was full "
+            "or unreachable (queue_full, queue_unavailable), or the model group's scoring "
+            "budget was spent (call_budget, token_budget).",
+            ["model", "reason"],
+        ),
+        scorer_errors=counter(
+            "scorer_errors",
+            "Scoring failures, per component and reason (timeout, upstream, parse, knowledge_graph, judge, internal).",
+            ["model", "component", "reason"],
+        ),
+        upstream_calls=counter(
+            "upstream_calls",
+            "Upstream calls the gateway made, by purpose: a user's request (user) or a scorer's re-ask (bc, fc, rag).",
+            ["model", "purpose"],
+        ),
+        dead_letters=counter(
+            "scoring_dead_letters", "Scoring jobs moved to the dead-letter stream after failing repeatedly.", ["model"]
+        ),
+        queue_errors=counter(
+            "scoring_queue_errors",
+            "Errors of the Redis scoring queue, by operation (submit: "
+            "the job was not queued; wait: a sync request answered pending; consume: a worker "
+            "retries).",
+            ["operation"],
+        ),
+        rag_metric=histogram(
+            "rag_metric",
+            "RAG answers' Trust-Eval metrics (citation recall and precision, groundedness, claim correctness).",
+            ["model", "metric"],
+            SCORE_BUCKETS,
+        ),
         rag_refusals=counter("rag_refusals", "RAG answers that refused to answer.", ["model"]),
         client_overrides_refused=counter(
-            "client_overrides_refused", "Client requests to change scoring that the operator's policy does not "
-            "allow (ignored: the configured setting applied).", ["setting", "requested"]),
-        fallbacks_skipped=counter("fallbacks_skipped", "Fallback model groups skipped because the caller's key "
-                                  "may not use them.", ["model", "fallback"]),
-        fallbacks=counter("fallbacks", "User requests answered by a fallback model group instead of the group "
-                          "asked for (the request's other metrics are booked to the group that answered).",
-                          ["asked", "answered"]),
-        readiness_probes=counter("readiness_probes", "Upstream probes made for /health/readiness (cached "
-                                 "between probes).", []),
-        store_shed_writes=counter("store_shed_writes", "Trust records not stored because the store's write "
-                                  "queue was full.", []),
-        store_errors=counter("store_errors", "Record store operations that failed (store unreachable or "
-                             "unreadable), by operation.", ["operation"]),
-        accept_errors=counter("accept_errors", "Failed accept() calls of the server socket (out of file "
-                              "descriptors or buffers).", []),
-        sync_timeouts=counter("scoring_sync_timeouts", "Sync-mode responses sent with a pending trust record "
-                              "because scoring took longer than sync_timeout.", ["model"]),
-        scoring_calls_shed=counter("scoring_calls_shed", "Scorers' upstream calls or retries not made: the group "
-                                   "was rate limited (rate_limited), scoring's retry budget was spent "
-                                   "(retry_budget), or the group's scoring budget was (call_budget, "
-                                   "token_budget).", ["model", "reason"]),
-        scoring_upstream_tokens=counter("scoring_upstream_tokens", "Tokens the scorers' upstream calls used, as "
-                                        "the upstream reported them, by component and kind (prompt, "
-                                        "completion).", ["model", "component", "kind"]),
-        user_upstream_tokens=counter("user_upstream_tokens", "Tokens the users' own upstream calls used, as the "
-                                     "upstream reported them (a stream only when it reported usage), by kind "
-                                     "(prompt, completion) and the name of the key that asked.",
-                                     ["model", "kind", "key"]),
-        upstream_tries=counter("upstream_tries", "Tries at an upstream deployment, users' and scorers' (each "
-                               "retry and each fallback group is a try of its own), by deployment (the model "
-                               "group and the deployment's place among the group's entries in model_list, "
-                               "`gpt-4o:0`) and outcome "
-                               "(success, failure).", ["model", "deployment", "outcome"]),
-        upstream_try_duration=histogram("upstream_try_duration", "Time one try at an upstream deployment took "
-                                        "(a stream: until it opened).", ["model", "deployment"], LATENCY_BUCKETS,
-                                        unit="seconds"),
-        feedback=counter("feedback", "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
-                         "whether the answer was correct (true, false).", ["model", "correct"]),
-        trust_actions=counter("trust_actions", "Answers a low-trust policy acted on, by action (blocked, "
-                              "escalated, kept, escalation_failed).", ["model", "action"]),
-        alert_pushes=counter("alert_pushes", "Per-answer alerts pushed to Alertmanager, by outcome (sent; failed "
-                             "after its retries; dropped: too many pushes in flight).", ["outcome"]),
+            "client_overrides_refused",
+            "Client requests to change scoring that the operator's policy does not "
+            "allow (ignored: the configured setting applied).",
+            ["setting", "requested"],
+        ),
+        fallbacks_skipped=counter(
+            "fallbacks_skipped",
+            "Fallback model groups skipped because the caller's key may not use them.",
+            ["model", "fallback"],
+        ),
+        fallbacks=counter(
+            "fallbacks",
+            "User requests answered by a fallback model group instead of the group "
+            "asked for (the request's other metrics are booked to the group that answered).",
+            ["asked", "answered"],
+        ),
+        readiness_probes=counter(
+            "readiness_probes", "Upstream probes made for /health/readiness (cached between probes).", []
+        ),
+        store_shed_writes=counter(
+            "store_shed_writes", "Trust records not stored because the store's write queue was full.", []
+        ),
+        store_errors=counter(
+            "store_errors",
+            "Record store operations that failed (store unreachable or unreadable), by operation.",
+            ["operation"],
+        ),
+        accept_errors=counter(
+            "accept_errors", "Failed accept() calls of the server socket (out of file descriptors or buffers).", []
+        ),
+        sync_timeouts=counter(
+            "scoring_sync_timeouts",
+            "Sync-mode responses sent with a pending trust record because scoring took longer than sync_timeout.",
+            ["model"],
+        ),
+        scoring_calls_shed=counter(
+            "scoring_calls_shed",
+            "Scorers' upstream calls or retries not made: the group "
+            "was rate limited (rate_limited), scoring's retry budget was spent "
+            "(retry_budget), or the group's scoring budget was (call_budget, "
+            "token_budget).",
+            ["model", "reason"],
+        ),
+        scoring_upstream_tokens=counter(
+            "scoring_upstream_tokens",
+            "Tokens the scorers' upstream calls used, as "
+            "the upstream reported them, by component and kind (prompt, "
+            "completion).",
+            ["model", "component", "kind"],
+        ),
+        user_upstream_tokens=counter(
+            "user_upstream_tokens",
+            "Tokens the users' own upstream calls used, as the "
+            "upstream reported them (a stream only when it reported usage), by kind "
+            "(prompt, completion) and the name of the key that asked.",
+            ["model", "kind", "key"],
+        ),
+        upstream_tries=counter(
+            "upstream_tries",
+            "Tries at an upstream deployment, users' and scorers' (each "
+            "retry and each fallback group is a try of its own), by deployment (the model "
+            "group and the deployment's place among the group's entries in model_list, "
+            "`gpt-4o:0`) and outcome "
+            "(success, failure).",
+            ["model", "deployment", "outcome"],
+        ),
+        upstream_try_duration=histogram(
+            "upstream_try_duration",
+            "Time one try at an upstream deployment took (a stream: until it opened).",
+            ["model", "deployment"],
+            LATENCY_BUCKETS,
+            unit="seconds",
+        ),
+        feedback=counter(
+            "feedback",
+            "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
+            "whether the answer was correct (true, false).",
+            ["model", "correct"],
+        ),
+        trust_actions=counter(
+            "trust_actions",
+            "Answers a low-trust policy acted on, by action (blocked, escalated, kept, escalation_failed).",
+            ["model", "action"],
+        ),
+        alert_pushes=counter(
+            "alert_pushes",
+            "Per-answer alerts pushed to Alertmanager, by outcome (sent; failed "
+            "after its retries; dropped: too many pushes in flight).",
+            ["outcome"],
+        ),
     )
 
 
@@ -305,16 +395,32 @@ class WorkerMetrics:
 def build_worker_metrics(registry: CollectorRegistry, gateway: GatewayMetrics) -> WorkerMetrics:
     """The worker's series, on the registry that already holds ``gateway``'s."""
     return WorkerMetrics(
-        jobs=Counter("worker_jobs", "Job deliveries a worker finished, by outcome (done, duplicate: already "
-                     "scored, retry: failed and left for another attempt, dead_letter).", ["outcome"],
-                     namespace=NAMESPACE, registry=registry),
-        in_flight=Gauge("worker_jobs_in_flight", "Jobs this worker is scoring now.", namespace=NAMESPACE,
-                        registry=registry),
-        reclaimed=Counter("worker_jobs_reclaimed", "Jobs taken over from a worker that held them too long "
-                          "(died or stalled).", namespace=NAMESPACE, registry=registry),
-        job_duration=Histogram("worker_job_duration", "Time one job delivery took, from read to acknowledgement.",
-                               ["outcome"], namespace=NAMESPACE, unit="seconds", buckets=LATENCY_BUCKETS,
-                               registry=registry),
+        jobs=Counter(
+            "worker_jobs",
+            "Job deliveries a worker finished, by outcome (done, duplicate: already "
+            "scored, retry: failed and left for another attempt, dead_letter).",
+            ["outcome"],
+            namespace=NAMESPACE,
+            registry=registry,
+        ),
+        in_flight=Gauge(
+            "worker_jobs_in_flight", "Jobs this worker is scoring now.", namespace=NAMESPACE, registry=registry
+        ),
+        reclaimed=Counter(
+            "worker_jobs_reclaimed",
+            "Jobs taken over from a worker that held them too long (died or stalled).",
+            namespace=NAMESPACE,
+            registry=registry,
+        ),
+        job_duration=Histogram(
+            "worker_job_duration",
+            "Time one job delivery took, from read to acknowledgement.",
+            ["outcome"],
+            namespace=NAMESPACE,
+            unit="seconds",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        ),
         dead_letters=gateway.dead_letters,
         overtaken=gateway.scoring_async_overtaken,
     )

@@ -12,8 +12,7 @@ __all__ = ["RecordPublisher"]
 
 
 class RecordPublisher:
-    def __init__(self, store: RecordStore, metrics: GatewayMetrics,
-                 alerts: AlertmanagerExporter | None = None) -> None:
+    def __init__(self, store: RecordStore, metrics: GatewayMetrics, alerts: AlertmanagerExporter | None = None) -> None:
         self.store = store
         self._metrics = metrics
         self._alerts = alerts

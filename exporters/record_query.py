@@ -51,8 +51,13 @@ def decode_cursor(cursor: str) -> Position:
         raw = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     except (binascii.Error, orjson.JSONDecodeError, ValueError) as exc:
         raise ValueError("cursor is not one this endpoint returned") from exc
-    if (not isinstance(raw, list) or len(raw) != 2 or not isinstance(raw[0], int | float)
-            or isinstance(raw[0], bool) or not isinstance(raw[1], str)):
+    if (
+        not isinstance(raw, list)
+        or len(raw) != 2
+        or not isinstance(raw[0], int | float)
+        or isinstance(raw[0], bool)
+        or not isinstance(raw[1], str)
+    ):
         raise ValueError("cursor is not one this endpoint returned")
     return float(raw[0]), raw[1]
 
@@ -128,12 +133,14 @@ def record_matches(record: TrustRecord, query: RecordQuery) -> bool:
     """The query's filters applied to one record (the cursor and the limit are the store's business)."""
     value = record_value(record, query.score_of)
     since, until = query.since_s, query.until_s
-    return ((query.model is None or record.model == query.model)
-            and (query.label is None or record.label == query.label)
-            and (query.status is None or record.status == query.status)
-            and (query.has_error is None or (record.error is not None) == query.has_error)
-            and (query.labelled is None or (record.feedback is not None) == query.labelled)
-            and (query.min_score is None or (value is not None and value >= query.min_score))
-            and (query.max_score is None or (value is not None and value <= query.max_score))
-            and (since is None or record.created_at >= since)
-            and (until is None or record.created_at < until))
+    return (
+        (query.model is None or record.model == query.model)
+        and (query.label is None or record.label == query.label)
+        and (query.status is None or record.status == query.status)
+        and (query.has_error is None or (record.error is not None) == query.has_error)
+        and (query.labelled is None or (record.feedback is not None) == query.labelled)
+        and (query.min_score is None or (value is not None and value >= query.min_score))
+        and (query.max_score is None or (value is not None and value <= query.max_score))
+        and (since is None or record.created_at >= since)
+        and (until is None or record.created_at < until)
+    )

@@ -67,8 +67,9 @@ def _bin(score: float) -> int:
     return min(HISTOGRAM_BINS - 1, max(0, math.floor(score * HISTOGRAM_BINS)))
 
 
-def summarize(rows: Iterable[SummaryRow], *, since: float, until: float, buckets: int,
-              truncated: bool = False) -> TrustSummary:
+def summarize(
+    rows: Iterable[SummaryRow], *, since: float, until: float, buckets: int, truncated: bool = False
+) -> TrustSummary:
     """Counts by label and model, a score histogram per model, and the untrusted share per time bucket."""
     bucket_s = (until - since) / buckets
     by_label: Counter[str] = Counter()
@@ -88,7 +89,15 @@ def summarize(rows: Iterable[SummaryRow], *, since: float, until: float, buckets
             index = min(buckets - 1, max(0, int((row.created_at - since) // bucket_s)))
             scored[index] += 1
             untrusted[index] += row.label == "untrusted"
-    return TrustSummary(since=since, until=until, total=total, truncated=truncated, by_label=dict(by_label),
-                        models=dict(sorted(models.items())), bucket_s=bucket_s,
-                        low_trust=[TimeBucket(start=since + i * bucket_s, scored=scored[i], untrusted=untrusted[i])
-                                   for i in range(buckets)])
+    return TrustSummary(
+        since=since,
+        until=until,
+        total=total,
+        truncated=truncated,
+        by_label=dict(by_label),
+        models=dict(sorted(models.items())),
+        bucket_s=bucket_s,
+        low_trust=[
+            TimeBucket(start=since + i * bucket_s, scored=scored[i], untrusted=untrusted[i]) for i in range(buckets)
+        ],
+    )

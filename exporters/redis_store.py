@@ -51,8 +51,9 @@ def record_key(prefix: str, record_id: str) -> str:
 
 
 class RedisRecordStore:
-    def __init__(self, redis: Redis, *, prefix: str, ttl_s: int, max_record_bytes: int = 64 * 1024,
-                 max_records: int = 1_000_000) -> None:
+    def __init__(
+        self, redis: Redis, *, prefix: str, ttl_s: int, max_record_bytes: int = 64 * 1024, max_records: int = 1_000_000
+    ) -> None:
         self._redis = redis
         self._prefix = prefix
         self._ttl_s = ttl_s
@@ -69,9 +70,14 @@ class RedisRecordStore:
         key = record_key(self._prefix, record.id)
         indexes = [self._index_key(None)] + ([self._index_key(record.owner)] if record.owner is not None else [])
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"status": record.status,
-                                    "record": stored_json(record, self._max_record_bytes),
-                                    "row": orjson.dumps(list(SummaryRow.of(record)))})
+            pipe.hset(
+                key,
+                mapping={
+                    "status": record.status,
+                    "record": stored_json(record, self._max_record_bytes),
+                    "row": orjson.dumps(list(SummaryRow.of(record))),
+                },
+            )
             pipe.expire(key, self._ttl_s)
             for index in indexes:
                 pipe.zadd(index, {record.id: record.created_at})
@@ -134,15 +140,21 @@ class RedisRecordStore:
             records: list[TrustRecord] = []
             for start in range(0, len(ids), _BATCH):
                 async with self._redis.pipeline(transaction=False) as pipe:
-                    for record_id in ids[start:start + _BATCH]:
+                    for record_id in ids[start : start + _BATCH]:
                         pipe.hmget(record_key(self._prefix, record_id), _STORED)
                     replies = await pipe.execute()
                 records += [stored_record(raw, feedback) for raw, feedback in replies if raw and feedback]
         return records
 
-    async def _newest_first(self, owner: str | None, since: float | None, until: float | None,
-                            after: Position | None, limit: int,
-                            batch: int) -> AsyncIterator[tuple[Position, TrustRecord | None]]:
+    async def _newest_first(
+        self,
+        owner: str | None,
+        since: float | None,
+        until: float | None,
+        after: Position | None,
+        limit: int,
+        batch: int,
+    ) -> AsyncIterator[tuple[Position, TrustRecord | None]]:
         """Up to ``limit`` index entries, newest first, strictly after ``after``, with their records (None: expired).
 
         Records are read ``batch`` at a time, the batch doubling up to ``_BATCH``: an unfiltered page reads
@@ -154,8 +166,9 @@ class RedisRecordStore:
         low: float | str = "-inf" if since is None else since
         offset, seen = 0, 0
         while seen < limit:
-            reply = await self._redis.zrevrangebyscore(self._index_key(owner), high, low, start=offset, num=batch,
-                                                       withscores=True)
+            reply = await self._redis.zrevrangebyscore(
+                self._index_key(owner), high, low, start=offset, num=batch, withscores=True
+            )
             entries = cast(list[tuple[str, float]], reply)  # decode_responses
             batch = min(2 * batch, _BATCH)
             if not entries:
@@ -164,7 +177,7 @@ class RedisRecordStore:
             positions = [(float(score), str(member)) for member, score in entries]
             if after is not None:  # ties with the cursor's time: only ids after it (ids descend within a time)
                 positions = [p for p in positions if p < after]
-            positions = positions[:limit - seen]
+            positions = positions[: limit - seen]
             seen += len(positions)
             async with self._redis.pipeline(transaction=False) as pipe:
                 for _, record_id in positions:
@@ -183,8 +196,9 @@ class RedisRecordStore:
         last: Position | None = None
         scanned = 0
         with redis_reachable():
-            async for position, record in self._newest_first(scope.owner, query.since_s, query.until_s, query.after,
-                                                              SCAN_LIMIT, batch=query.limit + 1):
+            async for position, record in self._newest_first(
+                scope.owner, query.since_s, query.until_s, query.after, SCAN_LIMIT, batch=query.limit + 1
+            ):
                 scanned += 1
                 if record is not None and scope.allows(record) and record_matches(record, query):
                     if len(found) == query.limit:  # one more match: another page follows
@@ -198,13 +212,14 @@ class RedisRecordStore:
     async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary:
         """Counts over the window from each record's small ``row`` field; the records themselves stay unread."""
         with redis_reachable():
-            reply = await self._redis.zrevrangebyscore(self._index_key(scope.owner), f"({until}", since, start=0,
-                                                       num=MAX_SUMMARY_RECORDS + 1)
+            reply = await self._redis.zrevrangebyscore(
+                self._index_key(scope.owner), f"({until}", since, start=0, num=MAX_SUMMARY_RECORDS + 1
+            )
             ids = cast(list[str], reply)  # decode_responses
             rows: list[SummaryRow] = []
             for start in range(0, min(len(ids), MAX_SUMMARY_RECORDS), _SUMMARY_BATCH):
                 async with self._redis.pipeline(transaction=False) as pipe:
-                    for record_id in ids[start:start + _SUMMARY_BATCH]:
+                    for record_id in ids[start : start + _SUMMARY_BATCH]:
                         pipe.hget(record_key(self._prefix, record_id), "row")
                     rows += [SummaryRow(*orjson.loads(raw)) for raw in await pipe.execute() if raw]
         return summarize(rows, since=since, until=until, buckets=buckets, truncated=len(ids) > MAX_SUMMARY_RECORDS)

@@ -84,8 +84,11 @@ def list_statement(query: RecordQuery, owner: str | None) -> tuple[str, list[Any
     if (after := query.after) is not None:
         where.append("(created_at, id) < (?, ?)")
         args += list(after)
-    sql = ("SELECT record, feedback FROM trust_records" + (" WHERE " + " AND ".join(where) if where else "")
-           + " ORDER BY created_at DESC, id DESC LIMIT ?")
+    sql = (
+        "SELECT record, feedback FROM trust_records"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY created_at DESC, id DESC LIMIT ?"
+    )
     return sql, [*args, query.limit + 1]
 
 
@@ -93,11 +96,18 @@ def summary_statement(owner: str | None, since: float, until: float, limit: int)
     """Read from a covering index (named: without statistics the planner prefers the narrower time index)."""
     where, args = _window(owner, since, until)
     index = "trust_records_summary" if owner is None else "trust_records_owner_summary"
-    return (f"SELECT created_at, q_model, q_label, q_score FROM trust_records INDEXED BY {index} WHERE "
-            + " AND ".join(where) + " ORDER BY created_at DESC LIMIT ?", [*args, limit])
+    return (
+        f"SELECT created_at, q_model, q_label, q_score FROM trust_records INDEXED BY {index} WHERE "
+        + " AND ".join(where)
+        + " ORDER BY created_at DESC LIMIT ?",
+        [*args, limit],
+    )
 
 
 def labelled_statement(model: str, limit: int) -> tuple[str, list[Any]]:
     """A model's records that carry feedback, newest label first, over the partial index of labels."""
-    return ("SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL "
-            "ORDER BY q_labelled_at DESC LIMIT ?", [model, limit])
+    return (
+        "SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL "
+        "ORDER BY q_labelled_at DESC LIMIT ?",
+        [model, limit],
+    )

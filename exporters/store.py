@@ -59,14 +59,17 @@ _ADD_FEEDBACK = "ALTER TABLE trust_records ADD COLUMN feedback TEXT"  # stores w
 _OWNER_INDEX = "CREATE INDEX IF NOT EXISTS trust_records_owner ON trust_records (owner, created_at)"
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 # An upsert, not INSERT OR REPLACE: a record written again (pending, then done) keeps its feedback column.
-_INSERT = ("INSERT INTO trust_records (id, created_at, record, owner) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO "
-           "UPDATE SET created_at = excluded.created_at, record = excluded.record, owner = excluded.owner")
+_INSERT = (
+    "INSERT INTO trust_records (id, created_at, record, owner) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO "
+    "UPDATE SET created_at = excluded.created_at, record = excluded.record, owner = excluded.owner"
+)
 _SET_FEEDBACK = "UPDATE trust_records SET feedback = ? WHERE id = ?"
 # Both prunes walk the created_at index from its oldest end and stop after LIMIT rows.
-PRUNE_EXPIRED = ("DELETE FROM trust_records WHERE rowid IN (SELECT rowid FROM trust_records "
-                 "WHERE created_at < ? ORDER BY created_at LIMIT ?)")
-PRUNE_OLDEST = ("DELETE FROM trust_records WHERE rowid IN "
-                "(SELECT rowid FROM trust_records ORDER BY created_at LIMIT ?)")
+PRUNE_EXPIRED = (
+    "DELETE FROM trust_records WHERE rowid IN (SELECT rowid FROM trust_records "
+    "WHERE created_at < ? ORDER BY created_at LIMIT ?)"
+)
+PRUNE_OLDEST = "DELETE FROM trust_records WHERE rowid IN (SELECT rowid FROM trust_records ORDER BY created_at LIMIT ?)"
 # Rows deleted per batch at most: more than a write batch adds, so an over-full store shrinks.
 PRUNE_BATCH = 1000
 
@@ -99,9 +102,17 @@ def _by_id(record_id: str, scope: RecordScope) -> tuple[str, list[Any]]:
 
 
 class SqliteRecordStore:
-    def __init__(self, path: Path, *, max_age_s: float, max_records: int, max_record_bytes: int = 64 * 1024,
-                 max_pending_writes: int = 2000, write_batch: int = 500,
-                 on_shed: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_age_s: float,
+        max_records: int,
+        max_record_bytes: int = 64 * 1024,
+        max_pending_writes: int = 2000,
+        write_batch: int = 500,
+        on_shed: Callable[[], None] = lambda: None,
+    ) -> None:
         self._path = path
         self._max_age_s = max_age_s
         self._max_records = max_records
@@ -189,8 +200,9 @@ class SqliteRecordStore:
         rows = [(r.id, r.created_at, stored_json(r, self._max_record_bytes), r.owner) for r in records]
         ids = list({row[0] for row in rows})
         with db:
-            existing = db.execute(f"SELECT COUNT(*) FROM trust_records WHERE id IN ({','.join('?' * len(ids))})",
-                                  ids).fetchone()[0]
+            existing = db.execute(
+                f"SELECT COUNT(*) FROM trust_records WHERE id IN ({','.join('?' * len(ids))})", ids
+            ).fetchone()[0]
             db.executemany(_INSERT, rows)
             self._rows += len(ids) - int(existing)
             self._prune_step(db)
@@ -210,6 +222,7 @@ class SqliteRecordStore:
 
     async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> TrustRecord | None:
         """Label the record on the writer's connection, so the check and the write see the same row."""
+
         def label() -> TrustRecord | None:
             db = self._write_db
             assert db is not None, "open() the store first"
@@ -234,6 +247,7 @@ class SqliteRecordStore:
 
     async def _read_rows(self, sql: str, args: list[Any]) -> list[Any]:
         """Rows of a query on the reader's connection; StoreUnavailable when SQLite fails."""
+
         def read() -> list[Any]:
             assert self._read_db is not None, "open() the store first"
             return self._read_db.execute(sql, args).fetchall()
@@ -246,15 +260,21 @@ class SqliteRecordStore:
     async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage:
         """One page of the records ``scope`` may read that match ``query``, newest first."""
         rows = await self._read_rows(*list_statement(query, scope.owner))
-        records = [stored_record(*row) for row in rows[:query.limit]]
+        records = [stored_record(*row) for row in rows[: query.limit]]
         more = len(rows) > query.limit
-        return RecordPage(data=records,
-                          next_cursor=encode_cursor((records[-1].created_at, records[-1].id)) if more else None)
+        return RecordPage(
+            data=records, next_cursor=encode_cursor((records[-1].created_at, records[-1].id)) if more else None
+        )
 
     async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary:
         rows = await self._read_rows(*summary_statement(scope.owner, since, until, MAX_SUMMARY_RECORDS + 1))
-        return summarize((SummaryRow(*row) for row in rows[:MAX_SUMMARY_RECORDS]), since=since, until=until,
-                         buckets=buckets, truncated=len(rows) > MAX_SUMMARY_RECORDS)
+        return summarize(
+            (SummaryRow(*row) for row in rows[:MAX_SUMMARY_RECORDS]),
+            since=since,
+            until=until,
+            buckets=buckets,
+            truncated=len(rows) > MAX_SUMMARY_RECORDS,
+        )
 
     async def count(self) -> int:
         def count_rows() -> int:

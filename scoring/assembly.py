@@ -23,8 +23,16 @@ from .types import Scorer
 if TYPE_CHECKING:
     from .cpu_pool import CpuWork
 
-__all__ = ["ASSETS_HINT", "PAPER_VARIANTS", "ScorerAssetsError", "combiner_for", "default_combination",
-           "enabled_components", "open_scorers", "scoring_configured"]
+__all__ = [
+    "ASSETS_HINT",
+    "PAPER_VARIANTS",
+    "ScorerAssetsError",
+    "combiner_for",
+    "default_combination",
+    "enabled_components",
+    "open_scorers",
+    "scoring_configured",
+]
 
 ASSETS_HINT = "build them with `trustgate build-assets` (or `make install`)"
 
@@ -47,8 +55,13 @@ class ScorerAssetsError(RuntimeError):
 
 def enabled_components(settings: ScoringSettings) -> tuple[str, ...]:
     """The scorers the settings enable, by component name."""
-    enabled = {"bc": settings.consistency.enabled, "fc": settings.factcheck.enabled, "rag": settings.rag.enabled,
-               "lp": settings.logprob.enabled, "sc": settings.sc.enabled}
+    enabled = {
+        "bc": settings.consistency.enabled,
+        "fc": settings.factcheck.enabled,
+        "rag": settings.rag.enabled,
+        "lp": settings.logprob.enabled,
+        "sc": settings.sc.enabled,
+    }
     return tuple(name for name, on in enabled.items() if on)
 
 
@@ -57,8 +70,9 @@ def scoring_configured(settings: ScoringSettings) -> bool:
     return bool(enabled_components(settings))
 
 
-async def _open_cpu_work(settings: ScoringSettings, families: Collection[str],
-                         stack: contextlib.AsyncExitStack) -> CpuWork:
+async def _open_cpu_work(
+    settings: ScoringSettings, families: Collection[str], stack: contextlib.AsyncExitStack
+) -> CpuWork:
     """Where Trust_BC's and Trust_FC's CPU work runs, each registering its part with the pool, loaded there (and
     the embedded graph served for BC)."""
     from .cpu_pool import CpuRecipe, PartLoader, open_cpu_work
@@ -91,8 +105,9 @@ def _consistency(settings: ScoringSettings, cpu: CpuWork, wanted: Collection[str
     return {"bc": bc, "bc_paper": ConsistencyScorer(paper, cpu)}
 
 
-def _factcheck(settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence,
-               wanted: Collection[str]) -> dict[str, Scorer]:
+def _factcheck(
+    settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence, wanted: Collection[str]
+) -> dict[str, Scorer]:
     """``fc`` and, when wanted, ``fc_text``: the paper's text judge on the same index."""
     from .factcheck.cpu_part import EVIDENCE
     from .factcheck.scorer import FactCheckScorer
@@ -127,9 +142,13 @@ def _open_rag(settings: ScoringSettings) -> Scorer:
     return build_rag_scorer(settings)
 
 
-async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitStack, *,
-                       components: Collection[str] | None = None,
-                       missing_evidence: MissingEvidence = "warn") -> dict[str, Scorer]:
+async def open_scorers(
+    settings: ScoringSettings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    components: Collection[str] | None = None,
+    missing_evidence: MissingEvidence = "warn",
+) -> dict[str, Scorer]:
     """The scorers by name ("bc", "fc", "rag", "lp", "sc"): ``components``, or those the settings enable.
 
     ``components`` may also name ``PAPER_VARIANTS`` (``trustgate eval``); each
@@ -168,8 +187,9 @@ async def open_scorers(settings: ScoringSettings, stack: contextlib.AsyncExitSta
     return {name: scorers[name] for name in wanted if name in scorers}
 
 
-def combiner_for(scorers: Collection[Scorer], settings: ScoringSettings,
-                 calibrator: Calibrator | None) -> Combiner | None:
+def combiner_for(
+    scorers: Collection[Scorer], settings: ScoringSettings, calibrator: Calibrator | None
+) -> Combiner | None:
     """Trust_OV whenever Trust_BC, Trust_FC, lp or sc runs: the shipped prior, the paper's Table 3, or the fitted
     combination.
 
@@ -187,6 +207,8 @@ def default_combination(settings: ScoringSettings, calibrator: Calibrator | None
     if settings.combine == "paper":
         return paper_trust
     if not isinstance(calibrator, LogisticCombination):
-        raise ScorerAssetsError("trustgate.scoring.combine: fitted needs calibration_path to be a logistic fit "
-                                "(`trustgate eval run --calibration-method logistic --calibration-out ...`)")
+        raise ScorerAssetsError(
+            "trustgate.scoring.combine: fitted needs calibration_path to be a logistic fit "
+            "(`trustgate eval run --calibration-method logistic --calibration-out ...`)"
+        )
     return functools.partial(fitted_trust, model=calibrator)

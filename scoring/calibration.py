@@ -99,8 +99,15 @@ class IsotonicCalibrator:
         return y0 if x1 == x0 else y0 + (y1 - y0) * (score - x0) / (x1 - x0)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "method": "isotonic", "score": self.score,
-                "x": list(self.x), "y": list(self.y), "fitted_on": self.fitted_on}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "method": "isotonic",
+            "score": self.score,
+            "x": list(self.x),
+            "y": list(self.y),
+            "fitted_on": self.fitted_on,
+        }
 
 
 @dataclass(frozen=True)
@@ -114,8 +121,15 @@ class PlattCalibrator:
         return _sigmoid(self.a * score + self.b)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "method": "platt", "score": self.score,
-                "a": self.a, "b": self.b, "fitted_on": self.fitted_on}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "method": "platt",
+            "score": self.score,
+            "a": self.a,
+            "b": self.b,
+            "fitted_on": self.fitted_on,
+        }
 
 
 def _sigmoid(z: float) -> float:
@@ -138,16 +152,24 @@ class LogisticCombination:
 
     def combined(self, values: dict[str, float]) -> float:
         """P(correct) from the feature values (every named feature must be there)."""
-        return _sigmoid(self.intercept + sum(w * values[name] for name, w in zip(self.features, self.weights,
-                                                                                 strict=True)))
+        return _sigmoid(
+            self.intercept + sum(w * values[name] for name, w in zip(self.features, self.weights, strict=True))
+        )
 
     def probability(self, score: float) -> float:
         return score  # the fitted Trust_OV is already the probability
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "method": "logistic", "score": self.score,
-                "features": list(self.features), "weights": list(self.weights), "intercept": self.intercept,
-                "fitted_on": self.fitted_on}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "method": "logistic",
+            "score": self.score,
+            "features": list(self.features),
+            "weights": list(self.weights),
+            "intercept": self.intercept,
+            "fitted_on": self.fitted_on,
+        }
 
 
 def component_names(named: Any) -> frozenset[str] | None:
@@ -191,8 +213,13 @@ def _from_json(data: Any) -> Calibrator:
         if data.get("method") == "platt":
             return PlattCalibrator(_finite(data["a"]), _finite(data["b"]), score, fitted)
         if data.get("method") == "logistic":
-            return LogisticCombination(tuple(str(f) for f in data["features"]), tuple(map(_finite, data["weights"])),
-                                       _finite(data["intercept"]), score, fitted)
+            return LogisticCombination(
+                tuple(str(f) for f in data["features"]),
+                tuple(map(_finite, data["weights"])),
+                _finite(data["intercept"]),
+                score,
+                fitted,
+            )
     except (KeyError, TypeError, ValueError) as exc:
         raise CalibrationError(f"malformed calibration: {exc}") from exc
     raise CalibrationError(f"unknown calibration method {data.get('method')!r}")

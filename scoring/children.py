@@ -70,8 +70,10 @@ def _private_dir(path: Path) -> None:
         path.mkdir(mode=0o700)
     info = path.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
-        raise UntrustedRegistry(f"{path} is not a directory of this user writable only by it "
-                                f"(mode {stat.filemode(info.st_mode)}, owner uid {info.st_uid})")
+        raise UntrustedRegistry(
+            f"{path} is not a directory of this user writable only by it "
+            f"(mode {stat.filemode(info.st_mode)}, owner uid {info.st_uid})"
+        )
     if info.st_mode & 0o077:
         path.chmod(0o700)
 
@@ -90,8 +92,12 @@ def _private_registry() -> Path | None:
 
 @functools.cache
 def _warn_untrusted(folder: str, why: str) -> None:
-    log.warning("child-process registry %s not used (%s); children still die with their parent through the "
-                "kernel's parent-death signal", folder, why)
+    log.warning(
+        "child-process registry %s not used (%s); children still die with their parent through the "
+        "kernel's parent-death signal",
+        folder,
+        why,
+    )
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -170,8 +176,14 @@ def register_child(pid: int, argv: Sequence[str], *, parent: int | None = None) 
     if folder is None:
         return
     parent = os.getpid() if parent is None else parent
-    entry = {"pid": pid, "start": _start_time(pid), "cmdline": _cmdline(pid), "parent": parent,
-             "parent_start": _start_time(parent), "argv": list(argv)}
+    entry = {
+        "pid": pid,
+        "start": _start_time(pid),
+        "cmdline": _cmdline(pid),
+        "parent": parent,
+        "parent_start": _start_time(parent),
+        "argv": list(argv),
+    }
     (folder / f"{pid}.json").write_bytes(orjson.dumps(entry))
 
 
@@ -183,8 +195,13 @@ def forget_child(pid: int) -> None:
 
 def _still_the_child(pid: int, entry: dict[str, object]) -> bool:
     """Whether ``pid`` is still the registered process: same start time, same command line, this user's."""
-    return (entry.get("start") is not None and _start_time(pid) == entry["start"]
-            and entry.get("cmdline") is not None and _cmdline(pid) == entry["cmdline"] and _ours(pid))
+    return (
+        entry.get("start") is not None
+        and _start_time(pid) == entry["start"]
+        and entry.get("cmdline") is not None
+        and _cmdline(pid) == entry["cmdline"]
+        and _ours(pid)
+    )
 
 
 def reap_stale_children(wait_s: float = 5.0) -> list[int]:
@@ -200,8 +217,9 @@ def reap_stale_children(wait_s: float = 5.0) -> list[int]:
         if entry["parent_start"] is not None and _start_time(parent) == entry["parent_start"]:
             continue  # its parent still runs: not stale
         if _still_the_child(child, entry):
-            log.warning("killing stale child process %d left by dead process %d: %s", child, parent,
-                        " ".join(entry["argv"][:3]))
+            log.warning(
+                "killing stale child process %d left by dead process %d: %s", child, parent, " ".join(entry["argv"][:3])
+            )
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
             killed.append(child)

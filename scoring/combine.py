@@ -60,9 +60,22 @@ from .types import (
     SCDetails,
 )
 
-__all__ = ["DEFAULT_PRIOR_PATH", "FEATURES", "TABLE3", "CombineMethod", "PriorCombination", "combine",
-           "combine_components", "default_prior", "default_trust", "feature_values", "fitted_trust", "graded_trust",
-           "paper_trust", "table3_trust"]
+__all__ = [
+    "DEFAULT_PRIOR_PATH",
+    "FEATURES",
+    "TABLE3",
+    "CombineMethod",
+    "PriorCombination",
+    "combine",
+    "combine_components",
+    "default_prior",
+    "default_trust",
+    "feature_values",
+    "fitted_trust",
+    "graded_trust",
+    "paper_trust",
+    "table3_trust",
+]
 
 CombineMethod = Literal["default", "paper", "fitted"]
 DEFAULT_PRIOR_PATH = Path(__file__).with_name("default_combination.json")
@@ -139,8 +152,7 @@ def combine(bc: ComponentResult | None, fc: ComponentResult | None, *, graded: b
     only = bc or fc
     if only is None:
         return ComponentResult(component="ov", details=OVDetails(source=None))
-    return ComponentResult(component="ov", value=only.value, label=only.label,
-                           details=OVDetails(source=only.component))
+    return ComponentResult(component="ov", value=only.value, label=only.label, details=OVDetails(source=only.component))
 
 
 def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: bool) -> ComponentResult:
@@ -148,8 +160,15 @@ def _both(bc: ComponentResult, bc_value: float, fc: ComponentResult, graded: boo
     label, probs = _fc_verdict(fc)
     table3 = table3_trust(consistent, label)
     graded_value = graded_trust(graded_bc, probs)
-    details = OVDetails(source="bc+fc", table3=table3, graded=graded_value, consistent=consistent,
-                        bc_graded=graded_bc, fc_label=label, fc_label_probs=probs)
+    details = OVDetails(
+        source="bc+fc",
+        table3=table3,
+        graded=graded_value,
+        consistent=consistent,
+        bc_graded=graded_bc,
+        fc_label=label,
+        fc_label_probs=probs,
+    )
     cell = f"{'consistent' if consistent else 'inconsistent'}/{label}"
     return ComponentResult(component="ov", value=graded_value if graded else table3, label=cell, details=details)
 
@@ -161,6 +180,7 @@ def _value(name: str) -> Callable[[Components], float | None]:
     def read(components: Components) -> float | None:
         result = _usable(components.get(name))
         return None if result is None else result.value
+
     return read
 
 
@@ -202,9 +222,17 @@ def fitted_trust(components: Components, model: LogisticCombination) -> Componen
     present = {name: float(value) for name, value in values.items() if value is not None}
     value = model.combined(present)
     source = "+".join(sorted({name.split("_")[0] for name in model.features}))
-    return ComponentResult(component="ov", value=value, label=None,
-                           details=OVDetails(source=source, method="fitted", features=present,
-                                             weights=dict(zip(model.features, model.weights, strict=True))))
+    return ComponentResult(
+        component="ov",
+        value=value,
+        label=None,
+        details=OVDetails(
+            source=source,
+            method="fitted",
+            features=present,
+            weights=dict(zip(model.features, model.weights, strict=True)),
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -217,8 +245,9 @@ class PriorCombination:
 
     def probability(self, values: Mapping[str, float]) -> float:
         """P(correct) from the values present (components the prior does not know are ignored)."""
-        z = self.intercept + sum(self.weights[name] * (value - self.centres[name])
-                                 for name, value in values.items() if name in self.weights)
+        z = self.intercept + sum(
+            self.weights[name] * (value - self.centres[name]) for name, value in values.items() if name in self.weights
+        )
         return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
     def to_json(self) -> dict[str, object]:
@@ -229,8 +258,11 @@ class PriorCombination:
         weights, centres = data["weights"], data["centres"]
         if not isinstance(weights, dict) or not isinstance(centres, dict) or set(weights) != set(centres):
             raise ValueError("a prior combination needs one centre per weight")
-        return cls(float(data["intercept"]),  # type: ignore[arg-type]
-                   {str(k): float(v) for k, v in weights.items()}, {str(k): float(v) for k, v in centres.items()})
+        return cls(
+            float(data["intercept"]),  # type: ignore[arg-type]
+            {str(k): float(v) for k, v in weights.items()},
+            {str(k): float(v) for k, v in centres.items()},
+        )
 
 
 @functools.cache
@@ -244,8 +276,14 @@ def _prior_value(name: str, components: Components) -> float | None:
     (``SC_CLEARLY_CONSISTENT``) as full agreement, 1.0, which ranked answers better than leaving it out
     (bench/sc_skip.py, docs/eval/default-combination.md)."""
     result = components.get(name)
-    if (name == "sc" and result is not None and result.value is None and result.error is None
-            and isinstance(result.details, SCDetails) and result.details.reason == SC_CLEARLY_CONSISTENT):
+    if (
+        name == "sc"
+        and result is not None
+        and result.value is None
+        and result.error is None
+        and isinstance(result.details, SCDetails)
+        and result.details.reason == SC_CLEARLY_CONSISTENT
+    ):
         return 1.0
     return _value(name)(components)
 
@@ -260,13 +298,22 @@ def default_trust(components: Components, prior: PriorCombination | None = None)
     values = {name: float(value) for name in prior.weights if (value := _prior_value(name, components)) is not None}
     if not values:
         return ComponentResult(component="ov", details=OVDetails(source=None, method="default"))
-    return ComponentResult(component="ov", value=prior.probability(values), label=None,
-                           details=OVDetails(source="+".join(sorted(values)), method="default", features=values,
-                                             weights={name: prior.weights[name] for name in values}))
+    return ComponentResult(
+        component="ov",
+        value=prior.probability(values),
+        label=None,
+        details=OVDetails(
+            source="+".join(sorted(values)),
+            method="default",
+            features=values,
+            weights={name: prior.weights[name] for name in values},
+        ),
+    )
 
 
-def combine_components(components: Components, method: CombineMethod = "default",
-                       fitted: LogisticCombination | None = None) -> ComponentResult:
+def combine_components(
+    components: Components, method: CombineMethod = "default", fitted: LogisticCombination | None = None
+) -> ComponentResult:
     """Trust_OV of a record's components by ``method`` (``scoring.combine``'s setting); fitted needs ``fitted``."""
     if method == "paper":
         return paper_trust(components)

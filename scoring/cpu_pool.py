@@ -61,8 +61,18 @@ from .children import die_with, forget_child, register_child
 from .settings import CpuSettings
 from .types import ScoringFailure
 
-__all__ = ["CpuParts", "CpuRecipe", "CpuTimeExceeded", "CpuWork", "InProcesses", "InThreads", "Part", "PartLoader",
-           "WorkerCrashed", "open_cpu_work"]
+__all__ = [
+    "CpuParts",
+    "CpuRecipe",
+    "CpuTimeExceeded",
+    "CpuWork",
+    "InProcesses",
+    "InThreads",
+    "Part",
+    "PartLoader",
+    "WorkerCrashed",
+    "open_cpu_work",
+]
 
 log = logging.getLogger("trustgate.cpu")
 
@@ -216,8 +226,10 @@ class _Break:
     def failure(self) -> ScoringFailure:
         """What a job that was running fails with."""
         if self.cpu_time:
-            return CpuTimeExceeded("the job used more CPU time than cpu.max_job_cpu_s in a scoring CPU worker, "
-                                   "which was killed; a new one was started")
+            return CpuTimeExceeded(
+                "the job used more CPU time than cpu.max_job_cpu_s in a scoring CPU worker, "
+                "which was killed; a new one was started"
+            )
         return WorkerCrashed("a scoring CPU worker process died during the job; a new one was started")
 
 
@@ -243,7 +255,7 @@ class _Pool:
     def broke(self) -> _Break:
         """What its break means; the first job to ask fixes it, before any leaves and before the pool shuts down."""
         if self._broken is None:
-            self._broken = _Break(frozenset(self.in_flight[:self.size]), self._killed_for_cpu_time())
+            self._broken = _Break(frozenset(self.in_flight[: self.size]), self._killed_for_cpu_time())
         return self._broken
 
     def _killed_for_cpu_time(self) -> bool:
@@ -277,9 +289,12 @@ class InProcesses(CpuWork):
 
     def _start(self) -> _Pool:
         """A new pool, its workers started at once (from this thread, the one their death signal watches)."""
-        executor = ProcessPoolExecutor(self._settings.processes, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_start_worker,
-                                       initargs=(self._recipe, self._settings.nice, os.getpid()))
+        executor = ProcessPoolExecutor(
+            self._settings.processes,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(self._recipe, self._settings.nice, os.getpid()),
+        )
         for _ in range(self._settings.processes):  # the pool starts a worker per call until it has them all
             executor.submit(_in_worker, CpuParts.loaded, self._settings.max_job_cpu_s)
         return _Pool(executor, self._settings.processes)
@@ -293,8 +308,9 @@ class InProcesses(CpuWork):
         pool, job = self._pool, object()
         pool.in_flight.append(job)
         try:
-            return await asyncio.get_running_loop().run_in_executor(pool.executor, _in_worker, task,
-                                                                    self._settings.max_job_cpu_s)
+            return await asyncio.get_running_loop().run_in_executor(
+                pool.executor, _in_worker, task, self._settings.max_job_cpu_s
+            )
         except BrokenProcessPool:
             broken = pool.broke()
             if pool is self._pool and not self._closed:  # the first job to see it restarts the pool

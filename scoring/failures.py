@@ -52,8 +52,9 @@ class FailureLog:
     One instance per owner (a pipeline, a queue), no global state.
     """
 
-    def __init__(self, logger: logging.Logger, *, interval_s: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, logger: logging.Logger, *, interval_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._log = logger
         self._throttle = ThrottledLog(logger, interval_s=interval_s, clock=clock)
 

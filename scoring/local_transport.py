@@ -22,8 +22,22 @@ import struct
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["MAX_FRAME_BYTES", "CancelJob", "CountAnswer", "CountAsk", "FrameError", "FrameKind", "FrameTooLarge",
-           "SlotAnswer", "SlotAsk", "SlotReturn", "WorkerFailed", "WorkerReady", "read_frame", "write_frame"]
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "CancelJob",
+    "CountAnswer",
+    "CountAsk",
+    "FrameError",
+    "FrameKind",
+    "FrameTooLarge",
+    "SlotAnswer",
+    "SlotAsk",
+    "SlotReturn",
+    "WorkerFailed",
+    "WorkerReady",
+    "read_frame",
+    "write_frame",
+]
 
 # A job carries a question, an answer and RAG documents, each bounded by the gateway's request body limit; a
 # record what the scorers found. 32 MiB is far above both and far below what would hurt either process.

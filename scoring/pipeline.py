@@ -60,9 +60,15 @@ def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
 
 
 class ScoringPipeline:
-    def __init__(self, scorers: Sequence[Scorer], ask_for: AskFactory, settings: ScoringSettings,
-                 combine: Combiner | None = None, calibrator: Calibrator | None = None,
-                 learned: FitStore | None = None) -> None:
+    def __init__(
+        self,
+        scorers: Sequence[Scorer],
+        ask_for: AskFactory,
+        settings: ScoringSettings,
+        combine: Combiner | None = None,
+        calibrator: Calibrator | None = None,
+        learned: FitStore | None = None,
+    ) -> None:
         self._scorers = list(scorers)
         self._ask_for = ask_for
         self._settings = settings
@@ -80,28 +86,45 @@ class ScoringPipeline:
         """The scorers re-ask the deployment that answered, except a judge configured elsewhere."""
         return scorer.judge_model or job.model
 
-    async def _run_one(self, scorer: Scorer, job: ScoringJob, tell: Callable[[], None] | None = None
-                       ) -> ComponentResult:
+    async def _run_one(
+        self, scorer: Scorer, job: ScoringJob, tell: Callable[[], None] | None = None
+    ) -> ComponentResult:
         """One scorer's result, never its exception; ``tell`` goes to a scorer that ``TellsEarly``."""
         started = time.perf_counter()
         ask = self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job))
-        scoring = (scorer.score_telling(job, ask, tell) if tell is not None and isinstance(scorer, TellsEarly)
-                   else scorer.score(job, ask))
+        scoring = (
+            scorer.score_telling(job, ask, tell)
+            if tell is not None and isinstance(scorer, TellsEarly)
+            else scorer.score(job, ask)
+        )
         try:
             result = await asyncio.wait_for(scoring, self._settings.queue.scorer_timeout)
         except TimeoutError as exc:
-            result = ComponentResult(component=scorer.name, error="timeout", failures=[Failure.of(exc)],
-                                     duration_s=time.perf_counter() - started)
+            result = ComponentResult(
+                component=scorer.name,
+                error="timeout",
+                failures=[Failure.of(exc)],
+                duration_s=time.perf_counter() - started,
+            )
         except Exception as exc:  # a scorer's failure is recorded, never propagated to the user
-            result = ComponentResult(component=scorer.name, error=describe(exc)[:500], failures=[Failure.of(exc)],
-                                     duration_s=time.perf_counter() - started)
+            result = ComponentResult(
+                component=scorer.name,
+                error=describe(exc)[:500],
+                failures=[Failure.of(exc)],
+                duration_s=time.perf_counter() - started,
+            )
         for failure in result.failures:
             self._failure_log.report(f"scorer {scorer.name}", failure.reason, failure.error)
         return result
 
-    async def _run_after(self, scorer: Scorer, spared: Callable[[ComponentResult], ComponentResult | None],
-                         job: ScoringJob, earlier: asyncio.Future[ComponentResult], told: asyncio.Future[None]
-                         ) -> ComponentResult:
+    async def _run_after(
+        self,
+        scorer: Scorer,
+        spared: Callable[[ComponentResult], ComponentResult | None],
+        job: ScoringJob,
+        earlier: asyncio.Future[ComponentResult],
+        told: asyncio.Future[None],
+    ) -> ComponentResult:
         """``scorer`` once the component it reads is in (spared by it, ``RunsAfter.spared``, or run), or as soon
         as that one told it will not spare it (``TellsEarly``)."""
         await asyncio.wait((earlier, told), return_when=asyncio.FIRST_COMPLETED)
@@ -121,8 +144,10 @@ class ScoringPipeline:
         def teller(name: str) -> Callable[[], None] | None:
             future = told.get(name)
             return None if future is None else lambda: None if future.done() else future.set_result(None)
-        started = {s.name: asyncio.ensure_future(self._run_one(s, job, teller(s.name)))
-                   for s in scorers if s.name not in waits}
+
+        started = {
+            s.name: asyncio.ensure_future(self._run_one(s, job, teller(s.name))) for s in scorers if s.name not in waits
+        }
         runs: list[Awaitable[ComponentResult]] = []
         for scorer in scorers:
             if scorer.name in started:
@@ -141,16 +166,20 @@ class ScoringPipeline:
         with_documents = [s for s in self._scorers if s.handles_documents]
         if job.documents and with_documents:
             return with_documents
-        return [s for s in self._scorers if not s.handles_documents
-                and (job.answer_logprobs or not s.needs_answer_logprobs)]
+        return [
+            s for s in self._scorers if not s.handles_documents and (job.answer_logprobs or not s.needs_answer_logprobs)
+        ]
 
     def _absent(self, job: ScoringJob) -> list[ComponentResult]:
         """The components of the answer's log-probabilities, for an answer that came without them and a gateway
         that knows why (``job.logprobs_absent``): no value, and the reason, so that "absent" says why."""
         if job.answer_logprobs or job.logprobs_absent is None or job.documents:
             return []
-        return [ComponentResult(component=s.name, label="unscored", details={"reason": job.logprobs_absent})
-                for s in self._scorers if s.needs_answer_logprobs and not s.handles_documents]
+        return [
+            ComponentResult(component=s.name, label="unscored", details={"reason": job.logprobs_absent})
+            for s in self._scorers
+            if s.needs_answer_logprobs and not s.handles_documents
+        ]
 
     def _probability(self, components: dict[str, ComponentResult]) -> float | None:
         """The calibrated probability, from the component the calibration was fitted on (Trust_OV as a rule).
@@ -195,9 +224,15 @@ class ScoringPipeline:
         started, queued_s = time.perf_counter(), max(0.0, time.time() - job.created_at)
         bounded = within_limits(job, self._settings.limits)
         if bounded is None:  # never parsed nor put in a prompt: its cost would be unbounded
-            return TrustRecord.for_job(job, "skipped", error=f"skipped: {TOO_LONG}", finished_at=time.time(),
-                                       timings={"queued_s": queued_s, "scoring_s": 0.0}, question=job.question,
-                                       answer=job.answer)
+            return TrustRecord.for_job(
+                job,
+                "skipped",
+                error=f"skipped: {TOO_LONG}",
+                finished_at=time.time(),
+                timings={"queued_s": queued_s, "scoring_s": 0.0},
+                question=job.question,
+                answer=job.answer,
+            )
         job = bounded
         results = await self._run_all(job, self._applicable(job))
         components = {r.component: r for r in results}
@@ -212,13 +247,18 @@ class ScoringPipeline:
             score = scored[0].value if scored else None
         errors = [f"{r.component}: {r.error}" for r in results if r.error]
         # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
-        status: TrustStatus = "done" if scored else ("failed" if results and len(errors) == len(results)
-                                                     else "skipped")
+        status: TrustStatus = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
         components.update({absent.component: absent for absent in self._absent(job)})  # after the status: unrun
         return TrustRecord.for_job(
-            job, status, components=components,
-            score=score, label=trust_label(score, self._settings), probability=self._probability_of(components),
-            error="; ".join(errors) or None, finished_at=time.time(),
+            job,
+            status,
+            components=components,
+            score=score,
+            label=trust_label(score, self._settings),
+            probability=self._probability_of(components),
+            error="; ".join(errors) or None,
+            finished_at=time.time(),
             timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},
-            question=job.question, answer=job.answer,
+            question=job.question,
+            answer=job.answer,
         )

@@ -17,9 +17,22 @@ from typing import Literal
 from .settings import ClientModePolicy, InputLimits, LowTrustAction, LowTrustPolicy, ScoringMode, ScoringSettings
 from .types import ScoringJob, TrustRecord
 
-__all__ = ["DEFAULT_BLOCK_MESSAGE", "TOO_LONG", "Decision", "LowTrust", "client_may_choose", "decide", "in_sample",
-           "is_low_trust", "low_trust", "resolved_mode", "scoring_reachable", "skip_reason", "trust_value",
-           "within_limits"]
+__all__ = [
+    "DEFAULT_BLOCK_MESSAGE",
+    "TOO_LONG",
+    "Decision",
+    "LowTrust",
+    "client_may_choose",
+    "decide",
+    "in_sample",
+    "is_low_trust",
+    "low_trust",
+    "resolved_mode",
+    "scoring_reachable",
+    "skip_reason",
+    "trust_value",
+    "within_limits",
+]
 
 DEFAULT_BLOCK_MESSAGE = "I can't give a reliable answer to that."
 
@@ -28,7 +41,9 @@ TOO_LONG = "too_long"  # the skip reason of an answer longer than InputLimits.ma
 # Answers that decline to answer carry no claim to check (Trust-Eval's refusal phrasing, abridged).
 _REFUSAL = re.compile(
     r"^\s*(i('m| am) (sorry|unable|not able)|i can(no|')t (help|answer|assist|provide)|"
-    r"as an ai\b|i do not have (enough )?information|i don't know\b)", re.IGNORECASE)
+    r"as an ai\b|i do not have (enough )?information|i don't know\b)",
+    re.IGNORECASE,
+)
 
 # Upstream calls and the user's wait, in order: sync costs both, async the calls, off nothing.
 _COST: dict[ScoringMode, int] = {"off": 0, "async": 1, "sync": 2}
@@ -65,12 +80,17 @@ def low_trust(settings: ScoringSettings, *, model: str, key_name: str | None) ->
     """``on_low_trust`` field by field: per-key > per-model > global > LowTrust's defaults."""
     resolved = LowTrust()
     levels: list[LowTrustPolicy | None] = [settings.on_low_trust]
-    levels += [override.on_low_trust for override in (settings.per_model.get(model),
-                                                      settings.per_key.get(key_name or "")) if override is not None]
+    levels += [
+        override.on_low_trust
+        for override in (settings.per_model.get(model), settings.per_key.get(key_name or ""))
+        if override is not None
+    ]
     for level in levels:
         if level is not None:
-            resolved = replace(resolved, **{name: getattr(level, name) for name in level.model_fields_set
-                                            if getattr(level, name) is not None})
+            resolved = replace(
+                resolved,
+                **{name: getattr(level, name) for name in level.model_fields_set if getattr(level, name) is not None},
+            )
     return resolved
 
 
@@ -111,8 +131,15 @@ def client_may_choose(policy: ClientModePolicy, configured: ScoringMode, request
     return policy == "lower" and _COST[requested] < _COST[configured]
 
 
-def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key: Callable[[], str],
-           mode_header: ScoringMode | None, on_low_trust: LowTrust | None = None) -> Decision:
+def decide(
+    settings: ScoringSettings,
+    *,
+    model: str,
+    key_name: str,
+    request_key: Callable[[], str],
+    mode_header: ScoringMode | None,
+    on_low_trust: LowTrust | None = None,
+) -> Decision:
     """Mode and sampling: per-key > per-model > global default; the header only within ``allow_client_mode``.
 
     ``request_key``: what the sample draw hashes (``in_sample``), asked for only when a request in a scored
@@ -139,8 +166,7 @@ def decide(settings: ScoringSettings, *, model: str, key_name: str, request_key:
         else:
             refused = mode_header
     sampled = mode != "off" and rate > 0.0 and (rate >= 1.0 or in_sample(request_key(), rate))
-    return Decision(mode=mode, sync_timeout=timeout, sampled=sampled,
-                    refused_mode=refused, on_low_trust=on_low_trust)
+    return Decision(mode=mode, sync_timeout=timeout, sampled=sampled, refused_mode=refused, on_low_trust=on_low_trust)
 
 
 def scoring_reachable(settings: ScoringSettings) -> bool:
@@ -157,8 +183,12 @@ def scoring_reachable(settings: ScoringSettings) -> bool:
     absent = max([*settings.per_model, *settings.per_key], default="") + "\0"  # a name no entry has
     models, keys = [*settings.per_model, absent], [*settings.per_key, absent]
     headers: list[ScoringMode | None] = [None, "async", "sync"]
-    return any(decide(settings, model=model, key_name=key, request_key=lambda: absent,
-                      mode_header=header).mode != "off" for model in models for key in keys for header in headers)
+    return any(
+        decide(settings, model=model, key_name=key, request_key=lambda: absent, mode_header=header).mode != "off"
+        for model in models
+        for key in keys
+        for header in headers
+    )
 
 
 def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:
@@ -182,4 +212,4 @@ def within_limits(job: ScoringJob, limits: InputLimits) -> ScoringJob | None:
         return None
     if len(job.question) <= limits.max_question_chars:
         return job
-    return job.model_copy(update={"question": "…" + job.question[-(limits.max_question_chars - 1):]})
+    return job.model_copy(update={"question": "…" + job.question[-(limits.max_question_chars - 1) :]})

@@ -39,11 +39,16 @@ def private_directory(path: Path) -> Path:
         return path
     shared = info.st_mode & stat.S_ISVTX or info.st_uid != os.getuid() or path.resolve() == Path.home().resolve()
     if shared:
-        log.warning("%s is open to other users (mode %o); trustgate files in it are 0600 but its listing is "
-                    "visible: use a private directory for them", path, stat.S_IMODE(info.st_mode))
+        log.warning(
+            "%s is open to other users (mode %o); trustgate files in it are 0600 but its listing is "
+            "visible: use a private directory for them",
+            path,
+            stat.S_IMODE(info.st_mode),
+        )
     else:
-        log.warning("%s was open to other users (mode %o, from an older trustgate?); now 0700",
-                    path, stat.S_IMODE(info.st_mode))
+        log.warning(
+            "%s was open to other users (mode %o, from an older trustgate?); now 0700", path, stat.S_IMODE(info.st_mode)
+        )
         os.chmod(path, DIRECTORY_MODE)
     return path
 

@@ -45,9 +45,17 @@ class JobQueue(Protocol):
 
 
 class MemoryJobQueue:
-    def __init__(self, process: Process, publish: Publish, *, max_size: int, concurrency: int,
-                 grace_s: float = 0.0, on_depth: Callable[[int], None] = lambda depth: None,
-                 on_overtaken: Callable[[int], None] = lambda count: None) -> None:
+    def __init__(
+        self,
+        process: Process,
+        publish: Publish,
+        *,
+        max_size: int,
+        concurrency: int,
+        grace_s: float = 0.0,
+        on_depth: Callable[[int], None] = lambda depth: None,
+        on_overtaken: Callable[[int], None] = lambda count: None,
+    ) -> None:
         self._process = process
         self._publish = publish
         self._jobs = SyncFirstQueue(max_size, on_overtaken=on_overtaken)
@@ -61,8 +69,10 @@ class MemoryJobQueue:
         self._stopping = False
 
     async def start(self) -> None:
-        self._workers = [asyncio.create_task(self._work(self._jobs.get), name=f"scoring-worker-{i}")
-                         for i in range(self._concurrency)]
+        self._workers = [
+            asyncio.create_task(self._work(self._jobs.get), name=f"scoring-worker-{i}")
+            for i in range(self._concurrency)
+        ]
         self._workers.append(asyncio.create_task(self._work(self._jobs.get_sync), name="scoring-worker-sync"))
 
     async def stop(self) -> None:
@@ -81,9 +91,14 @@ class MemoryJobQueue:
         await asyncio.gather(*self._finishing)  # records already scored are published, not failed
         if self._pending:
             log.warning("scoring queue: %d jobs left unscored at shutdown; recorded as failed", len(self._pending))
-        await asyncio.gather(*(self._finish(pending.model_copy(update={
-            "status": "failed", "error": SHUTDOWN_ERROR, "finished_at": time.time()}))
-            for pending in list(self._pending.values())))
+        await asyncio.gather(
+            *(
+                self._finish(
+                    pending.model_copy(update={"status": "failed", "error": SHUTDOWN_ERROR, "finished_at": time.time()})
+                )
+                for pending in list(self._pending.values())
+            )
+        )
 
     async def submit(self, job: ScoringJob) -> SubmitResult:
         """Accept the job or shed it because the queue is full. Never waits."""

@@ -177,8 +177,14 @@ async def _undelivered(redis: Redis, keys: StreamKeys, stream: str) -> int:
 class RedisJobQueue:
     """The gateway's side: submit jobs, read pending/finished records, wait for one."""
 
-    def __init__(self, redis: Redis, records: Records, settings: QueueSettings, *,
-                 on_error: Callable[[str], None] = lambda operation: None) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        records: Records,
+        settings: QueueSettings,
+        *,
+        on_error: Callable[[str], None] = lambda operation: None,
+    ) -> None:
         self._redis = redis
         self._records = records
         self._settings = settings
@@ -202,8 +208,10 @@ class RedisJobQueue:
             # The pending record goes first so that a fast worker's final record is never overwritten.
             await self._records.put(TrustRecord.for_job(job, "pending"))
             own = self._keys.stream_of(lane_of(job))
-            appended = await self._append(keys=[own, *(s for s in self._keys.streams if s != own)],
-                                          args=[self._settings.max_size, job.model_dump_json()])
+            appended = await self._append(
+                keys=[own, *(s for s in self._keys.streams if s != own)],
+                args=[self._settings.max_size, job.model_dump_json()],
+            )
         except RedisError as exc:
             self._failed("submit", exc)
             return "unavailable"
@@ -235,8 +243,18 @@ class RedisJobQueue:
 class RedisStreamWorker:
     """The worker's side: read, reclaim, score, publish, acknowledge — or dead-letter."""
 
-    def __init__(self, redis: Redis, records: Records, settings: QueueSettings, *, process: Process,
-                 publish: Publish, consumer: str, events: WorkerEvents = NO_EVENTS, block_ms: int = 1000) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        records: Records,
+        settings: QueueSettings,
+        *,
+        process: Process,
+        publish: Publish,
+        consumer: str,
+        events: WorkerEvents = NO_EVENTS,
+        block_ms: int = 1000,
+    ) -> None:
         self._redis = redis
         self._records = records
         self._settings = settings
@@ -334,9 +352,14 @@ class RedisStreamWorker:
     async def _reclaim(self, count: int) -> list[Entry]:
         """Entries whose worker held them past ``claim_idle_ms``, the sync lane's first."""
         for stream in self._keys.streams:
-            reply = await self._redis.xautoclaim(stream, self._keys.group, self._consumer,
-                                                 min_idle_time=self._settings.claim_idle_ms, start_id="0-0",
-                                                 count=count)
+            reply = await self._redis.xautoclaim(
+                stream,
+                self._keys.group,
+                self._consumer,
+                min_idle_time=self._settings.claim_idle_ms,
+                start_id="0-0",
+                count=count,
+            )
             entries = [(stream, entry_id, fields) for entry_id, fields in reply[1] if fields]
             if entries:
                 return entries
@@ -362,8 +385,9 @@ class RedisStreamWorker:
         return entries
 
     async def _read_streams(self, streams: list[str], count: int, *, block: int | None) -> list[Entry]:
-        reply = await self._redis.xreadgroup(self._keys.group, self._consumer, dict.fromkeys(streams, ">"),
-                                             count=count, block=block)
+        reply = await self._redis.xreadgroup(
+            self._keys.group, self._consumer, dict.fromkeys(streams, ">"), count=count, block=block
+        )
         read = cast(list[tuple[str, list[tuple[str, dict[str, str]]]]], reply or [])  # decode_responses
         by_stream = dict(read)
         return [(stream, entry_id, fields) for stream in streams for entry_id, fields in by_stream.get(stream, [])]
@@ -424,18 +448,19 @@ class RedisStreamWorker:
                 pipe.hdel(self._keys.errors, job_id)
             await pipe.execute()
 
-    async def _give_up(self, stream: str, entry_id: str, fields: dict[str, str], job: ScoringJob,
-                       attempts: int) -> None:
+    async def _give_up(
+        self, stream: str, entry_id: str, fields: dict[str, str], job: ScoringJob, attempts: int
+    ) -> None:
         recorded = await self._redis.hget(self._keys.errors, job.id)
         error = recorded if isinstance(recorded, str) and recorded else "unknown error"
         await self._dead_letter(entry_id, fields, error, attempts=attempts)
-        await self._publish(TrustRecord.for_job(job, "failed",
-                                                error=f"dead-lettered after {attempts - 1} attempts: {error}"))
+        await self._publish(
+            TrustRecord.for_job(job, "failed", error=f"dead-lettered after {attempts - 1} attempts: {error}")
+        )
         self._events.dead_lettered(job.model)
         await self._ack(stream, entry_id, job.id)
 
     async def _dead_letter(self, entry_id: str, fields: dict[str, str], error: str, *, attempts: int) -> None:
         entry: dict[FieldT, EncodableT] = dict(fields.items())
         entry.update(error=error, attempts=str(attempts), entry_id=entry_id)
-        await self._redis.xadd(self._keys.dead_letters, entry,
-                               maxlen=self._settings.max_size, approximate=True)
+        await self._redis.xadd(self._keys.dead_letters, entry, maxlen=self._settings.max_size, approximate=True)

@@ -11,10 +11,27 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-__all__ = ["BC_PRESETS", "BCPreset", "BudgetLimits", "BudgetSettings", "ClientModePolicy", "ConsistencySettings",
-           "CpuSettings", "FactCheckSettings", "FeedbackSettings", "InputLimits", "LogprobSettings", "LowTrustAction",
-           "LowTrustPolicy", "PolicySettings", "QueueSettings", "RagSettings", "SamplingSettings", "ScoringMode",
-           "ScoringSettings"]
+__all__ = [
+    "BC_PRESETS",
+    "BCPreset",
+    "BudgetLimits",
+    "BudgetSettings",
+    "ClientModePolicy",
+    "ConsistencySettings",
+    "CpuSettings",
+    "FactCheckSettings",
+    "FeedbackSettings",
+    "InputLimits",
+    "LogprobSettings",
+    "LowTrustAction",
+    "LowTrustPolicy",
+    "PolicySettings",
+    "QueueSettings",
+    "RagSettings",
+    "SamplingSettings",
+    "ScoringMode",
+    "ScoringSettings",
+]
 
 ScoringMode = Literal["sync", "async", "off"]
 
@@ -286,8 +303,12 @@ class BudgetSettings(BudgetLimits):
         override = self.per_model.get(model)
         if override is None:
             return BudgetLimits(calls_per_minute=self.calls_per_minute, tokens_per_minute=self.tokens_per_minute)
-        return BudgetLimits.model_validate({name: getattr(override if name in override.model_fields_set else self,
-                                                          name) for name in BudgetLimits.model_fields})
+        return BudgetLimits.model_validate(
+            {
+                name: getattr(override if name in override.model_fields_set else self, name)
+                for name in BudgetLimits.model_fields
+            }
+        )
 
 
 class CpuSettings(BaseModel):

@@ -19,8 +19,9 @@ __all__ = ["ThrottledLog"]
 
 
 class ThrottledLog:
-    def __init__(self, logger: logging.Logger, *, interval_s: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, logger: logging.Logger, *, interval_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._logger = logger
         self._interval_s = interval_s
         self._clock = clock

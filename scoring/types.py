@@ -81,8 +81,9 @@ ShedReason = Literal["queue_full", "queue_unavailable", "call_budget", "token_bu
 FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge's verdict on an answer
 # Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
 # worker: a scoring CPU worker process died mid-job; cpu_time: the job used more than its CPU time (scoring.cpu_pool).
-FailureReason = Literal["timeout", "upstream", "parse", "knowledge_graph", "judge", "budget", "worker", "cpu_time",
-                        "internal"]
+FailureReason = Literal[
+    "timeout", "upstream", "parse", "knowledge_graph", "judge", "budget", "worker", "cpu_time", "internal"
+]
 FAILURE_REASONS: tuple[FailureReason, ...] = get_args(FailureReason)
 
 
@@ -152,9 +153,16 @@ class Ask(Protocol):
     sends none (the upstream's default applies); ``seed`` asks for a reproducible sample.
     """
 
-    def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float | None = 0.0,
-                 logprobs: bool = False, top_logprobs: int | None = None,
-                 seed: int | None = None) -> Awaitable[Reply]: ...
+    def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 16,
+        temperature: float | None = 0.0,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        seed: int | None = None,
+    ) -> Awaitable[Reply]: ...
 
 
 class SamplingParams(BaseModel):
@@ -179,7 +187,8 @@ class RagLabels:
 
     answerable: StrictBool | None = None
     reference_claims: tuple[Annotated[StrictStr, Field(pattern=r"\S")], ...] = Field(
-        default=(), max_length=MAX_REFERENCE_CLAIMS)
+        default=(), max_length=MAX_REFERENCE_CLAIMS
+    )
 
 
 class JobPolicy(BaseModel):
@@ -300,8 +309,9 @@ class BCDetails(_Details):
     def clearly_consistent(self) -> bool:
         """Trust_BC ended on its first 3 checks, every one of them choosing the answer's own option (``sc``
         then asks no samples)."""
-        return (self.checks_run == len(self.checks) == self.CLEAR_CHECKS
-                and all(check.consistent for check in self.checks))
+        return self.checks_run == len(self.checks) == self.CLEAR_CHECKS and all(
+            check.consistent for check in self.checks
+        )
 
 
 class FCEvidence(BaseModel):
@@ -453,13 +463,23 @@ class RAGDetails(_Details):
 
     def metrics(self) -> dict[str, float | None]:
         """Trust-Eval's metrics by name, as the exporters publish them (Prometheus, OpenTelemetry)."""
-        return {"citation_recall": self.citation_recall, "citation_precision": self.citation_precision,
-                "groundedness": self.groundedness, "claim_correctness": self.claim_correctness}
+        return {
+            "citation_recall": self.citation_recall,
+            "citation_precision": self.citation_precision,
+            "groundedness": self.groundedness,
+            "claim_correctness": self.claim_correctness,
+        }
 
 
 # The typed details of the gateway's components; any other component (the evaluation's "answer") keeps a dict.
 DETAILS_BY_COMPONENT: dict[str, type[_Details]] = {
-    "bc": BCDetails, "fc": FCDetails, "ov": OVDetails, "rag": RAGDetails, "lp": LPDetails, "sc": SCDetails}
+    "bc": BCDetails,
+    "fc": FCDetails,
+    "ov": OVDetails,
+    "rag": RAGDetails,
+    "lp": LPDetails,
+    "sc": SCDetails,
+}
 ComponentDetails = dict[str, Any] | BCDetails | FCDetails | OVDetails | RAGDetails | LPDetails | SCDetails
 
 
@@ -528,8 +548,9 @@ class TellsEarly(Protocol):
     """A scorer that can tell, before its result, that it will not end clearly consistent (Trust_BC: a check
     chose another option, or it goes on past its first 3), so that a scorer waiting on it starts at once."""
 
-    async def score_telling(self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
-                            ) -> ComponentResult: ...
+    async def score_telling(
+        self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
+    ) -> ComponentResult: ...
 
 
 class StoreUnavailable(Exception):
@@ -596,8 +617,16 @@ class TrustRecord(BaseModel):
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:
         """A record of ``job``: its id, model, owner, correlation and creation time carried over, so none is lost."""
-        return cls(id=job.id, status=status, model=job.model, owner=job.owner, created_at=job.created_at,
-                   request_id=job.request_id, asked_model=job.asked_model, **fields)
+        return cls(
+            id=job.id,
+            status=status,
+            model=job.model,
+            owner=job.owner,
+            created_at=job.created_at,
+            request_id=job.request_id,
+            asked_model=job.asked_model,
+            **fields,
+        )
 
     @property
     def upstream_calls(self) -> int:

@@ -26,8 +26,7 @@ MASTER_KEY = "sk-test-master"
 def sdk_client(server: ServerThread, key: str = MASTER_KEY, **headers: str) -> openai.OpenAI:
     """An OpenAI SDK client of ``server``, closed when the test ends: one left to the garbage collector can leave
     its sockets unclosed (a ResourceWarning, which fails whichever test it lands in)."""
-    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=30,
-                           default_headers=headers)
+    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=30, default_headers=headers)
     return client
 
 
@@ -86,9 +85,17 @@ def gateway_config(upstream_url: str, **overrides: Any) -> dict[str, Any]:
     its catalog litellm drops ``user`` on purpose.
     """
     config: dict[str, Any] = {
-        "model_list": [{"model_name": "fake", "litellm_params": {
-            "model": "openai/gpt-4o-mini", "api_base": f"{upstream_url}/v1", "api_key": "sk-upstream-secret",
-            "timeout": 5}}],
+        "model_list": [
+            {
+                "model_name": "fake",
+                "litellm_params": {
+                    "model": "openai/gpt-4o-mini",
+                    "api_base": f"{upstream_url}/v1",
+                    "api_key": "sk-upstream-secret",
+                    "timeout": 5,
+                },
+            }
+        ],
         "router_settings": {"num_retries": 0, "timeout": 5},
         "general_settings": {"master_key": MASTER_KEY},
     }

@@ -56,8 +56,10 @@ from starlette.routing import Route
 
 Responder = Callable[[list[dict[str, Any]]], str]
 
-_DIRECTIVE = re.compile(r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
-                        r"|bad-chunk|unsized|tool-call|too-long|filtered)(?::([\w.-]+))?\]")
+_DIRECTIVE = re.compile(
+    r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
+    r"|bad-chunk|unsized|tool-call|too-long|filtered)(?::([\w.-]+))?\]"
+)
 SERVER_PATH = "/opt/fake-upstream/models/server_internal.py"
 
 # 200 bodies that are not chat completions, by name.
@@ -97,10 +99,13 @@ def token_logprobs(text: str, top: int) -> list[dict[str, Any]]:
     for index, token in enumerate(text.split(" ")):
         logprob = -0.05 * (index % 7)
         alternatives = [{"token": token, "logprob": logprob, "bytes": list(token.encode())}]
-        alternatives += [{"token": f"alt{k}", "logprob": logprob - 1.0 - k, "bytes": list(f"alt{k}".encode())}
-                         for k in range(max(top - 1, 0))]
-        entries.append({"token": token, "logprob": logprob, "bytes": list(token.encode()),
-                        "top_logprobs": alternatives[:top]})
+        alternatives += [
+            {"token": f"alt{k}", "logprob": logprob - 1.0 - k, "bytes": list(f"alt{k}".encode())}
+            for k in range(max(top - 1, 0))
+        ]
+        entries.append(
+            {"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": alternatives[:top]}
+        )
     return entries
 
 
@@ -129,18 +134,21 @@ class FakeUpstream:
     retry_after: str | None = None  # the Retry-After header of those 429s
 
     def app(self) -> Starlette:
-        return Starlette(routes=[
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-            Route("/v1/models", self._models, methods=["GET"]),
-            Route("/v1/completions", self._text_completion, methods=["POST"]),
-            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
-            Route("/v1/responses", self._responses, methods=["POST"]),
-        ])
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/v1/completions", self._text_completion, methods=["POST"]),
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
+            ]
+        )
 
     async def _models(self, request: Request) -> Response:
         self.model_listings += 1
-        return _json({"object": "list", "data": [{"id": self.model, "object": "model", "created": 0,
-                                                  "owned_by": "fake"}]})
+        return _json(
+            {"object": "list", "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "fake"}]}
+        )
 
     async def _chat(self, request: Request) -> Response:
         body = orjson.loads(await request.body())
@@ -154,10 +162,14 @@ class FakeUpstream:
         messages = body.get("messages", [])
         directives = dict(_DIRECTIVE.findall(last_user_text(messages)))
         if "fail" in directives:
-            return _error(int(float(directives["fail"])),
-                          f"fake upstream failure {directives['fail']} in {SERVER_PATH} line 42")
-        if (refusal := _REFUSALS.get(next((d for d in ("too-long", "filtered")
-                                                if directives.get(d) == body.get("model")), ""))) is not None:
+            return _error(
+                int(float(directives["fail"])), f"fake upstream failure {directives['fail']} in {SERVER_PATH} line 42"
+            )
+        if (
+            refusal := _REFUSALS.get(
+                next((d for d in ("too-long", "filtered") if directives.get(d) == body.get("model")), "")
+            )
+        ) is not None:
             return _error(400, refusal)
         if "reply" in directives:
             return Response(NOT_A_COMPLETION[directives["reply"]], media_type="application/json")
@@ -170,12 +182,16 @@ class FakeUpstream:
         if "big" in directives:
             text = " ".join(str(n).rjust(999, "x") for n in range(max(int(directives["big"]) // 1000, 1)))
         top = int(body.get("top_logprobs") or 1)
-        gives = body.get("logprobs") and not self.without_logprobs \
+        gives = (
+            body.get("logprobs")
+            and not self.without_logprobs
             and not (self.logprobs_need_top and body.get("top_logprobs") is None)
+        )
         logprobs = {"content": token_logprobs(text, top)} if gives else None
         if body.get("stream"):
-            stream = self._stream(body, text, logprobs, "stall-stream" in directives,
-                                  bad_chunk=directives.get("bad-chunk"))
+            stream = self._stream(
+                body, text, logprobs, "stall-stream" in directives, bad_chunk=directives.get("bad-chunk")
+            )
             if "reset-stream" in directives or "done-then-reset" in directives:
                 stream = _cut(stream, done_first="done-then-reset" in directives)
             if "drip" in directives:
@@ -185,8 +201,13 @@ class FakeUpstream:
         if "tool-call" in directives:
             for choice in completion["choices"]:
                 choice["finish_reason"] = "tool_calls"
-                choice["message"] = {"role": "assistant", "content": None, "tool_calls": [{
-                    "id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]}
+                choice["message"] = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+                    ],
+                }
         if self.record:
             self.answered.append(completion)
         payload = orjson.dumps(completion)
@@ -198,8 +219,9 @@ class FakeUpstream:
                 payload, headers["content-encoding"] = gzip.compress(payload), "gzip"
             return StreamingResponse(_pieces(payload, 64 * 1024), media_type="application/json", headers=headers)
         if "reset" in directives:
-            return StreamingResponse(_reset_halfway(payload), media_type="application/json",
-                                     headers={"content-length": str(len(payload))})
+            return StreamingResponse(
+                _reset_halfway(payload), media_type="application/json", headers={"content-length": str(len(payload))}
+            )
         return Response(payload, media_type="application/json")
 
     async def _wait_unless_client_leaves(self, request: Request, seconds: float) -> bool:
@@ -220,21 +242,51 @@ class FakeUpstream:
 
     def _completion(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None) -> dict[str, Any]:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-        choices = [{"index": i, "message": {"role": "assistant", "content": text},
-                    "logprobs": logprobs, "finish_reason": "stop"} for i in range(int(body.get("n") or 1))]
-        return {"id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion",
-                "created": int(time.time()), "model": body.get("model", self.model), "choices": choices,
-                "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                          "total_tokens": prompt_tokens + len(text.split())}}
+        choices = [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": text},
+                "logprobs": logprobs,
+                "finish_reason": "stop",
+            }
+            for i in range(int(body.get("n") or 1))
+        ]
+        return {
+            "id": f"chatcmpl-fake-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(text.split()),
+                "total_tokens": prompt_tokens + len(text.split()),
+            },
+        }
 
-    async def _stream(self, body: dict[str, Any], text: str, logprobs: dict[str, Any] | None, stall: bool,  # type: ignore[no-untyped-def]
-                      *, bad_chunk: str | None = None):
-        base = {"id": "chatcmpl-fake-stream", "object": "chat.completion.chunk", "created": int(time.time()),
-                "model": body.get("model", self.model)}
+    async def _stream(
+        self,
+        body: dict[str, Any],
+        text: str,
+        logprobs: dict[str, Any] | None,
+        stall: bool,  # type: ignore[no-untyped-def]
+        *,
+        bad_chunk: str | None = None,
+    ):
+        base = {
+            "id": "chatcmpl-fake-stream",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+        }
         words = text.split(" ")
         try:
-            yield _sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                             "finish_reason": None}]})
+            yield _sse(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}],
+                }
+            )
             for index, word in enumerate(words):
                 piece = word if index == 0 else " " + word
                 choice: dict[str, Any] = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
@@ -244,14 +296,22 @@ class FakeUpstream:
                 if self.token_ms:
                     await asyncio.sleep(self.token_ms / 1000)
                 if bad_chunk is not None and index == 0:
-                    yield b"data: {not json\n\n" if bad_chunk == "not-json" else \
-                        _sse({**base, "choices": [{"index": 0, "delta": "str", "finish_reason": None}]})
+                    yield (
+                        b"data: {not json\n\n"
+                        if bad_chunk == "not-json"
+                        else _sse({**base, "choices": [{"index": 0, "delta": "str", "finish_reason": None}]})
+                    )
                 if stall:
                     await asyncio.sleep(3600)
             yield _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
             if (body.get("stream_options") or {}).get("include_usage"):
-                yield _sse({**base, "choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": len(words),
-                                                              "total_tokens": 1 + len(words)}})
+                yield _sse(
+                    {
+                        **base,
+                        "choices": [],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": len(words), "total_tokens": 1 + len(words)},
+                    }
+                )
             yield b"data: [DONE]\n\n"
         except asyncio.CancelledError:
             self.stream_disconnects += 1
@@ -279,25 +339,51 @@ class FakeUpstream:
             return throttled
         prompt = body.get("prompt")
         text = self.responder([{"role": "user", "content": prompt if isinstance(prompt, str) else str(prompt)}])
-        base = {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
-                "model": body.get("model", self.model)}
+        base = {
+            "id": "cmpl-fake",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+        }
         asked = body.get("logprobs") is not None and not self.without_logprobs
         entries = token_logprobs(text, int(body.get("logprobs") or 0) + 1) if asked else []
         if body.get("stream"):
+
             async def chunks():  # type: ignore[no-untyped-def]
                 for index, word in enumerate(text.split(" ")):
                     piece = word if index == 0 else " " + word
-                    yield _sse({**base, "choices": [{"index": 0, "text": piece,
-                                                     "logprobs": _text_logprobs(entries[index:index + 1]) if asked
-                                                     else None, "finish_reason": None}]})
+                    yield _sse(
+                        {
+                            **base,
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "text": piece,
+                                    "logprobs": _text_logprobs(entries[index : index + 1]) if asked else None,
+                                    "finish_reason": None,
+                                }
+                            ],
+                        }
+                    )
                 yield _sse({**base, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]})
                 yield b"data: [DONE]\n\n"
+
             return StreamingResponse(chunks(), media_type="text/event-stream")
         words = len(text.split())
-        return _json({**base, "choices": [{"index": 0, "text": text,
-                                           "logprobs": _text_logprobs(entries) if asked else None,
-                                           "finish_reason": "stop"}],
-                      "usage": {"prompt_tokens": 1, "completion_tokens": words, "total_tokens": 1 + words}})
+        return _json(
+            {
+                **base,
+                "choices": [
+                    {
+                        "index": 0,
+                        "text": text,
+                        "logprobs": _text_logprobs(entries) if asked else None,
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": words, "total_tokens": 1 + words},
+            }
+        )
 
     async def _embeddings(self, request: Request) -> Response:
         body = await self._recorded_body(request)
@@ -305,10 +391,18 @@ class FakeUpstream:
             return throttled
         inputs = body.get("input")
         inputs = inputs if isinstance(inputs, list) else [inputs]
-        data = [{"object": "embedding", "index": i, "embedding": [float(len(str(text))), 0.5, -0.5]}
-                for i, text in enumerate(inputs)]
-        return _json({"object": "list", "data": data, "model": body.get("model", self.model),
-                      "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)}})
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(len(str(text))), 0.5, -0.5]}
+            for i, text in enumerate(inputs)
+        ]
+        return _json(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", self.model),
+                "usage": {"prompt_tokens": len(inputs), "total_tokens": len(inputs)},
+            }
+        )
 
     async def _responses(self, request: Request) -> Response:
         body = await self._recorded_body(request)
@@ -319,41 +413,78 @@ class FakeUpstream:
         text = self.responder(_responses_messages(body))
         asked = "message.output_text.logprobs" in (body.get("include") or []) and not self.without_logprobs
         entries = token_logprobs(text, int(body.get("top_logprobs") or 0)) if asked else []
-        response = {"id": "resp_fake", "object": "response", "created_at": int(time.time()), "status": "completed",
-                    "model": body.get("model", self.model), "output": [], "parallel_tool_calls": True,
-                    "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
-                    "instructions": body.get("instructions"), "metadata": {}, "temperature": None, "top_p": None}
-        message = {"type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
-                   "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": entries}]}
+        response = {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": int(time.time()),
+            "status": "completed",
+            "model": body.get("model", self.model),
+            "output": [],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "error": None,
+            "incomplete_details": None,
+            "instructions": body.get("instructions"),
+            "metadata": {},
+            "temperature": None,
+            "top_p": None,
+        }
+        message = {
+            "type": "message",
+            "id": "msg_fake",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": entries}],
+        }
         words = len(text.split())
-        done = {**response, "output": [message],
-                "usage": {"input_tokens": 1, "output_tokens": words, "total_tokens": 1 + words,
-                          "input_tokens_details": {"cached_tokens": 0},
-                          "output_tokens_details": {"reasoning_tokens": 0}}}
+        done = {
+            **response,
+            "output": [message],
+            "usage": {
+                "input_tokens": 1,
+                "output_tokens": words,
+                "total_tokens": 1 + words,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
         if not body.get("stream"):
             return _json(done)
-        return StreamingResponse(_responses_events(response, message, text, done, entries),
-                                 media_type="text/event-stream")
+        return StreamingResponse(
+            _responses_events(response, message, text, done, entries), media_type="text/event-stream"
+        )
 
 
 def _text_logprobs(entries: list[dict[str, Any]]) -> dict[str, Any]:
     """Token log-probabilities in the legacy completions' shape (parallel lists)."""
-    offsets = list(itertools.accumulate((len(e["token"]) + 1 for e in entries), initial=0))[:len(entries)]
-    return {"tokens": [e["token"] for e in entries], "token_logprobs": [e["logprob"] for e in entries],
-            "top_logprobs": [{alt["token"]: alt["logprob"] for alt in e["top_logprobs"]} for e in entries],
-            "text_offset": offsets}
+    offsets = list(itertools.accumulate((len(e["token"]) + 1 for e in entries), initial=0))[: len(entries)]
+    return {
+        "tokens": [e["token"] for e in entries],
+        "token_logprobs": [e["logprob"] for e in entries],
+        "top_logprobs": [{alt["token"]: alt["logprob"] for alt in e["top_logprobs"]} for e in entries],
+        "text_offset": offsets,
+    }
 
 
 def _responses_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
     items = body.get("input")
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
-    return [{"role": item.get("role"), "content": item.get("content")} for item in items or []
-            if isinstance(item, dict) and "role" in item]
+    return [
+        {"role": item.get("role"), "content": item.get("content")}
+        for item in items or []
+        if isinstance(item, dict) and "role" in item
+    ]
 
 
-async def _responses_events(response: dict[str, Any], message: dict[str, Any], text: str,  # type: ignore[no-untyped-def]
-                            done: dict[str, Any], entries: list[dict[str, Any]]):
+async def _responses_events(
+    response: dict[str, Any],
+    message: dict[str, Any],
+    text: str,  # type: ignore[no-untyped-def]
+    done: dict[str, Any],
+    entries: list[dict[str, Any]],
+):
     in_progress = {**response, "status": "in_progress"}
     empty_item = {**message, "status": "in_progress", "content": []}
     part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
@@ -361,18 +492,41 @@ async def _responses_events(response: dict[str, Any], message: dict[str, Any], t
         {"type": "response.created", "response": in_progress},
         {"type": "response.in_progress", "response": in_progress},
         {"type": "response.output_item.added", "output_index": 0, "item": empty_item},
-        {"type": "response.content_part.added", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
-         "part": part},
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_fake",
+            "output_index": 0,
+            "content_index": 0,
+            "part": part,
+        },
     ]
     for index, word in enumerate(text.split(" ")):
-        events.append({"type": "response.output_text.delta", "item_id": "msg_fake", "output_index": 0,
-                       "content_index": 0, "delta": word if index == 0 else " " + word,
-                       "logprobs": entries[index:index + 1]})
+        events.append(
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_fake",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": word if index == 0 else " " + word,
+                "logprobs": entries[index : index + 1],
+            }
+        )
     events += [
-        {"type": "response.output_text.done", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
-         "text": text, "logprobs": entries},
-        {"type": "response.content_part.done", "item_id": "msg_fake", "output_index": 0, "content_index": 0,
-         "part": {**part, "text": text, "logprobs": entries}},
+        {
+            "type": "response.output_text.done",
+            "item_id": "msg_fake",
+            "output_index": 0,
+            "content_index": 0,
+            "text": text,
+            "logprobs": entries,
+        },
+        {
+            "type": "response.content_part.done",
+            "item_id": "msg_fake",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {**part, "text": text, "logprobs": entries},
+        },
         {"type": "response.output_item.done", "output_index": 0, "item": message},
         {"type": "response.completed", "response": done},
     ]
@@ -382,7 +536,7 @@ async def _responses_events(response: dict[str, Any], message: dict[str, Any], t
 
 async def _drip(payload: bytes, every: float):  # type: ignore[no-untyped-def]
     for index in range(len(payload)):
-        yield payload[index:index + 1]
+        yield payload[index : index + 1]
         await asyncio.sleep(every)
 
 
@@ -394,17 +548,17 @@ async def _drip_after_first(stream, every: float):  # type: ignore[no-untyped-de
             yield event
             continue
         for index in range(len(event)):
-            yield event[index:index + 1]
+            yield event[index : index + 1]
             await asyncio.sleep(every)
 
 
 async def _pieces(payload: bytes, size: int):  # type: ignore[no-untyped-def]
     for start in range(0, len(payload), size):
-        yield payload[start:start + size]
+        yield payload[start : start + size]
 
 
 async def _reset_halfway(payload: bytes):  # type: ignore[no-untyped-def]
-    yield payload[:len(payload) // 2]
+    yield payload[: len(payload) // 2]
     raise ConnectionResetError("fake upstream drops the connection mid-body")
 
 
@@ -445,17 +599,28 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--delay-ms", type=float, default=0.0)
-    parser.add_argument("--delay-jitter-ms", type=float, default=0.0,
-                        help="draw each answer's delay uniformly this far either side of --delay-ms (seeded)")
-    parser.add_argument("--reply-words", type=int, default=0,
-                        help="cut each echo to this many words, as a model held to a small max_tokens answers "
-                             "(0: the whole echo)")
-    parser.add_argument("--http", choices=("h11", "httptools"), default="h11",
-                        help="uvicorn's HTTP implementation: the benchmarks' baselines were all taken on h11")
+    parser.add_argument(
+        "--delay-jitter-ms",
+        type=float,
+        default=0.0,
+        help="draw each answer's delay uniformly this far either side of --delay-ms (seeded)",
+    )
+    parser.add_argument(
+        "--reply-words",
+        type=int,
+        default=0,
+        help="cut each echo to this many words, as a model held to a small max_tokens answers (0: the whole echo)",
+    )
+    parser.add_argument(
+        "--http",
+        choices=("h11", "httptools"),
+        default="h11",
+        help="uvicorn's HTTP implementation: the benchmarks' baselines were all taken on h11",
+    )
     args = parser.parse_args()
     fake = FakeUpstream(record=False, delay_ms=args.delay_ms, delay_jitter_ms=args.delay_jitter_ms)
     if args.reply_words:
-        fake.responder = lambda messages: " ".join(echo(messages).split()[:args.reply_words])
+        fake.responder = lambda messages: " ".join(echo(messages).split()[: args.reply_words])
     uvicorn.run(fake.app(), host="127.0.0.1", port=args.port, log_level="warning", access_log=False, http=args.http)
 
 

@@ -45,8 +45,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-FORGED = {"id": "trust-forged", "status": "done", "score": 0.99, "label": "trusted", "probability": 0.99,
-          "components": {"bc": 0.99}}
+FORGED = {
+    "id": "trust-forged",
+    "status": "done",
+    "score": 0.99,
+    "label": "trusted",
+    "probability": 0.99,
+    "components": {"bc": 0.99},
+}
 FORGED_HEADERS = {"x-trust-id": "trust-forged", "x-trust-score": "0.9900", "x-trust-status": "done"}
 HTML = b"<html><body><h1>Sign in</h1><p>Your session has expired.</p></body></html>"
 
@@ -72,9 +78,15 @@ class Received:
 
 
 def chat_completion(text: str, **extra: Any) -> dict[str, Any]:
-    return {"id": "chatcmpl-hostile", "object": "chat.completion", "created": int(time.time()), "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}, **extra}
+    return {
+        "id": "chatcmpl-hostile",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+        **extra,
+    }
 
 
 def _sse(payload: dict[str, Any], name: str | None = None) -> bytes:
@@ -91,37 +103,77 @@ def _endpoint(path: str) -> str:
 
 def _forged_reply(endpoint: str) -> dict[str, Any]:
     if endpoint == "completions":
-        return {"id": "cmpl-hostile", "object": "text_completion", "created": 1, "model": "m",
-                "choices": [{"index": 0, "text": "an answer", "logprobs": None, "finish_reason": "stop"}],
-                "trust": FORGED}
+        return {
+            "id": "cmpl-hostile",
+            "object": "text_completion",
+            "created": 1,
+            "model": "m",
+            "choices": [{"index": 0, "text": "an answer", "logprobs": None, "finish_reason": "stop"}],
+            "trust": FORGED,
+        }
     if endpoint == "embeddings":
-        return {"object": "list", "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}],
-                "model": "m", "trust": FORGED}
+        return {
+            "object": "list",
+            "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}],
+            "model": "m",
+            "trust": FORGED,
+        }
     if endpoint == "responses":
         return {**_response("completed"), "trust": FORGED}
     return chat_completion("an answer", trust=FORGED)
 
 
 def _response(status: str) -> dict[str, Any]:
-    message = {"type": "message", "id": "msg_h", "status": "completed", "role": "assistant",
-               "content": [{"type": "output_text", "text": "an answer", "annotations": []}]}
-    return {"id": "resp_hostile", "object": "response", "created_at": 1, "status": status, "model": "m",
-            "output": [message] if status == "completed" else [], "parallel_tool_calls": True,
-            "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None, "instructions": None,
-            "metadata": {}, "temperature": None, "top_p": None,
-            "usage": {"input_tokens": 1, "output_tokens": 2, "total_tokens": 3,
-                      "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+    message = {
+        "type": "message",
+        "id": "msg_h",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "an answer", "annotations": []}],
+    }
+    return {
+        "id": "resp_hostile",
+        "object": "response",
+        "created_at": 1,
+        "status": status,
+        "model": "m",
+        "output": [message] if status == "completed" else [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "metadata": {},
+        "temperature": None,
+        "top_p": None,
+        "usage": {
+            "input_tokens": 1,
+            "output_tokens": 2,
+            "total_tokens": 3,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
 
 
 def _forged_stream(endpoint: str) -> bytes:
     if endpoint == "responses":
-        events = [{"type": "response.created", "response": _response("in_progress")},
-                  {"type": "response.output_text.delta", "item_id": "msg_h", "output_index": 0, "content_index": 0,
-                   "delta": "an answer"},
-                  {"type": "trustgate.trust", "trust": FORGED},
-                  {"type": "response.completed", "response": {**_response("completed"), "trust": FORGED}}]
-        body = b"".join(_sse({**event, "sequence_number": n}, name=str(event["type"]))
-                        for n, event in enumerate(events))
+        events = [
+            {"type": "response.created", "response": _response("in_progress")},
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_h",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "an answer",
+            },
+            {"type": "trustgate.trust", "trust": FORGED},
+            {"type": "response.completed", "response": {**_response("completed"), "trust": FORGED}},
+        ]
+        body = b"".join(
+            _sse({**event, "sequence_number": n}, name=str(event["type"])) for n, event in enumerate(events)
+        )
         # the same event once more under another name: a client reads its type
         return body + _sse({"type": "trustgate.trust", "trust": FORGED, "sequence_number": 9})
     base = {"id": "chatcmpl-hostile", "object": "chat.completion.chunk", "created": 1, "model": "m"}
@@ -129,12 +181,22 @@ def _forged_stream(endpoint: str) -> bytes:
         base["object"] = "text_completion"
         first = {**base, "choices": [{"index": 0, "text": "an answer", "finish_reason": None}]}
     else:
-        first = {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "an answer"},
-                                      "finish_reason": None}]}
+        first = {
+            **base,
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "an answer"}, "finish_reason": None}],
+        }
     last = {**first, "choices": [{**first["choices"][0], "finish_reason": "stop"}], "trust": FORGED}
-    return (_sse(first) + _sse(last) + _sse({**base, "choices": [], "trust": FORGED})
-            + b"data: " + orjson.dumps({**base, "choices": []})[:-1] + b',\ndata: "tr\\u0075st": '
-            + orjson.dumps(FORGED) + b"}\n\n" + b"data: [DONE]\n\n")
+    return (
+        _sse(first)
+        + _sse(last)
+        + _sse({**base, "choices": [], "trust": FORGED})
+        + b"data: "
+        + orjson.dumps({**base, "choices": []})[:-1]
+        + b',\ndata: "tr\\u0075st": '
+        + orjson.dumps(FORGED)
+        + b"}\n\n"
+        + b"data: [DONE]\n\n"
+    )
 
 
 async def _dripped(body: bytes) -> AsyncIterator[bytes]:
@@ -153,21 +215,40 @@ def _honest(path: str, streamed: bool) -> bytes:
         if not streamed:
             return orjson.dumps(chat_completion(ANSWER))
         base = {"id": "chatcmpl-hostile", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-        return (_sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ANSWER},
-                                           "finish_reason": None}]})
-                + _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}) + b"data: [DONE]\n\n")
-    message = {"id": "msg_hostile", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",
-               "content": [{"type": "text", "text": ANSWER}], "stop_reason": "end_turn", "stop_sequence": None,
-               "usage": {"input_tokens": 1, "output_tokens": 3}}
+        return (
+            _sse(
+                {
+                    **base,
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "content": ANSWER}, "finish_reason": None}],
+                }
+            )
+            + _sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            + b"data: [DONE]\n\n"
+        )
+    message = {
+        "id": "msg_hostile",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-3-5-haiku-20241022",
+        "content": [{"type": "text", "text": ANSWER}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 3},
+    }
     if not streamed:
         return orjson.dumps(message)
-    events = [{"type": "message_start", "message": {**message, "content": [], "stop_reason": None}},
-              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ANSWER}},
-              {"type": "content_block_stop", "index": 0},
-              {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-               "usage": {"output_tokens": 3}},
-              {"type": "message_stop"}]
+    events = [
+        {"type": "message_start", "message": {**message, "content": [], "stop_reason": None}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": ANSWER}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 3},
+        },
+        {"type": "message_stop"},
+    ]
     return b"".join(_sse(event, name=str(event["type"])) for event in events)
 
 
@@ -179,9 +260,13 @@ class HostileUpstream:
     requests: list[Received] = field(default_factory=list)
 
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/same-origin{suffix:path}", self._same_origin, methods=["POST", "GET"]),
-                                 Route("/{path:path}", self._answer, methods=["POST"]),
-                                 Route("/{path:path}", self._listing, methods=["GET"])])
+        return Starlette(
+            routes=[
+                Route("/same-origin{suffix:path}", self._same_origin, methods=["POST", "GET"]),
+                Route("/{path:path}", self._answer, methods=["POST"]),
+                Route("/{path:path}", self._listing, methods=["GET"]),
+            ]
+        )
 
     async def _listing(self, request: Request) -> Response:
         self.requests.append(Received(request.method, request.url.path, dict(request.headers), b""))
@@ -208,11 +293,17 @@ class HostileUpstream:
             return Response(bomb(argument), media_type=media, headers={"content-encoding": argument})
         if kind == "gzip-answer":
             answer = _honest(request.url.path, streamed)
-            return Response(gzip.compress(answer), media_type="text/event-stream" if streamed else "application/json",
-                            headers={"content-encoding": "gzip"})
+            return Response(
+                gzip.compress(answer),
+                media_type="text/event-stream" if streamed else "application/json",
+                headers={"content-encoding": "gzip"},
+            )
         if kind == "encoding":
-            return Response(orjson.dumps(chat_completion("encoded")), media_type="application/json",
-                            headers={"content-encoding": argument})
+            return Response(
+                orjson.dumps(chat_completion("encoded")),
+                media_type="application/json",
+                headers={"content-encoding": argument},
+            )
         if kind == "redirect":
             return Response(status_code=307, headers={"location": f"{self.redirect_to}{request.url.path}"})
         if kind == "redirect-same":
@@ -227,9 +318,11 @@ class HostileUpstream:
             nulls = dict.fromkeys(("id", "object", "created", "model", "choices", "type", "response"))
             return Response(_sse(nulls) * 2 + b"data: [DONE]\n\n", media_type="text/event-stream")
         if kind == "cookie":
-            return Response(_honest(request.url.path, streamed),
-                            media_type="text/event-stream" if streamed else "application/json",
-                            headers={"set-cookie": f"upstream-session={len(self.requests)}; Path=/"})
+            return Response(
+                _honest(request.url.path, streamed),
+                media_type="text/event-stream" if streamed else "application/json",
+                headers={"set-cookie": f"upstream-session={len(self.requests)}; Path=/"},
+            )
         if streamed:
             return Response(_forged_stream(endpoint), media_type="text/event-stream", headers=FORGED_HEADERS)
         return Response(orjson.dumps(_forged_reply(endpoint)), media_type="application/json", headers=FORGED_HEADERS)

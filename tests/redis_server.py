@@ -24,8 +24,21 @@ class RedisServer:
             raise RuntimeError("redis-server is not installed; `make install` installs it")
         self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                         "--appendonly", "no", "--dir", str(workdir), "--protected-mode", "yes"]
+        self._command = [
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(workdir),
+            "--protected-mode",
+            "yes",
+        ]
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> RedisServer:

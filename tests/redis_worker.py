@@ -26,8 +26,9 @@ class WhoScoredScorer(Scorer):
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         await asyncio.sleep(self.delay_s)
         reply = await ask([{"role": "user", "content": f"check: {job.answer}"}])
-        return ComponentResult(component="bc", value=0.8, upstream_calls=1,
-                               details={"worker_pid": os.getpid(), "heard": reply.text})
+        return ComponentResult(
+            component="bc", value=0.8, upstream_calls=1, details={"worker_pid": os.getpid(), "heard": reply.text}
+        )
 
 
 def main() -> None:
@@ -37,8 +38,14 @@ def main() -> None:
     parser.add_argument("--metrics-port", type=int)
     parser.add_argument("--grace", type=float, default=30.0)
     args = parser.parse_args()
-    asyncio.run(run_worker(load_settings(args.config), scorers=[WhoScoredScorer(args.delay)],
-                           metrics_port=args.metrics_port, grace_s=args.grace))
+    asyncio.run(
+        run_worker(
+            load_settings(args.config),
+            scorers=[WhoScoredScorer(args.delay)],
+            metrics_port=args.metrics_port,
+            grace_s=args.grace,
+        )
+    )
 
 
 if __name__ == "__main__":

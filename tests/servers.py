@@ -25,8 +25,7 @@ class ServerThread:
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, access_log=False, **options)
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True)
 
     def start(self, timeout: float = 30.0) -> ServerThread:
         self._thread.start()

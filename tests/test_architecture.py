@@ -60,15 +60,16 @@ def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     if node.level == 0:
         return node.module or ""
     base = module.split(".") if is_package else module.split(".")[:-1]
-    base = base[:len(base) - (node.level - 1)]
+    base = base[: len(base) - (node.level - 1)]
     return ".".join([*base, node.module] if node.module else base)
 
 
 def _imports(path: Path) -> Iterator[Import]:
     module, is_package = _module_name(path), path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    nested = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-              for n in ast.walk(f)}
+    nested = {
+        id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) for n in ast.walk(f)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -148,17 +149,21 @@ def test_each_package_imports_only_the_layers_below_it(package: str) -> None:
 
 def test_nothing_imports_an_app_or_the_wiring() -> None:
     on_top = {"evaluation", "console", "trustgate"}
-    wrong = [i for i in all_imports(*PACKAGES)
-             if _package(i.target) in on_top and _package(i.target) != _package(i.module)]
+    wrong = [
+        i for i in all_imports(*PACKAGES) if _package(i.target) in on_top and _package(i.target) != _package(i.module)
+    ]
     assert wrong == []
 
 
 def _public_name_sources(package: str) -> dict[str, str]:
     """Each name a package's ``__init__`` exports, and the module it comes from (dotted)."""
     path = ROOT / package / "__init__.py"
-    return {alias.asname or alias.name: _absolute(node, package, True)
-            for node in ast.parse(path.read_text(encoding="utf-8")).body if isinstance(node, ast.ImportFrom)
-            for alias in node.names}
+    return {
+        alias.asname or alias.name: _absolute(node, package, True)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def _names_taken(package: str, source: str) -> list[tuple[str, str]]:
@@ -179,8 +184,11 @@ def test_exporters_import_only_scorings_public_types() -> None:
     assert wrong == []
     # and of the names ``scoring`` exports, only those that come from those modules
     sources = _public_name_sources("scoring")
-    assert [(module, name) for module, name in _names_taken("exporters", "scoring")
-            if sources.get(name) not in SCORING_PUBLIC] == []
+    assert [
+        (module, name)
+        for module, name in _names_taken("exporters", "scoring")
+        if sources.get(name) not in SCORING_PUBLIC
+    ] == []
 
 
 @pytest.mark.parametrize("package", ["scoring", "proxy"])

@@ -59,8 +59,9 @@ def installed_closure(requirements: Iterable[str]) -> set[NormalizedName]:
 
 def declared(*extras: str) -> set[NormalizedName]:
     """The core dependencies and those of ``extras``, with everything they bring."""
-    return installed_closure([*PROJECT["dependencies"],
-                              *(r for extra in extras for r in PROJECT["optional-dependencies"][extra])])
+    return installed_closure(
+        [*PROJECT["dependencies"], *(r for extra in extras for r in PROJECT["optional-dependencies"][extra])]
+    )
 
 
 @functools.cache
@@ -71,8 +72,14 @@ def _distributions() -> Mapping[str, list[str]]:
 
 
 def _third_party(imports: list[Import]) -> list[Import]:
-    return [i for i in imports if (top := i.target.split(".")[0]) and top != "__future__"
-            and top not in sys.stdlib_module_names and top not in PACKAGES]
+    return [
+        i
+        for i in imports
+        if (top := i.target.split(".")[0])
+        and top != "__future__"
+        and top not in sys.stdlib_module_names
+        and top not in PACKAGES
+    ]
 
 
 def undeclared(imports: list[Import], available: set[NormalizedName]) -> list[tuple[str, str, int]]:

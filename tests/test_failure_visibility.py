@@ -70,13 +70,15 @@ def _run(scorer: Scorer, times: int) -> tuple[list[Any], int]:
     settings = ScoringSettings.model_validate({"queue": {"scorer_timeout": 0.2}})
     pipeline = ScoringPipeline([scorer], lambda model, purpose, lane: _never_asked, settings)
     metrics = build_metrics(CollectorRegistry())
-    records = [asyncio.run(pipeline.run(ScoringJob(id=f"j{i}", model="m", question="q", answer="a")))
-               for i in range(times)]
+    records = [
+        asyncio.run(pipeline.run(ScoringJob(id=f"j{i}", model="m", question="q", answer="a"))) for i in range(times)
+    ]
     for record in records:
         metrics.observe_record(record)
     reason = scorer.how  # type: ignore[attr-defined]
-    counted = metrics.registry.get_sample_value("trustgate_scorer_errors_total",
-                                                {"model": "m", "component": "fc", "reason": reason})
+    counted = metrics.registry.get_sample_value(
+        "trustgate_scorer_errors_total", {"model": "m", "component": "fc", "reason": reason}
+    )
     return records, int(counted or 0)
 
 
@@ -86,7 +88,8 @@ async def _never_asked(messages: list[dict[str, Any]], **options: Any) -> Any:
 
 @pytest.mark.parametrize("reason", ["timeout", "upstream", "parse", "internal", "knowledge_graph", "judge"])
 def test_each_failure_kind_is_logged_once_with_its_traceback_and_counted_every_time(
-        reason: FailureReason, caplog: pytest.LogCaptureFixture) -> None:
+    reason: FailureReason, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="trustgate.scoring"):
         records, counted = _run(BrokenScorer(reason), times=3)
     assert counted == 3  # the counter has every one
@@ -127,10 +130,14 @@ class _Upstream:
         raise self.outcome
 
 
-@pytest.mark.parametrize(("outcome", "reason"), [
-    (UpstreamUnavailable("connection refused"), "upstream"),
-    (UpstreamError("not a chat completion", code=MALFORMED_REPLY, status_code=502), "parse"),
-], ids=["unreachable", "malformed"])
+@pytest.mark.parametrize(
+    ("outcome", "reason"),
+    [
+        (UpstreamUnavailable("connection refused"), "upstream"),
+        (UpstreamError("not a chat completion", code=MALFORMED_REPLY, status_code=502), "parse"),
+    ],
+    ids=["unreachable", "malformed"],
+)
 def test_the_gateways_ask_tells_scoring_why_it_failed(outcome: Exception, reason: str) -> None:
     ask = UpstreamAsk(_Upstream(outcome), build_metrics(CollectorRegistry()), "m", "bc")  # type: ignore[arg-type]
     with pytest.raises((UpstreamFailure, UnreadableReply)) as raised:
@@ -144,8 +151,12 @@ def test_redis_errors_in_wait_are_logged_once_and_counted(tmp_path: Path, caplog
 
     async def scenario() -> list[Any]:
         redis = Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_timeout=0.5, socket_connect_timeout=0.5)
-        queue = RedisJobQueue(redis, records=None, settings=QueueSettings(redis_timeout=0.5),  # type: ignore[arg-type]
-                              on_error=operations.append)
+        queue = RedisJobQueue(
+            redis,
+            records=None,
+            settings=QueueSettings(redis_timeout=0.5),  # type: ignore[arg-type]
+            on_error=operations.append,
+        )
         try:
             return [await queue.wait("job", timeout=0.2) for _ in range(3)]
         finally:

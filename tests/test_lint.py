@@ -1,4 +1,4 @@
-"""ruff and mypy, as configured in pyproject.toml, run with the tests: a finding fails the suite."""
+"""ruff (its checks and its formatter) and mypy, as configured in pyproject.toml, run with the tests: a finding fails the suite."""
 
 from __future__ import annotations
 
@@ -15,6 +15,11 @@ def _run(*command: str) -> subprocess.CompletedProcess[str]:
 
 def test_ruff_finds_nothing() -> None:
     done = _run("ruff", "check", "--no-cache", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_ruff_format_changes_nothing() -> None:
+    done = _run("ruff", "format", "--no-cache", "--check", ".")
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -90,27 +90,34 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
     shown = _shown_mode(settings, model)
     sync_header = " -H 'x-trustgate-mode: sync'" if shown == "sync" else ""
     messages = f'messages=[{{"role": "user", "content": "{QUESTION}"}}]'
-    return "\n".join([
-        RULE,
-        f"{READY} {url}{shown_key}   model: {model}",
-        *([key.setup] if key and key.setup else []),
-        "",
-        _TRY_IT[shown],
-        f"  curl -s -D - {url}/v1/chat/completions{auth} \\",
-        f"    -H 'content-type: application/json'{sync_header} \\",
-        f"    -d '{body}'",
-        *([_HEADERS[shown], f"  curl -s {url}/v1/trust/TRUST_ID{auth}"] if shown != "off" else []),
-        "",
-        "From Python (pip install openai):",
-        *(["  import os"] if key and key.variable else []),
-        "  from openai import OpenAI",
-        f'  client = OpenAI(base_url="{url}/v1", api_key={api_key})',
-        *(_python_scored(model, messages, url, waits=shown == "sync") if shown != "off" else [
-            "  reply = client.chat.completions.create(",
-            f'      model="{model}", {messages}, max_tokens=32)',
-            "  print(reply.choices[0].message.content)"]),
-        RULE,
-    ])
+    return "\n".join(
+        [
+            RULE,
+            f"{READY} {url}{shown_key}   model: {model}",
+            *([key.setup] if key and key.setup else []),
+            "",
+            _TRY_IT[shown],
+            f"  curl -s -D - {url}/v1/chat/completions{auth} \\",
+            f"    -H 'content-type: application/json'{sync_header} \\",
+            f"    -d '{body}'",
+            *([_HEADERS[shown], f"  curl -s {url}/v1/trust/TRUST_ID{auth}"] if shown != "off" else []),
+            "",
+            "From Python (pip install openai):",
+            *(["  import os"] if key and key.variable else []),
+            "  from openai import OpenAI",
+            f'  client = OpenAI(base_url="{url}/v1", api_key={api_key})',
+            *(
+                _python_scored(model, messages, url, waits=shown == "sync")
+                if shown != "off"
+                else [
+                    "  reply = client.chat.completions.create(",
+                    f'      model="{model}", {messages}, max_tokens=32)',
+                    "  print(reply.choices[0].message.content)",
+                ]
+            ),
+            RULE,
+        ]
+    )
 
 
 def _shown_mode(settings: GatewaySettings, model: str) -> ScoringMode:
@@ -141,6 +148,7 @@ def _python_scored(model: str, messages: str, url: str, *, waits: bool) -> list[
         f'      model="{model}", {messages},',
         '      max_tokens=32, extra_headers={"x-trustgate-mode": "sync"})' if waits else "      max_tokens=32)",
         '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-score"], raw.headers["x-trust-label"])'
-        if waits else '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-status"])',
+        if waits
+        else '  print(raw.parse().choices[0].message.content, raw.headers["x-trust-status"])',
         f'  print("record:", "{url}/v1/trust/" + raw.headers["x-trust-id"])',
     ]

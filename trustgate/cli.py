@@ -93,8 +93,9 @@ class _AnnouncingServer(uvicorn.Server):
     """uvicorn's server, announcing itself once its socket listens (after the lifespan started): the banner
     for a person at a terminal, or with JSON logs one log line, as a log collector reads the rest."""
 
-    def __init__(self, config: uvicorn.Config, settings: GatewaySettings, config_path: str | Path,
-                 log_format: LogFormat) -> None:
+    def __init__(
+        self, config: uvicorn.Config, settings: GatewaySettings, config_path: str | Path, log_format: LogFormat
+    ) -> None:
         super().__init__(config)
         self._settings = settings
         self._config_path = config_path
@@ -104,8 +105,7 @@ class _AnnouncingServer(uvicorn.Server):
         await super().startup(sockets=sockets)
         if self.started and not self.should_exit:
             _freeze_start_up_objects()
-            port = next((s.getsockname()[1] for server in self.servers for s in server.sockets or []),
-                        self.config.port)
+            port = next((s.getsockname()[1] for server in self.servers for s in server.sockets or []), self.config.port)
             if self._log_format == "json":
                 log.info("%s %s", READY, ready_url(self.config.host, port))
             else:
@@ -143,11 +143,15 @@ def _serve(args: argparse.Namespace) -> int:
     settings = _serving_settings(config_path)
     server = settings.trustgate.server
     raise_descriptor_limit(server)
-    config = uvicorn.Config(create_app(settings, mounts=installed_apps()), host=args.host or server.host,
-                            port=args.port if args.port is not None else server.port,
-                            log_level=args.log_level, access_log=args.access_log,
-                            log_config=None,  # uvicorn's lines go through the root handler (proxy/log_format.py)
-                            **server_options(server))
+    config = uvicorn.Config(
+        create_app(settings, mounts=installed_apps()),
+        host=args.host or server.host,
+        port=args.port if args.port is not None else server.port,
+        log_level=args.log_level,
+        access_log=args.access_log,
+        log_config=None,  # uvicorn's lines go through the root handler (proxy/log_format.py)
+        **server_options(server),
+    )
     install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
     gateway = _AnnouncingServer(config, settings, config_path, _log_format(args))
     gateway.run()
@@ -157,8 +161,11 @@ def _serve(args: argparse.Namespace) -> int:
 def _worker(args: argparse.Namespace) -> int:
     _one_blas_thread()
     settings = _serving_settings(_config_path(args))
-    asyncio.run(run_worker(settings, metrics_host=args.metrics_host,
-                           metrics_port=None if args.metrics_port == 0 else args.metrics_port))
+    asyncio.run(
+        run_worker(
+            settings, metrics_host=args.metrics_host, metrics_port=None if args.metrics_port == 0 else args.metrics_port
+        )
+    )
     return 0
 
 
@@ -181,8 +188,10 @@ def _scoring_settings(args: argparse.Namespace) -> ScoringSettings:
 # The asset and corpus commands import the scorers' builders (spaCy, gensim, bm25s) when they run,
 # not when the CLI starts: `trustgate serve` with scoring off and `trustgate --help` never load them.
 
+
 def _asset_command(work: Callable[[ScoringSettings, argparse.Namespace], int]) -> Handler:
     """A handler that runs ``work`` on the config's scoring settings; a corpus it cannot read is a user error."""
+
     def handler(args: argparse.Namespace) -> int:
         from scoring.factcheck.sources import CorpusError
 
@@ -190,6 +199,7 @@ def _asset_command(work: Callable[[ScoringSettings, argparse.Namespace], int]) -
             return work(_scoring_settings(args), args)
         except CorpusError as exc:
             raise UserError(str(exc)) from exc
+
     return handler
 
 
@@ -233,8 +243,11 @@ def _model_path(args: argparse.Namespace) -> int:
 
 
 def _add_log_format(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--log-format", choices=LOG_FORMATS,
-                         help=f"log lines as text or one JSON object each (default: ${LOG_FORMAT_VARIABLE}, else text)")
+    command.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        help=f"log lines as text or one JSON object each (default: ${LOG_FORMAT_VARIABLE}, else text)",
+    )
 
 
 def _log_format(args: argparse.Namespace) -> LogFormat:
@@ -250,8 +263,9 @@ def _parser(app_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the gateway")
-    serve.add_argument("--config",
-                       help=f"YAML config (default: ${CONFIG_VARIABLE}, else the embedded local-model config)")
+    serve.add_argument(
+        "--config", help=f"YAML config (default: ${CONFIG_VARIABLE}, else the embedded local-model config)"
+    )
     serve.add_argument("--host", help="bind address (default: from config, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default: from config, 4000)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
@@ -267,8 +281,9 @@ def _parser(app_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
     worker.set_defaults(handler=_worker)
 
     calibrate = commands.add_parser("calibrate", help="refit each model's learned Trust_OV from its labelled records")
-    calibrate.add_argument("--config", help="YAML config (the gateway's: its record store and fit store; "
-                           f"default: ${CONFIG_VARIABLE})")
+    calibrate.add_argument(
+        "--config", help=f"YAML config (the gateway's: its record store and fit store; default: ${CONFIG_VARIABLE})"
+    )
     calibrate.add_argument("--model", action="append", help="a model group (repeatable; default: every one)")
     calibrate.set_defaults(handler=_calibrate)
 

@@ -37,9 +37,15 @@ def _consumer_name() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
-async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | None = None,
-                     metrics_host: str = "127.0.0.1", metrics_port: int | None = 9400,
-                     stop: asyncio.Event | None = None, grace_s: float = 30.0) -> None:
+async def run_worker(
+    settings: GatewaySettings,
+    *,
+    scorers: Sequence[Scorer] | None = None,
+    metrics_host: str = "127.0.0.1",
+    metrics_port: int | None = 9400,
+    stop: asyncio.Event | None = None,
+    grace_s: float = 30.0,
+) -> None:
     if settings.trustgate.scoring.queue.backend != "redis":
         raise ConfigError("trustgate worker needs trustgate.scoring.queue.backend: redis")
     calibrator = load_calibrator(settings)
@@ -54,8 +60,14 @@ async def run_worker(settings: GatewaySettings, *, scorers: Sequence[Scorer] | N
         parts = await open_parts(settings, "worker", stack, metrics=metrics, calibrator=calibrator, scorers=scorers)
         assert parts.redis is not None and parts.process is not None  # the backend was checked above
         worker = RedisStreamWorker(
-            parts.redis, parts.publisher.store, settings.trustgate.scoring.queue, process=parts.process,
-            publish=parts.publisher.publish, consumer=_consumer_name(), events=build_worker_metrics(registry, metrics))
+            parts.redis,
+            parts.publisher.store,
+            settings.trustgate.scoring.queue,
+            process=parts.process,
+            publish=parts.publisher.publish,
+            consumer=_consumer_name(),
+            events=build_worker_metrics(registry, metrics),
+        )
         if metrics_port is not None:
             await stack.enter_async_context(serve_worker_http(worker, metrics, metrics_host, metrics_port))
         log.info("scoring worker started")

@@ -52,8 +52,9 @@ def worker_http_app(worker: ProbedWorker, metrics: GatewayMetrics) -> Starlette:
     async def readiness(request: Request) -> JSONResponse:
         return _probe(worker.ready)
 
-    return Starlette(routes=[Route("/metrics", scrape), Route("/health/liveness", liveness),
-                             Route("/health/readiness", readiness)])
+    return Starlette(
+        routes=[Route("/metrics", scrape), Route("/health/liveness", liveness), Route("/health/readiness", readiness)]
+    )
 
 
 def _probe(ok: bool) -> JSONResponse:
@@ -72,11 +73,11 @@ class _InLoopServer(uvicorn.Server):
 
 
 @contextlib.asynccontextmanager
-async def serve_worker_http(worker: ProbedWorker, metrics: GatewayMetrics, host: str,
-                            port: int) -> AsyncIterator[None]:
+async def serve_worker_http(worker: ProbedWorker, metrics: GatewayMetrics, host: str, port: int) -> AsyncIterator[None]:
     """Serve the endpoints for the duration of the block; fails fast if the port cannot be bound."""
-    config = uvicorn.Config(worker_http_app(worker, metrics), host=host, port=port, log_level="warning",
-                            access_log=False, lifespan="off")
+    config = uvicorn.Config(
+        worker_http_app(worker, metrics), host=host, port=port, log_level="warning", access_log=False, lifespan="off"
+    )
     server = _InLoopServer(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

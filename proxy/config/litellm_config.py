@@ -22,9 +22,19 @@ from typing import Any, Literal, get_args
 
 from pydantic import TypeAdapter, ValidationError
 
-__all__ = ["ENV_PREFIX", "FALLBACK_KINDS", "OPENAI_COMPATIBLE_PREFIXES", "PASSTHROUGH_PARAMS", "ROUTING_STRATEGIES",
-           "IgnoredKey", "RoutingStrategy", "is_openai_compatible", "merge_litellm_settings", "passthrough_groups",
-           "split_config"]
+__all__ = [
+    "ENV_PREFIX",
+    "FALLBACK_KINDS",
+    "OPENAI_COMPATIBLE_PREFIXES",
+    "PASSTHROUGH_PARAMS",
+    "ROUTING_STRATEGIES",
+    "IgnoredKey",
+    "RoutingStrategy",
+    "is_openai_compatible",
+    "merge_litellm_settings",
+    "passthrough_groups",
+    "split_config",
+]
 
 ENV_PREFIX = "os.environ/"
 
@@ -40,15 +50,18 @@ ROUTING_STRATEGIES: tuple[RoutingStrategy, ...] = get_args(RoutingStrategy)
 OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "lm_studio/")
 
 # The deployment keys the pass-through path acts on.
-PASSTHROUGH_PARAMS = frozenset({"model", "api_base", "api_key", "timeout", "stream_timeout", "rpm", "tpm",
-                                "weight", "max_parallel_requests"})
+PASSTHROUGH_PARAMS = frozenset(
+    {"model", "api_base", "api_key", "timeout", "stream_timeout", "rpm", "tpm", "weight", "max_parallel_requests"}
+)
 
 # Per section, the keys TrustGate acts on.
 IMPLEMENTED: dict[str, frozenset[str]] = {
-    "": frozenset({"model_list", "router_settings", "litellm_settings", "general_settings", "trustgate",
-                   "environment_variables"}),
-    "router_settings": frozenset({"num_retries", "timeout", "retry_after", "model_group_alias", "routing_strategy",
-                                  *FALLBACK_KINDS}),
+    "": frozenset(
+        {"model_list", "router_settings", "litellm_settings", "general_settings", "trustgate", "environment_variables"}
+    ),
+    "router_settings": frozenset(
+        {"num_retries", "timeout", "retry_after", "model_group_alias", "routing_strategy", *FALLBACK_KINDS}
+    ),
     "litellm_settings": frozenset({"num_retries", "request_timeout", *FALLBACK_KINDS}),
     "general_settings": frozenset({"master_key"}),
     # model_info (LiteLLM's deployment id, cost and capability notes) is read by neither path: named.
@@ -107,12 +120,13 @@ def split_config(raw: Mapping[str, Any], environment: Mapping[str, str]) -> tupl
 def _peek(value: Any, environment: Mapping[str, str]) -> Any:
     """The text an ``os.environ/`` reference holds, else ``value``; an unset one stays (resolution reports it)."""
     if _is_reference(value):
-        return environment.get(value[len(ENV_PREFIX):], value)
+        return environment.get(value[len(ENV_PREFIX) :], value)
     return value
 
 
-def _section(name: str, section: Mapping[str, Any], environment: Mapping[str, str],
-             ignored: list[IgnoredKey]) -> dict[str, Any]:
+def _section(
+    name: str, section: Mapping[str, Any], environment: Mapping[str, str], ignored: list[IgnoredKey]
+) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for key, value in section.items():
         path = f"{name}.{key}"
@@ -148,14 +162,21 @@ def _passthrough_on(trustgate: Any, environment: Mapping[str, str]) -> bool:
         return True  # the settings refuse it, naming the key
 
 
-def _model_list(entries: list[Any], trustgate: Any, environment: Mapping[str, str],
-                ignored: list[IgnoredKey]) -> list[Any]:
+def _model_list(
+    entries: list[Any], trustgate: Any, environment: Mapping[str, str], ignored: list[IgnoredKey]
+) -> list[Any]:
     enabled = _passthrough_on(trustgate, environment)
     fast = passthrough_groups(
-        (str(entry.get("model_name")),
-         enabled and is_openai_compatible(_peek(_params(entry).get("model"), environment),
-                                          _peek(_params(entry).get("api_base"), environment)))
-        for entry in entries if isinstance(entry, Mapping))
+        (
+            str(entry.get("model_name")),
+            enabled
+            and is_openai_compatible(
+                _peek(_params(entry).get("model"), environment), _peek(_params(entry).get("api_base"), environment)
+            ),
+        )
+        for entry in entries
+        if isinstance(entry, Mapping)
+    )
     kept: list[Any] = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
@@ -171,8 +192,9 @@ def _model_list(entries: list[Any], trustgate: Any, environment: Mapping[str, st
         if str(read.get("model_name")) in fast and isinstance(params, Mapping):
             for key, value in params.items():
                 if key not in PASSTHROUGH_PARAMS:
-                    ignored.append(_ignored(f"model_list[{index}].litellm_params.{key}", value,
-                                            note="pass-through deployment"))
+                    ignored.append(
+                        _ignored(f"model_list[{index}].litellm_params.{key}", value, note="pass-through deployment")
+                    )
             read["litellm_params"] = {k: v for k, v in params.items() if k in PASSTHROUGH_PARAMS}
         kept.append(read)
     return kept
@@ -196,7 +218,7 @@ def _references(value: Any) -> Iterable[str]:
         for item in value:
             yield from _references(item)
     elif isinstance(value, str) and value.startswith(ENV_PREFIX):
-        yield value[len(ENV_PREFIX):]
+        yield value[len(ENV_PREFIX) :]
 
 
 def merge_litellm_settings(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,8 +17,12 @@ from scoring import ScoringSettings, low_trust, resolved_mode
 __all__ = ["low_trust_problem"]
 
 
-def low_trust_problem(scoring: ScoringSettings, groups: Collection[str], aliases: Mapping[str, str],
-                      keys: Mapping[str, Collection[str] | None]) -> str | None:
+def low_trust_problem(
+    scoring: ScoringSettings,
+    groups: Collection[str],
+    aliases: Mapping[str, str],
+    keys: Mapping[str, Collection[str] | None],
+) -> str | None:
     """The first reason the config's low-trust policy cannot be applied as written; None when it can.
 
     Given the config's parts, not ``GatewaySettings``, which calls it while it validates itself (so neither
@@ -35,8 +39,10 @@ def low_trust_problem(scoring: ScoringSettings, groups: Collection[str], aliases
             who = f"model `{group}`" + (f", key `{name}`" if name is not None else "")
             mode = resolved_mode(scoring, model=group, key_name=name)
             if mode == "async":  # off: nothing is scored, so nothing is acted on; that is no contradiction
-                return (f"trustgate.scoring.on_low_trust: action {policy.action} for {who} needs sync scoring "
-                        f"(the verdict must exist before the response leaves), but that scoring mode is {mode}")
+                return (
+                    f"trustgate.scoring.on_low_trust: action {policy.action} for {who} needs sync scoring "
+                    f"(the verdict must exist before the response leaves), but that scoring mode is {mode}"
+                )
             if policy.action != "escalate":
                 continue
             target = policy.escalate_to
@@ -48,6 +54,8 @@ def low_trust_problem(scoring: ScoringSettings, groups: Collection[str], aliases
                 continue
             allowed = keys.get(name) if name is not None else None
             if allowed is not None and target not in allowed and aliases.get(target, target) not in allowed:
-                return (f"trustgate.scoring.on_low_trust.escalate_to: key `{name}` may not use `{target}` "
-                        f"(not in its models), so it cannot escalate model `{group}` there")
+                return (
+                    f"trustgate.scoring.on_low_trust.escalate_to: key `{name}` may not use `{target}` "
+                    f"(not in its models), so it cannot escalate model `{group}` there"
+                )
     return None

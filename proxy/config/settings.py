@@ -84,8 +84,10 @@ class Deployment(BaseModel):
         """Credentials as ``SecretStr``, numbers as numbers (litellm refuses a weight of ``"3"``), ranges checked."""
         if not isinstance(value.get("model"), str) or not value["model"]:
             raise ValueError("litellm_params.model is required")
-        typed: dict[str, Any] = {key: SecretStr(item) if isinstance(item, str) and _SECRET_PARAM.search(key)
-                                 else item for key, item in value.items()}
+        typed: dict[str, Any] = {
+            key: SecretStr(item) if isinstance(item, str) and _SECRET_PARAM.search(key) else item
+            for key, item in value.items()
+        }
         for names, kind in ((_INT_PARAMS, int), (_FLOAT_PARAMS, float)):
             for name in names:
                 if typed.get(name) is not None:
@@ -175,8 +177,7 @@ class Deployment(BaseModel):
 
     def litellm_params_plain(self) -> dict[str, Any]:
         """litellm's own view of the deployment, secrets unwrapped only for it."""
-        return {k: (v.get_secret_value() if isinstance(v, SecretStr) else v)
-                for k, v in self.litellm_params.items()}
+        return {k: (v.get_secret_value() if isinstance(v, SecretStr) else v) for k, v in self.litellm_params.items()}
 
 
 FallbackKind = Literal["fallbacks", "context_window_fallbacks", "content_policy_fallbacks"]
@@ -206,13 +207,18 @@ class RouterSettings(BaseModel):
         return [name for entry in getattr(self, kind) for name in entry.get(group, [])]
 
     def aliases(self) -> dict[str, str]:
-        return {alias: target if isinstance(target, str) else str(target.get("model", ""))
-                for alias, target in self.model_group_alias.items()}
+        return {
+            alias: target if isinstance(target, str) else str(target.get("model", ""))
+            for alias, target in self.model_group_alias.items()
+        }
 
     def listed_aliases(self) -> list[str]:
         """The aliases /v1/models shows (LiteLLM's ``hidden: true`` ones it does not)."""
-        return [alias for alias, target in self.model_group_alias.items()
-                if isinstance(target, str) or not target.get("hidden", False)]
+        return [
+            alias
+            for alias, target in self.model_group_alias.items()
+            if isinstance(target, str) or not target.get("hidden", False)
+        ]
 
 
 class _Section(BaseModel):
@@ -435,14 +441,20 @@ class GatewaySettings(BaseModel):
         # A budget is counted per model group, so an alias would name a budget nothing spends.
         unknown = [name for name in self.trustgate.scoring.budget.per_model if name not in groups]
         if unknown:
-            raise ValueError(f"trustgate.scoring.budget.per_model: `{unknown[0]}` is not a model group"
-                             + (" (it is an alias: name its group)" if unknown[0] in known else ""))
+            raise ValueError(
+                f"trustgate.scoring.budget.per_model: `{unknown[0]}` is not a model group"
+                + (" (it is an alias: name its group)" if unknown[0] in known else "")
+            )
         return self
 
     @model_validator(mode="after")
     def _low_trust_policy_applies(self) -> GatewaySettings:
-        problem = low_trust_problem(self.trustgate.scoring, self.model_groups(), self.router_settings.aliases(),
-                                    {key.name: key.models for key in self.trustgate.keys})
+        problem = low_trust_problem(
+            self.trustgate.scoring,
+            self.model_groups(),
+            self.router_settings.aliases(),
+            {key.name: key.models for key in self.trustgate.keys},
+        )
         if problem is not None:
             raise ValueError(problem)
         return self
@@ -450,8 +462,10 @@ class GatewaySettings(BaseModel):
     @model_validator(mode="after")
     def _auth_configured(self) -> GatewaySettings:
         if self.master_key is None and not self.trustgate.keys and not self.trustgate.allow_unauthenticated:
-            raise ValueError("no master_key or trustgate.keys configured; set "
-                             "trustgate.allow_unauthenticated: true to run without auth")
+            raise ValueError(
+                "no master_key or trustgate.keys configured; set "
+                "trustgate.allow_unauthenticated: true to run without auth"
+            )
         return self
 
     def model_groups(self) -> dict[str, list[Deployment]]:
@@ -462,8 +476,9 @@ class GatewaySettings(BaseModel):
 
     def passthrough_groups(self) -> set[str]:
         """The groups the pass-through path serves: passthrough on, and every deployment OpenAI-compatible."""
-        return passthrough_groups((d.model_name, self.trustgate.passthrough and d.is_openai_compatible)
-                                  for d in self.model_list)
+        return passthrough_groups(
+            (d.model_name, self.trustgate.passthrough and d.is_openai_compatible) for d in self.model_list
+        )
 
     def secrets(self) -> list[str]:
         """Every configured secret, so that error text can be scrubbed of them."""
@@ -471,8 +486,11 @@ class GatewaySettings(BaseModel):
         if self.master_key:
             found.append(self.master_key.get_secret_value())
         found += [secret for d in self.model_list for secret in d.secrets()]
-        found += [value.get_secret_value() for name, value in self.environment_variables.items()
-                  if _SECRET_VARIABLE.search(name.lower())]
+        found += [
+            value.get_secret_value()
+            for name, value in self.environment_variables.items()
+            if _SECRET_VARIABLE.search(name.lower())
+        ]
         return [s for s in found if s]
 
     def exported_environment(self) -> dict[str, str]:
@@ -487,7 +505,7 @@ def _resolve_env(value: Any, environ: Mapping[str, str], path: str) -> Any:
     if isinstance(value, list):
         return [_resolve_env(v, environ, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, str) and value.startswith(ENV_PREFIX):
-        name = value[len(ENV_PREFIX):]
+        name = value[len(ENV_PREFIX) :]
         if name not in environ:
             raise ConfigError(f"{path} refers to environment variable {name}, which is not set")
         return environ[name]
@@ -526,8 +544,12 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
 
 # The variable each OpenAI-compatible provider of litellm reads for a deployment that names no api_key
 # (litellm 1.106: main.py and the providers' transformations).
-_PROVIDER_KEY_VARIABLES = {"openai/": "OPENAI_API_KEY", "hosted_vllm/": "HOSTED_VLLM_API_KEY",
-                           "lm_studio/": "LM_STUDIO_API_KEY", "llamafile/": "LLAMAFILE_API_KEY"}
+_PROVIDER_KEY_VARIABLES = {
+    "openai/": "OPENAI_API_KEY",
+    "hosted_vllm/": "HOSTED_VLLM_API_KEY",
+    "lm_studio/": "LM_STUDIO_API_KEY",
+    "llamafile/": "LLAMAFILE_API_KEY",
+}
 
 
 def _provider_keys(model_list: Any, environment: Mapping[str, str]) -> None:
@@ -542,16 +564,18 @@ def _provider_keys(model_list: Any, environment: Mapping[str, str]) -> None:
         params = deployment.get("litellm_params") if isinstance(deployment, dict) else None
         if not isinstance(params, dict) or params.get("api_key") or not isinstance(params.get("model"), str):
             continue
-        variable = next((name for prefix, name in _PROVIDER_KEY_VARIABLES.items()
-                         if params["model"].startswith(prefix)), None)
+        variable = next(
+            (name for prefix, name in _PROVIDER_KEY_VARIABLES.items() if params["model"].startswith(prefix)), None
+        )
         if variable is not None and environment.get(variable):
             params["api_key"] = environment[variable]
 
 
 # Errors of a choice among words, or of a flag or a number: the value as written is shown beside them
 # (no secret is a choice, a flag or a number).
-_SHOWN_INPUT = frozenset({"literal_error", "enum", "bool_parsing", "bool_type", "int_parsing", "float_parsing",
-                          "int_type", "float_type"})
+_SHOWN_INPUT = frozenset(
+    {"literal_error", "enum", "bool_parsing", "bool_type", "int_parsing", "float_parsing", "int_type", "float_type"}
+)
 
 
 def _one_line(exc: ValidationError) -> str:
@@ -577,10 +601,14 @@ class _ConfigLoader(yaml.SafeLoader):
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         for key, value in node.value:
-            if (isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode)
-                    and (key.value == "mode" or str(key.value).endswith("_mode"))
-                    and value.tag == "tag:yaml.org,2002:bool" and value.style is None
-                    and value.value.lower() not in ("true", "false")):
+            if (
+                isinstance(key, yaml.ScalarNode)
+                and isinstance(value, yaml.ScalarNode)
+                and (key.value == "mode" or str(key.value).endswith("_mode"))
+                and value.tag == "tag:yaml.org,2002:bool"
+                and value.style is None
+                and value.value.lower() not in ("true", "false")
+            ):
                 value.tag = "tag:yaml.org,2002:str"
         return super().construct_mapping(node, deep)
 

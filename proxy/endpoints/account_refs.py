@@ -64,7 +64,8 @@ def _stored_audio(body: Body) -> bool:
     """An assistant message naming an earlier audio answer by id, which the upstream keeps for a while."""
     messages = body.get("messages")
     return isinstance(messages, list) and any(
-        isinstance(m, dict) and isinstance(m.get("audio"), dict) and m["audio"].get("id") is not None for m in messages)
+        isinstance(m, dict) and isinstance(m.get("audio"), dict) and m["audio"].get("id") is not None for m in messages
+    )
 
 
 def _item_reference(body: Body) -> bool:
@@ -82,9 +83,10 @@ def _vector_stores(body: Body) -> bool:
 
 def _container(body: Body) -> bool:
     """A code interpreter in an existing container (its id), or one given the account's files."""
-    return any(isinstance(t.get("container"), str) or
-               (isinstance(t.get("container"), dict) and t["container"].get("file_ids"))
-               for t in _tools_of(body, "code_interpreter"))
+    return any(
+        isinstance(t.get("container"), str) or (isinstance(t.get("container"), dict) and t["container"].get("file_ids"))
+        for t in _tools_of(body, "code_interpreter")
+    )
 
 
 # include values that return what a tool read in the account (a vector store's passages, a container's files).
@@ -97,44 +99,92 @@ def _includes_account_results(body: Body) -> bool:
 
 
 _SHARED = "shared by every key of this gateway"
-_STORE = AccountReference("store", "store: true", f"stores the answer in the operator's upstream account, {_SHARED}",
-                          _stores)
+_STORE = AccountReference(
+    "store", "store: true", f"stores the answer in the operator's upstream account, {_SHARED}", _stores
+)
 
 _RESPONSES = (
-    AccountReference("previous_response_id", "previous_response_id",
-                     f"continues a response stored in the operator's upstream account, {_SHARED}",
-                     _present("previous_response_id")),
-    AccountReference("conversation", "conversation",
-                     f"a conversation stored in the operator's upstream account, {_SHARED}", _present("conversation")),
-    AccountReference("prompt", "prompt", f"a prompt template stored in the operator's upstream account, {_SHARED}",
-                     _present("prompt")),
+    AccountReference(
+        "previous_response_id",
+        "previous_response_id",
+        f"continues a response stored in the operator's upstream account, {_SHARED}",
+        _present("previous_response_id"),
+    ),
+    AccountReference(
+        "conversation",
+        "conversation",
+        f"a conversation stored in the operator's upstream account, {_SHARED}",
+        _present("conversation"),
+    ),
+    AccountReference(
+        "prompt",
+        "prompt",
+        f"a prompt template stored in the operator's upstream account, {_SHARED}",
+        _present("prompt"),
+    ),
     _STORE,
-    AccountReference("input", "input[].file_id (input_file, input_image)",
-                     f"names a file uploaded to the operator's upstream account, {_SHARED}", _names_a_file("input")),
-    AccountReference("input", "input[] of type item_reference",
-                     f"names an item stored in the operator's upstream account, {_SHARED}", _item_reference),
-    AccountReference("tools", "tools[].vector_store_ids (file_search)",
-                     f"searches a vector store in the operator's upstream account, {_SHARED}", _vector_stores),
-    AccountReference("tools", "tools[].container (code_interpreter)",
-                     f"runs code in a container or on files of the operator's upstream account, {_SHARED}", _container),
-    AccountReference("tools", "tools[].file_id", f"names a file uploaded to the operator's upstream account, {_SHARED}",
-                     _names_a_file("tools")),
-    AccountReference("include", "include: " + ", ".join(sorted(_ACCOUNT_INCLUDES)),
-                     f"returns what a tool read in the operator's upstream account, {_SHARED}",
-                     _includes_account_results),
+    AccountReference(
+        "input",
+        "input[].file_id (input_file, input_image)",
+        f"names a file uploaded to the operator's upstream account, {_SHARED}",
+        _names_a_file("input"),
+    ),
+    AccountReference(
+        "input",
+        "input[] of type item_reference",
+        f"names an item stored in the operator's upstream account, {_SHARED}",
+        _item_reference,
+    ),
+    AccountReference(
+        "tools",
+        "tools[].vector_store_ids (file_search)",
+        f"searches a vector store in the operator's upstream account, {_SHARED}",
+        _vector_stores,
+    ),
+    AccountReference(
+        "tools",
+        "tools[].container (code_interpreter)",
+        f"runs code in a container or on files of the operator's upstream account, {_SHARED}",
+        _container,
+    ),
+    AccountReference(
+        "tools",
+        "tools[].file_id",
+        f"names a file uploaded to the operator's upstream account, {_SHARED}",
+        _names_a_file("tools"),
+    ),
+    AccountReference(
+        "include",
+        "include: " + ", ".join(sorted(_ACCOUNT_INCLUDES)),
+        f"returns what a tool read in the operator's upstream account, {_SHARED}",
+        _includes_account_results,
+    ),
 )
 
 _CHAT = (
     _STORE,
-    AccountReference("messages", "messages[].content[].file.file_id",
-                     f"names a file uploaded to the operator's upstream account, {_SHARED}", _names_a_file("messages")),
-    AccountReference("messages", "messages[].audio.id",
-                     f"names an audio answer kept in the operator's upstream account, {_SHARED}", _stored_audio),
+    AccountReference(
+        "messages",
+        "messages[].content[].file.file_id",
+        f"names a file uploaded to the operator's upstream account, {_SHARED}",
+        _names_a_file("messages"),
+    ),
+    AccountReference(
+        "messages",
+        "messages[].audio.id",
+        f"names an audio answer kept in the operator's upstream account, {_SHARED}",
+        _stored_audio,
+    ),
 )
 
-ACCOUNT_REFERENCES: Mapping[Endpoint, tuple[AccountReference, ...]] = MappingProxyType({
-    "chat": _CHAT, "completions": (), "embeddings": (), "responses": _RESPONSES,
-})
+ACCOUNT_REFERENCES: Mapping[Endpoint, tuple[AccountReference, ...]] = MappingProxyType(
+    {
+        "chat": _CHAT,
+        "completions": (),
+        "embeddings": (),
+        "responses": _RESPONSES,
+    }
+)
 
 
 def account_reference_in(body: Body, endpoint: Endpoint) -> AccountReference | None:

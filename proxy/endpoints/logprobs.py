@@ -81,8 +81,9 @@ class LogprobsAdded:
         return _without_choice_logprobs(choices)
 
 
-def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint, *,
-                     wanted: bool = True) -> tuple[dict[str, Any], LogprobsAdded | None]:
+def ask_for_logprobs(
+    body: dict[str, Any], endpoint: Endpoint, *, wanted: bool = True
+) -> tuple[dict[str, Any], LogprobsAdded | None]:
     """``body`` asking for the answer's log-probabilities (when ``wanted``), and what to strip from the reply
     (None: nothing).
 
@@ -94,8 +95,7 @@ def ask_for_logprobs(body: dict[str, Any], endpoint: Endpoint, *,
     """
     if endpoint == "chat":
         if body.get("logprobs") is True:
-            return body, LogprobsAdded(endpoint, alternatives_only=True) if body.get("top_logprobs") is None \
-                else None
+            return body, LogprobsAdded(endpoint, alternatives_only=True) if body.get("top_logprobs") is None else None
         if not wanted:
             return body, None
         return {**body, "logprobs": True}, LogprobsAdded(endpoint)
@@ -151,8 +151,12 @@ class LogprobAsking:
             self._plain_works.add(where)
         elif text:
             self._needs_top.add(where)
-            log.info("deployment %s (%s) returned no log-probabilities for logprobs: true; asking with "
-                     "top_logprobs: 1 from now on", where[1], where[0])
+            log.info(
+                "deployment %s (%s) returned no log-probabilities for logprobs: true; asking with "
+                "top_logprobs: 1 from now on",
+                where[1],
+                where[0],
+            )
 
 
 def _asks_tokens_only(body: dict[str, Any]) -> bool:
@@ -161,9 +165,13 @@ def _asks_tokens_only(body: dict[str, Any]) -> bool:
 
 def _without_alternatives(reply: OpenChoices) -> dict[str, Any] | None:
     """Each token's ``top_logprobs`` emptied in every choice (a message's or a chunk's), as when none were asked."""
-    entries = [entry for choice in reply.readable_choices() if isinstance(choice.logprobs, OpenChoiceLogprobs)
-               and isinstance(choice.logprobs.content, list) for entry in choice.logprobs.content
-               if isinstance(entry, OpenTokenLogprob) and entry.top_logprobs]
+    entries = [
+        entry
+        for choice in reply.readable_choices()
+        if isinstance(choice.logprobs, OpenChoiceLogprobs) and isinstance(choice.logprobs.content, list)
+        for entry in choice.logprobs.content
+        if isinstance(entry, OpenTokenLogprob) and entry.top_logprobs
+    ]
     for entry in entries:
         entry.top_logprobs = []
     return reply.dump() if entries else None

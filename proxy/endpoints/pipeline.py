@@ -138,10 +138,21 @@ async def serve(gateway: Gateway, spec: EndpointSpec, incoming: Incoming) -> Res
             if holds(plan, spec.name):  # streams: hold: read whole, scored and acted on before a byte goes out
                 held = await incoming.unless_client_leaves(read_whole(opened, spec.tap(incoming.headers), added))
                 await settle_usage(meter, slot, held.tap.usage)
-                return await held_response(gateway, caller, held, plan, spec.name, parsed.body, parsed.messages,
-                                           meter, _call(gateway, caller, spec), added)
-            return stream_response(gateway, opened, plan, parsed.messages, meter, spec.tap(incoming.headers), slot,
-                                   added=added)
+                return await held_response(
+                    gateway,
+                    caller,
+                    held,
+                    plan,
+                    spec.name,
+                    parsed.body,
+                    parsed.messages,
+                    meter,
+                    _call(gateway, caller, spec),
+                    added,
+                )
+            return stream_response(
+                gateway, opened, plan, parsed.messages, meter, spec.tap(incoming.headers), slot, added=added
+            )
         fetched = await incoming.unless_client_leaves(spec.fetch(gateway.upstream, group, body, caller.may_use))
     except BaseException as exc:
         await failed_request(exc, slot, meter)
@@ -149,21 +160,45 @@ async def serve(gateway: Gateway, spec: EndpointSpec, incoming: Incoming) -> Res
     return await _whole_response(gateway, spec, caller, parsed, group, plan, fetched, meter, slot, added)
 
 
-def _planned(gateway: Gateway, spec: EndpointSpec, caller: Caller, group: str, headers: Mapping[str, str],
-             raw: bytes, parsed: Parsed,
-             meter: RequestMeter) -> tuple[TrustPlan | None, dict[str, Any], LogprobsAdded | None]:
+def _planned(
+    gateway: Gateway,
+    spec: EndpointSpec,
+    caller: Caller,
+    group: str,
+    headers: Mapping[str, str],
+    raw: bytes,
+    parsed: Parsed,
+    meter: RequestMeter,
+) -> tuple[TrustPlan | None, dict[str, Any], LogprobsAdded | None]:
     """The request's trust plan (None: an endpoint never scored), the body to send, the log-probabilities added."""
     if spec.tap is None:
         return None, parsed.body, None
-    plan = gateway.trust.plan(model=group, key_name=caller.name, headers=headers, body=raw, rag=parsed.rag,
-                              traceparent=meter.traced.traceparent, request=parsed.body)
-    return gateway.trust.upstream_body(plan, parsed.body, spec.name,
-                                       gives_logprobs=gateway.upstream.gives_logprobs(group, spec.name))
+    plan = gateway.trust.plan(
+        model=group,
+        key_name=caller.name,
+        headers=headers,
+        body=raw,
+        rag=parsed.rag,
+        traceparent=meter.traced.traceparent,
+        request=parsed.body,
+    )
+    return gateway.trust.upstream_body(
+        plan, parsed.body, spec.name, gives_logprobs=gateway.upstream.gives_logprobs(group, spec.name)
+    )
 
 
-async def _whole_response(gateway: Gateway, spec: EndpointSpec, caller: Caller, parsed: Parsed, group: str,
-                          plan: TrustPlan | None, fetched: Fetched, meter: RequestMeter, slot: Slot,
-                          added: LogprobsAdded | None) -> Response:
+async def _whole_response(
+    gateway: Gateway,
+    spec: EndpointSpec,
+    caller: Caller,
+    parsed: Parsed,
+    group: str,
+    plan: TrustPlan | None,
+    fetched: Fetched,
+    meter: RequestMeter,
+    slot: Slot,
+    added: LogprobsAdded | None,
+) -> Response:
     """A whole reply, booked to the group that answered; scored and acted on when sampled."""
     headers = answered_by(gateway, meter, group, fetched.model_group)
     reply = fetched.reply
@@ -175,8 +210,16 @@ async def _whole_response(gateway: Gateway, spec: EndpointSpec, caller: Caller, 
         answer = Answer.from_reply(reply) if parsed.messages else Answer(text=None)
         record = await gateway.trust.score(plan, parsed.messages, answer)
         first = Asked(content, fetched.data, answer, reply.usage)
-        served = await act_on(gateway, caller, plan, record, first, spec.name, parsed.messages,
-                              asker(gateway, plan, parsed.body, spec.name, _call(gateway, caller, spec)))
+        served = await act_on(
+            gateway,
+            caller,
+            plan,
+            record,
+            first,
+            spec.name,
+            parsed.messages,
+            asker(gateway, plan, parsed.body, spec.name, _call(gateway, caller, spec)),
+        )
         content = served.content
         headers.update(served.headers)
         record_id = plan.record_id
@@ -201,6 +244,7 @@ def answered_by(gateway: Gateway, meter: RequestMeter, asked: str, answered: str
 
 def _call(gateway: Gateway, caller: Caller, spec: EndpointSpec) -> Call:
     """A whole reply of the endpoint from a group, as the key may ask it (an escalation's call)."""
+
     async def call(group: str, body: dict[str, Any]) -> Asked:
         fetched = await spec.fetch(gateway.upstream, group, body, caller.may_use)
         return Asked(fetched.raw, fetched.data, Answer.from_reply(fetched.reply), fetched.reply.usage)
@@ -228,12 +272,23 @@ async def failed_request(exc: BaseException, slot: Slot | None, meter: RequestMe
         meter.traced.end(499, "cancelled")
 
 
-def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, messages: list[dict[str, Any]],
-                    meter: RequestMeter, tap: StreamTap, slot: Slot, *,
-                    added: LogprobsAdded | None = None) -> EventStream:
+def stream_response(
+    gateway: Gateway,
+    opened: UpstreamStream,
+    plan: TrustPlan,
+    messages: list[dict[str, Any]],
+    meter: RequestMeter,
+    tap: StreamTap,
+    slot: Slot,
+    *,
+    added: LogprobsAdded | None = None,
+) -> EventStream:
     """The client's stream of ``opened``: booked, scored and named after the group that answered it."""
-    headers = {"cache-control": "no-cache", "x-accel-buffering": "no",
-               **answered_by(gateway, meter, plan.model, opened.model_group)}
+    headers = {
+        "cache-control": "no-cache",
+        "x-accel-buffering": "no",
+        **answered_by(gateway, meter, plan.model, opened.model_group),
+    }
     plan = plan.answered_by(opened.model_group)
     if plan.decision.sampled:
         headers.update({"x-trust-id": plan.record_id, "x-trust-status": "pending"})
@@ -243,8 +298,14 @@ def stream_response(gateway: Gateway, opened: UpstreamStream, plan: TrustPlan, m
     return EventStream(_metered_stream(chunks, plan, tap, meter, slot), headers)
 
 
-async def _scored_stream(gateway: Gateway, opened: UpstreamStream, tap: StreamTap, plan: TrustPlan,
-                         messages: list[dict[str, Any]], added: LogprobsAdded | None) -> AsyncIterator[bytes]:
+async def _scored_stream(
+    gateway: Gateway,
+    opened: UpstreamStream,
+    tap: StreamTap,
+    plan: TrustPlan,
+    messages: list[dict[str, Any]],
+    added: LogprobsAdded | None,
+) -> AsyncIterator[bytes]:
     """Forward events; once the answer is complete, score it and send the held-back end (sync: with the trust).
 
     With ``added`` the events lose the log-probabilities the gateway asked for (the tap has read them).
@@ -299,8 +360,9 @@ async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[by
         yield tap.rest()
 
 
-async def _metered_stream(chunks: AsyncIterator[bytes], plan: TrustPlan, tap: StreamTap, meter: RequestMeter,
-                          slot: Slot) -> AsyncIterator[bytes]:
+async def _metered_stream(
+    chunks: AsyncIterator[bytes], plan: TrustPlan, tap: StreamTap, meter: RequestMeter, slot: Slot
+) -> AsyncIterator[bytes]:
     """Forward the stream; a failure mid-stream becomes a final error event. The request span and the key's
     parallel slot end here."""
     status, error = 200, None
@@ -313,8 +375,9 @@ async def _metered_stream(chunks: AsyncIterator[bytes], plan: TrustPlan, tap: St
         log.warning("stream from model %s ended with an error: %s", plan.model, exc)
         yield sse_event(exc.body())
     except BaseException as exc:  # the client went away, or a bug: counted, and the span still ends
-        status, error = (499, "cancelled") if isinstance(exc, asyncio.CancelledError | GeneratorExit) \
-            else (500, type(exc).__name__)
+        status, error = (
+            (499, "cancelled") if isinstance(exc, asyncio.CancelledError | GeneratorExit) else (500, type(exc).__name__)
+        )
         raise
     finally:
         await settle_usage(meter, slot, tap.usage)

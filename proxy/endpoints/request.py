@@ -28,8 +28,15 @@ from ..server.errors import InvalidRequest
 from .account_refs import account_reference_in
 from .sdk_params import FORWARDED, REFUSED, Endpoint
 
-__all__ = ["ALLOWED_PARAMS", "MAX_NESTING", "ChatRequest", "EndpointRequest", "ParsedRequest", "parse_chat_request",
-           "parse_endpoint_request"]
+__all__ = [
+    "ALLOWED_PARAMS",
+    "MAX_NESTING",
+    "ChatRequest",
+    "EndpointRequest",
+    "ParsedRequest",
+    "parse_chat_request",
+    "parse_endpoint_request",
+]
 
 # Far deeper than any real chat body (a tool's JSON schema nests a dozen levels),
 # far below what the serialisers on the way upstream accept.
@@ -71,17 +78,26 @@ def _refuse_unknown(body: dict[str, Any], endpoint: Endpoint, *, account_referen
     """A 400 for a parameter the endpoint refuses, does not know, or (unless allowed) that reaches the account."""
     refused = sorted(set(body) & set(REFUSED[endpoint]))
     if refused:
-        raise InvalidRequest(f"Request argument not supported by this gateway: {refused[0]} "
-                             f"({REFUSED[endpoint][refused[0]]})", param=refused[0], code="unsupported_parameter")
+        raise InvalidRequest(
+            f"Request argument not supported by this gateway: {refused[0]} ({REFUSED[endpoint][refused[0]]})",
+            param=refused[0],
+            code="unsupported_parameter",
+        )
     unknown = sorted(set(body) - FORWARDED[endpoint])
     if unknown:
-        raise InvalidRequest(f"Unrecognized request argument supplied: {', '.join(unknown)}",
-                             param=unknown[0], code="unsupported_parameter")
+        raise InvalidRequest(
+            f"Unrecognized request argument supplied: {', '.join(unknown)}",
+            param=unknown[0],
+            code="unsupported_parameter",
+        )
     reference = None if account_references else account_reference_in(body, endpoint)
     if reference is not None:
-        raise InvalidRequest(f"Request argument not allowed for this key: {reference.where} ({reference.why}; "
-                             "the operator can allow it per key with allow_account_references)",
-                             param=reference.param, code="account_reference_not_allowed")
+        raise InvalidRequest(
+            f"Request argument not allowed for this key: {reference.where} ({reference.why}; "
+            "the operator can allow it per key with allow_account_references)",
+            param=reference.param,
+            code="account_reference_not_allowed",
+        )
 
 
 def _nested_deeper_than(value: Any, limit: int) -> bool:
@@ -162,7 +178,9 @@ class _ResponsesBody(_EndpointBody):
 
 
 _BODY_TYPES: dict[Endpoint, type[_EndpointBody]] = {
-    "completions": _CompletionsBody, "embeddings": _EmbeddingsBody, "responses": _ResponsesBody,
+    "completions": _CompletionsBody,
+    "embeddings": _EmbeddingsBody,
+    "responses": _ResponsesBody,
 }
 
 
@@ -228,8 +246,11 @@ def responses_input_as_messages(instructions: str | None, items: str | list[dict
         if item.get("type", "message") != "message" or role not in ("system", "developer", "user", "assistant"):
             continue
         if isinstance(content, list):
-            content = " ".join(str(part.get("text", "")) for part in content
-                               if isinstance(part, dict) and isinstance(part.get("text"), str))
+            content = " ".join(
+                str(part.get("text", ""))
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
         if isinstance(content, str):
             messages.append({"role": role, "content": content})
     return messages

@@ -46,22 +46,30 @@ class RequestMeter:
     def answered_by(self, model: str) -> None:
         """A fallback group answered: the request's metric books it there (the span names the group asked)."""
         self.model = model
+
     def first_chunk(self) -> None:
         """A stream's first chunk went out: its time to first token, observed once."""
         if not self._first_chunk_seen:
             self._first_chunk_seen = True
-            self.metrics.observe_first_token(model=self.model, endpoint=self.endpoint,
-                                             seconds=time.perf_counter() - self.started)
+            self.metrics.observe_first_token(
+                model=self.model, endpoint=self.endpoint, seconds=time.perf_counter() - self.started
+            )
 
     def used(self, usage: TokenUsage) -> None:
         """The tokens the upstream reported for this request, counted against its key."""
-        self.metrics.observe_user_usage(model=self.model, key=self.key, prompt_tokens=usage.prompt_tokens,
-                                        completion_tokens=usage.completion_tokens)
+        self.metrics.observe_user_usage(
+            model=self.model, key=self.key, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+        )
         self.traced.usage(usage.prompt_tokens, usage.completion_tokens)
 
     def end(self, status: int, error: str | None = None) -> None:
         """Count the request with its final status and end its span (``error``: the code of a failure)."""
-        self.metrics.observe_request(model=self.model, status=status, stream=self.stream,
-                                     seconds=time.perf_counter() - self.started, endpoint=self.endpoint,
-                                     key=self.key)
+        self.metrics.observe_request(
+            model=self.model,
+            status=status,
+            stream=self.stream,
+            seconds=time.perf_counter() - self.started,
+            endpoint=self.endpoint,
+            key=self.key,
+        )
         self.traced.end(status, error)

@@ -36,6 +36,7 @@ async def _complete(upstream: UpstreamClient, group: str, body: dict[str, Any], 
 
 def _spec(name: Endpoint, tap: Callable[[Mapping[str, str]], StreamTap] | None = None) -> EndpointSpec:
     """An endpoint besides chat: its request read by ``parse_endpoint_request``, its reply by ``forward``."""
+
     def parse(raw: bytes, account_references: bool) -> Parsed:
         parsed = parse_endpoint_request(raw, name, account_references=account_references)
         return Parsed(parsed.model, parsed.stream, parsed.body, parsed.messages)

@@ -113,8 +113,7 @@ class FirstEventReader:
         return None
 
 
-def rewritten(event: bytes, rewrite: Callable[[dict[str, Any]], dict[str, Any] | None], *,
-              once: bool = False) -> bytes:
+def rewritten(event: bytes, rewrite: Callable[[dict[str, Any]], dict[str, Any] | None], *, once: bool = False) -> bytes:
     """``event`` with the JSON object of each ``data:`` line replaced by ``rewrite``'s (None: left as it was).
 
     ``once``: only the first object ``rewrite`` changes is replaced.
@@ -132,6 +131,7 @@ def rewritten(event: bytes, rewrite: Callable[[dict[str, Any]], dict[str, Any] |
 
 def with_trust(event: bytes, record: TrustRecord, *, inside: str | None = None) -> bytes:
     """``event`` with ``record``'s summary as the ``trust`` field of its payload (or of the object at ``inside``)."""
+
     def add(payload: dict[str, Any]) -> dict[str, Any] | None:
         target = payload.get(inside) if inside is not None else payload
         if not isinstance(target, dict):

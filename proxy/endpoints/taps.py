@@ -107,8 +107,12 @@ class StreamTap(ABC):
         return stripped_event(self._events.rest) or b""
 
     def answer(self) -> Answer:
-        return Answer(text="".join(self._text), has_tool_calls=self.tool_calls, logprobs=self._logprobs or None,
-                      completion_id=self.completion_id or None)
+        return Answer(
+            text="".join(self._text),
+            has_tool_calls=self.tool_calls,
+            logprobs=self._logprobs or None,
+            completion_id=self.completion_id or None,
+        )
 
     @property
     def ended(self) -> bool:
@@ -162,7 +166,7 @@ class ChatTap(StreamTap):
         if self._keeps_answer or not self.completion_id or b'"usage"' in block:
             return None
         ends_done = block == DONE_EVENT or block.endswith(b"\n\n" + DONE_EVENT)
-        passing = block[:-len(DONE_EVENT)] if ends_done else block
+        passing = block[: -len(DONE_EVENT)] if ends_done else block
         if b"[DONE]" in passing:
             return None
         self.done = self.done or ends_done
@@ -204,8 +208,13 @@ class ChatTap(StreamTap):
             if held:
                 held[0] = with_trust(held[0], trust)
             else:
-                held.append(sse_event(trust_chunk(trust, completion_id=self.completion_id, model=self.model,
-                                                  object_type=self.object_type)))
+                held.append(
+                    sse_event(
+                        trust_chunk(
+                            trust, completion_id=self.completion_id, model=self.model, object_type=self.object_type
+                        )
+                    )
+                )
         return b"".join(held) + (DONE_EVENT if self.done else b"")
 
 
@@ -215,6 +224,7 @@ class TextCompletionTap(ChatTap):
     object_type = "text_completion"
 
     chunk_model = TextCompletionChunk
+
 
 class ResponsesTap(StreamTap):
     """A Responses API event stream: text from ``response.output_text.delta``, the terminal event held back."""
@@ -242,8 +252,11 @@ class ResponsesTap(StreamTap):
         if payload.type == "response.output_text.delta" and payload.delta is not None:
             self._text.append(payload.delta)
             self._logprobs += payload.chosen_logprobs()
-        if payload.type == "response.output_item.added" and payload.item is not None \
-                and payload.item.type == "function_call":
+        if (
+            payload.type == "response.output_item.added"
+            and payload.item is not None
+            and payload.item.type == "function_call"
+        ):
             self.tool_calls = True
 
     def closing(self, trust: TrustRecord | None) -> bytes:

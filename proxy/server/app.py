@@ -52,9 +52,14 @@ log = logging.getLogger("trustgate")
 Mount = Callable[[FastAPI], None]
 
 
-def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None = None,
-               scorers: Sequence[Scorer] | None = None, telemetry: Telemetry | None = None,
-               mounts: Sequence[Mount] = ()) -> FastAPI:
+def create_app(
+    settings: GatewaySettings,
+    *,
+    registry: CollectorRegistry | None = None,
+    scorers: Sequence[Scorer] | None = None,
+    telemetry: Telemetry | None = None,
+    mounts: Sequence[Mount] = (),
+) -> FastAPI:
     """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
 
     Given either, the memory backend scores in this process whatever ``scoring.worker`` says: they are
@@ -73,51 +78,108 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
 
     def fallback_skipped(group: str, fallback: str) -> None:
         metrics.fallbacks_skipped.labels(model=group, fallback=fallback).inc()
-        skipped_log.debug((group, fallback), "skipped fallback %s of %s: the caller's key may not use it",
-                          fallback, group)
+        skipped_log.debug(
+            (group, fallback), "skipped fallback %s of %s: the caller's key may not use it", fallback, group
+        )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             stack.callback(quiet_accept_errors(asyncio.get_running_loop(), metrics.accept_errors.inc))
-            parts = await open_parts(settings, "gateway", stack, metrics=metrics, calibrator=calibrator,
-                                     scorers=scorers, telemetry=telemetry, on_fallback_skipped=fallback_skipped)
+            parts = await open_parts(
+                settings,
+                "gateway",
+                stack,
+                metrics=metrics,
+                calibrator=calibrator,
+                scorers=scorers,
+                telemetry=telemetry,
+                on_fallback_skipped=fallback_skipped,
+            )
             redis, limiter, tracing, upstream, publisher, fits = (
-                parts.redis, parts.limiter, parts.telemetry, parts.upstream, parts.publisher, parts.fits)
-            learning = None if fits is None else build_learner(settings, publisher.store, fits, calibrator,
-                                                               calibration_metrics, stack)
+                parts.redis,
+                parts.limiter,
+                parts.telemetry,
+                parts.upstream,
+                parts.publisher,
+                parts.fits,
+            )
+            learning = (
+                None
+                if fits is None
+                else build_learner(settings, publisher.store, fits, calibrator, calibration_metrics, stack)
+            )
             queue: JobQueue
             has_scorers = parts.has_scorers
             if redis is not None:  # workers score; this process only needs to know whether anything will
-                queue = RedisJobQueue(redis, publisher.store, scoring.queue,
-                                      on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc())
+                queue = RedisJobQueue(
+                    redis,
+                    publisher.store,
+                    scoring.queue,
+                    on_error=lambda operation: metrics.queue_errors.labels(operation=operation).inc(),
+                )
             else:
                 process, publish = parts.process, publisher.publish
                 if process is None:  # its local scoring worker scores (scoring.worker: child, the default)
-                    local = await stack.enter_async_context(local_scoring_worker(
-                        settings, metrics, publisher, GatewayShares(upstream.local_slots, limiter.counters),
-                        configured_log_format()))
+                    local = await stack.enter_async_context(
+                        local_scoring_worker(
+                            settings,
+                            metrics,
+                            publisher,
+                            GatewayShares(upstream.local_slots, limiter.counters),
+                            configured_log_format(),
+                        )
+                    )
                     process, publish, has_scorers = local.process, local.publish, local.has_scorers
-                queue = MemoryJobQueue(process, publish, max_size=scoring.queue.max_size,
-                                       concurrency=scoring.queue.concurrency, grace_s=scoring.queue.shutdown_grace_s,
-                                       on_depth=metrics.scoring_queue_depth.set,
-                                       on_overtaken=metrics.scoring_async_overtaken.inc)
-            trust = TrustService(scoring, queue, publisher, metrics, has_scorers=has_scorers,
-                                 sample_secret=sampling_secret(settings.secrets()),
-                                 answer_logprobs=_scores_answer_logprobs(scoring, scorers))
+                queue = MemoryJobQueue(
+                    process,
+                    publish,
+                    max_size=scoring.queue.max_size,
+                    concurrency=scoring.queue.concurrency,
+                    grace_s=scoring.queue.shutdown_grace_s,
+                    on_depth=metrics.scoring_queue_depth.set,
+                    on_overtaken=metrics.scoring_async_overtaken.inc,
+                )
+            trust = TrustService(
+                scoring,
+                queue,
+                publisher,
+                metrics,
+                has_scorers=has_scorers,
+                sample_secret=sampling_secret(settings.secrets()),
+                answer_logprobs=_scores_answer_logprobs(scoring, scorers),
+            )
             await trust.start()
             stack.push_async_callback(trust.stop)
             health = settings.trustgate.health
-            readiness = ReadinessCheck(lambda: upstream.check_ready(health.readiness_probe_timeout), health,
-                                       on_probe=metrics.readiness_probes.inc)
-            app.state.gateway = Gateway(settings, KeyRing(settings), upstream, metrics, trust, tracing, readiness,
-                                        limiter, calibration_metrics, learning)
+            readiness = ReadinessCheck(
+                lambda: upstream.check_ready(health.readiness_probe_timeout),
+                health,
+                on_probe=metrics.readiness_probes.inc,
+            )
+            app.state.gateway = Gateway(
+                settings,
+                KeyRing(settings),
+                upstream,
+                metrics,
+                trust,
+                tracing,
+                readiness,
+                limiter,
+                calibration_metrics,
+                learning,
+            )
             yield
 
     # FastAPI's own OpenTelemetry spans off: the gateway's spans are its own (``exporters.otel``), and FastAPI
     # otherwise asks OpenTelemetry's global providers on every request whether they are configured.
-    app = FastAPI(title="TrustGate", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  telemetry={"tracing": False, "metrics": False, "logs": False})
+    app = FastAPI(
+        title="TrustGate",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
     add_endpoint_routes(app)  # first: the gateway's traffic is matched before any other route
     app.include_router(trust_list_router)  # before /v1/trust/{record_id}, which would take "summary" for an id
     app.include_router(calibration_router)  # likewise "calibration"
@@ -129,8 +191,12 @@ def create_app(settings: GatewaySettings, *, registry: CollectorRegistry | None 
     for mount in mounts:
         mount(app)
     _add_cors(app, settings.trustgate.server.allowed_origins)
-    app.add_middleware(RequestIds, on_rejected=lambda: metrics.observe_request(  # outermost: every response
-        model=UNKNOWN, status=400, stream=False, seconds=0.0, endpoint=UNKNOWN, key=UNKNOWN))
+    app.add_middleware(
+        RequestIds,
+        on_rejected=lambda: metrics.observe_request(  # outermost: every response
+            model=UNKNOWN, status=400, stream=False, seconds=0.0, endpoint=UNKNOWN, key=UNKNOWN
+        ),
+    )
     app.add_exception_handler(GatewayError, _gateway_error)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)
@@ -148,8 +214,14 @@ def _add_cors(app: FastAPI, origins: list[str]) -> None:
     header is exposed, so pages read ``x-request-id`` and the trust headers.
     """
     if origins:
-        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_credentials=False, allow_methods=["*"],
-                           allow_headers=["*"], expose_headers=["*"])
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_credentials=False,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["*"],
+        )
 
 
 def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:
@@ -171,5 +243,6 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.exception("unhandled error on %s", request.url.path)
     # Answered outside the middleware that sets the request id on every other response: set here.
-    return JSONResponse(error_body("Internal gateway error", "api_error"), status_code=500,
-                        headers=request_id_headers())
+    return JSONResponse(
+        error_body("Internal gateway error", "api_error"), status_code=500, headers=request_id_headers()
+    )

@@ -65,9 +65,23 @@ from ..upstream.local_model import run_local_upstream
 from ..upstream.retries import OnScoringShed
 from ..upstream.slots import PrioritySlots
 
-__all__ = ["Parts", "Role", "build_fit_store", "build_learner", "build_limiter", "build_processor", "build_publisher",
-           "build_scorers", "build_telemetry", "http_client", "load_calibrator", "open_parts", "open_redis",
-           "open_upstream_client", "scores_in_child"]
+__all__ = [
+    "Parts",
+    "Role",
+    "build_fit_store",
+    "build_learner",
+    "build_limiter",
+    "build_processor",
+    "build_publisher",
+    "build_scorers",
+    "build_telemetry",
+    "http_client",
+    "load_calibrator",
+    "open_parts",
+    "open_redis",
+    "open_upstream_client",
+    "scores_in_child",
+]
 
 log = logging.getLogger("trustgate.assembly")
 
@@ -78,13 +92,18 @@ def http_client() -> httpx.AsyncClient:
     return httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(60.0, connect=5.0))
 
 
-async def open_upstream_client(settings: GatewaySettings, stack: contextlib.AsyncExitStack, *,
-                               start_local: bool = True,
-                               on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
-                               on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                               limiter: Limiter | None = None, telemetry: Telemetry | None = None,
-                               on_try: OnTry = lambda group, deployment, succeeded, seconds: None,
-                               local_slots: PrioritySlots | None = None) -> UpstreamClient:
+async def open_upstream_client(
+    settings: GatewaySettings,
+    stack: contextlib.AsyncExitStack,
+    *,
+    start_local: bool = True,
+    on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
+    on_scoring_shed: OnScoringShed = lambda group, reason: None,
+    limiter: Limiter | None = None,
+    telemetry: Telemetry | None = None,
+    on_try: OnTry = lambda group, deployment, succeeded, seconds: None,
+    local_slots: PrioritySlots | None = None,
+) -> UpstreamClient:
     """The upstream client on a pooled HTTP client, after the embedded model server when the config asks for it.
 
     ``start_local=False`` for a process that uses the model server a gateway
@@ -93,10 +112,16 @@ async def open_upstream_client(settings: GatewaySettings, stack: contextlib.Asyn
     if start_local and settings.trustgate.local_upstream.enabled:
         await stack.enter_async_context(run_local_upstream(settings.trustgate.local_upstream))
     http = await stack.enter_async_context(http_client())
-    upstream = UpstreamClient(settings, http, on_fallback_skipped=on_fallback_skipped,
-                              on_scoring_shed=on_scoring_shed, limiter=limiter,
-                              tracer=telemetry.tracer if telemetry is not None else None, on_try=on_try,
-                              local_slots=local_slots)
+    upstream = UpstreamClient(
+        settings,
+        http,
+        on_fallback_skipped=on_fallback_skipped,
+        on_scoring_shed=on_scoring_shed,
+        limiter=limiter,
+        tracer=telemetry.tracer if telemetry is not None else None,
+        on_try=on_try,
+        local_slots=local_slots,
+    )
     stack.push_async_callback(upstream.aclose)
     return upstream
 
@@ -106,9 +131,15 @@ def build_telemetry(settings: GatewaySettings, stack: contextlib.AsyncExitStack)
     section = settings.trustgate.telemetry
     headers = {k: v.get_secret_value() for k, v in section.headers.items()} if section.headers else None
     try:
-        choice = export_choice(os.environ, enabled=section.enabled, traces=section.traces_exporter,
-                               logs=section.logs_exporter, protocol=section.protocol, endpoint=section.endpoint,
-                               headers=headers)
+        choice = export_choice(
+            os.environ,
+            enabled=section.enabled,
+            traces=section.traces_exporter,
+            logs=section.logs_exporter,
+            protocol=section.protocol,
+            endpoint=section.endpoint,
+            headers=headers,
+        )
     except ExportConfigError as exc:
         raise ConfigError(str(exc)) from None
     if not choice.enabled:
@@ -124,8 +155,13 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     queue = settings.trustgate.scoring.queue
     if queue.backend != "redis":
         return None
-    redis = Redis.from_url(queue.redis_url, decode_responses=True, socket_timeout=queue.redis_timeout,
-                           socket_connect_timeout=queue.redis_timeout, health_check_interval=10)
+    redis = Redis.from_url(
+        queue.redis_url,
+        decode_responses=True,
+        socket_timeout=queue.redis_timeout,
+        socket_connect_timeout=queue.redis_timeout,
+        health_check_interval=10,
+    )
     stack.push_async_callback(redis.aclose)
     return redis
 
@@ -140,33 +176,52 @@ def build_limiter(settings: GatewaySettings, queue_redis: Redis | None, stack: c
     return Limiter(RedisCounters(queue_redis) if queue_redis is not None else MemoryCounters())
 
 
-async def build_publisher(settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None,
-                          stack: contextlib.AsyncExitStack) -> RecordPublisher:
+async def build_publisher(
+    settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None, stack: contextlib.AsyncExitStack
+) -> RecordPublisher:
     """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite."""
     queue = settings.trustgate.scoring.queue
     config = settings.trustgate.store
     alerts = await build_alerts(settings.trustgate.alerting, metrics, stack)
     if redis is not None:
-        return RecordPublisher(RedisRecordStore(redis, prefix=queue.redis_prefix, ttl_s=queue.record_ttl_s,
-                                                max_record_bytes=config.max_record_bytes,
-                                                max_records=config.max_records), metrics, alerts)
+        return RecordPublisher(
+            RedisRecordStore(
+                redis,
+                prefix=queue.redis_prefix,
+                ttl_s=queue.record_ttl_s,
+                max_record_bytes=config.max_record_bytes,
+                max_records=config.max_records,
+            ),
+            metrics,
+            alerts,
+        )
     shed_log = ThrottledLog(log)
 
     def shed() -> None:
         metrics.store_shed_writes.inc()
-        shed_log.warning("store-shed", "trust store write queue full (%d records waiting): new records are not "
-                         "stored (trustgate_store_shed_writes_total counts them)", config.max_pending_writes)
+        shed_log.warning(
+            "store-shed",
+            "trust store write queue full (%d records waiting): new records are not "
+            "stored (trustgate_store_shed_writes_total counts them)",
+            config.max_pending_writes,
+        )
 
-    store = SqliteRecordStore(config.path, max_age_s=config.max_age_days * 86400, max_records=config.max_records,
-                              max_record_bytes=config.max_record_bytes,
-                              max_pending_writes=config.max_pending_writes, on_shed=shed)
+    store = SqliteRecordStore(
+        config.path,
+        max_age_s=config.max_age_days * 86400,
+        max_records=config.max_records,
+        max_record_bytes=config.max_record_bytes,
+        max_pending_writes=config.max_pending_writes,
+        on_shed=shed,
+    )
     await store.open()
     stack.push_async_callback(store.close)
     return RecordPublisher(store, metrics, alerts)
 
 
-async def build_alerts(settings: AlertmanagerSettings, metrics: GatewayMetrics,
-                       stack: contextlib.AsyncExitStack) -> AlertmanagerExporter | None:
+async def build_alerts(
+    settings: AlertmanagerSettings, metrics: GatewayMetrics, stack: contextlib.AsyncExitStack
+) -> AlertmanagerExporter | None:
     """Per-answer alerts, when ``trustgate.alerting.alertmanager_url`` is set; closed before their client."""
     if settings.alertmanager_url is None:
         return None
@@ -184,10 +239,17 @@ async def build_scorers(scoring: ScoringSettings, stack: contextlib.AsyncExitSta
         raise ConfigError(str(exc)) from exc
 
 
-async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, metrics: GatewayMetrics,
-                          telemetry: Telemetry, scorers: Sequence[Scorer] | None, calibrator: Calibrator | None,
-                          stack: contextlib.AsyncExitStack, limiter: Limiter,
-                          fits: FitStore | None = None) -> tuple[Process, bool]:
+async def build_processor(
+    settings: GatewaySettings,
+    upstream: UpstreamClient,
+    metrics: GatewayMetrics,
+    telemetry: Telemetry,
+    scorers: Sequence[Scorer] | None,
+    calibrator: Calibrator | None,
+    stack: contextlib.AsyncExitStack,
+    limiter: Limiter,
+    fits: FitStore | None = None,
+) -> tuple[Process, bool]:
     """The job processor (scorers → record, calibrated, traced) and whether any scorer is active.
 
     Jobs and their calls are held to the scoring budget, counted on ``limiter`` (shared through Redis
@@ -201,11 +263,19 @@ async def build_processor(settings: GatewaySettings, upstream: UpstreamClient, m
         combine = combiner_for(active, scoring, calibrator)
     except ScorerAssetsError as exc:
         raise ConfigError(str(exc)) from exc
-    budget = ScoringBudget(scoring.budget, limiter, on_call_refused=lambda group, reason: (
-        metrics.scoring_calls_shed.labels(model=group, reason=reason).inc()))
+    budget = ScoringBudget(
+        scoring.budget,
+        limiter,
+        on_call_refused=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc(),
+    )
     pipeline = ScoringPipeline(
-        active, lambda model, purpose, lane: UpstreamAsk(upstream, metrics, model, purpose, budget=budget, lane=lane),
-        scoring, combine=combine, calibrator=calibrator, learned=fits)
+        active,
+        lambda model, purpose, lane: UpstreamAsk(upstream, metrics, model, purpose, budget=budget, lane=lane),
+        scoring,
+        combine=combine,
+        calibrator=calibrator,
+        learned=fits,
+    )
     return budget.gate(traced(pipeline, telemetry)), pipeline.has_scorers
 
 
@@ -222,8 +292,14 @@ def build_fit_store(settings: GatewaySettings, redis: Redis | None) -> FitStore 
     return FileFitStore(scoring.feedback.fits_path or scoring.data_dir / "learning" / "calibration.json")
 
 
-def build_learner(settings: GatewaySettings, records: LabelSource, fits: FitStore, calibrator: Calibrator | None,
-                  metrics: CalibrationMetrics, stack: contextlib.AsyncExitStack) -> Learner:
+def build_learner(
+    settings: GatewaySettings,
+    records: LabelSource,
+    fits: FitStore,
+    calibrator: Calibrator | None,
+    metrics: CalibrationMetrics,
+    stack: contextlib.AsyncExitStack,
+) -> Learner:
     """The refits of a gateway (or of ``trustgate calibrate``), judged against the configured combination."""
     scoring = settings.trustgate.scoring
     feedback = scoring.feedback
@@ -231,9 +307,16 @@ def build_learner(settings: GatewaySettings, records: LabelSource, fits: FitStor
         default = default_combination(scoring, calibrator)
     except ScorerAssetsError as exc:
         raise ConfigError(str(exc)) from exc
-    learner = Learner(records, fits, LearningRule(min_labels=feedback.min_labels), refit_every=feedback.refit_every,
-                      max_labels=feedback.max_labels, default=default, on_report=metrics.observe,
-                      on_failure=metrics.refit_failures.inc)
+    learner = Learner(
+        records,
+        fits,
+        LearningRule(min_labels=feedback.min_labels),
+        refit_every=feedback.refit_every,
+        max_labels=feedback.max_labels,
+        default=default,
+        on_report=metrics.observe,
+        on_failure=metrics.refit_failures.inc,
+    )
     stack.push_async_callback(learner.stop)
     return learner
 
@@ -243,9 +326,12 @@ def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Sc
     fitted = fitted_components(calibrator)
     running = {s.name for s in active} & COMBINED
     if fitted is not None and fitted != running:
-        log.warning("the calibration was fitted on Trust_OV from %s, but this process scores with %s: "
-                    "records scored so get no x-trust-probability; refit with `trustgate eval run --components ...`",
-                    "+".join(sorted(fitted)), "+".join(sorted(running)) or "neither bc nor fc")
+        log.warning(
+            "the calibration was fitted on Trust_OV from %s, but this process scores with %s: "
+            "records scored so get no x-trust-probability; refit with `trustgate eval run --components ...`",
+            "+".join(sorted(fitted)),
+            "+".join(sorted(running)) or "neither bc nor fc",
+        )
 
 
 def load_calibrator(settings: GatewaySettings) -> Calibrator | None:
@@ -282,21 +368,35 @@ class Parts:
     has_scorers: bool
 
 
-def scores_in_child(settings: GatewaySettings, redis: Redis | None, scorers: Sequence[Scorer] | None,
-                    telemetry: Telemetry | None) -> bool:
+def scores_in_child(
+    settings: GatewaySettings, redis: Redis | None, scorers: Sequence[Scorer] | None, telemetry: Telemetry | None
+) -> bool:
     """Whether a gateway's jobs go to its local scoring worker (``scoring.worker: child``, the memory backend's
     default). Scorers or telemetry handed in are objects of this process: with them it scores itself (tests,
     embedding), as it does when nothing is configured to score."""
     scoring = settings.trustgate.scoring
-    return (redis is None and scoring.worker == "child" and scorers is None and telemetry is None
-            and scoring_configured(scoring))
+    return (
+        redis is None
+        and scoring.worker == "child"
+        and scorers is None
+        and telemetry is None
+        and scoring_configured(scoring)
+    )
 
 
-async def open_parts(settings: GatewaySettings, role: Role, stack: contextlib.AsyncExitStack, *,
-                     metrics: GatewayMetrics, calibrator: Calibrator | None, scorers: Sequence[Scorer] | None = None,
-                     telemetry: Telemetry | None = None,
-                     on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
-                     local_slots: PrioritySlots | None = None, counters: Counters | None = None) -> Parts:
+async def open_parts(
+    settings: GatewaySettings,
+    role: Role,
+    stack: contextlib.AsyncExitStack,
+    *,
+    metrics: GatewayMetrics,
+    calibrator: Calibrator | None,
+    scorers: Sequence[Scorer] | None = None,
+    telemetry: Telemetry | None = None,
+    on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
+    local_slots: PrioritySlots | None = None,
+    counters: Counters | None = None,
+) -> Parts:
     """Open the parts in their one order, each closed by ``stack``: Redis, the rate-limit counters (in Redis, a
     gateway's and its workers' one scoring budget), telemetry, the upstream client, the record publisher, the
     fit store and, where this process scores, the job processor.
@@ -307,25 +407,35 @@ async def open_parts(settings: GatewaySettings, role: Role, stack: contextlib.As
     scoring = settings.trustgate.scoring
     # Scorers are configured, but the policy turns every request off: each is still decided (a refused header is
     # counted), while no scorer is loaded and no scoring worker started, since no job can be made.
-    unreachable = (role == "gateway" and scorers is None and scoring_configured(scoring)
-                   and not scoring_reachable(scoring))
+    unreachable = (
+        role == "gateway" and scorers is None and scoring_configured(scoring) and not scoring_reachable(scoring)
+    )
     if unreachable:
-        log.info("no request can be scored (scoring.mode is off for every key and model, and clients may not "
-                 "raise it): no scorer is loaded and no scoring worker started")
+        log.info(
+            "no request can be scored (scoring.mode is off for every key and model, and clients may not "
+            "raise it): no scorer is loaded and no scoring worker started"
+        )
         scorers = ()
     redis = await open_redis(settings, stack) if role != "local-worker" else None
     limiter = Limiter(counters) if counters is not None else build_limiter(settings, redis, stack)
     tracing = telemetry or build_telemetry(settings, stack)
     upstream = await open_upstream_client(
-        settings, stack, start_local=role == "gateway", on_fallback_skipped=on_fallback_skipped, limiter=limiter,
-        telemetry=tracing, on_try=metrics.observe_try,
+        settings,
+        stack,
+        start_local=role == "gateway",
+        on_fallback_skipped=on_fallback_skipped,
+        limiter=limiter,
+        telemetry=tracing,
+        on_try=metrics.observe_try,
         on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc(),
-        local_slots=local_slots)
+        local_slots=local_slots,
+    )
     publisher = await build_publisher(settings, metrics, redis, stack)
     fits = build_fit_store(settings, redis)
     if role == "gateway" and (redis is not None or scores_in_child(settings, redis, scorers, telemetry)):
         has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
         return Parts(redis, limiter, tracing, upstream, publisher, fits, None, has_scorers or unreachable)
-    process, has_scorers = await build_processor(settings, upstream, metrics, tracing, scorers, calibrator, stack,
-                                                 limiter, fits)
+    process, has_scorers = await build_processor(
+        settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter, fits
+    )
     return Parts(redis, limiter, tracing, upstream, publisher, fits, process, has_scorers or unreachable)

@@ -36,8 +36,7 @@ class Caller:
     def require_model(self, model: str, group: str | None = None) -> None:
         """``model`` as asked for, or the ``group`` it is an alias of, must be on the key's list."""
         if not self.may_use(model) and (group is None or not self.may_use(group)):
-            raise PermissionDenied(f"This key may not use model `{model}`", param="model",
-                                   code="model_not_allowed")
+            raise PermissionDenied(f"This key may not use model `{model}`", param="model", code="model_not_allowed")
 
     @property
     def record_scope(self) -> RecordScope:
@@ -51,10 +50,16 @@ class Caller:
 class KeyRing:
     def __init__(self, settings: GatewaySettings) -> None:
         self._entries: list[tuple[bytes, Caller]] = [
-            (k.key.get_secret_value().encode(),
-             Caller(k.name, frozenset(k.models) if k.models is not None else None, admin=k.admin,
+            (
+                k.key.get_secret_value().encode(),
+                Caller(
+                    k.name,
+                    frozenset(k.models) if k.models is not None else None,
+                    admin=k.admin,
                     limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests),
-                    account_references=k.allow_account_references))
+                    account_references=k.allow_account_references,
+                ),
+            )
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
@@ -79,8 +84,9 @@ class KeyRing:
             return Caller("anonymous", None)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise AuthenticationFailed("Missing bearer token: send 'Authorization: Bearer <key>'",
-                                       code="missing_api_key")
+            raise AuthenticationFailed(
+                "Missing bearer token: send 'Authorization: Bearer <key>'", code="missing_api_key"
+            )
         candidate = token.strip().encode()
         found: Caller | None = None
         for key, caller in self._entries:

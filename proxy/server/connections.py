@@ -43,8 +43,17 @@ from scoring import ThrottledLog
 from ..config.settings import ServerSettings
 from .errors import error_body
 
-__all__ = ["DEPARTURE", "BodyDeadline", "Departure", "GuardedHttpProtocol", "HeadWithBody", "guarded_protocol",
-           "quiet_accept_errors", "raise_descriptor_limit", "server_options"]
+__all__ = [
+    "DEPARTURE",
+    "BodyDeadline",
+    "Departure",
+    "GuardedHttpProtocol",
+    "HeadWithBody",
+    "guarded_protocol",
+    "quiet_accept_errors",
+    "raise_descriptor_limit",
+    "server_options",
+]
 
 log = logging.getLogger("trustgate.server")
 
@@ -66,22 +75,35 @@ MAX_HEAD_BYTES = 16 * 1024
 def _answer_and_close(status: bytes, body: dict[str, Any], *extra_headers: bytes) -> bytes:
     """A whole HTTP response, written straight to a connection that is then closed."""
     content = orjson.dumps(body)
-    head = b"".join([b"HTTP/1.1 ", status, b"\r\ncontent-type: application/json\r\nconnection: close\r\n",
-                     *(header + b"\r\n" for header in extra_headers),
-                     b"content-length: ", str(len(content)).encode(), b"\r\n\r\n"])
+    head = b"".join(
+        [
+            b"HTTP/1.1 ",
+            status,
+            b"\r\ncontent-type: application/json\r\nconnection: close\r\n",
+            *(header + b"\r\n" for header in extra_headers),
+            b"content-length: ",
+            str(len(content)).encode(),
+            b"\r\n\r\n",
+        ]
+    )
     return head + content
 
 
 def _refusal(message: str) -> bytes:
-    return _answer_and_close(b"503 Service Unavailable", error_body(message, "api_error", code="too_many_connections"),
-                             b"retry-after: 1")
+    return _answer_and_close(
+        b"503 Service Unavailable", error_body(message, "api_error", code="too_many_connections"), b"retry-after: 1"
+    )
 
 
 _REFUSAL, _CLIENT_REFUSAL = _refusal(_AT_CAP), _refusal(_PER_CLIENT)
 _HEAD_TOO_LARGE = _answer_and_close(
     b"431 Request Header Fields Too Large",
-    error_body(f"The request head is larger than {MAX_HEAD_BYTES} bytes", "invalid_request_error",
-               code="request_header_too_large"))
+    error_body(
+        f"The request head is larger than {MAX_HEAD_BYTES} bytes",
+        "invalid_request_error",
+        code="request_header_too_large",
+    ),
+)
 
 
 DEPARTURE = "trustgate.departure"  # the scope key of a request's ``Departure``
@@ -177,9 +199,18 @@ def _reserved_only(app: ASGIApp, refusal: str) -> ASGIApp:
     async def serve(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _reserved_path(scope["path"]):
             body = orjson.dumps(error_body(refusal, "api_error", code="too_many_connections"))
-            await send({"type": "http.response.start", "status": 503, "headers": [
-                (b"content-type", b"application/json"), (b"connection", b"close"), (b"retry-after", b"1"),
-                (b"content-length", str(len(body)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"connection", b"close"),
+                        (b"retry-after", b"1"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
 
@@ -309,8 +340,9 @@ def _without_nagle(transport: asyncio.BaseTransport) -> None:
 
 def guarded_protocol(settings: ServerSettings) -> type[GuardedHttpProtocol]:
     """The protocol class to give uvicorn (``http=``): uvicorn builds it, so the settings travel on the class."""
-    return type("GuardedHttpProtocol", (GuardedHttpProtocol,),
-                {"settings": settings, "peers": Counter(), "probing": Counter()})
+    return type(
+        "GuardedHttpProtocol", (GuardedHttpProtocol,), {"settings": settings, "peers": Counter(), "probing": Counter()}
+    )
 
 
 class RequestBodyTimeout(Exception):
@@ -356,16 +388,30 @@ class BodyDeadline:
         except RequestBodyTimeout:
             if response_started:
                 raise
-            body = orjson.dumps(error_body(f"Request body not received within {self.timeout_s:g} s",
-                                           "invalid_request_error", code="request_timeout"))
-            await send({"type": "http.response.start", "status": 408, "headers": [
-                (b"content-type", b"application/json"), (b"connection", b"close"),
-                (b"content-length", str(len(body)).encode())]})
+            body = orjson.dumps(
+                error_body(
+                    f"Request body not received within {self.timeout_s:g} s",
+                    "invalid_request_error",
+                    code="request_timeout",
+                )
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 408,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"connection", b"close"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
 
 
-def quiet_accept_errors(loop: asyncio.AbstractEventLoop, on_error: Callable[[], None],
-                        interval_s: float = 10.0) -> Callable[[], None]:
+def quiet_accept_errors(
+    loop: asyncio.AbstractEventLoop, on_error: Callable[[], None], interval_s: float = 10.0
+) -> Callable[[], None]:
     """Count the loop's out-of-resource accept errors and log them at most once per interval; returns an undo."""
     throttled = ThrottledLog(log, interval_s=interval_s)
     previous = loop.get_exception_handler()
@@ -374,8 +420,11 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop, on_error: Callable[[], 
         exc = context.get("exception")
         if isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS:
             on_error()
-            throttled.warning("accept", "cannot accept connections: %s (raise the open-files limit or lower "
-                         "trustgate.server.max_connections)", exc.strerror or exc)
+            throttled.warning(
+                "accept",
+                "cannot accept connections: %s (raise the open-files limit or lower trustgate.server.max_connections)",
+                exc.strerror or exc,
+            )
         elif previous is not None:
             previous(loop, context)
         else:
@@ -402,5 +451,10 @@ def raise_descriptor_limit(settings: ServerSettings) -> None:
         soft = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     if soft != resource.RLIM_INFINITY and soft < needed:
-        log.warning("the open-files limit (%d) is below what trustgate.server.max_connections (%d) needs (%d): "
-                    "raise `ulimit -n` or lower max_connections", soft, settings.max_connections, needed)
+        log.warning(
+            "the open-files limit (%d) is below what trustgate.server.max_connections (%d) needs (%d): "
+            "raise `ulimit -n` or lower max_connections",
+            soft,
+            settings.max_connections,
+            needed,
+        )

@@ -96,8 +96,9 @@ def add_endpoint_routes(app: FastAPI) -> None:
     """The POST endpoints, ahead of every route added after this call (call it before ``include_router``)."""
     for path, endpoint in POST_ENDPOINTS:
         for prefix in ("/", "/v1/"):
-            app.router.add_api_route(prefix + path, endpoint, methods=["POST"],
-                                     route_class_override=RequestHandlerRoute)
+            app.router.add_api_route(
+                prefix + path, endpoint, methods=["POST"], route_class_override=RequestHandlerRoute
+            )
 
 
 @router.get("/v1/models/{model_id:path}")
@@ -106,6 +107,7 @@ async def retrieve_model(model_id: str, request: Request) -> JSONResponse:
     gateway = gateway_of(request)
     caller = gateway.keys.authenticate(request.headers.get("authorization"))
     if model_id not in gateway.upstream.listed_names or not (
-            caller.may_use(model_id) or caller.may_use(gateway.upstream.require_group(model_id))):
+        caller.may_use(model_id) or caller.may_use(gateway.upstream.require_group(model_id))
+    ):
         raise ModelNotFound(f"The model `{model_id}` does not exist", param="model", code="model_not_found")
     return JSONResponse({"id": model_id, "object": "model", "created": 0, "owned_by": "trustgate"})

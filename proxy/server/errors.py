@@ -51,8 +51,15 @@ class GatewayError(Exception):
     status_code: int = 500
     error_type: str = "api_error"
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None,
-                 status_code: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
@@ -159,6 +166,5 @@ class UpstreamTimeout(UpstreamError):
     error_type = "timeout_error"
 
 
-def error_body(message: str, error_type: str, *, param: str | None = None,
-               code: str | None = None) -> dict[str, Any]:
+def error_body(message: str, error_type: str, *, param: str | None = None, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}

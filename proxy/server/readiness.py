@@ -32,8 +32,14 @@ class ReadinessReport:
 
 
 class ReadinessCheck:
-    def __init__(self, probe: Callable[[], Awaitable[GroupStates]], settings: HealthSettings, *,
-                 on_probe: Callable[[], None] = lambda: None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        probe: Callable[[], Awaitable[GroupStates]],
+        settings: HealthSettings,
+        *,
+        on_probe: Callable[[], None] = lambda: None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._probe = probe
         self._settings = settings
         self._on_probe = on_probe

@@ -39,8 +39,14 @@ class RelativeRedirects:
         async def send_relative(message: Message) -> None:
             if message["type"] == "http.response.start" and 300 <= message["status"] < 400:
                 message["headers"] = [
-                    (name, same_origin_location(value.decode("latin-1")).encode("latin-1")
-                     if name.lower() == b"location" else value) for name, value in message["headers"]]
+                    (
+                        name,
+                        same_origin_location(value.decode("latin-1")).encode("latin-1")
+                        if name.lower() == b"location"
+                        else value,
+                    )
+                    for name, value in message["headers"]
+                ]
             await send(message)
 
         await self.app(scope, receive, send_relative)

@@ -43,8 +43,9 @@ async def read_body(request: Request, limit: int) -> bytes:
     while True:
         message = await request.receive()
         if message["type"] == "http.disconnect":
-            raise ClientDisconnected("The client closed the connection before its request's body arrived",
-                                     code="client_disconnected")
+            raise ClientDisconnected(
+                "The client closed the connection before its request's body arrived", code="client_disconnected"
+            )
         part: bytes = message.get("body", b"")
         size += len(part)
         if size > limit:
@@ -90,8 +91,9 @@ async def unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
 
 
 def _disconnected() -> ClientDisconnected:
-    return ClientDisconnected("The client closed the connection before the answer was ready",
-                              code="client_disconnected")
+    return ClientDisconnected(
+        "The client closed the connection before the answer was ready", code="client_disconnected"
+    )
 
 
 class HttpIncoming:
@@ -102,8 +104,9 @@ class HttpIncoming:
         # Read as a dict: the pipeline looks up a handful of headers, most of them absent, and Starlette's
         # ``Headers`` scans the list and raises for each miss. A repeated header reads as its first value,
         # as there.
-        self._headers = {name.decode("latin-1"): value.decode("latin-1")
-                         for name, value in reversed(request.scope["headers"])}
+        self._headers = {
+            name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(request.scope["headers"])
+        }
 
     @property
     def headers(self) -> Mapping[str, str]:

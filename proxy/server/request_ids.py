@@ -32,6 +32,7 @@ REQUEST_ID_HEADER = "x-request-id"
 _HEADER_NAME = REQUEST_ID_HEADER.encode()
 _VALID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
+
 def valid_request_id(value: str) -> bool:
     return _VALID.match(value) is not None
 
@@ -43,13 +44,23 @@ def request_id_headers() -> dict[str, str]:
 
 
 def _rejection(request_id: str) -> list[Message]:
-    body = orjson.dumps(error_body(f"{REQUEST_ID_HEADER} must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', "
-                                   "':' or '-'", "invalid_request_error", param=REQUEST_ID_HEADER,
-                                   code="invalid_request_id"))
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-               (REQUEST_ID_HEADER.encode(), request_id.encode())]
-    return [{"type": "http.response.start", "status": 400, "headers": headers},
-            {"type": "http.response.body", "body": body}]
+    body = orjson.dumps(
+        error_body(
+            f"{REQUEST_ID_HEADER} must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_', ':' or '-'",
+            "invalid_request_error",
+            param=REQUEST_ID_HEADER,
+            code="invalid_request_id",
+        )
+    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (REQUEST_ID_HEADER.encode(), request_id.encode()),
+    ]
+    return [
+        {"type": "http.response.start", "status": 400, "headers": headers},
+        {"type": "http.response.body", "body": body},
+    ]
 
 
 class RequestIds:
@@ -80,8 +91,7 @@ class RequestIds:
 
         async def send_with_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*(item for item in message.get("headers", ()) if item[0] != _HEADER_NAME),
-                                      header]
+                message["headers"] = [*(item for item in message.get("headers", ()) if item[0] != _HEADER_NAME), header]
             await send(message)
 
         await self.app(scope, receive, send_with_id)

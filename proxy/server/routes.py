@@ -34,9 +34,11 @@ async def get_trust_record(record_id: str, request: Request) -> Response:
 async def list_models(request: Request) -> JSONResponse:
     gateway = gateway_of(request)
     caller = gateway.keys.authenticate(request.headers.get("authorization"))
-    data = [{"id": name, "object": "model", "created": 0, "owned_by": "trustgate"}
-            for name in gateway.upstream.listed_names
-            if caller.may_use(name) or caller.may_use(gateway.upstream.require_group(name))]
+    data = [
+        {"id": name, "object": "model", "created": 0, "owned_by": "trustgate"}
+        for name in gateway.upstream.listed_names
+        if caller.may_use(name) or caller.may_use(gateway.upstream.require_group(name))
+    ]
     return JSONResponse({"object": "list", "data": data})
 
 

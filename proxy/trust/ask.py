@@ -30,8 +30,15 @@ def scoring_priority(lane: Lane) -> Priority:
     return Priority.SYNC_SCORING if lane == "sync" else Priority.SCORING
 
 
-def ask_body(messages: list[dict[str, Any]], *, max_tokens: int, temperature: float | None, logprobs: bool,
-             top_logprobs: int | None, seed: int | None = None) -> dict[str, Any]:
+def ask_body(
+    messages: list[dict[str, Any]],
+    *,
+    max_tokens: int,
+    temperature: float | None,
+    logprobs: bool,
+    top_logprobs: int | None,
+    seed: int | None = None,
+) -> dict[str, Any]:
     """The chat request an ``Ask`` sends; every Ask implementation builds it here.
 
     No ``temperature`` when it is None (the upstream's default), a ``seed`` only when given.
@@ -64,8 +71,16 @@ class UpstreamAsk:
     """An ``Ask`` of one scorer (``purpose``) at one model group, within the group's scoring budget if given,
     for a job of ``lane``."""
 
-    def __init__(self, upstream: UpstreamClient, metrics: GatewayMetrics, model: str, purpose: str, *,
-                 budget: ScoringBudget | None = None, lane: Lane = "async") -> None:
+    def __init__(
+        self,
+        upstream: UpstreamClient,
+        metrics: GatewayMetrics,
+        model: str,
+        purpose: str,
+        *,
+        budget: ScoringBudget | None = None,
+        lane: Lane = "async",
+    ) -> None:
         self._upstream = upstream
         self._priority = scoring_priority(lane)
         self._metrics = metrics
@@ -73,11 +88,24 @@ class UpstreamAsk:
         self._purpose = purpose
         self._budget = budget
 
-    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16,
-                       temperature: float | None = 0.0, logprobs: bool = False, top_logprobs: int | None = None,
-                       seed: int | None = None) -> Reply:
-        body = ask_body(messages, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs,
-                        top_logprobs=top_logprobs, seed=seed)
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 16,
+        temperature: float | None = 0.0,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        seed: int | None = None,
+    ) -> Reply:
+        body = ask_body(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+            seed=seed,
+        )
         if self._budget is not None:
             await self._budget.take_call(self._model)  # BudgetSpent: not made, and the scorer is told why
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
@@ -95,7 +123,11 @@ class UpstreamAsk:
         if usage is None:
             return
         group = completion.model_group
-        self._metrics.observe_scoring_usage(model=group, component=self._purpose, prompt_tokens=usage.prompt_tokens,
-                                            completion_tokens=usage.completion_tokens)
+        self._metrics.observe_scoring_usage(
+            model=group,
+            component=self._purpose,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+        )
         if self._budget is not None:
             await self._budget.add_tokens(group, usage.prompt_tokens + usage.completion_tokens)

@@ -31,8 +31,9 @@ async def calibrate(settings: GatewaySettings, models: list[str] | None = None) 
         if fits is None:
             raise ConfigError("learning is off (trustgate.scoring.feedback.learn: false): nothing to calibrate")
         store = (await build_publisher(settings, metrics, redis, stack)).store
-        learner = build_learner(settings, store, fits, load_calibrator(settings),
-                                build_calibration_metrics(metrics.registry), stack)
+        learner = build_learner(
+            settings, store, fits, load_calibrator(settings), build_calibration_metrics(metrics.registry), stack
+        )
         reports = []
         for model in models or list(settings.model_groups()):
             if await store.labelled(model, limit=1):
@@ -45,5 +46,7 @@ def describe_report(report: CalibrationReport) -> str:
     auroc = report.auroc()
     figures = ", ".join(f"{name} {value:.3f}" for name, value in auroc.items() if value is not None)
     informative = {True: "informative", False: "NOT informative", None: "too few labels to tell"}[report.informative]
-    return (f"{report.model}: {report.labels} labels ({report.positives} correct), {report.combination} combination "
-            f"({report.reason}); {informative}; AUROC {figures or 'undefined'}")
+    return (
+        f"{report.model}: {report.labels} labels ({report.positives} correct), {report.combination} combination "
+        f"({report.reason}); {informative}; AUROC {figures or 'undefined'}"
+    )

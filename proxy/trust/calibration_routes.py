@@ -40,9 +40,18 @@ class ModelCalibration(BaseModel):
 
     @classmethod
     def of(cls, report: CalibrationReport) -> ModelCalibration:
-        return cls(model=report.model, labels=report.labels, positives=report.positives,
-                   combination=report.combination, reason=report.reason, informative=report.informative,
-                   fit=report.fit, auroc=report.auroc(), ece=report.ece(), fitted_at=report.fitted_at)
+        return cls(
+            model=report.model,
+            labels=report.labels,
+            positives=report.positives,
+            combination=report.combination,
+            reason=report.reason,
+            informative=report.informative,
+            fit=report.fit,
+            auroc=report.auroc(),
+            ece=report.ece(),
+            fitted_at=report.fitted_at,
+        )
 
 
 class CalibrationList(BaseModel):
@@ -52,8 +61,7 @@ class CalibrationList(BaseModel):
 
 def _require_operator(gateway: Gateway, caller: Caller) -> None:
     if not (caller.master or gateway.keys.open):
-        raise PermissionDenied("Only the master key may read the calibration of the models",
-                               code="master_key_required")
+        raise PermissionDenied("Only the master key may read the calibration of the models", code="master_key_required")
 
 
 async def calibration_reports(gateway: Gateway, caller: Caller) -> list[CalibrationReport]:

@@ -102,8 +102,13 @@ class GatewayShares:
 class _Child:
     """One started worker process and its connection; ``ended`` is set once either is gone."""
 
-    def __init__(self, process: asyncio.subprocess.Process, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, shared: GatewayShares) -> None:
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        shared: GatewayShares,
+    ) -> None:
         self.process = process
         self.reader = reader
         self.writer = writer
@@ -140,8 +145,15 @@ class _Child:
 class LocalScoringWorker:
     """Scores jobs in a supervised child process: ``process`` and ``publish`` for a ``MemoryJobQueue``."""
 
-    def __init__(self, settings: GatewaySettings, metrics: GatewayMetrics, publisher: RecordPublisher,
-                 shared: GatewayShares, log_format: LogFormat, restarts: Counter) -> None:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        metrics: GatewayMetrics,
+        publisher: RecordPublisher,
+        shared: GatewayShares,
+        log_format: LogFormat,
+        restarts: Counter,
+    ) -> None:
         self._settings = settings
         self._shared = shared
         self._counts = DeltaSink(metrics)
@@ -220,8 +232,8 @@ class LocalScoringWorker:
         argv = [sys.executable, "-m", WORKER_MODULE, str(theirs.fileno())]
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv, stdin=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),),
-                preexec_fn=die_with_parent())
+                *argv, stdin=asyncio.subprocess.PIPE, pass_fds=(theirs.fileno(),), preexec_fn=die_with_parent()
+            )
         except BaseException:
             ours.close()
             raise
@@ -237,8 +249,7 @@ class LocalScoringWorker:
             forget_child(process.pid)
             raise
 
-    async def _introduce(self, process: asyncio.subprocess.Process,
-                         sock: socket.socket) -> tuple[_Child | None, str]:
+    async def _introduce(self, process: asyncio.subprocess.Process, sock: socket.socket) -> tuple[_Child | None, str]:
         """Hand the child its order and wait until it is ready; a child that is not is stopped."""
         assert process.stdin is not None
         process.stdin.write(pickle.dumps(StartOrder(self._settings, self._log_format)))
@@ -302,8 +313,9 @@ class LocalScoringWorker:
                         future.set_result(record)
         except (FrameError, ConnectionError, ValueError) as exc:
             if not self._stopping:
-                log.error("scoring worker %d sent what the gateway cannot read (%s); restarting it",
-                          child.process.pid, exc)
+                log.error(
+                    "scoring worker %d sent what the gateway cannot read (%s); restarting it", child.process.pid, exc
+                )
         finally:
             child.writer.close()  # the connection ended: our end of the socket goes too
             child.lender.close()
@@ -341,12 +353,21 @@ class LocalScoringWorker:
 
 
 @contextlib.asynccontextmanager
-async def local_scoring_worker(settings: GatewaySettings, metrics: GatewayMetrics, publisher: RecordPublisher,
-                               shared: GatewayShares, log_format: LogFormat) -> AsyncIterator[LocalScoringWorker]:
+async def local_scoring_worker(
+    settings: GatewaySettings,
+    metrics: GatewayMetrics,
+    publisher: RecordPublisher,
+    shared: GatewayShares,
+    log_format: LogFormat,
+) -> AsyncIterator[LocalScoringWorker]:
     """A started local worker for the block's duration (its restarts counted on the gateway's registry)."""
-    restarts = Counter("scoring_worker_restarts", "Local scoring worker processes that ended unasked (killed, "
-                       "crashed) and were started again; the jobs each held were recorded as failed.",
-                       namespace=NAMESPACE, registry=metrics.registry)
+    restarts = Counter(
+        "scoring_worker_restarts",
+        "Local scoring worker processes that ended unasked (killed, "
+        "crashed) and were started again; the jobs each held were recorded as failed.",
+        namespace=NAMESPACE,
+        registry=metrics.registry,
+    )
     worker = LocalScoringWorker(settings, metrics, publisher, shared, log_format, restarts)
     try:
         await worker.start()

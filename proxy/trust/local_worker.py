@@ -70,8 +70,7 @@ log = logging.getLogger("trustgate.worker")
 class _Jobs:
     """The jobs in hand, each scored and published in a task of its own; answered over ``writer``."""
 
-    def __init__(self, process: Process, publish: Publish, writer: asyncio.StreamWriter,
-                 tracker: DeltaTracker) -> None:
+    def __init__(self, process: Process, publish: Publish, writer: asyncio.StreamWriter, tracker: DeltaTracker) -> None:
         self._process = process
         self._publish = publish
         self._writer = writer
@@ -125,8 +124,15 @@ async def _serve(order: StartOrder, sock: socket.socket) -> int:
     counters = LentCounters(send) if order.settings.trustgate.limits.redis_url is None else None
     async with contextlib.AsyncExitStack() as stack:
         try:
-            parts = await open_parts(order.settings, "local-worker", stack, metrics=metrics,
-                                     calibrator=load_calibrator(order.settings), local_slots=slots, counters=counters)
+            parts = await open_parts(
+                order.settings,
+                "local-worker",
+                stack,
+                metrics=metrics,
+                calibrator=load_calibrator(order.settings),
+                local_slots=slots,
+                counters=counters,
+            )
         except (ConfigError, LocalUpstreamError) as exc:
             write_frame(writer, FrameKind.FAILED, WorkerFailed(error=str(exc)).model_dump_json().encode())
             await writer.drain()

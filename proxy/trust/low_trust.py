@@ -60,10 +60,12 @@ Call = Callable[[str, dict[str, Any]], Awaitable[Asked]]
 def asker(gateway: Gateway, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, call: Call) -> Ask:
     """The client's request (``body`` as it sent it) asked of another group: log-probabilities asked for as
     that group takes them, and removed again from what the client would get."""
+
     async def ask(target: str) -> Asked:
         group = gateway.upstream.require_group(target)
-        _, sent, added = gateway.trust.upstream_body(plan, {**body, "model": target}, endpoint,
-                                                     gives_logprobs=gateway.upstream.gives_logprobs(group, endpoint))
+        _, sent, added = gateway.trust.upstream_body(
+            plan, {**body, "model": target}, endpoint, gives_logprobs=gateway.upstream.gives_logprobs(group, endpoint)
+        )
         asked = await call(group, sent)
         return replace(asked, raw=added.body(asked.raw)) if added is not None else asked
 
@@ -89,45 +91,84 @@ def blocked_reply(endpoint: Endpoint, data: dict[str, Any], message: str) -> dic
     only output, so ``response.output_text`` reads it.
     """
     if endpoint == "responses":
-        item = {"type": "message", "id": f"msg_blocked_{data.get('id', '')}", "status": "completed",
-                "role": "assistant", "content": [{"type": "output_text", "text": message, "annotations": []}]}
+        item = {
+            "type": "message",
+            "id": f"msg_blocked_{data.get('id', '')}",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": message, "annotations": []}],
+        }
         kept = {name: value for name, value in data.items() if name != "output_text"}  # a server's copy of the text
         return {**kept, "status": "incomplete", "incomplete_details": {"reason": "content_filter"}, "output": [item]}
     envelope: dict[str, Any] = {name: data[name] for name in ("id", "created", "model", "usage") if name in data}
     if endpoint == "completions":
         choice: dict[str, Any] = {"index": 0, "text": message, "logprobs": None, "finish_reason": "content_filter"}
     else:
-        choice = {"index": 0, "message": {"role": "assistant", "content": message}, "logprobs": None,
-                  "finish_reason": "content_filter"}
-    return {"object": "chat.completion" if endpoint == "chat" else "text_completion",
-            "created": int(time.time()), **envelope, "choices": [choice]}
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": message},
+            "logprobs": None,
+            "finish_reason": "content_filter",
+        }
+    return {
+        "object": "chat.completion" if endpoint == "chat" else "text_completion",
+        "created": int(time.time()),
+        **envelope,
+        "choices": [choice],
+    }
 
 
-async def act_on(gateway: Gateway, caller: Caller, plan: TrustPlan, record: TrustRecord, first: Asked,
-                 endpoint: Endpoint, messages: list[dict[str, Any]], ask: Ask) -> Served:
+async def act_on(
+    gateway: Gateway,
+    caller: Caller,
+    plan: TrustPlan,
+    record: TrustRecord,
+    first: Asked,
+    endpoint: Endpoint,
+    messages: list[dict[str, Any]],
+    ask: Ask,
+) -> Served:
     """What the client gets for ``first``, whose record is ``record``: as is, blocked, or escalated."""
     policy = plan.decision.on_low_trust
     if plan.decision.mode != "sync" or not policy.acts or not is_low_trust(policy, record):
         return Served(first.raw, trust_headers(record), record)
     if policy.action == "block":
         marked = _mark(gateway, plan, record, "blocked")
-        return Served(orjson.dumps(blocked_reply(endpoint, first.data, policy.message)),
-                      _with_action(marked, "blocked"), marked, replaced=True)
+        return Served(
+            orjson.dumps(blocked_reply(endpoint, first.data, policy.message)),
+            _with_action(marked, "blocked"),
+            marked,
+            replaced=True,
+        )
     if gateway.upstream.require_group(policy.escalate_to or "") == plan.model:  # the target itself: annotated
         return Served(first.raw, trust_headers(record), record)
     return await _escalate(gateway, caller, plan, record, first, messages, ask, policy)
 
 
-async def _escalate(gateway: Gateway, caller: Caller, plan: TrustPlan, record: TrustRecord, first: Asked,
-                    messages: list[dict[str, Any]], ask: Ask, policy: LowTrust) -> Served:
+async def _escalate(
+    gateway: Gateway,
+    caller: Caller,
+    plan: TrustPlan,
+    record: TrustRecord,
+    first: Asked,
+    messages: list[dict[str, Any]],
+    ask: Ask,
+    policy: LowTrust,
+) -> Served:
     target = policy.escalate_to or ""
     try:
-        escalated, second = await asyncio.wait_for(_ask_again(gateway, caller, plan, messages, ask, target),
-                                                   policy.escalation_timeout)
+        escalated, second = await asyncio.wait_for(
+            _ask_again(gateway, caller, plan, messages, ask, target), policy.escalation_timeout
+        )
     except (TimeoutError, GatewayError) as exc:
-        _failures.warning(("escalation", plan.model, target), "escalation of %s from %s to %s failed: %s",
-                          record.id, plan.model, target, type(exc).__name__ if isinstance(exc, TimeoutError)
-                          else exc)
+        _failures.warning(
+            ("escalation", plan.model, target),
+            "escalation of %s from %s to %s failed: %s",
+            record.id,
+            plan.model,
+            target,
+            type(exc).__name__ if isinstance(exc, TimeoutError) else exc,
+        )
         return _keep(gateway, plan, record, first, "escalation_failed")
     first_value, second_value = trust_value(record, policy.on), trust_value(second, policy.on)
     if second_value is None:  # the escalation's verdict did not come in time: nothing says it is better
@@ -141,8 +182,9 @@ async def _escalate(gateway: Gateway, caller: Caller, plan: TrustPlan, record: T
     return Served(escalated.raw, headers, linked, replaced=True)
 
 
-async def _ask_again(gateway: Gateway, caller: Caller, plan: TrustPlan, messages: list[dict[str, Any]], ask: Ask,
-                     target: str) -> tuple[Asked, TrustRecord]:
+async def _ask_again(
+    gateway: Gateway, caller: Caller, plan: TrustPlan, messages: list[dict[str, Any]], ask: Ask, target: str
+) -> tuple[Asked, TrustRecord]:
     """The escalation's answer and its sync-mode record; the key's limits admit it as a request of its own."""
     group = gateway.upstream.require_group(target)
     caller.require_model(target, group)
@@ -154,25 +196,30 @@ async def _ask_again(gateway: Gateway, caller: Caller, plan: TrustPlan, messages
         await slot.release()
         raise
     if escalated.usage is not None:
-        gateway.metrics.observe_user_usage(model=group, key=caller.name, prompt_tokens=escalated.usage.prompt_tokens,
-                                           completion_tokens=escalated.usage.completion_tokens)
+        gateway.metrics.observe_user_usage(
+            model=group,
+            key=caller.name,
+            prompt_tokens=escalated.usage.prompt_tokens,
+            completion_tokens=escalated.usage.completion_tokens,
+        )
     await slot.done(escalated.usage.total if escalated.usage is not None else 0)
     second_plan = gateway.trust.plan(model=group, key_name=caller.name, headers={}, body=b"")
-    second_plan = replace(second_plan, traceparent=plan.traceparent,
-                          decision=replace(plan.decision, mode="sync", sampled=True))
+    second_plan = replace(
+        second_plan, traceparent=plan.traceparent, decision=replace(plan.decision, mode="sync", sampled=True)
+    )
     return escalated, await gateway.trust.score(second_plan, messages, escalated.answer)
 
 
-def _mark(gateway: Gateway, plan: TrustPlan, record: TrustRecord, action: TrustAction,
-          **links: str) -> TrustRecord:
+def _mark(gateway: Gateway, plan: TrustPlan, record: TrustRecord, action: TrustAction, **links: str) -> TrustRecord:
     """Mark (count, store) the action on the request's record, and tell OpenTelemetry."""
     marked = gateway.trust.mark(record, action, **links)
     gateway.telemetry.emit_action(marked, plan.traceparent)
     return marked
 
 
-def _keep(gateway: Gateway, plan: TrustPlan, record: TrustRecord, first: Asked, action: TrustAction,
-          **links: str) -> Served:
+def _keep(
+    gateway: Gateway, plan: TrustPlan, record: TrustRecord, first: Asked, action: TrustAction, **links: str
+) -> Served:
     marked = _mark(gateway, plan, record, action, **links)
     headers = _with_action(marked, action)
     if "escalated_to" in links:

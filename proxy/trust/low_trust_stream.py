@@ -43,15 +43,24 @@ _CHUNK_OBJECT = {"chat": "chat.completion.chunk", "completions": "text_completio
 def holds(plan: TrustPlan, endpoint: Endpoint) -> bool:
     """Whether this stream is held until its verdict: sync, sampled, and a policy that acts and holds."""
     policy = plan.decision.on_low_trust
-    return (endpoint in HELD_ENDPOINTS and plan.decision.mode == "sync" and plan.decision.sampled
-            and policy.acts and policy.streams == "hold")
+    return (
+        endpoint in HELD_ENDPOINTS
+        and plan.decision.mode == "sync"
+        and plan.decision.sampled
+        and policy.acts
+        and policy.streams == "hold"
+    )
 
 
 def _delta(endpoint: Endpoint, choice: dict[str, Any]) -> dict[str, Any]:
     """A whole reply's choice as one stream chunk's choice (its content, no finish reason yet)."""
     if endpoint == "completions":
-        return {"index": choice.get("index", 0), "text": choice.get("text") or "", "logprobs": None,
-                "finish_reason": None}
+        return {
+            "index": choice.get("index", 0),
+            "text": choice.get("text") or "",
+            "logprobs": None,
+            "finish_reason": None,
+        }
     message = choice.get("message") or {}
     delta: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
     if message.get("tool_calls"):
@@ -62,14 +71,28 @@ def _delta(endpoint: Endpoint, choice: dict[str, Any]) -> dict[str, Any]:
 def reply_chunks(endpoint: Endpoint, data: dict[str, Any], record: TrustRecord) -> list[bytes]:
     """A whole reply as stream events: one chunk per choice, then a closing chunk with each choice's
     ``finish_reason`` (carrying the usage and the trust object), then ``[DONE]``."""
-    base = {"id": data.get("id") or "held", "object": _CHUNK_OBJECT[endpoint],
-            "created": data.get("created") or int(time.time()), "model": data.get("model") or ""}
+    base = {
+        "id": data.get("id") or "held",
+        "object": _CHUNK_OBJECT[endpoint],
+        "created": data.get("created") or int(time.time()),
+        "model": data.get("model") or "",
+    }
     choices = data.get("choices") or [{"index": 0}]
     events = [sse_event({**base, "choices": [_delta(endpoint, choice)]}) for choice in choices]
     empty: dict[str, Any] = {"text": ""} if endpoint == "completions" else {"delta": {}}
-    closing = {**base, "choices": [{"index": choice.get("index", 0), **empty, "logprobs": None,
-                                    "finish_reason": choice.get("finish_reason") or "stop"} for choice in choices],
-               TRUST_FIELD: trust_summary(record)}
+    closing = {
+        **base,
+        "choices": [
+            {
+                "index": choice.get("index", 0),
+                **empty,
+                "logprobs": None,
+                "finish_reason": choice.get("finish_reason") or "stop",
+            }
+            for choice in choices
+        ],
+        TRUST_FIELD: trust_summary(record),
+    }
     if data.get("usage"):
         closing["usage"] = data["usage"]
     return [*events, sse_event(closing), DONE_EVENT]
@@ -79,20 +102,33 @@ def response_events(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
     """A whole Responses object as the events a Responses stream sends for one message, its text in one
     delta; ``response.completed`` carries the response (its status as it is: ``incomplete`` when blocked)
     with the trust object."""
-    texts = [part.get("text") or "" for item in data.get("output") or [] if isinstance(item, dict)
-             for part in item.get("content") or [] if isinstance(part, dict) and part.get("type") == "output_text"]
+    texts = [
+        part.get("text") or ""
+        for item in data.get("output") or []
+        if isinstance(item, dict)
+        for part in item.get("content") or []
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    ]
     text = "".join(texts)
     item_id = f"msg_{data.get('id', 'held')}"
     part = {"type": "output_text", "text": "", "annotations": []}
-    item = {"type": "message", "id": item_id, "status": "completed", "role": "assistant",
-            "content": [{**part, "text": text}]}
+    item = {
+        "type": "message",
+        "id": item_id,
+        "status": "completed",
+        "role": "assistant",
+        "content": [{**part, "text": text}],
+    }
     started = {**data, "status": "in_progress", "output": []}
     at = {"item_id": item_id, "output_index": 0, "content_index": 0}
     payloads: list[dict[str, Any]] = [
         {"type": "response.created", "response": started},
         {"type": "response.in_progress", "response": started},
-        {"type": "response.output_item.added", "output_index": 0, "item": {**item, "status": "in_progress",
-                                                                             "content": []}},
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "status": "in_progress", "content": []},
+        },
         {"type": "response.content_part.added", **at, "part": part},
         {"type": "response.output_text.delta", **at, "delta": text, "logprobs": []},
         {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
@@ -100,27 +136,50 @@ def response_events(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
         {"type": "response.output_item.done", "output_index": 0, "item": item},
         {"type": "response.completed", "response": {**data, "output": [item], TRUST_FIELD: trust_summary(record)}},
     ]
-    return [sse_event({**payload, "sequence_number": number}, name=payload["type"])
-            for number, payload in enumerate(payloads)]
+    return [
+        sse_event({**payload, "sequence_number": number}, name=payload["type"])
+        for number, payload in enumerate(payloads)
+    ]
 
 
 def _answered(endpoint: Endpoint, tap: StreamTap, body: dict[str, Any]) -> dict[str, Any]:
     """The stream's answer as the whole reply it stands for (what a block keeps the envelope of)."""
     text = tap.answer().text
     if endpoint == "responses":
-        return {"id": tap.completion_id, "object": "response", "created_at": int(time.time()),
-                "model": body.get("model", ""), "status": "completed", "output": [
-                    {"type": "message", "id": "msg_held", "status": "completed", "role": "assistant",
-                     "content": [{"type": "output_text", "text": text or "", "annotations": []}]}]}
-    choice: dict[str, Any] = ({"index": 0, "text": text, "finish_reason": "stop"} if endpoint == "completions"
-                              else {"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": text}})
-    reply: dict[str, Any] = {"id": tap.completion_id, "created": int(time.time()), "model": body.get("model", ""),
-                             "choices": [choice]}
+        return {
+            "id": tap.completion_id,
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": body.get("model", ""),
+            "status": "completed",
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_held",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text or "", "annotations": []}],
+                }
+            ],
+        }
+    choice: dict[str, Any] = (
+        {"index": 0, "text": text, "finish_reason": "stop"}
+        if endpoint == "completions"
+        else {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+    )
+    reply: dict[str, Any] = {
+        "id": tap.completion_id,
+        "created": int(time.time()),
+        "model": body.get("model", ""),
+        "choices": [choice],
+    }
     if tap.usage is not None:  # a block keeps the envelope's usage: what the client's key was charged
         usage = tap.usage
-        reply["usage"] = {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-                          "total_tokens": usage.total}
+        reply["usage"] = {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total,
+        }
     return reply
 
 
@@ -142,9 +201,18 @@ async def read_whole(opened: UpstreamStream, tap: StreamTap, added: LogprobsAdde
     return Held(tap, events)
 
 
-async def held_response(gateway: Gateway, caller: Caller, held: Held, plan: TrustPlan, endpoint: Endpoint,
-                        body: dict[str, Any], messages: list[dict[str, Any]], meter: RequestMeter,
-                        call: Call, added: LogprobsAdded | None) -> StreamingResponse:
+async def held_response(
+    gateway: Gateway,
+    caller: Caller,
+    held: Held,
+    plan: TrustPlan,
+    endpoint: Endpoint,
+    body: dict[str, Any],
+    messages: list[dict[str, Any]],
+    meter: RequestMeter,
+    call: Call,
+    added: LogprobsAdded | None,
+) -> StreamingResponse:
     """Score the held answer, act on it, and answer with the chosen answer as a stream.
 
     A kept answer is the upstream's events as they came; its final chunk (or a Responses stream's
@@ -154,12 +222,16 @@ async def held_response(gateway: Gateway, caller: Caller, held: Held, plan: Trus
     record = await gateway.trust.score(plan, messages, answer)
     first = Asked(b"", _answered(endpoint, tap, body), answer, tap.usage)
     plain = {name: value for name, value in body.items() if name not in _STREAM_ONLY}
-    served = await act_on(gateway, caller, plan, record, first, endpoint, messages,
-                          asker(gateway, plan, plain, endpoint, call))
+    served = await act_on(
+        gateway, caller, plan, record, first, endpoint, messages, asker(gateway, plan, plain, endpoint, call)
+    )
     if served.replaced:  # blocked or escalated: a whole reply, sent as a stream
         data = orjson.loads(served.content)
-        sent = (response_events(data, served.record) if endpoint == "responses"
-                else reply_chunks(endpoint, data, served.record))
+        sent = (
+            response_events(data, served.record)
+            if endpoint == "responses"
+            else reply_chunks(endpoint, data, served.record)
+        )
     else:  # the upstream's own answer
         closing = tap.closing(served.record)
         sent = [*held.events, added.event(closing) if added is not None else closing]

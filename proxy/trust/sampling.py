@@ -25,10 +25,13 @@ def _number(value: Any) -> float | None:
 
 def request_sampling(body: Mapping[str, Any]) -> SamplingParams:
     temperature = _number(body.get("temperature"))
-    max_tokens = next((int(v) for name in _MAX_TOKENS if (v := _number(body.get(name))) is not None and v >= 1),
-                      None)
+    max_tokens = next((int(v) for name in _MAX_TOKENS if (v := _number(body.get(name))) is not None and v >= 1), None)
     stop = body.get("stop")
-    stops = [stop] if isinstance(stop, str) else [s for s in stop if isinstance(s, str)] if isinstance(stop, list) \
-        else []
-    return SamplingParams(temperature=temperature if temperature is not None and 0 <= temperature <= 2 else None,
-                          max_tokens=max_tokens, stop=stops[:MAX_STOPS] or None)
+    stops = (
+        [stop] if isinstance(stop, str) else [s for s in stop if isinstance(s, str)] if isinstance(stop, list) else []
+    )
+    return SamplingParams(
+        temperature=temperature if temperature is not None and 0 <= temperature <= 2 else None,
+        max_tokens=max_tokens,
+        stop=stops[:MAX_STOPS] or None,
+    )

@@ -46,8 +46,9 @@ _CALLS, _TOKENS = "scoring_calls", "scoring_tokens"
 
 
 class ScoringBudget:
-    def __init__(self, settings: BudgetSettings, limiter: Limiter, *,
-                 on_call_refused: OnScoringShed = lambda group, reason: None) -> None:
+    def __init__(
+        self, settings: BudgetSettings, limiter: Limiter, *, on_call_refused: OnScoringShed = lambda group, reason: None
+    ) -> None:
         self._settings = settings
         self._limiter = limiter
         self._on_call_refused = on_call_refused
@@ -58,11 +59,15 @@ class ScoringBudget:
     async def spent(self, model: str) -> BudgetReason | None:
         """Which of ``model``'s budgets this minute has used up already, if one has (nothing is counted)."""
         limits = self.limits_for(model)
-        if limits.calls_per_minute is not None and \
-                await self._limiter.used_up(_CALLS, model, limits.calls_per_minute) is not None:
+        if (
+            limits.calls_per_minute is not None
+            and await self._limiter.used_up(_CALLS, model, limits.calls_per_minute) is not None
+        ):
             return "call_budget"
-        if limits.tokens_per_minute is not None and \
-                await self._limiter.used_up(_TOKENS, model, limits.tokens_per_minute) is not None:
+        if (
+            limits.tokens_per_minute is not None
+            and await self._limiter.used_up(_TOKENS, model, limits.tokens_per_minute) is not None
+        ):
             return "token_budget"
         return None
 
@@ -70,11 +75,15 @@ class ScoringBudget:
         """Count one scoring call to ``model``; ``BudgetSpent`` (the call is not to be made) beyond its budget."""
         limits = self.limits_for(model)
         reason: BudgetReason | None = None
-        if limits.tokens_per_minute is not None and \
-                await self._limiter.used_up(_TOKENS, model, limits.tokens_per_minute) is not None:
+        if (
+            limits.tokens_per_minute is not None
+            and await self._limiter.used_up(_TOKENS, model, limits.tokens_per_minute) is not None
+        ):
             reason = "token_budget"
-        elif limits.calls_per_minute is not None and \
-                await self._limiter.count_one(_CALLS, model, limits.calls_per_minute) is not None:
+        elif (
+            limits.calls_per_minute is not None
+            and await self._limiter.count_one(_CALLS, model, limits.calls_per_minute) is not None
+        ):
             reason = "call_budget"
         if reason is not None:
             self._on_call_refused(model, reason)
@@ -87,12 +96,18 @@ class ScoringBudget:
 
     def gate(self, process: Process) -> Process:
         """``process``, shedding a job whose model group's budget is spent instead of running it."""
+
         async def within_budget(job: ScoringJob) -> TrustRecord:
             reason = await self.spent(job.model)
             if reason is None:
                 return await process(job)
-            return TrustRecord.for_job(job, "shed", shed_reason=reason, finished_at=time.time(),
-                                       error=f"not scored: {_describe(job.model, reason, self.limits_for(job.model))}")
+            return TrustRecord.for_job(
+                job,
+                "shed",
+                shed_reason=reason,
+                finished_at=time.time(),
+                error=f"not scored: {_describe(job.model, reason, self.limits_for(job.model))}",
+            )
 
         return within_budget
 

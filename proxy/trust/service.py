@@ -73,8 +73,11 @@ _READS = {"get": "look-up", "list": "listing", "summary": "summary", "feedback":
 # because the model's provider returns none (litellm does not pass ``logprobs`` to it: Anthropic, say).
 LogprobsAsk = Literal["asked", "not_asked", "provider_gives_none"]
 # Why a scored answer has no ``lp`` (LPDetails.reason), by how its call was asked.
-_LOGPROBS_ABSENT = {"asked": "upstream_returned_none", "not_asked": "not_asked",
-                    "provider_gives_none": "provider_gives_none"}
+_LOGPROBS_ABSENT = {
+    "asked": "upstream_returned_none",
+    "not_asked": "not_asked",
+    "provider_gives_none": "provider_gives_none",
+}
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class TrustPlan:
         if group == self.model:
             return self
         return replace(self, model=group, asked_model=self.asked_model or self.model)
+
     sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
 
 
@@ -123,12 +127,17 @@ class Answer:
     @classmethod
     def from_reply(cls, reply: WholeReply) -> Answer:
         """The answer of a whole reply of any endpoint (validated as that endpoint's already)."""
-        return cls(text=reply.answer_text, has_tool_calls=reply.calls_tools,
-                   logprobs=reply.answer_logprobs() or None, completion_id=reply.completion_id)
+        return cls(
+            text=reply.answer_text,
+            has_tool_calls=reply.calls_tools,
+            logprobs=reply.answer_logprobs() or None,
+            completion_id=reply.completion_id,
+        )
 
 
 def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
     """The queue's job processor: the pipeline inside a scoring span, then its evaluation events."""
+
     async def process(job: ScoringJob) -> TrustRecord:
         with telemetry.scoring_span(job) as span:
             record = await pipeline.run(job)
@@ -142,9 +151,17 @@ def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
 
 
 class TrustService:
-    def __init__(self, settings: ScoringSettings, queue: JobQueue, publisher: RecordPublisher,
-                 metrics: GatewayMetrics, *, has_scorers: bool, sample_secret: bytes,
-                 answer_logprobs: bool = False) -> None:
+    def __init__(
+        self,
+        settings: ScoringSettings,
+        queue: JobQueue,
+        publisher: RecordPublisher,
+        metrics: GatewayMetrics,
+        *,
+        has_scorers: bool,
+        sample_secret: bytes,
+        answer_logprobs: bool = False,
+    ) -> None:
         self._settings = settings
         self._answer_logprobs = answer_logprobs
         self._queue = queue
@@ -167,44 +184,72 @@ class TrustService:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
 
-    def plan(self, *, model: str, key_name: str, headers: Mapping[str, str], body: bytes,
-             rag: RagRequest | None = None, traceparent: str | None = None,
-             request: Mapping[str, Any] | None = None) -> TrustPlan:
+    def plan(
+        self,
+        *,
+        model: str,
+        key_name: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        rag: RagRequest | None = None,
+        traceparent: str | None = None,
+        request: Mapping[str, Any] | None = None,
+    ) -> TrustPlan:
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None:  # spelled as the client likes (SYNC, Off); the policy below still decides
             mode_header = mode_header.strip().lower()
         if mode_header is not None and mode_header not in _MODES:
-            raise InvalidRequest(f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER,
-                                 code="invalid_trust_mode")
+            raise InvalidRequest(
+                f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER, code="invalid_trust_mode"
+            )
         if not self._has_scorers:
             decision = Decision(mode="off", sync_timeout=self._settings.sync_timeout, sampled=False)
         else:
-            decision = decide(self._settings, model=model, key_name=key_name,
-                              request_key=lambda: self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""),
-                                                                   body),
-                              mode_header=cast("ScoringMode | None", mode_header),
-                              on_low_trust=self._low_trust(model, key_name))
+            decision = decide(
+                self._settings,
+                model=model,
+                key_name=key_name,
+                request_key=lambda: self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""), body),
+                mode_header=cast("ScoringMode | None", mode_header),
+                on_low_trust=self._low_trust(model, key_name),
+            )
         if decision.refused_mode is not None:
             self._metrics.client_overrides_refused.labels(setting="mode", requested=decision.refused_mode).inc()
-            self._refusals.debug(("mode", key_name, model), "ignored %s: %s for key %s on %s is not allowed by "
-                                 "allow_client_mode or an on_low_trust action; scoring in %s mode", MODE_HEADER,
-                                 decision.refused_mode, key_name, model, decision.mode)
+            self._refusals.debug(
+                ("mode", key_name, model),
+                "ignored %s: %s for key %s on %s is not allowed by "
+                "allow_client_mode or an on_low_trust action; scoring in %s mode",
+                MODE_HEADER,
+                decision.refused_mode,
+                key_name,
+                model,
+                decision.mode,
+            )
         # 128 random bits, as uuid4 at a third of its cost; a system call, made only for a record that will be.
         record_id = f"trust-{secrets.token_hex(16)}" if decision.sampled else ""
-        return TrustPlan(record_id=record_id, model=model, owner=key_name, decision=decision, rag=rag,
-                         traceparent=traceparent, request_id=headers.get(REQUEST_ID_HEADER),
-                         sampling=request_sampling(request) if request is not None and decision.sampled else None)
+        return TrustPlan(
+            record_id=record_id,
+            model=model,
+            owner=key_name,
+            decision=decision,
+            rag=rag,
+            traceparent=traceparent,
+            request_id=headers.get(REQUEST_ID_HEADER),
+            sampling=request_sampling(request) if request is not None and decision.sampled else None,
+        )
 
     def _low_trust(self, model: str, key_name: str) -> LowTrust:
         """The key's ``on_low_trust`` policy on a model group, resolved once: the settings do not change."""
         policy = self._low_trust_policies.get((model, key_name))
         if policy is None:
-            policy = self._low_trust_policies[(model, key_name)] = low_trust(self._settings, model=model,
-                                                                             key_name=key_name)
+            policy = self._low_trust_policies[(model, key_name)] = low_trust(
+                self._settings, model=model, key_name=key_name
+            )
         return policy
 
-    def upstream_body(self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *,
-                      gives_logprobs: bool) -> tuple[TrustPlan, dict[str, Any], LogprobsAdded | None]:
+    def upstream_body(
+        self, plan: TrustPlan, body: dict[str, Any], endpoint: Endpoint, *, gives_logprobs: bool
+    ) -> tuple[TrustPlan, dict[str, Any], LogprobsAdded | None]:
         """The body to send upstream, what to strip from the response (None: nothing), and the plan knowing
         how the call was asked (so that a record without ``lp`` says why).
 
@@ -244,30 +289,63 @@ class TrustService:
             return await self.settle(plan, await self.submit(plan, messages, answer))
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
-            return TrustRecord(id=plan.record_id, status="failed", model=plan.model, owner=plan.owner,
-                               request_id=plan.request_id, asked_model=plan.asked_model, error=type(exc).__name__)
+            return TrustRecord(
+                id=plan.record_id,
+                status="failed",
+                model=plan.model,
+                owner=plan.owner,
+                request_id=plan.request_id,
+                asked_model=plan.asked_model,
+                error=type(exc).__name__,
+            )
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:
-            return self._publish_later(TrustRecord(id=plan.record_id, status="skipped", model=plan.model,
-                                                   owner=plan.owner, request_id=plan.request_id,
-                                                   asked_model=plan.asked_model, error=f"skipped: {reason}"))
-        policy = JobPolicy(mode="sync" if plan.decision.mode == "sync" else "async",
-                           rag=plan.rag.labels if plan.rag is not None else None)
+            return self._publish_later(
+                TrustRecord(
+                    id=plan.record_id,
+                    status="skipped",
+                    model=plan.model,
+                    owner=plan.owner,
+                    request_id=plan.request_id,
+                    asked_model=plan.asked_model,
+                    error=f"skipped: {reason}",
+                )
+            )
+        policy = JobPolicy(
+            mode="sync" if plan.decision.mode == "sync" else "async",
+            rag=plan.rag.labels if plan.rag is not None else None,
+        )
         absent = None if answer.logprobs or plan.rag is not None else _LOGPROBS_ABSENT[plan.logprobs]
-        job = scoring_job(plan.record_id, plan.model, messages, answer.text or "", answer.logprobs, policy=policy,
-                          logprobs_absent=absent,
-                          documents=plan.rag.job_documents() if plan.rag is not None else None, owner=plan.owner,
-                          completion_id=answer.completion_id, traceparent=plan.traceparent,
-                          request_id=plan.request_id, asked_model=plan.asked_model, sampling=plan.sampling)
+        job = scoring_job(
+            plan.record_id,
+            plan.model,
+            messages,
+            answer.text or "",
+            answer.logprobs,
+            policy=policy,
+            logprobs_absent=absent,
+            documents=plan.rag.job_documents() if plan.rag is not None else None,
+            owner=plan.owner,
+            completion_id=answer.completion_id,
+            traceparent=plan.traceparent,
+            request_id=plan.request_id,
+            asked_model=plan.asked_model,
+            sampling=plan.sampling,
+        )
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             full = outcome == "shed"
-            return self._publish_later(TrustRecord.for_job(
-                job, "shed", shed_reason="queue_full" if full else "queue_unavailable",
-                error="scoring queue full" if full else "scoring queue unavailable"))
+            return self._publish_later(
+                TrustRecord.for_job(
+                    job,
+                    "shed",
+                    shed_reason="queue_full" if full else "queue_unavailable",
+                    error="scoring queue full" if full else "scoring queue unavailable",
+                )
+            )
         return TrustRecord.for_job(job, "pending")
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:
@@ -343,8 +421,9 @@ class TrustService:
         except StoreUnavailable as exc:
             self._metrics.store_errors.labels(operation=operation).inc()
             self._store_log.warning("store-unavailable", "trust record %s failed: %s", _READS[operation], exc)
-            raise ServiceUnavailable("The trust record store is unavailable; retry later",
-                                     code="trust_store_unavailable") from None
+            raise ServiceUnavailable(
+                "The trust record store is unavailable; retry later", code="trust_store_unavailable"
+            ) from None
 
     def _publish_later(self, record: TrustRecord) -> TrustRecord:
         self._unstored[record.id] = record

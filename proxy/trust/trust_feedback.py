@@ -42,8 +42,9 @@ def parse_feedback(raw: bytes, now: float) -> Feedback:
     if not isinstance(body, dict):
         raise InvalidRequest("The body must be a JSON object", code="invalid_feedback")
     if _SET_BY_GATEWAY in body:
-        raise InvalidRequest(f"`{_SET_BY_GATEWAY}` is set by the gateway", param=_SET_BY_GATEWAY,
-                             code="invalid_feedback")
+        raise InvalidRequest(
+            f"`{_SET_BY_GATEWAY}` is set by the gateway", param=_SET_BY_GATEWAY, code="invalid_feedback"
+        )
     try:
         return Feedback.model_validate({**body, _SET_BY_GATEWAY: now})
     except ValidationError as exc:
@@ -59,8 +60,12 @@ async def label_record(gateway: Gateway, caller: Caller, record_id: str, feedbac
         record = await gateway.trust.label(record_id, feedback, caller.record_scope)
     except FeedbackRefused as exc:
         reason = "is still being scored" if exc.status == "pending" else f"was not scored ({exc.status})"
-        raise InvalidRequest(f"Trust record `{record_id}` {reason}: it takes no feedback", param="id",
-                             code="trust_record_not_scored", status_code=409) from None
+        raise InvalidRequest(
+            f"Trust record `{record_id}` {reason}: it takes no feedback",
+            param="id",
+            code="trust_record_not_scored",
+            status_code=409,
+        ) from None
     if record is None:  # missing, or another key's: the same answer as a read, so ids cannot be probed
         raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")
     gateway.telemetry.emit_feedback(record)

@@ -65,8 +65,9 @@ def parse_params(model: type[Params], params: QueryParams) -> Params:
     """The query string as ``model``; a repeated, unknown or invalid parameter is a 400 naming it."""
     repeated = sorted({key for key in params if len(params.getlist(key)) > 1})
     if repeated:
-        raise InvalidRequest(f"Query parameter `{repeated[0]}` given more than once", param=repeated[0],
-                             code="invalid_filter")
+        raise InvalidRequest(
+            f"Query parameter `{repeated[0]}` given more than once", param=repeated[0], code="invalid_filter"
+        )
     try:
         return model.model_validate(dict(params))
     except ValidationError as exc:

@@ -94,12 +94,18 @@ def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> Up
 
 
 class UpstreamClient:
-    def __init__(self, settings: GatewaySettings, http: httpx.AsyncClient, *,
-                 on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
-                 on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                 limiter: Limiter | None = None, tracer: Tracer | None = None,
-                 on_try: OnTry = lambda group, deployment, succeeded, seconds: None,
-                 local_slots: PrioritySlots | None = None) -> None:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        http: httpx.AsyncClient,
+        *,
+        on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
+        on_scoring_shed: OnScoringShed = lambda group, reason: None,
+        limiter: Limiter | None = None,
+        tracer: Tracer | None = None,
+        on_try: OnTry = lambda group, deployment, succeeded, seconds: None,
+        local_slots: PrioritySlots | None = None,
+    ) -> None:
         """``local_slots``: the embedded model server's slots when another process holds them (a local
         scoring worker borrows its gateway's, so that user calls still go first); by default its own."""
         self._groups = settings.model_groups()
@@ -112,30 +118,48 @@ class UpstreamClient:
         errors = UpstreamErrors(settings.secrets())
         bounds = settings.trustgate.upstream
         self._passthrough = PassthroughBackend(
-            default_timeout=settings.router_settings.timeout, errors=errors,
-            max_response_bytes=bounds.max_response_bytes, follow_redirects=bounds.follow_redirects)
+            default_timeout=settings.router_settings.timeout,
+            errors=errors,
+            max_response_bytes=bounds.max_response_bytes,
+            follow_redirects=bounds.follow_redirects,
+        )
         self._fast_groups = settings.passthrough_groups()
         slow_groups = set(self._groups) - self._fast_groups
         self._litellm = LitellmBackend(settings, slow_groups, errors) if slow_groups else None
-        self._bridge = ResponsesBridge(errors, settings.router_settings.timeout, bounds.max_response_bytes,
-                                       follow_redirects=bounds.follow_redirects)
+        self._bridge = ResponsesBridge(
+            errors,
+            settings.router_settings.timeout,
+            bounds.max_response_bytes,
+            follow_redirects=bounds.follow_redirects,
+        )
         self._chat_only: set[tuple[str | None, str]] = set()  # (api_base, model) without /responses
         # litellm's Router chooses its groups' deployments and holds their max_parallel_requests itself.
         strategy = settings.router_settings.routing_strategy
-        self._routers = {name: GroupRouter(deployments, strategy if name in self._fast_groups else "simple-shuffle",
-                                           default_timeout=settings.router_settings.timeout,
-                                           limit_parallel=name in self._fast_groups)
-                         for name, deployments in self._groups.items()}
+        self._routers = {
+            name: GroupRouter(
+                deployments,
+                strategy if name in self._fast_groups else "simple-shuffle",
+                default_timeout=settings.router_settings.timeout,
+                limit_parallel=name in self._fast_groups,
+            )
+            for name, deployments in self._groups.items()
+        }
         self._limiter = limiter or Limiter(MemoryCounters())
-        self._retries = RetryPolicy(settings.router_settings, settings.trustgate.retries,
-                                    on_scoring_shed=on_scoring_shed)
+        self._retries = RetryPolicy(
+            settings.router_settings, settings.trustgate.retries, on_scoring_shed=on_scoring_shed
+        )
         self._default_timeout = settings.router_settings.timeout
         local = settings.trustgate.local_upstream
         self._local_base = local.base_url if local.enabled else None
         self._local_slots = local_slots if local_slots is not None else PrioritySlots(local.slots)
-        self._logprob_asking = LogprobAsking(needs_top=[
-            _where(d) for ds in self._groups.values() for d in ds
-            if self._local_base and d.api_base == self._local_base and d.is_openai_compatible])
+        self._logprob_asking = LogprobAsking(
+            needs_top=[
+                _where(d)
+                for ds in self._groups.values()
+                for d in ds
+                if self._local_base and d.api_base == self._local_base and d.is_openai_compatible
+            ]
+        )
 
     @property
     def local_slots(self) -> PrioritySlots:
@@ -171,12 +195,12 @@ class UpstreamClient:
         """The model group ``name`` is, or is an alias of (``model_group_alias``); 404 when neither."""
         group = self._aliases.get(name, name)
         if group not in self._groups:
-            raise ModelNotFound(f"The model `{name}` does not exist", param="model",
-                                code="model_not_found")
+            raise ModelNotFound(f"The model `{name}` does not exist", param="model", code="model_not_found")
         return group
 
-    async def complete(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
-                       priority: Priority = Priority.USER) -> Completion:
+    async def complete(
+        self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model, priority: Priority = Priority.USER
+    ) -> Completion:
         """A non-streamed chat completion from ``group`` (or those of its fallbacks ``may_use`` allows).
 
         A scoring call (``Priority.SCORING``, ``SYNC_SCORING``) retries within a budget and is shed
@@ -185,24 +209,36 @@ class UpstreamClient:
         """
         self.require_group(group)
         return await self._with_fallbacks(
-            group, may_use,
-            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority.for_scoring, "chat"))
+            group,
+            may_use,
+            lambda g: self._retrying(g, self._complete_at(g, body, priority), priority.for_scoring, "chat"),
+        )
 
-    async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint, *,
-                      may_use: ModelFilter = _any_model) -> Forwarded:
+    async def forward(
+        self, group: str, body: dict[str, Any], endpoint: Endpoint, *, may_use: ModelFilter = _any_model
+    ) -> Forwarded:
         """A whole reply of another endpoint (completions, embeddings, Responses): same retries and fallbacks."""
         self.require_group(group)
         return await self._with_fallbacks(
-            group, may_use, lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False,
-                                                     endpoint))
+            group,
+            may_use,
+            lambda g: self._retrying(g, self._forward_at(g, body, endpoint, Priority.USER), False, endpoint),
+        )
 
-    async def open_stream(self, group: str, body: dict[str, Any], *, may_use: ModelFilter = _any_model,
-                          endpoint: Endpoint = "chat", priority: Priority = Priority.USER) -> UpstreamStream:
+    async def open_stream(
+        self,
+        group: str,
+        body: dict[str, Any],
+        *,
+        may_use: ModelFilter = _any_model,
+        endpoint: Endpoint = "chat",
+        priority: Priority = Priority.USER,
+    ) -> UpstreamStream:
         """An opened stream from ``group`` (or its allowed fallbacks); errors before the first byte raise."""
         self.require_group(group)
         return await self._with_fallbacks(
-            group, may_use, lambda g: self._retrying(g, self._stream_at(g, body, endpoint, priority), False,
-                                                     endpoint))
+            group, may_use, lambda g: self._retrying(g, self._stream_at(g, body, endpoint, priority), False, endpoint)
+        )
 
     async def _with_fallbacks(self, group: str, may_use: ModelFilter, call: Callable[[str], Awaitable[T]]) -> T:
         """``group``, then each fallback of the failure's kind the caller may use; the last error is raised.
@@ -237,37 +273,44 @@ class UpstreamClient:
                 return lambda d: litellm.complete(group, body)
             # The Router's pick is unknown here: learnt per group.
             return lambda d: self._chat_learning((None, group), body, lambda sent: litellm.complete(group, sent))
-        return lambda d: self._in_slot(d, priority, lambda: self._chat_learning(
-            _where(d), body, lambda sent: self._passthrough.complete(d, sent)))
+        return lambda d: self._in_slot(
+            d, priority, lambda: self._chat_learning(_where(d), body, lambda sent: self._passthrough.complete(d, sent))
+        )
 
-    async def _chat_learning(self, where: Where, body: dict[str, Any],
-                             call: Callable[[dict[str, Any]], Awaitable[Completion]]) -> Completion:
+    async def _chat_learning(
+        self, where: Where, body: dict[str, Any], call: Callable[[dict[str, Any]], Awaitable[Completion]]
+    ) -> Completion:
         """A chat call asked as ``where`` needs to return log-probabilities; its reply teaches ``LogprobAsking``
         whether it does."""
         completion = await call(self._logprob_asking.body_for(where, body))
         choice = completion.reply.first if self._logprob_asking.learning(where, body) else None
         if choice is not None:
-            self._logprob_asking.observe(where, body, text=bool(choice.answer_text),
-                                         logprobs=bool(choice.chosen_logprobs()))
+            self._logprob_asking.observe(
+                where, body, text=bool(choice.answer_text), logprobs=bool(choice.chosen_logprobs())
+            )
         return completion
 
-    async def _chat_stream_learning(self, where: Where, body: dict[str, Any],
-                                    opener: Callable[[dict[str, Any]], Awaitable[UpstreamStream]]) -> UpstreamStream:
+    async def _chat_stream_learning(
+        self, where: Where, body: dict[str, Any], opener: Callable[[dict[str, Any]], Awaitable[UpstreamStream]]
+    ) -> UpstreamStream:
         """A chat stream, asked and learnt from as ``_chat_learning`` does (read as it passes)."""
         opened = await opener(self._logprob_asking.body_for(where, body))
         if not self._logprob_asking.learning(where, body):
             return opened
-        return _watched(opened, lambda text, logprobs: self._logprob_asking.observe(where, body, text=text,
-                                                                                    logprobs=logprobs))
+        return _watched(
+            opened, lambda text, logprobs: self._logprob_asking.observe(where, body, text=text, logprobs=logprobs)
+        )
 
-    def _forward_at(self, group: str, body: dict[str, Any], endpoint: Endpoint,
-                    priority: Priority) -> DeploymentCall[Forwarded]:
+    def _forward_at(
+        self, group: str, body: dict[str, Any], endpoint: Endpoint, priority: Priority
+    ) -> DeploymentCall[Forwarded]:
         litellm = self._litellm
         if litellm is not None and group not in self._fast_groups:
             return lambda d: litellm.forward(group, body, endpoint)
         if endpoint == "responses":
-            return lambda d: self._in_slot(d, priority, lambda: self._responses_at(
-                d, body, self._passthrough.forward, self._bridge.forward))
+            return lambda d: self._in_slot(
+                d, priority, lambda: self._responses_at(d, body, self._passthrough.forward, self._bridge.forward)
+            )
         return lambda d: self._in_slot(d, priority, lambda: self._passthrough.forward(d, body, endpoint))
 
     async def _in_slot(self, deployment: Deployment, priority: Priority, call: Callable[[], Awaitable[T]]) -> T:
@@ -278,33 +321,48 @@ class UpstreamClient:
         async with slots.held(priority, deployment.deadline(self._default_timeout)):
             return await call()
 
-    def _stream_at(self, group: str, body: dict[str, Any], endpoint: Endpoint,
-                   priority: Priority) -> DeploymentCall[UpstreamStream]:
+    def _stream_at(
+        self, group: str, body: dict[str, Any], endpoint: Endpoint, priority: Priority
+    ) -> DeploymentCall[UpstreamStream]:
         litellm = self._litellm
         if litellm is not None and group not in self._fast_groups:
             if endpoint == "chat" and litellm.gives_logprobs(group):
                 return lambda d: self._chat_stream_learning(
-                    (None, group), body, lambda sent: litellm.open_stream(group, sent, endpoint))
+                    (None, group), body, lambda sent: litellm.open_stream(group, sent, endpoint)
+                )
             return lambda d: litellm.open_stream(group, body, endpoint)
         if endpoint == "responses":
-            return lambda d: self._stream_in_slot(d, priority, lambda: self._responses_at(
-                d, body, self._passthrough.open_stream, self._bridge.open_stream))
+            return lambda d: self._stream_in_slot(
+                d,
+                priority,
+                lambda: self._responses_at(d, body, self._passthrough.open_stream, self._bridge.open_stream),
+            )
         if endpoint == "chat":
-            return lambda d: self._stream_in_slot(d, priority, lambda: self._chat_stream_learning(
-                _where(d), body, lambda sent: self._passthrough.open_stream(d, sent, "chat")))
+            return lambda d: self._stream_in_slot(
+                d,
+                priority,
+                lambda: self._chat_stream_learning(
+                    _where(d), body, lambda sent: self._passthrough.open_stream(d, sent, "chat")
+                ),
+            )
         return lambda d: self._stream_in_slot(d, priority, lambda: self._passthrough.open_stream(d, body, endpoint))
 
-    async def _stream_in_slot(self, deployment: Deployment, priority: Priority,
-                              opener: Callable[[], Awaitable[UpstreamStream]]) -> UpstreamStream:
+    async def _stream_in_slot(
+        self, deployment: Deployment, priority: Priority, opener: Callable[[], Awaitable[UpstreamStream]]
+    ) -> UpstreamStream:
         """A stream that holds a slot of the embedded model server until it ends, when ``deployment`` is it."""
         slots = self._slots_for(deployment)
         if slots is None:
             return await opener()
         return await slots.open_stream(priority, deployment.deadline(self._default_timeout), opener)
 
-    async def _responses_at(self, deployment: Deployment, body: dict[str, Any],
-                            native: Callable[[Deployment, dict[str, Any], Endpoint], Awaitable[T]],
-                            bridged: Callable[[Deployment, dict[str, Any]], Awaitable[T]]) -> T:
+    async def _responses_at(
+        self,
+        deployment: Deployment,
+        body: dict[str, Any],
+        native: Callable[[Deployment, dict[str, Any], Endpoint], Awaitable[T]],
+        bridged: Callable[[Deployment, dict[str, Any]], Awaitable[T]],
+    ) -> T:
         """A Responses call forwarded as is, or over the bridge for a deployment known to lack ``/responses``."""
         where = (deployment.api_base, deployment.wire_model)
         if where not in self._chat_only:
@@ -335,9 +393,18 @@ class UpstreamClient:
             # litellm's Router chooses a deployment of its own: the try learns which; the pass-through path's is ours.
             picking = contextlib.nullcontext(None) if group in self._fast_groups else router_pick()
             try:
-                with upstream_span(self._tracer, endpoint=endpoint, group=group, model=deployment.wire_model,
-                                   deployment=label, attempt=attempt,
-                                   address=_host(deployment.api_base)) as span, picking as pick:
+                with (
+                    upstream_span(
+                        self._tracer,
+                        endpoint=endpoint,
+                        group=group,
+                        model=deployment.wire_model,
+                        deployment=label,
+                        attempt=attempt,
+                        address=_host(deployment.api_base),
+                    ) as span,
+                    picking as pick,
+                ):
                     try:
                         # Counted in flight from the choice on (no await between), so concurrent tries see it.
                         result = await router.run(index, name, within_limits)
@@ -346,8 +413,13 @@ class UpstreamClient:
                         if pick is not None and pick.index is not None and pick.index != index:  # it chose another
                             chosen = deployments[pick.index]
                             label = f"{group}:{pick.index}"
-                            place_upstream_span(span, endpoint=endpoint, model=chosen.wire_model, deployment=label,
-                                                address=_host(chosen.api_base))
+                            place_upstream_span(
+                                span,
+                                endpoint=endpoint,
+                                model=chosen.wire_model,
+                                deployment=label,
+                                address=_host(chosen.api_base),
+                            )
             finally:
                 self._on_try(group, label, succeeded, time.perf_counter() - started)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
@@ -360,15 +432,19 @@ class UpstreamClient:
         """A deployment's own ``rpm`` / ``tpm``: over one, the try fails as the provider's 429 would."""
         if deployment.tpm is None and deployment.rpm is None:
             return
-        for kind, limit, over in (("tpm", deployment.tpm, self._limiter.over_tpm),
-                                  ("rpm", deployment.rpm, self._limiter.over_rpm)):
+        for kind, limit, over in (
+            ("tpm", deployment.tpm, self._limiter.over_tpm),
+            ("rpm", deployment.rpm, self._limiter.over_rpm),
+        ):
             wait = await over(name, limit) if limit is not None else None
             if wait is not None:
-                raise UpstreamRateLimited(f"{name} is at its {kind} limit ({limit})",
-                                          code="deployment_rate_limited", retry_after=wait)
+                raise UpstreamRateLimited(
+                    f"{name} is at its {kind} limit ({limit})", code="deployment_rate_limited", retry_after=wait
+                )
 
     async def check_ready(self, timeout: float = 2.0) -> dict[str, str]:
         """Per model group: "ok", "unreachable", or "unchecked" for litellm-only providers."""
+
         async def probe(deployments: list[Deployment]) -> str:
             bases = [d for d in deployments if d.api_base]
             if not bases:
@@ -380,8 +456,9 @@ class UpstreamClient:
                 if deployment.api_key is not None:
                     headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
                 try:
-                    async with self._http.stream("GET", f"{deployment.api_base}/models", headers=headers,
-                                                 timeout=timeout) as response:
+                    async with self._http.stream(
+                        "GET", f"{deployment.api_base}/models", headers=headers, timeout=timeout
+                    ) as response:
                         status = response.status_code
                 except httpx.HTTPError:
                     continue

@@ -15,8 +15,16 @@ from ..endpoints.sdk_params import Endpoint
 from .errors import UpstreamErrors
 from .replies import ChatCompletion, MalformedReply, WholeReply, check_reply, parse_completion
 
-__all__ = ["DONE_EVENT", "Completion", "Forwarded", "UpstreamStream", "bounded_chunks", "checked_completion",
-           "checked_forwarded", "sse_event"]
+__all__ = [
+    "DONE_EVENT",
+    "Completion",
+    "Forwarded",
+    "UpstreamStream",
+    "bounded_chunks",
+    "checked_completion",
+    "checked_forwarded",
+    "sse_event",
+]
 
 DONE_EVENT = b"data: [DONE]\n\n"  # the last event of a chat-completions stream
 
@@ -81,8 +89,9 @@ class Forwarded:
     model_group: str
 
 
-def checked_forwarded(raw: bytes, model_group: str, endpoint: Endpoint, *, max_bytes: int,
-                      errors: UpstreamErrors) -> Forwarded:
+def checked_forwarded(
+    raw: bytes, model_group: str, endpoint: Endpoint, *, max_bytes: int, errors: UpstreamErrors
+) -> Forwarded:
     if len(raw) > max_bytes:
         raise errors.too_large(max_bytes)
     raw = stripped_reply(raw)
@@ -123,8 +132,9 @@ class UpstreamStream:
             await self.close()
 
 
-async def bounded_chunks(chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors, *,
-                         seconds: float, started: float | None = None) -> AsyncGenerator[bytes, None]:
+async def bounded_chunks(
+    chunks: AsyncIterator[bytes], limit: int, errors: UpstreamErrors, *, seconds: float, started: float | None = None
+) -> AsyncGenerator[bytes, None]:
     """``chunks`` until their total passes ``limit`` bytes or ``seconds`` have passed, then the upstream's error.
 
     ``seconds`` counts from ``started`` (the event loop's clock when the call

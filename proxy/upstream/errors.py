@@ -217,28 +217,48 @@ class UpstreamErrors:
         return self.malformed(detail)
 
     def timed_out(self, detail: str) -> UpstreamError:
-        return self._logged(UpstreamTimeout("The upstream model did not answer in time", code="upstream_timeout"),
-                            detail)
+        return self._logged(
+            UpstreamTimeout("The upstream model did not answer in time", code="upstream_timeout"), detail
+        )
 
     def unreachable(self, detail: str) -> UpstreamError:
         """Refused, reset or otherwise broken connections: the upstream gave no usable answer."""
-        return self._logged(UpstreamUnavailable("The upstream model could not be reached or dropped the connection",
-                                                code="upstream_unreachable"), detail)
+        return self._logged(
+            UpstreamUnavailable(
+                "The upstream model could not be reached or dropped the connection", code="upstream_unreachable"
+            ),
+            detail,
+        )
 
     def malformed(self, detail: str) -> UpstreamError:
-        return self._logged(UpstreamError("The upstream model sent a reply that is not an answer of this endpoint",
-                                          code=MALFORMED_REPLY), detail)
+        return self._logged(
+            UpstreamError(
+                "The upstream model sent a reply that is not an answer of this endpoint", code=MALFORMED_REPLY
+            ),
+            detail,
+        )
 
     def redirected(self, detail: str) -> UpstreamError:
         """A redirect the gateway did not follow (``redirects``): nothing went to its target."""
-        return self._logged(UpstreamError("The upstream model answered with a redirect, which the gateway does not "
-                                          "follow", code="upstream_redirect"), detail)
+        return self._logged(
+            UpstreamError(
+                "The upstream model answered with a redirect, which the gateway does not follow",
+                code="upstream_redirect",
+            ),
+            detail,
+        )
 
     def undecodable(self, detail: str) -> UpstreamError:
         """A body in a content coding the gateway does not decode, or corrupt in one it does."""
-        return self._logged(UpstreamError("The upstream model sent a reply in an encoding the gateway does not read",
-                                          code="upstream_bad_encoding"), detail)
+        return self._logged(
+            UpstreamError(
+                "The upstream model sent a reply in an encoding the gateway does not read", code="upstream_bad_encoding"
+            ),
+            detail,
+        )
 
     def too_large(self, limit: int) -> UpstreamError:
-        return self._logged(UpstreamError(f"The upstream model's reply exceeded {limit} bytes",
-                                          code="upstream_reply_too_large"), f"reply over {limit} bytes")
+        return self._logged(
+            UpstreamError(f"The upstream model's reply exceeded {limit} bytes", code="upstream_reply_too_large"),
+            f"reply over {limit} bytes",
+        )

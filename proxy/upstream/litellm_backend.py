@@ -73,8 +73,12 @@ _TRANSPORT = CappedTransport()
 _ROUTER_METADATA: dict[Endpoint, str] = {"responses": "litellm_metadata"}
 
 # The Router's method for each endpoint.
-_ROUTER_CALLS: dict[Endpoint, str] = {"chat": "acompletion", "completions": "atext_completion",
-                                      "embeddings": "aembedding", "responses": "aresponses"}
+_ROUTER_CALLS: dict[Endpoint, str] = {
+    "chat": "acompletion",
+    "completions": "atext_completion",
+    "embeddings": "aembedding",
+    "responses": "aresponses",
+}
 
 
 def _import_litellm() -> Any:
@@ -88,8 +92,9 @@ def _import_litellm() -> Any:
     route_litellm_logs_to_root()  # one line per event, in the process's log format
     if litellm.aclient_session is None:
         # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
-        litellm.aclient_session = httpx.AsyncClient(transport=_TRANSPORT, follow_redirects=True,
-                                                    max_redirects=MAX_REDIRECTS)
+        litellm.aclient_session = httpx.AsyncClient(
+            transport=_TRANSPORT, follow_redirects=True, max_redirects=MAX_REDIRECTS
+        )
     # The providers litellm reaches with its own HTTP handler (anthropic/, ...) get their transport from
     # this one factory (aiohttp's by default, which decodes and follows redirects unbounded): ours instead.
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
@@ -101,6 +106,7 @@ def _import_litellm() -> Any:
     # user's in the gateway or a scorer's against its deadline in a (re)started scoring worker. Paid here,
     # at start-up, instead.
     import openai.resources  # noqa: F401
+
     return litellm
 
 
@@ -116,8 +122,10 @@ def check_providers(deployments: Iterable[Deployment]) -> None:
         try:
             litellm.get_llm_provider(model=deployment.provider_model, api_base=deployment.api_base)
         except Exception:  # litellm raises its BadRequestError with a page of advice
-            raise ConfigError(f"model_list: `{deployment.model_name}` names `{deployment.provider_model}`, whose "
-                              "provider prefix litellm does not know (e.g. openai/, azure/, anthropic/)") from None
+            raise ConfigError(
+                f"model_list: `{deployment.model_name}` names `{deployment.provider_model}`, whose "
+                "provider prefix litellm does not know (e.g. openai/, azure/, anthropic/)"
+            ) from None
 
 
 @dataclass
@@ -189,8 +197,9 @@ class _LitellmCalls:
             return checked_completion(raw, group, max_bytes=self._max_bytes, errors=self._errors)
         return checked_forwarded(raw, group, endpoint, max_bytes=self._max_bytes, errors=self._errors)
 
-    async def opened(self, call: Callable[[], Awaitable[Any]], deadline: float, stream_seconds: float,
-                     group: str, endpoint: Endpoint) -> UpstreamStream:
+    async def opened(
+        self, call: Callable[[], Awaitable[Any]], deadline: float, stream_seconds: float, group: str, endpoint: Endpoint
+    ) -> UpstreamStream:
         """Open a litellm stream and read its first event, so that errors before the first byte still raise.
 
         The stream's opening is bounded by ``deadline``, the whole stream by
@@ -201,8 +210,13 @@ class _LitellmCalls:
             try:
                 async with asyncio.timeout(min(deadline, stream_seconds)):
                     wrapper = await call()
-                    chunks = bounded_chunks(self._sse(wrapper, endpoint, cap), self._max_bytes,
-                                            self._errors, seconds=stream_seconds, started=started)
+                    chunks = bounded_chunks(
+                        self._sse(wrapper, endpoint, cap),
+                        self._max_bytes,
+                        self._errors,
+                        seconds=stream_seconds,
+                        started=started,
+                    )
                     first = await anext(chunks)
             except Exception as exc:
                 raise self.translate(exc, cap) from exc
@@ -250,8 +264,10 @@ def _openai_usage_chunk(payload: dict[str, Any]) -> dict[str, Any]:
         return payload
     _without_cost(payload)
     choices = payload.get("choices")
-    if isinstance(choices, list) and all(isinstance(choice, dict) and not any(
-            value for name, value in choice.items() if name != "index") for choice in choices):
+    if isinstance(choices, list) and all(
+        isinstance(choice, dict) and not any(value for name, value in choice.items() if name != "index")
+        for choice in choices
+    ):
         payload["choices"] = []
     return payload
 
@@ -283,44 +299,68 @@ class LitellmBackend:
         router_settings = settings.router_settings
         groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
         # Each deployment by an id of its place, which the Router reports back for the call it routed.
-        self._places = {_deployment_id(name, index): index for name, ds in groups_here.items()
-                        for index in range(len(ds))}
-        model_list = [{"model_name": name, "litellm_params": d.litellm_params_plain(),
-                       "model_info": {"id": _deployment_id(name, index)}}
-                      for name, ds in groups_here.items() for index, d in enumerate(ds)]
+        self._places = {
+            _deployment_id(name, index): index for name, ds in groups_here.items() for index in range(len(ds))
+        }
+        model_list = [
+            {
+                "model_name": name,
+                "litellm_params": d.litellm_params_plain(),
+                "model_info": {"id": _deployment_id(name, index)},
+            }
+            for name, ds in groups_here.items()
+            for index, d in enumerate(ds)
+        ]
         # Fallbacks and retries (with backoff, Retry-After and scoring's budget) are
         # applied by UpstreamClient for both backends alike, so the Router itself does neither.
         self._router = self._litellm.Router(
-            model_list=model_list, num_retries=0, timeout=router_settings.timeout, disable_cooldowns=True,
+            model_list=model_list,
+            num_retries=0,
+            timeout=router_settings.timeout,
+            disable_cooldowns=True,
             routing_strategy=router_settings.routing_strategy,
         )
         # The Router picks the deployment, so a call is bounded by its group's slowest one.
-        self._deadlines = {name: max(d.deadline(router_settings.timeout) for d in ds)
-                           for name, ds in groups_here.items()}
-        self._stream_deadlines = {name: max(d.stream_deadline(router_settings.timeout) for d in ds)
-                                  for name, ds in groups_here.items()}
-        self._calls = _LitellmCalls(self._litellm, errors, settings.trustgate.upstream.max_response_bytes,
-                                    follow_redirects=settings.trustgate.upstream.follow_redirects)
-        self._with_logprobs = {name for name, ds in groups_here.items()
-                               if all(_takes_logprobs(self._litellm, d) for d in ds)}
+        self._deadlines = {
+            name: max(d.deadline(router_settings.timeout) for d in ds) for name, ds in groups_here.items()
+        }
+        self._stream_deadlines = {
+            name: max(d.stream_deadline(router_settings.timeout) for d in ds) for name, ds in groups_here.items()
+        }
+        self._calls = _LitellmCalls(
+            self._litellm,
+            errors,
+            settings.trustgate.upstream.max_response_bytes,
+            follow_redirects=settings.trustgate.upstream.follow_redirects,
+        )
+        self._with_logprobs = {
+            name for name, ds in groups_here.items() if all(_takes_logprobs(self._litellm, d) for d in ds)
+        }
 
     def gives_logprobs(self, group: str) -> bool:
         """Whether every deployment of ``group`` has a provider that litellm lists as taking ``logprobs``."""
         return group in self._with_logprobs
 
     async def complete(self, group: str, body: dict[str, Any]) -> Completion:
-        completion: Completion = await self._calls.whole(self._call(group, body, "chat"), self._deadlines[group],
-                                                         group, "chat")
+        completion: Completion = await self._calls.whole(
+            self._call(group, body, "chat"), self._deadlines[group], group, "chat"
+        )
         return completion
 
     async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint) -> Forwarded:
-        forwarded: Forwarded = await self._calls.whole(self._call(group, body, endpoint), self._deadlines[group],
-                                                       group, endpoint)
+        forwarded: Forwarded = await self._calls.whole(
+            self._call(group, body, endpoint), self._deadlines[group], group, endpoint
+        )
         return forwarded
 
     async def open_stream(self, group: str, body: dict[str, Any], endpoint: Endpoint = "chat") -> UpstreamStream:
-        return await self._calls.opened(lambda: self._call(group, {**body, "stream": True}, endpoint),
-                                        self._deadlines[group], self._stream_deadlines[group], group, endpoint)
+        return await self._calls.opened(
+            lambda: self._call(group, {**body, "stream": True}, endpoint),
+            self._deadlines[group],
+            self._stream_deadlines[group],
+            group,
+            endpoint,
+        )
 
     async def _call(self, group: str, body: dict[str, Any], endpoint: Endpoint) -> Any:
         """The Router's call for ``endpoint``; a Responses call the deployment refuses (404) goes over the bridge."""
@@ -356,8 +396,9 @@ class LitellmBackend:
 class ResponsesBridge:
     """Responses API calls for pass-through deployments without ``/responses``, as chat completions via litellm."""
 
-    def __init__(self, errors: UpstreamErrors, default_timeout: float, max_bytes: int, *,
-                 follow_redirects: bool) -> None:
+    def __init__(
+        self, errors: UpstreamErrors, default_timeout: float, max_bytes: int, *, follow_redirects: bool
+    ) -> None:
         self._errors = errors
         self._default_timeout = default_timeout
         self._max_bytes = max_bytes
@@ -366,16 +407,23 @@ class ResponsesBridge:
 
     def _loaded(self) -> _LitellmCalls:
         if self._calls is None:
-            self._calls = _LitellmCalls(_import_litellm(), self._errors, self._max_bytes,
-                                        follow_redirects=self._follow_redirects)
+            self._calls = _LitellmCalls(
+                _import_litellm(), self._errors, self._max_bytes, follow_redirects=self._follow_redirects
+            )
         return self._calls
 
     def _call(self, deployment: Deployment, body: dict[str, Any]) -> Awaitable[Any]:
         params = deployment.litellm_params_plain()
-        return self._loaded()._litellm.aresponses(**{
-            **_client_fields(body), "model": deployment.provider_model, "api_base": deployment.api_base,
-            "api_key": params.get("api_key"), "timeout": deployment.deadline(self._default_timeout),
-            "use_chat_completions_api": True})
+        return self._loaded()._litellm.aresponses(
+            **{
+                **_client_fields(body),
+                "model": deployment.provider_model,
+                "api_base": deployment.api_base,
+                "api_key": params.get("api_key"),
+                "timeout": deployment.deadline(self._default_timeout),
+                "use_chat_completions_api": True,
+            }
+        )
 
     async def aclose(self) -> None:
         if self._calls is not None:
@@ -383,24 +431,25 @@ class ResponsesBridge:
 
     async def forward(self, deployment: Deployment, body: dict[str, Any]) -> Forwarded:
         forwarded: Forwarded = await self._loaded().whole(
-            self._call(deployment, body), deployment.deadline(self._default_timeout), deployment.model_name,
-            "responses")
+            self._call(deployment, body), deployment.deadline(self._default_timeout), deployment.model_name, "responses"
+        )
         return forwarded
 
     async def open_stream(self, deployment: Deployment, body: dict[str, Any]) -> UpstreamStream:
-        return await self._loaded().opened(lambda: self._call(deployment, {**body, "stream": True}),
-                                           deployment.deadline(self._default_timeout),
-                                           deployment.stream_deadline(self._default_timeout),
-                                           deployment.model_name, "responses")
+        return await self._loaded().opened(
+            lambda: self._call(deployment, {**body, "stream": True}),
+            deployment.deadline(self._default_timeout),
+            deployment.stream_deadline(self._default_timeout),
+            deployment.model_name,
+            "responses",
+        )
 
 
 def _takes_logprobs(litellm: Any, deployment: Deployment) -> bool:
     """Whether litellm passes ``logprobs`` to this deployment's provider (rather than refusing or dropping it)."""
     try:
-        model, provider, _, _ = litellm.get_llm_provider(model=deployment.provider_model,
-                                                         api_base=deployment.api_base)
+        model, provider, _, _ = litellm.get_llm_provider(model=deployment.provider_model, api_base=deployment.api_base)
         supported = litellm.get_supported_openai_params(model=model, custom_llm_provider=provider)
     except Exception:  # litellm raises assorted types for models it cannot place: then it is not asked
         return False
     return "logprobs" in (supported or [])
-

@@ -58,10 +58,27 @@ def packaged_model_path() -> Path:
 def llama_server_command(settings: LocalUpstreamSettings) -> list[str]:
     model = Path(settings.model_path) if settings.model_path else packaged_model_path()
     return [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-        "--model_alias", settings.model_alias, "--host", settings.host, "--port", str(settings.port),
-        "--n_ctx", str(settings.n_ctx), "--logits_all", "true", "--interrupt_requests", "false",
-        "--n_threads", str(settings.threads), "--n_threads_batch", str(settings.threads),
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--model_alias",
+        settings.model_alias,
+        "--host",
+        settings.host,
+        "--port",
+        str(settings.port),
+        "--n_ctx",
+        str(settings.n_ctx),
+        "--logits_all",
+        "true",
+        "--interrupt_requests",
+        "false",
+        "--n_threads",
+        str(settings.threads),
+        "--n_threads_batch",
+        str(settings.threads),
     ]
 
 
@@ -88,8 +105,10 @@ def _require_free_port(host: str, port: int) -> None:
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise
-            raise LocalUpstreamError(f"port {port} on {host} is in use by another process; stop it or set "
-                                     "trustgate.local_upstream.port (and the api_base of model_list)") from exc
+            raise LocalUpstreamError(
+                f"port {port} on {host} is in use by another process; stop it or set "
+                "trustgate.local_upstream.port (and the api_base of model_list)"
+            ) from exc
 
 
 @contextlib.asynccontextmanager
@@ -100,8 +119,9 @@ async def run_local_upstream(settings: LocalUpstreamSettings) -> AsyncIterator[s
     await asyncio.to_thread(reap_stale_children)
     _require_free_port(settings.host, settings.port)
     log.info("starting local upstream on %s", base_url)
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               preexec_fn=die_with_parent())
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=die_with_parent()
+    )
     register_child(process.pid, command)
     try:
         await _wait_until_serving(process, f"{base_url}/models", time.monotonic() + settings.startup_timeout)

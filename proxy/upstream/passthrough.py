@@ -40,8 +40,12 @@ from .replies import MalformedReply, check_stream_start, media_type
 __all__ = ["PATHS", "PassthroughBackend", "upstream_session"]
 
 # Where each endpoint lives under a deployment's api_base.
-PATHS: dict[Endpoint, str] = {"chat": "/chat/completions", "completions": "/completions",
-                              "embeddings": "/embeddings", "responses": "/responses"}
+PATHS: dict[Endpoint, str] = {
+    "chat": "/chat/completions",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+    "responses": "/responses",
+}
 
 _ERROR_BODY_BYTES = 64 * 1024  # enough of an error reply to log its message
 _CONNECT_SECONDS = 5.0  # the most a connection may take, within the call's own deadline
@@ -59,16 +63,23 @@ def upstream_session() -> aiohttp.ClientSession:
     proxy variables, read once.
     """
     connector = aiohttp.TCPConnector(limit=1000, keepalive_timeout=30, ssl=httpx.create_ssl_context())
-    return aiohttp.ClientSession(connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(),
-                                 trust_env=bool(urllib.request.getproxies()), max_line_size=_HEADER_BYTES,
-                                 max_field_size=_HEADER_BYTES, timeout=aiohttp.ClientTimeout(total=None))
+    return aiohttp.ClientSession(
+        connector=connector,
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=bool(urllib.request.getproxies()),
+        max_line_size=_HEADER_BYTES,
+        max_field_size=_HEADER_BYTES,
+        timeout=aiohttp.ClientTimeout(total=None),
+    )
 
 
 class PassthroughBackend:
     """Pass-through calls; its session opens on the first call and closes with ``aclose``."""
 
-    def __init__(self, *, default_timeout: float, errors: UpstreamErrors, max_response_bytes: int,
-                 follow_redirects: bool = False) -> None:
+    def __init__(
+        self, *, default_timeout: float, errors: UpstreamErrors, max_response_bytes: int, follow_redirects: bool = False
+    ) -> None:
         self._session: aiohttp.ClientSession | None = None
         self._default_timeout = default_timeout
         self._errors = errors
@@ -80,8 +91,9 @@ class PassthroughBackend:
             await self._session.close()
             self._session = None
 
-    async def _send(self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint,
-                    total: float | None) -> aiohttp.ClientResponse:
+    async def _send(
+        self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint, total: float | None
+    ) -> aiohttp.ClientResponse:
         """The response with its status checked; its body is still unread.
 
         ``total``: the session's timer for the whole call, body included (a
@@ -97,20 +109,30 @@ class PassthroughBackend:
         deadline = deployment.deadline(self._default_timeout)
         timeout = aiohttp.ClientTimeout(total=total, sock_connect=min(deadline, _CONNECT_SECONDS))
         try:
-            response = await self._followed(self._session, f"{deployment.api_base}{PATHS[endpoint]}", payload,
-                                            headers, timeout)
+            response = await self._followed(
+                self._session, f"{deployment.api_base}{PATHS[endpoint]}", payload, headers, timeout
+            )
         except RedirectRefused as exc:
             raise self._errors.redirected(str(exc)) from exc
         except _FAILURES as exc:
             raise self._errors.for_exception(exc) from exc
         if response.status >= 400:
             error_body = await self._read(response, _ERROR_BODY_BYTES, truncate=True)
-            raise self._errors.for_status(response.status, message_from_body(error_body, response.status),
-                                          parse_retry_after(response.headers.get("retry-after")))
+            raise self._errors.for_status(
+                response.status,
+                message_from_body(error_body, response.status),
+                parse_retry_after(response.headers.get("retry-after")),
+            )
         return response
 
-    async def _followed(self, session: aiohttp.ClientSession, url: str, payload: bytes | None,
-                        headers: dict[str, str], timeout: aiohttp.ClientTimeout) -> aiohttp.ClientResponse:
+    async def _followed(
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        payload: bytes | None,
+        headers: dict[str, str],
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
         """The first answer that is not a redirect; a redirect is refused unless allowed (``redirects``).
 
         A followed 307/308 re-sends the request as it was, less its credentials
@@ -119,11 +141,13 @@ class PassthroughBackend:
         """
         method = "POST"
         for _ in range(MAX_REDIRECTS + 1):
-            response = await session.request(method, url, data=payload, headers=headers, timeout=timeout,
-                                             allow_redirects=False)
+            response = await session.request(
+                method, url, data=payload, headers=headers, timeout=timeout, allow_redirects=False
+            )
             try:
-                target = redirect_target(url, response.status, response.headers.get("location"),
-                                         follow=self._follow_redirects)
+                target = redirect_target(
+                    url, response.status, response.headers.get("location"), follow=self._follow_redirects
+                )
             except RedirectRefused:
                 response.close()
                 raise
@@ -184,11 +208,11 @@ class PassthroughBackend:
     async def forward(self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint) -> Forwarded:
         """A whole reply of another endpoint (completions, embeddings, Responses), checked for its shape."""
         raw = await self._fetch(deployment, body, endpoint)
-        return checked_forwarded(raw, deployment.model_name, endpoint, max_bytes=self._max_bytes,
-                                 errors=self._errors)
+        return checked_forwarded(raw, deployment.model_name, endpoint, max_bytes=self._max_bytes, errors=self._errors)
 
-    async def open_stream(self, deployment: Deployment, body: dict[str, Any],
-                          endpoint: Endpoint = "chat") -> UpstreamStream:
+    async def open_stream(
+        self, deployment: Deployment, body: dict[str, Any], endpoint: Endpoint = "chat"
+    ) -> UpstreamStream:
         """The opened stream, once it is an event stream whose first event has the endpoint's shape.
 
         Read up to that first event before the client's response starts, so that
@@ -216,8 +240,9 @@ class PassthroughBackend:
 
         return UpstreamStream(chunks=chunks, close=close, model_group=deployment.model_name, first=first)
 
-    async def _opening(self, response: aiohttp.ClientResponse, chunks: AsyncIterator[bytes],
-                       endpoint: Endpoint) -> list[bytes]:
+    async def _opening(
+        self, response: aiohttp.ClientResponse, chunks: AsyncIterator[bytes], endpoint: Endpoint
+    ) -> list[bytes]:
         """The stream's chunks up to and including its first event, checked (``replies.check_stream_start``)."""
         kind = media_type(response.headers.get("content-type"))
         if kind != "text/event-stream":

@@ -20,15 +20,23 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
-__all__ = ["CREDENTIAL_HEADERS", "MAX_REDIRECTS", "REDIRECT_STATUSES", "RedirectRefused", "check_redirect",
-           "redirect_target", "without_credentials"]
+__all__ = [
+    "CREDENTIAL_HEADERS",
+    "MAX_REDIRECTS",
+    "REDIRECT_STATUSES",
+    "RedirectRefused",
+    "check_redirect",
+    "redirect_target",
+    "without_credentials",
+]
 
 MAX_REDIRECTS = 5  # same-origin hops followed at most, when following is allowed
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # The headers providers take keys in (OpenAI's and most: authorization; Azure's api-key; Anthropic's x-api-key;
 # Google's x-goog-api-key), and those a proxy or a session would: never sent on a followed redirect.
-CREDENTIAL_HEADERS = frozenset({"authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization",
-                                "cookie"})
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "api-key", "x-api-key", "x-goog-api-key", "proxy-authorization", "cookie"}
+)
 
 
 class RedirectRefused(httpx.TransportError):

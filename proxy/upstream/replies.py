@@ -120,8 +120,10 @@ class _Logprobbed(_Lenient):
 
     def top_logprobs(self) -> list[dict[str, float]]:
         """Per generated token, its alternatives as {token: logprob} (the token itself when none were asked)."""
-        return [_known({alt.token: alt.logprob for alt in entry.top_logprobs or []})
-                or _known({entry.token: entry.logprob}) for entry in self._entries()]
+        return [
+            _known({alt.token: alt.logprob for alt in entry.top_logprobs or []}) or _known({entry.token: entry.logprob})
+            for entry in self._entries()
+        ]
 
     def _entries(self) -> list[TokenLogprob]:
         return (self.logprobs.content or []) if self.logprobs is not None else []
@@ -569,12 +571,24 @@ class _StreamEvent(_Lenient):
 
 
 # Per endpoint: what its whole reply and its stream's first event must be, and what the reply is called.
-REPLY_MODELS: dict[Endpoint, type[WholeReply]] = {"chat": ChatCompletion, "completions": TextCompletion,
-                                                  "embeddings": EmbeddingList, "responses": ResponseObject}
-_FIRST_EVENT: dict[Endpoint, type[_Lenient]] = {"chat": _StreamChunk, "completions": _StreamChunk,
-                                                "embeddings": _StreamChunk, "responses": _StreamEvent}
-_NAMES: dict[Endpoint, str] = {"chat": "chat completion", "completions": "text completion",
-                               "embeddings": "embedding list", "responses": "Responses object"}
+REPLY_MODELS: dict[Endpoint, type[WholeReply]] = {
+    "chat": ChatCompletion,
+    "completions": TextCompletion,
+    "embeddings": EmbeddingList,
+    "responses": ResponseObject,
+}
+_FIRST_EVENT: dict[Endpoint, type[_Lenient]] = {
+    "chat": _StreamChunk,
+    "completions": _StreamChunk,
+    "embeddings": _StreamChunk,
+    "responses": _StreamEvent,
+}
+_NAMES: dict[Endpoint, str] = {
+    "chat": "chat completion",
+    "completions": "text completion",
+    "embeddings": "embedding list",
+    "responses": "Responses object",
+}
 
 
 def parse_payload(data: bytes, model: type[M]) -> M | None:

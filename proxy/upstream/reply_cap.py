@@ -46,8 +46,15 @@ from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncodi
 from .redirects import CREDENTIAL_HEADERS, RedirectRefused, check_redirect
 from .replies import MalformedReply, check_stream_start, media_type
 
-__all__ = ["CappedTransport", "MalformedStream", "NotAStream", "ReplyCap", "ReplyTooLarge", "UndecodableReply",
-           "capped"]
+__all__ = [
+    "CappedTransport",
+    "MalformedStream",
+    "NotAStream",
+    "ReplyCap",
+    "ReplyTooLarge",
+    "UndecodableReply",
+    "capped",
+]
 
 
 @dataclass
@@ -85,8 +92,11 @@ class MalformedStream(httpx.DecodingError):
 # endpoint whose first-event shape they share: OpenAI's chunks carry choices; Responses' and Anthropic's Messages
 # events are typed. Other providers' streams are held to their media type alone.
 _WIRE_FORMATS: tuple[tuple[str, Endpoint], ...] = (
-    ("/chat/completions", "chat"), ("/completions", "completions"), ("/responses", "responses"),
-    ("/messages", "responses"))
+    ("/chat/completions", "chat"),
+    ("/completions", "completions"),
+    ("/responses", "responses"),
+    ("/messages", "responses"),
+)
 
 
 def _wire_format(path: str) -> Endpoint | None:
@@ -96,8 +106,15 @@ def _wire_format(path: str) -> Endpoint | None:
 # What the providers litellm reaches stream as: server-sent events (OpenAI, Azure, Anthropic, ...),
 # newline-delimited JSON (Ollama's own API, Cohere's older one), AWS's event stream (Bedrock), a JSON
 # array (Gemini without SSE).
-_STREAM_TYPES = frozenset({"text/event-stream", "application/x-ndjson", "application/stream+json",
-                           "application/vnd.amazon.eventstream", "application/json"})
+_STREAM_TYPES = frozenset(
+    {
+        "text/event-stream",
+        "application/x-ndjson",
+        "application/stream+json",
+        "application/vnd.amazon.eventstream",
+        "application/json",
+    }
+)
 
 
 _current: ContextVar[ReplyCap | None] = ContextVar("trustgate_reply_cap", default=None)
@@ -185,7 +202,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
 
     def __init__(self) -> None:
         self._pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport] = (
-            weakref.WeakKeyDictionary())
+            weakref.WeakKeyDictionary()
+        )
 
     def _pool(self) -> httpx.AsyncHTTPTransport:
         loop = asyncio.get_running_loop()

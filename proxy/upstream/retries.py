@@ -41,8 +41,9 @@ class RetryBudget:
     per window are always allowed so that a quiet gateway still retries a blip.
     """
 
-    def __init__(self, ratio: float, minimum: int, window_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, ratio: float, minimum: int, window_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._ratio = ratio
         self._minimum = minimum
         self._window = window_s
@@ -80,15 +81,21 @@ class RetryPolicy:
     5% of it (BENCHMARKS.md, issue 32). A first try now costs a loop step.
     """
 
-    def __init__(self, router: RouterSettings, settings: RetrySettings, *,
-                 on_scoring_shed: OnScoringShed = lambda group, reason: None,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        router: RouterSettings,
+        settings: RetrySettings,
+        *,
+        on_scoring_shed: OnScoringShed = lambda group, reason: None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._attempts = router.num_retries + 1
         self._min_wait = router.retry_after  # LiteLLM's: the least time between two tries
         self._settings = settings
-        self._budget = RetryBudget(settings.scoring_retry_ratio, settings.scoring_min_retries,
-                                   settings.scoring_budget_window, clock)
+        self._budget = RetryBudget(
+            settings.scoring_retry_ratio, settings.scoring_min_retries, settings.scoring_budget_window, clock
+        )
         self._on_scoring_shed = on_scoring_shed
         self._clock = clock
         self._sleep = sleep
@@ -128,7 +135,7 @@ class RetryPolicy:
         if exc.retry_after is not None:
             wait = exc.retry_after
         else:
-            step = self._settings.backoff_initial * 2 ** attempt + random.uniform(0, self._settings.jitter)
+            step = self._settings.backoff_initial * 2**attempt + random.uniform(0, self._settings.jitter)
             wait = min(step, self._settings.backoff_max)
         return max(wait, self._min_wait)
 
@@ -142,5 +149,8 @@ class RetryPolicy:
         left = self._limited_until.get(group, 0.0) - self._clock()
         if left > 0:
             self._on_scoring_shed(group, "rate_limited")
-            raise UpstreamRateLimited(f"scoring call not made: model group `{group}` is rate limited",
-                                      code="scoring_backoff", retry_after=left)
+            raise UpstreamRateLimited(
+                f"scoring call not made: model group `{group}` is rate limited",
+                code="scoring_backoff",
+                retry_after=left,
+            )

@@ -54,8 +54,15 @@ def _weights(deployments: Sequence[Deployment]) -> list[float]:
 class GroupRouter:
     """The deployments of one model group, and the state its strategy chooses by."""
 
-    def __init__(self, deployments: Sequence[Deployment], strategy: RoutingStrategy, *, default_timeout: float,
-                 limit_parallel: bool = True, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        deployments: Sequence[Deployment],
+        strategy: RoutingStrategy,
+        *,
+        default_timeout: float,
+        limit_parallel: bool = True,
+        rng: random.Random | None = None,
+    ) -> None:
         """``limit_parallel``: enforce ``max_parallel_requests`` here (not where litellm's Router already does)."""
         self._deployments = list(deployments)
         self._strategy = strategy
@@ -68,7 +75,8 @@ class GroupRouter:
         # Whether anything reads the calls in flight or their times: a limit, or a strategy that chooses among
         # several by them. Else a call goes straight through (the usual group: one deployment, no limit).
         self._tracked = any(limit is not None for limit in self._limits) or (
-            len(self._deployments) > 1 and strategy in ("least-busy", "latency-based-routing"))
+            len(self._deployments) > 1 and strategy in ("least-busy", "latency-based-routing")
+        )
 
     def in_flight(self, index: int) -> int:
         """Calls in flight to deployment ``index``, where they are counted (``_tracked``)."""
@@ -108,8 +116,9 @@ class GroupRouter:
         if not self._tracked:
             return await call()
         if self._full(index):
-            raise UpstreamRateLimited(f"{name} is at its max_parallel_requests limit ({self._limits[index]})",
-                                      code="deployment_rate_limited")
+            raise UpstreamRateLimited(
+                f"{name} is at its max_parallel_requests limit ({self._limits[index]})", code="deployment_rate_limited"
+            )
         self._in_flight[index] += 1
         release = once(lambda: self._leave(index))
         loop = asyncio.get_running_loop()

@@ -47,8 +47,10 @@ class LeasedSlots(PrioritySlots):
         answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._asked[lease] = answer
         try:
-            self._send(FrameKind.SLOT_ASK, SlotAsk(lease=lease, priority=int(priority),
-                                                   timeout=timeout).model_dump_json().encode())
+            self._send(
+                FrameKind.SLOT_ASK,
+                SlotAsk(lease=lease, priority=int(priority), timeout=timeout).model_dump_json().encode(),
+            )
             granted = await answer
         except BaseException:
             self._asked.pop(lease, None)
@@ -108,7 +110,7 @@ class SlotLender:
             self._waiting.pop(asked.lease, None)
             raise
         if self._waiting.pop(asked.lease, None) is None:  # withdrawn just as the slot came (a cancel can lose
-            self._slots.release()                          # that race to wait_for): it goes to the next call
+            self._slots.release()  # that race to wait_for): it goes to the next call
             return
         self._lent.add(asked.lease)
         self._answer(asked.lease, granted=True)

@@ -62,8 +62,9 @@ class PrioritySlots:
                 self.release()  # the slot was handed over just as this call gave up: pass it on
             future.cancel()
             if isinstance(exc, TimeoutError):
-                raise UpstreamTimeout("the local model is busy: no slot within the timeout",
-                                      code="upstream_timeout") from exc
+                raise UpstreamTimeout(
+                    "the local model is busy: no slot within the timeout", code="upstream_timeout"
+                ) from exc
             raise
 
     def release(self) -> None:
@@ -82,8 +83,9 @@ class PrioritySlots:
         finally:
             self.release()
 
-    async def open_stream(self, priority: Priority, timeout: float,
-                          open_stream: Callable[[], Awaitable[UpstreamStream]]) -> UpstreamStream:
+    async def open_stream(
+        self, priority: Priority, timeout: float, open_stream: Callable[[], Awaitable[UpstreamStream]]
+    ) -> UpstreamStream:
         """Open a stream holding a slot until the stream is closed (or, as a backstop, collected)."""
         await self.acquire(priority, timeout)
         release = once(self.release)
@@ -97,6 +99,7 @@ class PrioritySlots:
 
 def held_until_closed(stream: UpstreamStream, release: Callable[[], None]) -> UpstreamStream:
     """``stream``, calling ``release`` (made idempotent by ``once``) when it is closed or, as a backstop, collected."""
+
     async def close_and_release() -> None:
         try:
             await stream.close()  # refers to ``stream`` itself: a stream wrapped twice keeps the inner one alive

@@ -22,5 +22,12 @@ from .oxigraph import serve_oxigraph
 from .runtime import load_generator, local_sparql_endpoint
 from .scorer import ConsistencyScorer
 
-__all__ = ["ConsistencyScorer", "Distractor", "DistractorGenerator", "DistractorPool", "load_generator",
-           "local_sparql_endpoint", "serve_oxigraph"]
+__all__ = [
+    "ConsistencyScorer",
+    "Distractor",
+    "DistractorGenerator",
+    "DistractorPool",
+    "load_generator",
+    "local_sparql_endpoint",
+    "serve_oxigraph",
+]

@@ -82,8 +82,11 @@ def build_consistency_assets(settings: ScoringSettings) -> None:
     steps = [
         ("graph", lambda: paths.graph.exists(), lambda: _build_graph(paths)),
         ("store", lambda: (paths.store / "CURRENT").exists(), lambda: _load_store(paths)),
-        ("corpus", lambda: paths.corpus.exists() and paths.vocabulary.exists(),
-         lambda: _tag_corpus(paths, settings.consistency.spacy_model)),
+        (
+            "corpus",
+            lambda: paths.corpus.exists() and paths.vocabulary.exists(),
+            lambda: _tag_corpus(paths, settings.consistency.spacy_model),
+        ),
         ("vectors", lambda: paths.vectors.exists(), lambda: _train_vectors(paths)),
     ]
     for number, (name, done, build) in enumerate(steps, 1):

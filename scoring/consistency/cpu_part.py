@@ -56,7 +56,8 @@ def _draw(generator: DistractorGenerator, question: str, answer: str, num: int, 
 
 async def draw_distractors(cpu: CpuWork, question: str, answer: str, num: int, rng: random.Random) -> DistractorPool:
     """The answer's distractor pool; ``rng`` advances exactly as if the generator had drawn from it here."""
-    drawn = await cpu.run(DISTRACTORS, functools.partial(_draw, question=question, answer=answer, num=num,
-                                                         rng_state=rng.getstate()))
+    drawn = await cpu.run(
+        DISTRACTORS, functools.partial(_draw, question=question, answer=answer, num=num, rng_state=rng.getstate())
+    )
     rng.setstate(drawn.rng_state)
     return drawn.pool

@@ -78,5 +78,4 @@ def agreement_beyond_prior(distributions: Sequence[dict[str, float]], originals:
     expected = sum(prior[o] for o in originals) / len(originals)
     kappa = 0.0 if expected >= 1.0 else (observed - expected) / (1.0 - expected)
     value = 0.5 + 0.5 * kappa if observed >= expected else 0.5 * observed / expected
-    return Agreement(observed=observed, expected=expected, kappa=kappa, value=min(1.0, max(0.0, value)),
-                     prior=prior)
+    return Agreement(observed=observed, expected=expected, kappa=kappa, value=min(1.0, max(0.0, value)), prior=prior)

@@ -66,7 +66,7 @@ def realise(answer: str, candidate: Candidate) -> str:
     target = candidate.target
     before = answer[: target.start]
     sentence_start = not before.strip() or before.rstrip()[-1] in ".!?"
-    return before + _cased(candidate.text, target.text, sentence_start) + answer[target.end:]
+    return before + _cased(candidate.text, target.text, sentence_start) + answer[target.end :]
 
 
 class DistractorGenerator:
@@ -99,13 +99,13 @@ class DistractorGenerator:
                 if _normalised(text) not in seen:
                     seen.add(_normalised(text))
                     by_tier.setdefault(SOURCE_TIER[candidate.source], []).append(
-                        Distractor(text, candidate.target.text, candidate.text, candidate.source))
+                        Distractor(text, candidate.target.text, candidate.text, candidate.source)
+                    )
         ordered: list[Distractor] = []
         for tier in sorted(by_tier):
             rng.shuffle(by_tier[tier])
             ordered += by_tier[tier]
-        return DistractorPool(answer, ordered, found.level, found.errors, time.perf_counter() - started,
-                              found.failures)
+        return DistractorPool(answer, ordered, found.level, found.errors, time.perf_counter() - started, found.failures)
 
 
 class DistractorDeck:
@@ -118,7 +118,7 @@ class DistractorDeck:
         self.reused = False
 
     def draw(self, k: int) -> list[Distractor]:
-        fresh = self._pool[self._next: self._next + k]
+        fresh = self._pool[self._next : self._next + k]
         self._next += len(fresh)
         if len(fresh) < k:
             shown = [d for d in self._pool[: self._next] if d not in fresh]

@@ -25,8 +25,17 @@ from pathlib import Path
 from gensim.models import KeyedVectors
 from spacy.lang.en.stop_words import STOP_WORDS
 
-__all__ = ["Vocabulary", "WordEmbeddings", "WordSet", "coarse_pos", "near_duplicate", "read_vocabulary", "same_word",
-           "stem", "tag_fits"]
+__all__ = [
+    "Vocabulary",
+    "WordEmbeddings",
+    "WordSet",
+    "coarse_pos",
+    "near_duplicate",
+    "read_vocabulary",
+    "same_word",
+    "stem",
+    "tag_fits",
+]
 
 MAX_SIMILARITY = 0.9
 MIN_SIMILARITY = 0.3  # below this a "neighbour" is unrelated: the random source's job, not this one's
@@ -108,8 +117,11 @@ class Vocabulary:
 
     def __post_init__(self) -> None:
         for word, tags in self.tags.items():
-            if self.counts.get(word, 0) >= MIN_RANDOM_COUNT and _WORDLIKE.match(word) \
-                    and word.lower() not in STOP_WORDS:
+            if (
+                self.counts.get(word, 0) >= MIN_RANDOM_COUNT
+                and _WORDLIKE.match(word)
+                and word.lower() not in STOP_WORDS
+            ):
                 for tag in tags:
                     self.by_tag.setdefault(tag, []).append(word)
                 self.by_coarse.setdefault(coarse_pos(tags[0]), []).append(word)
@@ -185,4 +197,3 @@ class WordEmbeddings:
             if len(picked) == num:
                 break
         return picked
-

@@ -27,8 +27,16 @@ from pathlib import Path
 from .packaged import Article, Synset
 from .queries import TG
 
-__all__ = ["EntityRecord", "KnowledgeGraphData", "TypeRecord", "build_graph", "description_head",
-           "mention_counts", "preferred_label", "write_ntriples"]
+__all__ = [
+    "EntityRecord",
+    "KnowledgeGraphData",
+    "TypeRecord",
+    "build_graph",
+    "description_head",
+    "mention_counts",
+    "preferred_label",
+    "write_ntriples",
+]
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RDFS_LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -73,8 +81,9 @@ def type_depths(synsets: dict[str, Synset]) -> dict[str, int]:
 
     def depth(offset: str, trail: frozenset[str]) -> int:
         if offset not in depths:
-            parents = [p for p in synsets[offset].hypernyms + synsets[offset].instance_of
-                       if p in synsets and p not in trail]
+            parents = [
+                p for p in synsets[offset].hypernyms + synsets[offset].instance_of if p in synsets and p not in trail
+            ]
             depths[offset] = 1 + max((depth(p, trail | {offset}) for p in parents), default=-1)
         return depths[offset]
 
@@ -96,9 +105,15 @@ def _ancestors(synsets: dict[str, Synset], roots: Iterable[str]) -> set[str]:
 
 def type_records(synsets: dict[str, Synset], used: set[str], depths: dict[str, int]) -> list[TypeRecord]:
     """The class synsets that type some entity, with their depth and direct parents."""
-    return [TypeRecord(synset_iri(o), synsets[o].lemmas[0], depths[o],
-                       tuple(synset_iri(p) for p in synsets[o].hypernyms if p in used))
-            for o in sorted(used)]
+    return [
+        TypeRecord(
+            synset_iri(o),
+            synsets[o].lemmas[0],
+            depths[o],
+            tuple(synset_iri(p) for p in synsets[o].hypernyms if p in used),
+        )
+        for o in sorted(used)
+    ]
 
 
 def preferred_label(lemmas: Sequence[str]) -> str:
@@ -124,13 +139,22 @@ def wordnet_entities(synsets: dict[str, Synset]) -> tuple[list[EntityRecord], se
         types = _ancestors(synsets, synset.instance_of)
         used |= types
         label = preferred_label(synset.lemmas)
-        entities.append(EntityRecord(synset_iri(synset.offset), label, tuple(x for x in synset.lemmas if x != label),
-                                     {synset_iri(t) for t in types}, description=synset.gloss))
+        entities.append(
+            EntityRecord(
+                synset_iri(synset.offset),
+                label,
+                tuple(x for x in synset.lemmas if x != label),
+                {synset_iri(t) for t in types},
+                description=synset.gloss,
+            )
+        )
     return entities, used
 
 
-_HEAD_STOP = re.compile(r"\s(?:of|in|on|at|by|for|from|to|with|who|which|that|and|or|used|based|"
-                        r"directed|written|founded|located|known|made|between|during|near)\s|[(,;:]")
+_HEAD_STOP = re.compile(
+    r"\s(?:of|in|on|at|by|for|from|to|with|who|which|that|and|or|used|based|"
+    r"directed|written|founded|located|known|made|between|during|near)\s|[(,;:]"
+)
 
 
 def description_head(description: str) -> tuple[str, str] | None:
@@ -149,8 +173,16 @@ def description_head(description: str) -> tuple[str, str] | None:
 
 
 def _noun_lemma(word: str, index: dict[str, list[str]]) -> str | None:
-    for suffix, replacement in (("", ""), ("ies", "y"), ("ches", "ch"), ("shes", "sh"), ("ses", "s"),
-                                ("xes", "x"), ("men", "man"), ("s", "")):
+    for suffix, replacement in (
+        ("", ""),
+        ("ies", "y"),
+        ("ches", "ch"),
+        ("shes", "sh"),
+        ("ses", "s"),
+        ("xes", "x"),
+        ("men", "man"),
+        ("s", ""),
+    ):
         if word.endswith(suffix):
             lemma = word[: len(word) - len(suffix)] + replacement if suffix else word
             if lemma in index:
@@ -158,8 +190,9 @@ def _noun_lemma(word: str, index: dict[str, list[str]]) -> str | None:
     return None
 
 
-def article_records(articles: Sequence[Article], synsets: dict[str, Synset], index: dict[str, list[str]],
-                    depths: dict[str, int]) -> tuple[list[EntityRecord], list[TypeRecord], set[str]]:
+def article_records(
+    articles: Sequence[Article], synsets: dict[str, Synset], index: dict[str, list[str]], depths: dict[str, int]
+) -> tuple[list[EntityRecord], list[TypeRecord], set[str]]:
     """Vital articles as entities typed by their description; returns extra narrow types and the
     WordNet class synsets they use."""
     entities: list[EntityRecord] = []
@@ -168,8 +201,13 @@ def article_records(articles: Sequence[Article], synsets: dict[str, Synset], ind
     for article in articles:
         label = re.sub(r"\s*\([^)]*\)$", "", article.title).strip()
         aliases = (article.title,) if label != article.title else ()
-        record = EntityRecord(f"{TG}wiki-{urllib.parse.quote(article.title, safe='')}", label, aliases,
-                              description=article.description, topic=article.topic)
+        record = EntityRecord(
+            f"{TG}wiki-{urllib.parse.quote(article.title, safe='')}",
+            label,
+            aliases,
+            description=article.description,
+            topic=article.topic,
+        )
         head = description_head(article.description)
         lemma = _noun_lemma(head[0], index) if head else None
         if head and lemma:
@@ -201,7 +239,7 @@ def mention_counts(keys: set[str], documents: Iterable[str]) -> Counter[str]:
             if token not in firsts:
                 continue
             for n in range(1, MAX_KEY_WORDS + 1):
-                gram = " ".join(tokens[i: i + n])
+                gram = " ".join(tokens[i : i + n])
                 if gram in keys:
                     seen.add(gram)
         counts.update(seen)
@@ -217,11 +255,13 @@ def _integer(value: int) -> str:
     return f'"{value}"^^<http://www.w3.org/2001/XMLSchema#integer>'
 
 
-def write_ntriples(path: Path, entities: Sequence[EntityRecord], types: Sequence[TypeRecord],
-                   popularity: dict[str, int]) -> int:
+def write_ntriples(
+    path: Path, entities: Sequence[EntityRecord], types: Sequence[TypeRecord], popularity: dict[str, int]
+) -> int:
     """Write the graph; returns the number of triples."""
     count = 0
     with path.open("w", encoding="utf-8") as out:
+
         def triple(s: str, p: str, o: str) -> None:
             nonlocal count
             out.write(f"<{s}> <{p}> {o} .\n")
@@ -255,8 +295,9 @@ class KnowledgeGraphData:
     popularity: dict[str, int]
 
 
-def build_graph(synsets: dict[str, Synset], index: dict[str, list[str]],
-                articles: Sequence[Article]) -> KnowledgeGraphData:
+def build_graph(
+    synsets: dict[str, Synset], index: dict[str, list[str]], articles: Sequence[Article]
+) -> KnowledgeGraphData:
     """WordNet instances and vital articles, typed, keyed and ranked by corpus mentions."""
     depths = type_depths(synsets)
     instances, used = wordnet_entities(synsets)

@@ -25,22 +25,44 @@ from SPARQLWrapper import JSON, SPARQLWrapper
 
 from .queries import GraphProfile
 
-__all__ = ["GraphCandidate", "GraphType", "KnowledgeGraph", "KnowledgeGraphError", "LinkedEntity",
-           "compatible_with", "parse_links", "relaxation_levels"]
+__all__ = [
+    "GraphCandidate",
+    "GraphType",
+    "KnowledgeGraph",
+    "KnowledgeGraphError",
+    "LinkedEntity",
+    "compatible_with",
+    "parse_links",
+    "relaxation_levels",
+]
 
 # spaCy entity labels -> lower-case class labels (WordNet and DBpedia spellings) that fit them.
 NER_CLASSES: dict[str, frozenset[str]] = {
     "PERSON": frozenset({"person", "human"}),
-    "GPE": frozenset({"location", "region", "place", "populated place", "country", "city", "state",
-                      "administrative region", "political unit", "settlement"}),
-    "LOC": frozenset({"location", "region", "place", "geographical area", "body of water", "natural place",
-                      "mountain", "continent"}),
+    "GPE": frozenset(
+        {
+            "location",
+            "region",
+            "place",
+            "populated place",
+            "country",
+            "city",
+            "state",
+            "administrative region",
+            "political unit",
+            "settlement",
+        }
+    ),
+    "LOC": frozenset(
+        {"location", "region", "place", "geographical area", "body of water", "natural place", "mountain", "continent"}
+    ),
     "ORG": frozenset({"organization", "organisation", "social group", "company", "institution"}),
     "NORP": frozenset({"people", "social group", "ethnic group", "religion", "nationality"}),
     "FAC": frozenset({"structure", "building", "facility", "architectural structure", "infrastructure"}),
     "EVENT": frozenset({"event", "act", "conflict", "military conflict", "war", "battle", "societal event"}),
-    "WORK_OF_ART": frozenset({"creation", "work", "written work", "artwork", "film", "album", "song",
-                              "musical composition", "writing"}),
+    "WORK_OF_ART": frozenset(
+        {"creation", "work", "written work", "artwork", "film", "album", "song", "musical composition", "writing"}
+    ),
     "PRODUCT": frozenset({"artifact", "device", "product", "instrumentality"}),
     "LANGUAGE": frozenset({"language"}),
     "LAW": frozenset({"law", "document", "legal document"}),
@@ -107,18 +129,20 @@ def parse_links(bindings: Sequence[dict[str, Any]], forms: Sequence[str]) -> lis
         type_iri, type_label = _value(row, "type"), _value(row, "typeLabel")
         if not (iri and label and form and type_iri):
             continue
-        entry = grouped.setdefault(iri, {"label": label, "form": form, "types": {},
-                                         "popularity": _number(_value(row, "popularity"))})
+        entry = grouped.setdefault(
+            iri, {"label": label, "form": form, "types": {}, "popularity": _number(_value(row, "popularity"))}
+        )
         if order.get(form.lower(), len(order)) < order.get(entry["form"].lower(), len(order)):
             entry["form"] = form
         known = entry["types"].get(type_iri)
         parent = _value(row, "parent")
         parents = (known.parents if known else frozenset()) | ({parent} if parent else set())
         entry["types"][type_iri] = GraphType(type_iri, type_label or "", int(_number(_value(row, "depth"))), parents)
-    entities = [LinkedEntity(iri, e["label"], e["form"], tuple(sorted(e["types"].values(), key=_type_order)),
-                             e["popularity"]) for iri, e in grouped.items()]
-    return sorted(entities, key=lambda e: (order.get(e.form.lower(), len(order)), -e.popularity, -len(e.types),
-                                           e.iri))
+    entities = [
+        LinkedEntity(iri, e["label"], e["form"], tuple(sorted(e["types"].values(), key=_type_order)), e["popularity"])
+        for iri, e in grouped.items()
+    ]
+    return sorted(entities, key=lambda e: (order.get(e.form.lower(), len(order)), -e.popularity, -len(e.types), e.iri))
 
 
 def _row_key(row: dict[str, Any]) -> tuple[str, ...]:
@@ -185,8 +209,9 @@ class KnowledgeGraph:
             return []
         return parse_links(self.select(self.profile.link(forms)), forms)
 
-    def same_type(self, entity: LinkedEntity, num: int, rng: random.Random,
-                  exclude_labels: frozenset[str] = frozenset()) -> list[GraphCandidate]:
+    def same_type(
+        self, entity: LinkedEntity, num: int, rng: random.Random, exclude_labels: frozenset[str] = frozenset()
+    ) -> list[GraphCandidate]:
         """Up to ``num`` other entities sharing as many of ``entity``'s types as possible."""
         chosen: list[GraphCandidate] = []
         seen = {entity.label.lower(), *exclude_labels}

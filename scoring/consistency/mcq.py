@@ -16,8 +16,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["NONE_OF_THE_ABOVE", "PROMPT_HEADER", "MultipleChoice", "build_choice", "letter_probabilities",
-           "parse_choice", "render_prompt"]
+__all__ = [
+    "NONE_OF_THE_ABOVE",
+    "PROMPT_HEADER",
+    "MultipleChoice",
+    "build_choice",
+    "letter_probabilities",
+    "parse_choice",
+    "render_prompt",
+]
 
 LETTERS = "ABCDE"
 NONE_OF_THE_ABOVE = "None of the above."  # as in the paper's generated questions (Table 7)
@@ -77,8 +84,9 @@ class MultipleChoice:
         return LETTERS[: len(self.options)]
 
 
-def build_choice(question: str, answer: str, distractors: Sequence[str], rng: random.Random,
-                 position: int | None = None) -> MultipleChoice:
+def build_choice(
+    question: str, answer: str, distractors: Sequence[str], rng: random.Random, position: int | None = None
+) -> MultipleChoice:
     """The answer among the (up to 3) distractors, then "None of the above".
 
     At ``position`` (0 is A) when given (the debiased procedure balances it
@@ -103,19 +111,23 @@ def render_prompt(choice: MultipleChoice, examples: int = len(EXAMPLES)) -> str:
     Fewer examples make a much shorter prompt (about 120 tokens with none, 610 with
     all five), which matters on a small CPU model where prompt length is most of a check's cost.
     """
-    lines = [_INSTRUCTION, *(example + "\n" for example in EXAMPLES[:examples]),
-             f"Question: {choice.question.strip()}"]
+    lines = [_INSTRUCTION, *(example + "\n" for example in EXAMPLES[:examples]), f"Question: {choice.question.strip()}"]
     lines += [f"{letter}) {option}" for letter, option in zip(choice.letters, choice.options, strict=True)]
     return "\n".join(lines) + "\nAnswer:"
 
 
-_LEAD_IN = re.compile(r"^(?:the\s+)?(?:correct\s+|right\s+|best\s+|final\s+)?(?:answer|choice|option)s?\b"
-                      r"\s*(?:is\b)?\s*[:\-]?\s*", re.IGNORECASE)
+_LEAD_IN = re.compile(
+    r"^(?:the\s+)?(?:correct\s+|right\s+|best\s+|final\s+)?(?:answer|choice|option)s?\b"
+    r"\s*(?:is\b)?\s*[:\-]?\s*",
+    re.IGNORECASE,
+)
 _LABEL = re.compile(r"^[(\[]?([A-Ea-e])(?:[)\].:,]|\s*$)")
 _LABEL_THEN_TEXT = re.compile(r"^([A-E])\s+(\S.*)$")
-_ANYWHERE = (re.compile(r"\b(?:answer|option|choice)\s*(?:is\s*)?[:\-]?\s*[(\[]?([A-E])\b(?![a-z'])", re.IGNORECASE),
-             re.compile(r"[(\[]([A-E])[)\]]"),
-             re.compile(r"\b([A-E])\)"))
+_ANYWHERE = (
+    re.compile(r"\b(?:answer|option|choice)\s*(?:is\s*)?[:\-]?\s*[(\[]?([A-E])\b(?![a-z'])", re.IGNORECASE),
+    re.compile(r"[(\[]([A-E])[)\]]"),
+    re.compile(r"\b([A-E])\)"),
+)
 _NONE = re.compile(r"^none(?: of (?:the )?above)?$")
 
 
@@ -136,7 +148,7 @@ def _by_text(body: str, choice: MultipleChoice) -> str | None:
 
 
 def _label_then_its_text(body: str, choice: MultipleChoice) -> str | None:
-    """"B Louisiana was returned": a bare letter followed by the start of that option's text."""
+    """ "B Louisiana was returned": a bare letter followed by the start of that option's text."""
     match = _LABEL_THEN_TEXT.match(body)
     if match is None or match.group(1) not in choice.letters:
         return None
@@ -167,8 +179,9 @@ def _letter_of_token(token: str, letters: str) -> str | None:
     return core.upper() if len(core) == 1 and core.upper() in letters else None
 
 
-def letter_probabilities(top_logprobs: Sequence[dict[str, float]] | None, letters: str,
-                         max_position: int = 8) -> dict[str, float] | None:
+def letter_probabilities(
+    top_logprobs: Sequence[dict[str, float]] | None, letters: str, max_position: int = 8
+) -> dict[str, float] | None:
     """Probability of each letter where the model wrote its letter, normalised over ``letters``.
 
     Models often spend their first tokens on "Answer:" or "(", so the position

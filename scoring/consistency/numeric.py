@@ -16,13 +16,51 @@ import re
 
 __all__ = ["is_numeric_token", "numeric_substitutes"]
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-                "eleven", "twelve")
-ORDINAL_WORDS = ("zeroth", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
-                 "ninth", "tenth", "eleventh", "twelfth")
+NUMBER_WORDS = (
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+)
+ORDINAL_WORDS = (
+    "zeroth",
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+)
 YEAR_SHIFT = 15
 SMALL = 20
 FACTORS = (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.1, 1.2, 1.25, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0)
@@ -115,7 +153,7 @@ def numeric_substitutes(text: str, rng: random.Random, num: int, this_year: int)
         core = match.group().strip(".,;:!?()\"'")
         start = match.start() + match.group().index(core) if core else match.start()
         for replacement in _token_substitutes(core, this_year) if core else []:
-            variant = text[:start] + replacement + text[start + len(core):]
+            variant = text[:start] + replacement + text[start + len(core) :]
             if variant != text:
                 variants[variant] = None
     pool = list(variants)

@@ -43,8 +43,12 @@ def oxigraph_binary() -> str:
 
 def oxigraph_load(store_dir: Path, graph_file: Path) -> None:
     """Load an RDF file into a (new) store directory; atomic per file, as Oxigraph documents."""
-    result = subprocess.run([oxigraph_binary(), "load", "--location", str(store_dir), "--file", str(graph_file)],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [oxigraph_binary(), "load", "--location", str(store_dir), "--file", str(graph_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
         raise OxigraphError(f"oxigraph load failed: {result.stderr.strip()[-500:]}")
 
@@ -56,8 +60,9 @@ def _free_port() -> int:
 
 
 def _answers(query_url: str) -> bool:
-    request = urllib.request.Request(query_url + "?query=ASK%7B%7D",
-                                     headers={"Accept": "application/sparql-results+json"})
+    request = urllib.request.Request(
+        query_url + "?query=ASK%7B%7D", headers={"Accept": "application/sparql-results+json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=1.0) as response:
             return bool(response.status == 200)
@@ -93,8 +98,9 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
 async def _start(store_dir: Path, port: int, log: IO[bytes]) -> tuple[asyncio.subprocess.Process, str]:
     bind = f"127.0.0.1:{port}"
     argv = [oxigraph_binary(), "serve-read-only", "--location", str(store_dir), "--bind", bind]
-    process = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.DEVNULL, stderr=log,
-                                                   preexec_fn=die_with_parent())
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.DEVNULL, stderr=log, preexec_fn=die_with_parent()
+    )
     register_child(process.pid, argv)
     query_url = f"http://{bind}/query"
     try:
@@ -115,8 +121,9 @@ async def serve_oxigraph(store_dir: Path, *, port: int = 0) -> AsyncIterator[str
     ``FileNotFoundError`` naming it; a server that does not come up, ``OxigraphError``.
     """
     if not (store_dir / "CURRENT").exists():
-        raise FileNotFoundError(errno.ENOENT, "no Oxigraph store: run `python -m scoring.consistency.assets`",
-                                str(store_dir))
+        raise FileNotFoundError(
+            errno.ENOENT, "no Oxigraph store: run `python -m scoring.consistency.assets`", str(store_dir)
+        )
     await asyncio.to_thread(reap_stale_children)
     with tempfile.TemporaryFile() as log:
         for attempt in range(3):

@@ -53,9 +53,15 @@ def wiki_summaries_path() -> Path:
 
 def load_articles(path: Path | None = None) -> list[Article]:
     raw = json.loads((path or wiki_summaries_path()).read_text(encoding="utf-8"))
-    return [Article(title=str(item.get("title") or key), extract=str(item.get("extract") or ""),
-                    description=str(item.get("description") or ""), topic=str(item.get("topic") or ""))
-            for key, item in raw.items()]
+    return [
+        Article(
+            title=str(item.get("title") or key),
+            extract=str(item.get("extract") or ""),
+            description=str(item.get("description") or ""),
+            topic=str(item.get("topic") or ""),
+        )
+        for key, item in raw.items()
+    ]
 
 
 def parse_data_line(line: str) -> Synset | None:
@@ -71,7 +77,7 @@ def parse_data_line(line: str) -> Synset | None:
     hypernyms: list[str] = []
     instance_of: list[str] = []
     for i in range(pointer_count):
-        symbol, target, pos = fields[cursor + 1 + 4 * i: cursor + 4 + 4 * i]
+        symbol, target, pos = fields[cursor + 1 + 4 * i : cursor + 4 + 4 * i]
         if pos == "n" and symbol == "@":
             hypernyms.append(target)
         elif pos == "n" and symbol == "@i":
@@ -97,5 +103,5 @@ def noun_index(wordnet_dir: Path = WORDNET_DIR) -> dict[str, list[str]]:
             continue
         fields = line.split()
         synset_count, pointer_count = int(fields[2]), int(fields[3])
-        index[fields[0].replace("_", " ")] = fields[6 + pointer_count: 6 + pointer_count + synset_count]
+        index[fields[0].replace("_", " ")] = fields[6 + pointer_count : 6 + pointer_count + synset_count]
     return index

@@ -32,7 +32,7 @@ PREFIX tg: <urn:trustgate:kg:>
 
 
 def sparql_string(text: str, language: str | None = None) -> str:
-    escaped = (text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r"))
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
     return f'"{escaped}"' + (f"@{language}" if language else "")
 
 
@@ -69,8 +69,11 @@ class GraphProfile:
     def candidates(self, types: Iterable[str], exclude: Iterable[str], limit: int) -> str:
         type_list = ", ".join(sparql_iri(t) for t in types)
         excluded = ", ".join(sparql_iri(e) for e in exclude) or "<urn:trustgate:none>"
-        return _PREFIXES + (self.candidates_template.replace("$TYPES", type_list)
-                            .replace("$EXCLUDE", excluded).replace("$LIMIT", str(int(limit))))
+        return _PREFIXES + (
+            self.candidates_template.replace("$TYPES", type_list)
+            .replace("$EXCLUDE", excluded)
+            .replace("$LIMIT", str(int(limit)))
+        )
 
 
 LOCAL = GraphProfile(

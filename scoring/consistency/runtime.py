@@ -55,10 +55,14 @@ def load_embeddings(settings: ConsistencySettings, paths: AssetPaths) -> WordEmb
     return WordEmbeddings(load_vectors(vectors_file), read_vocabulary(paths.vocabulary))
 
 
-def make_generator(nlp: Language, embeddings: WordEmbeddings | None, endpoint: str | None,
-                   settings: ConsistencySettings) -> DistractorGenerator:
-    graph = (KnowledgeGraph(endpoint, PROFILES[settings.graph_profile], timeout=settings.sparql_timeout)
-             if endpoint else None)
+def make_generator(
+    nlp: Language, embeddings: WordEmbeddings | None, endpoint: str | None, settings: ConsistencySettings
+) -> DistractorGenerator:
+    graph = (
+        KnowledgeGraph(endpoint, PROFILES[settings.graph_profile], timeout=settings.sparql_timeout)
+        if endpoint
+        else None
+    )
     return DistractorGenerator(nlp, SubstituteSources(graph, embeddings, datetime.date.today().year))
 
 
@@ -75,5 +79,6 @@ async def local_sparql_endpoint(settings: ScoringSettings) -> AsyncIterator[str]
 def load_generator(settings: ScoringSettings, endpoint: str | None) -> DistractorGenerator:
     """The distractor generator over the built assets and the graph at ``endpoint`` (built assets needed)."""
     consistency = settings.consistency
-    return make_generator(load_nlp(consistency.spacy_model), load_embeddings(consistency, asset_paths(settings)),
-                          endpoint, consistency)
+    return make_generator(
+        load_nlp(consistency.spacy_model), load_embeddings(consistency, asset_paths(settings)), endpoint, consistency
+    )

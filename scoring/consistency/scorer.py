@@ -90,9 +90,15 @@ class Check:
         return letter_distribution(self.choice.letters, self.chosen, self.letter_probabilities)
 
     def details(self) -> BCCheck:
-        return BCCheck(options=list(self.choice.options), original=self.choice.original, chosen=self.chosen,
-                       consistent=self.consistent, original_probability=self.original_probability,
-                       letter_probabilities=self.letter_probabilities, reply=self.reply.text[:REPLY_CHARS_KEPT])
+        return BCCheck(
+            options=list(self.choice.options),
+            original=self.choice.original,
+            chosen=self.chosen,
+            consistent=self.consistent,
+            original_probability=self.original_probability,
+            letter_probabilities=self.letter_probabilities,
+            reply=self.reply.text[:REPLY_CHARS_KEPT],
+        )
 
 
 class ConsistencyScorer(Scorer, TellsEarly):
@@ -103,21 +109,32 @@ class ConsistencyScorer(Scorer, TellsEarly):
     def __init__(self, settings: ConsistencySettings, cpu: CpuWork) -> None:
         self._settings = settings
         self._cpu = cpu  # generates the distractors, in a worker process or a thread
-        self._rule = StopRule(settings.mode, settings.max_checks, settings.adaptive_low, settings.adaptive_high,
-                              settings.adaptive_credibility)
+        self._rule = StopRule(
+            settings.mode,
+            settings.max_checks,
+            settings.adaptive_low,
+            settings.adaptive_high,
+            settings.adaptive_credibility,
+        )
 
     async def _ask(self, ask: Ask, choice: MultipleChoice) -> Check:
         messages = [{"role": "user", "content": render_prompt(choice, self._settings.prompt_examples)}]
         want = self._settings.logprobs
-        reply = await ask(messages, max_tokens=self._settings.answer_max_tokens, temperature=0.0, logprobs=want,
-                          top_logprobs=TOP_LOGPROBS if want else None)
+        reply = await ask(
+            messages,
+            max_tokens=self._settings.answer_max_tokens,
+            temperature=0.0,
+            logprobs=want,
+            top_logprobs=TOP_LOGPROBS if want else None,
+        )
         return Check(choice, reply)
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         return await self.score_telling(job, ask, lambda: None)
 
-    async def score_telling(self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
-                            ) -> ComponentResult:
+    async def score_telling(
+        self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
+    ) -> ComponentResult:
         """Trust_BC, calling ``not_clearly_consistent`` once, as soon as a check chose another option or before
         asking a check past the first 3 (``TellsEarly``: ``sc`` then starts without waiting for the rest)."""
         started = time.perf_counter()
@@ -125,9 +142,13 @@ class ConsistencyScorer(Scorer, TellsEarly):
         wanted = DISTRACTORS_PER_CHECK * self._settings.max_checks
         pool = await draw_distractors(self._cpu, job.question, job.answer, wanted, pool_rng)
         if not pool.distractors:
-            return ComponentResult(component=self.name, details=BCDetails(**self._pool_details(pool, None)),
-                                   label="unscored", duration_s=time.perf_counter() - started,
-                                   failures=list(pool.failures))
+            return ComponentResult(
+                component=self.name,
+                details=BCDetails(**self._pool_details(pool, None)),
+                label="unscored",
+                duration_s=time.perf_counter() - started,
+                failures=list(pool.failures),
+            )
         deck = DistractorDeck(pool.distractors, rng)
         positions = self._positions(len(pool.distractors), rng)
         checks: list[Check] = []
@@ -138,9 +159,16 @@ class ConsistencyScorer(Scorer, TellsEarly):
             if not told and (len(checks) + wave > BCDetails.CLEAR_CHECKS or not all(c.consistent for c in checks)):
                 told = True  # it goes on past its first 3 checks, or one already chose another option
                 not_clearly_consistent()
-            choices = [build_choice(job.question, job.answer, [d.text for d in deck.draw(DISTRACTORS_PER_CHECK)],
-                                    rng, None if positions is None else positions[len(checks) + i])
-                       for i in range(wave)]
+            choices = [
+                build_choice(
+                    job.question,
+                    job.answer,
+                    [d.text for d in deck.draw(DISTRACTORS_PER_CHECK)],
+                    rng,
+                    None if positions is None else positions[len(checks) + i],
+                )
+                for i in range(wave)
+            ]
             calls += wave
             outcomes = await asyncio.gather(*(self._ask(ask, c) for c in choices), return_exceptions=True)
             checks += [o for o in outcomes if isinstance(o, Check)]
@@ -172,14 +200,27 @@ class ConsistencyScorer(Scorer, TellsEarly):
         return checks_before_possible_stop(self._rule, sum(c.consistent for c in checks), len(checks))
 
     def _pool_details(self, pool: DistractorPool, deck: DistractorDeck | None) -> dict[str, Any]:
-        return {"distractor_sources": pool.sources(), "distractors_available": len(pool.distractors),
-                "fewer_than_3_distractors": len(pool.distractors) < DISTRACTORS_PER_CHECK,
-                "distractors_reused": bool(deck and deck.reused), "substitution_level": pool.level,
-                "generation_s": round(pool.duration_s, 4), "source_errors": pool.errors,
-                "reason": None if pool.distractors else "no_distractors"}
+        return {
+            "distractor_sources": pool.sources(),
+            "distractors_available": len(pool.distractors),
+            "fewer_than_3_distractors": len(pool.distractors) < DISTRACTORS_PER_CHECK,
+            "distractors_reused": bool(deck and deck.reused),
+            "substitution_level": pool.level,
+            "generation_s": round(pool.duration_s, 4),
+            "source_errors": pool.errors,
+            "reason": None if pool.distractors else "no_distractors",
+        }
 
-    def _result(self, pool: DistractorPool, deck: DistractorDeck, checks: list[Check], calls: int,
-                reason: str | None, error: str | None, duration_s: float) -> ComponentResult:
+    def _result(
+        self,
+        pool: DistractorPool,
+        deck: DistractorDeck,
+        checks: list[Check],
+        calls: int,
+        reason: str | None,
+        error: str | None,
+        duration_s: float,
+    ) -> ComponentResult:
         done, consistent = len(checks), sum(c.consistent for c in checks)
         binary = 1.0 if done and consistent == done else 0.0
         graded = consistent / done if done else None
@@ -187,11 +228,16 @@ class ConsistencyScorer(Scorer, TellsEarly):
         source_of = {d.text: d.source for d in pool.distractors}
         shown = Counter(source_of[o] for c in checks for o in c.choice.options if o in source_of)
         details = BCDetails(
-            mode=self._settings.mode, binary=binary if done else None, graded=graded,
+            mode=self._settings.mode,
+            binary=binary if done else None,
+            graded=graded,
             logprob=sum(probabilities) / len(probabilities) if probabilities else None,
-            checks_run=done, stop_reason=reason if error is None else "error",
-            distractor_sources_shown=dict(shown), procedure=self._settings.procedure,
-            checks=[c.details() for c in checks], **self._pool_details(pool, deck),
+            checks_run=done,
+            stop_reason=reason if error is None else "error",
+            distractor_sources_shown=dict(shown),
+            procedure=self._settings.procedure,
+            checks=[c.details() for c in checks],
+            **self._pool_details(pool, deck),
         )
         agreement = agreement_beyond_prior([c.distribution for c in checks], [c.choice.original for c in checks])
         if agreement is not None:
@@ -199,8 +245,9 @@ class ConsistencyScorer(Scorer, TellsEarly):
             details.observed_agreement, details.expected_agreement = agreement.observed, agreement.expected
             details.letter_probabilities_used = len(probabilities) == done
         if error is not None or not done:
-            return ComponentResult(component=self.name, details=details, upstream_calls=calls,
-                                   duration_s=duration_s, error=error)
+            return ComponentResult(
+                component=self.name, details=details, upstream_calls=calls, duration_s=duration_s, error=error
+            )
         value: float | None
         if agreement is not None and self._settings.procedure == "debiased":
             value = agreement.value
@@ -209,5 +256,6 @@ class ConsistencyScorer(Scorer, TellsEarly):
             value, label = binary, "consistent" if binary else "inconsistent"
         else:
             value, label = graded, settled_label(self._rule, consistent, done)
-        return ComponentResult(component=self.name, value=value, label=label, details=details,
-                               upstream_calls=calls, duration_s=duration_s)
+        return ComponentResult(
+            component=self.name, value=value, label=label, details=details, upstream_calls=calls, duration_s=duration_s
+        )

@@ -28,10 +28,43 @@ __all__ = ["TITLES", "Levels", "Target", "select_targets"]
 
 NUMERIC_ENTITIES = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "MONEY", "PERCENT"})
 NOUN_OR_NUMBER = frozenset({"NN", "NNS", "NNP", "NNPS", "CD"})
-TITLES = frozenset({"king", "queen", "prince", "princess", "emperor", "empress", "pope", "saint", "st", "sir",
-                    "lord", "lady", "president", "general", "dr", "mr", "mrs", "ms", "captain", "admiral",
-                    "sultan", "tsar", "czar", "pharaoh", "caliph", "shah", "duke", "bishop", "senator",
-                    "governor", "chancellor", "professor", "prophet"})
+TITLES = frozenset(
+    {
+        "king",
+        "queen",
+        "prince",
+        "princess",
+        "emperor",
+        "empress",
+        "pope",
+        "saint",
+        "st",
+        "sir",
+        "lord",
+        "lady",
+        "president",
+        "general",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "captain",
+        "admiral",
+        "sultan",
+        "tsar",
+        "czar",
+        "pharaoh",
+        "caliph",
+        "shah",
+        "duke",
+        "bishop",
+        "senator",
+        "governor",
+        "chancellor",
+        "professor",
+        "prophet",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -68,14 +101,23 @@ def _numeric(text: str, this_year: int) -> bool:
 
 def _entity_target(span: Span, this_year: int) -> Target:
     numeric = span.label_ in NUMERIC_ENTITIES and _numeric(span.text, this_year)
-    return Target(span.text, span.start_char, span.end_char, "entity", span.label_, span[-1].tag_,
-                  tuple(t.text for t in span if t.is_alpha), numeric)
+    return Target(
+        span.text,
+        span.start_char,
+        span.end_char,
+        "entity",
+        span.label_,
+        span[-1].tag_,
+        tuple(t.text for t in span if t.is_alpha),
+        numeric,
+    )
 
 
 def _word_target(token: Token, this_year: int) -> Target:
     numeric = token.tag_ == "CD" and _numeric(token.text, this_year)
-    return Target(token.text, token.idx, token.idx + len(token.text), "word", token.tag_, token.tag_,
-                  (token.text,), numeric)
+    return Target(
+        token.text, token.idx, token.idx + len(token.text), "word", token.tag_, token.tag_, (token.text,), numeric
+    )
 
 
 def _adjusted(span: Span) -> Span:

@@ -50,8 +50,11 @@ def _posterior_label(consistent: int, done: int, rule: StopRule) -> str | None:
     a, b = 1.0 + consistent, 1.0 + done - consistent
     below_low = float(betainc(a, b, rule.low))
     below_high = float(betainc(a, b, rule.high))
-    for label, mass in (("inconsistent", below_low), ("uncertain", below_high - below_low),
-                        ("consistent", 1.0 - below_high)):
+    for label, mass in (
+        ("inconsistent", below_low),
+        ("uncertain", below_high - below_low),
+        ("consistent", 1.0 - below_high),
+    ):
         if mass >= rule.credibility:
             return label
     return None
@@ -81,8 +84,11 @@ def settled_label(rule: StopRule, consistent: int, done: int) -> str:
     """The graded label an adaptive run stopped on (the observed fraction's when neither rule fired)."""
     if done == 0:
         return "uncertain"
-    return (_exact_label(consistent, done, rule) or _posterior_label(consistent, done, rule)
-            or graded_label(consistent / done, rule.low, rule.high))
+    return (
+        _exact_label(consistent, done, rule)
+        or _posterior_label(consistent, done, rule)
+        or graded_label(consistent / done, rule.low, rule.high)
+    )
 
 
 def checks_before_possible_stop(rule: StopRule, consistent: int, done: int) -> int:

@@ -29,13 +29,11 @@ from .knowledge import KnowledgeGraph, KnowledgeGraphError, compatible_with
 from .numeric import numeric_substitutes
 from .selection import TITLES, Levels, Target
 
-__all__ = ["SOURCE_TIER", "Candidate", "CandidateSet", "Source", "SubstituteSources", "find_candidates",
-           "link_forms"]
+__all__ = ["SOURCE_TIER", "Candidate", "CandidateSet", "Source", "SubstituteSources", "find_candidates", "link_forms"]
 
 Source = Literal["numeric", "knowledge_graph", "embedding", "embedding_word", "pos_random"]
 # Lower is better: the order in which distractors are drawn.
-SOURCE_TIER: dict[str, int] = {"numeric": 1, "knowledge_graph": 1, "embedding": 2, "embedding_word": 2,
-                               "pos_random": 3}
+SOURCE_TIER: dict[str, int] = {"numeric": 1, "knowledge_graph": 1, "embedding": 2, "embedding_word": 2, "pos_random": 3}
 LINKED_ENTITIES_TRIED = 2
 # A long answer can name dozens of entities; each costs graph queries, and a few already give
 # more candidates than ten checks can show. The first ones (in answer order) are used.
@@ -111,8 +109,9 @@ def link_forms(target: Target) -> list[str]:
     return [f for f in dict.fromkeys(forms) if f]
 
 
-def _graph_candidates(target: Target, num: int, sources: SubstituteSources, rng: random.Random,
-                      found: CandidateSet) -> None:
+def _graph_candidates(
+    target: Target, num: int, sources: SubstituteSources, rng: random.Random, found: CandidateSet
+) -> None:
     if sources.graph is None or any(e.startswith("knowledge_graph") for e in found.errors):
         return  # after one failure (e.g. a timeout) the endpoint is not asked again for this answer
     try:
@@ -122,8 +121,9 @@ def _graph_candidates(target: Target, num: int, sources: SubstituteSources, rng:
             if wanted <= 0:
                 break
             exclude = frozenset({target.text.lower(), entity.label.lower()})
-            found.add(target, [c.label for c in sources.graph.same_type(entity, wanted, rng, exclude)],
-                      "knowledge_graph")
+            found.add(
+                target, [c.label for c in sources.graph.same_type(entity, wanted, rng, exclude)], "knowledge_graph"
+            )
     except KnowledgeGraphError as exc:
         found.errors.append(f"knowledge_graph: {exc}")
         found.failures.append(Failure("knowledge_graph", exc))
@@ -139,8 +139,9 @@ def _replace_word(text: str, word: str, replacement: str) -> str:
     return " ".join(replacement if w == word else w for w in text.split(" "))
 
 
-def candidates_for_entities(entities: Sequence[Target], num: int, sources: SubstituteSources,
-                            rng: random.Random) -> CandidateSet:
+def candidates_for_entities(
+    entities: Sequence[Target], num: int, sources: SubstituteSources, rng: random.Random
+) -> CandidateSet:
     found = CandidateSet()
     entities = entities[:MAX_TARGETS]
     plain = [e for e in entities if not e.numeric]
@@ -166,8 +167,9 @@ def candidates_for_entities(entities: Sequence[Target], num: int, sources: Subst
     return found
 
 
-def candidates_for_words(words: Sequence[Target], num: int, sources: SubstituteSources,
-                         rng: random.Random) -> CandidateSet:
+def candidates_for_words(
+    words: Sequence[Target], num: int, sources: SubstituteSources, rng: random.Random
+) -> CandidateSet:
     found = CandidateSet()
     words = words[:MAX_TARGETS]
     embeddings = sources.embeddings
@@ -185,6 +187,7 @@ def candidates_for_words(words: Sequence[Target], num: int, sources: SubstituteS
 
 def find_candidates(levels: Levels, num: int, sources: SubstituteSources, rng: random.Random) -> CandidateSet:
     """Algorithm 1's ``Main``: candidates for the highest level that has words to replace."""
+
     def entities(group: Sequence[Target]) -> CandidateSet:
         return candidates_for_entities(group, num, sources, rng)
 

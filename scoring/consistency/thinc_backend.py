@@ -31,8 +31,9 @@ __all__ = ["load_thinc_without_torch"]
 class _TorchRefused(importlib.abc.MetaPathFinder):
     """Answers ``import torch`` (and its submodules) as if torch were not installed."""
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname == "torch" or fullname.startswith("torch."):
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         return None

@@ -20,8 +20,15 @@ from pathlib import Path
 from gensim.models import KeyedVectors, Word2Vec
 from spacy.language import Language
 
-__all__ = ["TaggedCorpus", "VectorOptions", "read_sentences", "tag_corpus", "train_vectors", "write_sentences",
-           "write_vocabulary"]
+__all__ = [
+    "TaggedCorpus",
+    "VectorOptions",
+    "read_sentences",
+    "tag_corpus",
+    "train_vectors",
+    "write_sentences",
+    "write_vocabulary",
+]
 
 _WORD = re.compile(r"\w")
 
@@ -62,9 +69,16 @@ def tag_corpus(nlp: Language, texts: Iterable[str], *, n_process: int = 1, batch
 
 
 def train_vectors(sentences: Sequence[list[str]], options: VectorOptions = VectorOptions()) -> KeyedVectors:
-    model = Word2Vec(sentences=sentences, vector_size=options.vector_size, window=options.window,
-                     min_count=options.min_count, workers=options.workers, sg=options.sg, epochs=options.epochs,
-                     seed=options.seed)
+    model = Word2Vec(
+        sentences=sentences,
+        vector_size=options.vector_size,
+        window=options.window,
+        min_count=options.min_count,
+        workers=options.workers,
+        sg=options.sg,
+        epochs=options.epochs,
+        seed=options.seed,
+    )
     return model.wv
 
 

@@ -172,8 +172,12 @@ def _build_locked(settings: ScoringSettings) -> None:
     manifest = {**wanted, "passages": count, "build_seconds": round(time.perf_counter() - started, 2)}
     (fresh / MANIFEST_FILE).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
     _swap_in(fresh, target)
-    log.info("evidence index built: %d passages from %s in %.1f s", count, ", ".join(wanted["sources"]),
-             manifest["build_seconds"])
+    log.info(
+        "evidence index built: %d passages from %s in %.1f s",
+        count,
+        ", ".join(wanted["sources"]),
+        manifest["build_seconds"],
+    )
 
 
 def _swap_in(fresh: Path, target: Path) -> None:
@@ -197,8 +201,9 @@ def load_evidence_index(settings: ScoringSettings) -> EvidenceIndex | None:
     if built is None:
         return None
     if not _same_inputs(built, _wanted_manifest(settings, _sources(settings))):
-        log.warning("evidence index in %s was built with other settings: run `python -m scoring.factcheck.assets`",
-                    directory)
+        log.warning(
+            "evidence index in %s was built with other settings: run `python -m scoring.factcheck.assets`", directory
+        )
     return EvidenceIndex.load(directory)
 
 

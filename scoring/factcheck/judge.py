@@ -65,12 +65,14 @@ PROMPT = (
 
 _LABEL_WORD = re.compile(
     r"\b(unsupported|support\w*|entail\w*|confirm\w*|consistent|align\w*|agree(?:s|d|ment)?|inconsistent"
-    r"|contradict\w*|refut\w*|disagree(?:s|d|ment)?|neutral\w*|neither|insufficient|irrelevant|unrelated)\b")
+    r"|contradict\w*|refut\w*|disagree(?:s|d|ment)?|neutral\w*|neither|insufficient|irrelevant|unrelated)\b"
+)
 # A weak judge may repeat the instruction, whole or in part; its "aligns with or contradicts" and its list
 # of the three labels name several labels at once, so an echo of either is no answer.
 _INSTRUCTION_ECHO = re.compile(
     r"align\w*\s+with\s+or\s+contradict\w*"
-    r"|(?:either\s+)?\W*support\W*,?\s*\W*contradict\W*,?\s*(?:or\s+)?\W*neutral\b")
+    r"|(?:either\s+)?\W*support\W*,?\s*\W*contradict\W*,?\s*(?:or\s+)?\W*neutral\b"
+)
 CHOICE_QUESTION = "Does the evidence support the answer? Reply yes or no.\nReply:"
 CONTENT_FREE = "N/A"  # every input of the probe that measures the judge's habit
 _CHOICE_WORDS: dict[str, Label] = {"yes": "support", "no": "contradict"}
@@ -88,8 +90,7 @@ def judge_prompt(evidence: Sequence[Evidence], question: str, answer: str) -> st
 
 def evidence_lines(evidence: Sequence[Evidence]) -> str:
     """The passages one per line, each led by its title."""
-    return "\n".join(e.text if e.text.lower().startswith(e.title.lower()) else f"{e.title}: {e.text}"
-                     for e in evidence)
+    return "\n".join(e.text if e.text.lower().startswith(e.title.lower()) else f"{e.title}: {e.text}" for e in evidence)
 
 
 def choice_prompt(evidence: str, question: str, answer: str) -> str:
@@ -119,8 +120,7 @@ def debiased(probabilities: dict[Label, float], prior: dict[Label, float] | None
     """Each label's probability over its probability under the content-free ``prior``, renormalised."""
     if prior is None:
         return probabilities
-    ratios = {name: p / max(prior.get(name, 0.0), _PRIOR_FLOOR) if p > 0 else 0.0
-              for name, p in probabilities.items()}
+    ratios = {name: p / max(prior.get(name, 0.0), _PRIOR_FLOOR) if p > 0 else 0.0 for name, p in probabilities.items()}
     total = sum(ratios.values())
     return cast(dict[Label, float], {name: r / total for name, r in ratios.items()}) if total > 0 else probabilities
 
@@ -148,7 +148,7 @@ def parse_judge_label(reply: str) -> Label:
     """
     text = _INSTRUCTION_ECHO.sub(" ", reply.lower())
     for match in _LABEL_WORD.finditer(text):
-        before = _CLAUSE_BREAK.split(text[max(0, match.start() - _NEGATION_REACH):match.start()])[-1]
+        before = _CLAUSE_BREAK.split(text[max(0, match.start() - _NEGATION_REACH) : match.start()])[-1]
         if match.group(1) == "unsupported" or _NEGATION.search(before):
             continue
         return _word_label(match.group(1))
@@ -180,8 +180,14 @@ def label_probabilities(top_logprobs: Sequence[dict[str, float]] | None, label: 
     not a label, or when the distribution's favourite disagrees with the
     parsed ``label`` (a token such as "Con" can begin "consistent").
     """
-    first = next((alternatives for alternatives in top_logprobs or ()
-                  if alternatives and _LETTERS.sub("", _favourite(alternatives).lower())), None)
+    first = next(
+        (
+            alternatives
+            for alternatives in top_logprobs or ()
+            if alternatives and _LETTERS.sub("", _favourite(alternatives).lower())
+        ),
+        None,
+    )
     if first is None or _token_label(_favourite(first)) is None:
         return None
     mass = dict.fromkeys(LABELS, 0.0)

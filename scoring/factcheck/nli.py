@@ -40,8 +40,10 @@ def map_nli_labels(model_labels: Mapping[int, str], configured: Mapping[str, str
     for index, name in model_labels.items():
         label = wanted.get(name.lower()) or _usual_label(name.lower())
         if label not in LABELS:
-            raise ValueError(f"NLI label {name!r} maps to {label!r}: set factcheck.nli_labels to "
-                             f"support / contradict / neutral for each of {sorted(model_labels.values())}")
+            raise ValueError(
+                f"NLI label {name!r} maps to {label!r}: set factcheck.nli_labels to "
+                f"support / contradict / neutral for each of {sorted(model_labels.values())}"
+            )
         mapping[index] = label
     return mapping
 
@@ -79,8 +81,14 @@ class LocalNLIJudge:
 
     def judge(self, evidence: Sequence[Evidence], answer: str) -> dict[Label, float]:
         """Label probabilities from the most decisive passage."""
-        inputs = self._tokenizer([e.text for e in evidence], [answer] * len(evidence), truncation="only_first",
-                                 max_length=MAX_TOKENS, padding=True, return_tensors="pt")
+        inputs = self._tokenizer(
+            [e.text for e in evidence],
+            [answer] * len(evidence),
+            truncation="only_first",
+            max_length=MAX_TOKENS,
+            padding=True,
+            return_tensors="pt",
+        )
         with self._torch.inference_mode():
             rows = self._model(**inputs).logits.softmax(dim=-1).tolist()
         verdicts = [self._by_label(row) for row in rows]

@@ -73,9 +73,14 @@ class FactCheckScorer(Scorer):
         started = time.perf_counter()
         query = evidence_query(job.question, job.answer, self._settings.max_query_chars)
         evidence = await retrieve_evidence(self._cpu, query, self._settings.top_k)
-        details = FCDetails(query=query, evidence=[FCEvidence(id=e.id, title=e.title, score=round(e.score, 4),
-                                                              snippet=e.text[:SNIPPET_CHARS]) for e in evidence],
-                            judge=None)
+        details = FCDetails(
+            query=query,
+            evidence=[
+                FCEvidence(id=e.id, title=e.title, score=round(e.score, 4), snippet=e.text[:SNIPPET_CHARS])
+                for e in evidence
+            ],
+            judge=None,
+        )
         label: Label = "neutral"
         probabilities: dict[Label, float] | None = None
         calls = 0
@@ -93,22 +98,38 @@ class FactCheckScorer(Scorer):
         one_hot = {name: float(name == label) for name in LABELS}
         details.label_probs = dict((probabilities or one_hot).items())
         details.probs_from = ("nli" if self._nli else "logprobs") if probabilities else "label"
-        return ComponentResult(component=self.name, value=label_value(label, probabilities), label=label,
-                               details=details, upstream_calls=calls, duration_s=time.perf_counter() - started)
+        return ComponentResult(
+            component=self.name,
+            value=label_value(label, probabilities),
+            label=label,
+            details=details,
+            upstream_calls=calls,
+            duration_s=time.perf_counter() - started,
+        )
 
-    async def _ask_judge(self, evidence: list[Evidence], job: ScoringJob,
-                         ask: Ask) -> tuple[Label, dict[Label, float] | None, str]:
+    async def _ask_judge(
+        self, evidence: list[Evidence], job: ScoringJob, ask: Ask
+    ) -> tuple[Label, dict[Label, float] | None, str]:
         prompt = judge_prompt(evidence, job.question, job.answer)
         logprobs = self._settings.judge_logprobs
-        reply = await ask([{"role": "user", "content": prompt}], max_tokens=JUDGE_MAX_TOKENS, temperature=0.0,
-                          logprobs=logprobs, top_logprobs=self._settings.judge_top_logprobs if logprobs else None)
+        reply = await ask(
+            [{"role": "user", "content": prompt}],
+            max_tokens=JUDGE_MAX_TOKENS,
+            temperature=0.0,
+            logprobs=logprobs,
+            top_logprobs=self._settings.judge_top_logprobs if logprobs else None,
+        )
         label = parse_judge_label(reply.text)
         return label, label_probabilities(reply.top_logprobs, label), reply.text
 
     async def _yes_or_no(self, prompt: str, ask: Ask) -> Reply:
-        return await ask([{"role": "user", "content": prompt}], max_tokens=CHOICE_MAX_TOKENS, temperature=0.0,
-                         logprobs=self._settings.judge_logprobs,
-                         top_logprobs=CHOICE_TOP_LOGPROBS if self._settings.judge_logprobs else None)
+        return await ask(
+            [{"role": "user", "content": prompt}],
+            max_tokens=CHOICE_MAX_TOKENS,
+            temperature=0.0,
+            logprobs=self._settings.judge_logprobs,
+            top_logprobs=CHOICE_TOP_LOGPROBS if self._settings.judge_logprobs else None,
+        )
 
     async def _prior(self, model: str, ask: Ask) -> tuple[dict[Label, float] | None, int]:
         """The judge's label probabilities on the content-free probe (asked once per model), and calls spent."""
@@ -119,8 +140,9 @@ class FactCheckScorer(Scorer):
             self._priors[model] = choice_probabilities(reply.top_logprobs)
             return self._priors[model], 1
 
-    async def _choose(self, evidence: list[Evidence], job: ScoringJob, ask: Ask,
-                      details: FCDetails) -> tuple[Label, dict[Label, float] | None, int]:
+    async def _choose(
+        self, evidence: list[Evidence], job: ScoringJob, ask: Ask, details: FCDetails
+    ) -> tuple[Label, dict[Label, float] | None, int]:
         """The constrained choice: yes/no token probabilities over the probe's, else the reply's words."""
         reply = await self._yes_or_no(choice_prompt(evidence_lines(evidence), job.question, job.answer), ask)
         details.judge_reply = reply.text

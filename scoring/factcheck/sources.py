@@ -44,8 +44,10 @@ class CorpusError(ValueError):
 def validate_corpus_name(name: str) -> str:
     """Corpus names prefix passage ids and name files, so they are short and path-safe."""
     if not _CORPUS_NAME.fullmatch(name) or name in RESERVED_NAMES:
-        raise CorpusError(f"invalid corpus name {name!r}: use letters, digits, '_', '.', '-' "
-                          f"(at most 64), and not {sorted(RESERVED_NAMES)}")
+        raise CorpusError(
+            f"invalid corpus name {name!r}: use letters, digits, '_', '.', '-' "
+            f"(at most 64), and not {sorted(RESERVED_NAMES)}"
+        )
     return name
 
 
@@ -78,8 +80,7 @@ def wikipedia_passages(path: Path, max_words: int) -> Iterator[Passage]:
     summaries = orjson.loads(path.read_bytes())
     for key in sorted(summaries):
         entry = summaries[key]
-        yield from document_passages("wikipedia", key, entry.get("title") or key, entry.get("extract") or "",
-                                     max_words)
+        yield from document_passages("wikipedia", key, entry.get("title") or key, entry.get("extract") or "", max_words)
 
 
 def parse_wordnet_line(line: str) -> Passage | None:

@@ -17,7 +17,8 @@ __all__ = ["TOKENIZER_VERSION", "evidence_query", "split_passages", "tokenize"]
 TOKENIZER_VERSION = 1
 
 # Function words carry no evidence and would make every passage match every query.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing down during each few for from further had has have having
 he her here hers herself him himself his how i if in into is it its itself just me more most my myself no
@@ -25,7 +26,8 @@ nor not of off on once only or other our ours ourselves out over own same she sh
 that the their theirs them themselves then there these they this those through to too under until up
 very was we were what when where which while who whom why will with would you your yours yourself
 yourselves
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[^\W_]+")
 _COMBINING_MARK = re.compile(r"[\u0300-\u036f]")

@@ -28,8 +28,12 @@ def _with_default(default: ComponentResult, report: CalibrationReport, missing: 
     return default.model_copy(update={"details": details.model_copy(update=update)})
 
 
-def learned_overall(report: CalibrationReport | None, default: ComponentResult,
-                    components: Mapping[str, ComponentResult], answer: str | None) -> ComponentResult:
+def learned_overall(
+    report: CalibrationReport | None,
+    default: ComponentResult,
+    components: Mapping[str, ComponentResult],
+    answer: str | None,
+) -> ComponentResult:
     """Trust_OV for a record of ``report``'s model: the learned fit's when it is in use, else ``default``'s."""
     if report is None:
         return default
@@ -42,8 +46,14 @@ def learned_overall(report: CalibrationReport | None, default: ComponentResult,
         return _with_default(default, report, missing)
     used = {name: values[name] for name in fit.features}
     source = "+".join(sorted({name.split("_")[0] for name in fit.features}))
-    details = OVDetails(source=source, method="learned", fit_id=fit.id, features=used,
-                        weights=dict(zip(fit.features, fit.weights, strict=True)), default=default.value)
+    details = OVDetails(
+        source=source,
+        method="learned",
+        fit_id=fit.id,
+        features=used,
+        weights=dict(zip(fit.features, fit.weights, strict=True)),
+        default=default.value,
+    )
     if report.informative is not None:
         details.informative = report.informative
     return ComponentResult(component="ov", value=fit.probability(used), label=None, details=details)

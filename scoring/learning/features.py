@@ -29,6 +29,7 @@ def _value(name: str) -> Callable[[Components, str], float | None]:
         if result is None or result.error is not None or result.value is None:
             return None
         return float(result.value)
+
     return read
 
 
@@ -38,6 +39,7 @@ def _lp_detail(field: str) -> Callable[[Components, str], float | None]:
         details = result.details if result is not None else None
         value = getattr(details, field, None) if isinstance(details, LPDetails) else None
         return None if value is None or not math.isfinite(value) else float(value)
+
     return read
 
 

@@ -96,20 +96,29 @@ def _final(x: Matrix, y: NDArray[np.int64], names: list[str], rule: LearningRule
     scaler, model = pipeline[0], pipeline[-1]
     weights = model.coef_[0] / scaler.scale_
     intercept = float(model.intercept_[0] - np.dot(weights, scaler.mean_))
-    return LearnedFit(id=f"fit_{uuid.uuid4().hex[:12]}", features=tuple(names[c] for c in columns),
-                      weights=tuple(float(w) for w in weights), intercept=intercept)
+    return LearnedFit(
+        id=f"fit_{uuid.uuid4().hex[:12]}",
+        features=tuple(names[c] for c in columns),
+        weights=tuple(float(w) for w in weights),
+        intercept=intercept,
+    )
 
 
-def _quality(scores: Sequence[float] | Matrix, labels: Sequence[int] | NDArray[np.int64], *,
-             cross_validated: bool) -> ScoreQuality:
+def _quality(
+    scores: Sequence[float] | Matrix, labels: Sequence[int] | NDArray[np.int64], *, cross_validated: bool
+) -> ScoreQuality:
     s, y = np.asarray(scores, dtype=float), np.asarray(labels, dtype=int)
     area, ece = auroc(s, y), expected_calibration_error(s, y)
     low = auroc_lower_bound(area, int(y.sum()), int(len(y) - y.sum()))
-    return ScoreQuality(n=len(y), auroc=None if math.isnan(area) else round(area, 4),
-                        ece=None if math.isnan(ece) else round(ece, 4),
-                        auroc_low=None if math.isnan(low) else round(low, 4), cross_validated=cross_validated,
-                        roc=roc_points(s, y), reliability=[(round(m, 4), round(a, 4), c) for m, a, c in
-                                                           reliability(s, y)] if not math.isnan(ece) else [])
+    return ScoreQuality(
+        n=len(y),
+        auroc=None if math.isnan(area) else round(area, 4),
+        ece=None if math.isnan(ece) else round(ece, 4),
+        auroc_low=None if math.isnan(low) else round(low, 4),
+        cross_validated=cross_validated,
+        roc=roc_points(s, y),
+        reliability=[(round(m, 4), round(a, 4), c) for m, a, c in reliability(s, y)] if not math.isnan(ece) else [],
+    )
 
 
 def _shipped(answers: Sequence[LabelledAnswer]) -> dict[str, ScoreQuality]:
@@ -117,13 +126,17 @@ def _shipped(answers: Sequence[LabelledAnswer]) -> dict[str, ScoreQuality]:
     out: dict[str, ScoreQuality] = {}
     with_default = [a for a in answers if a.default is not None]
     if with_default:
-        out["ov"] = _quality([float(a.default or 0.0) for a in with_default], [int(a.correct) for a in with_default],
-                             cross_validated=False)
+        out["ov"] = _quality(
+            [float(a.default or 0.0) for a in with_default],
+            [int(a.correct) for a in with_default],
+            cross_validated=False,
+        )
     for name in COMPONENT_FEATURES:
         having = [a for a in answers if name in a.features]
         if having:
-            out[name] = _quality([a.features[name] for a in having], [int(a.correct) for a in having],
-                                 cross_validated=False)
+            out[name] = _quality(
+                [a.features[name] for a in having], [int(a.correct) for a in having], cross_validated=False
+            )
     return out
 
 
@@ -148,8 +161,9 @@ def _design(answers: Sequence[LabelledAnswer], rule: LearningRule) -> tuple[list
     return varying, rows
 
 
-def _decide(n: int, fitted: ScoreQuality | None, default_auroc: float, informative: bool | None,
-            rule: LearningRule) -> tuple[bool, str]:
+def _decide(
+    n: int, fitted: ScoreQuality | None, default_auroc: float, informative: bool | None, rule: LearningRule
+) -> tuple[bool, str]:
     if n < rule.min_labels:
         return False, f"{n} labels: a fit is used from {rule.min_labels} (trustgate.scoring.feedback.min_labels)"
     if fitted is None or fitted.auroc is None:
@@ -157,10 +171,14 @@ def _decide(n: int, fitted: ScoreQuality | None, default_auroc: float, informati
     if informative is False:
         return False, "no score separates right from wrong answers on these labels: a fit would fit noise"
     if fitted.auroc <= default_auroc:
-        return False, (f"the fit's cross-validated AUROC {fitted.auroc:.3f} does not beat the default "
-                       f"combination's {default_auroc:.3f} on the same labels")
-    return True, (f"the fit's cross-validated AUROC {fitted.auroc:.3f} beats the default combination's "
-                  f"{default_auroc:.3f} on the same labels")
+        return False, (
+            f"the fit's cross-validated AUROC {fitted.auroc:.3f} does not beat the default "
+            f"combination's {default_auroc:.3f} on the same labels"
+        )
+    return True, (
+        f"the fit's cross-validated AUROC {fitted.auroc:.3f} beats the default combination's "
+        f"{default_auroc:.3f} on the same labels"
+    )
 
 
 def assess(model: str, answers: Sequence[LabelledAnswer], rule: LearningRule, *, now: float) -> CalibrationReport:
@@ -169,8 +187,9 @@ def assess(model: str, answers: Sequence[LabelledAnswer], rule: LearningRule, *,
         warnings.simplefilter("ignore", ConvergenceWarning)
         scores = {**_shipped(answers), **_free_signals(answers, rule)}
         names, rows = _design(answers, rule)
-        x = np.array([[answers[i].features[f] for f in names] for i in rows], dtype=float).reshape(len(rows),
-                                                                                                   len(names))
+        x = np.array([[answers[i].features[f] for f in names] for i in rows], dtype=float).reshape(
+            len(rows), len(names)
+        )
         y = np.array([int(answers[i].correct) for i in rows], dtype=int)
         nested = _nested(x, y, rule) if names else None
         if nested is not None:
@@ -178,11 +197,23 @@ def assess(model: str, answers: Sequence[LabelledAnswer], rule: LearningRule, *,
         defaults = [(default, int(answers[i].correct)) for i in rows if (default := answers[i].default) is not None]
         default_auroc = auroc([d for d, _ in defaults], [c for _, c in defaults]) if defaults else math.nan
         positives = sum(a.correct for a in answers)
-        informative = any(q.auroc_low is not None and q.auroc_low > 0.5 for q in scores.values()) \
-            if min(positives, len(answers) - positives) >= MIN_PER_LABEL else None
-        use, reason = _decide(len(answers), scores.get("fitted"), 0.5 if math.isnan(default_auroc) else default_auroc,
-                              informative, rule)
+        informative = (
+            any(q.auroc_low is not None and q.auroc_low > 0.5 for q in scores.values())
+            if min(positives, len(answers) - positives) >= MIN_PER_LABEL
+            else None
+        )
+        use, reason = _decide(
+            len(answers), scores.get("fitted"), 0.5 if math.isnan(default_auroc) else default_auroc, informative, rule
+        )
         fit = _final(x, y, names, rule) if use else None
-    return CalibrationReport(model=model, labels=len(answers), positives=positives,
-                             combination="fitted" if fit is not None else "default", reason=reason,
-                             informative=informative, fit=fit, scores=scores, fitted_at=now)
+    return CalibrationReport(
+        model=model,
+        labels=len(answers),
+        positives=positives,
+        combination="fitted" if fit is not None else "default",
+        reason=reason,
+        informative=informative,
+        fit=fit,
+        scores=scores,
+        fitted_at=now,
+    )

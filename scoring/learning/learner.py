@@ -49,8 +49,13 @@ def labelled_answers(records: list[TrustRecord], default: DefaultCombination) ->
         if record.feedback is None:
             continue
         overall = default(record.components)
-        answers.append(LabelledAnswer(features=record_features(record), correct=record.feedback.correct,
-                                      default=None if overall is None else overall.value))
+        answers.append(
+            LabelledAnswer(
+                features=record_features(record),
+                correct=record.feedback.correct,
+                default=None if overall is None else overall.value,
+            )
+        )
     return answers
 
 
@@ -61,10 +66,18 @@ def _assess(model: str, answers: list[LabelledAnswer], rule: LearningRule) -> Ca
 
 
 class Learner:
-    def __init__(self, records: LabelSource, fits: FitStore, rule: LearningRule, *, refit_every: int,
-                 default: DefaultCombination, max_labels: int = 10_000,
-                 on_report: Callable[[CalibrationReport], None] = lambda report: None,
-                 on_failure: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        records: LabelSource,
+        fits: FitStore,
+        rule: LearningRule,
+        *,
+        refit_every: int,
+        default: DefaultCombination,
+        max_labels: int = 10_000,
+        on_report: Callable[[CalibrationReport], None] = lambda report: None,
+        on_failure: Callable[[], None] = lambda: None,
+    ) -> None:
         self._records = records
         self._fits = fits
         self._rule = rule
@@ -108,8 +121,7 @@ class Learner:
             answers = labelled_answers(records, self._default)
             report = await asyncio.to_thread(_assess, model, answers, self._rule)
             await self._fits.put(report)
-        log.info("refit %s on %d labels: %s combination (%s)", model, report.labels, report.combination,
-                 report.reason)
+        log.info("refit %s on %d labels: %s combination (%s)", model, report.labels, report.combination, report.reason)
         self._on_report(report)
         return report
 

@@ -23,8 +23,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.metrics import roc_auc_score, roc_curve
 
-__all__ = ["MAX_ROC_POINTS", "MIN_PER_LABEL", "auroc", "auroc_lower_bound", "expected_calibration_error", "reliability",
-           "roc_points"]
+__all__ = [
+    "MAX_ROC_POINTS",
+    "MIN_PER_LABEL",
+    "auroc",
+    "auroc_lower_bound",
+    "expected_calibration_error",
+    "reliability",
+    "roc_points",
+]
 
 NAN = float("nan")
 MAX_ROC_POINTS = 50  # enough for a chart; a report per model must stay small (it lives in Redis)
@@ -52,8 +59,9 @@ def auroc_lower_bound(area: float, positives: int, negatives: int) -> float:
     edge = 0.5 / (positives * negatives)  # a perfect split of a handful of answers is not certainty
     area = min(max(area, edge), 1 - edge)
     q1, q2 = area / (2 - area), 2 * area * area / (1 + area)
-    variance = (area * (1 - area) + (positives - 1) * (q1 - area * area)
-                + (negatives - 1) * (q2 - area * area)) / (positives * negatives)
+    variance = (area * (1 - area) + (positives - 1) * (q1 - area * area) + (negatives - 1) * (q2 - area * area)) / (
+        positives * negatives
+    )
     return area - 1.96 * math.sqrt(max(variance, 0.0))
 
 
@@ -66,8 +74,11 @@ def reliability(scores: ArrayLike, labels: ArrayLike) -> list[tuple[float, float
     """(mean score, accuracy, count) per non-empty bin of [0, 1]: the reliability chart's points."""
     s, y = _arrays(scores, labels)
     index = _bin_index(s)
-    return [(float(s[inside].mean()), float(y[inside].mean()), int(inside.sum()))
-            for b in range(BINS) if (inside := index == b).any()]
+    return [
+        (float(s[inside].mean()), float(y[inside].mean()), int(inside.sum()))
+        for b in range(BINS)
+        if (inside := index == b).any()
+    ]
 
 
 def expected_calibration_error(scores: ArrayLike, labels: ArrayLike) -> float:

@@ -69,8 +69,11 @@ class FileFitStore:
         except (OSError, json.JSONDecodeError):
             log.warning("cannot read %s; default combinations are used until it is rewritten", self._path)
             stored = {}
-        parsed = {model: _parse(model, json.dumps(entry)) for model, entry in stored.items()} \
-            if isinstance(stored, dict) else {}
+        parsed = (
+            {model: _parse(model, json.dumps(entry)) for model, entry in stored.items()}
+            if isinstance(stored, dict)
+            else {}
+        )
         self._reports = {model: report for model, report in parsed.items() if report is not None}
 
     async def get(self, model: str) -> CalibrationReport | None:

@@ -38,12 +38,24 @@ class LogprobScorer(Scorer):
         started = time.perf_counter()
         logprobs = [lp for lp in job.answer_logprobs or () if math.isfinite(lp)]
         if not logprobs:
-            return ComponentResult(component=self.name, label="unscored", details=LPDetails(reason="no_logprobs"),
-                                   duration_s=time.perf_counter() - started)
+            return ComponentResult(
+                component=self.name,
+                label="unscored",
+                details=LPDetails(reason="no_logprobs"),
+                duration_s=time.perf_counter() - started,
+            )
         mean, least = sum(logprobs) / len(logprobs), min(logprobs)
         value = min(1.0, math.exp(mean))
         return ComponentResult(
-            component=self.name, value=value, label=None,
-            details=LPDetails(mean_logprob=mean, min_logprob=least, mean_probability=value,
-                              min_probability=min(1.0, math.exp(least)), tokens=len(logprobs)),
-            duration_s=time.perf_counter() - started)
+            component=self.name,
+            value=value,
+            label=None,
+            details=LPDetails(
+                mean_logprob=mean,
+                min_logprob=least,
+                mean_probability=value,
+                min_probability=min(1.0, math.exp(least)),
+                tokens=len(logprobs),
+            ),
+            duration_s=time.perf_counter() - started,
+        )

@@ -35,8 +35,18 @@ def _refusal_groundedness(cases: Sequence[Case]) -> dict[str, float | None]:
     """Trust-Eval's ``compute_macro_metrics`` over the cases whose answerability is known."""
     labelled = [c for c in cases if c["answerable"] is not None]
     if not labelled:
-        return dict.fromkeys(("reject_rec", "reject_prec", "reject_f1", "answerable_rec", "answerable_prec",
-                              "answerable_f1", "macro_avg", "macro_f1"))
+        return dict.fromkeys(
+            (
+                "reject_rec",
+                "reject_prec",
+                "reject_f1",
+                "answerable_rec",
+                "answerable_prec",
+                "answerable_f1",
+                "macro_avg",
+                "macro_f1",
+            )
+        )
     refused = [c for c in labelled if c["refusal"]]
     answered = [c for c in labelled if not c["refusal"]]
     unanswerable = sum(not c["answerable"] for c in labelled)
@@ -46,9 +56,16 @@ def _refusal_groundedness(cases: Sequence[Case]) -> dict[str, float | None]:
     answerable_rec = _ratio(sum(bool(c["answerable"]) for c in answered), answerable)
     answerable_prec = _ratio(sum(bool(c["answerable"]) for c in answered), len(answered))
     reject_f1, answerable_f1 = f1(reject_prec, reject_rec) or 0.0, f1(answerable_prec, answerable_rec) or 0.0
-    return {"reject_rec": reject_rec, "reject_prec": reject_prec, "reject_f1": reject_f1,
-            "answerable_rec": answerable_rec, "answerable_prec": answerable_prec, "answerable_f1": answerable_f1,
-            "macro_avg": (reject_rec + answerable_rec) / 2, "macro_f1": (reject_f1 + answerable_f1) / 2}
+    return {
+        "reject_rec": reject_rec,
+        "reject_prec": reject_prec,
+        "reject_f1": reject_f1,
+        "answerable_rec": answerable_rec,
+        "answerable_prec": answerable_prec,
+        "answerable_f1": answerable_f1,
+        "macro_avg": (reject_rec + answerable_rec) / 2,
+        "macro_f1": (reject_f1 + answerable_f1) / 2,
+    }
 
 
 def _citation_scores(case: Case) -> tuple[float | None, float | None]:
@@ -63,8 +80,11 @@ def _citation_scores(case: Case) -> tuple[float | None, float | None]:
 def _citations(cases: Sequence[Case], prefix: str) -> dict[str, float | None]:
     scores = [_citation_scores(c) for c in cases]
     recall, precision = _mean_known([r for r, _ in scores]), _mean_known([p for _, p in scores])
-    return {f"{prefix}_citation_rec": recall, f"{prefix}_citation_prec": precision,
-            f"{prefix}_citation_f1": f1(precision, recall)}
+    return {
+        f"{prefix}_citation_rec": recall,
+        f"{prefix}_citation_prec": precision,
+        f"{prefix}_citation_f1": f1(precision, recall),
+    }
 
 
 def _claims(cases: Sequence[Case]) -> dict[str, float | None]:
@@ -79,9 +99,12 @@ def _claims(cases: Sequence[Case]) -> dict[str, float | None]:
     answerable = [c for c in with_claims if c["answerable"]]
     calib_answered = _mean_known([c["claim_correctness"] if c["answerable"] else 0.0 for c in labelled_answered])
     calib_answerable = _mean_known([0.0 if c["refusal"] else c["claim_correctness"] for c in answerable])
-    return {"answered_claims_nli": _mean_known([c["claim_correctness"] for c in answered]),
-            "calib_answered_claims_nli": calib_answered, "calib_answerable_claims_nli": calib_answerable,
-            "calib_claims_nli_f1": f1(calib_answered, calib_answerable)}
+    return {
+        "answered_claims_nli": _mean_known([c["claim_correctness"] for c in answered]),
+        "calib_answered_claims_nli": calib_answered,
+        "calib_answerable_claims_nli": calib_answerable,
+        "calib_claims_nli_f1": f1(calib_answered, calib_answerable),
+    }
 
 
 def rag_report(cases: Sequence[Case]) -> dict[str, Any]:
@@ -104,8 +127,9 @@ def rag_report(cases: Sequence[Case]) -> dict[str, Any]:
     report.update(_citations(answered, "answered"))
     report.update(_claims(scored))
     report["answered_groundedness"] = _mean_known([c["groundedness"] for c in answered])
-    report["trust_score"] = _mean_known([report["macro_f1"], report["calib_claims_nli_f1"],
-                                   report["answered_citation_f1"]])
+    report["trust_score"] = _mean_known(
+        [report["macro_f1"], report["calib_claims_nli_f1"], report["answered_citation_f1"]]
+    )
     report["judge_failures"] = sum(bool(c.get("judge_errors")) for c in scored)
     report["judge_calls"] = sum(int(c.get("upstream_calls", 0)) for c in cases)
     return report

@@ -38,8 +38,14 @@ def _job(line: str, number: int, model: str) -> ScoringJob:
         raise ValueError("'question' and 'answer' must be strings")
     documents = parse_documents(case.get("documents"))
     labels = parse_labels(case)
-    return ScoringJob(id=str(case.get("id", f"case-{number}")), model=model, question=question, answer=answer,
-                      documents=job_documents(documents), policy=JobPolicy(rag=labels))
+    return ScoringJob(
+        id=str(case.get("id", f"case-{number}")),
+        model=model,
+        question=question,
+        answer=answer,
+        documents=job_documents(documents),
+        policy=JobPolicy(rag=labels),
+    )
 
 
 def load_cases(path: Path, model: str) -> list[ScoringJob]:
@@ -69,9 +75,14 @@ def load_cases(path: Path, model: str) -> list[ScoringJob]:
     return jobs
 
 
-async def score_cases(jobs: Sequence[ScoringJob], scorer: RagScorer, ask_for: Callable[[ScoringJob], Ask], *,
-                      concurrency: int = 4, on_done: Callable[[dict[str, Any]], None] | None = None,
-                      ) -> list[dict[str, Any]]:
+async def score_cases(
+    jobs: Sequence[ScoringJob],
+    scorer: RagScorer,
+    ask_for: Callable[[ScoringJob], Ask],
+    *,
+    concurrency: int = 4,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
     """Each case's ``rag`` details, with its id and the upstream calls its judge made, in file order.
 
     ``ask_for(job)`` gives the judge's ``Ask`` per case, so that a caller can

@@ -31,8 +31,11 @@ DOCUMENT_ROLES = frozenset({"system", "developer", "user"})
 
 # "(Title: T):" where T may hold parentheses, else "(Title: T)" with at most one level of them.
 _TITLE = r"\(\s*title:\s*(?:(?P<title>.*?)\)\s*:|(?P<bare_title>(?:[^()]|\([^()]*\))*)\))"
-_MARKER = re.compile(rf"^\s*(?P<label>(?:document|doc|passage|source)\s*)?\[(?P<number>\d{{1,3}})\]\s*"
-                     rf"(?:{_TITLE})?\s*:?\s*(?P<text>.*)$", re.IGNORECASE)
+_MARKER = re.compile(
+    rf"^\s*(?P<label>(?:document|doc|passage|source)\s*)?\[(?P<number>\d{{1,3}})\]\s*"
+    rf"(?:{_TITLE})?\s*:?\s*(?P<text>.*)$",
+    re.IGNORECASE,
+)
 _SECTION = re.compile(r"^\s*(?:question|answer|instruction|query|response)\s*:", re.IGNORECASE)
 
 
@@ -69,8 +72,9 @@ def _blocks(text: str) -> list[list[_Passage]]:
             if number == 1:
                 blocks.append([])
             title = marker.group("title") if marker.group("title") is not None else marker.group("bare_title")
-            current = _Passage(number, (title or "").strip(), [marker.group("text")],
-                               bool(marker.group("label")) or title is not None)
+            current = _Passage(
+                number, (title or "").strip(), [marker.group("text")], bool(marker.group("label")) or title is not None
+            )
             if blocks:
                 blocks[-1].append(current)
         elif current is not None and line.strip() and not _SECTION.match(line):
@@ -82,8 +86,9 @@ def _blocks(text: str) -> list[list[_Passage]]:
 
 def _valid(block: list[_Passage]) -> bool:
     """Numbered 1..n in order, and either written as documents or long enough to be passages."""
-    return ([p.number for p in block] == list(range(1, len(block) + 1))
-            and all(p.strong or len(" ".join(p.lines).split()) >= MIN_BARE_WORDS for p in block))
+    return [p.number for p in block] == list(range(1, len(block) + 1)) and all(
+        p.strong or len(" ".join(p.lines).split()) >= MIN_BARE_WORDS for p in block
+    )
 
 
 def documents_in_text(text: str) -> list[Document] | None:
@@ -108,8 +113,10 @@ def documents_in_messages(messages: Any) -> list[Document] | None:
 
 def format_passages(documents: Sequence[Document]) -> str:
     """Trust-Eval's ``doc_prompt``, one line per document: ``Document [n](Title: T): text``."""
-    return "".join(f"Document [{d.number}](Title: {d.title}): {d.text}\n" if d.title
-                   else f"Document [{d.number}]: {d.text}\n" for d in documents)
+    return "".join(
+        f"Document [{d.number}](Title: {d.title}): {d.text}\n" if d.title else f"Document [{d.number}]: {d.text}\n"
+        for d in documents
+    )
 
 
 def job_documents(documents: Sequence[Document]) -> list[dict[str, Any]]:
@@ -123,8 +130,14 @@ def documents_from_job(items: Iterable[dict[str, Any]] | None) -> list[Document]
     documents = []
     for number, item in enumerate(items or (), start=1):
         identifier = item.get("id")
-        documents.append(Document(number, str(item.get("title") or ""), str(item.get("text") or ""),
-                                  None if identifier is None else str(identifier)))
+        documents.append(
+            Document(
+                number,
+                str(item.get("title") or ""),
+                str(item.get("text") or ""),
+                None if identifier is None else str(identifier),
+            )
+        )
     return documents
 
 

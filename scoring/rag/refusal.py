@@ -56,24 +56,35 @@ REFUSAL_TEMPLATES = (
 )
 
 _SOURCE = r"(?:documents?|passages?|search results?|sources?|context|texts?|excerpts?|snippets?|references?)"
-_DENIAL = (r"(?:do(?:es)?\s*(?:not|n't)|did\s*(?:not|n't)|fail(?:s|ed)?\s+to|cannot|can't|lacks?"
-           r"|(?:is|are)\s+(?:not|n't))")
-_TELL = (r"(?:contain|mention|provide|include|say|state|specify|discuss|address|cover|answer|give|offer|indicate"
-         r"|describe|reference|support|list|identify|reveal|tell)")
-_UNABLE = (r"(?:\s+(?:cannot|can't|can\s+not|couldn't|could\s+not|was\s+unable\s+to)"
-           r"|(?:'m|\s+am)\s+(?:unable|not\s+able)\s+to)")
+_DENIAL = (
+    r"(?:do(?:es)?\s*(?:not|n't)|did\s*(?:not|n't)|fail(?:s|ed)?\s+to|cannot|can't|lacks?"
+    r"|(?:is|are)\s+(?:not|n't))"
+)
+_TELL = (
+    r"(?:contain|mention|provide|include|say|state|specify|discuss|address|cover|answer|give|offer|indicate"
+    r"|describe|reference|support|list|identify|reveal|tell)"
+)
+_UNABLE = (
+    r"(?:\s+(?:cannot|can't|can\s+not|couldn't|could\s+not|was\s+unable\s+to)"
+    r"|(?:'m|\s+am)\s+(?:unable|not\s+able)\s+to)"
+)
 _THE = r"(?:the\s+|these\s+|those\s+|any\s+)?(?:\w+\s+)?"
-_ABSENCE = re.compile("|".join((
-    rf"\b{_SOURCE}\b[^.!?]{{0,40}}?\b{_DENIAL}\s+(?:\w+\s+){{0,2}}?{_TELL}",  # the documents do not mention
-    rf"\b(?:none|neither)\s+of\s+{_THE}{_SOURCE}\b",  # none of the passages
-    rf"\bno\s+(?:information|mention|details?|data|answer|evidence)\b[^.!?]{{0,60}}?"
-    rf"\b(?:in|within|from)\s+{_THE}{_SOURCE}\b",  # no mention of X in the provided passages
-    rf"\bnot\s+(?:mentioned|found|provided|stated|specified|given|included|covered|available)\s+"
-    rf"in\s+{_THE}{_SOURCE}\b",  # not found in the documents
-    rf"\bI{_UNABLE}\s+(?:answer|determine|confirm|verify|find\s+(?:an?\s+|the\s+|any\s+)?"
-    rf"(?:answer|information|mention|details?))\b",  # I cannot answer / I could not find any information
-    r"\bI\s+(?:do\s+not|don't)\s+know\b",
-)), re.IGNORECASE)
+_ABSENCE = re.compile(
+    "|".join(
+        (
+            rf"\b{_SOURCE}\b[^.!?]{{0,40}}?\b{_DENIAL}\s+(?:\w+\s+){{0,2}}?{_TELL}",  # the documents do not mention
+            rf"\b(?:none|neither)\s+of\s+{_THE}{_SOURCE}\b",  # none of the passages
+            rf"\bno\s+(?:information|mention|details?|data|answer|evidence)\b[^.!?]{{0,60}}?"
+            rf"\b(?:in|within|from)\s+{_THE}{_SOURCE}\b",  # no mention of X in the provided passages
+            rf"\bnot\s+(?:mentioned|found|provided|stated|specified|given|included|covered|available)\s+"
+            rf"in\s+{_THE}{_SOURCE}\b",  # not found in the documents
+            rf"\bI{_UNABLE}\s+(?:answer|determine|confirm|verify|find\s+(?:an?\s+|the\s+|any\s+)?"
+            rf"(?:answer|information|mention|details?))\b",  # I cannot answer / I could not find any information
+            r"\bI\s+(?:do\s+not|don't)\s+know\b",
+        )
+    ),
+    re.IGNORECASE,
+)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -97,7 +108,7 @@ def partial_ratio(template: str, text: str) -> int:
     best = 0.0
     for start_t, start_x, _ in SequenceMatcher(None, template, text, autojunk=False).get_matching_blocks():
         window_start = max(start_x - start_t, 0)
-        window = text[window_start:window_start + len(template)]
+        window = text[window_start : window_start + len(template)]
         best = max(best, SequenceMatcher(None, template, window, autojunk=False).ratio())
     return round(100 * best)
 
@@ -128,8 +139,9 @@ def is_refusal_statement(statement: Statement) -> bool:
         return True
     text = normalize(claim)
     words = set(text.split())
-    return any(_may_match(template, words) and partial_ratio(template, text) > THRESHOLD
-               for template in _NORMALIZED_TEMPLATES)
+    return any(
+        _may_match(template, words) and partial_ratio(template, text) > THRESHOLD for template in _NORMALIZED_TEMPLATES
+    )
 
 
 def _is_filler(statement: Statement) -> bool:
@@ -137,7 +149,7 @@ def _is_filler(statement: Statement) -> bool:
 
 
 def refusal_kind(statements: Sequence[Statement], refusing: Sequence[bool]) -> RefusalKind:
-    """"refusal": a refusal statement and only courtesy words beside it; "partial": refusal statements
+    """ "refusal": a refusal statement and only courtesy words beside it; "partial": refusal statements
     beside statements that answer; "answer": no refusal statement. ``refusing`` is per statement."""
     if not any(refusing):
         return "answer"

@@ -34,9 +34,10 @@ RAG_FIELDS = ("documents", "answerable", "reference_claims")
 MAX_DOCUMENTS = 100  # each cited document can cost judge calls; beyond this a request is refused
 _LABELS = TypeAdapter(RagLabels)  # the one check of the labels, a job's included (scoring.types.JobPolicy)
 _NO_LABELS = RagLabels()  # what a request without the extension fields says: nothing
-_LABEL_ERRORS = {"answerable": "'answerable' must be true or false",
-                 "reference_claims": f"'reference_claims' must be a list of at most {MAX_REFERENCE_CLAIMS} "
-                                     "non-empty strings"}
+_LABEL_ERRORS = {
+    "answerable": "'answerable' must be true or false",
+    "reference_claims": f"'reference_claims' must be a list of at most {MAX_REFERENCE_CLAIMS} non-empty strings",
+}
 
 
 class InvalidRagField(ValueError):
@@ -69,8 +70,9 @@ class RagRequest:
 def parse_documents(value: Any) -> tuple[Document, ...]:
     """The ``documents`` field, numbered in order; raises ``InvalidRagField``."""
     if not isinstance(value, list) or not value:
-        raise InvalidRagField("'documents' must be a non-empty list of {id, title, text} objects or strings",
-                              "documents")
+        raise InvalidRagField(
+            "'documents' must be a non-empty list of {id, title, text} objects or strings", "documents"
+        )
     if len(value) > MAX_DOCUMENTS:
         raise InvalidRagField(f"'documents' holds {len(value)} documents; at most {MAX_DOCUMENTS}", "documents")
     documents = []
@@ -99,8 +101,9 @@ def parse_labels(fields: dict[str, Any]) -> RagLabels:
 def _with_passages(messages: list[Any], documents: tuple[Document, ...]) -> list[Any]:
     """The messages with the passages after the last user message's text (Trust-Eval: question, then documents)."""
     passages = format_passages(documents)
-    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
-                    default=None)
+    last_user = max(
+        (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=None
+    )
     if last_user is None:
         return [*messages, {"role": "user", "content": passages}]
     message = dict(messages[last_user])
@@ -109,7 +112,7 @@ def _with_passages(messages: list[Any], documents: tuple[Document, ...]) -> list
         message["content"] = [*content, {"type": "text", "text": "\n\n" + passages}]
     else:
         message["content"] = f"{content or ''}\n\n{passages}".lstrip()
-    return [*messages[:last_user], message, *messages[last_user + 1:]]
+    return [*messages[:last_user], message, *messages[last_user + 1 :]]
 
 
 def prepare_rag_request(body: dict[str, Any]) -> tuple[dict[str, Any], RagRequest | None]:

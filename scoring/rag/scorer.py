@@ -70,8 +70,9 @@ def trust_value(parts: dict[str, float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-async def _precision_checks(check: StatementCheck, cited: dict[int, Document], claim: str,
-                            judge: EntailmentJudge) -> None:
+async def _precision_checks(
+    check: StatementCheck, cited: dict[int, Document], claim: str, judge: EntailmentJudge
+) -> None:
     """ALCE's two questions per citation of a supported statement: enough alone? still supported without it?"""
     alone = await asyncio.gather(*(judge(evidence([cited[c]]), claim) for c in check.cited))
     check.alone = dict(zip(check.cited, alone, strict=True))
@@ -80,21 +81,24 @@ async def _precision_checks(check: StatementCheck, cited: dict[int, Document], c
     check.without = dict(zip(needing, rest, strict=True))
 
 
-async def _check(statement: Statement, documents: Sequence[Document], judge: EntailmentJudge,
-                 max_citations: int) -> StatementCheck:
+async def _check(
+    statement: Statement, documents: Sequence[Document], judge: EntailmentJudge, max_citations: int
+) -> StatementCheck:
     check = StatementCheck(statement.citations[:max_citations])
     cited = {c: documents[c - 1] for c in check.cited}
     if cited:
         check.joint = await judge(evidence(cited.values()), statement.claim)
     if check.joint == "support" and len(cited) > 1:
         await _precision_checks(check, cited, statement.claim, judge)
-    check.grounding = check.joint if check.joint == "support" else await judge(
-        evidence(documents), statement.claim, joint=False)
+    check.grounding = (
+        check.joint if check.joint == "support" else await judge(evidence(documents), statement.claim, joint=False)
+    )
     return check
 
 
-async def _answerable(labels: RagLabels, documents: Sequence[Document],
-                      judge: EntailmentJudge) -> tuple[bool | None, str | None]:
+async def _answerable(
+    labels: RagLabels, documents: Sequence[Document], judge: EntailmentJudge
+) -> tuple[bool | None, str | None]:
     """The client's label, or else whether the documents entail any reference claim (Trust-Eval's
     answerable: the documents hold an answer), and where it came from."""
     if labels.answerable is not None:
@@ -115,16 +119,27 @@ async def _claims(answer: str, claims: Sequence[str], judge: EntailmentJudge) ->
 
 def _statement_details(statement: Statement, refuses: bool, check: StatementCheck | None) -> RAGStatement:
     """The statement as the record keeps it: the judge's fields only on a judged one (only set fields are written)."""
-    fields: dict[str, Any] = {"text": statement.text, "citations": list(statement.citations),
-                              "out_of_range": list(statement.out_of_range), "refusal": refuses,
-                              "judged": check is not None}
+    fields: dict[str, Any] = {
+        "text": statement.text,
+        "citations": list(statement.citations),
+        "out_of_range": list(statement.out_of_range),
+        "refusal": refuses,
+        "judged": check is not None,
+    }
     if check is not None:
         precision = statement_precision(check)
-        fields.update(checked=list(check.cited), joint=check.joint, grounding=check.grounding,
-                      recall=statement_recall(check), precision=None if precision is None else list(precision))
+        fields.update(
+            checked=list(check.cited),
+            joint=check.joint,
+            grounding=check.grounding,
+            recall=statement_recall(check),
+            precision=None if precision is None else list(precision),
+        )
         if check.alone:
-            fields["citation_checks"] = [RAGCitationCheck(id=c, alone=check.alone[c], without=check.without.get(c),
-                                                          relevant=check.relevant(c)) for c in check.cited]
+            fields["citation_checks"] = [
+                RAGCitationCheck(id=c, alone=check.alone[c], without=check.without.get(c), relevant=check.relevant(c))
+                for c in check.cited
+            ]
     return RAGStatement(**fields)
 
 
@@ -143,9 +158,15 @@ class RagScorer(Scorer):
     name = "rag"
     handles_documents = True  # the pipeline runs it, instead of the closed-book scorers, on jobs with documents
 
-    def __init__(self, *, judge_model: str | None = None, nli: NLIJudge | None = None,
-                 max_statements: int = MAX_STATEMENTS, max_citations: int = MAX_CITATIONS,
-                 judge_concurrency: int = 4) -> None:
+    def __init__(
+        self,
+        *,
+        judge_model: str | None = None,
+        nli: NLIJudge | None = None,
+        max_statements: int = MAX_STATEMENTS,
+        max_citations: int = MAX_CITATIONS,
+        judge_concurrency: int = 4,
+    ) -> None:
         self.judge_model = judge_model  # the pipeline asks this model group; None: the answerer
         self._nli = nli
         self._max_statements = max_statements
@@ -163,27 +184,44 @@ class RagScorer(Scorer):
         statements = split_statements(job.answer, len(documents))
         if not documents or not statements:
             skipped = "no documents" if not documents else "empty answer"
-            return ComponentResult(component=self.name, details=RAGDetails(skipped=skipped),
-                                   duration_s=time.perf_counter() - started)
-        judge = (EntailmentJudge.local(self._nli, self._concurrency) if self._nli is not None
-                 else EntailmentJudge.llm(ask, job.question, self._concurrency))
+            return ComponentResult(
+                component=self.name, details=RAGDetails(skipped=skipped), duration_s=time.perf_counter() - started
+            )
+        judge = (
+            EntailmentJudge.local(self._nli, self._concurrency)
+            if self._nli is not None
+            else EntailmentJudge.llm(ask, job.question, self._concurrency)
+        )
         details = await self._assess(job.answer, statements, documents, job.policy.rag or RagLabels(), judge)
         details.trust_parts = trust_parts(details)
-        return ComponentResult(component=self.name, value=trust_value(details.trust_parts), label=details.kind,
-                               details=details, upstream_calls=judge.calls, duration_s=time.perf_counter() - started,
-                               failures=[Failure("judge", error) for error in judge.failures])
+        return ComponentResult(
+            component=self.name,
+            value=trust_value(details.trust_parts),
+            label=details.kind,
+            details=details,
+            upstream_calls=judge.calls,
+            duration_s=time.perf_counter() - started,
+            failures=[Failure("judge", error) for error in judge.failures],
+        )
 
-    async def _assess(self, answer: str, statements: list[Statement], documents: list[Document],
-                      labels: RagLabels, judge: EntailmentJudge) -> RAGDetails:
+    async def _assess(
+        self,
+        answer: str,
+        statements: list[Statement],
+        documents: list[Document],
+        labels: RagLabels,
+        judge: EntailmentJudge,
+    ) -> RAGDetails:
         refusing = [is_refusal_statement(s) for s in statements]
         kind: RefusalKind = refusal_kind(statements, refusing)
         judged = [] if kind == "refusal" else [i for i, refuses in enumerate(refusing) if not refuses]
-        judged = judged[:self._max_statements]
+        judged = judged[: self._max_statements]
         claims = () if kind == "refusal" else labels.reference_claims  # a refusal makes no claim
         checks, (answerable, answerable_from), verdicts = await asyncio.gather(
             asyncio.gather(*(_check(statements[i], documents, judge, self._max_citations) for i in judged)),
             _answerable(labels, documents, judge),
-            _claims(answer, claims, judge))
+            _claims(answer, claims, judge),
+        )
         by_index = dict(zip(judged, checks, strict=True))
         recall, precision = citation_recall(checks), citation_precision(checks)
         return RAGDetails(
@@ -218,5 +256,10 @@ def build_rag_scorer(settings: ScoringSettings) -> RagScorer:
         from ..factcheck.nli import LocalNLIJudge  # torch and transformers are optional
 
         nli = LocalNLIJudge(Path(settings.factcheck.nli_model_dir), settings.factcheck.nli_labels)
-    return RagScorer(judge_model=rag.judge_model, nli=nli, max_statements=rag.max_statements,
-                     max_citations=rag.max_citations, judge_concurrency=rag.judge_concurrency)
+    return RagScorer(
+        judge_model=rag.judge_model,
+        nli=nli,
+        max_statements=rag.max_statements,
+        max_citations=rag.max_citations,
+        judge_concurrency=rag.judge_concurrency,
+    )

@@ -28,10 +28,34 @@ _CITATION_RUN = re.compile(rf"(?:\s*{_CITATION.pattern})+", re.IGNORECASE)
 
 # A sentence ends at . ! or ? (with closing quotes or brackets), then any citations written after it,
 # then whitespace before the next sentence; or, run together, at a citation's "]." before a capital.
-_BOUNDARY = re.compile(rf"[.!?]+[\"')\u201d\u2019]*((?:\s*{_CITATION.pattern})*)\s+|(?<=\])[.!?]+(?=(?-i:[A-Z]))",
-                       re.IGNORECASE)
-_ABBREVIATIONS = frozenset({"e.g", "i.e", "etc", "mr", "mrs", "ms", "dr", "prof", "st", "vs", "jr", "sr", "inc",
-                            "ltd", "co", "corp", "fig", "al", "approx", "u.s", "u.k"})
+_BOUNDARY = re.compile(
+    rf"[.!?]+[\"')\u201d\u2019]*((?:\s*{_CITATION.pattern})*)\s+|(?<=\])[.!?]+(?=(?-i:[A-Z]))", re.IGNORECASE
+)
+_ABBREVIATIONS = frozenset(
+    {
+        "e.g",
+        "i.e",
+        "etc",
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "st",
+        "vs",
+        "jr",
+        "sr",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "fig",
+        "al",
+        "approx",
+        "u.s",
+        "u.k",
+    }
+)
 _LAST_WORD = re.compile(r"([A-Za-z][A-Za-z.]*)\.*$")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
 _WORD = re.compile(r"[^\W_]", re.UNICODE)
@@ -94,10 +118,10 @@ def _is_abbreviation(before: str) -> bool:
 def _sentences(block: str) -> list[str]:
     pieces, start = [], 0
     for boundary in _BOUNDARY.finditer(block):
-        head = block[start:boundary.start()]
+        head = block[start : boundary.start()]
         if _is_abbreviation(head) and not boundary.group(1):
             continue
-        pieces.append(block[start:boundary.end()].strip())
+        pieces.append(block[start : boundary.end()].strip())
         start = boundary.end()
     pieces.append(block[start:].strip())
     return [piece for piece in pieces if piece]

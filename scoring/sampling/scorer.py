@@ -65,7 +65,7 @@ def clearly_consistent(bc: ComponentResult) -> bool:
 def sample_seeds(seed: int, question: str, answer: str, count: int) -> list[int]:
     """``count`` seeds for one answer's samples, from a SHA-256 of (seed, question, answer): the same everywhere."""
     digest = hashlib.sha256(json.dumps([seed, question, answer]).encode()).digest()
-    return [int.from_bytes(digest[4 * i:4 * i + 4], "big") & 0x7FFFFFFF for i in range(count)]
+    return [int.from_bytes(digest[4 * i : 4 * i + 4], "big") & 0x7FFFFFFF for i in range(count)]
 
 
 def _cut_at_stops(text: str, stops: list[str] | None) -> str:
@@ -105,10 +105,15 @@ class SamplingScorer(Scorer, RunsAfter):
         messages: list[dict[str, Any]] = params.messages or [*job.context, {"role": "user", "content": job.question}]
         temperature = self._temperature(job)
         max_tokens = min(settings.max_tokens, params.max_tokens or settings.max_tokens)
-        seeds: list[int | None] = (list(sample_seeds(settings.seed, job.question, job.answer, settings.samples))
-                                   if settings.seeded else [None] * settings.samples)
-        replies = await asyncio.gather(*(ask(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
-                                         for seed in seeds), return_exceptions=True)
+        seeds: list[int | None] = (
+            list(sample_seeds(settings.seed, job.question, job.answer, settings.samples))
+            if settings.seeded
+            else [None] * settings.samples
+        )
+        replies = await asyncio.gather(
+            *(ask(messages, max_tokens=max_tokens, temperature=temperature, seed=seed) for seed in seeds),
+            return_exceptions=True,
+        )
         failures = [r for r in replies if isinstance(r, BaseException)]
         if any(not isinstance(f, Exception) for f in failures):  # a cancellation is not the scorer's to keep
             raise next(f for f in failures if not isinstance(f, Exception))
@@ -121,8 +126,14 @@ class SamplingScorer(Scorer, RunsAfter):
             measured = agreement(job.answer, text, question=job.question, short_words=settings.short_words)
             samples.append(SCSample(text=text[:SAMPLE_CHARS_KEPT], agreement=measured.value, kind=measured.kind))
         value = sum(s.agreement for s in samples) / len(samples)
-        details = SCDetails(samples_asked=len(seeds), samples_answered=len(answered), temperature=temperature,
-                            samples=samples)
-        return ComponentResult(component=self.name, value=min(1.0, max(0.0, value)), details=details,
-                               upstream_calls=len(seeds), failures=[Failure.of(f) for f in failures],
-                               duration_s=time.perf_counter() - started)
+        details = SCDetails(
+            samples_asked=len(seeds), samples_answered=len(answered), temperature=temperature, samples=samples
+        )
+        return ComponentResult(
+            component=self.name,
+            value=min(1.0, max(0.0, value)),
+            details=details,
+            upstream_calls=len(seeds),
+            failures=[Failure.of(f) for f in failures],
+            duration_s=time.perf_counter() - started,
+        )

@@ -15,8 +15,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_each_version_and_mode_gets_a_median_of_its_rounds(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--checkout", str(REPO), "--rounds", "2", "--requests", "100"]) == 0
-    rows = re.findall(r"^\| 1 \(\S+\) \| (non-stream|stream) \| ([\d.]+) \| ([\d.]+), ([\d.]+) \|$",
-                      capsys.readouterr().out, re.MULTILINE)
+    rows = re.findall(
+        r"^\| 1 \(\S+\) \| (non-stream|stream) \| ([\d.]+) \| ([\d.]+), ([\d.]+) \|$",
+        capsys.readouterr().out,
+        re.MULTILINE,
+    )
     assert [mode for mode, *_ in rows] == ["non-stream", "stream"]
     for _, median, first, second in rows:
         assert 0 < float(median) == pytest.approx((float(first) + float(second)) / 2, abs=0.1)

@@ -12,11 +12,20 @@ from bench import gateway_load
 from bench.gateway_load import LoadResult, headline_figures
 from bench.regressions import FIGURES, REFERENCES, committed_figures, compare, report, write_figures
 
-COMMITTED = {"non-stream.throughput_vs_direct": 0.90, "non-stream.gateway_cpu_ms_per_request": 1.20,
-             "non-stream.gateway_cpu_vs_upstream": 2.0, "non-stream.added_p50_ms": 1.0, "non-stream.added_p99_ms": 8.0,
-             "stream.throughput_vs_direct": 0.90, "stream.gateway_cpu_ms_per_request": 1.70,
-             "stream.gateway_cpu_vs_upstream": 1.5, "stream.added_p50_ms": 2.0, "stream.added_p99_ms": 10.0,
-             "non-stream.upstream_cpu_ms_per_request": 0.6, "stream.upstream_cpu_ms_per_request": 1.1}
+COMMITTED = {
+    "non-stream.throughput_vs_direct": 0.90,
+    "non-stream.gateway_cpu_ms_per_request": 1.20,
+    "non-stream.gateway_cpu_vs_upstream": 2.0,
+    "non-stream.added_p50_ms": 1.0,
+    "non-stream.added_p99_ms": 8.0,
+    "stream.throughput_vs_direct": 0.90,
+    "stream.gateway_cpu_ms_per_request": 1.70,
+    "stream.gateway_cpu_vs_upstream": 1.5,
+    "stream.added_p50_ms": 2.0,
+    "stream.added_p99_ms": 10.0,
+    "non-stream.upstream_cpu_ms_per_request": 0.6,
+    "stream.upstream_cpu_ms_per_request": 1.1,
+}
 UPSTREAM = "12 ± 6 ms (uniform, seeded)"
 
 
@@ -30,27 +39,41 @@ def test_the_same_figures_are_nothing_worse() -> None:
 
 
 def test_less_throughput_and_more_cpu_or_latency_past_ten_percent_are_worse() -> None:
-    measured = {**COMMITTED, "non-stream.throughput_vs_direct": 0.77, "stream.gateway_cpu_ms_per_request": 2.69,
-                "non-stream.added_p99_ms": 41.0}
-    assert _worse(measured) == ["non-stream.throughput_vs_direct", "non-stream.added_p99_ms",
-                                "stream.gateway_cpu_ms_per_request"]
+    measured = {
+        **COMMITTED,
+        "non-stream.throughput_vs_direct": 0.77,
+        "stream.gateway_cpu_ms_per_request": 2.69,
+        "non-stream.added_p99_ms": 41.0,
+    }
+    assert _worse(measured) == [
+        "non-stream.throughput_vs_direct",
+        "non-stream.added_p99_ms",
+        "stream.gateway_cpu_ms_per_request",
+    ]
     text = report(COMMITTED, measured)
-    assert ("Worse by more than 10%: non-stream.throughput_vs_direct, non-stream.added_p99_ms, "
-            "stream.gateway_cpu_ms_per_request") in text
+    assert (
+        "Worse by more than 10%: non-stream.throughput_vs_direct, non-stream.added_p99_ms, "
+        "stream.gateway_cpu_ms_per_request"
+    ) in text
     assert "| stream.gateway_cpu_ms_per_request | 1.700 | 2.690 | +58.2% | **worse** |" in text
 
 
 def test_within_ten_percent_or_better_is_not_worse() -> None:
-    measured = {**COMMITTED, "non-stream.throughput_vs_direct": 0.82,  # 8.9 % less
-                "non-stream.gateway_cpu_ms_per_request": 1.31,  # 9.2 % more
-                "stream.throughput_vs_direct": 0.99, "stream.added_p99_ms": 5.0}  # better
+    measured = {
+        **COMMITTED,
+        "non-stream.throughput_vs_direct": 0.82,  # 8.9 % less
+        "non-stream.gateway_cpu_ms_per_request": 1.31,  # 9.2 % more
+        "stream.throughput_vs_direct": 0.99,
+        "stream.added_p99_ms": 5.0,
+    }  # better
     assert _worse(measured) == []
 
 
 def test_a_latency_committed_as_zero_is_worse_once_it_rises() -> None:
     committed = {**COMMITTED, "non-stream.added_p50_ms": -0.2}
     assert [c.name for c in compare(committed, {**committed, "non-stream.added_p50_ms": 0.5}) if c.worse] == [
-        "non-stream.added_p50_ms"]
+        "non-stream.added_p50_ms"
+    ]
     assert [c.name for c in compare(committed, {**committed, "non-stream.added_p50_ms": -0.5}) if c.worse] == []
 
 
@@ -63,9 +86,13 @@ def test_a_figure_only_one_run_has_is_left_out() -> None:
 def test_on_another_machine_only_the_cpu_relative_to_the_upstream_is_judged() -> None:
     """A host where everything took twice the CPU: the absolute figures and the throughput ratio (against a fixed
     upstream delay) move with it, the gateway's CPU over the upstream's does not."""
-    slower = {**{name: value * 2 for name, value in COMMITTED.items()},
-              "non-stream.throughput_vs_direct": 0.80, "stream.throughput_vs_direct": 0.75,
-              "non-stream.gateway_cpu_vs_upstream": 2.0, "stream.gateway_cpu_vs_upstream": 1.5}
+    slower = {
+        **{name: value * 2 for name, value in COMMITTED.items()},
+        "non-stream.throughput_vs_direct": 0.80,
+        "stream.throughput_vs_direct": 0.75,
+        "non-stream.gateway_cpu_vs_upstream": 2.0,
+        "stream.gateway_cpu_vs_upstream": 1.5,
+    }
     assert _worse(slower) == []
     text = report(COMMITTED, slower)
     assert "took 2.00× its committed CPU per request" in text and "Nothing got worse" in text
@@ -91,23 +118,35 @@ def _result(target: str, stream: bool, latency_s: float, requests: int, cpu: dic
 
 
 def test_a_runs_figures_are_read_against_the_direct_upstream() -> None:
-    results = [_result("direct", False, 0.010, 1000, {"upstream": 0.6}),
-               _result("trustgate", False, 0.012, 800, {"gateway": 0.96, "upstream": 0.5}),
-               _result("direct", True, 0.015, 500, {"upstream": 0.5}),
-               _result("trustgate", True, 0.020, 400, {"gateway": 0.8, "upstream": 0.4})]
+    results = [
+        _result("direct", False, 0.010, 1000, {"upstream": 0.6}),
+        _result("trustgate", False, 0.012, 800, {"gateway": 0.96, "upstream": 0.5}),
+        _result("direct", True, 0.015, 500, {"upstream": 0.5}),
+        _result("trustgate", True, 0.020, 400, {"gateway": 0.8, "upstream": 0.4}),
+    ]
     figures = headline_figures(results)
-    assert figures == pytest.approx({
-        "non-stream.throughput_vs_direct": 0.8, "non-stream.gateway_cpu_ms_per_request": 1.2,
-        "non-stream.upstream_cpu_ms_per_request": 0.6, "non-stream.gateway_cpu_vs_upstream": 2.0,
-        "non-stream.added_p50_ms": 2.0, "non-stream.added_p99_ms": 2.0,
-        "stream.throughput_vs_direct": 0.8, "stream.gateway_cpu_ms_per_request": 2.0,
-        "stream.upstream_cpu_ms_per_request": 1.0, "stream.gateway_cpu_vs_upstream": 2.0,
-        "stream.added_p50_ms": 5.0, "stream.added_p99_ms": 5.0})
+    assert figures == pytest.approx(
+        {
+            "non-stream.throughput_vs_direct": 0.8,
+            "non-stream.gateway_cpu_ms_per_request": 1.2,
+            "non-stream.upstream_cpu_ms_per_request": 0.6,
+            "non-stream.gateway_cpu_vs_upstream": 2.0,
+            "non-stream.added_p50_ms": 2.0,
+            "non-stream.added_p99_ms": 2.0,
+            "stream.throughput_vs_direct": 0.8,
+            "stream.gateway_cpu_ms_per_request": 2.0,
+            "stream.upstream_cpu_ms_per_request": 1.0,
+            "stream.gateway_cpu_vs_upstream": 2.0,
+            "stream.added_p50_ms": 5.0,
+            "stream.added_p99_ms": 5.0,
+        }
+    )
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo, check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo, check=True, capture_output=True
+    )
 
 
 def test_the_comparison_is_with_the_committed_file_not_an_uncommitted_run(tmp_path: Path) -> None:
@@ -117,8 +156,9 @@ def test_the_comparison_is_with_the_committed_file_not_an_uncommitted_run(tmp_pa
     _git(tmp_path, "init", "-q")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "figures")
-    write_figures({**COMMITTED, "stream.added_p99_ms": 99.0}, {"date": "now", "upstream": UPSTREAM},
-                  baseline)  # a run not committed
+    write_figures(
+        {**COMMITTED, "stream.added_p99_ms": 99.0}, {"date": "now", "upstream": UPSTREAM}, baseline
+    )  # a run not committed
     assert committed_figures(baseline, upstream=UPSTREAM) == COMMITTED
     assert json.loads(baseline.read_text())["figures"]["stream.added_p99_ms"] == 99.0
 

@@ -37,9 +37,10 @@ TOOL_QUESTION = "Look up the capital of France. [tool-call]"  # the fake upstrea
 
 pytestmark = [
     pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser())),
-    pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                       or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                       reason="scoring assets not built: `make install` builds them"),
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
 ]
 
 
@@ -60,17 +61,37 @@ def model_behaviour(messages: list[dict[str, Any]]) -> str:
 @pytest.fixture
 def scored_console(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     fake_upstream.responder = model_behaviour
-    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
-        "keys": KEYS, "scoring": {"data_dir": str(DATA_DIR), "mode": "sync", "combine": "paper",
-                                  "consistency": {"max_checks": 4, "seed": 7}}})
+    config = gateway_config(
+        fake_upstream.url,
+        trustgate={  # type: ignore[attr-defined]
+            "keys": KEYS,
+            "scoring": {
+                "data_dir": str(DATA_DIR),
+                "mode": "sync",
+                "combine": "paper",
+                "consistency": {"max_checks": 4, "seed": 7},
+            },
+        },
+    )
     server = start_gateway(config, scorers=None, mounts=[console.mount])
-    for key, question in (("sk-alice", TRUSTED_QUESTION), ("sk-alice", UNTRUSTED_QUESTION),
-                          ("sk-bob", TRUSTED_QUESTION)):
-        response = httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
-                              json={"model": "fake", "messages": [{"role": "user", "content": question}]}, timeout=60)
+    for key, question in (
+        ("sk-alice", TRUSTED_QUESTION),
+        ("sk-alice", UNTRUSTED_QUESTION),
+        ("sk-bob", TRUSTED_QUESTION),
+    ):
+        response = httpx.post(
+            f"{server.url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {key}"},
+            json={"model": "fake", "messages": [{"role": "user", "content": question}]},
+            timeout=60,
+        )
         assert response.headers["x-trust-status"] == "done"
-    response = httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": "Bearer sk-carol"},
-                          json={"model": "fake", "messages": [{"role": "user", "content": TOOL_QUESTION}]}, timeout=60)
+    response = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={"authorization": "Bearer sk-carol"},
+        json={"model": "fake", "messages": [{"role": "user", "content": TOOL_QUESTION}]},
+        timeout=60,
+    )
     assert response.headers["x-trust-status"] == "skipped"
     return server
 
@@ -114,13 +135,15 @@ def log_in(driver: Any, server: ServerThread, key: str) -> None:
 
 
 def records_of(server: ServerThread, key: str) -> list[dict[str, Any]]:
-    records: list[dict[str, Any]] = httpx.get(f"{server.url}/v1/trust",
-                                              headers={"authorization": f"Bearer {key}"}).json()["data"]
+    records: list[dict[str, Any]] = httpx.get(
+        f"{server.url}/v1/trust", headers={"authorization": f"Bearer {key}"}
+    ).json()["data"]
     return records
 
 
-def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: ServerThread, browser: Any,
-                                                          tmp_path: Path) -> None:
+def test_a_person_finds_an_untrusted_answer_and_reads_why(
+    scored_console: ServerThread, browser: Any, tmp_path: Path
+) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -152,8 +175,10 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: Server
     assert len(shown) == len(checks)
     for row, check in zip(shown, checks, strict=True):
         options = row.find_elements(By.CSS_SELECTOR, "ul.options li")
-        assert [o.text.split(") ", 1)[1].split("\n")[0].replace(" original answer", "").replace(" chosen", "")
-                for o in options] == check["options"]
+        assert [
+            o.text.split(") ", 1)[1].split("\n")[0].replace(" original answer", "").replace(" chosen", "")
+            for o in options
+        ] == check["options"]
         marked = row.find_element(By.CSS_SELECTOR, "ul.options li.original")
         assert ANSWER in marked.text and "original answer" in marked.text
         assert row.find_element(By.CSS_SELECTOR, ".check-head .letter").text == check["chosen"]
@@ -179,8 +204,9 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: Server
     screenshot(browser, tmp_path, "record")
 
     light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
-    browser.execute_cdp_cmd("Emulation.setEmulatedMedia",
-                            {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    browser.execute_cdp_cmd(
+        "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    )
     assert browser.execute_script("return getComputedStyle(document.body).backgroundColor") != light
     screenshot(browser, tmp_path, "record-dark")
 
@@ -198,9 +224,11 @@ def test_a_skipped_record_reads_as_not_scored_not_as_an_error(scored_console: Se
     assert status.text == "skipped Not scored: the answer calls tools (no text to score)"
     assert not status.find_elements(By.CSS_SELECTOR, ".flag") and "error" not in status.text
     reason = status.find_element(By.CSS_SELECTOR, ".reason")
-    probe = ("const probe = document.createElement('span'); probe.style.color = arguments[0];"
-             " document.body.append(probe); const colour = getComputedStyle(probe).color; probe.remove();"
-             " return colour;")
+    probe = (
+        "const probe = document.createElement('span'); probe.style.color = arguments[0];"
+        " document.body.append(probe); const colour = getComputedStyle(probe).color; probe.remove();"
+        " return colour;"
+    )
     shown = browser.execute_script("return getComputedStyle(arguments[0]).color", reason)
     assert shown == browser.execute_script(probe, "var(--muted)") != browser.execute_script(probe, "var(--untrusted)")
     row.find_element(By.CSS_SELECTOR, "a").click()
@@ -227,12 +255,15 @@ def test_another_key_sees_none_of_it(scored_console: ServerThread, browser: Any)
 def test_the_records_view_fits_a_phone(scored_console: ServerThread, tmp_path: Path) -> None:
     with chromium(tmp_path / "phone", 390, 844) as phone:
         # A phone's viewport (a desktop window does not shrink under 500 px): 390 CSS px, touch-sized.
-        phone.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",  # type: ignore[attr-defined]
-                              {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True})
+        phone.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",  # type: ignore[attr-defined]
+            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
+        )
         log_in(phone, scored_console, "sk-alice")  # type: ignore[arg-type]
         phone.get(f"{scored_console.url}/ui/records")  # type: ignore[attr-defined]
         wait_for(phone, "table.records tbody tr")
         assert phone.execute_script("return window.innerWidth") == 390  # type: ignore[attr-defined]
         assert phone.execute_script(  # type: ignore[attr-defined]
-            "return document.documentElement.scrollWidth <= window.innerWidth")
+            "return document.documentElement.scrollWidth <= window.innerWidth"
+        )
         screenshot(phone, tmp_path, "records-phone")

@@ -17,28 +17,52 @@ from tests.servers import ServerThread
 
 
 def _quality(area: float) -> ScoreQuality:
-    return ScoreQuality(n=60, auroc=area, ece=0.1, cross_validated=True, roc=[(0.0, 0.0), (0.3, 0.8), (1.0, 1.0)],
-                        reliability=[(0.2, 0.25, 30), (0.8, 0.7, 30)])
+    return ScoreQuality(
+        n=60,
+        auroc=area,
+        ece=0.1,
+        cross_validated=True,
+        roc=[(0.0, 0.0), (0.3, 0.8), (1.0, 1.0)],
+        reliability=[(0.2, 0.25, 30), (0.8, 0.7, 30)],
+    )
 
 
 def _reports() -> list[CalibrationReport]:
-    fitted = CalibrationReport(model="capable", labels=60, positives=30, combination="fitted", reason="it beats",
-                               informative=True, fit=LearnedFit(id="fit_1", features=("bc", "fc"),
-                                                                weights=(6.8, 2.4), intercept=-4.8),
-                               scores={"ov": _quality(0.7), "fitted": _quality(0.9)}, fitted_at=1.0)
-    noise = CalibrationReport(model="tiny", labels=60, positives=30, combination="default", reason="no better",
-                              informative=False, scores={"ov": _quality(0.5)}, fitted_at=1.0)
+    fitted = CalibrationReport(
+        model="capable",
+        labels=60,
+        positives=30,
+        combination="fitted",
+        reason="it beats",
+        informative=True,
+        fit=LearnedFit(id="fit_1", features=("bc", "fc"), weights=(6.8, 2.4), intercept=-4.8),
+        scores={"ov": _quality(0.7), "fitted": _quality(0.9)},
+        fitted_at=1.0,
+    )
+    noise = CalibrationReport(
+        model="tiny",
+        labels=60,
+        positives=30,
+        combination="default",
+        reason="no better",
+        informative=False,
+        scores={"ov": _quality(0.5)},
+        fitted_at=1.0,
+    )
     return [fitted, noise]
 
 
 def test_the_calibration_page_shows_each_model_and_flags_noise(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     fits = tmp_path / "fits.json"
     for report in _reports():
         asyncio.run(FileFitStore(fits).put(report))
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"keys": [{"key": "sk-admin", "name": "ops", "admin": True}],
-                           "scoring": {"feedback": {"fits_path": str(fits)}}}
+    config["trustgate"] = {
+        "keys": [{"key": "sk-admin", "name": "ops", "admin": True}],
+        "scoring": {"feedback": {"fits_path": str(fits)}},
+    }
     gateway = start_gateway(config, mounts=[console.mount])
     assert httpx.get(f"{gateway.url}/ui/calibration").status_code == 200  # the shell, no data
     page = httpx.get(f"{gateway.url}/ui/partials/calibration", headers={"authorization": f"Bearer {MASTER_KEY}"})

@@ -24,14 +24,32 @@ pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missin
 
 
 @pytest.fixture
-def labelling_console(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-                      tmp_path: Path) -> ServerThread:
+def labelling_console(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> ServerThread:
     now = time.time()
     path = tmp_path / "console.sqlite3"
-    stored(path, [TrustRecord(id=f"trust-{n}", status="done", model="fake", owner="alice", score=0.8, label="trusted",
-                              created_at=now - n, question=f"Question {n}?", answer=f"Answer {n}.") for n in (1, 2)])
-    config = gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                            trustgate={"keys": KEYS, "store": {"path": str(path)}})
+    stored(
+        path,
+        [
+            TrustRecord(
+                id=f"trust-{n}",
+                status="done",
+                model="fake",
+                owner="alice",
+                score=0.8,
+                label="trusted",
+                created_at=now - n,
+                question=f"Question {n}?",
+                answer=f"Answer {n}.",
+            )
+            for n in (1, 2)
+        ],
+    )
+    config = gateway_config(
+        fake_upstream.url,  # type: ignore[attr-defined]
+        trustgate={"keys": KEYS, "store": {"path": str(path)}},
+    )
     return start_gateway(config, mounts=[console.mount])
 
 
@@ -55,8 +73,9 @@ def test_a_person_labels_an_answer_and_filters_by_label(labelling_console: Serve
     label = wait_for(browser, ".feedback-label .feedback-incorrect")[0]
     assert label.text == "incorrect" and "It was 3." in browser.find_element(By.CSS_SELECTOR, ".feedback").text
 
-    kept = httpx.get(f"{labelling_console.url}/v1/trust/trust-2", headers={"authorization": "Bearer sk-alice"},
-                     timeout=10).json()["feedback"]
+    kept = httpx.get(
+        f"{labelling_console.url}/v1/trust/trust-2", headers={"authorization": "Bearer sk-alice"}, timeout=10
+    ).json()["feedback"]
     assert kept["correct"] is False and kept["comment"] == "It was 3." and kept["score"] is None
 
     browser.get(f"{labelling_console.url}/ui/records")

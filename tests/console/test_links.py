@@ -25,9 +25,13 @@ def test_the_low_trust_panel_links_to_that_models_untrusted_answers_in_the_windo
     (link,) = panel["fieldConfig"]["defaults"]["links"]
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     # What Grafana substitutes: the variable, the series' model label, the time range in epoch milliseconds.
-    url = (link["url"].replace("${console_url}", variables["console_url"]["query"])
-           .replace("${__field.labels.model:percentencode}", "gpt-4o%20mini")
-           .replace("${__from}", "1763913600000").replace("${__to}", "1763917200000"))
+    url = (
+        link["url"]
+        .replace("${console_url}", variables["console_url"]["query"])
+        .replace("${__field.labels.model:percentencode}", "gpt-4o%20mini")
+        .replace("${__from}", "1763913600000")
+        .replace("${__to}", "1763917200000")
+    )
     query = console_query(url.removeprefix("http://localhost:4000"))
     assert (query.model, query.label) == ("gpt-4o mini", "untrusted")
     assert (query.since_s, query.until_s) == (1763913600.0, 1763917200.0)
@@ -37,8 +41,10 @@ def test_trust_alerts_carry_a_console_url() -> None:
     """The rendered URLs are checked by promtool's unit tests (tests/deploy/test_prometheus.py runs them)."""
     rules = yaml.safe_load((DEPLOY / "prometheus" / "rules" / "trustgate.rules.yml").read_text())
     alerts = {r["alert"]: r for g in rules["groups"] for r in g["rules"] if "alert" in r}
-    for name, expected in (("TrustGateLowTrustRateHigh", {"label": "untrusted"}),
-                           ("TrustGateScorerErrors", {"has_error": True})):
+    for name, expected in (
+        ("TrustGateLowTrustRateHigh", {"label": "untrusted"}),
+        ("TrustGateScorerErrors", {"has_error": True}),
+    ):
         template = alerts[name]["annotations"]["console_url"]
         assert template.startswith("{{ $externalLabels.trustgate_console_url }}/ui/records?"), name
         query = console_query(template.split("}}", 1)[1].replace("{{ $labels.model | urlquery }}", "a"))

@@ -22,48 +22,146 @@ QUESTION = "What is the capital of France? <script>alert(1)</script>"
 
 def explained_record(now: float) -> TrustRecord:
     """A record shaped as the real scorers write it (see tests/e2e/test_trust_scores.py)."""
-    checks = [{"options": ["Lyon is the capital.", "Paris is the capital.", "Nice is the capital.",
-                           "Metz is the capital.", "None of the above."],
-               "original": "B", "chosen": chosen, "consistent": chosen == "B", "original_probability": None,
-               "reply": chosen} for chosen in ("B", "C")]
-    bc = ComponentResult(component="bc", value=0.5, label="inconsistent", upstream_calls=2, duration_s=0.4,
-                         details={"mode": "graded", "binary": 0.0, "graded": 0.5, "stop_reason": "max_checks",
-                                  "checks": checks})
-    fc = ComponentResult(component="fc", value=0.0, label="contradict", upstream_calls=1, duration_s=0.2,
-                         details={"query": "capital France Paris", "judge": "llm", "label": "contradict",
-                                  "label_probs": {"support": 0.0, "neutral": 0.0, "contradict": 1.0},
-                                  "probs_from": "label", "judge_reply": "contradict",
-                                  "evidence": [{"id": "wikipedia:Paris", "title": "Paris", "score": 7.25,
-                                                "snippet": "Paris is the capital and largest city of France."}]})
-    ov = ComponentResult(component="ov", value=0.1, label="inconsistent+contradict",
-                         details={"source": "bc+fc", "table3": 0.0, "graded": 0.1, "consistent": False,
-                                  "fc_label": "contradict"})
-    return TrustRecord(id="trust-explained", status="done", model="fake", owner="alice", score=0.1,
-                       label="untrusted", components={"bc": bc, "fc": fc, "ov": ov}, created_at=now - 5,
-                       finished_at=now - 4, timings={"queued_s": 0.01, "scoring_s": 0.6}, question=QUESTION,
-                       answer="Paris is the capital of France.")
+    checks = [
+        {
+            "options": [
+                "Lyon is the capital.",
+                "Paris is the capital.",
+                "Nice is the capital.",
+                "Metz is the capital.",
+                "None of the above.",
+            ],
+            "original": "B",
+            "chosen": chosen,
+            "consistent": chosen == "B",
+            "original_probability": None,
+            "reply": chosen,
+        }
+        for chosen in ("B", "C")
+    ]
+    bc = ComponentResult(
+        component="bc",
+        value=0.5,
+        label="inconsistent",
+        upstream_calls=2,
+        duration_s=0.4,
+        details={"mode": "graded", "binary": 0.0, "graded": 0.5, "stop_reason": "max_checks", "checks": checks},
+    )
+    fc = ComponentResult(
+        component="fc",
+        value=0.0,
+        label="contradict",
+        upstream_calls=1,
+        duration_s=0.2,
+        details={
+            "query": "capital France Paris",
+            "judge": "llm",
+            "label": "contradict",
+            "label_probs": {"support": 0.0, "neutral": 0.0, "contradict": 1.0},
+            "probs_from": "label",
+            "judge_reply": "contradict",
+            "evidence": [
+                {
+                    "id": "wikipedia:Paris",
+                    "title": "Paris",
+                    "score": 7.25,
+                    "snippet": "Paris is the capital and largest city of France.",
+                }
+            ],
+        },
+    )
+    ov = ComponentResult(
+        component="ov",
+        value=0.1,
+        label="inconsistent+contradict",
+        details={"source": "bc+fc", "table3": 0.0, "graded": 0.1, "consistent": False, "fc_label": "contradict"},
+    )
+    return TrustRecord(
+        id="trust-explained",
+        status="done",
+        model="fake",
+        owner="alice",
+        score=0.1,
+        label="untrusted",
+        components={"bc": bc, "fc": fc, "ov": ov},
+        created_at=now - 5,
+        finished_at=now - 4,
+        timings={"queued_s": 0.01, "scoring_s": 0.6},
+        question=QUESTION,
+        answer="Paris is the capital of France.",
+    )
 
 
 def rag_record(now: float) -> TrustRecord:
-    rag = ComponentResult(component="rag", value=0.75, label="answer", upstream_calls=3, duration_s=0.3, details={
-        "kind": "answer", "citation_recall": 1.0, "citation_precision": 0.5, "citation_f1": 0.667,
-        "groundedness": 1.0, "refusal_grounded": None, "claim_correctness": None,
-        "statements": [{"text": "Paris is the capital [1][2].", "citations": ["1", "2"], "refusal": False,
-                        "judged": True, "grounding": "support", "recall": 1.0, "precision": [1, 2]}]})
-    return TrustRecord(id="trust-rag", status="done", model="fake", owner="alice", score=0.75, label="trusted",
-                       components={"rag": rag}, created_at=now - 10, question="Where?", answer="Paris [1][2].")
+    rag = ComponentResult(
+        component="rag",
+        value=0.75,
+        label="answer",
+        upstream_calls=3,
+        duration_s=0.3,
+        details={
+            "kind": "answer",
+            "citation_recall": 1.0,
+            "citation_precision": 0.5,
+            "citation_f1": 0.667,
+            "groundedness": 1.0,
+            "refusal_grounded": None,
+            "claim_correctness": None,
+            "statements": [
+                {
+                    "text": "Paris is the capital [1][2].",
+                    "citations": ["1", "2"],
+                    "refusal": False,
+                    "judged": True,
+                    "grounding": "support",
+                    "recall": 1.0,
+                    "precision": [1, 2],
+                }
+            ],
+        },
+    )
+    return TrustRecord(
+        id="trust-rag",
+        status="done",
+        model="fake",
+        owner="alice",
+        score=0.75,
+        label="trusted",
+        components={"rag": rag},
+        created_at=now - 10,
+        question="Where?",
+        answer="Paris [1][2].",
+    )
 
 
 @pytest.fixture
-def console_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-                    tmp_path: Path) -> ServerThread:
+def console_gateway(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> ServerThread:
     now = time.time()
     path = tmp_path / "console.sqlite3"
-    stored(path, [explained_record(now), rag_record(now),
-                  TrustRecord(id="trust-bobs", status="done", model="fake", owner="bob", score=0.9, label="trusted",
-                              created_at=now - 3, question="Bob's question", answer="Bob's answer")])
-    config = gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                            trustgate={"keys": KEYS, "store": {"path": str(path)}})
+    stored(
+        path,
+        [
+            explained_record(now),
+            rag_record(now),
+            TrustRecord(
+                id="trust-bobs",
+                status="done",
+                model="fake",
+                owner="bob",
+                score=0.9,
+                label="trusted",
+                created_at=now - 3,
+                question="Bob's question",
+                answer="Bob's answer",
+            ),
+        ],
+    )
+    config = gateway_config(
+        fake_upstream.url,  # type: ignore[attr-defined]
+        trustgate={"keys": KEYS, "store": {"path": str(path)}},
+    )
     return start_gateway(config, mounts=[console.mount])
 
 
@@ -101,7 +199,7 @@ def test_record_fragment_explains_each_component(console_gateway: ServerThread) 
     page = fragment(console_gateway, "records/trust-explained").text
     assert len(re.findall(r'<li class="check ', page)) == 2
     assert page.count("original answer") == 2 and page.count(">chosen<") == 2
-    assert "stopped: <strong class=\"stop\">max_checks</strong>" in page
+    assert 'stopped: <strong class="stop">max_checks</strong>' in page
     assert "Paris is the capital and largest city of France." in page and "7.25" in page
     assert "inconsistent</strong> ×\n      <strong>contradict</strong>" in page
     assert "Paris is the capital of France." in page
@@ -122,35 +220,82 @@ def test_another_keys_record_is_not_found(console_gateway: ServerThread) -> None
 def test_overview_fragment_draws_the_window(console_gateway: ServerThread) -> None:
     page = fragment(console_gateway, "overview?window=1h").text
     assert "3 records" not in page and "2 records\n" in page  # alice sees her two records only
-    assert page.count("<rect class=\"bar") == 10 and "<polyline" in page
+    assert page.count('<rect class="bar') == 10 and "<polyline" in page
     assert fragment(console_gateway, "overview?window=1y").status_code == 400
 
 
 def test_a_record_of_the_debiased_choice_and_fitted_procedures_is_explained(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     """Issue 21's details (debiased Trust_BC, the yes/no judge, lp, a fitted Trust_OV) render; lp as a plain part."""
     now = time.time()
     record = explained_record(now)
     bc, fc = record.components["bc"], record.components["fc"]
-    debiased = bc.model_copy(update={"label": "uncertain", "details": bc.details.model_copy(update={  # type: ignore[union-attr]
-        "procedure": "debiased", "debiased": 0.5, "kappa": 0.0, "letter_prior": {"B": 0.5, "C": 0.5}})})
-    choice = fc.model_copy(update={"details": fc.details.model_copy(update={  # type: ignore[union-attr]
-        "judge": "llm-choice", "raw_label_probs": {"support": 0.1, "contradict": 0.9, "neutral": 0.0}})})
-    choice = choice.model_copy(update={"details": choice.details.model_copy(update={  # type: ignore[union-attr]
-        "judge_prior": {"support": 0.7, "contradict": 0.3}})})
-    lp = ComponentResult(component="lp", value=0.8125, details={"mean_logprob": -0.2076, "min_logprob": -1.5,
-                                                                 "mean_probability": 0.8125,
-                                                                 "min_probability": 0.2231, "tokens": 7})
-    ov = ComponentResult(component="ov", value=0.3, details={"source": "bc+lp", "method": "fitted",
-                                                             "features": {"bc": 0.5, "lp_mean": -0.2076},
-                                                             "weights": {"bc": 2.0, "lp_mean": 1.25}})
-    record = record.model_copy(update={"id": "trust-fitted", "components": {"bc": debiased, "fc": choice, "lp": lp,
-                                                                           "ov": ov}})
+    debiased = bc.model_copy(
+        update={
+            "label": "uncertain",
+            "details": bc.details.model_copy(
+                update={  # type: ignore[union-attr]
+                    "procedure": "debiased",
+                    "debiased": 0.5,
+                    "kappa": 0.0,
+                    "letter_prior": {"B": 0.5, "C": 0.5},
+                }
+            ),
+        }
+    )
+    choice = fc.model_copy(
+        update={
+            "details": fc.details.model_copy(
+                update={  # type: ignore[union-attr]
+                    "judge": "llm-choice",
+                    "raw_label_probs": {"support": 0.1, "contradict": 0.9, "neutral": 0.0},
+                }
+            )
+        }
+    )
+    choice = choice.model_copy(
+        update={
+            "details": choice.details.model_copy(
+                update={  # type: ignore[union-attr]
+                    "judge_prior": {"support": 0.7, "contradict": 0.3}
+                }
+            )
+        }
+    )
+    lp = ComponentResult(
+        component="lp",
+        value=0.8125,
+        details={
+            "mean_logprob": -0.2076,
+            "min_logprob": -1.5,
+            "mean_probability": 0.8125,
+            "min_probability": 0.2231,
+            "tokens": 7,
+        },
+    )
+    ov = ComponentResult(
+        component="ov",
+        value=0.3,
+        details={
+            "source": "bc+lp",
+            "method": "fitted",
+            "features": {"bc": 0.5, "lp_mean": -0.2076},
+            "weights": {"bc": 2.0, "lp_mean": 1.25},
+        },
+    )
+    record = record.model_copy(
+        update={"id": "trust-fitted", "components": {"bc": debiased, "fc": choice, "lp": lp, "ov": ov}}
+    )
     path = tmp_path / "console.sqlite3"
     stored(path, [record])
-    server = start_gateway(gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                                          trustgate={"keys": KEYS, "store": {"path": str(path)}}),
-                           mounts=[console.mount])
+    server = start_gateway(
+        gateway_config(
+            fake_upstream.url,  # type: ignore[attr-defined]
+            trustgate={"keys": KEYS, "store": {"path": str(path)}},
+        ),
+        mounts=[console.mount],
+    )
     response = fragment(server, "records/trust-fitted")
     assert response.status_code == 200
     page = response.text
@@ -176,9 +321,12 @@ def test_a_records_label_is_shown_set_through_the_api_and_filtered(console_gatew
     assert "Not labelled yet." in unlabelled
     assert 'action="/v1/trust/trust-explained/feedback" data-feedback' in unlabelled
     comment = "Paris <b>is</b> right"
-    labelled = httpx.post(f"{console_gateway.url}/v1/trust/trust-explained/feedback", timeout=10,
-                          headers={"authorization": "Bearer sk-alice"},
-                          json={"correct": True, "score": 0.9, "comment": comment})
+    labelled = httpx.post(
+        f"{console_gateway.url}/v1/trust/trust-explained/feedback",
+        timeout=10,
+        headers={"authorization": "Bearer sk-alice"},
+        json={"correct": True, "score": 0.9, "comment": comment},
+    )
     assert labelled.status_code == 200
     page = fragment(console_gateway, "records/trust-explained").text
     assert '<strong class="feedback-correct">correct</strong>' in page and "score 0.90" in page
@@ -192,13 +340,17 @@ def test_a_records_label_is_shown_set_through_the_api_and_filtered(console_gatew
     assert '<option value="false" selected>unlabelled</option>' in only_unlabelled
 
 
-def test_a_record_that_was_not_scored_offers_no_label(fake_upstream: FakeUpstream,
-                                                     start_gateway: Callable[..., ServerThread],
-                                                     tmp_path: Path) -> None:
+def test_a_record_that_was_not_scored_offers_no_label(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     path = tmp_path / "skipped.sqlite3"
     stored(path, [TrustRecord(id="trust-skipped", status="skipped", model="fake", owner="alice")])
-    server = start_gateway(gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                                          trustgate={"keys": KEYS, "store": {"path": str(path)}}),
-                           mounts=[console.mount])
+    server = start_gateway(
+        gateway_config(
+            fake_upstream.url,  # type: ignore[attr-defined]
+            trustgate={"keys": KEYS, "store": {"path": str(path)}},
+        ),
+        mounts=[console.mount],
+    )
     page = fragment(server, "records/trust-skipped").text
     assert "data-feedback" not in page and "A skipped record takes no feedback." in page

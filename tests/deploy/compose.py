@@ -17,6 +17,7 @@ _VARIABLE = re.compile(r"\$(?:(\$)|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))
 
 def interpolate(value: str, environ: Mapping[str, str]) -> str:
     """Compose's interpolation of one string; a missing ``${NAME:?...}`` raises KeyError."""
+
     def replace(match: re.Match[str]) -> str:
         if match.group(1):
             return "$"

@@ -32,8 +32,12 @@ def rules() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def recorded(rules: dict[str, Any], exported: dict[str, frozenset[str]]) -> dict[str, frozenset[str]]:
     """Series the recording rules create, with the labels of the metrics they are built from."""
-    return {rule["record"]: labels_of(metric_names(rule["expr"]), exported)
-            for group in rules["groups"] for rule in group["rules"] if "record" in rule}
+    return {
+        rule["record"]: labels_of(metric_names(rule["expr"]), exported)
+        for group in rules["groups"]
+        for rule in group["rules"]
+        if "record" in rule
+    }
 
 
 @pytest.fixture(scope="session")

@@ -56,5 +56,11 @@ def image() -> Image:
     (workdir,) = [value for op, value in final if op == "WORKDIR"][-1:]
     (entrypoint,) = [json.loads(value) for op, value in final if op == "ENTRYPOINT"]
     (healthcheck,) = [value for op, value in final if op == "HEALTHCHECK"]
-    return Image(base=base, env=env, workdir=workdir, entrypoint=entrypoint,
-                 runs=[value for op, value in final if op == "RUN"], healthcheck=healthcheck)
+    return Image(
+        base=base,
+        env=env,
+        workdir=workdir,
+        entrypoint=entrypoint,
+        runs=[value for op, value in final if op == "RUN"],
+        healthcheck=healthcheck,
+    )

@@ -18,10 +18,16 @@ HEADER = """\
 
 
 def render() -> str:
-    rule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": {"name": "trustgate", "namespace": "trustgate",
-                         "labels": {"app.kubernetes.io/part-of": "trustgate"}},
-            "spec": yaml.safe_load(RULES.read_text())}
+    rule = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {
+            "name": "trustgate",
+            "namespace": "trustgate",
+            "labels": {"app.kubernetes.io/part-of": "trustgate"},
+        },
+        "spec": yaml.safe_load(RULES.read_text()),
+    }
     return HEADER + yaml.safe_dump(rule, sort_keys=False, width=120)
 
 

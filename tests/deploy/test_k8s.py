@@ -24,8 +24,14 @@ BASE = K8S / "base"
 MONITORING = K8S / "monitoring"
 NAMESPACE = "trustgate"
 API_VERSIONS = {
-    "Namespace": "v1", "ConfigMap": "v1", "Secret": "v1", "Service": "v1", "PersistentVolumeClaim": "v1",
-    "Deployment": "apps/v1", "HorizontalPodAutoscaler": "autoscaling/v2", "PodDisruptionBudget": "policy/v1",
+    "Namespace": "v1",
+    "ConfigMap": "v1",
+    "Secret": "v1",
+    "Service": "v1",
+    "PersistentVolumeClaim": "v1",
+    "Deployment": "apps/v1",
+    "HorizontalPodAutoscaler": "autoscaling/v2",
+    "PodDisruptionBudget": "policy/v1",
     "NetworkPolicy": "networking.k8s.io/v1",
 }
 
@@ -52,8 +58,11 @@ def _container(objects: dict[tuple[str, str], dict[str, Any]], deployment: str) 
 
 
 def _port_names(deployment: dict[str, Any]) -> dict[str, int]:
-    return {p["name"]: p["containerPort"] for c in deployment["spec"]["template"]["spec"]["containers"]
-            for p in c.get("ports", [])}
+    return {
+        p["name"]: p["containerPort"]
+        for c in deployment["spec"]["template"]["spec"]["containers"]
+        for p in c.get("ports", [])
+    }
 
 
 def test_every_object_has_the_required_fields(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -66,13 +75,21 @@ def test_every_object_has_the_required_fields(objects: dict[tuple[str, str], dic
 
 def test_the_stack_is_complete(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
     expected = {
-        ("Namespace", NAMESPACE), ("ConfigMap", "trustgate-config"), ("Secret", "trustgate-master-key"),
-        ("Deployment", "trustgate-gateway"), ("Service", "trustgate-gateway"),
-        ("Deployment", "local-llm"), ("Service", "local-llm"),
-        ("Deployment", "oxigraph"), ("Service", "oxigraph"),
-        ("Deployment", "redis"), ("Service", "redis"),
-        ("Deployment", "trustgate-worker"), ("HorizontalPodAutoscaler", "trustgate-worker"),
-        ("PodDisruptionBudget", "trustgate-gateway"), ("PodDisruptionBudget", "trustgate-worker"),
+        ("Namespace", NAMESPACE),
+        ("ConfigMap", "trustgate-config"),
+        ("Secret", "trustgate-master-key"),
+        ("Deployment", "trustgate-gateway"),
+        ("Service", "trustgate-gateway"),
+        ("Deployment", "local-llm"),
+        ("Service", "local-llm"),
+        ("Deployment", "oxigraph"),
+        ("Service", "oxigraph"),
+        ("Deployment", "redis"),
+        ("Service", "redis"),
+        ("Deployment", "trustgate-worker"),
+        ("HorizontalPodAutoscaler", "trustgate-worker"),
+        ("PodDisruptionBudget", "trustgate-gateway"),
+        ("PodDisruptionBudget", "trustgate-worker"),
         ("NetworkPolicy", "default-deny-ingress"),
     }
     assert expected <= set(objects)
@@ -117,8 +134,9 @@ def test_services_select_pods_and_ports(objects: dict[tuple[str, str], dict[str,
         if kind != "Service":
             continue
         selector = service["spec"]["selector"]
-        targets = [d for d in _deployments(objects)
-                   if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()]
+        targets = [
+            d for d in _deployments(objects) if selector.items() <= d["spec"]["template"]["metadata"]["labels"].items()
+        ]
         assert len(targets) == 1, f"Service {name} selects {len(targets)} Deployments"
         for port in service["spec"]["ports"]:
             target = port.get("targetPort", port["port"])
@@ -163,16 +181,27 @@ def test_configmap_config_loads_and_points_at_the_services(objects: dict[tuple[s
 def test_local_llm_serves_the_packaged_model(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
     script = " ".join(_container(objects, "local-llm")["command"])
     # $$ is Kubernetes' escape: the shell sees $(trustgate model-path).
-    for part in ("python -m llama_cpp.server", '"$$(trustgate model-path)"', "--host 0.0.0.0", "--port 8090",
-                 "--model_alias smollm2-135m-instruct"):
+    for part in (
+        "python -m llama_cpp.server",
+        '"$$(trustgate model-path)"',
+        "--host 0.0.0.0",
+        "--port 8090",
+        "--model_alias smollm2-135m-instruct",
+    ):
         assert part in script
 
 
 def test_workers_scale(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
     worker = objects["Deployment", "trustgate-worker"]
     container = _container(objects, "trustgate-worker")
-    assert container["command"] == ["trustgate", "worker", "--config", "/etc/trustgate/config.yaml",
-                                    "--metrics-host", "0.0.0.0"]  # else Prometheus cannot reach it
+    assert container["command"] == [
+        "trustgate",
+        "worker",
+        "--config",
+        "/etc/trustgate/config.yaml",
+        "--metrics-host",
+        "0.0.0.0",
+    ]  # else Prometheus cannot reach it
     assert "replicas" not in worker["spec"], "the HorizontalPodAutoscaler owns the replica count"
     hpa = objects["HorizontalPodAutoscaler", "trustgate-worker"]["spec"]
     assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "trustgate-worker"}
@@ -187,8 +216,10 @@ def test_strict_schema_validation(objects: dict[tuple[str, str], dict[str, Any]]
     version = kubernetes_validate.latest_version()
     for obj in objects.values():
         kubernetes_validate.validate(obj, version, strict=True)
-    broken = {**objects["Deployment", "trustgate-gateway"], "spec": {
-        **objects["Deployment", "trustgate-gateway"]["spec"], "replica": 2}}
+    broken = {
+        **objects["Deployment", "trustgate-gateway"],
+        "spec": {**objects["Deployment", "trustgate-gateway"]["spec"], "replica": 2},
+    }
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, version, strict=True)
 
@@ -205,10 +236,14 @@ def test_disruption_budgets_keep_a_gateway_and_a_worker(objects: dict[tuple[str,
         labels = objects["Deployment", name]["spec"]["template"]["metadata"]["labels"]
         assert budget["selector"]["matchLabels"].items() <= labels.items(), name
         assert budget["minAvailable"] >= 1
-    assert objects["Deployment", "trustgate-gateway"]["spec"]["replicas"] > \
-        objects["PodDisruptionBudget", "trustgate-gateway"]["spec"]["minAvailable"], "a drain could never proceed"
-    assert objects["HorizontalPodAutoscaler", "trustgate-worker"]["spec"]["minReplicas"] > \
-        objects["PodDisruptionBudget", "trustgate-worker"]["spec"]["minAvailable"]
+    assert (
+        objects["Deployment", "trustgate-gateway"]["spec"]["replicas"]
+        > objects["PodDisruptionBudget", "trustgate-gateway"]["spec"]["minAvailable"]
+    ), "a drain could never proceed"
+    assert (
+        objects["HorizontalPodAutoscaler", "trustgate-worker"]["spec"]["minReplicas"]
+        > objects["PodDisruptionBudget", "trustgate-worker"]["spec"]["minAvailable"]
+    )
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -216,8 +251,10 @@ def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
         return True
     if not selector.get("matchLabels", {}).items() <= labels.items():
         return False
-    return all(labels.get(e["key"]) in e["values"] if e["operator"] == "In" else labels.get(e["key"]) not in e["values"]
-               for e in selector.get("matchExpressions", []))
+    return all(
+        labels.get(e["key"]) in e["values"] if e["operator"] == "In" else labels.get(e["key"]) not in e["values"]
+        for e in selector.get("matchExpressions", [])
+    )
 
 
 def _admits(policies: list[dict[str, Any]], target: dict[str, str], port: int | str, source: dict[str, str]) -> bool:
@@ -228,19 +265,24 @@ def _admits(policies: list[dict[str, Any]], target: dict[str, str], port: int | 
         for rule in policy["spec"].get("ingress", []):
             ports = [p["port"] for p in rule.get("ports", [])]
             sources = rule.get("from")
-            if (not ports or port in ports) and (sources is None or any(
-                    "podSelector" in s and _selects(s["podSelector"], source) for s in sources)):
+            if (not ports or port in ports) and (
+                sources is None or any("podSelector" in s and _selects(s["podSelector"], source) for s in sources)
+            ):
                 return True
     return False
 
 
 def test_network_policies_admit_exactly_the_traffic_the_stack_needs(
-        objects: dict[tuple[str, str], dict[str, Any]]) -> None:
+    objects: dict[tuple[str, str], dict[str, Any]],
+) -> None:
     policies = [obj for (kind, _), obj in objects.items() if kind == "NetworkPolicy"]
     deny_all = [p for p in policies if p["spec"]["podSelector"] == {} and not p["spec"].get("ingress")]
     assert deny_all and deny_all[0]["spec"]["policyTypes"] == ["Ingress"], "no default deny for ingress"
-    labels = {name: objects["Deployment", name]["spec"]["template"]["metadata"]["labels"]
-              for (kind, name) in objects if kind == "Deployment"}
+    labels = {
+        name: objects["Deployment", name]["spec"]["template"]["metadata"]["labels"]
+        for (kind, name) in objects
+        if kind == "Deployment"
+    }
     outsider = {"app": "something-else"}
     # Clients reach the gateway; scrapers reach the gateway's and the workers' metrics.
     assert _admits(policies, labels["trustgate-gateway"], "http", outsider)
@@ -248,8 +290,9 @@ def test_network_policies_admit_exactly_the_traffic_the_stack_needs(
     # The backends serve TrustGate's pods only.
     for backend in ("local-llm", "oxigraph", "redis"):
         for client in ("trustgate-gateway", "trustgate-worker"):
-            assert _admits(policies, labels[backend], _port_names(objects["Deployment", backend]).popitem()[0],
-                           labels[client]), f"{client} cannot reach {backend}"
+            assert _admits(
+                policies, labels[backend], _port_names(objects["Deployment", backend]).popitem()[0], labels[client]
+            ), f"{client} cannot reach {backend}"
         assert not _admits(policies, labels[backend], "any", outsider), f"anyone can reach {backend}"
 
 
@@ -264,16 +307,25 @@ def test_worker_probes(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 def test_oxigraph_serves_the_store_built_into_the_image(objects: dict[tuple[str, str], dict[str, Any]]) -> None:
     container = _container(objects, "oxigraph")
-    assert container["command"] == ["oxigraph", "serve-read-only", "--location",
-                                    "/usr/local/share/trustgate/consistency/oxigraph", "--bind", "0.0.0.0:7878"]
+    assert container["command"] == [
+        "oxigraph",
+        "serve-read-only",
+        "--location",
+        "/usr/local/share/trustgate/consistency/oxigraph",
+        "--bind",
+        "0.0.0.0:7878",
+    ]
     assert "volumeMounts" not in container and ("PersistentVolumeClaim", "oxigraph-data") not in objects
 
 
 @pytest.fixture(scope="module")
 def monitoring() -> dict[tuple[str, str], dict[str, Any]]:
-    return {(doc["kind"], doc["metadata"]["name"]): doc
-            for path in sorted(MONITORING.glob("*.yaml")) if path.name != "kustomization.yaml"
-            for doc in load_yaml_docs(path)}
+    return {
+        (doc["kind"], doc["metadata"]["name"]): doc
+        for path in sorted(MONITORING.glob("*.yaml"))
+        if path.name != "kustomization.yaml"
+        for doc in load_yaml_docs(path)
+    }
 
 
 def test_operator_objects_are_kept_out_of_the_base(monitoring: dict[tuple[str, str], dict[str, Any]]) -> None:
@@ -286,8 +338,9 @@ def test_operator_objects_are_kept_out_of_the_base(monitoring: dict[tuple[str, s
         assert obj["apiVersion"] == "monitoring.coreos.com/v1" and obj["metadata"]["namespace"] == NAMESPACE
 
 
-def test_operator_scrapes_find_the_gateway_and_workers(objects: dict[tuple[str, str], dict[str, Any]],
-                                                      monitoring: dict[tuple[str, str], dict[str, Any]]) -> None:
+def test_operator_scrapes_find_the_gateway_and_workers(
+    objects: dict[tuple[str, str], dict[str, Any]], monitoring: dict[tuple[str, str], dict[str, Any]]
+) -> None:
     service = objects["Service", "trustgate-gateway"]
     gateway = monitoring["ServiceMonitor", "trustgate-gateway"]["spec"]
     assert gateway["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
@@ -298,8 +351,9 @@ def test_operator_scrapes_find_the_gateway_and_workers(objects: dict[tuple[str, 
     pod_labels = objects["Deployment", "trustgate-worker"]["spec"]["template"]["metadata"]["labels"]
     assert workers["selector"]["matchLabels"].items() <= pod_labels.items()
     assert pod_labels[workers["jobLabel"]] == "trustgate-worker"
-    assert {e["port"] for e in workers["podMetricsEndpoints"]} <= set(_port_names(objects["Deployment",
-                                                                                           "trustgate-worker"]))
+    assert {e["port"] for e in workers["podMetricsEndpoints"]} <= set(
+        _port_names(objects["Deployment", "trustgate-worker"])
+    )
 
 
 def test_prometheus_rule_is_the_rules_file(monitoring: dict[tuple[str, str], dict[str, Any]]) -> None:

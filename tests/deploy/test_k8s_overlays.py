@@ -41,8 +41,9 @@ def _kustomize() -> list[str]:
 
 def render(directory: Path) -> Objects:
     """The objects Kustomize renders from ``directory``, by (kind, name); a render error fails the test."""
-    done = subprocess.run([*_kustomize(), str(directory)], capture_output=True, text=True,
-                          timeout=RENDER_TIMEOUT_S, check=False)
+    done = subprocess.run(
+        [*_kustomize(), str(directory)], capture_output=True, text=True, timeout=RENDER_TIMEOUT_S, check=False
+    )
     assert done.returncode == 0, f"kustomize {directory.relative_to(K8S)}: {done.stderr}"
     objects: Objects = {}
     for doc in yaml.safe_load_all(done.stdout):
@@ -79,8 +80,9 @@ def test_each_patch_file_holds_one_object() -> None:
             assert len(docs) == 1, f"{kustomization.parent.name}/{patch['path']}: {len(docs)} objects"
 
 
-@pytest.mark.parametrize("directory", ["base", "monitoring",
-                                       *(f"overlays/{p.name}" for p in sorted(OVERLAYS.iterdir()))])
+@pytest.mark.parametrize(
+    "directory", ["base", "monitoring", *(f"overlays/{p.name}" for p in sorted(OVERLAYS.iterdir()))]
+)
 def test_kustomizations_render_to_valid_objects(directory: str) -> None:
     """Strict validation, against the schemas of the newest Kubernetes kubernetes-validate knows; the
     Prometheus Operator's kinds are checked by name only (their CRDs are not among those schemas)."""
@@ -104,19 +106,27 @@ def test_the_base_is_prod_with_redis_and_renders_as_listed(base: Objects) -> Non
 
 def test_dev_scores_in_one_gateway_without_redis_or_workers(base: Objects, dev: Objects) -> None:
     removed = set(base) - set(dev)
-    assert removed == {("Deployment", "trustgate-worker"), ("HorizontalPodAutoscaler", "trustgate-worker"),
-                       ("PodDisruptionBudget", "trustgate-worker"), ("PodDisruptionBudget", "trustgate-gateway"),
-                       ("Deployment", "redis"), ("Service", "redis")}
+    assert removed == {
+        ("Deployment", "trustgate-worker"),
+        ("HorizontalPodAutoscaler", "trustgate-worker"),
+        ("PodDisruptionBudget", "trustgate-worker"),
+        ("PodDisruptionBudget", "trustgate-gateway"),
+        ("Deployment", "redis"),
+        ("Service", "redis"),
+    }
     assert dev["Deployment", "trustgate-gateway"]["spec"]["replicas"] == 1
     config = _config(dev)
     assert config["trustgate"]["scoring"]["queue"]["backend"] == "memory"
     assert "redis" not in yaml.safe_dump(config)
     # Everything else in the config is the base's.
     base_config = _config(base)
-    assert {k: v for k, v in config.items() if k != "trustgate"} == \
-           {k: v for k, v in base_config.items() if k != "trustgate"}
-    mounts = {m["mountPath"] for m in dev["Deployment", "trustgate-gateway"]["spec"]["template"]["spec"][
-        "containers"][0]["volumeMounts"]}
+    assert {k: v for k, v in config.items() if k != "trustgate"} == {
+        k: v for k, v in base_config.items() if k != "trustgate"
+    }
+    mounts = {
+        m["mountPath"]
+        for m in dev["Deployment", "trustgate-gateway"]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    }
     assert config["trustgate"]["store"]["path"].startswith("/var/lib/trustgate/") and "/var/lib/trustgate" in mounts
 
 
@@ -128,8 +138,12 @@ def test_prod_scales_and_keeps_redis_on_a_volume(base: Objects, prod: Objects) -
     (volume,) = prod["Deployment", "redis"]["spec"]["template"]["spec"]["volumes"]
     assert volume == {"name": "data", "persistentVolumeClaim": {"claimName": "redis-data"}}
     assert ("PersistentVolumeClaim", "redis-data") in prod
-    images = {c["image"] for (kind, _), o in prod.items() if kind == "Deployment"
-              for c in o["spec"]["template"]["spec"]["containers"]}
+    images = {
+        c["image"]
+        for (kind, _), o in prod.items()
+        if kind == "Deployment"
+        for c in o["spec"]["template"]["spec"]["containers"]
+    }
     assert "registry.example.com/trustgate:0.1.0" in images and not any(i.startswith("trustgate:") for i in images)
 
 
@@ -140,4 +154,3 @@ def test_dev_overlay_gateway_scores(dev: Objects, stack: Stack) -> None:
     gateway = stack.start(roles["trustgate-gateway"], service_port=4000)
     gateway.wait_ready(START_TIMEOUT_S)
     scored_answer(gateway)
-

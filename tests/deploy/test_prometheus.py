@@ -24,8 +24,7 @@ ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
 
 
 def _promtool(promtool: str, *args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([promtool, *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd,
-                          check=False)
+    return subprocess.run([promtool, *map(str, args)], capture_output=True, text=True, timeout=60, cwd=cwd, check=False)
 
 
 def _rules(rules: dict[str, Any]) -> list[dict[str, Any]]:
@@ -46,8 +45,7 @@ def test_promtool_test_rules(promtool: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_promtool_check_config_with_the_mounted_rules(promtool: str, compose: dict[str, Any],
-                                                      tmp_path: Path) -> None:
+def test_promtool_check_config_with_the_mounted_rules(promtool: str, compose: dict[str, Any], tmp_path: Path) -> None:
     """prometheus.yml is valid, and its rule_files (container paths) find the rules through the compose mounts."""
     config = yaml.safe_load(PROMETHEUS_YML.read_text())
     service = compose["services"]["prometheus"]
@@ -56,8 +54,9 @@ def test_promtool_check_config_with_the_mounted_rules(promtool: str, compose: di
         source = host_path(pattern, service, ENV)
         assert source is not None, f"rule_files {pattern} is not under a bind mount of the prometheus service"
         local.append(str((DEPLOY / source).resolve()))
-    assert [p.name for pattern in local for p in sorted(Path(pattern).parent.glob(Path(pattern).name))] \
-        == [RULES.name], "rule_files must load the rules file, and not its unit tests"
+    assert [p.name for pattern in local for p in sorted(Path(pattern).parent.glob(Path(pattern).name))] == [
+        RULES.name
+    ], "rule_files must load the rules file, and not its unit tests"
     config["rule_files"] = local
     copy = tmp_path / "prometheus.yml"
     copy.write_text(yaml.safe_dump(config))
@@ -68,8 +67,10 @@ def test_promtool_check_config_with_the_mounted_rules(promtool: str, compose: di
 def test_required_alerts_exist(rules: dict[str, Any]) -> None:
     alerts = _alerts(rules)
     read = {name: metric_names(rule["expr"]) for name, rule in alerts.items()}
-    expanded = {name: set().union(*(metric_names(_recorded_expr(rules, m)) if ":" in m else {m} for m in metrics))
-                for name, metrics in read.items()}
+    expanded = {
+        name: set().union(*(metric_names(_recorded_expr(rules, m)) if ":" in m else {m} for m in metrics))
+        for name, metrics in read.items()
+    }
     needs = {
         "low-trust rate": {"trustgate_low_trust_responses_total", "trustgate_trust_labels_total"},
         "scoring backlog": {"trustgate_scoring_queue_depth"},
@@ -87,9 +88,15 @@ def test_required_alerts_exist(rules: dict[str, Any]) -> None:
         assert rule.get("for"), f"{name}: alerts must hold for a while before firing"
         assert rule["labels"]["severity"] in {"warning", "critical"}, name
         assert {"summary", "description", "runbook_url"} <= set(rule["annotations"]), name
-    assert {"TrustGateScoringBacklogGrowing", "TrustGateUpstreamErrors", "TrustGateGatewayErrors",
-            "TrustGateLatencyP99High", "TrustGateTargetDown", "TrustGateSyncTimeouts",
-            "TrustGateScoringDeadLetters"} <= set(alerts)
+    assert {
+        "TrustGateScoringBacklogGrowing",
+        "TrustGateUpstreamErrors",
+        "TrustGateGatewayErrors",
+        "TrustGateLatencyP99High",
+        "TrustGateTargetDown",
+        "TrustGateSyncTimeouts",
+        "TrustGateScoringDeadLetters",
+    } <= set(alerts)
 
 
 def _anchor(heading: str) -> str:
@@ -111,8 +118,9 @@ def _recorded_expr(rules: dict[str, Any], record: str) -> str:
     return next(rule["expr"] for rule in _rules(rules) if rule.get("record") == record)
 
 
-def test_rules_read_only_exported_series(rules: dict[str, Any], exported: dict[str, frozenset[str]],
-                                         recorded: dict[str, frozenset[str]]) -> None:
+def test_rules_read_only_exported_series(
+    rules: dict[str, Any], exported: dict[str, frozenset[str]], recorded: dict[str, frozenset[str]]
+) -> None:
     known = {**exported, **recorded}
     problems = []
     for rule in _rules(rules):
@@ -120,13 +128,15 @@ def test_rules_read_only_exported_series(rules: dict[str, Any], exported: dict[s
         allowed = exported if "record" in rule else known  # recording rules build on raw series only
         problems += [f"{name}: {p}" for p in unknown_references(rule["expr"], allowed)]
         if "record" in rule:
-            assert re.fullmatch(r"[a-z_]+:trustgate_[a-z0-9_]+:[a-z0-9_]+", rule["record"]), \
+            assert re.fullmatch(r"[a-z_]+:trustgate_[a-z0-9_]+:[a-z0-9_]+", rule["record"]), (
                 f"{name}: recorded names follow level:metric:operations"
+            )
     assert not problems, "\n".join(problems)
 
 
-def test_alert_annotations_use_labels_the_alert_has(rules: dict[str, Any], exported: dict[str, frozenset[str]],
-                                                    recorded: dict[str, frozenset[str]]) -> None:
+def test_alert_annotations_use_labels_the_alert_has(
+    rules: dict[str, Any], exported: dict[str, frozenset[str]], recorded: dict[str, frozenset[str]]
+) -> None:
     known = {**exported, **recorded}
     for name, rule in _alerts(rules).items():
         available = labels_of(metric_names(rule["expr"]), known) | set(rule.get("labels", {}))
@@ -147,8 +157,9 @@ def test_every_alert_is_tested_firing_and_not_firing(rules: dict[str, Any]) -> N
         assert alert in silent, f"{alert}: no test where it stays silent"
 
 
-@pytest.mark.parametrize("job, service, port", [("trustgate-gateway", "gateway", 4000),
-                                                ("trustgate-worker", "worker", 9400)])
+@pytest.mark.parametrize(
+    "job, service, port", [("trustgate-gateway", "gateway", 4000), ("trustgate-worker", "worker", 9400)]
+)
 def test_scrape_jobs_find_the_compose_services(compose: dict[str, Any], job: str, service: str, port: int) -> None:
     config = yaml.safe_load(PROMETHEUS_YML.read_text())
     scrape = next(s for s in config["scrape_configs"] if s["job_name"] == job)
@@ -183,8 +194,9 @@ def amtool() -> str:
 
 
 def test_amtool_check_config(amtool: str) -> None:
-    result = subprocess.run([amtool, "check-config", str(ALERTMANAGER_YML)], capture_output=True, text=True,
-                            timeout=60, check=False)
+    result = subprocess.run(
+        [amtool, "check-config", str(ALERTMANAGER_YML)], capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -196,6 +208,7 @@ def test_the_commented_slack_and_pagerduty_receivers_are_valid_too(amtool: str, 
     assert names == ["webhook", "slack", "pagerduty"]
     copy = tmp_path / "alertmanager.yml"
     copy.write_text(head + "\nreceivers:\n" + uncommented)
-    result = subprocess.run([amtool, "check-config", str(copy)], capture_output=True, text=True, timeout=60,
-                            check=False)
+    result = subprocess.run(
+        [amtool, "check-config", str(copy)], capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 0, result.stdout + result.stderr

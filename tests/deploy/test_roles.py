@@ -50,8 +50,10 @@ def start_oxigraph(stack: Stack, role: Role) -> RoleProcess:
 def start_redis(stack: Stack, role: Role) -> None:
     """The redis role's own arguments, plus where this machine needs it: its port, loopback, a data dir."""
     port = stack.route(role.name, 6379)
-    process = stack.start(role, extra=lambda _: ["--port", str(port), "--bind", "127.0.0.1",
-                                                 "--dir", str(stack.paths["/data"]), "--save", ""])
+    process = stack.start(
+        role,
+        extra=lambda _: ["--port", str(port), "--bind", "127.0.0.1", "--dir", str(stack.paths["/data"]), "--save", ""],
+    )
     client = redis.Redis(port=port, socket_timeout=1)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -75,15 +77,19 @@ def scored_answer(gateway: RoleProcess) -> dict[str, Any]:
     """Ask through the gateway as a client of the deployed config would (its default: async scoring), then read
     the finished trust record from the result API."""
     auth = {"authorization": f"Bearer {MASTER_KEY}"}
-    response = httpx.post(f"{gateway.url}/v1/chat/completions", timeout=60, headers=auth,
-                          json={"model": "local", "messages": [{"role": "user",
-                                                                "content": "What is the capital of France?"}]})
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        timeout=60,
+        headers=auth,
+        json={"model": "local", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
+    )
     assert response.status_code == 200, response.text
     assert response.json()["choices"][0]["message"]["content"] == ANSWER
     assert response.headers["x-trust-status"] == "pending"
     deadline = time.monotonic() + 120
-    while (record := httpx.get(f"{gateway.url}/v1/trust/{response.headers['x-trust-id']}", headers=auth,
-                               timeout=10).json())["status"] == "pending":
+    while (
+        record := httpx.get(f"{gateway.url}/v1/trust/{response.headers['x-trust-id']}", headers=auth, timeout=10).json()
+    )["status"] == "pending":
         assert time.monotonic() < deadline, f"not scored in time:\n{gateway.tail()}"
         time.sleep(0.2)
     assert record["status"] == "done", record
@@ -119,9 +125,12 @@ def test_compose_redis_profile_scores_in_a_worker(stack: Stack) -> None:
 
 
 def test_kubernetes_manifests_score_in_a_worker(stack: Stack) -> None:
-    objects = {(doc["kind"], doc["metadata"]["name"]): doc
-               for path in sorted((DEPLOY / "k8s" / "base").glob("*.yaml")) if path.name != "kustomization.yaml"
-               for doc in load_yaml_docs(path)}
+    objects = {
+        (doc["kind"], doc["metadata"]["name"]): doc
+        for path in sorted((DEPLOY / "k8s" / "base").glob("*.yaml"))
+        if path.name != "kustomization.yaml"
+        for doc in load_yaml_docs(path)
+    }
     roles = k8s_roles(objects, {"TRUSTGATE_MASTER_KEY": MASTER_KEY}, image())
     start_oxigraph(stack, roles["oxigraph"])
     start_redis(stack, roles["redis"])

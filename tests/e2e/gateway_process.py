@@ -100,24 +100,31 @@ def _read_lines(gateway: GatewayProcess, ready: threading.Event) -> None:
 
 
 @contextlib.contextmanager
-def serve_default_config(folder: Path, *, model_port: int | None = None,
-                         timeout: float = 240.0) -> Iterator[GatewayProcess]:
+def serve_default_config(
+    folder: Path, *, model_port: int | None = None, timeout: float = 240.0
+) -> Iterator[GatewayProcess]:
     with serve_config(default_config_on_free_ports(folder, model_port), timeout=timeout) as gateway:
         yield gateway
 
 
 @contextlib.contextmanager
-def serve_config(config: Path, *, timeout: float = 240.0, environ: dict[str, str] | None = None,
-                 args: tuple[str, ...] = ()) -> Iterator[GatewayProcess]:
+def serve_config(
+    config: Path, *, timeout: float = 240.0, environ: dict[str, str] | None = None, args: tuple[str, ...] = ()
+) -> Iterator[GatewayProcess]:
     """``serve --config config`` until its ready banner; SIGTERM (then SIGKILL) when the block ends.
 
     ``environ`` adds variables; with ``TRUSTGATE_CONFIG`` among them, the config is named by it instead of
     ``--config``. ``args`` go after ``serve``."""
     environ = environ or {}
     named = [] if "TRUSTGATE_CONFIG" in environ else ["--config", str(config)]
-    process = subprocess.Popen([sys.executable, "-m", "trustgate", "serve", *named, *args], cwd=REPO,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1", **environ})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trustgate", "serve", *named, *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **environ},
+    )
     gateway = GatewayProcess(process)
     ready = threading.Event()
     reader = threading.Thread(target=_read_lines, args=(gateway, ready), daemon=True)

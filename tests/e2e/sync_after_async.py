@@ -18,13 +18,25 @@ import httpx
 
 KEY = "sk-trustgate-local"  # the embedded default config's demo key
 AUTH = {"authorization": f"Bearer {KEY}"}
-ASYNC_QUESTIONS = ["Who invented the telephone?", "What is the capital of Italy?", "Who wrote Hamlet?",
-                   "What is the smallest prime number?", "Which ocean is the largest?"]
-SYNC_QUESTIONS = ["What is the capital of France?", "Who wrote Romeo and Juliet?",
-                  "What is the largest planet in the solar system?", "Who painted the Mona Lisa?",
-                  "What is the chemical symbol for gold?", "What is the capital of Japan?",
-                  "Who discovered penicillin?", "What is the longest river in Africa?",
-                  "Who was the first president of the United States?", "What language is spoken in Brazil?"]
+ASYNC_QUESTIONS = [
+    "Who invented the telephone?",
+    "What is the capital of Italy?",
+    "Who wrote Hamlet?",
+    "What is the smallest prime number?",
+    "Which ocean is the largest?",
+]
+SYNC_QUESTIONS = [
+    "What is the capital of France?",
+    "Who wrote Romeo and Juliet?",
+    "What is the largest planet in the solar system?",
+    "Who painted the Mona Lisa?",
+    "What is the chemical symbol for gold?",
+    "What is the capital of Japan?",
+    "Who discovered penicillin?",
+    "What is the longest river in Africa?",
+    "Who was the first president of the United States?",
+    "What language is spoken in Brazil?",
+]
 
 
 @dataclass(frozen=True)
@@ -48,9 +60,17 @@ class SyncAfterAsync:
 def ask(url: str, question: str, mode: str) -> tuple[httpx.Response, float]:
     """One short chat question to the embedded default's model in ``mode``: the response and how long it took."""
     started = time.perf_counter()
-    response = httpx.post(f"{url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": mode}, timeout=300,
-                          json={"model": "local", "messages": [{"role": "user", "content": question}],
-                                "max_tokens": 32, "temperature": 0})
+    response = httpx.post(
+        f"{url}/v1/chat/completions",
+        headers={**AUTH, "x-trustgate-mode": mode},
+        timeout=300,
+        json={
+            "model": "local",
+            "messages": [{"role": "user", "content": question}],
+            "max_tokens": 32,
+            "temperature": 0,
+        },
+    )
     response.raise_for_status()
     return response, time.perf_counter() - started
 
@@ -61,8 +81,9 @@ def sync_after_async(url: str) -> SyncAfterAsync:
     replies = []
     for question in SYNC_QUESTIONS:
         response, seconds = ask(url, question, "sync")
-        replies.append(SyncReply(question, response.headers.get("x-trust-status", "none"), seconds,
-                                 response.headers["x-trust-id"]))
+        replies.append(
+            SyncReply(question, response.headers.get("x-trust-status", "none"), seconds, response.headers["x-trust-id"])
+        )
     return SyncAfterAsync(replies, backlog)
 
 
@@ -79,5 +100,8 @@ def wait_all_final(url: str, record_ids: list[str], timeout: float = 600) -> lis
 def overtaken(url: str) -> float:
     """``trustgate_scoring_async_overtaken_total``: async jobs passed by sync ones so far."""
     text = httpx.get(f"{url}/metrics", timeout=10).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("trustgate_scoring_async_overtaken_total "))
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("trustgate_scoring_async_overtaken_total ")
+    )

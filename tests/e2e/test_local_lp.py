@@ -17,10 +17,13 @@ from tests.e2e.test_quickstart import AUTH
 from tests.e2e.test_trust_scores import DATA_DIR
 from tests.proxy.test_answer_logprobs import visible_logprobs
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                                 or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                                 reason="scoring assets not built: `make install` builds them")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 README_URL = "http://127.0.0.1:4000"
 
@@ -59,16 +62,25 @@ def test_the_readme_first_sync_curl_returns_x_trust_lp(gateway: GatewayProcess) 
 
 def test_a_sync_stream_and_a_legacy_completion_have_lp(gateway: GatewayProcess) -> None:
     sync = {**AUTH, "x-trustgate-mode": "sync"}
-    body = {"model": "local", "messages": [{"role": "user", "content": "What is the largest planet?"}],
-            "max_tokens": 24, "temperature": 0, "stream": True}
+    body = {
+        "model": "local",
+        "messages": [{"role": "user", "content": "What is the largest planet?"}],
+        "max_tokens": 24,
+        "temperature": 0,
+        "stream": True,
+    }
     with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", json=body, headers=sync, timeout=300) as reply:
         events = [json.loads(line[6:]) for line in reply.iter_lines() if line.startswith("data: {")]
     trust = next(event["trust"] for event in events if "trust" in event)
     assert trust["status"] == "done" and 0 < trust["components"]["lp"] <= 1
     assert visible_logprobs(events) == []
 
-    completion = httpx.post(f"{gateway.url}/v1/completions", headers=sync, timeout=300, json={
-        "model": "local", "prompt": "The capital of France is", "max_tokens": 16, "temperature": 0})
+    completion = httpx.post(
+        f"{gateway.url}/v1/completions",
+        headers=sync,
+        timeout=300,
+        json={"model": "local", "prompt": "The capital of France is", "max_tokens": 16, "temperature": 0},
+    )
     assert completion.status_code == 200 and completion.headers["x-trust-status"] == "done"
     assert 0 < float(completion.headers["x-trust-lp"]) <= 1
     assert visible_logprobs(completion.json()) == []

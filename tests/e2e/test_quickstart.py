@@ -28,16 +28,24 @@ from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_def
 from tests.e2e.test_trust_scores import DATA_DIR
 from tests.scoring.test_children import alive, wait_gone
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                                 or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                                 reason="scoring assets not built: `make install` builds them")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 KEY = "sk-trustgate-local"
 AUTH = {"authorization": f"Bearer {KEY}"}
-QUESTIONS = ["Who wrote Romeo and Juliet?", "What is the largest planet?", "Who painted the Mona Lisa?",
-             "What is the chemical symbol for gold?", "Which country has the largest population?",
-             "What is the boiling point of water?"]
+QUESTIONS = [
+    "Who wrote Romeo and Juliet?",
+    "What is the largest planet?",
+    "Who painted the Mona Lisa?",
+    "What is the chemical symbol for gold?",
+    "Which country has the largest population?",
+    "What is the boiling point of water?",
+]
 
 
 def readme_snippet() -> str:
@@ -59,13 +67,16 @@ def stream_events(url: str, messages: list[dict[str, str]]) -> list[str]:
     body = {"model": "local", "messages": messages, "max_tokens": 32, "temperature": 0, "stream": True}
     with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=AUTH, timeout=180) as response:
         assert response.status_code == 200
-        return [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
+        return [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
 
 
 def scoring_calls(url: str) -> float:
     text = httpx.get(f"{url}/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line)
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line
+    )
 
 
 def final_record(url: str, trust_id: str, timeout_s: float = 180.0) -> dict[str, Any]:
@@ -95,10 +106,22 @@ def test_the_readme_quickstart_runs_and_streams_stay_whole_under_scoring(gateway
 
     # Scoring jobs first (async), then streams while they run on the same single-slot model.
     with ThreadPoolExecutor(len(QUESTIONS)) as pool:
-        replies = list(pool.map(lambda q: httpx.post(
-            f"{gateway.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "async"}, timeout=180,
-            json={"model": "local", "messages": [{"role": "user", "content": q}], "max_tokens": 32,
-                  "temperature": 0}), QUESTIONS))
+        replies = list(
+            pool.map(
+                lambda q: httpx.post(
+                    f"{gateway.url}/v1/chat/completions",
+                    headers={**AUTH, "x-trustgate-mode": "async"},
+                    timeout=180,
+                    json={
+                        "model": "local",
+                        "messages": [{"role": "user", "content": q}],
+                        "max_tokens": 32,
+                        "temperature": 0,
+                    },
+                ),
+                QUESTIONS,
+            )
+        )
     ids = [reply.headers["x-trust-id"] for reply in replies]
     pending = [i for i in ids if httpx.get(f"{gateway.url}/v1/trust/{i}", headers=AUTH).json()["status"] == "pending"]
     assert len(pending) >= 5
@@ -141,8 +164,14 @@ def leave_a_stale_server() -> tuple[int, int]:
     """
     for _ in range(3):
         port = free_port()
-        parent = subprocess.run([sys.executable, "-c", STALE_PARENT, str(port)], cwd=REPO, capture_output=True,
-                                text=True, check=True, timeout=30)
+        parent = subprocess.run(
+            [sys.executable, "-c", STALE_PARENT, str(port)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        )
         stale = int(parent.stdout)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and alive(stale) and not _listens(stale, port):

@@ -17,10 +17,13 @@ from tests.e2e.gateway_process import serve_default_config
 from tests.e2e.sync_after_async import overtaken, sync_after_async, wait_all_final
 from tests.e2e.test_trust_scores import DATA_DIR
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                                 or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                                 reason="scoring assets not built: `make install` builds them")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 
 def test_sync_requests_right_after_async_ones_get_their_scores(tmp_path: Path) -> None:

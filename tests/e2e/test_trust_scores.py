@@ -24,9 +24,10 @@ from tests.servers import ServerThread
 DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 ANSWER = "Paris is the capital of France."
 
-pytestmark = pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                                or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                                reason="scoring assets not built: `make install` builds them")
+pytestmark = pytest.mark.skipif(
+    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+    reason="scoring assets not built: `make install` builds them",
+)
 
 
 def scripted(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
@@ -40,33 +41,45 @@ def scripted(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
         if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):
             return "support" if "Paris" in prompt.split("Question:")[0] else "neutral"
         return ANSWER
+
     return respond
 
 
 @pytest.fixture
 def real_scorer_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"scoring": {"data_dir": str(DATA_DIR), "mode": "sync", "combine": "paper",
-                                       "consistency": {"max_checks": 4, "seed": 7}}}
+    config["trustgate"] = {
+        "scoring": {
+            "data_dir": str(DATA_DIR),
+            "mode": "sync",
+            "combine": "paper",
+            "consistency": {"max_checks": 4, "seed": 7},
+        }
+    }
     return start_gateway(config, scorers=None)  # None: the scorers the config enables
 
 
 def ask(server: ServerThread) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER_KEY}"},
-                      json={"model": "fake",
-                            "messages": [{"role": "user", "content": "What is the capital of France?"}]},
-                      timeout=60)
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {MASTER_KEY}"},
+        json={"model": "fake", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
+        timeout=60,
+    )
 
 
 @pytest.mark.parametrize("consistent", [True, False])
-def test_scores_follow_the_model_behaviour(real_scorer_gateway: ServerThread, fake_upstream: FakeUpstream,
-                                           consistent: bool) -> None:
+def test_scores_follow_the_model_behaviour(
+    real_scorer_gateway: ServerThread, fake_upstream: FakeUpstream, consistent: bool
+) -> None:
     fake_upstream.responder = scripted(consistent)
     response = ask(real_scorer_gateway)
     assert response.json()["choices"][0]["message"]["content"] == ANSWER
     assert response.headers["x-trust-status"] == "done"
-    record = httpx.get(f"{real_scorer_gateway.url}/v1/trust/{response.headers['x-trust-id']}",
-                       headers={"authorization": f"Bearer {MASTER_KEY}"}).json()
+    record = httpx.get(
+        f"{real_scorer_gateway.url}/v1/trust/{response.headers['x-trust-id']}",
+        headers={"authorization": f"Bearer {MASTER_KEY}"},
+    ).json()
     bc, fc, ov = (record["components"][name] for name in ("bc", "fc", "ov"))
     assert bc["details"]["binary"] == (1.0 if consistent else 0.0)
     checks = bc["details"]["checks"]

@@ -32,8 +32,11 @@ def nlp() -> Language:
 @pytest.fixture
 def scoring_settings(tmp_path: Path) -> ScoringSettings:
     """Two graded Trust_BC checks per answer; only the test corpus as evidence."""
-    return ScoringSettings(data_dir=tmp_path / "data", factcheck=FactCheckSettings(default_corpora=[]),
-                           consistency=ConsistencySettings(seed=0, mode="graded", max_checks=2, concurrency=1))
+    return ScoringSettings(
+        data_dir=tmp_path / "data",
+        factcheck=FactCheckSettings(default_corpora=[]),
+        consistency=ConsistencySettings(seed=0, mode="graded", max_checks=2, concurrency=1),
+    )
 
 
 @pytest.fixture
@@ -52,8 +55,10 @@ def scorers(evidence_settings: ScoringSettings, nlp: Language) -> dict[str, Scor
     assert index is not None
     generator = DistractorGenerator(nlp, SubstituteSources(None, None, 2025))
     cpu = InThreads(CpuParts(distractors=generator, evidence=index))
-    return {"bc": ConsistencyScorer(evidence_settings.consistency, cpu),
-            "fc": FactCheckScorer(cpu, evidence_settings.factcheck)}
+    return {
+        "bc": ConsistencyScorer(evidence_settings.consistency, cpu),
+        "fc": FactCheckScorer(cpu, evidence_settings.factcheck),
+    }
 
 
 @pytest.fixture

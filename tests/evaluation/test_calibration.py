@@ -49,20 +49,32 @@ def test_platt_round_trip_matches_sklearn(tmp_path: Path) -> None:
 def test_the_file_format_is_plain_json(tmp_path: Path) -> None:
     save_calibration(IsotonicCalibrator((0.0, 0.5, 1.0), (0.1, 0.3, 0.9)), tmp_path / "c.json")
     data = json.loads((tmp_path / "c.json").read_text())
-    assert data == {"format": "trustgate-calibration", "version": 1, "method": "isotonic", "score": "ov",
-                    "x": [0.0, 0.5, 1.0], "y": [0.1, 0.3, 0.9], "fitted_on": {}}
+    assert data == {
+        "format": "trustgate-calibration",
+        "version": 1,
+        "method": "isotonic",
+        "score": "ov",
+        "x": [0.0, 0.5, 1.0],
+        "y": [0.1, 0.3, 0.9],
+        "fitted_on": {},
+    }
     assert load_calibration(tmp_path / "c.json").probability(0.75) == pytest.approx(0.6)
 
 
-@pytest.mark.parametrize("content", [
-    "not json", '{"format": "other"}', '{"format": "trustgate-calibration", "version": 2}',
-    '{"format": "trustgate-calibration", "version": 1, "method": "spline"}',
-    '{"format": "trustgate-calibration", "version": 1, "method": "isotonic", "x": [0, 1], "y": [0.9, 0.1]}',
-    '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": 1}',
-    '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": NaN, "b": 0}',
-    '{"format": "trustgate-calibration", "version": 1, "method": "isotonic", "x": [0, Infinity], "y": [0, 1]}',
-    '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": 1, "b": 0, "fitted_on": "bc+fc"}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "not json",
+        '{"format": "other"}',
+        '{"format": "trustgate-calibration", "version": 2}',
+        '{"format": "trustgate-calibration", "version": 1, "method": "spline"}',
+        '{"format": "trustgate-calibration", "version": 1, "method": "isotonic", "x": [0, 1], "y": [0.9, 0.1]}',
+        '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": 1}',
+        '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": NaN, "b": 0}',
+        '{"format": "trustgate-calibration", "version": 1, "method": "isotonic", "x": [0, Infinity], "y": [0, 1]}',
+        '{"format": "trustgate-calibration", "version": 1, "method": "platt", "a": 1, "b": 0, "fitted_on": "bc+fc"}',
+    ],
+)
 def test_bad_files_are_refused(tmp_path: Path, content: str) -> None:
     (tmp_path / "bad.json").write_text(content)
     with pytest.raises(CalibrationError):
@@ -95,11 +107,18 @@ def test_the_committed_report_calibration_loads() -> None:
     assert all(0.0 <= calibrator.probability(score) <= 1.0 for score in (0.0, 0.5, 1.0))
 
 
-@pytest.mark.parametrize(("fitted_on", "components"), [
-    ({"components": "bc+fc"}, {"bc", "fc"}), ({"components": ["fc"]}, {"fc"}), ({}, None), ({"components": 3}, None),
-])
-def test_the_fitted_components_are_read_from_either_spelling(fitted_on: dict[str, object],
-                                                             components: set[str] | None) -> None:
+@pytest.mark.parametrize(
+    ("fitted_on", "components"),
+    [
+        ({"components": "bc+fc"}, {"bc", "fc"}),
+        ({"components": ["fc"]}, {"fc"}),
+        ({}, None),
+        ({"components": 3}, None),
+    ],
+)
+def test_the_fitted_components_are_read_from_either_spelling(
+    fitted_on: dict[str, object], components: set[str] | None
+) -> None:
     calibrator = IsotonicCalibrator((0.0, 1.0), (0.0, 1.0), fitted_on=fitted_on)
     assert fitted_components(calibrator) == (frozenset(components) if components is not None else None)
 

@@ -32,18 +32,40 @@ def write_config(path: Path, fake: FakeUpstream, settings: ScoringSettings) -> P
     return path
 
 
-def test_given_mode_report_with_calibration(fake_upstream: FakeUpstream, evidence_settings: ScoringSettings,
-                                            tmp_path: Path) -> None:
+def test_given_mode_report_with_calibration(
+    fake_upstream: FakeUpstream, evidence_settings: ScoringSettings, tmp_path: Path
+) -> None:
     fake_upstream.responder = ScriptedModel(ALBUMS * 3)
     dataset = tmp_path / "albums.jsonl"
-    rows = [{"id": f"{k}-{n}", "question": s.question, "answer": s.answer, "label": int(s.judge == "support")}
-            for k in range(3) for n, s in enumerate(ALBUMS)]
+    rows = [
+        {"id": f"{k}-{n}", "question": s.question, "answer": s.answer, "label": int(s.judge == "support")}
+        for k in range(3)
+        for n, s in enumerate(ALBUMS)
+    ]
     dataset.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     out, calibration = tmp_path / "report", tmp_path / "calibration.json"
-    arguments = ["eval", "run", "--dataset", "jsonl", "--file", str(dataset), "--mode", "given",
-                 "--config", str(write_config(tmp_path / "config.yaml", fake_upstream, evidence_settings)),
-                 "--cache", str(tmp_path / "cache.sqlite3"), "--out", str(out), "--bootstrap", "100",
-                 "--calibration-out", str(calibration), "--note", "a test run"]
+    arguments = [
+        "eval",
+        "run",
+        "--dataset",
+        "jsonl",
+        "--file",
+        str(dataset),
+        "--mode",
+        "given",
+        "--config",
+        str(write_config(tmp_path / "config.yaml", fake_upstream, evidence_settings)),
+        "--cache",
+        str(tmp_path / "cache.sqlite3"),
+        "--out",
+        str(out),
+        "--bootstrap",
+        "100",
+        "--calibration-out",
+        str(calibration),
+        "--note",
+        "a test run",
+    ]
     assert main(arguments) == 0
     judged = len(fake_upstream.requests)
     assert judged == 12  # one judge call per answer
@@ -66,22 +88,37 @@ def test_given_mode_report_with_calibration(fake_upstream: FakeUpstream, evidenc
     assert json.loads((out / "results.json").read_text())["run"]["results_reused"] == 12
 
 
-def test_truthfulqa_mc_from_the_copy_task(fake_upstream: FakeUpstream, tmp_path: Path,
-                                          evidence_settings: ScoringSettings) -> None:
+def test_truthfulqa_mc_from_the_copy_task(
+    fake_upstream: FakeUpstream, tmp_path: Path, evidence_settings: ScoringSettings
+) -> None:
     def repeat(messages: list[dict[str, object]]) -> str:
         return last_user_text(messages).split("\nAnswer: ", 1)[1].split("\n\n", 1)[0]
 
     fake_upstream.responder = repeat
     questions = tmp_path / "tqa.csv"
-    questions.write_text("Type,Category,Question,Best Answer,Correct Answers,Incorrect Answers,Source\n"
-                         "A,Misc,Q one?,Yes,Yes; It is true,Not at all; No it is not true,src\n"
-                         "A,Misc,Q two?,It is so indeed,It is so indeed,No,src\n")
+    questions.write_text(
+        "Type,Category,Question,Best Answer,Correct Answers,Incorrect Answers,Source\n"
+        "A,Misc,Q one?,Yes,Yes; It is true,Not at all; No it is not true,src\n"
+        "A,Misc,Q two?,It is so indeed,It is so indeed,No,src\n"
+    )
     out = tmp_path / "mc"
-    arguments = ["eval", "truthfulqa-mc", "--file", str(questions), "--out", str(out), "--bootstrap", "50",
-                 "--config", str(write_config(tmp_path / "config.yaml", fake_upstream, evidence_settings)),
-                 "--cache", str(tmp_path / "cache.sqlite3")]
+    arguments = [
+        "eval",
+        "truthfulqa-mc",
+        "--file",
+        str(questions),
+        "--out",
+        str(out),
+        "--bootstrap",
+        "50",
+        "--config",
+        str(write_config(tmp_path / "config.yaml", fake_upstream, evidence_settings)),
+        "--cache",
+        str(tmp_path / "cache.sqlite3"),
+    ]
     assert main(arguments) == 0
     assert len(fake_upstream.requests) == 6  # distinct candidates: 4 for question one, 2 for question two
+
     # The fake gives word k the log-probability -0.05·(k mod 7): a candidate of n words sums -0.05·n(n-1)/2.
     def mass(words: int) -> float:
         return math.exp(-0.05 * words * (words - 1) / 2)
@@ -96,26 +133,34 @@ def test_truthfulqa_mc_from_the_copy_task(fake_upstream: FakeUpstream, tmp_path:
     assert "copy task" in (out / "report.md").read_text()
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    (["run", "--concurrency", "0"], "--concurrency: 0 is not at least 1"),
-    (["run", "--limit", "-3"], "--limit: -3 is not at least 1"),
-    (["rag", "--file", "cases.jsonl", "--concurrency", "two"], "--concurrency: 'two' is not a whole number"),
-])
-def test_counts_below_one_are_refused_at_the_command_line(arguments: list[str], message: str,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["run", "--concurrency", "0"], "--concurrency: 0 is not at least 1"),
+        (["run", "--limit", "-3"], "--limit: -3 is not at least 1"),
+        (["rag", "--file", "cases.jsonl", "--concurrency", "two"], "--concurrency: 'two' is not a whole number"),
+    ],
+)
+def test_counts_below_one_are_refused_at_the_command_line(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as stopped:
         main(["eval", *arguments])
     assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("config_seed", "arguments", "seed"), [
-    (None, [], 0),  # neither sets it: 0, the gateway's default, so both ask the same checks
-    (None, ["--seed", "3"], 3),
-    (7, [], 7),  # the config's seed is the gateway's: the eval keeps it
-    (7, ["--seed", "3"], 7),
-])
-def test_trust_bc_seed_is_the_configs_where_it_sets_one_else_the_eval_seed(config_seed: int | None,
-                                                                           arguments: list[str], seed: int) -> None:
+@pytest.mark.parametrize(
+    ("config_seed", "arguments", "seed"),
+    [
+        (None, [], 0),  # neither sets it: 0, the gateway's default, so both ask the same checks
+        (None, ["--seed", "3"], 3),
+        (7, [], 7),  # the config's seed is the gateway's: the eval keeps it
+        (7, ["--seed", "3"], 7),
+    ],
+)
+def test_trust_bc_seed_is_the_configs_where_it_sets_one_else_the_eval_seed(
+    config_seed: int | None, arguments: list[str], seed: int
+) -> None:
     config = gateway_config("http://127.0.0.1:9")
     if config_seed is not None:
         config["trustgate"] = {"scoring": {"consistency": {"seed": config_seed}}}

@@ -17,8 +17,10 @@ from evaluation.datasets import (
 )
 
 DATA = default_data_dir()
-real_files = pytest.mark.skipif(not all((DATA / name).is_file() for name in DATASET_FILES.values()),
-                                reason=f"the labeled sets are not in {DATA} (the shared eval folder is absent)")
+real_files = pytest.mark.skipif(
+    not all((DATA / name).is_file() for name in DATASET_FILES.values()),
+    reason=f"the labeled sets are not in {DATA} (the shared eval folder is absent)",
+)
 
 
 @real_files
@@ -80,8 +82,10 @@ def test_halueval_gives_two_labeled_answers_per_question() -> None:
 
 def test_generic_jsonl(tmp_path: Path) -> None:
     path = tmp_path / "mine.jsonl"
-    path.write_text('{"question": "Capital of France?", "answer": "Paris", "label": true, "gold": "Paris"}\n\n'
-                    '{"id": "q2", "question": "Capital of Spain?", "answer": "Lisbon", "label": 0}\n')
+    path.write_text(
+        '{"question": "Capital of France?", "answer": "Paris", "label": true, "gold": "Paris"}\n\n'
+        '{"id": "q2", "question": "Capital of Spain?", "answer": "Lisbon", "label": 0}\n'
+    )
     items = read_generic_jsonl(path, given=True)
     assert [(i.id, i.label, i.gold) for i in items] == [("0", 1, ("Paris",)), ("q2", 0, ())]
     assert items[0].dataset == "mine"
@@ -107,11 +111,13 @@ def test_samples_are_seeded_and_keep_all_answers_of_a_question() -> None:
     assert set(sample) < set(sample_questions(items, 25, seed=1))  # a larger sample extends a smaller one
 
 
-WORDNET_DATA = "08704237 15 n 02 Kabul 0 capital_of_Afghanistan 0 002 @i 08691669 n 0000 #p 08703454 n 0000 | " \
-               "the capital and largest city of Afghanistan  \n" \
-               "08703454 15 n 02 Afghanistan 0 Islamic_State_of_Afghanistan 0 000 | a landlocked country  \n" \
-               "08691669 15 n 01 national_capital 0 000 | the capital city of a nation  \n" \
-               "08710873 15 n 01 Hamilton 1 001 @i 08524735 n 0000 | the capital of Bermuda  \n"
+WORDNET_DATA = (
+    "08704237 15 n 02 Kabul 0 capital_of_Afghanistan 0 002 @i 08691669 n 0000 #p 08703454 n 0000 | "
+    "the capital and largest city of Afghanistan  \n"
+    "08703454 15 n 02 Afghanistan 0 Islamic_State_of_Afghanistan 0 000 | a landlocked country  \n"
+    "08691669 15 n 01 national_capital 0 000 | the capital city of a nation  \n"
+    "08710873 15 n 01 Hamilton 1 001 @i 08524735 n 0000 | the capital of Bermuda  \n"
+)
 
 
 def test_capitals_are_built_from_wordnet_glosses_and_part_holonyms(tmp_path: Path) -> None:
@@ -119,7 +125,8 @@ def test_capitals_are_built_from_wordnet_glosses_and_part_holonyms(tmp_path: Pat
     items = load_items("capitals", "answer", path=tmp_path)
     # Hamilton names no place it is part of, and the descriptive lemma is not a gold answer.
     assert [(i.id, i.question, i.gold) for i in items] == [
-        ("08704237", "What is the capital of Afghanistan?", ("Kabul",))]
+        ("08704237", "What is the capital of Afghanistan?", ("Kabul",))
+    ]
     with pytest.raises(DatasetError, match="questions only"):
         load_items("capitals", "given", path=tmp_path)
     with pytest.raises(DatasetError, match="WordNet not found"):

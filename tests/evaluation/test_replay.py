@@ -16,8 +16,17 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 
 
 def _items() -> list[EvalItem]:
-    return [EvalItem(dataset="capitals", id=str(i), question_id=str(i), question=f"What is the capital of P{i}?",
-                     gold=(f"City{i}",), group="t") for i in range(40)]
+    return [
+        EvalItem(
+            dataset="capitals",
+            id=str(i),
+            question_id=str(i),
+            question=f"What is the capital of P{i}?",
+            gold=(f"City{i}",),
+            group="t",
+        )
+        for i in range(40)
+    ]
 
 
 def test_the_scripted_model_is_consistent_and_judged_right_mostly_when_it_is_right() -> None:
@@ -27,21 +36,44 @@ def test_the_scripted_model_is_consistent_and_judged_right_mostly_when_it_is_rig
         right = answer == f"The capital of P{i} is City{i}."
         other = f"The capital of P{i} is Elsewhere."
         options = [other, answer, other + " ", "None of the above."]
-        check = "multi-choice questions\nQuestion: q\n" + "\n".join(
-            f"{letter}) {text}" for letter, text in zip("ABCD", options, strict=True)) + "\nAnswer:"
+        check = (
+            "multi-choice questions\nQuestion: q\n"
+            + "\n".join(f"{letter}) {text}" for letter, text in zip("ABCD", options, strict=True))
+            + "\nAnswer:"
+        )
         assert (model.check(check) == "B") == right
         judged = model.judge(f"INSTRUCTION: Assess whether the provided evidence ...\nQuestion: q\nAnswer: {answer}\n")
         assert judged is right
     assert model.judge("INSTRUCTION: Assess whether the provided evidence\nQuestion: N/A\nAnswer: N/A\n") is None
 
 
-@pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                    or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                    reason="scoring assets not built: `make install` builds them")
+@pytest.mark.skipif(
+    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+    reason="scoring assets not built: `make install` builds them",
+)
 def test_a_replay_feeds_half_waits_for_the_refit_and_measures_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "replay"
-    assert main(["eval", "replay", "--upstream", "capable", "--limit", "40", "--refit-every", "10",
-                 "--min-labels", "20", "--bootstrap", "50", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "replay",
+                "--upstream",
+                "capable",
+                "--limit",
+                "40",
+                "--refit-every",
+                "10",
+                "--min-labels",
+                "20",
+                "--bootstrap",
+                "50",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads((out / "results.json").read_text())
     assert result["fed"] == 20 and result["held_out_items"] == 20 and not result["failures"]
     calibration = result["calibration"]

@@ -24,8 +24,10 @@ from tests.fake_upstream import FakeUpstream
 
 from .scripted import ALBUMS, ScriptedModel
 
-ITEMS = [EvalItem(dataset="albums", id=str(n), question_id=str(n), question=s.question, gold=(s.gold,))
-         for n, s in enumerate(ALBUMS)]
+ITEMS = [
+    EvalItem(dataset="albums", id=str(n), question_id=str(n), question=s.question, gold=(s.gold,))
+    for n, s in enumerate(ALBUMS)
+]
 SPEC = RunSpec(mode="answer", model="fake")
 CALLS_PER_ITEM = {"answer": 1, "verbal": 1, "bc": 2, "fc": 1}
 
@@ -34,9 +36,15 @@ class Interrupted(BaseException):
     """Stands in for a killed process: not an ``Exception``, so nothing on the way catches it."""
 
 
-def run(gateway: GatewaySettings, settings: ScoringSettings, scorers: dict[str, Scorer], cache: Path,
-        items: list[EvalItem], spec: RunSpec = SPEC, calls_allowed: int | None = None,
-        ) -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
+def run(
+    gateway: GatewaySettings,
+    settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    cache: Path,
+    items: list[EvalItem],
+    spec: RunSpec = SPEC,
+    calls_allowed: int | None = None,
+) -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
     async def scenario() -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
         async with open_upstream(gateway) as complete:
             with EvalCache(cache) as store:
@@ -68,9 +76,13 @@ def timeless(outcome: ItemOutcome) -> dict[str, Any]:
     return dumped
 
 
-def test_answer_and_score_with_hand_computed_metrics(gateway: GatewaySettings, evidence_settings: ScoringSettings,
-                                                    scorers: dict[str, Scorer], fake_upstream: FakeUpstream,
-                                                    tmp_path: Path) -> None:
+def test_answer_and_score_with_hand_computed_metrics(
+    gateway: GatewaySettings,
+    evidence_settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    fake_upstream: FakeUpstream,
+    tmp_path: Path,
+) -> None:
     fake_upstream.responder = ScriptedModel(ALBUMS)
     outcomes, failures, evaluator = run(gateway, evidence_settings, scorers, tmp_path / "cache.sqlite3", ITEMS)
     assert not failures
@@ -82,8 +94,9 @@ def test_answer_and_score_with_hand_computed_metrics(gateway: GatewaySettings, e
     assert [o.value("verbal") for o in outcomes] == [0.9, 0.8, 0.6, 0.7]
     # The fake's token log-probabilities are -0.05·(position mod 7), one token per word.
     words = [len(s.answer.split()) for s in ALBUMS]
-    assert [(o.answer_details() or AnswerDetails()).mean_logprob for o in outcomes] == \
-        pytest.approx([-0.05 * sum(i % 7 for i in range(n)) / n for n in words])
+    assert [(o.answer_details() or AnswerDetails()).mean_logprob for o in outcomes] == pytest.approx(
+        [-0.05 * sum(i % 7 for i in range(n)) / n for n in words]
+    )
     assert len(fake_upstream.requests) == 4 * sum(CALLS_PER_ITEM.values())
     assert {name: c.made for name, c in evaluator.counters.items()} == {k: 4 * v for k, v in CALLS_PER_ITEM.items()}
 
@@ -94,7 +107,7 @@ def test_answer_and_score_with_hand_computed_metrics(gateway: GatewaySettings, e
     assert signals["bc_binary"]["pearson"]["value"] == 0.0 and signals["bc_binary"]["auroc"]["value"] == 0.5
     # Trust_FC 1 0 1 .5: both correct answers above both wrong ones; r = 0.75 / √0.6875 (deviations from .625, .5).
     assert signals["fc"]["auroc"]["value"] == 1.0 and signals["fc"]["auprc"]["value"] == 1.0
-    assert signals["fc"]["pearson"]["value"] == pytest.approx(0.75 / 0.6875 ** 0.5, abs=1e-4)
+    assert signals["fc"]["pearson"]["value"] == pytest.approx(0.75 / 0.6875**0.5, abs=1e-4)
     assert signals["fc"]["ece"]["value"] == pytest.approx(0.125)  # only the 0.5 bin is off, by 0.5, for 1 of 4
     assert signals["ov_table3"]["auroc"]["value"] == 1.0
     # Confidence .9 .8 .6 .7: the correct .9 beats both wrong ones, the correct .6 neither: AUROC 2/4.
@@ -103,10 +116,13 @@ def test_answer_and_score_with_hand_computed_metrics(gateway: GatewaySettings, e
     assert signals["answer_words"]["auroc"]["value"] == 0.5 and signals["answer_words"]["ece"] is None
 
 
-def test_rerun_after_interruption_repeats_no_upstream_call(gateway: GatewaySettings,
-                                                           evidence_settings: ScoringSettings,
-                                                           scorers: dict[str, Scorer], fake_upstream: FakeUpstream,
-                                                           tmp_path: Path) -> None:
+def test_rerun_after_interruption_repeats_no_upstream_call(
+    gateway: GatewaySettings,
+    evidence_settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    fake_upstream: FakeUpstream,
+    tmp_path: Path,
+) -> None:
     fake_upstream.responder = ScriptedModel(ALBUMS)
     cache = tmp_path / "cache.sqlite3"
     first, _, _ = run(gateway, evidence_settings, scorers, cache, ITEMS[:2])  # stopped after two items
@@ -123,17 +139,36 @@ def test_rerun_after_interruption_repeats_no_upstream_call(gateway: GatewaySetti
     assert [timeless(o) for o in outcomes] == [timeless(o) for o in fresh]  # resuming changes no result
 
 
-def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(gateway: GatewaySettings,
-                                                                       evidence_settings: ScoringSettings,
-                                                                       scorers: dict[str, Scorer],
-                                                                       fake_upstream: FakeUpstream,
-                                                                       tmp_path: Path) -> None:
+def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(
+    gateway: GatewaySettings,
+    evidence_settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    fake_upstream: FakeUpstream,
+    tmp_path: Path,
+) -> None:
     fake_upstream.responder = ScriptedModel(ALBUMS)
-    items = [EvalItem(dataset="albums", id=f"{n}/human", question_id=str(n), question=s.question, gold=(s.gold,),
-                      answer=s.answer, label=1 - n % 2, label_source="human", answerer="someone")
-             for n, s in enumerate(ALBUMS)]
-    outcomes, failures, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", items,
-                                RunSpec(mode="given", model="fake", components=("fc",)))
+    items = [
+        EvalItem(
+            dataset="albums",
+            id=f"{n}/human",
+            question_id=str(n),
+            question=s.question,
+            gold=(s.gold,),
+            answer=s.answer,
+            label=1 - n % 2,
+            label_source="human",
+            answerer="someone",
+        )
+        for n, s in enumerate(ALBUMS)
+    ]
+    outcomes, failures, _ = run(
+        gateway,
+        evidence_settings,
+        scorers,
+        tmp_path / "c.sqlite3",
+        items,
+        RunSpec(mode="given", model="fake", components=("fc",)),
+    )
     assert not failures and [o.value("fc") for o in outcomes] == [1.0, 0.0, 1.0, 0.5]
     assert {o.answerer for o in outcomes} == {"someone"} and {o.label_source for o in outcomes} == {"human"}
     assert [o.gold_match for o in outcomes] == [True, False, True, False]
@@ -144,10 +179,13 @@ def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(gateway:
     assert group["label_agreement"] == {"items": 4, "accuracy": 1.0, "kappa": 1.0, "matched_correct_rate": 0.5}
 
 
-def test_an_item_whose_answer_call_fails_is_reported_and_retried(gateway: GatewaySettings,
-                                                                 evidence_settings: ScoringSettings,
-                                                                 scorers: dict[str, Scorer],
-                                                                 fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+def test_an_item_whose_answer_call_fails_is_reported_and_retried(
+    gateway: GatewaySettings,
+    evidence_settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    fake_upstream: FakeUpstream,
+    tmp_path: Path,
+) -> None:
     fake_upstream.responder = ScriptedModel(ALBUMS)
     broken = EvalItem(dataset="albums", id="broken", question_id="9", question="[fail:500] Who?", gold=("x",))
     outcomes, failures, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", [ITEMS[0], broken])
@@ -155,10 +193,13 @@ def test_an_item_whose_answer_call_fails_is_reported_and_retried(gateway: Gatewa
     assert [f.item_id for f in failures] == ["broken"] and "500" in failures[0].error
 
 
-
-def test_without_logprobs_the_answer_call_asks_for_none(gateway: GatewaySettings, evidence_settings: ScoringSettings,
-                                                        scorers: dict[str, Scorer], fake_upstream: FakeUpstream,
-                                                        tmp_path: Path) -> None:
+def test_without_logprobs_the_answer_call_asks_for_none(
+    gateway: GatewaySettings,
+    evidence_settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    fake_upstream: FakeUpstream,
+    tmp_path: Path,
+) -> None:
     fake_upstream.responder = ScriptedModel(ALBUMS)
     spec = RunSpec(mode="answer", model="fake", components=(), verbal_confidence=False, answer_logprobs=False)
     (outcome,), _, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", ITEMS[:1], spec)
@@ -167,8 +208,13 @@ def test_without_logprobs_the_answer_call_asks_for_none(gateway: GatewaySettings
 
 
 def test_results_of_changed_scorer_code_are_recomputed_from_cached_replies(
-        gateway: GatewaySettings, evidence_settings: ScoringSettings, scorers: dict[str, Scorer],
-        fake_upstream: FakeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gateway: GatewaySettings,
+    evidence_settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    fake_upstream: FakeUpstream,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake_upstream.responder = ScriptedModel(ALBUMS)
     cache = tmp_path / "cache.sqlite3"
     first, _, _ = run(gateway, evidence_settings, scorers, cache, ITEMS)

@@ -38,25 +38,43 @@ class Received:
     def spans(self) -> dict[str, dict[str, Any]]:
         """Every span received, by name: its kind and attributes (plain Python values)."""
         with self._lock:
-            return {span.name: {"kind": span.kind, "attributes": _attributes(span.attributes),
-                                "trace_id": span.trace_id.hex()}
-                    for request in self.traces for resource in request.resource_spans
-                    for scope in resource.scope_spans for span in scope.spans}
+            return {
+                span.name: {
+                    "kind": span.kind,
+                    "attributes": _attributes(span.attributes),
+                    "trace_id": span.trace_id.hex(),
+                }
+                for request in self.traces
+                for resource in request.resource_spans
+                for scope in resource.scope_spans
+                for span in scope.spans
+            }
 
     def resources(self) -> list[dict[str, Any]]:
         """The resource attributes of every batch received (traces and logs)."""
         with self._lock:
-            return [_attributes(batch.resource.attributes)
-                    for batch in [*(b for r in self.traces for b in r.resource_spans),
-                                  *(b for r in self.logs for b in r.resource_logs)]]
+            return [
+                _attributes(batch.resource.attributes)
+                for batch in [
+                    *(b for r in self.traces for b in r.resource_spans),
+                    *(b for r in self.logs for b in r.resource_logs),
+                ]
+            ]
 
     def events(self) -> list[dict[str, Any]]:
         """Every log record received: its event name and attributes."""
         with self._lock:
-            return [{"event_name": record.event_name, "attributes": _attributes(record.attributes),
-                     "trace_id": record.trace_id.hex()}
-                    for request in self.logs for resource in request.resource_logs
-                    for scope in resource.scope_logs for record in scope.log_records]
+            return [
+                {
+                    "event_name": record.event_name,
+                    "attributes": _attributes(record.attributes),
+                    "trace_id": record.trace_id.hex(),
+                }
+                for request in self.logs
+                for resource in request.resource_logs
+                for scope in resource.scope_logs
+                for record in scope.log_records
+            ]
 
     def add(self, request: ExportTraceServiceRequest | ExportLogsServiceRequest, headers: dict[str, str]) -> None:
         with self._lock:

@@ -26,10 +26,20 @@ EVERYONE = RecordScope.everyone()
 ALICE = RecordScope.owned_by("alice")
 
 
-def record(record_id: str, *, owner: str = "alice", model: str = "m", status: TrustStatus = "done",
-           age_s: float = 10.0) -> TrustRecord:
-    return TrustRecord(id=record_id, status=status, model=model, owner=owner, score=0.7, label="trusted",
-                       created_at=time.time() - age_s, question="Capital of France?", answer="Paris")
+def record(
+    record_id: str, *, owner: str = "alice", model: str = "m", status: TrustStatus = "done", age_s: float = 10.0
+) -> TrustRecord:
+    return TrustRecord(
+        id=record_id,
+        status=status,
+        model=model,
+        owner=owner,
+        score=0.7,
+        label="trusted",
+        created_at=time.time() - age_s,
+        question="Capital of France?",
+        answer="Paris",
+    )
 
 
 def label(correct: bool, at: float | None = None, **fields: Any) -> Feedback:
@@ -46,6 +56,7 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
 @pytest.fixture(params=["sqlite", "redis"])
 def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Scenario], None]:
     """Run a scenario against a fresh store of the parametrised kind."""
+
     @contextlib.asynccontextmanager
     async def opened() -> AsyncIterator[Store]:
         if request.param == "sqlite":
@@ -64,6 +75,7 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Scenario], 
         async def main() -> None:
             async with opened() as store:
                 await scenario(store)
+
         asyncio.run(main())
 
     return go
@@ -80,6 +92,7 @@ def test_a_label_is_kept_with_its_time_and_read_back_everywhere(run: Callable[[S
             assert got is not None and got.feedback == given
         page = await store.list_records(RecordQuery(), scope=ALICE)
         assert [r.feedback for r in page.data] == [given]
+
     run(scenario)
 
 
@@ -92,6 +105,7 @@ def test_the_latest_label_wins_and_a_rewritten_record_keeps_it(run: Callable[[Sc
         await store.put(record("a"))  # a redelivered job writes the record again
         got = await store.get("a", scope=ALICE)
         assert got is not None and got.feedback == latest
+
     run(scenario)
 
 
@@ -104,6 +118,7 @@ def test_another_owner_or_an_unknown_id_labels_nothing(run: Callable[[Scenario],
         assert got is not None and got.feedback is None
         assert await store.get("nope", scope=EVERYONE) is None  # no record was made for the unknown id
         assert await store.labelled("m") == []
+
     run(scenario)
 
 
@@ -117,22 +132,30 @@ def test_a_record_that_was_not_scored_takes_no_label(run: Callable[[Scenario], N
         got = await store.get("a", scope=ALICE)
         assert got is not None and got.feedback is None
         assert await store.labelled("m") == []
+
     run(scenario)
 
 
 def test_a_failed_record_takes_a_label(run: Callable[[Scenario], None]) -> None:
     """Scoring failed part-way, but the answer went out: whether it was right is still worth knowing."""
+
     async def scenario(store: Store) -> None:
         await store.put(record("a", status="failed"))
         assert await store.set_feedback("a", label(True), scope=ALICE) is not None
         assert [r.id for r in await store.labelled("m")] == ["a"]
+
     run(scenario)
 
 
 def test_labelled_lists_one_models_labelled_records_newest_label_first(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
-        for record_id, owner, model in (("a", "alice", "m"), ("b", "bob", "m"), ("c", "alice", "m"),
-                                        ("d", "alice", "other"), ("e", "alice", "m")):
+        for record_id, owner, model in (
+            ("a", "alice", "m"),
+            ("b", "bob", "m"),
+            ("c", "alice", "m"),
+            ("d", "alice", "other"),
+            ("e", "alice", "m"),
+        ):
             await store.put(record(record_id, owner=owner, model=model))
         await store.set_feedback("b", label(True, at=300.0), scope=EVERYONE)
         await store.set_feedback("a", label(False, at=100.0), scope=ALICE)
@@ -145,6 +168,7 @@ def test_labelled_lists_one_models_labelled_records_newest_label_first(run: Call
         assert [r.id for r in await store.labelled("m", limit=2)] == ["a", "b"]
         assert [r.id for r in await store.labelled("other")] == ["d"]
         assert await store.labelled("unknown") == []
+
     run(scenario)
 
 
@@ -156,9 +180,11 @@ def test_listing_filters_labelled_and_unlabelled(run: Callable[[Scenario], None]
 
         async def listed(**filters: Any) -> list[str]:
             return [r.id for r in (await store.list_records(RecordQuery(**filters), scope=ALICE)).data]
+
         assert await listed() == ["c", "b", "a"]
         assert await listed(labelled=True) == ["b"]
         assert await listed(labelled=False) == ["c", "a"]
+
     run(scenario)
 
 
@@ -177,8 +203,10 @@ def test_an_sqlite_store_from_before_feedback_is_migrated(tmp_path: Path) -> Non
     path = tmp_path / "old.db"
     old = record("old").model_dump_json(exclude={"feedback"})
     with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE trust_records (id TEXT PRIMARY KEY, created_at REAL NOT NULL, record TEXT NOT NULL,"
-                   " owner TEXT)")
+        db.execute(
+            "CREATE TABLE trust_records (id TEXT PRIMARY KEY, created_at REAL NOT NULL, record TEXT NOT NULL,"
+            " owner TEXT)"
+        )
         db.execute("INSERT INTO trust_records VALUES (?, ?, ?, ?)", ("old", time.time(), old, "alice"))
 
     async def scenario() -> None:

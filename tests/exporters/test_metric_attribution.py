@@ -28,13 +28,20 @@ Samples = list[tuple[str, dict[str, str], float]]
 
 
 @pytest.fixture(params=["passthrough", "litellm"])
-def teams(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-          start_gateway: Callable[..., ServerThread]) -> ServerThread:
+def teams(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> ServerThread:
     """Two named keys; group ``primary`` is down and falls back to ``fake``."""
-    config = gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                            trustgate={"keys": KEYS, "passthrough": request.param == "passthrough"})
-    config["model_list"].append({"model_name": "primary", "litellm_params": {
-        "model": "openai/gpt-4o-mini", "api_base": DEAD, "api_key": "x", "timeout": 2}})
+    config = gateway_config(
+        fake_upstream.url,  # type: ignore[attr-defined]
+        trustgate={"keys": KEYS, "passthrough": request.param == "passthrough"},
+    )
+    config["model_list"].append(
+        {
+            "model_name": "primary",
+            "litellm_params": {"model": "openai/gpt-4o-mini", "api_base": DEAD, "api_key": "x", "timeout": 2},
+        }
+    )
     config["router_settings"]["fallbacks"] = [{"primary": ["fake"]}]
     return start_gateway(config)
 
@@ -56,8 +63,9 @@ def _traffic(server: ServerThread) -> None:
 
 def _scrape(server: ServerThread) -> tuple[str, Samples]:
     text = httpx.get(f"{server.url}/metrics", timeout=10).text
-    return text, [(s.name, s.labels, s.value) for family in text_string_to_metric_families(text)
-                  for s in family.samples]
+    return text, [
+        (s.name, s.labels, s.value) for family in text_string_to_metric_families(text) for s in family.samples
+    ]
 
 
 def _value(samples: Samples, name: str, **labels: str) -> float:
@@ -79,8 +87,10 @@ def test_traffic_is_attributed_to_key_names_and_endpoints(teams: ServerThread) -
     assert _value(samples, "trustgate_fallbacks_total") == 1
     assert _value(samples, requests, key="team-b", endpoint="chat", mode="unary", model="fake") == 1
     assert _value(samples, requests, model="primary") == 0
-    assert _value(samples, "trustgate_upstream_tries_total", model="primary", deployment="primary:0",
-                  outcome="failure") == 1
+    assert (
+        _value(samples, "trustgate_upstream_tries_total", model="primary", deployment="primary:0", outcome="failure")
+        == 1
+    )
     assert _value(samples, "trustgate_request_duration_seconds_count", endpoint="embeddings") == 1
     assert _value(samples, "trustgate_time_to_first_token_seconds_count", model="fake", endpoint="chat") == 1
     assert _value(samples, "trustgate_time_to_first_token_seconds_count") == 1, "unary answers have no TTFT"
@@ -103,8 +113,9 @@ def test_label_values_stay_bounded_by_the_config(teams: ServerThread) -> None:
     assert keys <= {k["name"] for k in KEYS} | GATEWAY_KEY_NAMES and {"team-a", "team-b", "unknown"} <= keys
     assert models <= {"fake", "primary", "unknown"}
     assert {labels["deployment"] for _, labels, _ in samples if "deployment" in labels} == {"fake:0", "primary:0"}
-    assert {(labels["asked"], labels["answered"]) for name, labels, _ in samples
-            if name == "trustgate_fallbacks_total"} == {("primary", "fake")}
+    assert {
+        (labels["asked"], labels["answered"]) for name, labels, _ in samples if name == "trustgate_fallbacks_total"
+    } == {("primary", "fake")}
     series = {(name, tuple(sorted(labels.items()))) for name, labels, _ in samples if name.startswith("trustgate_")}
     _traffic(teams)
     _, again = _scrape(teams)
@@ -118,8 +129,9 @@ def test_promtool_finds_the_exposition_clean(teams: ServerThread) -> None:
     _traffic(teams)
     text, samples = _scrape(teams)
     assert _value(samples, "trustgate_fallbacks_total") == 1, "the exposition checked holds the fallback"
-    checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True,
-                             timeout=60, check=False)
+    checked = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60, check=False
+    )
     assert checked.returncode == 0 and not (checked.stdout + checked.stderr).strip(), checked.stdout + checked.stderr
 
 

@@ -11,8 +11,13 @@ from exporters.metric_deltas import DeltaSink, DeltaTracker, MetricDeltas
 
 
 def values(registry: CollectorRegistry, *names: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    return {(s.name, frozenset(s.labels.items())): s.value for family in registry.collect()
-            if family.name in names for s in family.samples if not s.name.endswith("_created")}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in registry.collect()
+        if family.name in names
+        for s in family.samples
+        if not s.name.endswith("_created")
+    }
 
 
 def carried(tracker: DeltaTracker, sink: DeltaSink) -> None:

@@ -28,13 +28,23 @@ NO_GRPC = importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is 
 def test_the_variables_choose_and_the_config_overrides() -> None:
     assert not export_choice({}).enabled, "nothing asked for: no export"
     assert not export_choice({"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}).enabled
-    chosen = export_choice({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
-                            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "http/protobuf",
-                            "OTEL_LOGS_EXPORTER": "console,otlp"})
+    chosen = export_choice(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+            "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL": "http/protobuf",
+            "OTEL_LOGS_EXPORTER": "console,otlp",
+        }
+    )
     assert (chosen.traces, chosen.logs) == (("otlp",), ("console", "otlp"))
     assert (chosen.traces_protocol, chosen.logs_protocol) == ("grpc", "http/protobuf")
-    overridden = export_choice({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
-                               traces="console", logs="none", protocol="http/protobuf", endpoint="http://c:4318")
+    overridden = export_choice(
+        {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+        traces="console",
+        logs="none",
+        protocol="http/protobuf",
+        endpoint="http://c:4318",
+    )
     assert (overridden.traces, overridden.logs, overridden.traces_protocol) == (("console",), (), "http/protobuf")
     assert not export_choice({"OTEL_TRACES_EXPORTER": "console"}, enabled=False).enabled
     assert export_choice({}, enabled=True).traces == ("otlp",)
@@ -44,20 +54,25 @@ def test_the_variables_choose_and_the_config_overrides() -> None:
         export_choice({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
 
 
-@pytest.mark.parametrize(("environ", "configured", "named"), [
-    ({}, None, "trustgate"),
-    ({"OTEL_SERVICE_NAME": "gateway-eu"}, None, "gateway-eu"),
-    ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=gateway-us,team=ml"}, None, "gateway-us"),
-    ({"OTEL_SERVICE_NAME": "gateway-eu"}, "from-config", "from-config"),
-])
+@pytest.mark.parametrize(
+    ("environ", "configured", "named"),
+    [
+        ({}, None, "trustgate"),
+        ({"OTEL_SERVICE_NAME": "gateway-eu"}, None, "gateway-eu"),
+        ({"OTEL_RESOURCE_ATTRIBUTES": "service.name=gateway-us,team=ml"}, None, "gateway-us"),
+        ({"OTEL_SERVICE_NAME": "gateway-eu"}, "from-config", "from-config"),
+    ],
+)
 def test_the_service_is_named_by_the_variables_and_the_config_overrides(
-        monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], configured: str | None, named: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], configured: str | None, named: str
+) -> None:
     for name in ("OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"):
         monkeypatch.delenv(name, raising=False)
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
-    _, providers = configure_telemetry(export_choice({"OTEL_TRACES_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}),
-                                       configured)
+    _, providers = configure_telemetry(
+        export_choice({"OTEL_TRACES_EXPORTER": "none", "OTEL_LOGS_EXPORTER": "none"}), configured
+    )
     resources = [provider.resource.attributes for provider in providers]  # type: ignore[attr-defined]
     assert [r["service.name"] for r in resources] == [named, named]
     for provider in providers:
@@ -68,9 +83,16 @@ def test_the_service_is_named_by_the_variables_and_the_config_overrides(
 def scored_config(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
     """The fake model, scored in sync mode from the answer's log-probabilities (no assets needed)."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {"port": free_port()}, "store": {"path": str(tmp_path / "records.sqlite3")},
-                           "scoring": {"mode": "sync", "consistency": {"enabled": False},
-                                       "factcheck": {"enabled": False}, "rag": {"enabled": False}}}
+    config["trustgate"] = {
+        "server": {"port": free_port()},
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {
+            "mode": "sync",
+            "consistency": {"enabled": False},
+            "factcheck": {"enabled": False},
+            "rag": {"enabled": False},
+        },
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -78,26 +100,45 @@ def scored_config(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
 
 def _traffic(url: str) -> None:
     auth = {"authorization": f"Bearer {MASTER_KEY}"}
-    chat = httpx.post(f"{url}/v1/chat/completions", headers=auth, timeout=30,
-                      json={"model": "fake", "messages": [{"role": "user", "content": "What is the capital?"}]})
+    chat = httpx.post(
+        f"{url}/v1/chat/completions",
+        headers=auth,
+        timeout=30,
+        json={"model": "fake", "messages": [{"role": "user", "content": "What is the capital?"}]},
+    )
     assert chat.status_code == 200 and chat.headers["x-trust-status"] == "done", chat.text
-    assert httpx.post(f"{url}/v1/embeddings", headers=auth, timeout=30,
-                      json={"model": "fake", "input": "hello"}).status_code == 200
+    assert (
+        httpx.post(
+            f"{url}/v1/embeddings", headers=auth, timeout=30, json={"model": "fake", "input": "hello"}
+        ).status_code
+        == 200
+    )
 
 
 def _receivers() -> Iterator[object]:
     yield pytest.param("http/protobuf", http_receiver, id="http")
-    yield pytest.param("grpc", grpc_receiver, id="grpc", marks=pytest.mark.skipif(
-        NO_GRPC, reason="opentelemetry-exporter-otlp-proto-grpc is not installed (the otlp-grpc extra)"))
+    yield pytest.param(
+        "grpc",
+        grpc_receiver,
+        id="grpc",
+        marks=pytest.mark.skipif(
+            NO_GRPC, reason="opentelemetry-exporter-otlp-proto-grpc is not installed (the otlp-grpc extra)"
+        ),
+    )
 
 
 @pytest.mark.parametrize(("protocol", "receiver"), list(_receivers()))
-def test_a_real_receiver_gets_spans_and_evaluation_events(scored_config: Path, protocol: str,
-                                                          receiver: Receiver) -> None:
+def test_a_real_receiver_gets_spans_and_evaluation_events(
+    scored_config: Path, protocol: str, receiver: Receiver
+) -> None:
     with receiver() as (endpoint, received):
-        environ = {"OTEL_EXPORTER_OTLP_PROTOCOL": protocol, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-                   "OTEL_EXPORTER_OTLP_HEADERS": "x-collector-tenant=team-a", "OTEL_SERVICE_NAME": "trustgate-eu",
-                   "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=staging"}
+        environ = {
+            "OTEL_EXPORTER_OTLP_PROTOCOL": protocol,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+            "OTEL_EXPORTER_OTLP_HEADERS": "x-collector-tenant=team-a",
+            "OTEL_SERVICE_NAME": "trustgate-eu",
+            "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=staging",
+        }
         with serve_config(scored_config, environ=environ, timeout=120) as gateway:
             _traffic(gateway.url)
         gateway.process.wait(30)  # its shutdown (SIGTERM) flushed the batches

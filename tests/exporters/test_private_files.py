@@ -46,8 +46,9 @@ def test_a_new_store_is_0600_in_a_0700_directory(tmp_path: Path, loose_umask: No
     assert all(mode(side) == 0o600 for side in path.parent.iterdir())  # WAL and shared-memory files too
 
 
-def test_an_older_world_readable_store_is_tightened_with_a_warning(tmp_path: Path, loose_umask: None,
-                                                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_an_older_world_readable_store_is_tightened_with_a_warning(
+    tmp_path: Path, loose_umask: None, caplog: pytest.LogCaptureFixture
+) -> None:
     directory = tmp_path / "older"  # as an older version left it: created under umask 022
     directory.mkdir(mode=0o755)
     path = directory / "records.sqlite3"
@@ -59,8 +60,9 @@ def test_an_older_world_readable_store_is_tightened_with_a_warning(tmp_path: Pat
     assert sum("open to other users" in r.getMessage() for r in caplog.records) == 2
 
 
-def test_a_shared_directory_is_left_alone_but_the_file_is_private(tmp_path: Path, loose_umask: None,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_a_shared_directory_is_left_alone_but_the_file_is_private(
+    tmp_path: Path, loose_umask: None, caplog: pytest.LogCaptureFixture
+) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o1777)  # like /tmp

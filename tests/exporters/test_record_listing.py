@@ -28,13 +28,30 @@ Store = SqliteRecordStore | RedisRecordStore
 Scenario = Callable[[Store], Coroutine[Any, Any, None]]
 
 
-def record(i: int, *, owner: str = "alice", model: str = "m", label: str | None = "trusted", score: float | None = 0.9,
-           bc: float | None = 0.8, error: str | None = None, status: str = "done", age_s: float | None = None,
-           ) -> TrustRecord:
+def record(
+    i: int,
+    *,
+    owner: str = "alice",
+    model: str = "m",
+    label: str | None = "trusted",
+    score: float | None = 0.9,
+    bc: float | None = 0.8,
+    error: str | None = None,
+    status: str = "done",
+    age_s: float | None = None,
+) -> TrustRecord:
     components = {} if bc is None else {"bc": ComponentResult(component="bc", value=bc)}
-    return TrustRecord(id=f"r{i:05d}", status=status, model=model, owner=owner, label=label,  # type: ignore[arg-type]
-                       score=score, error=error, components=components,
-                       created_at=NOW - (age_s if age_s is not None else 1000 - i))
+    return TrustRecord(
+        id=f"r{i:05d}",
+        status=status,
+        model=model,
+        owner=owner,
+        label=label,  # type: ignore[arg-type]
+        score=score,
+        error=error,
+        components=components,
+        created_at=NOW - (age_s if age_s is not None else 1000 - i),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +69,11 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Scenario], 
     @contextlib.asynccontextmanager
     async def opened(**limits: Any) -> AsyncIterator[Store]:
         if kind == "sqlite":
-            sqlite = SqliteRecordStore(tmp_path / "records.db", max_age_s=limits.get("ttl_s", 86400),
-                                       max_records=limits.get("max_records", 100_000))
+            sqlite = SqliteRecordStore(
+                tmp_path / "records.db",
+                max_age_s=limits.get("ttl_s", 86400),
+                max_records=limits.get("max_records", 100_000),
+            )
             await sqlite.open()
             yield sqlite
             await sqlite.close()
@@ -61,14 +81,16 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Scenario], 
         server: RedisServer = request.getfixturevalue("redis_server")
         redis = Redis.from_url(server.url, decode_responses=True)
         await redis.flushdb()
-        yield RedisRecordStore(redis, prefix="t", ttl_s=limits.get("ttl_s", 86400),
-                               max_records=limits.get("max_records", 100_000))
+        yield RedisRecordStore(
+            redis, prefix="t", ttl_s=limits.get("ttl_s", 86400), max_records=limits.get("max_records", 100_000)
+        )
         await redis.aclose()
 
     def go(scenario: Scenario) -> None:
         async def main() -> None:
             async with opened() as store:
                 await scenario(store)
+
         asyncio.run(main())
 
     go.kind = kind  # type: ignore[attr-defined]
@@ -104,6 +126,7 @@ def test_pages_newest_first_without_repeats(run: Callable[[Scenario], None]) -> 
     async def scenario(store: Store) -> None:
         await fill(store, [record(i) for i in range(25)])
         assert await all_pages(store, limit=10) == [ids(*range(24, 14, -1)), ids(*range(14, 4, -1)), ids(4, 3, 2, 1, 0)]
+
     run(scenario)
 
 
@@ -115,6 +138,7 @@ def test_pages_are_stable_when_records_arrive_between_them(run: Callable[[Scenar
         second = await store.list_records(RecordQuery(limit=4, cursor=first.next_cursor), scope=EVERYONE)
         assert [r.id for r in first.data] == ids(9, 8, 7, 6)
         assert [r.id for r in second.data] == ids(5, 4, 3, 2)
+
     run(scenario)
 
 
@@ -122,18 +146,22 @@ def test_records_of_the_same_instant_are_neither_repeated_nor_lost(run: Callable
     async def scenario(store: Store) -> None:
         await fill(store, [record(i, age_s=5.0) for i in range(7)] + [record(7, age_s=1.0)])
         assert await all_pages(store, limit=3) == [ids(7, 6, 5), ids(4, 3, 2), ids(1, 0)]
+
     run(scenario)
 
 
 def test_each_filter(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
-        await fill(store, [
-            record(0, model="a", label="trusted", score=0.9, bc=1.0),
-            record(1, model="b", label="untrusted", score=0.1, bc=0.0, error="fc: timeout"),
-            record(2, model="a", label="uncertain", score=0.5, bc=0.5),
-            record(3, model="b", label=None, score=None, bc=None, status="shed", error="scoring queue full"),
-            record(4, model="a", label="untrusted", score=0.3, bc=1.0, age_s=7200),
-        ])
+        await fill(
+            store,
+            [
+                record(0, model="a", label="trusted", score=0.9, bc=1.0),
+                record(1, model="b", label="untrusted", score=0.1, bc=0.0, error="fc: timeout"),
+                record(2, model="a", label="uncertain", score=0.5, bc=0.5),
+                record(3, model="b", label=None, score=None, bc=None, status="shed", error="scoring queue full"),
+                record(4, model="a", label="untrusted", score=0.3, bc=1.0, age_s=7200),
+            ],
+        )
 
         async def listed(**filters: Any) -> list[str]:
             return [r.id for r in (await store.list_records(RecordQuery(**filters), scope=EVERYONE)).data]
@@ -150,6 +178,7 @@ def test_each_filter(run: Callable[[Scenario], None]) -> None:
         assert await listed(until=NOW - 3600) == ids(4)
         assert await listed(model="a", label="untrusted", until=NOW) == ids(4)
         assert await listed(model="nobody") == []
+
     run(scenario)
 
 
@@ -159,6 +188,7 @@ def test_a_filtered_listing_pages_through_the_matches(run: Callable[[Scenario], 
         pages = await all_pages(store, label="untrusted", limit=4)
         assert flat(pages) == ids(*range(27, -1, -3))
         assert [len(p) for p in pages] == [4, 4, 2]
+
     run(scenario)
 
 
@@ -171,24 +201,29 @@ def test_an_owner_sees_only_its_records(run: Callable[[Scenario], None]) -> None
         assert (await store.list_records(RecordQuery(), scope=RecordScope.owned_by("carol"))).data == []
         summary = await store.summary(scope=RecordScope.owned_by("bob"), since=NOW - 2000, until=NOW, buckets=4)
         assert summary.total == 5
+
     run(scenario)
 
 
 def test_summary_counts_labels_models_histogram_and_rate(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
-        await fill(store, [
-            record(0, model="a", label="trusted", score=0.95, age_s=3500),
-            record(1, model="a", label="untrusted", score=0.05, age_s=3500),
-            record(2, model="b", label="untrusted", score=0.2, age_s=100),
-            record(3, model="b", label=None, score=None, status="failed", age_s=100),
-            record(4, model="b", label="trusted", score=1.0, age_s=9000),  # outside the window
-        ])
+        await fill(
+            store,
+            [
+                record(0, model="a", label="trusted", score=0.95, age_s=3500),
+                record(1, model="a", label="untrusted", score=0.05, age_s=3500),
+                record(2, model="b", label="untrusted", score=0.2, age_s=100),
+                record(3, model="b", label=None, score=None, status="failed", age_s=100),
+                record(4, model="b", label="trusted", score=1.0, age_s=9000),  # outside the window
+            ],
+        )
         summary = await store.summary(scope=EVERYONE, since=NOW - 3600, until=NOW, buckets=2)
         assert summary.total == 4 and not summary.truncated
         assert summary.by_label == {"trusted": 1, "untrusted": 2, "none": 1}
         assert summary.models["a"].histogram == [1, 0, 0, 0, 0, 0, 0, 0, 0, 1]
         assert summary.models["b"].by_label == {"untrusted": 1, "none": 1}
         assert [(b.scored, b.untrusted, b.rate) for b in summary.low_trust] == [(2, 1, 0.5), (1, 1, 1.0)]
+
     run(scenario)
 
 
@@ -196,8 +231,9 @@ def test_a_store_written_before_listings_gains_its_columns_on_open(tmp_path: Pat
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as db:  # the schema of a store from before listings (and before owners)
         db.execute("CREATE TABLE trust_records (id TEXT PRIMARY KEY, created_at REAL NOT NULL, record TEXT NOT NULL)")
-        db.execute("INSERT INTO trust_records VALUES (?, ?, ?)",
-                   ("r00001", NOW, record(1, owner="x").model_dump_json()))
+        db.execute(
+            "INSERT INTO trust_records VALUES (?, ?, ?)", ("r00001", NOW, record(1, owner="x").model_dump_json())
+        )
     db.close()
 
     async def scenario() -> None:
@@ -211,11 +247,22 @@ def test_a_store_written_before_listings_gains_its_columns_on_open(tmp_path: Pat
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("params", [
-    {"limit": 0}, {"limit": 201}, {"label": "great"}, {"status": "lost"}, {"score_of": "xx"},
-    {"min_score": 1.5}, {"min_score": 0.8, "max_score": 0.2}, {"since": "yesterday"},
-    {"since": NOW, "until": NOW - 1}, {"cursor": "not-a-cursor"}, {"owner": "bob"},
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"limit": 0},
+        {"limit": 201},
+        {"label": "great"},
+        {"status": "lost"},
+        {"score_of": "xx"},
+        {"min_score": 1.5},
+        {"min_score": 0.8, "max_score": 0.2},
+        {"since": "yesterday"},
+        {"since": NOW, "until": NOW - 1},
+        {"cursor": "not-a-cursor"},
+        {"owner": "bob"},
+    ],
+)
 def test_bad_filters_are_refused(params: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         RecordQuery.model_validate(params)
@@ -228,8 +275,9 @@ def test_a_cursor_names_a_position() -> None:
         decode_cursor("WzEsMiwzXQ")  # [1,2,3]
 
 
-def test_a_redis_scan_stops_at_its_limit_and_the_cursor_goes_on(redis_server: RedisServer,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_redis_scan_stops_at_its_limit_and_the_cursor_goes_on(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(redis_store, "SCAN_LIMIT", 7)
 
     async def scenario() -> None:

@@ -19,8 +19,14 @@ def record(i: int, age_s: float = 0.0, text: str = "") -> TrustRecord:
     details: dict[str, object] = {"checks_run": i}
     if text:
         details["answer"] = text
-    return TrustRecord(id=f"r{i}", status="done", model="m", score=0.5, created_at=time.time() - age_s,
-                       components={"bc": ComponentResult(component="bc", value=0.5, details=details)})
+    return TrustRecord(
+        id=f"r{i}",
+        status="done",
+        model="m",
+        score=0.5,
+        created_at=time.time() - age_s,
+        components={"bc": ComponentResult(component="bc", value=0.5, details=details)},
+    )
 
 
 def open_store(path: Path, **options: Any) -> SqliteRecordStore:
@@ -48,6 +54,7 @@ def test_round_trip_and_retention(tmp_path: Path) -> None:
 
 def test_holds_at_its_size_after_every_write_with_many_rows(tmp_path: Path) -> None:
     """Written concurrently (so in batches), the store never keeps more than max_records, and keeps the newest."""
+
     async def scenario() -> None:
         store = open_store(tmp_path / "s.db", max_records=500)
         await store.open()
@@ -77,6 +84,7 @@ def test_holds_at_its_size_after_every_write_with_many_rows(tmp_path: Path) -> N
 
 def test_prunes_walk_the_created_at_index(tmp_path: Path) -> None:
     """Pruning never scans the whole table (the old `NOT IN (SELECT … LIMIT …)` took 9 s at 1M rows)."""
+
     async def scenario() -> None:
         store = open_store(tmp_path / "s.db")
         await store.open()
@@ -135,8 +143,9 @@ def test_long_texts_are_truncated_with_a_marker(tmp_path: Path) -> None:
 
 def test_a_record_of_many_short_texts_keeps_its_verdict() -> None:
     many = record(1)
-    many.components["bc"] = ComponentResult(component="bc", value=0.5,
-                                            details={"options": [f"option {i} " * 10 for i in range(2000)]})
+    many.components["bc"] = ComponentResult(
+        component="bc", value=0.5, details={"options": [f"option {i} " * 10 for i in range(2000)]}
+    )
     capped = TrustRecord.model_validate_json(stored_json(many, 2048))
     assert capped.score == 0.5 and capped.status == "done"
     assert "exceeded 2048 bytes" in (capped.components["bc"].details.model_extra or {})["truncated"]  # type: ignore[union-attr]
@@ -160,8 +169,10 @@ def test_a_store_from_before_owners_is_migrated(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE trust_records (id TEXT PRIMARY KEY, created_at REAL NOT NULL, record TEXT NOT NULL)")
-        db.execute("INSERT INTO trust_records VALUES (?, ?, ?)",
-                   ("old", time.time(), TrustRecord(id="old", status="done").model_dump_json()))
+        db.execute(
+            "INSERT INTO trust_records VALUES (?, ?, ?)",
+            ("old", time.time(), TrustRecord(id="old", status="done").model_dump_json()),
+        )
 
     async def scenario() -> None:
         store = SqliteRecordStore(path, max_age_s=3600, max_records=10)

@@ -24,21 +24,34 @@ def test_redact_query_keeps_the_path_and_plain_parameter_names() -> None:
     assert redact_query("/x?sk-secret-as-a-name&a%20b=c") == "/x?[redacted]&[redacted]"
 
 
-def test_the_access_log_has_no_query_values_and_names_request_ids(fake_upstream: FakeUpstream,
-                                                                   tmp_path: Path) -> None:
+def test_the_access_log_has_no_query_values_and_names_request_ids(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"store": {"path": str(tmp_path / "records.sqlite3")},
-                           "scoring": {"consistency": {"enabled": False}, "factcheck": {"enabled": False},
-                                       "rag": {"enabled": False}}}
+    config["trustgate"] = {
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "trustgate", "serve", "--config", str(path), "--port", str(port),
-             "--host", "127.0.0.1"], stdout=out, stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+            [
+                sys.executable,
+                "-m",
+                "trustgate",
+                "serve",
+                "--config",
+                str(path),
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": str(Path.cwd())},
+        )
         try:
             url = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 60
@@ -50,9 +63,11 @@ def test_the_access_log_has_no_query_values_and_names_request_ids(fake_upstream:
                     break
                 except httpx.TransportError:
                     time.sleep(0.1)
-            reply = httpx.get(f"{url}/v1/models?key={MASTER_KEY}&api_key={MASTER_KEY}",
-                              headers={"authorization": f"Bearer {MASTER_KEY}", "x-request-id": "log-me-1"},
-                              timeout=10)
+            reply = httpx.get(
+                f"{url}/v1/models?key={MASTER_KEY}&api_key={MASTER_KEY}",
+                headers={"authorization": f"Bearer {MASTER_KEY}", "x-request-id": "log-me-1"},
+                timeout=10,
+            )
             assert reply.status_code == 200
             generated = httpx.get(f"{url}/v1/models", timeout=10).headers["x-request-id"]  # a 401
         finally:

@@ -39,42 +39,60 @@ def calibration(tmp_path: Path) -> Path:
 
 
 def test_headers_record_and_trust_chunk_carry_the_calibrated_probability(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], calibration: Path) -> None:
-    server = start_gateway(scoring_config(fake_upstream.url, calibration_path=str(calibration)),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], calibration: Path
+) -> None:
+    server = start_gateway(
+        scoring_config(fake_upstream.url, calibration_path=str(calibration)),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)],
+    )
     response = chat(server, headers={"x-trustgate-mode": "sync"})
     assert (response.headers["x-trust-score"], response.headers["x-trust-probability"]) == ("0.5800", "0.2800")
     record = wait_for_record(server, response.headers["x-trust-id"])
     assert record["score"] == pytest.approx(0.58) and record["probability"] == pytest.approx(0.28)
 
-    client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0,
-                           default_headers={"x-trustgate-mode": "sync"})
-    chunks = list(client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}],
-                                                 stream=True))
+    client = openai.OpenAI(
+        base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, default_headers={"x-trustgate-mode": "sync"}
+    )
+    chunks = list(
+        client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}], stream=True)
+    )
     assert chunks[-1].model_extra["trust"]["probability"] == pytest.approx(0.28)  # type: ignore[index]
 
 
 @pytest.mark.parametrize(("fitted_with", "warned"), [("bc+fc", False), ("fc", True)])
 def test_a_calibration_fitted_on_other_scorers_is_logged_and_gives_no_probability(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path,
-        caplog: pytest.LogCaptureFixture, fitted_with: str, warned: bool) -> None:
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    fitted_with: str,
+    warned: bool,
+) -> None:
     path = tmp_path / "fitted.json"
     save_calibration(IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on={"components": fitted_with}), path)
     with caplog.at_level("WARNING", logger="trustgate.assembly"):
-        server = start_gateway(scoring_config(fake_upstream.url, calibration_path=str(path)),  # type: ignore[attr-defined]
-                               scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+        server = start_gateway(
+            scoring_config(fake_upstream.url, calibration_path=str(path)),  # type: ignore[attr-defined]
+            scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)],
+        )
         probability = chat(server, headers={"x-trustgate-mode": "sync"}).headers.get("x-trust-probability")
     assert probability == (None if warned else "0.2800")  # Trust_OV from bc+fc is not what an fc-only fit saw
-    mismatch = [r.getMessage() for r in caplog.records
-                if r.name == "trustgate.assembly" and "the calibration was fitted on" in r.getMessage()]
+    mismatch = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "trustgate.assembly" and "the calibration was fitted on" in r.getMessage()
+    ]
     assert bool(mismatch) is warned
     assert not warned or "from fc, but this process scores with bc+fc" in mismatch[0]
 
 
 def test_without_a_calibration_the_probability_is_absent(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)],
+    )
     response = chat(server, headers={"x-trustgate-mode": "sync"})
     assert response.headers["x-trust-score"] == "0.5800" and "x-trust-probability" not in response.headers
     assert wait_for_record(server, response.headers["x-trust-id"])["probability"] is None
@@ -90,8 +108,12 @@ class FixedScorer(Scorer):
 
 def test_a_record_without_the_calibrated_component_gets_no_probability() -> None:
     """A calibration fitted on Trust_OV says nothing about a RAG score: no number rather than a wrong one."""
-    pipeline = ScoringPipeline([FixedScorer("rag", 0.7)], lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
-                               ScoringSettings(), calibrator=CURVE)
+    pipeline = ScoringPipeline(
+        [FixedScorer("rag", 0.7)],
+        lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
+        ScoringSettings(),
+        calibrator=CURVE,
+    )
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
     assert record.score == 0.7 and record.probability is None
 
@@ -105,12 +127,18 @@ class FailingScorer(Scorer):
 
 @pytest.mark.parametrize(("fitted_with", "probability"), [("bc+fc", None), ("fc", 0.1), (None, 0.1)])
 def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
-        fitted_with: str | None, probability: float | None) -> None:
+    fitted_with: str | None, probability: float | None
+) -> None:
     """Trust_BC failed, so Trust_OV is Trust_FC alone: a curve fitted on both would give it a wrong number."""
     fitted_on = {"components": fitted_with} if fitted_with else {}
     calibrator = IsotonicCalibrator(x=CURVE.x, y=CURVE.y, fitted_on=fitted_on)
-    pipeline = ScoringPipeline([FailingScorer(), FixedScorer("fc", 0.4)], lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
-                               ScoringSettings(), combine=paper_trust, calibrator=calibrator)
+    pipeline = ScoringPipeline(
+        [FailingScorer(), FixedScorer("fc", 0.4)],
+        lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
+        ScoringSettings(),
+        combine=paper_trust,
+        calibrator=calibrator,
+    )
     record = asyncio.run(pipeline.run(ScoringJob(id="trust-1", model="m", question="q", answer="a")))
     assert record.score == 0.4 and record.components["ov"].details.source == "fc"
     assert record.probability == (pytest.approx(probability) if probability is not None else None)
@@ -118,7 +146,8 @@ def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
 
 @pytest.mark.parametrize("content", ['{"format": "something-else"}', "not json", None])
 def test_a_bad_calibration_file_stops_the_start_with_a_config_error(
-        tmp_path: Path, fake_upstream: FakeUpstream, content: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, fake_upstream: FakeUpstream, content: str | None, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "calibration.json"
     if content is not None:
         path.write_text(content)
@@ -137,14 +166,17 @@ def test_a_bad_calibration_file_stops_the_start_with_a_config_error(
 
 
 def test_a_fitted_trust_ov_is_the_logistic_fit_of_its_features_and_its_own_probability(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     from scoring.calibration import LogisticCombination
     from scoring.logprob import LogprobScorer
 
     path = tmp_path / "fitted.json"
     save_calibration(LogisticCombination(("bc", "lp_mean"), (2.0, 1.0), -1.0, fitted_on={"components": "bc+lp"}), path)
-    server = start_gateway(scoring_config(fake_upstream.url, calibration_path=str(path), combine="fitted"),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
+    server = start_gateway(
+        scoring_config(fake_upstream.url, calibration_path=str(path), combine="fitted"),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9), LogprobScorer()],
+    )
     response = chat(server, headers={"x-trustgate-mode": "sync"})
     record = wait_for_record(server, response.headers["x-trust-id"])
     ov, lp = record["components"]["ov"], record["components"]["lp"]

@@ -17,8 +17,9 @@ PATHS = ["passthrough", "litellm"]
 
 
 @pytest.fixture(params=PATHS)
-def any_gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-                start_gateway: Callable[..., ServerThread]) -> ServerThread:
+def any_gateway(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> ServerThread:
     """The same config served by the pass-through path and by litellm's Router."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"passthrough": request.param == "passthrough"}
@@ -29,10 +30,10 @@ def client(server: ServerThread, key: str = MASTER_KEY) -> openai.OpenAI:
     return openai.OpenAI(base_url=f"{server.url}/v1", api_key=key, max_retries=0, timeout=20)
 
 
-def test_non_streamed_completion_reaches_the_upstream(any_gateway: ServerThread,
-                                                       fake_upstream: FakeUpstream) -> None:
+def test_non_streamed_completion_reaches_the_upstream(any_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     reply = client(any_gateway).chat.completions.create(
-        model="fake", messages=[{"role": "user", "content": "hello there"}])
+        model="fake", messages=[{"role": "user", "content": "hello there"}]
+    )
     assert reply.choices[0].message.content == "You said: hello there"
     forwarded = fake_upstream.requests[-1]
     assert forwarded["model"] == "gpt-4o-mini"
@@ -41,7 +42,8 @@ def test_non_streamed_completion_reaches_the_upstream(any_gateway: ServerThread,
 
 def test_streamed_completion_arrives_in_chunks(any_gateway: ServerThread) -> None:
     stream = client(any_gateway).chat.completions.create(
-        model="fake", messages=[{"role": "user", "content": "one two three"}], stream=True)
+        model="fake", messages=[{"role": "user", "content": "one two three"}], stream=True
+    )
     pieces = [chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices]
     assert "".join(pieces) == "You said: one two three"
     assert len([p for p in pieces if p]) >= 4
@@ -49,8 +51,9 @@ def test_streamed_completion_arrives_in_chunks(any_gateway: ServerThread) -> Non
 
 def test_stream_ends_with_done(any_gateway: ServerThread) -> None:
     body = {"model": "fake", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-    with httpx.stream("POST", f"{any_gateway.url}/v1/chat/completions", json=body,
-                      headers={"authorization": f"Bearer {MASTER_KEY}"}) as response:
+    with httpx.stream(
+        "POST", f"{any_gateway.url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {MASTER_KEY}"}
+    ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/event-stream")
         events = [line for line in response.iter_lines() if line.startswith("data: ")]
@@ -58,24 +61,58 @@ def test_stream_ends_with_done(any_gateway: ServerThread) -> None:
 
 
 def test_every_openai_parameter_is_passed_through(any_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
-    tools = [{"type": "function", "function": {"name": "lookup", "description": "look up",
-                                               "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "description": "look up",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     client(any_gateway).chat.completions.create(
-        model="fake", messages=[{"role": "user", "content": "params"}], temperature=0.3, max_tokens=17,
-        stop=["\n\n"], n=2, seed=7, tools=tools, tool_choice="auto", response_format={"type": "text"},
-        logprobs=True, top_logprobs=3, user="user-1")
+        model="fake",
+        messages=[{"role": "user", "content": "params"}],
+        temperature=0.3,
+        max_tokens=17,
+        stop=["\n\n"],
+        n=2,
+        seed=7,
+        tools=tools,
+        tool_choice="auto",
+        response_format={"type": "text"},
+        logprobs=True,
+        top_logprobs=3,
+        user="user-1",
+    )
     forwarded = fake_upstream.requests[-1]
-    expected = {"temperature": 0.3, "max_tokens": 17, "stop": ["\n\n"], "n": 2, "seed": 7, "tools": tools,
-                "tool_choice": "auto", "response_format": {"type": "text"}, "logprobs": True,
-                "top_logprobs": 3, "user": "user-1"}
+    expected = {
+        "temperature": 0.3,
+        "max_tokens": 17,
+        "stop": ["\n\n"],
+        "n": 2,
+        "seed": 7,
+        "tools": tools,
+        "tool_choice": "auto",
+        "response_format": {"type": "text"},
+        "logprobs": True,
+        "top_logprobs": 3,
+        "user": "user-1",
+    }
     assert {k: forwarded.get(k) for k in expected} == expected
 
 
 def test_max_completion_tokens_and_stream_options_are_passed_through(
-        any_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    any_gateway: ServerThread, fake_upstream: FakeUpstream
+) -> None:
     stream = client(any_gateway).chat.completions.create(
-        model="fake", messages=[{"role": "user", "content": "usage please"}], max_completion_tokens=9,
-        stream=True, stream_options={"include_usage": True})
+        model="fake",
+        messages=[{"role": "user", "content": "usage please"}],
+        max_completion_tokens=9,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     usage = [chunk.usage for chunk in stream if chunk.usage]
     forwarded = fake_upstream.requests[-1]
     assert forwarded["max_completion_tokens"] == 9
@@ -85,26 +122,36 @@ def test_max_completion_tokens_and_stream_options_are_passed_through(
 
 def test_logprobs_come_back_to_the_client(any_gateway: ServerThread) -> None:
     reply = client(any_gateway).chat.completions.create(
-        model="fake", messages=[{"role": "user", "content": "x"}], logprobs=True, top_logprobs=2)
+        model="fake", messages=[{"role": "user", "content": "x"}], logprobs=True, top_logprobs=2
+    )
     content = reply.choices[0].logprobs.content
     assert [entry.token for entry in content] == ["You", "said:", "x"]
     assert len(content[0].top_logprobs) == 2
 
 
-@pytest.mark.parametrize("status, error", [(401, openai.AuthenticationError), (429, openai.RateLimitError),
-                                           (500, openai.InternalServerError),
-                                           (503, openai.InternalServerError)])
-def test_upstream_errors_keep_their_status(any_gateway: ServerThread, status: int,
-                                           error: type[openai.APIStatusError]) -> None:
+@pytest.mark.parametrize(
+    "status, error",
+    [
+        (401, openai.AuthenticationError),
+        (429, openai.RateLimitError),
+        (500, openai.InternalServerError),
+        (503, openai.InternalServerError),
+    ],
+)
+def test_upstream_errors_keep_their_status(
+    any_gateway: ServerThread, status: int, error: type[openai.APIStatusError]
+) -> None:
     with pytest.raises(error) as caught:
         client(any_gateway).chat.completions.create(
-            model="fake", messages=[{"role": "user", "content": f"[fail:{status}]"}])
+            model="fake", messages=[{"role": "user", "content": f"[fail:{status}]"}]
+        )
     assert caught.value.status_code == status
     assert set(caught.value.body) >= {"message", "type", "param", "code"}  # type: ignore[arg-type]
 
 
-def test_upstream_secret_never_reaches_the_client(any_gateway: ServerThread, fake_upstream: FakeUpstream,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_upstream_secret_never_reaches_the_client(
+    any_gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
     fake_upstream.api_key = "sk-the-right-one"  # the fake echoes the bad key it got into its message
     with pytest.raises(openai.AuthenticationError) as caught:
         client(any_gateway).chat.completions.create(model="fake", messages=[{"role": "user", "content": "x"}])
@@ -123,11 +170,13 @@ def test_upstream_timeout_is_504(fake_upstream: FakeUpstream, start_gateway: Cal
     assert caught.value.body["type"] == "timeout_error"  # type: ignore[index]
 
 
-def test_client_disconnect_mid_stream_cancels_the_upstream_call(gateway: ServerThread,
-                                                                fake_upstream: FakeUpstream) -> None:
+def test_client_disconnect_mid_stream_cancels_the_upstream_call(
+    gateway: ServerThread, fake_upstream: FakeUpstream
+) -> None:
     body = {"model": "fake", "messages": [{"role": "user", "content": "[stall-stream] a b c"}], "stream": True}
-    with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", json=body,
-                      headers={"authorization": f"Bearer {MASTER_KEY}"}) as response:
+    with httpx.stream(
+        "POST", f"{gateway.url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {MASTER_KEY}"}
+    ) as response:
         first = next(response.iter_raw())
         assert first.startswith(b"data: ")
     deadline = time.monotonic() + 10
@@ -136,11 +185,14 @@ def test_client_disconnect_mid_stream_cancels_the_upstream_call(gateway: ServerT
     assert fake_upstream.stream_disconnects == 1
 
 
-def test_failed_deployment_is_retried_on_the_next_one(fake_upstream: FakeUpstream,
-                                                      start_gateway: Callable[..., ServerThread]) -> None:
+def test_failed_deployment_is_retried_on_the_next_one(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    dead = {"model_name": "fake", "litellm_params": {"model": "openai/fake-model",
-                                                    "api_base": "http://127.0.0.1:9/v1", "timeout": 2}}
+    dead = {
+        "model_name": "fake",
+        "litellm_params": {"model": "openai/fake-model", "api_base": "http://127.0.0.1:9/v1", "timeout": 2},
+    }
     config["model_list"].insert(0, dead)
     config["router_settings"]["num_retries"] = 1
     server = start_gateway(config)
@@ -150,11 +202,21 @@ def test_failed_deployment_is_retried_on_the_next_one(fake_upstream: FakeUpstrea
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_fallback_group_serves_when_the_primary_is_down(fake_upstream: FakeUpstream, path: str,
-                                                        start_gateway: Callable[..., ServerThread]) -> None:
+def test_fallback_group_serves_when_the_primary_is_down(
+    fake_upstream: FakeUpstream, path: str, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["model_list"].append({"model_name": "primary", "litellm_params": {
-        "model": "openai/fake-model", "api_base": "http://127.0.0.1:9/v1", "api_key": "x", "timeout": 2}})
+    config["model_list"].append(
+        {
+            "model_name": "primary",
+            "litellm_params": {
+                "model": "openai/fake-model",
+                "api_base": "http://127.0.0.1:9/v1",
+                "api_key": "x",
+                "timeout": 2,
+            },
+        }
+    )
     config["router_settings"]["fallbacks"] = [{"primary": ["fake"]}]
     config["trustgate"] = {"passthrough": path == "passthrough"}
     server = start_gateway(config)
@@ -162,8 +224,7 @@ def test_fallback_group_serves_when_the_primary_is_down(fake_upstream: FakeUpstr
     assert reply.choices[0].message.content == "You said: f"
 
 
-def test_unreachable_upstream_is_502(fake_upstream: FakeUpstream,
-                                     start_gateway: Callable[..., ServerThread]) -> None:
+def test_unreachable_upstream_is_502(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
     config = gateway_config("http://127.0.0.1:9")
     server = start_gateway(config)
     with pytest.raises(openai.APIStatusError) as caught:

@@ -28,8 +28,9 @@ MESSAGES: list[Any] = [{"role": "user", "content": "loop me"}]
 
 
 @pytest.fixture(params=["passthrough", "litellm"])
-def gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-            start_gateway: Callable[..., ServerThread]) -> ServerThread:
+def gateway(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> ServerThread:
     config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = request.param == "passthrough"
     return start_gateway(config, scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
@@ -40,20 +41,21 @@ def client(server: ServerThread, headers: dict[str, str]) -> openai.OpenAI:
 
 
 def async_client(server: ServerThread, headers: dict[str, str]) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30,
-                              default_headers=headers)
+    return openai.AsyncOpenAI(
+        base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30, default_headers=headers
+    )
 
 
 def readme_snippet() -> str:
     """The README's Python block that shows where the trust object is (after the line naming this file)."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    after = readme[readme.index("(`tests/proxy/test_client_loops.py` runs this)"):]
+    after = readme[readme.index("(`tests/proxy/test_client_loops.py` runs this)") :]
     return after.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_readme_snippet_reads_the_trust_from_the_sdk_objects(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-        capsys: pytest.CaptureFixture[str]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], capsys: pytest.CaptureFixture[str]
+) -> None:
     """The snippet as written, against a gateway serving its model name: a chat stream, then a Responses stream."""
     config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["model_name"] = "local"
@@ -72,7 +74,8 @@ def test_openai_chat_plain_loop_runs_to_the_end(gateway: ServerThread, mode: str
     headers = SYNC if mode == "sync" else ASYNC
     chunks = []
     with client(gateway, headers).chat.completions.with_streaming_response.create(
-            model="fake", messages=MESSAGES, stream=True) as response:
+        model="fake", messages=MESSAGES, stream=True
+    ) as response:
         trust_id = response.headers["x-trust-id"]
         for chunk in response.parse():
             chunks.append(chunk.choices[0].delta.content or "")  # an IndexError here was finding 6
@@ -109,8 +112,11 @@ def test_async_openai_client_loops_run_to_the_end(gateway: ServerThread, mode: s
 def test_include_usage_keeps_openais_usage_chunk_last(gateway: ServerThread) -> None:
     """OpenAI's usage chunk (empty choices) follows the final chunk: it stays last, as the upstream's,
     in OpenAI's shape on both paths (litellm's had a filler choice and a ``cost``)."""
-    chunks = list(client(gateway, SYNC).chat.completions.create(
-        model="fake", messages=MESSAGES, stream=True, stream_options={"include_usage": True}))
+    chunks = list(
+        client(gateway, SYNC).chat.completions.create(
+            model="fake", messages=MESSAGES, stream=True, stream_options={"include_usage": True}
+        )
+    )
     *answer, final, usage = chunks
     assert "".join(c.choices[0].delta.content or "" for c in [*answer, final]) == "You said: loop me"
     assert final.choices[0].finish_reason == "stop" and (final.model_extra or {})["trust"]["status"] == "done"
@@ -133,8 +139,9 @@ def test_openai_responses_loops_run_to_the_end(gateway: ServerThread) -> None:
 
 def test_langchain_loops_run_to_the_end_with_trust_on(gateway: ServerThread) -> None:
     langchain_openai = pytest.importorskip("langchain_openai")
-    chat = langchain_openai.ChatOpenAI(model="fake", base_url=f"{gateway.url}/v1", api_key=MASTER_KEY,
-                                       max_retries=0, default_headers=SYNC)
+    chat = langchain_openai.ChatOpenAI(
+        model="fake", base_url=f"{gateway.url}/v1", api_key=MASTER_KEY, max_retries=0, default_headers=SYNC
+    )
     assert "".join(str(part.content) for part in chat.stream("stream chain")) == "You said: stream chain"
 
     async def astream() -> str:
@@ -147,11 +154,17 @@ def test_langchain_loops_run_to_the_end_with_trust_on(gateway: ServerThread) -> 
 def test_llamaindex_loops_run_to_the_end_with_trust_on(gateway: ServerThread) -> None:
     openai_like = pytest.importorskip("llama_index.llms.openai_like")
     llama_index_llms = pytest.importorskip("llama_index.core.llms")
-    completions = openai_like.OpenAILike(model="fake", api_base=f"{gateway.url}/v1", api_key=MASTER_KEY,
-                                         max_retries=0, default_headers=SYNC)
-    assert "".join(part.delta or "" for part in completions.stream_complete("index stream")) \
-        == "You said: index stream"
-    chat = openai_like.OpenAILike(model="fake", api_base=f"{gateway.url}/v1", api_key=MASTER_KEY,
-                                  is_chat_model=True, max_retries=0, default_headers=SYNC)
+    completions = openai_like.OpenAILike(
+        model="fake", api_base=f"{gateway.url}/v1", api_key=MASTER_KEY, max_retries=0, default_headers=SYNC
+    )
+    assert "".join(part.delta or "" for part in completions.stream_complete("index stream")) == "You said: index stream"
+    chat = openai_like.OpenAILike(
+        model="fake",
+        api_base=f"{gateway.url}/v1",
+        api_key=MASTER_KEY,
+        is_chat_model=True,
+        max_retries=0,
+        default_headers=SYNC,
+    )
     message = llama_index_llms.ChatMessage(role="user", content="index chat")
     assert "".join(part.delta or "" for part in chat.stream_chat([message])) == "You said: index chat"

@@ -12,9 +12,15 @@ from proxy import ConfigError, default_config_path, load_settings, settings_from
 from proxy.server.assembly import build_scorers
 from scoring.settings import ScoringSettings
 
-MINIMAL = {"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/x", "api_base": "http://h/v1",
-                                                                 "api_key": "os.environ/UPSTREAM_KEY"}}],
-           "general_settings": {"master_key": "os.environ/MASTER"}}
+MINIMAL = {
+    "model_list": [
+        {
+            "model_name": "m",
+            "litellm_params": {"model": "openai/x", "api_base": "http://h/v1", "api_key": "os.environ/UPSTREAM_KEY"},
+        }
+    ],
+    "general_settings": {"master_key": "os.environ/MASTER"},
+}
 
 
 def test_env_references_resolve_to_secrets() -> None:
@@ -55,7 +61,8 @@ def test_litellm_proxy_config_file_loads(tmp_path: Path) -> None:
         "general_settings:\n"
         "  master_key: sk-1234\n"
         "litellm_settings:\n"
-        "  drop_params: true\n")
+        "  drop_params: true\n"
+    )
     settings = load_settings(path, {"AZURE_KEY": "k"})
     assert settings.router_settings.fallbacks_for("gpt-4o") == ["local"]
     assert not settings.model_list[0].is_openai_compatible  # azure goes through litellm
@@ -73,17 +80,26 @@ def test_default_config_keeps_its_trust_bc_tuned_for_one_cpu_slot() -> None:
     bc = load_settings(default_config_path(), {}).trustgate.scoring.consistency
     assert bc.preset is None
     assert (bc.mode, bc.max_checks, bc.concurrency, bc.answer_max_tokens, bc.prompt_examples) == (
-        "adaptive", 4, 1, 4, 2)
+        "adaptive",
+        4,
+        1,
+        4,
+        2,
+    )
 
 
-@pytest.mark.parametrize(("consistency", "expected"), [
-    ({"preset": "paper"}, ("paper", "graded", 10)),
-    ({"preset": "paper", "max_checks": 4}, ("paper", "graded", 4)),  # a field set beside the preset wins
-    ({"preset": "paper", "procedure": "debiased"}, ("debiased", "graded", 10)),
-    ({}, ("paper", "adaptive", 4)),
-])
-def test_a_bc_preset_fills_in_the_fields_the_config_leaves_out(consistency: dict[str, object],
-                                                               expected: tuple[str, str, int]) -> None:
+@pytest.mark.parametrize(
+    ("consistency", "expected"),
+    [
+        ({"preset": "paper"}, ("paper", "graded", 10)),
+        ({"preset": "paper", "max_checks": 4}, ("paper", "graded", 4)),  # a field set beside the preset wins
+        ({"preset": "paper", "procedure": "debiased"}, ("debiased", "graded", 10)),
+        ({}, ("paper", "adaptive", 4)),
+    ],
+)
+def test_a_bc_preset_fills_in_the_fields_the_config_leaves_out(
+    consistency: dict[str, object], expected: tuple[str, str, int]
+) -> None:
     config = {**MINIMAL, "trustgate": {"scoring": {"consistency": consistency}}}
     bc = settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"}).trustgate.scoring.consistency
     assert (bc.procedure, bc.mode, bc.max_checks) == expected
@@ -113,9 +129,13 @@ def test_an_nli_rag_judge_without_a_model_is_a_config_error(enabled: bool) -> No
 
 
 def test_the_gateway_refuses_to_start_on_an_nli_model_it_cannot_load(tmp_path: Path) -> None:
-    settings = ScoringSettings.model_validate({
-        "consistency": {"enabled": False}, "rag": {"judge": "nli"},
-        "factcheck": {"enabled": False, "nli_model_dir": str(tmp_path / "missing")}})
+    settings = ScoringSettings.model_validate(
+        {
+            "consistency": {"enabled": False},
+            "rag": {"judge": "nli"},
+            "factcheck": {"enabled": False, "nli_model_dir": str(tmp_path / "missing")},
+        }
+    )
 
     async def build() -> None:
         async with contextlib.AsyncExitStack() as stack:

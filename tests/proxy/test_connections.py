@@ -42,8 +42,9 @@ DEADLINES = {"header_timeout_s": 0.5, "body_timeout_s": 0.5, "keep_alive_s": 0.5
 @pytest.fixture
 def guarded(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {**DEADLINES, "max_connections": 20, "max_connections_per_client": 30,
-                                      "reserved_connections": 5}}
+    config["trustgate"] = {
+        "server": {**DEADLINES, "max_connections": 20, "max_connections_per_client": 30, "reserved_connections": 5}
+    }
     return start_gateway(config)
 
 
@@ -103,7 +104,8 @@ def test_a_request_head_beyond_the_size_bound_is_refused_at_once(guarded: Server
 
 
 def test_an_oversized_pipelined_head_cuts_the_connection_without_writing_into_a_running_response(
-        guarded: ServerThread) -> None:
+    guarded: ServerThread,
+) -> None:
     """While a streamed answer is still going out, the 431 would land inside its body: the connection is cut."""
     with closing(connect(guarded)) as sock:
         sock.sendall(chat_request("[stall-stream] a b", stream=True))
@@ -129,8 +131,10 @@ def test_a_large_request_head_within_the_bound_is_served(guarded: ServerThread) 
 
 def test_a_body_that_never_completes_gets_408_and_the_connection_closes(guarded: ServerThread) -> None:
     with closing(connect(guarded)) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
-                     b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: 100\r\n\r\n{\"model\"")
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+            b"authorization: Bearer " + MASTER_KEY.encode() + b'\r\ncontent-length: 100\r\n\r\n{"model"'
+        )
         reply = closed_within(sock, 5)
     assert reply is not None, "the connection was still open 5 s after its head"
     head, _, body = reply.partition(b"\r\n\r\n")
@@ -143,23 +147,28 @@ def test_a_body_in_pieces_within_the_deadline_is_read_whole_and_answered(guarded
     within the deadline (0.5 s from the head here), the request is answered as any other."""
     body = orjson.dumps({"model": "fake", "messages": [{"role": "user", "content": "in pieces"}]})
     with closing(connect(guarded)) as sock:
-        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
-                     b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\nconnection: close\r\n"
-                     b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:10])
+        sock.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+            b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\nconnection: close\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:10]
+        )
         for start in range(10, len(body), 25):
             time.sleep(0.03)
-            sock.sendall(body[start:start + 25])
+            sock.sendall(body[start : start + 25])
         reply = closed_within(sock, 10)
     assert reply is not None and reply.startswith(b"HTTP/1.1 200"), reply
     assert b"You said: in pieces" in reply
 
 
 def test_a_client_leaving_mid_body_is_a_499_not_a_server_error(
-        guarded: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    guarded: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.ERROR):
         with closing(connect(guarded)) as sock:
-            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
-                         b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: 100\r\n\r\n{\"m")
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                b"authorization: Bearer " + MASTER_KEY.encode() + b'\r\ncontent-length: 100\r\n\r\n{"m'
+            )
             time.sleep(0.1)  # the handler is reading the body
         deadline = time.monotonic() + 5
         while _requests_counted(guarded, "499") == 0 and time.monotonic() < deadline:
@@ -170,8 +179,11 @@ def test_a_client_leaving_mid_body_is_a_499_not_a_server_error(
 
 
 def _requests_counted(server: ServerThread, status: str) -> float:
-    return sum(value for (name, labels), value in samples(server).items()
-               if name == "trustgate_requests_total" and dict(labels).get("status") == status)
+    return sum(
+        value
+        for (name, labels), value in samples(server).items()
+        if name == "trustgate_requests_total" and dict(labels).get("status") == status
+    )
 
 
 def test_an_idle_kept_alive_connection_is_closed(guarded: ServerThread) -> None:
@@ -203,10 +215,11 @@ def test_connections_beyond_the_cap_get_503_and_are_closed(guarded: ServerThread
 def low_fd_gateway(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """``python -m trustgate serve`` with 128 file descriptors and no connection cap below that."""
     config: dict[str, Any] = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {"max_connections": 10_000, "header_timeout_s": 30},
-                           "store": {"path": str(tmp_path / "records.sqlite3")},
-                           "scoring": {"consistency": {"enabled": False}, "factcheck": {"enabled": False},
-                                       "rag": {"enabled": False}}}
+    config["trustgate"] = {
+        "server": {"max_connections": 10_000, "header_timeout_s": 30},
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     port = free_port()
@@ -215,9 +228,13 @@ def low_fd_gateway(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[tupl
         resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
 
     log = (tmp_path / "gateway.log").open("w")
-    process = subprocess.Popen([sys.executable, "-m", "trustgate", "serve", "--config", str(path), "--port",
-                                str(port), "--no-access-log"], stderr=log, text=True,
-                               preexec_fn=limit_descriptors, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trustgate", "serve", "--config", str(path), "--port", str(port), "--no-access-log"],
+        stderr=log,
+        text=True,
+        preexec_fn=limit_descriptors,
+        env={**os.environ, "PYTHONPATH": str(Path.cwd())},
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -260,11 +277,18 @@ def test_out_of_descriptors_is_counted_and_logged_rarely(low_fd_gateway: tuple[s
 
 # --- one client's streams at the cap (issue 31, finding 7) -------------------------------------------------------
 
+
 def chat_request(content: str, *, stream: bool = False) -> bytes:
     body = orjson.dumps({"model": "fake", "stream": stream, "messages": [{"role": "user", "content": content}]})
-    return (b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
-            b"authorization: Bearer " + MASTER_KEY.encode() + b"\r\ncontent-length: "
-            + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+        b"authorization: Bearer "
+        + MASTER_KEY.encode()
+        + b"\r\ncontent-length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
 
 
 def stalled_stream(server: ServerThread, source: str) -> socket.socket:
@@ -282,8 +306,7 @@ def client_from(source: str) -> httpx.Client:
 @pytest.fixture
 def capped(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {"max_connections": 4, "max_connections_per_client": 3,
-                                      "reserved_connections": 2}}
+    config["trustgate"] = {"server": {"max_connections": 4, "max_connections_per_client": 3, "reserved_connections": 2}}
     return start_gateway(config)
 
 
@@ -302,9 +325,11 @@ def test_one_client_at_its_share_leaves_room_for_others_and_probes(capped: Serve
             assert same_address.get(f"{capped.url}/health/liveness").status_code == 200
             assert same_address.get(f"{capped.url}/health/readiness").status_code == 200
         with client_from("127.0.0.2") as other:
-            answer = other.post(f"{capped.url}/v1/chat/completions", json={
-                "model": "fake", "messages": [{"role": "user", "content": "hello"}]},
-                headers={"authorization": f"Bearer {MASTER_KEY}"})
+            answer = other.post(
+                f"{capped.url}/v1/chat/completions",
+                json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+                headers={"authorization": f"Bearer {MASTER_KEY}"},
+            )
             assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"]
         with client_from("127.0.0.3") as probe:
             assert probe.get(f"{capped.url}/health/liveness").status_code == 200
@@ -321,9 +346,11 @@ def test_at_the_cap_probes_and_scrapes_still_answer(capped: ServerThread) -> Non
             assert probe.get(f"{capped.url}/health/liveness").json() == {"status": "ok"}
             assert probe.get(f"{capped.url}/health/readiness").status_code == 200
             assert "trustgate_requests_total" in probe.get(f"{capped.url}/metrics").text
-            refused = probe.post(f"{capped.url}/v1/chat/completions", json={
-                "model": "fake", "messages": [{"role": "user", "content": "hello"}]},
-                headers={"authorization": f"Bearer {MASTER_KEY}"})
+            refused = probe.post(
+                f"{capped.url}/v1/chat/completions",
+                json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+                headers={"authorization": f"Bearer {MASTER_KEY}"},
+            )
             assert refused.status_code == 503 and refused.json()["error"]["code"] == "too_many_connections"
 
 
@@ -346,6 +373,7 @@ def test_connections_of_a_listening_socket_made_without_a_protocol_number_get_no
     """A process manager's socket(AF_INET, SOCK_STREAM) says protocol 0, which asyncio's own TCP_NODELAY skips:
     the gateway's protocol turns Nagle's algorithm off itself (else every small write after the first waits for
     the client's delayed ACK)."""
+
     async def scenario() -> int:
         config = uvicorn.Config(app=lambda scope, receive, send: None, log_level="warning")
         config.load()

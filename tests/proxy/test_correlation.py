@@ -53,8 +53,11 @@ def traced() -> Iterator[Traced]:
 
 @pytest.fixture
 def gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], traced: Traced) -> ServerThread:
-    return start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
-                         scorers=[AskingScorer("bc", 0.9)], telemetry=traced.telemetry)
+    return start_gateway(
+        scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9)],
+        telemetry=traced.telemetry,
+    )
 
 
 def sdk(server: ServerThread, **headers: str) -> openai.OpenAI:
@@ -63,7 +66,8 @@ def sdk(server: ServerThread, **headers: str) -> openai.OpenAI:
 
 def test_a_client_request_id_round_trips_to_the_sdk_record_and_span(gateway: ServerThread, traced: Traced) -> None:
     raw = sdk(gateway, **SYNC).chat.completions.with_raw_response.create(
-        model="fake", messages=[{"role": "user", "content": "hi"}], extra_headers={"x-request-id": "client:run-7.a"})
+        model="fake", messages=[{"role": "user", "content": "hi"}], extra_headers={"x-request-id": "client:run-7.a"}
+    )
     reply = raw.parse()
     assert raw.headers["x-request-id"] == "client:run-7.a"
     assert reply._request_id == "client:run-7.a"  # the OpenAI SDK's own correlation field
@@ -77,57 +81,84 @@ def test_every_response_gets_a_fresh_id_when_the_client_sent_none(gateway: Serve
     second = sdk(gateway).chat.completions.create(model="fake", messages=[{"role": "user", "content": "b"}])
     assert first._request_id and first._request_id.startswith("req_") and first._request_id != second._request_id
     with sdk(gateway, **SYNC).chat.completions.with_streaming_response.create(
-            model="fake", messages=[{"role": "user", "content": "s"}], stream=True) as streamed:
+        model="fake", messages=[{"role": "user", "content": "s"}], stream=True
+    ) as streamed:
         record_id, request_id = streamed.headers["x-trust-id"], streamed.headers["x-request-id"]
         assert [chunk.choices[0].delta.content for chunk in streamed.parse()][-1] is None
     assert wait_for_record(gateway, record_id)["request_id"] == request_id
-    for response in (httpx.get(f"{gateway.url}/health/liveness"),  # and on errors, and off the API
-                     httpx.get(f"{gateway.url}/v1/models"),  # 401
-                     httpx.post(f"{gateway.url}/v1/chat/completions", headers=AUTH, json={"model": "nope"})):
+    for response in (
+        httpx.get(f"{gateway.url}/health/liveness"),  # and on errors, and off the API
+        httpx.get(f"{gateway.url}/v1/models"),  # 401
+        httpx.post(f"{gateway.url}/v1/chat/completions", headers=AUTH, json={"model": "nope"}),
+    ):
         assert response.headers["x-request-id"].startswith("req_")
 
 
 @pytest.mark.parametrize("sent", ["has space", "x" * 129, "semi;colon", "ünï".encode()])
-def test_a_malformed_request_id_is_a_400_before_any_work(gateway: ServerThread, fake_upstream: FakeUpstream,
-                                                          sent: str | bytes) -> None:
-    response = httpx.post(f"{gateway.url}/v1/chat/completions", headers={**AUTH, "x-request-id": sent},
-                          json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
+def test_a_malformed_request_id_is_a_400_before_any_work(
+    gateway: ServerThread, fake_upstream: FakeUpstream, sent: str | bytes
+) -> None:
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        headers={**AUTH, "x-request-id": sent},
+        json={"model": "fake", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert response.status_code == 400
     error = response.json()["error"]
-    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", "x-request-id",
-                                                              "invalid_request_id")
+    assert (error["type"], error["param"], error["code"]) == (
+        "invalid_request_error",
+        "x-request-id",
+        "invalid_request_id",
+    )
     assert response.headers["x-request-id"].startswith("req_") and fake_upstream.requests == []
-    counted = ("trustgate_requests_total", frozenset({"model": "unknown", "status": "400", "mode": "unary",
-                                                      "endpoint": "unknown", "key": "unknown"}.items()))
+    counted = (
+        "trustgate_requests_total",
+        frozenset(
+            {"model": "unknown", "status": "400", "mode": "unary", "endpoint": "unknown", "key": "unknown"}.items()
+        ),
+    )
     assert samples(gateway)[counted] == 1
 
 
 def fallback_config(upstream_url: str, path: str) -> dict[str, Any]:
     config = scoring_config(upstream_url)
-    config["model_list"].append({"model_name": "primary", "litellm_params": {
-        "model": "openai/gpt-4o-mini", "api_base": DEAD, "api_key": "x", "timeout": 2}})
+    config["model_list"].append(
+        {
+            "model_name": "primary",
+            "litellm_params": {"model": "openai/gpt-4o-mini", "api_base": DEAD, "api_key": "x", "timeout": 2},
+        }
+    )
     config["router_settings"]["fallbacks"] = [{"primary": ["fake"]}]
     config["trustgate"]["passthrough"] = path == "passthrough"
     return config
 
 
 def booked(server: ServerThread, model: str) -> float:
-    return sum(value for (name, labels), value in samples(server).items()
-               if name == "trustgate_requests_total" and dict(labels).get("model") == model)
+    return sum(
+        value
+        for (name, labels), value in samples(server).items()
+        if name == "trustgate_requests_total" and dict(labels).get("model") == model
+    )
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_fallback_answer_says_so_and_is_booked_to_the_group_that_answered(
-        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(fallback_config(fake_upstream.url, path),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9)])
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        fallback_config(fake_upstream.url, path),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9)],
+    )
     whole = sdk(server, **SYNC).chat.completions.with_raw_response.create(
-        model="primary", messages=[{"role": "user", "content": "fall"}])
+        model="primary", messages=[{"role": "user", "content": "fall"}]
+    )
     with sdk(server, **SYNC).chat.completions.with_streaming_response.create(
-            model="primary", messages=[{"role": "user", "content": "fall"}], stream=True) as streamed:
+        model="primary", messages=[{"role": "user", "content": "fall"}], stream=True
+    ) as streamed:
         text = "".join(chunk.choices[0].delta.content or "" for chunk in streamed.parse())
-    responses = httpx.post(f"{server.url}/v1/responses", headers={**AUTH, **SYNC}, timeout=30,
-                           json={"model": "primary", "input": "fall"})
+    responses = httpx.post(
+        f"{server.url}/v1/responses", headers={**AUTH, **SYNC}, timeout=30, json={"model": "primary", "input": "fall"}
+    )
     assert whole.parse().choices[0].message.content == text == "You said: fall"
     for headers in (whole.headers, streamed.headers, responses.headers):
         assert (headers["x-trustgate-model-group"], headers["x-trustgate-fallback"]) == ("fake", "primary")
@@ -136,17 +167,25 @@ def test_a_fallback_answer_says_so_and_is_booked_to_the_group_that_answered(
     metrics = samples(server)
     assert metrics[("trustgate_fallbacks_total", frozenset({"asked": "primary", "answered": "fake"}.items()))] == 3
     assert booked(server, "fake") == 3 and booked(server, "primary") == 0
-    assert metrics[("trustgate_user_upstream_tokens_total",
-                    frozenset({"model": "fake", "kind": "completion", "key": "master"}.items()))]
+    assert metrics[
+        (
+            "trustgate_user_upstream_tokens_total",
+            frozenset({"model": "fake", "kind": "completion", "key": "master"}.items()),
+        )
+    ]
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_the_asked_group_answering_names_itself_and_no_fallback(
-        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(fallback_config(fake_upstream.url, path),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9)])
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        fallback_config(fake_upstream.url, path),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9)],
+    )
     raw = sdk(server, **SYNC).chat.completions.with_raw_response.create(
-        model="fake", messages=[{"role": "user", "content": "direct"}])
+        model="fake", messages=[{"role": "user", "content": "direct"}]
+    )
     assert raw.headers["x-trustgate-model-group"] == "fake" and "x-trustgate-fallback" not in raw.headers
     record = wait_for_record(server, raw.headers["x-trust-id"])
     assert (record["model"], record["asked_model"]) == ("fake", None)

@@ -26,9 +26,10 @@ DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France."
 
-pytestmark = pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                                or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                                reason="scoring assets not built: `make install` builds them")
+pytestmark = pytest.mark.skipif(
+    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+    reason="scoring assets not built: `make install` builds them",
+)
 
 
 def options(prompt: str) -> dict[str, str]:
@@ -39,6 +40,7 @@ def options(prompt: str) -> dict[str, str]:
 def model(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
     """A fake model that picks its own answer in every Trust_BC check (consistent) or never does; its judge
     finds support either way, and asked again it answers the same."""
+
     def respond(messages: list[dict[str, Any]]) -> str:
         prompt = last_user_text(messages)
         if prompt.startswith("INSTRUCTION: Please give answers"):  # a Trust_BC check
@@ -46,16 +48,21 @@ def model(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
         if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):  # Trust_FC's judge
             return "support"
         return ANSWER  # the user's question, and each time it is asked again
+
     return respond
 
 
 def scored(server: ServerThread) -> tuple[httpx.Headers, dict[str, Any]]:
-    response = httpx.post(f"{server.url}/v1/chat/completions", timeout=120,
-                          headers={"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-mode": "sync"},
-                          json={"model": "fake", "messages": [{"role": "user", "content": QUESTION}]})
+    response = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        timeout=120,
+        headers={"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-mode": "sync"},
+        json={"model": "fake", "messages": [{"role": "user", "content": QUESTION}]},
+    )
     assert response.headers["x-trust-status"] == "done"
-    record: dict[str, Any] = httpx.get(f"{server.url}/v1/trust/{response.headers['x-trust-id']}",
-                                       headers={"authorization": f"Bearer {MASTER_KEY}"}).json()
+    record: dict[str, Any] = httpx.get(
+        f"{server.url}/v1/trust/{response.headers['x-trust-id']}", headers={"authorization": f"Bearer {MASTER_KEY}"}
+    ).json()
     return response.headers, record
 
 
@@ -71,12 +78,17 @@ def calls_by_component(record: dict[str, Any]) -> dict[str, int]:
 
 
 def test_a_clearly_consistent_answer_costs_four_calls_on_the_defaults(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """Issue 32: at most 4. Trust_BC stops after 3 agreeing checks and Trust_FC's judge is 1 call; those 3
     checks all chose the answer itself, so ``sc`` asks no samples (it would add 3) and says why."""
     fake_upstream.responder = model(consistent=True)
-    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
-        "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}})
+    config = gateway_config(
+        fake_upstream.url,
+        trustgate={  # type: ignore[attr-defined]
+            "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}
+        },
+    )
     headers, record = scored(start_gateway(config, scorers=None))
     assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 0, "ov": 0}
     assert upstream_calls(fake_upstream) == (4, 0)
@@ -89,10 +101,15 @@ def test_a_clearly_consistent_answer_costs_four_calls_on_the_defaults(
 
 
 def test_an_inconsistent_answer_still_gets_its_samples(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     fake_upstream.responder = model(consistent=False)
-    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
-        "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}})
+    config = gateway_config(
+        fake_upstream.url,
+        trustgate={  # type: ignore[attr-defined]
+            "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}
+        },
+    )
     headers, record = scored(start_gateway(config, scorers=None))
     assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
     assert upstream_calls(fake_upstream) == (7, 3)
@@ -103,11 +120,15 @@ def test_an_inconsistent_answer_still_gets_its_samples(
 
 
 def test_with_the_switch_off_every_answer_is_sampled(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     fake_upstream.responder = model(consistent=True)
-    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
-        "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any",
-                    "sc": {"skip_when_consistent": False}}})
+    config = gateway_config(
+        fake_upstream.url,
+        trustgate={  # type: ignore[attr-defined]
+            "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any", "sc": {"skip_when_consistent": False}}
+        },
+    )
     _, record = scored(start_gateway(config, scorers=None))
     assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
     assert upstream_calls(fake_upstream) == (7, 3)

@@ -22,9 +22,13 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 
 def _counted(server: ServerThread, status: str, mode: str = "stream") -> float:
-    return sum(value for (name, labels), value in samples(server).items()
-               if name == "trustgate_requests_total" and dict(labels).get("status") == status
-               and dict(labels).get("mode") == mode)
+    return sum(
+        value
+        for (name, labels), value in samples(server).items()
+        if name == "trustgate_requests_total"
+        and dict(labels).get("status") == status
+        and dict(labels).get("mode") == mode
+    )
 
 
 def test_a_stream_is_an_event_stream_that_ends_with_done(gateway: ServerThread) -> None:
@@ -38,7 +42,8 @@ def test_a_stream_is_an_event_stream_that_ends_with_done(gateway: ServerThread) 
 
 
 def test_a_client_leaving_mid_stream_is_counted_499_and_logs_no_error(
-        gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
     body = {"model": "fake", "messages": [{"role": "user", "content": "[stall-stream] a b c"}], "stream": True}
     with caplog.at_level(logging.ERROR):
         with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", json=body, headers=AUTH) as response:
@@ -49,13 +54,17 @@ def test_a_client_leaving_mid_stream_is_counted_499_and_logs_no_error(
     assert fake_upstream.stream_disconnects == 1  # the upstream read was cancelled
     assert _counted(gateway, "499") == 1
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
-    after = httpx.post(f"{gateway.url}/v1/chat/completions", headers=AUTH,
-                       json={"model": "fake", "messages": [{"role": "user", "content": "next"}], "stream": True})
+    after = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        headers=AUTH,
+        json={"model": "fake", "messages": [{"role": "user", "content": "next"}], "stream": True},
+    )
     assert after.status_code == 200 and after.text.endswith("data: [DONE]\n\n")
 
 
 def test_a_client_leaving_before_a_whole_reply_is_counted_499_and_the_next_request_is_served(
-        gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
     """The upstream call is cancelled in the request's own task (``unless_client_leaves``): the request ends
     as a 499, and the connection's next request, in a new task, is not cancelled by what is left of it."""
     body = {"model": "fake", "messages": [{"role": "user", "content": "[stall:4] a b c"}]}
@@ -63,15 +72,18 @@ def test_a_client_leaving_before_a_whole_reply_is_counted_499_and_the_next_reque
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(f"{gateway.url}/v1/chat/completions", json=body, headers=AUTH, timeout=0.5)
         deadline = time.monotonic() + 3  # before the fake's 4 s answer
-        while (fake_upstream.disconnects == 0 or _counted(gateway, "499", "unary") == 0) and \
-                time.monotonic() < deadline:
+        while (
+            fake_upstream.disconnects == 0 or _counted(gateway, "499", "unary") == 0
+        ) and time.monotonic() < deadline:
             time.sleep(0.05)
     assert fake_upstream.disconnects == 1 and _counted(gateway, "499", "unary") == 1
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     with httpx.Client(headers=AUTH) as client:
         for _ in range(3):
-            after = client.post(f"{gateway.url}/v1/chat/completions",
-                                json={"model": "fake", "messages": [{"role": "user", "content": "next"}]})
+            after = client.post(
+                f"{gateway.url}/v1/chat/completions",
+                json={"model": "fake", "messages": [{"role": "user", "content": "next"}]},
+            )
             assert after.status_code == 200 and after.json()["choices"]
     assert _counted(gateway, "200", "unary") == 3
 

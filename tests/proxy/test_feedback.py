@@ -31,9 +31,13 @@ STATUSES: tuple[TrustStatus, ...] = ("done", "failed", "pending", "skipped", "sh
 def records() -> list[TrustRecord]:
     """One of alice's records per status (id = the status), and one done record of bob's."""
     now = time.time()
-    return [*(TrustRecord(id=status, status=status, model="fake", owner="alice", score=0.6, created_at=now - 10)
-              for status in STATUSES),
-            TrustRecord(id="bobs", status="done", model="fake", owner="bob", score=0.2, created_at=now - 5)]
+    return [
+        *(
+            TrustRecord(id=status, status=status, model="fake", owner="alice", score=0.6, created_at=now - 10)
+            for status in STATUSES
+        ),
+        TrustRecord(id="bobs", status="done", model="fake", owner="bob", score=0.2, created_at=now - 5),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +58,13 @@ def logs() -> Iterator[tuple[InMemoryLogRecordExporter, Telemetry]]:
 
 
 @pytest.fixture(params=["sqlite", "redis"])
-def labelling_gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-                      logs: tuple[InMemoryLogRecordExporter, Telemetry],
-                      start_gateway: Callable[..., ServerThread], tmp_path: Path) -> ServerThread:
+def labelling_gateway(
+    request: pytest.FixtureRequest,
+    fake_upstream: FakeUpstream,
+    logs: tuple[InMemoryLogRecordExporter, Telemetry],
+    start_gateway: Callable[..., ServerThread],
+    tmp_path: Path,
+) -> ServerThread:
     """A gateway over records(), on either store, with its evaluation events recorded."""
     section: dict[str, Any] = {"keys": KEYS}
     if request.param == "sqlite":
@@ -67,14 +75,22 @@ def labelling_gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstrea
         url = request.getfixturevalue("redis_url")
         stored_in_redis(url, records())
         section["scoring"] = {"queue": {"backend": "redis", "redis_url": url}}
-    return start_gateway(gateway_config(fake_upstream.url, trustgate=section),  # type: ignore[attr-defined]
-                         telemetry=logs[1])
+    return start_gateway(
+        gateway_config(fake_upstream.url, trustgate=section),  # type: ignore[attr-defined]
+        telemetry=logs[1],
+    )
 
 
-def send(server: ServerThread, record_id: str, body: Any = None, key: str = "sk-alice", *,
-         content: bytes | None = None) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/trust/{record_id}/feedback", headers={"authorization": f"Bearer {key}"},
-                      json=body if content is None else None, content=content, timeout=10)
+def send(
+    server: ServerThread, record_id: str, body: Any = None, key: str = "sk-alice", *, content: bytes | None = None
+) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/v1/trust/{record_id}/feedback",
+        headers={"authorization": f"Bearer {key}"},
+        json=body if content is None else None,
+        content=content,
+        timeout=10,
+    )
 
 
 def read(server: ServerThread, record_id: str, key: str = MASTER_KEY) -> httpx.Response:
@@ -90,8 +106,9 @@ def nothing_labelled(server: ServerThread) -> bool:
     return all(read(server, record_id).json()["feedback"] is None for record_id in every)
 
 
-def test_the_owner_labels_and_the_latest_label_is_kept(labelling_gateway: ServerThread,
-                                                        logs: tuple[InMemoryLogRecordExporter, Telemetry]) -> None:
+def test_the_owner_labels_and_the_latest_label_is_kept(
+    labelling_gateway: ServerThread, logs: tuple[InMemoryLogRecordExporter, Telemetry]
+) -> None:
     before = time.time()
     first = send(labelling_gateway, "done", {"correct": False, "score": 0.25, "comment": "It is Canberra."})
     assert first.status_code == 200, first.text
@@ -106,16 +123,26 @@ def test_the_owner_labels_and_the_latest_label_is_kept(labelling_gateway: Server
     kept = read(labelling_gateway, "done").json()["feedback"]
     assert kept["correct"] is True and kept["score"] is None and kept["comment"] is None
     assert kept["labelled_at"] >= body["feedback"]["labelled_at"]
-    listed = httpx.get(f"{labelling_gateway.url}/v1/trust", params={"labelled": "true"},
-                       headers={"authorization": "Bearer sk-alice"}, timeout=10).json()["data"]
+    listed = httpx.get(
+        f"{labelling_gateway.url}/v1/trust",
+        params={"labelled": "true"},
+        headers={"authorization": "Bearer sk-alice"},
+        timeout=10,
+    ).json()["data"]
     assert [r["id"] for r in listed] == ["done"]
 
     assert feedback_count(labelling_gateway, "false") == 1 and feedback_count(labelling_gateway, "true") == 1
     events = [dict(r.log_record.attributes or {}) for r in logs[0].get_finished_logs()]
     labels = [a for a in events if a["gen_ai.evaluation.name"] == "trustgate.user_feedback"]
-    assert [(a["gen_ai.evaluation.score.value"], a["gen_ai.evaluation.score.label"], a["trustgate.trust.id"],
-             a["gen_ai.request.model"]) for a in labels] == [(0.25, "incorrect", "done", "fake"),
-                                                           (1.0, "correct", "done", "fake")]
+    assert [
+        (
+            a["gen_ai.evaluation.score.value"],
+            a["gen_ai.evaluation.score.label"],
+            a["trustgate.trust.id"],
+            a["gen_ai.request.model"],
+        )
+        for a in labels
+    ] == [(0.25, "incorrect", "done", "fake"), (1.0, "correct", "done", "fake")]
 
 
 def test_a_failed_record_takes_a_label_and_the_master_key_labels_any(labelling_gateway: ServerThread) -> None:
@@ -137,21 +164,24 @@ def test_another_tenant_gets_the_404_of_an_unknown_id(labelling_gateway: ServerT
     assert feedback_count(labelling_gateway, "true") == 0
 
 
-@pytest.mark.parametrize(("body", "param"), [
-    ({"correct": "true"}, "correct"),
-    ({"correct": 1}, "correct"),
-    ({"correct": None}, "correct"),
-    ({}, "correct"),
-    ({"correct": True, "score": 1.5}, "score"),
-    ({"correct": True, "score": -0.1}, "score"),
-    ({"correct": True, "score": "0.5"}, "score"),
-    ({"correct": True, "score": True}, "score"),
-    ({"correct": True, "comment": "x" * (MAX_FEEDBACK_COMMENT + 1)}, "comment"),
-    ({"correct": True, "comment": 42}, "comment"),
-    ({"correct": True, "labelled_at": 0}, "labelled_at"),
-    ({"correct": True, "colour": "red"}, "colour"),
-    ([True], None),
-])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"correct": "true"}, "correct"),
+        ({"correct": 1}, "correct"),
+        ({"correct": None}, "correct"),
+        ({}, "correct"),
+        ({"correct": True, "score": 1.5}, "score"),
+        ({"correct": True, "score": -0.1}, "score"),
+        ({"correct": True, "score": "0.5"}, "score"),
+        ({"correct": True, "score": True}, "score"),
+        ({"correct": True, "comment": "x" * (MAX_FEEDBACK_COMMENT + 1)}, "comment"),
+        ({"correct": True, "comment": 42}, "comment"),
+        ({"correct": True, "labelled_at": 0}, "labelled_at"),
+        ({"correct": True, "colour": "red"}, "colour"),
+        ([True], None),
+    ],
+)
 def test_bad_input_is_a_400_and_stores_nothing(labelling_gateway: ServerThread, body: Any, param: str | None) -> None:
     response = send(labelling_gateway, "done", body)
     assert response.status_code == 400, response.text
@@ -187,10 +217,13 @@ def test_without_a_key_is_a_401(labelling_gateway: ServerThread) -> None:
 
 
 def test_a_record_still_being_scored_is_a_409_then_takes_its_label(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """Pending in this gateway's own queue, not in the store yet: still "being scored", not "unknown"."""
-    server = start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9, delay=1.0)])
+    server = start_gateway(
+        scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9, delay=1.0)],
+    )
     record_id = chat(server).headers["x-trust-id"]
     pending = send(server, record_id, {"correct": True}, key=MASTER_KEY)
     assert pending.status_code == 409 and "still being scored" in pending.json()["error"]["message"]

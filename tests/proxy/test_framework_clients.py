@@ -20,16 +20,16 @@ openai_like = pytest.importorskip("llama_index.llms.openai_like")
 
 
 @pytest.fixture(params=["passthrough", "litellm"])
-def gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-            start_gateway: Callable[..., ServerThread]) -> ServerThread:
+def gateway(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"passthrough": request.param == "passthrough"}
     return start_gateway(config)
 
 
 def test_langchain_chat_openai(gateway: ServerThread) -> None:
-    chat = langchain_openai.ChatOpenAI(model="fake", base_url=f"{gateway.url}/v1", api_key=MASTER_KEY,
-                                       max_retries=0)
+    chat = langchain_openai.ChatOpenAI(model="fake", base_url=f"{gateway.url}/v1", api_key=MASTER_KEY, max_retries=0)
     assert chat.invoke("hello chain").content == "You said: hello chain"
     assert "".join(str(part.content) for part in chat.stream("stream chain")) == "You said: stream chain"
     assert asyncio.run(chat.ainvoke("async chain")).content == "You said: async chain"
@@ -41,6 +41,7 @@ def test_llamaindex_openai_like_default_uses_completions(gateway: ServerThread, 
     passthrough = gateway.app.state.gateway.settings.trustgate.passthrough  # type: ignore[attr-defined]
     # forwarded to /v1/completions as is; litellm's Router asks a chat model's chat endpoint instead
     assert ("prompt" if passthrough else "messages") in fake_upstream.requests[-1]
-    chat_llm = openai_like.OpenAILike(model="fake", api_base=f"{gateway.url}/v1", api_key=MASTER_KEY,
-                                      is_chat_model=True, max_retries=0)
+    chat_llm = openai_like.OpenAILike(
+        model="fake", api_base=f"{gateway.url}/v1", api_key=MASTER_KEY, is_chat_model=True, max_retries=0
+    )
     assert "You said: chat index" in str(chat_llm.complete("chat index"))

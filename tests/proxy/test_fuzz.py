@@ -24,26 +24,50 @@ from tests.conftest import MASTER_KEY
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
-FUZZ = settings(max_examples=200, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
-scalars = (st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-           | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20))
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
 roles = st.sampled_from(["system", "developer", "user", "assistant", "tool", "function"])
-content_parts = st.lists(st.fixed_dictionaries(
-    {"type": st.just("text") | json_values, "text": st.text() | json_values}), max_size=2)
-messages = st.lists(st.fixed_dictionaries(
-    {"role": roles | json_values, "content": st.text(max_size=40) | content_parts | json_values},
-    optional={"name": json_values, "tool_calls": json_values, "tool_call_id": json_values}), max_size=3)
-documents = st.lists(st.text(max_size=40) | st.fixed_dictionaries(
-    {"text": st.text(max_size=40) | json_values}, optional={"id": json_values, "title": json_values}), max_size=3)
+content_parts = st.lists(
+    st.fixed_dictionaries({"type": st.just("text") | json_values, "text": st.text() | json_values}), max_size=2
+)
+messages = st.lists(
+    st.fixed_dictionaries(
+        {"role": roles | json_values, "content": st.text(max_size=40) | content_parts | json_values},
+        optional={"name": json_values, "tool_calls": json_values, "tool_call_id": json_values},
+    ),
+    max_size=3,
+)
+documents = st.lists(
+    st.text(max_size=40)
+    | st.fixed_dictionaries(
+        {"text": st.text(max_size=40) | json_values}, optional={"id": json_values, "title": json_values}
+    ),
+    max_size=3,
+)
 optional_fields = dict.fromkeys(sorted(ALLOWED_PARAMS - {"model", "messages"}), json_values)
-optional_fields.update(dict.fromkeys(RAG_FIELDS, json_values), documents=documents | json_values,
-                       stream=st.booleans() | json_values)
+optional_fields.update(
+    dict.fromkeys(RAG_FIELDS, json_values), documents=documents | json_values, stream=st.booleans() | json_values
+)
 chat_bodies = st.fixed_dictionaries(
-    {"model": st.just("fake") | json_values, "messages": messages | json_values}, optional=optional_fields)
+    {"model": st.just("fake") | json_values, "messages": messages | json_values}, optional=optional_fields
+)
 header_values = st.text(alphabet=string.ascii_letters + string.digits + string.punctuation, max_size=30)
 
 
@@ -80,11 +104,16 @@ def test_raw_bytes(client: httpx.Client, raw: bytes) -> None:
 
 
 @settings(FUZZ, max_examples=30)
-@given(depth=st.integers(1, 1100), kind=st.sampled_from(["list", "object"]),
-       field=st.sampled_from(["tools", "response_format", "logit_bias", "user"]))
+@given(
+    depth=st.integers(1, 1100),
+    kind=st.sampled_from(["list", "object"]),
+    field=st.sampled_from(["tools", "response_format", "logit_bias", "user"]),
+)
 def test_any_nesting_depth(client: httpx.Client, depth: int, kind: str, field: str) -> None:
-    raw = (f'{{"model": "fake", "messages": [{{"role": "user", "content": "x"}}], '
-           f'"{field}": {deeply_nested(depth, kind)}}}')
+    raw = (
+        f'{{"model": "fake", "messages": [{{"role": "user", "content": "x"}}], '
+        f'"{field}": {deeply_nested(depth, kind)}}}'
+    )
     assert_not_5xx(client.post("/v1/chat/completions", content=raw.encode(), headers=AUTH))
 
 

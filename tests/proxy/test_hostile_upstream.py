@@ -60,21 +60,36 @@ def hostile(_hostile_server: HostileUpstream, recorder: Recorder) -> HostileUpst
 
 def deployment(hostile: HostileUpstream, provider: str) -> dict[str, Any]:
     if provider == "azure":
-        return {"model": "azure/gpt-4o-mini", "api_base": hostile.url, "api_key": SECRETS["azure"],
-                "api_version": "2024-06-01", "timeout": 5}
+        return {
+            "model": "azure/gpt-4o-mini",
+            "api_base": hostile.url,
+            "api_key": SECRETS["azure"],
+            "api_version": "2024-06-01",
+            "timeout": 5,
+        }
     if provider == "anthropic":
-        return {"model": "anthropic/claude-3-5-haiku-20241022", "api_base": hostile.url,
-                "api_key": SECRETS["anthropic"], "timeout": 5}
+        return {
+            "model": "anthropic/claude-3-5-haiku-20241022",
+            "api_base": hostile.url,
+            "api_key": SECRETS["anthropic"],
+            "timeout": 5,
+        }
     return {"model": "openai/gpt-4o-mini", "api_base": f"{hostile.url}/v1", "api_key": SECRETS["openai"], "timeout": 5}
 
 
-def hostile_config(hostile: HostileUpstream, *, provider: str = "openai", path: str = "passthrough",
-                   **trustgate: Any) -> dict[str, Any]:
-    return {"model_list": [{"model_name": "fake", "litellm_params": deployment(hostile, provider)}],
-            "router_settings": {"num_retries": 0, "timeout": 5},
-            "general_settings": {"master_key": MASTER_KEY},
-            "trustgate": {"passthrough": path == "passthrough",
-                          "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any"}, **trustgate}}
+def hostile_config(
+    hostile: HostileUpstream, *, provider: str = "openai", path: str = "passthrough", **trustgate: Any
+) -> dict[str, Any]:
+    return {
+        "model_list": [{"model_name": "fake", "litellm_params": deployment(hostile, provider)}],
+        "router_settings": {"num_retries": 0, "timeout": 5},
+        "general_settings": {"master_key": MASTER_KEY},
+        "trustgate": {
+            "passthrough": path == "passthrough",
+            "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any"},
+            **trustgate,
+        },
+    }
 
 
 BODIES: dict[str, dict[str, Any]] = {
@@ -83,12 +98,17 @@ BODIES: dict[str, dict[str, Any]] = {
     "embeddings": {"input": PROMPT},
     "responses": {"input": PROMPT},
 }
-ROUTES = {"chat": "/v1/chat/completions", "completions": "/v1/completions", "embeddings": "/v1/embeddings",
-          "responses": "/v1/responses"}
+ROUTES = {
+    "chat": "/v1/chat/completions",
+    "completions": "/v1/completions",
+    "embeddings": "/v1/embeddings",
+    "responses": "/v1/responses",
+}
 
 
-def call(gateway_url: str, endpoint: str = "chat", *, stream: bool = False, mode: str | None = None,
-         timeout: float = 30) -> httpx.Response:
+def call(
+    gateway_url: str, endpoint: str = "chat", *, stream: bool = False, mode: str | None = None, timeout: float = 30
+) -> httpx.Response:
     body = {"model": "fake", **BODIES[endpoint], **({"stream": True} if stream else {})}
     headers = {**AUTH, **({"x-trustgate-mode": mode} if mode else {})}
     return httpx.post(f"{gateway_url}{ROUTES[endpoint]}", json=body, headers=headers, timeout=timeout)
@@ -102,14 +122,25 @@ REDIRECTED = [("openai", "passthrough"), ("openai", "litellm"), ("azure", "litel
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize(("provider", "path"), REDIRECTED, ids=[f"{p}-{q}" for p, q in REDIRECTED])
 def test_a_redirect_to_another_host_carries_neither_prompt_nor_key(
-        provider: str, path: str, stream: bool, hostile: HostileUpstream, recorder: Recorder,
-        start_gateway: Callable[..., ServerThread]) -> None:
+    provider: str,
+    path: str,
+    stream: bool,
+    hostile: HostileUpstream,
+    recorder: Recorder,
+    start_gateway: Callable[..., ServerThread],
+) -> None:
     hostile.behaviour = "redirect"
     server = start_gateway(hostile_config(hostile, provider=provider, path=path))
     response = call(server.url, stream=stream)
     assert hostile.requests, "the upstream was never asked: the test proves nothing"
-    assert [(r.path, r.headers.get("api-key") or r.headers.get("x-api-key") or r.headers.get("authorization"),
-             PROMPT in r.body.decode()) for r in recorder.requests] == []  # no prompt, no key, no request at all
+    assert [
+        (
+            r.path,
+            r.headers.get("api-key") or r.headers.get("x-api-key") or r.headers.get("authorization"),
+            PROMPT in r.body.decode(),
+        )
+        for r in recorder.requests
+    ] == []  # no prompt, no key, no request at all
     assert openai_error(response, 502)["code"] == "upstream_redirect"
 
 
@@ -118,8 +149,8 @@ CREDENTIALS = ("authorization", "api-key", "x-api-key")
 
 @pytest.mark.parametrize(("provider", "path"), REDIRECTED, ids=[f"{p}-{q}" for p, q in REDIRECTED])
 def test_following_redirects_stays_on_the_origin_without_credentials(
-        provider: str, path: str, hostile: HostileUpstream, recorder: Recorder,
-        start_gateway: Callable[..., ServerThread]) -> None:
+    provider: str, path: str, hostile: HostileUpstream, recorder: Recorder, start_gateway: Callable[..., ServerThread]
+) -> None:
     """``follow_redirects: true`` follows a redirect within the origin, with the key dropped (issue 31: the origin
     may serve others under other paths), and still refuses one to another host."""
     server = start_gateway(hostile_config(hostile, provider=provider, path=path, upstream={"follow_redirects": True}))
@@ -128,8 +159,10 @@ def test_following_redirects_stays_on_the_origin_without_credentials(
     assert answered.status_code == 200, answered.text
     assert answered.json()["choices"][0]["message"]["content"] == ANSWER
     first, followed = hostile.requests
-    assert any(first.headers.get(name) == SECRETS[provider] or first.headers.get(name) == f"Bearer {SECRETS[provider]}"
-               for name in CREDENTIALS)  # the key went where the config sends it
+    assert any(
+        first.headers.get(name) == SECRETS[provider] or first.headers.get(name) == f"Bearer {SECRETS[provider]}"
+        for name in CREDENTIALS
+    )  # the key went where the config sends it
     assert followed.path.startswith("/same-origin") and PROMPT in followed.body.decode()
     assert {name: followed.headers[name] for name in CREDENTIALS if name in followed.headers} == {}
     hostile.behaviour = "redirect"
@@ -138,8 +171,9 @@ def test_following_redirects_stays_on_the_origin_without_credentials(
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_an_upstreams_cookie_is_never_sent_back(path: str, hostile: HostileUpstream,
-                                                start_gateway: Callable[..., ServerThread]) -> None:
+def test_an_upstreams_cookie_is_never_sent_back(
+    path: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """One caller's reply must not set what the next caller's request carries: the pass-through client keeps
     no cookie jar, and litellm's never sees an upstream's cookie."""
     server = start_gateway(hostile_config(hostile, path=path))
@@ -150,6 +184,7 @@ def test_an_upstreams_cookie_is_never_sent_back(path: str, hostile: HostileUpstr
 
 
 # --- Reserved names ----------------------------------------------------------------------------------------------
+
 
 def _trust_objects(response: httpx.Response) -> list[Any]:
     """Every trust object a client reads: the reply's ``trust`` field, or the stream's (read as SSE): a chunk's,
@@ -173,16 +208,24 @@ def _trust_objects(response: httpx.Response) -> list[Any]:
     return found
 
 
-FORGED_REPLIES = [("chat", False), ("chat", True), ("completions", False), ("completions", True),
-                  ("responses", False), ("responses", True), ("embeddings", False)]
+FORGED_REPLIES = [
+    ("chat", False),
+    ("chat", True),
+    ("completions", False),
+    ("completions", True),
+    ("responses", False),
+    ("responses", True),
+    ("embeddings", False),
+]
 
 
-@pytest.mark.parametrize(("endpoint", "stream"), FORGED_REPLIES,
-                         ids=[f"{e}-{'stream' if s else 'whole'}" for e, s in FORGED_REPLIES])
+@pytest.mark.parametrize(
+    ("endpoint", "stream"), FORGED_REPLIES, ids=[f"{e}-{'stream' if s else 'whole'}" for e, s in FORGED_REPLIES]
+)
 @pytest.mark.parametrize("path", PATHS)
 def test_an_upstreams_forged_verdict_never_reaches_the_client(
-        path: str, endpoint: str, stream: bool, hostile: HostileUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
+    path: str, endpoint: str, stream: bool, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """In every mode the client reads only the gateway's trust data: none in off and (in-band) async, its own in
     sync."""
     hostile.behaviour = "forged"
@@ -204,8 +247,9 @@ def test_an_upstreams_forged_verdict_never_reaches_the_client(
             assert response.headers["x-trust-id"] != FORGED["id"]
 
 
-def test_the_answer_is_forwarded_without_the_forged_fields(hostile: HostileUpstream,
-                                                           start_gateway: Callable[..., ServerThread]) -> None:
+def test_the_answer_is_forwarded_without_the_forged_fields(
+    hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     hostile.behaviour = "forged"
     server = start_gateway(hostile_config(hostile))
     reply = call(server.url, mode="off").json()
@@ -216,10 +260,12 @@ def test_the_answer_is_forwarded_without_the_forged_fields(hostile: HostileUpstr
 
 # --- Reply validation --------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("endpoint", list(ROUTES))
 @pytest.mark.parametrize("path", PATHS)
-def test_a_200_whose_fields_are_all_null_is_a_502(path: str, endpoint: str, hostile: HostileUpstream,
-                                                  start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_200_whose_fields_are_all_null_is_a_502(
+    path: str, endpoint: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     hostile.behaviour = "null-fields"
     server = start_gateway(hostile_config(hostile, path=path))
     error = openai_error(call(server.url, endpoint, mode="off"), 502)
@@ -228,8 +274,9 @@ def test_a_200_whose_fields_are_all_null_is_a_502(path: str, endpoint: str, host
 
 @pytest.mark.parametrize("endpoint", ["chat", "completions", "responses"])
 @pytest.mark.parametrize("path", PATHS)
-def test_a_stream_answered_with_an_html_page_is_a_502(path: str, endpoint: str, hostile: HostileUpstream,
-                                                      start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_stream_answered_with_an_html_page_is_a_502(
+    path: str, endpoint: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     hostile.behaviour = "html-stream"
     server = start_gateway(hostile_config(hostile, path=path))
     response = call(server.url, endpoint, stream=True, mode="off")
@@ -243,9 +290,9 @@ NULL_STREAMS += [("azure", "litellm", "chat"), ("anthropic", "litellm", "chat")]
 
 
 @pytest.mark.parametrize(("provider", "path", "endpoint"), NULL_STREAMS, ids=["-".join(case) for case in NULL_STREAMS])
-def test_a_stream_whose_first_event_is_all_nulls_is_a_502(provider: str, path: str, endpoint: str,
-                                                          hostile: HostileUpstream,
-                                                          start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_stream_whose_first_event_is_all_nulls_is_a_502(
+    provider: str, path: str, endpoint: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """Right media type, wrong events: on the litellm path these were an empty successful stream."""
     hostile.behaviour = "null-stream"
     server = start_gateway(hostile_config(hostile, provider=provider, path=path))
@@ -256,9 +303,11 @@ def test_a_stream_whose_first_event_is_all_nulls_is_a_502(provider: str, path: s
 
 # --- Readiness probes against a hostile upstream -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("behaviour", ["drip", "bomb:zstd"])
-def test_a_readiness_probe_never_reads_the_upstreams_listing(behaviour: str, hostile: HostileUpstream,
-                                                             start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_readiness_probe_never_reads_the_upstreams_listing(
+    behaviour: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """The probe needs the status alone: a listing that drips for ever (which held every readiness caller
     behind the probe) or that decodes to a gigabyte is never read, and identity is asked for."""
     hostile.behaviour = behaviour
@@ -266,15 +315,18 @@ def test_a_readiness_probe_never_reads_the_upstreams_listing(behaviour: str, hos
     reply = httpx.get(f"{server.url}/health/readiness", timeout=10)
     assert (reply.status_code, reply.json()) == (200, {"status": "ok"})
     assert [(r.method, r.path, r.headers.get("accept-encoding")) for r in hostile.requests] == [
-        ("GET", "/v1/models", "identity")]
+        ("GET", "/v1/models", "identity")
+    ]
 
 
 # --- Encodings ---------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("coding", ["br", "compress", "gzip, zstd"])
 @pytest.mark.parametrize("path", PATHS)
 def test_a_reply_in_an_encoding_the_gateway_does_not_read_is_a_502(
-        path: str, coding: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    path: str, coding: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     hostile.behaviour = f"encoding:{coding}"
     server = start_gateway(hostile_config(hostile, path=path))
     assert openai_error(call(server.url, mode="off"), 502)["code"] == "upstream_bad_encoding"
@@ -283,8 +335,8 @@ def test_a_reply_in_an_encoding_the_gateway_does_not_read_is_a_502(
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize(("provider", "path"), REDIRECTED, ids=[f"{p}-{q}" for p, q in REDIRECTED])
 def test_a_compressed_answer_within_the_cap_is_read_on_every_provider(
-        provider: str, path: str, stream: bool, hostile: HostileUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
+    provider: str, path: str, stream: bool, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """Decoding stays for an upstream that compresses anyway: the same transport serves every provider."""
     hostile.behaviour = "gzip-answer"
     server = start_gateway(hostile_config(hostile, provider=provider, path=path))
@@ -292,8 +344,7 @@ def test_a_compressed_answer_within_the_cap_is_read_on_every_provider(
     assert response.status_code == 200, response.text
     assert hostile.requests[-1].headers["accept-encoding"] == "identity"
     if stream:
-        chunks = [orjson.loads(line[6:]) for line in response.text.splitlines()
-                  if line.startswith("data: {")]
+        chunks = [orjson.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: {")]
         assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]) == ANSWER
         assert response.text.endswith("data: [DONE]\n\n")
     else:
@@ -304,8 +355,8 @@ def test_a_compressed_answer_within_the_cap_is_read_on_every_provider(
 @pytest.mark.parametrize("coding", ["zstd", "gzip"])
 @pytest.mark.parametrize("path", PATHS)
 def test_a_compressed_bomb_is_refused_at_the_cap_on_its_decoded_size(
-        path: str, coding: str, stream: bool, hostile: HostileUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
+    path: str, coding: str, stream: bool, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     hostile.behaviour = f"bomb:{coding}"
     server = start_gateway(hostile_config(hostile, path=path, upstream={"max_response_bytes": 1_000_000}))
     error = openai_error(call(server.url, stream=stream, mode="off"), 502)
@@ -346,8 +397,7 @@ class LivenessProbe:
         self.failures: list[str] = []
 
     def __enter__(self) -> LivenessProbe:
-        self._process = subprocess.Popen([sys.executable, "-c", _PROBE, self._url], stdout=subprocess.PIPE,
-                                         text=True)
+        self._process = subprocess.Popen([sys.executable, "-c", _PROBE, self._url], stdout=subprocess.PIPE, text=True)
         assert self._process.stdout is not None
         self._record(self._process.stdout.readline())  # probing has begun
         return self
@@ -366,20 +416,31 @@ class LivenessProbe:
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_three_compressed_bombs_leave_memory_and_liveness_alone(path: str, hostile: HostileUpstream,
-                                                                tmp_path: Path) -> None:
+def test_three_compressed_bombs_leave_memory_and_liveness_alone(
+    path: str, hostile: HostileUpstream, tmp_path: Path
+) -> None:
     """Issue 31's bound: three 32 KiB zstd replies at once (each about 1 GiB decoded), refused while the
     gateway's peak resident memory grows by less than 64 MB and liveness answers within 100 ms throughout."""
-    config = hostile_config(hostile, path=path, upstream={"max_response_bytes": 1_000_000}, scoring=NO_SCORERS,
-                            server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")})
+    config = hostile_config(
+        hostile,
+        path=path,
+        upstream={"max_response_bytes": 1_000_000},
+        scoring=NO_SCORERS,
+        server={"port": free_port()},
+        store={"path": str(tmp_path / "records.sqlite3")},
+    )
     config_file = tmp_path / "config.yaml"
     config_file.write_text(yaml.safe_dump(config))
     assert len(bomb("zstd")) <= 40 * 1024
     with serve_config(config_file, timeout=120) as gateway:
         # Lazy imports and pools before measuring: an answer's, a decoded answer's and a refusal's, never a bomb's
         # (whose own peak would then hide in the baseline).
-        for behaviour, stream, status in [("forged", False, 200), ("gzip-answer", False, 200),
-                                          ("gzip-answer", True, 200), ("encoding:br", False, 502)]:
+        for behaviour, stream, status in [
+            ("forged", False, 200),
+            ("gzip-answer", False, 200),
+            ("gzip-answer", True, 200),
+            ("encoding:br", False, 502),
+        ]:
             hostile.behaviour = behaviour
             assert call(gateway.url, stream=stream, mode="off").status_code == status
         hostile.behaviour = "bomb:zstd"

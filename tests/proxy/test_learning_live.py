@@ -41,15 +41,20 @@ def right(i: int) -> bool:
 
 
 def ask(server: ServerThread, content: str) -> httpx.Response:
-    response = httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "sync"},
-                          timeout=30, json={"model": "fake", "messages": [{"role": "user", "content": content}]})
+    response = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={**AUTH, "x-trustgate-mode": "sync"},
+        timeout=30,
+        json={"model": "fake", "messages": [{"role": "user", "content": content}]},
+    )
     assert response.status_code == 200 and response.headers["x-trust-status"] == "done", response.text
     return response
 
 
 def label(server: ServerThread, record_id: str, correct: bool) -> None:
-    response = httpx.post(f"{server.url}/v1/trust/{record_id}/feedback", headers=AUTH, json={"correct": correct},
-                          timeout=10)
+    response = httpx.post(
+        f"{server.url}/v1/trust/{record_id}/feedback", headers=AUTH, json={"correct": correct}, timeout=10
+    )
     assert response.status_code == 200, response.text
 
 
@@ -86,13 +91,16 @@ def ov(server: ServerThread, record_id: str) -> dict[str, Any]:
 
 def learning_config(upstream_url: str, tmp_path: Path) -> dict[str, Any]:
     config = gateway_config(upstream_url)
-    config["trustgate"] = {"store": {"path": str(tmp_path / "records.sqlite3")}, "scoring": {
-        "allow_client_mode": "any", "data_dir": str(tmp_path / "data"), "feedback": LEARNING}}
+    config["trustgate"] = {
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {"allow_client_mode": "any", "data_dir": str(tmp_path / "data"), "feedback": LEARNING},
+    }
     return config
 
 
 def test_a_running_gateway_refits_uses_the_fit_and_keeps_it_across_a_restart(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     config = learning_config(fake_upstream.url, tmp_path)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.8)])
     first = teach(gateway, gateway, range(10))
@@ -124,7 +132,8 @@ def test_a_running_gateway_refits_uses_the_fit_and_keeps_it_across_a_restart(
 
 
 def test_the_calibration_endpoint_is_for_the_master_key_only(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     config = learning_config(fake_upstream.url, tmp_path)  # type: ignore[attr-defined]
     config["trustgate"]["keys"] = [{"key": "sk-admin", "name": "ops", "admin": True}]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.8)])
@@ -135,9 +144,11 @@ def test_the_calibration_endpoint_is_for_the_master_key_only(
 
 
 def test_two_gateways_on_one_redis_share_the_fit(
-        fake_upstream: FakeUpstream, redis_server: RedisServer,  # noqa: F811
-        start_gateway: Callable[..., ServerThread],
-        start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:  # noqa: F811
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,  # noqa: F811
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["feedback"] = LEARNING
     one, two = (start_gateway(config, scorers=[AskingScorer("bc", 0.1)]) for _ in range(2))  # workers score
@@ -151,7 +162,8 @@ def test_two_gateways_on_one_redis_share_the_fit(
 
 
 def test_a_model_whose_labels_no_score_separates_is_flagged_not_informative(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     config = learning_config(fake_upstream.url, tmp_path)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.8)])
     for i in range(20):  # right and wrong answers alternate: 1, 3 and 5 words right, 2, 4 and 6 wrong

@@ -31,19 +31,29 @@ SCORING_OFF = {"consistency": {"enabled": False}, "factcheck": {"enabled": False
 
 def _printed_by(code: str) -> Any:
     """Run ``code`` in a fresh interpreter; the JSON of the last line it printed."""
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={"PATH": "/usr/bin:/bin", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                                            "HF_HUB_OFFLINE": "1"})
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"},
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def _loaded_after(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
     """The ``watched`` modules that ``code``, run in a fresh interpreter, left in ``sys.modules``."""
-    return list(_printed_by(textwrap.dedent(code) + textwrap.dedent(f"""
+    return list(
+        _printed_by(
+            textwrap.dedent(code)
+            + textwrap.dedent(f"""
         import json, sys
         print(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))
-    """)))
+    """)
+        )
+    )
 
 
 def _start_and_stop_gateway(config: dict[str, object]) -> str:
@@ -76,15 +86,17 @@ def test_importing_the_gateway_loads_no_scoring_library() -> None:
 
 
 def test_a_gateway_with_scoring_off_starts_without_them(tmp_path: Path) -> None:
-    config = gateway_config("http://127.0.0.1:9", trustgate={
-        "scoring": SCORING_OFF, "store": {"path": str(tmp_path / "records.sqlite3")}})
+    config = gateway_config(
+        "http://127.0.0.1:9", trustgate={"scoring": SCORING_OFF, "store": {"path": str(tmp_path / "records.sqlite3")}}
+    )
     assert _loaded_after(_start_and_stop_gateway(config)) == []
 
 
 def test_a_gateway_whose_redis_workers_score_starts_without_them(redis_url: str, tmp_path: Path) -> None:
     """The scorers are configured (workers load them), but the gateway itself only queues jobs."""
-    config = gateway_config("http://127.0.0.1:9", trustgate={
-        "scoring": {"queue": {"backend": "redis", "redis_url": redis_url}}})
+    config = gateway_config(
+        "http://127.0.0.1:9", trustgate={"scoring": {"queue": {"backend": "redis", "redis_url": redis_url}}}
+    )
     assert _loaded_after(_start_and_stop_gateway(config)) == []
 
 

@@ -31,8 +31,13 @@ CONFIGS = Path(__file__).with_name("litellm_configs")
 MASTER = "sk-routing-tests"
 # The process environment of the env_references config: UPSTREAM_URL and ASSISTANT_KEY are also set by
 # the config's environment_variables, whose values win; REDIS_HOST and REDIS_PASSWORD are set nowhere.
-PROCESS_ENV = {"CHAT_KEY": "sk-chat-from-the-process", "CHAT_TIMEOUT": "20", "LITELLM_MASTER_KEY": MASTER,
-               "UPSTREAM_URL": "http://127.0.0.1:9/v1", "ASSISTANT_KEY": "sk-overridden"}
+PROCESS_ENV = {
+    "CHAT_KEY": "sk-chat-from-the-process",
+    "CHAT_TIMEOUT": "20",
+    "LITELLM_MASTER_KEY": MASTER,
+    "UPSTREAM_URL": "http://127.0.0.1:9/v1",
+    "ASSISTANT_KEY": "sk-overridden",
+}
 
 
 def load(tmp_path: Path, name: str, **values: str) -> dict[str, Any]:
@@ -47,14 +52,20 @@ def load(tmp_path: Path, name: str, **values: str) -> dict[str, Any]:
 
 def warned(caplog: pytest.LogCaptureFixture) -> list[list[str]]:
     """The keys named by each ignored-keys warning."""
-    return [record.getMessage().split(": ", 1)[1].split(", ") for record in caplog.records
-            if record.name == "trustgate.config"]
+    return [
+        record.getMessage().split(": ", 1)[1].split(", ")
+        for record in caplog.records
+        if record.name == "trustgate.config"
+    ]
 
 
 def chat(server: ServerThread, model: str, text: str = "hello", client: httpx.Client | None = None) -> httpx.Response:
-    return (client or httpx).post(f"{server.url}/v1/chat/completions", timeout=30,
-                                  headers={"authorization": f"Bearer {MASTER}"},
-                                  json={"model": model, "messages": [{"role": "user", "content": text}]})
+    return (client or httpx).post(
+        f"{server.url}/v1/chat/completions",
+        timeout=30,
+        headers={"authorization": f"Bearer {MASTER}"},
+        json={"model": model, "messages": [{"role": "user", "content": text}]},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -80,8 +91,12 @@ def slow_upstream(_second_server: tuple[FakeUpstream, ServerThread]) -> FakeUpst
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_environment_references_reach_both_upstream_paths(
-        path: str, tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-        caplog: pytest.LogCaptureFixture) -> None:
+    path: str,
+    tmp_path: Path,
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.WARNING, logger="trustgate.config")
     config = load(tmp_path, "env_references", upstream=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = path == "passthrough"
@@ -95,18 +110,30 @@ def test_environment_references_reach_both_upstream_paths(
     ready = httpx.get(f"{server.url}/health/readiness", headers=master, timeout=10).json()
     assert ready["models"] == {"chat": "ok", "assistant": "ok"}
     # Redis keys are LiteLLM's, ignored: their unset references did not stop start-up and are named.
-    assert warned(caplog) == [["router_settings.redis_host (os.environ/REDIS_HOST not read)",
-                               "router_settings.redis_password (os.environ/REDIS_PASSWORD not read)",
-                               "router_settings.redis_port"]]
+    assert warned(caplog) == [
+        [
+            "router_settings.redis_host (os.environ/REDIS_HOST not read)",
+            "router_settings.redis_password (os.environ/REDIS_PASSWORD not read)",
+            "router_settings.redis_port",
+        ]
+    ]
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_a_deployment_without_a_key_sends_its_providers_variable_as_litellm_does(
-        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """LiteLLM users rely on OPENAI_API_KEY for an ``openai/`` deployment that names no key."""
-    config = {"model_list": [{"model_name": "chat", "litellm_params": {
-                  "model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"}}],  # type: ignore[attr-defined]
-              "general_settings": {"master_key": MASTER}, "trustgate": {"passthrough": path == "passthrough"}}
+    config = {
+        "model_list": [
+            {
+                "model_name": "chat",
+                "litellm_params": {"model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"},
+            }
+        ],  # type: ignore[attr-defined]
+        "general_settings": {"master_key": MASTER},
+        "trustgate": {"passthrough": path == "passthrough"},
+    }
     server = start_gateway(config, {"OPENAI_API_KEY": "sk-openai-from-the-environment"})
     reply = chat(server, "chat")
     assert reply.status_code == 200, reply.text
@@ -114,9 +141,22 @@ def test_a_deployment_without_a_key_sends_its_providers_variable_as_litellm_does
     settings = settings_from_dict(config, {"OPENAI_API_KEY": "sk-openai-from-the-environment"})
     assert "sk-openai-from-the-environment" in settings.secrets()  # kept secret like a key the config names
     assert "sk-openai-from-the-environment" not in repr(settings)
-    named = settings_from_dict({**config, "model_list": [{"model_name": "chat", "litellm_params": {
-        "model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:5/v1", "api_key": "sk-named"}}]},
-        {"OPENAI_API_KEY": "sk-openai-from-the-environment"})
+    named = settings_from_dict(
+        {
+            **config,
+            "model_list": [
+                {
+                    "model_name": "chat",
+                    "litellm_params": {
+                        "model": "openai/gpt-4o-mini",
+                        "api_base": "http://127.0.0.1:5/v1",
+                        "api_key": "sk-named",
+                    },
+                }
+            ],
+        },
+        {"OPENAI_API_KEY": "sk-openai-from-the-environment"},
+    )
     assert named.secrets() == [MASTER, "sk-named"]  # a key the config names wins
 
 
@@ -133,27 +173,43 @@ def test_environment_values_keep_their_types_and_only_credentials_are_secret(tmp
 def test_exported_variables_named_as_secrets_are_kept_secret() -> None:
     """A key set only to be exported (for litellm's own lookups) is scrubbed from error text like any key;
     an address or a number is not (scrubbing "600" would garble every message)."""
-    settings = settings_from_dict({"model_list": [{"model_name": "m", "litellm_params": {"model": "openai/m"}}],
-                                   "general_settings": {"master_key": "k"},
-                                   "environment_variables": {"ANTHROPIC_API_KEY": "sk-only-exported",
-                                                             "HF_TOKEN": "hf-only-exported",
-                                                             "AZURE_API_BASE": "https://az.example", "RPM": 600}}, {})
-    assert settings.exported_environment() == {"ANTHROPIC_API_KEY": "sk-only-exported", "HF_TOKEN": "hf-only-exported",
-                                               "AZURE_API_BASE": "https://az.example", "RPM": "600"}
+    settings = settings_from_dict(
+        {
+            "model_list": [{"model_name": "m", "litellm_params": {"model": "openai/m"}}],
+            "general_settings": {"master_key": "k"},
+            "environment_variables": {
+                "ANTHROPIC_API_KEY": "sk-only-exported",
+                "HF_TOKEN": "hf-only-exported",
+                "AZURE_API_BASE": "https://az.example",
+                "RPM": 600,
+            },
+        },
+        {},
+    )
+    assert settings.exported_environment() == {
+        "ANTHROPIC_API_KEY": "sk-only-exported",
+        "HF_TOKEN": "hf-only-exported",
+        "AZURE_API_BASE": "https://az.example",
+        "RPM": "600",
+    }
     assert set(settings.secrets()) == {"k", "sk-only-exported", "hf-only-exported"}
     assert "sk-only-exported" not in repr(settings) and "hf-only-exported" not in repr(settings)
 
 
 def test_an_unset_reference_in_a_key_read_is_a_one_line_error(tmp_path: Path) -> None:
     environ = {k: v for k, v in PROCESS_ENV.items() if k != "CHAT_KEY"}
-    with pytest.raises(ConfigError, match=r"^config\.model_list\[0\]\.litellm_params\.api_key refers to "
-                                          r"environment variable CHAT_KEY, which is not set$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^config\.model_list\[0\]\.litellm_params\.api_key refers to "
+        r"environment variable CHAT_KEY, which is not set$",
+    ):
         settings_from_dict(load(tmp_path, "env_references", upstream="http://127.0.0.1:5"), environ)
 
 
 @pytest.mark.parametrize("written", ["env", "config"])
 def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
-        written: str, caplog: pytest.LogCaptureFixture) -> None:
+    written: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """Which path a group takes (its ``model``, ``passthrough``) and the routing strategy are decided by the
     values the references hold, whether the process or the config's ``environment_variables`` sets them."""
     caplog.set_level(logging.WARNING, logger="trustgate.config")
@@ -161,12 +217,22 @@ def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
 
     def config(**changed: str) -> dict[str, Any]:
         given = {**values, **changed}
-        return {"model_list": [{"model_name": "chat", "litellm_params": {
-                    "model": "os.environ/MODEL", "api_base": "http://127.0.0.1:5/v1", "organization": "org-a"}}],
-                "router_settings": {"routing_strategy": "os.environ/STRATEGY"},
-                "general_settings": {"master_key": "k"},
-                "trustgate": {"passthrough": "os.environ/PASSTHROUGH"},
-                **({"environment_variables": given} if written == "config" else {})}
+        return {
+            "model_list": [
+                {
+                    "model_name": "chat",
+                    "litellm_params": {
+                        "model": "os.environ/MODEL",
+                        "api_base": "http://127.0.0.1:5/v1",
+                        "organization": "org-a",
+                    },
+                }
+            ],
+            "router_settings": {"routing_strategy": "os.environ/STRATEGY"},
+            "general_settings": {"master_key": "k"},
+            "trustgate": {"passthrough": "os.environ/PASSTHROUGH"},
+            **({"environment_variables": given} if written == "config" else {}),
+        }
 
     def read(**changed: str) -> tuple[Any, list[list[str]]]:
         caplog.clear()
@@ -181,35 +247,54 @@ def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
     assert warnings == []
     settings, warnings = read(STRATEGY="usage-based-routing-v2")
     assert settings.router_settings.routing_strategy == "simple-shuffle"
-    assert warnings == [["model_list[0].litellm_params.organization (pass-through deployment)",
-                         "router_settings.routing_strategy (os.environ/STRATEGY is usage-based-routing-v2: "
-                         "simple-shuffle used)"]]
+    assert warnings == [
+        [
+            "model_list[0].litellm_params.organization (pass-through deployment)",
+            "router_settings.routing_strategy (os.environ/STRATEGY is usage-based-routing-v2: simple-shuffle used)",
+        ]
+    ]
 
 
-def test_serve_exports_environment_variables_for_litellms_own_lookups(fake_upstream: FakeUpstream,
-                                                                      tmp_path: Path) -> None:
+def test_serve_exports_environment_variables_for_litellms_own_lookups(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
     """``trustgate serve`` sets the config's ``environment_variables`` in its environment, as LiteLLM's proxy
     does: a litellm-path deployment that names no key is sent the provider's key litellm looks up there.
     The process logs its one ignored-keys warning once."""
-    config = {"model_list": [{"model_name": "chat", "litellm_params": {
-                  "model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"}}],  # type: ignore[attr-defined]
-              "environment_variables": {"OPENAI_API_KEY": "sk-set-by-the-config"},
-              "router_settings": {"redis_host": "os.environ/TRUSTGATE_TEST_UNSET"},
-              "general_settings": {"master_key": MASTER},
-              "trustgate": {"passthrough": False, "scoring": {"mode": "off"}, "server": {"port": free_port()},
-                            "store": {"path": str(tmp_path / "records.sqlite3")}}}
+    config = {
+        "model_list": [
+            {
+                "model_name": "chat",
+                "litellm_params": {"model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"},
+            }
+        ],  # type: ignore[attr-defined]
+        "environment_variables": {"OPENAI_API_KEY": "sk-set-by-the-config"},
+        "router_settings": {"redis_host": "os.environ/TRUSTGATE_TEST_UNSET"},
+        "general_settings": {"master_key": MASTER},
+        "trustgate": {
+            "passthrough": False,
+            "scoring": {"mode": "off"},
+            "server": {"port": free_port()},
+            "store": {"path": str(tmp_path / "records.sqlite3")},
+        },
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     with serve_config(path, timeout=120) as gateway:
-        reply = httpx.post(f"{gateway.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER}"},
-                           json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)
+        reply = httpx.post(
+            f"{gateway.url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {MASTER}"},
+            json={"model": "chat", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30,
+        )
         gateway.kill()  # nothing to see in its shutdown: skip its seconds
     assert reply.status_code == 200, reply.text
     assert fake_upstream.headers[-1]["authorization"] == "Bearer sk-set-by-the-config"
     assert "sk-set-by-the-config" not in "".join(gateway.output)
     assert [line.split("trustgate.config: ", 1)[1] for line in gateway.output if "trustgate.config: " in line] == [
         "LiteLLM settings TrustGate does not implement, ignored: "
-        "router_settings.redis_host (os.environ/TRUSTGATE_TEST_UNSET not read)\n"]
+        "router_settings.redis_host (os.environ/TRUSTGATE_TEST_UNSET not read)\n"
+    ]
 
 
 # --- mode: off / on ---------------------------------------------------------------------------------------------
@@ -230,16 +315,23 @@ trustgate:
     assert settings_from_dict(read_config(path), {}).trustgate.passthrough is False  # other booleans: LiteLLM's YAML
 
 
-@pytest.mark.parametrize("section, error", [
-    ("scoring: {per_key: {batch-jobs: {mode: yes}}}",
-     "trustgate.scoring.per_key.batch-jobs.mode: Input should be 'sync', 'async' or 'off', not 'yes'"),
-    ("scoring: {mode: asynk}", "trustgate.scoring.mode: Input should be 'sync', 'async' or 'off', not 'asynk'"),
-    ("health: {readiness_mode: on}", "trustgate.health.readiness_mode: Input should be 'any' or 'all', not 'on'"),
-])
+@pytest.mark.parametrize(
+    "section, error",
+    [
+        (
+            "scoring: {per_key: {batch-jobs: {mode: yes}}}",
+            "trustgate.scoring.per_key.batch-jobs.mode: Input should be 'sync', 'async' or 'off', not 'yes'",
+        ),
+        ("scoring: {mode: asynk}", "trustgate.scoring.mode: Input should be 'sync', 'async' or 'off', not 'asynk'"),
+        ("health: {readiness_mode: on}", "trustgate.health.readiness_mode: Input should be 'any' or 'all', not 'on'"),
+    ],
+)
 def test_a_wrong_mode_is_shown_as_written(section: str, error: str, tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
-    path.write_text("model_list: [{model_name: m, litellm_params: {model: openai/m}}]\n"
-                    f"general_settings: {{master_key: k}}\ntrustgate: {{{section}}}\n")
+    path.write_text(
+        "model_list: [{model_name: m, litellm_params: {model: openai/m}}]\n"
+        f"general_settings: {{master_key: k}}\ntrustgate: {{{section}}}\n"
+    )
     with pytest.raises(ConfigError) as caught:
         settings_from_dict(read_config(path), {})
     assert str(caught.value) == error
@@ -248,29 +340,47 @@ def test_a_wrong_mode_is_shown_as_written(section: str, error: str, tmp_path: Pa
 # --- routing ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("strategy, ignored", [
-    ("least-busy", ["router_settings.routing_strategy_args"]),
-    ("usage-based-routing-v2", ["router_settings.routing_strategy (usage-based-routing-v2: simple-shuffle used)",
-                                "router_settings.routing_strategy_args"]),
-])
-def test_only_unimplemented_strategies_are_named(strategy: str, ignored: list[str], tmp_path: Path,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "strategy, ignored",
+    [
+        ("least-busy", ["router_settings.routing_strategy_args"]),
+        (
+            "usage-based-routing-v2",
+            [
+                "router_settings.routing_strategy (usage-based-routing-v2: simple-shuffle used)",
+                "router_settings.routing_strategy_args",
+            ],
+        ),
+    ],
+)
+def test_only_unimplemented_strategies_are_named(
+    strategy: str, ignored: list[str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="trustgate.config")
-    settings = settings_from_dict(load(tmp_path, "slow_and_fast", strategy=strategy, slow="http://s", fast="http://f"),
-                                  {})
+    settings = settings_from_dict(
+        load(tmp_path, "slow_and_fast", strategy=strategy, slow="http://s", fast="http://f"), {}
+    )
     assert settings.router_settings.routing_strategy == (strategy if strategy == "least-busy" else "simple-shuffle")
     assert warned(caplog) == [ignored]
 
 
-def test_weights_split_the_traffic(tmp_path: Path, fake_upstream: FakeUpstream,
-                                   start_gateway: Callable[..., ServerThread],
-                                   caplog: pytest.LogCaptureFixture) -> None:
+def test_weights_split_the_traffic(
+    tmp_path: Path,
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.WARNING, logger="trustgate.config")
     config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
     server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
-    assert warned(caplog) == [["model_list[0].model_info", "model_list[1].model_info",  # TrustGate reads none of it
-                               "model_list[1].litellm_params.organization (pass-through deployment)",
-                               "litellm_settings.drop_params"]]
+    assert warned(caplog) == [
+        [
+            "model_list[0].model_info",
+            "model_list[1].model_info",  # TrustGate reads none of it
+            "model_list[1].litellm_params.organization (pass-through deployment)",
+            "litellm_settings.drop_params",
+        ]
+    ]
     with ThreadPoolExecutor(8) as pool, httpx.Client() as client:  # kept-alive connections: a quick 1,000 requests
         statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}", client).status_code, range(1000)))
     assert statuses == [200] * 1000
@@ -280,8 +390,11 @@ def test_weights_split_the_traffic(tmp_path: Path, fake_upstream: FakeUpstream,
 
 
 def test_litellms_router_honours_the_weights_on_the_litellm_path(
-        tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-        caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path,
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.WARNING, logger="trustgate.config")
     config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = False
@@ -296,10 +409,11 @@ def test_litellms_router_honours_the_weights_on_the_litellm_path(
 
 
 def test_latency_based_routing_settles_on_the_fast_deployment(
-        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="latency-based-routing",
-                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = load(
+        tmp_path, "slow_and_fast", strategy="latency-based-routing", slow=slow_upstream.url, fast=fake_upstream.url
+    )  # type: ignore[attr-defined]
     server = start_gateway(config)
     slow_upstream.delay_ms = 1500  # far beyond the fast one's time on a busy machine
     for n in range(20):
@@ -309,10 +423,9 @@ def test_latency_based_routing_settles_on_the_fast_deployment(
 
 
 def test_least_busy_sends_most_requests_to_the_deployment_that_frees_up_first(
-        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="least-busy",
-                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = load(tmp_path, "slow_and_fast", strategy="least-busy", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
     server = start_gateway(config)
     slow_upstream.delay_ms = 1500  # far beyond the fast one's time on a busy machine
     with ThreadPoolExecutor(4) as pool:
@@ -324,10 +437,13 @@ def test_least_busy_sends_most_requests_to_the_deployment_that_frees_up_first(
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_a_deployment_at_max_parallel_requests_is_a_429_until_a_call_ends(
-        path: str, tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="simple-shuffle",
-                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    path: str,
+    tmp_path: Path,
+    fake_upstream: FakeUpstream,
+    slow_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+) -> None:
+    config = load(tmp_path, "slow_and_fast", strategy="simple-shuffle", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = path == "passthrough"  # litellm's Router refuses the same way
     server = start_gateway(config)
     first: list[httpx.Response] = []
@@ -343,10 +459,13 @@ def test_a_deployment_at_max_parallel_requests_is_a_429_until_a_call_ends(
     assert chat(server, "single").status_code == 200  # the slot was given back
 
     # A stream holds its slot until it ends (this one stalls after its first chunk until the client leaves).
-    with httpx.stream("POST", f"{server.url}/v1/chat/completions", timeout=30,
-                      headers={"authorization": f"Bearer {MASTER}"},
-                      json={"model": "single", "stream": True,
-                            "messages": [{"role": "user", "content": "[stall-stream] s"}]}) as stream:
+    with httpx.stream(
+        "POST",
+        f"{server.url}/v1/chat/completions",
+        timeout=30,
+        headers={"authorization": f"Bearer {MASTER}"},
+        json={"model": "single", "stream": True, "messages": [{"role": "user", "content": "[stall-stream] s"}]},
+    ) as stream:
         events = stream.iter_raw()  # kept: a dropped iterator would close the response
         assert next(events).startswith(b"data: ")
         assert chat(server, "single").status_code == 429
@@ -357,10 +476,9 @@ def test_a_deployment_at_max_parallel_requests_is_a_429_until_a_call_ends(
 
 
 def test_a_full_deployment_is_passed_over_for_one_with_room(
-        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="simple-shuffle",
-                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = load(tmp_path, "slow_and_fast", strategy="simple-shuffle", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
     server = start_gateway(config)
     for _ in range(3):
         slow_upstream.requests.clear()
@@ -371,10 +489,11 @@ def test_a_full_deployment_is_passed_over_for_one_with_room(
 
 
 def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
-        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="latency-based-routing",
-                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = load(
+        tmp_path, "slow_and_fast", strategy="latency-based-routing", slow=slow_upstream.url, fast=fake_upstream.url
+    )  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = False
     server = start_gateway(config)
     slow_upstream.delay_ms = 1500
@@ -384,10 +503,9 @@ def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
 
 
 def test_litellms_router_follows_least_busy_on_the_litellm_path(
-        tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="least-busy",
-                  slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
+    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = load(tmp_path, "slow_and_fast", strategy="least-busy", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["passthrough"] = False
     server = start_gateway(config)
     slow_upstream.delay_ms = 1500
@@ -401,7 +519,9 @@ def test_the_readmes_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> 
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     block = next(part.split("```", 1)[0] for part in readme.split("```yaml\n") if "batch-jobs: {mode: off" in part)
     path = tmp_path / "config.yaml"
-    path.write_text("model_list: [{model_name: gpt-4o, litellm_params: {model: openai/gpt-4o}}]\n"
-                    "general_settings: {master_key: k}\n" + block)
+    path.write_text(
+        "model_list: [{model_name: gpt-4o, litellm_params: {model: openai/gpt-4o}}]\n"
+        "general_settings: {master_key: k}\n" + block
+    )
     scoring = settings_from_dict(read_config(path), {}).trustgate.scoring
     assert scoring.per_key["batch-jobs"].mode == "off" and scoring.per_key["batch-jobs"].allow_client_mode == "none"

@@ -35,8 +35,13 @@ class AskingScorer(Scorer):
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         await asyncio.sleep(self.delay)
         reply = await ask([{"role": "user", "content": f"check: {job.answer}"}])
-        return ComponentResult(component=self.name, value=self.value, label=self.label, upstream_calls=1,
-                               details={"heard": reply.text, "question": job.question})
+        return ComponentResult(
+            component=self.name,
+            value=self.value,
+            label=self.label,
+            upstream_calls=1,
+            details={"heard": reply.text, "question": job.question},
+        )
 
 
 class RaisingScorer(Scorer):
@@ -59,21 +64,32 @@ def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     tests/proxy/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the tests work
     out by hand (the default combination: tests/scoring/test_default_combination.py)."""
     config = gateway_config(upstream_url)
-    config["trustgate"] = {"scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any",
-                                       "combine": "paper", **scoring}}
+    config["trustgate"] = {
+        "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
+    }
     return config
 
 
 @pytest.fixture
 def scored_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
-    return start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
-                         scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    return start_gateway(
+        scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)],
+    )
 
 
-def chat(server: ServerThread, content: str = "Who built the first temple?", headers: dict[str, str] | None = None,
-         **extra: Any) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, **(headers or {})}, timeout=20,
-                      json={"model": "fake", "messages": [{"role": "user", "content": content}], **extra})
+def chat(
+    server: ServerThread,
+    content: str = "Who built the first temple?",
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={**AUTH, **(headers or {})},
+        timeout=20,
+        json={"model": "fake", "messages": [{"role": "user", "content": content}], **extra},
+    )
 
 
 def wait_for_record(server: ServerThread, record_id: str, timeout: float = 10) -> dict[str, Any]:
@@ -111,9 +127,12 @@ def test_sync_mode_waits_and_carries_the_scores(scored_gateway: ServerThread) ->
 
 
 def test_sync_timeout_returns_pending_and_the_score_lands_later(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(scoring_config(fake_upstream.url, mode="sync", sync_timeout=0.2),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.3, delay=0.6)])
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        scoring_config(fake_upstream.url, mode="sync", sync_timeout=0.2),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.3, delay=0.6)],
+    )
     response = chat(server)
     assert response.headers["x-trust-status"] == "pending"
     record = wait_for_record(server, response.headers["x-trust-id"])
@@ -134,25 +153,38 @@ def test_invalid_mode_header_is_400(scored_gateway: ServerThread, fake_upstream:
 
 
 def test_streaming_sync_puts_the_trust_on_the_final_chunk(scored_gateway: ServerThread) -> None:
-    client = openai.OpenAI(base_url=f"{scored_gateway.url}/v1", api_key=MASTER_KEY, max_retries=0,
-                           default_headers={"x-trustgate-mode": "sync"})
-    chunks = list(client.chat.completions.create(
-        model="fake", messages=[{"role": "user", "content": "stream me"}], stream=True))
+    client = openai.OpenAI(
+        base_url=f"{scored_gateway.url}/v1",
+        api_key=MASTER_KEY,
+        max_retries=0,
+        default_headers={"x-trustgate-mode": "sync"},
+    )
+    chunks = list(
+        client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "stream me"}], stream=True)
+    )
     text = "".join(c.choices[0].delta.content or "" for c in chunks)  # every chunk has a choice
     assert text == "You said: stream me"
     trust = chunks[-1].model_extra["trust"]  # type: ignore[index]
     assert chunks[-1].choices[0].finish_reason == "stop"  # the upstream's own final chunk carries it
     assert trust["status"] == "done" and trust["components"] == {"bc": 0.9, "fc": 0.5, "ov": pytest.approx(0.58)}
     assert not any("trust" in (c.model_extra or {}) for c in chunks[:-1])
-    with httpx.stream("POST", f"{scored_gateway.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "sync"},
-                      json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "x"}]}) as raw:
+    with httpx.stream(
+        "POST",
+        f"{scored_gateway.url}/v1/chat/completions",
+        headers={**AUTH, "x-trustgate-mode": "sync"},
+        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    ) as raw:
         events = [line for line in raw.iter_lines() if line.startswith("data: ")]
     assert '"trust"' in events[-2] and '"finish_reason":"stop"' in events[-2] and events[-1] == "data: [DONE]"
 
 
 def test_streaming_async_scores_the_assembled_answer(scored_gateway: ServerThread) -> None:
-    with httpx.stream("POST", f"{scored_gateway.url}/v1/chat/completions", headers=AUTH,
-                      json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "a b"}]}) as raw:
+    with httpx.stream(
+        "POST",
+        f"{scored_gateway.url}/v1/chat/completions",
+        headers=AUTH,
+        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "a b"}]},
+    ) as raw:
         assert raw.headers["x-trust-status"] == "pending"
         events = [line for line in raw.iter_lines() if line.startswith("data: ")]
         record_id = raw.headers["x-trust-id"]
@@ -161,8 +193,9 @@ def test_streaming_async_scores_the_assembled_answer(scored_gateway: ServerThrea
     assert record["components"]["bc"]["details"]["heard"] == "You said: check: You said: a b"
 
 
-def test_sampling_is_deterministic_per_request_id(fake_upstream: FakeUpstream,
-                                                  start_gateway: Callable[..., ServerThread]) -> None:
+def test_sampling_is_deterministic_per_request_id(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """A retry (same x-request-id, same body) is decided alike, by this gateway and by a replica of its config."""
     config = scoring_config(fake_upstream.url, sample_rate=0.5)  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
@@ -174,10 +207,14 @@ def test_sampling_is_deterministic_per_request_id(fake_upstream: FakeUpstream,
         assert all(("x-trust-id" in chat(again, headers={"x-request-id": i}).headers) == scored[i] for i in ids[:6])
 
 
-def test_per_model_and_per_key_overrides(fake_upstream: FakeUpstream,
-                                         start_gateway: Callable[..., ServerThread]) -> None:
-    config = scoring_config(fake_upstream.url, per_model={"fake": {"mode": "off"}},  # type: ignore[attr-defined]
-                            per_key={"team-a": {"mode": "sync"}})
+def test_per_model_and_per_key_overrides(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = scoring_config(
+        fake_upstream.url,
+        per_model={"fake": {"mode": "off"}},  # type: ignore[attr-defined]
+        per_key={"team-a": {"mode": "sync"}},
+    )
     config["trustgate"]["keys"] = [{"key": "sk-team-a", "name": "team-a"}]
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     assert "x-trust-id" not in chat(server).headers
@@ -185,8 +222,9 @@ def test_per_model_and_per_key_overrides(fake_upstream: FakeUpstream,
 
 
 @pytest.mark.parametrize("reply, reason", [("", "empty"), ("I'm sorry, I can't help with that.", "refusal")])
-def test_answers_with_nothing_to_score_are_skipped(scored_gateway: ServerThread, fake_upstream: FakeUpstream,
-                                                   reply: str, reason: str) -> None:
+def test_answers_with_nothing_to_score_are_skipped(
+    scored_gateway: ServerThread, fake_upstream: FakeUpstream, reply: str, reason: str
+) -> None:
     fake_upstream.responder = lambda messages: reply
     response = chat(scored_gateway, headers={"x-trustgate-mode": "sync"})
     assert response.headers["x-trust-status"] == "skipped"
@@ -196,8 +234,9 @@ def test_answers_with_nothing_to_score_are_skipped(scored_gateway: ServerThread,
 
 
 @pytest.mark.parametrize("broken", [RaisingScorer(), HangingScorer()], ids=["raises", "hangs"])
-def test_a_failing_scorer_never_changes_the_response(fake_upstream: FakeUpstream, broken: Any,
-                                                     start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_failing_scorer_never_changes_the_response(
+    fake_upstream: FakeUpstream, broken: Any, start_gateway: Callable[..., ServerThread]
+) -> None:
     server = start_gateway(scoring_config(fake_upstream.url), scorers=[AskingScorer("bc", 0.9), broken])  # type: ignore[attr-defined]
     response = chat(server, "same body", headers={"x-trustgate-mode": "sync"})
     assert response.status_code == 200
@@ -211,8 +250,9 @@ def test_a_failing_scorer_never_changes_the_response(fake_upstream: FakeUpstream
     assert samples(server)[("trustgate_scorer_errors_total", frozenset(labels.items()))] == 1
 
 
-def test_flood_sheds_jobs_without_blocking_users(fake_upstream: FakeUpstream,
-                                                 start_gateway: Callable[..., ServerThread]) -> None:
+def test_flood_sheds_jobs_without_blocking_users(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = scoring_config(fake_upstream.url, queue={"max_size": 1, "concurrency": 1})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=1.0)])
     responses = [chat(server, f"q{i}") for i in range(6)]
@@ -254,8 +294,9 @@ def test_result_api_needs_auth_and_knows_unknown_ids(scored_gateway: ServerThrea
     assert httpx.get(f"{scored_gateway.url}/v1/trust/{record_id}").status_code == 401
 
 
-def test_records_survive_a_gateway_restart(fake_upstream: FakeUpstream, tmp_path: Any,
-                                           start_gateway: Callable[..., ServerThread]) -> None:
+def test_records_survive_a_gateway_restart(
+    fake_upstream: FakeUpstream, tmp_path: Any, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"]["store"] = {"path": str(tmp_path / "kept.sqlite3")}
     first = start_gateway(config, scorers=[AskingScorer("bc", 0.8)])
@@ -266,16 +307,18 @@ def test_records_survive_a_gateway_restart(fake_upstream: FakeUpstream, tmp_path
     assert httpx.get(f"{second.url}/v1/trust/{record_id}", headers=AUTH).json() == before
 
 
-def test_spans_and_evaluation_events(fake_upstream: FakeUpstream,
-                                     start_gateway: Callable[..., ServerThread]) -> None:
+def test_spans_and_evaluation_events(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
     spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     telemetry = Telemetry(tracer_provider.get_tracer("test"), logger_provider.get_logger("test"))
-    server = start_gateway(scoring_config(fake_upstream.url), telemetry=telemetry,  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    server = start_gateway(
+        scoring_config(fake_upstream.url),
+        telemetry=telemetry,  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)],
+    )
     response = chat(server, headers={"x-trustgate-mode": "sync"})
     record_id, completion_id = response.headers["x-trust-id"], response.json()["id"]
     names = [span.name for span in spans.get_finished_spans()]
@@ -289,5 +332,6 @@ def test_spans_and_evaluation_events(fake_upstream: FakeUpstream,
     assert by_name["trustgate.trust_bc"]["gen_ai.evaluation.score.value"] == 0.9
     assert by_name["trustgate.trust_fc"]["gen_ai.evaluation.score.label"] == "neutral"
     assert by_name["trustgate.trust_ov"]["gen_ai.evaluation.score.label"] == "uncertain"
-    assert all(a["gen_ai.response.id"] == completion_id and a["trustgate.trust.id"] == record_id
-               for a in by_name.values())
+    assert all(
+        a["gen_ai.response.id"] == completion_id and a["trustgate.trust.id"] == record_id for a in by_name.values()
+    )

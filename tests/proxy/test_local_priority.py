@@ -37,8 +37,10 @@ async def local_client(fake_upstream: FakeUpstream) -> AsyncIterator[UpstreamCli
     url = urlsplit(fake_upstream.url)  # type: ignore[attr-defined]
     config: dict[str, Any] = gateway_config(f"http://{url.hostname}:{url.port}")
     config["trustgate"] = {"local_upstream": {"enabled": True, "host": url.hostname, "port": url.port}}
-    async with httpx.AsyncClient() as http, contextlib.aclosing(UpstreamClient(settings_from_dict(config, {}),
-                                                                               http)) as client:
+    async with (
+        httpx.AsyncClient() as http,
+        contextlib.aclosing(UpstreamClient(settings_from_dict(config, {}), http)) as client,
+    ):
         yield client
 
 
@@ -71,8 +73,10 @@ def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream)
         async with local_client(fake_upstream) as client:
             first = asyncio.create_task(client.complete("fake", body("scoring-0"), priority=Priority.SCORING))
             await asyncio.sleep(0.05)
-            queued = [asyncio.create_task(client.complete("fake", body(f"scoring-{i}"), priority=Priority.SCORING))
-                      for i in range(1, 4)]
+            queued = [
+                asyncio.create_task(client.complete("fake", body(f"scoring-{i}"), priority=Priority.SCORING))
+                for i in range(1, 4)
+            ]
             await asyncio.sleep(0.05)
             user = asyncio.create_task(client.complete("fake", body("user")))  # a user call: the default
             await asyncio.gather(first, *queued, user)
@@ -124,8 +128,7 @@ def test_one_call_at_a_time_reaches_the_local_upstream(fake_upstream: FakeUpstre
                     inside["now"] -= 1
 
             client._passthrough.complete = counting  # type: ignore[method-assign]
-            await asyncio.gather(*(client.complete("fake", body(f"q{i}"), priority=Priority(i % 2))
-                                   for i in range(8)))
+            await asyncio.gather(*(client.complete("fake", body(f"q{i}"), priority=Priority(i % 2)) for i in range(8)))
 
     fake_upstream.delay_ms = 30
     asyncio.run(scenario())
@@ -167,6 +170,7 @@ def test_a_waiting_call_that_gives_up_leaves_no_trace() -> None:
 
 async def _empty_stream() -> UpstreamStream:
     """An opened stream with no chunks, whose close does nothing: what the slot does is all there is to see."""
+
     async def no_chunks() -> Any:
         return
         yield  # pragma: no cover - makes this an async generator
@@ -179,6 +183,7 @@ async def _empty_stream() -> UpstreamStream:
 
 def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
     """A client gone before its response body started never closes the stream; the slot must not be lost."""
+
     async def scenario() -> None:
         slots = PrioritySlots(1)
         stream = await slots.open_stream(Priority.USER, 1.0, _empty_stream)
@@ -192,6 +197,7 @@ def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
 def test_a_closed_stream_leaves_nothing_for_the_collector_to_do() -> None:
     """Closing releases the slot; collecting the closed stream later must not wake the event loop from outside
     (a ``call_soon_threadsafe`` per stream was a write to the loop's self-pipe and an extra turn)."""
+
     async def scenario() -> None:
         loop = asyncio.get_running_loop()
         woken: list[object] = []

@@ -59,12 +59,17 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
 
 
 def chat_async(url: str, content: str) -> httpx.Response:
-    return httpx.post(f"{url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "async"}, timeout=30,
-                      json={"model": "fake", "messages": [{"role": "user", "content": content}]})
+    return httpx.post(
+        f"{url}/v1/chat/completions",
+        headers={**AUTH, "x-trustgate-mode": "async"},
+        timeout=30,
+        json={"model": "fake", "messages": [{"role": "user", "content": content}]},
+    )
 
 
 def test_a_worker_killed_mid_job_fails_that_job_with_the_reason_and_its_successor_scores_the_next(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = sc_config(fake_upstream.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=None)
     [worker] = local_workers(os.getpid())
@@ -81,8 +86,10 @@ def test_a_worker_killed_mid_job_fails_that_job_with_the_reason_and_its_successo
     # "died (SIGKILL)", as asyncio reads the child's status; in a long test run another test's forgotten
     # subprocess.Popen may reap the worker first when its pid is reused (pid_max 32768), and asyncio then
     # reports status 255: either way the job failed with the worker's end as its reason.
-    assert failed["error"] in ("scoring worker died (SIGKILL) while scoring",
-                               "scoring worker exited with status 255 while scoring")
+    assert failed["error"] in (
+        "scoring worker died (SIGKILL) while scoring",
+        "scoring worker exited with status 255 while scoring",
+    )
     fake_upstream.delay_ms = 0
     assert wait_until(lambda: len(local_workers(os.getpid())) == 1 and local_workers(os.getpid()) != [worker])
     second = ask(gateway, temperature=0.5)  # sync: waits for the new worker's record
@@ -93,7 +100,8 @@ def test_a_worker_killed_mid_job_fails_that_job_with_the_reason_and_its_successo
 
 
 def test_the_workers_calls_count_on_the_gateways_rate_limits(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """One deployment rpm for the user's calls (the gateway) and the scorers' (the worker): not one each."""
     config = sc_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["litellm_params"]["rpm"] = 3
@@ -109,7 +117,8 @@ def test_the_workers_calls_count_on_the_gateways_rate_limits(
 
 
 def test_inline_scores_in_the_gateway_without_a_worker_process(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     gateway = start_gateway(sc_config(fake_upstream.url, worker="inline"), scorers=None)  # type: ignore[attr-defined]
     fake_upstream.responder = scripted("Paris", ["Paris", "Lyon"])
     response = ask(gateway, temperature=0.5)
@@ -119,8 +128,11 @@ def test_inline_scores_in_the_gateway_without_a_worker_process(
 
 @pytest.mark.parametrize("allow_client_mode", ["lower", "any"])
 def test_a_gateway_that_can_score_no_request_loads_no_scorer(
-        allow_client_mode: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-        caplog: pytest.LogCaptureFixture) -> None:
+    allow_client_mode: str,
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """``scoring.mode: off`` with clients only allowed to lower it: no scoring worker (nor spaCy, vectors, CPU
     pool) is started, and a client's ``sync`` is still refused and counted; allowed to raise it, the same config
     scores that client."""
@@ -141,14 +153,16 @@ def test_a_gateway_that_can_score_no_request_loads_no_scorer(
         assert refused == 1 and len(fake_upstream.requests) == 1  # the answer, no scoring call
 
 
-def test_an_unknown_worker_arrangement_is_refused(fake_upstream: FakeUpstream,
-                                                  start_gateway: Callable[..., ServerThread]) -> None:
+def test_an_unknown_worker_arrangement_is_refused(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     with pytest.raises(ConfigError, match="worker"):
         start_gateway(sc_config(fake_upstream.url, worker="thread"), scorers=None)  # type: ignore[attr-defined]
 
 
 def test_a_worker_that_cannot_load_its_scorers_stops_the_gateways_start_with_the_reason(
-        fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
     config = sc_config(fake_upstream.url, data_dir=str(tmp_path / "no-assets"))  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["consistency"] = {"enabled": True}  # Trust_BC needs built assets
     config["trustgate"]["store"] = {"path": str(tmp_path / "records.sqlite3")}
@@ -166,6 +180,7 @@ def test_a_worker_that_cannot_load_its_scorers_stops_the_gateways_start_with_the
 @pytest.fixture
 def sc_config_file(tmp_path: Path, fake_upstream: FakeUpstream) -> Iterator[Callable[..., Path]]:
     """A config file for a ``trustgate serve`` process: sc on the fake upstream, the records under tmp_path."""
+
     def write(**queue: Any) -> Path:
         config = sc_config(fake_upstream.url, mode="async", queue={"concurrency": 1, **queue})  # type: ignore[attr-defined]
         config["trustgate"].update(server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")})
@@ -185,8 +200,11 @@ def _gone(pid: int) -> bool:
 
 
 def test_sigterm_drains_through_the_worker_and_records_the_rest_failed(
-        sc_config_file: Callable[..., Path], fake_upstream: FakeUpstream, tmp_path: Path,
-        start_gateway: Callable[..., ServerThread]) -> None:
+    sc_config_file: Callable[..., Path],
+    fake_upstream: FakeUpstream,
+    tmp_path: Path,
+    start_gateway: Callable[..., ServerThread],
+) -> None:
     config = sc_config_file(shutdown_grace_s=1.5)
     fake_upstream.responder = scripted("Paris", ["Paris"])
     fake_upstream.delay_ms = 400  # each job: three re-asks at once, 0.4 s; ten jobs outlast the grace period

@@ -26,18 +26,26 @@ QUESTION = [{"role": "user", "content": "Who built the first temple?"}]
 
 
 @pytest.fixture(params=["passthrough", "litellm"])
-def llama_like(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-               start_gateway: Callable[..., ServerThread]) -> ServerThread:
+def llama_like(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> ServerThread:
     """A gateway in front of an upstream that needs top_logprobs, over either upstream path."""
     fake_upstream.logprobs_need_top = True
-    return start_gateway(lp_config(fake_upstream.url, request.param),  # type: ignore[attr-defined]
-                         scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
+    return start_gateway(
+        lp_config(fake_upstream.url, request.param),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9), LogprobScorer()],
+    )
 
 
 def ask(server: ServerThread, *, stream: bool, **extra: Any) -> tuple[httpx.Headers, list[Any]]:
     """A sync-scored chat call: its headers (a stream's trust arrives in-band) and its JSON payloads."""
-    with httpx.stream("POST", f"{server.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "sync"},
-                      timeout=20, json={"model": "fake", "messages": QUESTION, "stream": stream, **extra}) as r:
+    with httpx.stream(
+        "POST",
+        f"{server.url}/v1/chat/completions",
+        headers={**AUTH, "x-trustgate-mode": "sync"},
+        timeout=20,
+        json={"model": "fake", "messages": QUESTION, "stream": stream, **extra},
+    ) as r:
         assert r.status_code == 200, r.read()
         body, headers = r.read().decode(), r.headers
     if not stream:
@@ -59,8 +67,9 @@ def user_calls(fake: FakeUpstream) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-def test_the_gateway_learns_to_ask_with_top_logprobs(llama_like: ServerThread, fake_upstream: FakeUpstream,
-                                                     stream: bool) -> None:
+def test_the_gateway_learns_to_ask_with_top_logprobs(
+    llama_like: ServerThread, fake_upstream: FakeUpstream, stream: bool
+) -> None:
     first_headers, first = ask(llama_like, stream=stream)
     assert lp_of(first_headers, first) is None  # the deployment answered logprobs: true with none
     headers, later = ask(llama_like, stream=stream)
@@ -73,27 +82,33 @@ def test_the_gateway_learns_to_ask_with_top_logprobs(llama_like: ServerThread, f
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_a_client_that_asked_for_logprobs_gets_no_alternatives_it_did_not_ask(
-        llama_like: ServerThread, fake_upstream: FakeUpstream, stream: bool) -> None:
+    llama_like: ServerThread, fake_upstream: FakeUpstream, stream: bool
+) -> None:
     ask(llama_like, stream=stream, logprobs=True)  # teaches the gateway the deployment needs top_logprobs
     _, payloads = ask(llama_like, stream=stream, logprobs=True)
     assert user_calls(fake_upstream)[-1]["top_logprobs"] == 1
-    entries = [entry for found in visible_logprobs(payloads) if isinstance(found, dict)
-               for entry in found.get("content") or []]
+    entries = [
+        entry for found in visible_logprobs(payloads) if isinstance(found, dict) for entry in found.get("content") or []
+    ]
     assert entries and all(entry["top_logprobs"] == [] for entry in entries)  # tokens yes, alternatives no
     assert all(isinstance(entry["logprob"], float) for entry in entries)
 
 
-def test_a_client_that_asked_for_alternatives_gets_them_untouched(llama_like: ServerThread,
-                                                                 fake_upstream: FakeUpstream) -> None:
+def test_a_client_that_asked_for_alternatives_gets_them_untouched(
+    llama_like: ServerThread, fake_upstream: FakeUpstream
+) -> None:
     _, (reply,) = ask(llama_like, stream=False, logprobs=True, top_logprobs=3)
     assert user_calls(fake_upstream)[0]["top_logprobs"] == 3
     assert all(len(entry["top_logprobs"]) == 3 for entry in reply["choices"][0]["logprobs"]["content"])
 
 
 def test_an_upstream_that_gives_them_for_logprobs_alone_is_never_sent_top_logprobs(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
-                           scorers=[LogprobScorer()])
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+        scorers=[LogprobScorer()],
+    )
     for _ in range(2):
         headers, _ = ask(server, stream=False)
         assert "x-trust-lp" in headers
@@ -104,8 +119,12 @@ def test_the_embedded_server_is_asked_with_top_logprobs_from_the_first_call(fake
     """The local upstream the gateway starts is llama.cpp's: its very first scored answer has log-probabilities."""
     fake_upstream.logprobs_need_top = True
     port = int(fake_upstream.url.rsplit(":", 1)[1])  # type: ignore[attr-defined]
-    config = gateway_config(fake_upstream.url, trustgate={  # type: ignore[attr-defined]
-        "local_upstream": {"enabled": True, "host": "127.0.0.1", "port": port}})
+    config = gateway_config(
+        fake_upstream.url,
+        trustgate={  # type: ignore[attr-defined]
+            "local_upstream": {"enabled": True, "host": "127.0.0.1", "port": port}
+        },
+    )
     config["model_list"][0]["litellm_params"]["model"] = "openai/smollm2-135m-instruct"
 
     async def first_call() -> Any:
@@ -120,13 +139,20 @@ def test_the_embedded_server_is_asked_with_top_logprobs_from_the_first_call(fake
     assert completion.reply.first is not None and completion.reply.first.chosen_logprobs()
 
 
-def test_a_call_that_could_not_ask_says_so(fake_upstream: FakeUpstream,
-                                           start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_call_that_could_not_ask_says_so(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """A legacy completion with ``echo``: asking would mix the prompt's tokens into what the client gets."""
-    server = start_gateway(scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9), LogprobScorer()])
-    reply = httpx.post(f"{server.url}/v1/completions", headers={**AUTH, "x-trustgate-mode": "sync"}, timeout=20,
-                       json={"model": "fake", "prompt": "Who built it?", "echo": True})
+    server = start_gateway(
+        scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9), LogprobScorer()],
+    )
+    reply = httpx.post(
+        f"{server.url}/v1/completions",
+        headers={**AUTH, "x-trustgate-mode": "sync"},
+        timeout=20,
+        json={"model": "fake", "prompt": "Who built it?", "echo": True},
+    )
     assert reply.status_code == 200 and "x-trust-lp" not in reply.headers
     assert "logprobs" not in fake_upstream.requests[0]
     record = httpx.get(f"{server.url}/v1/trust/{reply.headers['x-trust-id']}", headers=AUTH, timeout=10).json()

@@ -34,8 +34,12 @@ ASKED_ID = "client-chosen-id.42"
 def litellm_config(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
     """The fake model through litellm's Router (no pass-through), scoring off."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {"port": free_port()}, "store": {"path": str(tmp_path / "records.sqlite3")},
-                           "passthrough": False, "scoring": {"mode": "off"}}
+    config["trustgate"] = {
+        "server": {"port": free_port()},
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "passthrough": False,
+        "scoring": {"mode": "off"},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -43,8 +47,12 @@ def litellm_config(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
 
 def _ask(gateway: GatewayProcess, request_id: str | None) -> None:
     headers = {"authorization": f"Bearer {MASTER_KEY}", **({"x-request-id": request_id} if request_id else {})}
-    reply = httpx.post(f"{gateway.url}/v1/chat/completions", headers=headers, timeout=30,
-                       json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]})
+    reply = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        headers=headers,
+        timeout=30,
+        json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+    )
     assert reply.status_code == 200, reply.text
 
 
@@ -58,8 +66,11 @@ def _served(config: Path, environ: dict[str, str] | None = None, args: tuple[str
     return [line.rstrip("\n") for line in gateway.output]
 
 
-@pytest.mark.parametrize("chosen", [{"environ": {"TRUSTGATE_LOG_FORMAT": "json"}}, {"args": ("--log-format", "json")}],
-                         ids=["variable", "option"])
+@pytest.mark.parametrize(
+    "chosen",
+    [{"environ": {"TRUSTGATE_LOG_FORMAT": "json"}}, {"args": ("--log-format", "json")}],
+    ids=["variable", "option"],
+)
 def test_json_logs_parse_line_by_line_and_carry_the_request_id(litellm_config: Path, chosen: Any) -> None:
     lines = _served(litellm_config, **chosen)
     events = [json.loads(line) for line in lines]  # every line, banner and uvicorn's included
@@ -70,8 +81,9 @@ def test_json_logs_parse_line_by_line_and_carry_the_request_id(litellm_config: P
     assert len(others) == 1, "the request without an id got one of its own"
     (other,) = others
     assert {e["logger"] for e in events if e.get("request_id") == other} >= {ROUTER_LOGGER, "uvicorn.access"}
-    assert not any("request_id" in e for e in events if "Started server process" in e["message"]), \
+    assert not any("request_id" in e for e in events if "Started server process" in e["message"]), (
         "a line outside any request carries no id"
+    )
     assert any(e["logger"] == "trustgate" and e["message"].startswith("TrustGate is ready on") for e in events)
 
 
@@ -85,16 +97,24 @@ def test_each_litellm_line_appears_once_without_colour(litellm_config: Path) -> 
     assert sum(f"request_id={ASKED_ID}" in line for line in router) == 1
 
 
-COLOURED = "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); " \
-           "logging.getLogger('lib').info('\\x1b[32m 200 OK\\x1b[0m')"
+COLOURED = (
+    "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); "
+    "logging.getLogger('lib').info('\\x1b[32m 200 OK\\x1b[0m')"
+)
 
 
 def _stderr_of(code: str, terminal: bool) -> bytes:
     """What ``code`` writes on stderr when stderr is a terminal (a pseudo-terminal) or a pipe."""
     primary, secondary = os.openpty() if terminal else os.pipe()
     try:
-        subprocess.run([sys.executable, "-c", code], stderr=secondary, timeout=60, check=True, cwd=REPO,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+        subprocess.run(
+            [sys.executable, "-c", code],
+            stderr=secondary,
+            timeout=60,
+            check=True,
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         os.close(secondary)
         return os.read(primary, 65536)
     finally:
@@ -119,16 +139,23 @@ class _RequestIdsSeen(logging.Handler):
 
 
 def test_scoring_lines_carry_the_request_id_of_the_answer_they_score(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """Scoring runs in the queue's worker task, not the request's: its lines name the request all the same."""
     seen = _RequestIdsSeen()
     scoring_log = logging.getLogger("trustgate.scoring")
     scoring_log.addHandler(seen)
     try:
-        server = start_gateway(scoring_config(fake_upstream.url, mode="sync"),  # type: ignore[attr-defined]
-                               scorers=[AskingScorer("bc", 0.9), RaisingScorer()])
-        reply = httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "x-request-id": ASKED_ID},
-                           json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]}, timeout=30)
+        server = start_gateway(
+            scoring_config(fake_upstream.url, mode="sync"),  # type: ignore[attr-defined]
+            scorers=[AskingScorer("bc", 0.9), RaisingScorer()],
+        )
+        reply = httpx.post(
+            f"{server.url}/v1/chat/completions",
+            headers={**AUTH, "x-request-id": ASKED_ID},
+            json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+            timeout=30,
+        )
         assert reply.status_code == 200 and reply.headers["x-trust-status"] == "done", reply.text
     finally:
         scoring_log.removeHandler(seen)
@@ -140,26 +167,35 @@ def test_the_scoring_workers_lines_carry_the_request_id(tmp_path: Path, fake_ups
     """By default scoring runs in a child process (``scoring.worker: child``): its litellm lines for sc's
     re-asks name the request whose answer they score, as the gateway's line for the user's call does."""
     config = sc_config(fake_upstream.url, mode="sync")  # type: ignore[attr-defined]
-    config["trustgate"].update(server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")},
-                               passthrough=False)
+    config["trustgate"].update(
+        server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")}, passthrough=False
+    )
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     fake_upstream.responder = scripted("Paris", ["Paris"])
     with serve_config(path, environ={"TRUSTGATE_LOG_FORMAT": "json"}, timeout=120) as gateway:
-        reply = httpx.post(f"{gateway.url}/v1/chat/completions", timeout=60,
-                           headers={**AUTH, "x-trustgate-mode": "sync", "x-request-id": ASKED_ID},
-                           json={"model": "fake", "messages": [{"role": "user", "content": "Capital of France?"}]})
+        reply = httpx.post(
+            f"{gateway.url}/v1/chat/completions",
+            timeout=60,
+            headers={**AUTH, "x-trustgate-mode": "sync", "x-request-id": ASKED_ID},
+            json={"model": "fake", "messages": [{"role": "user", "content": "Capital of France?"}]},
+        )
         assert reply.status_code == 200 and reply.headers["x-trust-status"] == "done", reply.text
     gateway.process.wait(30)
-    router = [event for event in map(json.loads, gateway.output)
-              if event["logger"] == ROUTER_LOGGER and event["message"].startswith("litellm.acompletion")]
+    router = [
+        event
+        for event in map(json.loads, gateway.output)
+        if event["logger"] == ROUTER_LOGGER and event["message"].startswith("litellm.acompletion")
+    ]
     assert len(router) == 4, router  # the user's call, then sc's three re-asks in the worker
     assert [event.get("request_id") for event in router] == [ASKED_ID] * 4, router
 
 
-FAILING = "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); " \
-          "log = logging.getLogger('lib')\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n" \
-          "    log.exception('job j1 failed')\nlog.info('next event')"
+FAILING = (
+    "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); "
+    "log = logging.getLogger('lib')\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
+    "    log.exception('job j1 failed')\nlog.info('next event')"
+)
 
 
 def test_a_traceback_stays_on_its_events_line() -> None:

@@ -48,23 +48,33 @@ class VerdictScorer(Scorer):
         return ComponentResult(component="bc", value=value, label="trusted" if value >= 0.5 else "untrusted")
 
 
-def config(upstream: str, path: str, *, strong_base: str | None = None, keys: list[dict[str, Any]] | None = None,
-           **policy: Any) -> dict[str, Any]:
+def config(
+    upstream: str, path: str, *, strong_base: str | None = None, keys: list[dict[str, Any]] | None = None, **policy: Any
+) -> dict[str, Any]:
     """Groups ``cheap`` and ``strong`` on the fake upstream, sync scoring, and ``policy`` as on_low_trust."""
     base = gateway_config(upstream)
     deployment = base["model_list"][0]
-    strong = {"model_name": "strong", "litellm_params": {**deployment["litellm_params"],
-                                                          "api_base": strong_base or f"{upstream}/v1"}}
+    strong = {
+        "model_name": "strong",
+        "litellm_params": {**deployment["litellm_params"], "api_base": strong_base or f"{upstream}/v1"},
+    }
     base["model_list"] = [{**deployment, "model_name": "cheap"}, strong]
-    base["trustgate"] = {"passthrough": path == "passthrough", "keys": keys or [],
-                         # Table 3 passes the one component's value through: the scores below are the scorer's
-                         "scoring": {"mode": "sync", "sync_timeout": 5, "combine": "paper",
-                                     "on_low_trust": {"below": 0.4, **policy}}}
+    base["trustgate"] = {
+        "passthrough": path == "passthrough",
+        "keys": keys or [],
+        # Table 3 passes the one component's value through: the scores below are the scorer's
+        "scoring": {"mode": "sync", "sync_timeout": 5, "combine": "paper", "on_low_trust": {"below": 0.4, **policy}},
+    }
     return base
 
 
-def start(start_gateway: Callable[..., ServerThread], fake: FakeUpstream, path: str, scorer: Scorer | None = None,
-          **kwargs: Any) -> ServerThread:
+def start(
+    start_gateway: Callable[..., ServerThread],
+    fake: FakeUpstream,
+    path: str,
+    scorer: Scorer | None = None,
+    **kwargs: Any,
+) -> ServerThread:
     return start_gateway(config(fake.url, path, **kwargs), scorers=[scorer or VerdictScorer()])  # type: ignore[attr-defined]
 
 
@@ -74,7 +84,8 @@ def sdk(server: ServerThread, key: str = MASTER_KEY) -> openai.OpenAI:
 
 def ask_chat(server: ServerThread, question: str, key: str = MASTER_KEY) -> Any:
     return sdk(server, key).chat.completions.with_raw_response.create(
-        model="cheap", messages=[{"role": "user", "content": question}])
+        model="cheap", messages=[{"role": "user", "content": question}]
+    )
 
 
 def record(server: ServerThread, record_id: str, key: str = MASTER_KEY) -> httpx.Response:
@@ -95,6 +106,7 @@ PATHS = ["passthrough", "litellm"]
 
 
 # --- config load -----------------------------------------------------------------------------------------------
+
 
 def test_an_action_with_async_scoring_is_refused_at_load() -> None:
     settings = config("http://127.0.0.1:9", "passthrough", action="block")
@@ -125,18 +137,22 @@ def test_an_escalation_target_the_config_does_not_serve_is_refused() -> None:
 def test_an_escalation_a_key_may_not_make_is_refused_at_load() -> None:
     keys = [{"key": "sk-a", "name": "a", "models": ["cheap"]}]
     with pytest.raises(ConfigError, match="key `a` may not use `strong`"):
-        settings_from_dict(config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong",
-                                  keys=keys), {})
+        settings_from_dict(
+            config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong", keys=keys), {}
+        )
     keys[0]["models"] = ["cheap", "strong"]
-    settings_from_dict(config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong",
-                              keys=keys), {})
+    settings_from_dict(
+        config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong", keys=keys), {}
+    )
 
 
 # --- block -----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", PATHS)
 def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
     keys = [{"key": "sk-a", "name": "a"}, {"key": "sk-b", "name": "b"}, {"key": "sk-ops", "name": "ops", "admin": True}]
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, keys=keys)
     raw = ask_chat(server, LOW, key="sk-a")
@@ -155,8 +171,12 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
     assert f"You said: {LOW}" not in as_admin.text
     listed = httpx.get(f"{server.url}/v1/trust", headers={"authorization": "Bearer sk-ops"}, timeout=10)
     assert record_id in listed.text and f"You said: {LOW}" not in listed.text
-    labelled = httpx.post(f"{server.url}/v1/trust/{record_id}/feedback", headers={"authorization": "Bearer sk-ops"},
-                          json={"correct": False}, timeout=10)  # the label is kept; the answer is not shown
+    labelled = httpx.post(
+        f"{server.url}/v1/trust/{record_id}/feedback",
+        headers={"authorization": "Bearer sk-ops"},
+        json={"correct": False},
+        timeout=10,
+    )  # the label is kept; the answer is not shown
     assert labelled.status_code == 200 and labelled.json()["feedback"] is not None
     assert f"You said: {LOW}" not in labelled.text
     metrics = httpx.get(f"{server.url}/metrics").text
@@ -168,13 +188,21 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
 
 
 def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     # allow_client_mode: lower (the default) lets a client choose async or off, which would skip the block
-    server = start(start_gateway, fake_upstream, "passthrough", action="block", message=MESSAGE,
-                   keys=[{"key": "sk-a", "name": "a"}])
+    server = start(
+        start_gateway,
+        fake_upstream,
+        "passthrough",
+        action="block",
+        message=MESSAGE,
+        keys=[{"key": "sk-a", "name": "a"}],
+    )
     for mode in ("async", "off"):
         raw = sdk(server, "sk-a").chat.completions.with_raw_response.create(
-            model="cheap", messages=[{"role": "user", "content": LOW}], extra_headers={"x-trustgate-mode": mode})
+            model="cheap", messages=[{"role": "user", "content": LOW}], extra_headers={"x-trustgate-mode": mode}
+        )
         assert raw.headers["x-trust-action"] == "blocked" and raw.parse().choices[0].message.content == MESSAGE
     metrics = httpx.get(f"{server.url}/metrics").text
     for mode in ("async", "off"):
@@ -182,8 +210,9 @@ def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_block_on_legacy_completions(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-                                     path: str) -> None:
+def test_block_on_legacy_completions(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)
     raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
     choice = raw.parse().choices[0]
@@ -195,8 +224,7 @@ def test_block_on_legacy_completions(fake_upstream: FakeUpstream, start_gateway:
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-                            path: str) -> None:
+def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)
     raw = sdk(server).responses.with_raw_response.create(model="cheap", input=LOW)
     response = raw.parse()
@@ -209,11 +237,14 @@ def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable
 
 # --- escalate --------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", PATHS)
 def test_escalation_returns_the_better_answer_and_links_the_records(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
-                   escalate_to="strong")
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    server = start(
+        start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate", escalate_to="strong"
+    )
     raw = ask_chat(server, LOW)
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
     assert len(fake_upstream.requests) == 2
@@ -231,12 +262,20 @@ def test_escalation_returns_the_better_answer_and_links_the_records(
 
 
 def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     # README's worked config: escalation globally, a per-key block for a key that may not use the strong model
-    keys = [{"key": "sk-app", "name": "app", "models": ["cheap", "strong"]},
-            {"key": "sk-kiosk", "name": "kiosk", "models": ["cheap"]}]
-    settings = config(fake_upstream.url, "passthrough", action="escalate", escalate_to="strong",  # type: ignore[attr-defined]
-                      keys=keys)
+    keys = [
+        {"key": "sk-app", "name": "app", "models": ["cheap", "strong"]},
+        {"key": "sk-kiosk", "name": "kiosk", "models": ["cheap"]},
+    ]
+    settings = config(
+        fake_upstream.url,
+        "passthrough",
+        action="escalate",
+        escalate_to="strong",  # type: ignore[attr-defined]
+        keys=keys,
+    )
     settings["trustgate"]["scoring"]["per_key"] = {"kiosk": {"on_low_trust": {"action": "block", "message": MESSAGE}}}
     server = start_gateway(settings, scorers=[VerdictScorer({"strong": 0.8})])
     app = ask_chat(server, LOW, key="sk-app")
@@ -247,22 +286,25 @@ def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
 
 
 def test_a_policy_for_one_model_group_acts_on_that_group_only(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     settings = config(fake_upstream.url, "passthrough")  # type: ignore[attr-defined]
-    settings["trustgate"]["scoring"]["per_model"] = {"cheap": {"on_low_trust": {"action": "block",
-                                                                                "message": MESSAGE}}}
+    settings["trustgate"]["scoring"]["per_model"] = {"cheap": {"on_low_trust": {"action": "block", "message": MESSAGE}}}
     server = start_gateway(settings, scorers=[VerdictScorer()])
     assert ask_chat(server, LOW).headers["x-trust-action"] == "blocked"
     strong = sdk(server).chat.completions.with_raw_response.create(
-        model="strong", messages=[{"role": "user", "content": LOW}])
+        model="strong", messages=[{"role": "user", "content": LOW}]
+    )
     assert "x-trust-action" not in strong.headers and strong.headers["x-trust-score"] == "0.1000"
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.05}), action="escalate",
-                   escalate_to="strong")
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    server = start(
+        start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.05}), action="escalate", escalate_to="strong"
+    )
     raw = ask_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "kept" and raw.headers["x-trust-score"] == "0.1000"
     assert stored(server, raw.headers["x-trust-id"], "kept")["escalated_to"] == raw.headers["x-trust-escalated-to"]
@@ -270,18 +312,34 @@ def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower
 
 
 def test_prefer_escalated_returns_the_escalation_even_when_it_scores_lower(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start(start_gateway, fake_upstream, "passthrough", VerdictScorer({"strong": 0.05}),
-                   action="escalate", escalate_to="strong", prefer="escalated")
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start(
+        start_gateway,
+        fake_upstream,
+        "passthrough",
+        VerdictScorer({"strong": 0.05}),
+        action="escalate",
+        escalate_to="strong",
+        prefer="escalated",
+    )
     raw = ask_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalated" and raw.headers["x-trust-score"] == "0.0500"
 
 
 @pytest.mark.parametrize("path", PATHS)
 def test_an_escalation_past_its_timeout_returns_the_first_answer(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}),
-                   action="escalate", escalate_to="strong", escalation_timeout=0.5)
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    server = start(
+        start_gateway,
+        fake_upstream,
+        path,
+        VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}),
+        action="escalate",
+        escalate_to="strong",
+        escalation_timeout=0.5,
+    )
     raw = ask_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalation_failed" and raw.headers["x-trust-score"] == "0.1000"
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
@@ -291,32 +349,53 @@ def test_an_escalation_past_its_timeout_returns_the_first_answer(
 
 @pytest.mark.parametrize("path", PATHS)
 def test_an_escalation_upstream_error_returns_the_first_answer(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, action="escalate", escalate_to="strong",
-                   strong_base="http://127.0.0.1:9/v1")
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    server = start(
+        start_gateway, fake_upstream, path, action="escalate", escalate_to="strong", strong_base="http://127.0.0.1:9/v1"
+    )
     raw = ask_chat(server, LOW)
     assert raw.status_code == 200 and raw.headers["x-trust-action"] == "escalation_failed"
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
 
 
-def test_an_escalation_counts_on_the_keys_rate_limit(fake_upstream: FakeUpstream,
-                                                     start_gateway: Callable[..., ServerThread]) -> None:
+def test_an_escalation_counts_on_the_keys_rate_limit(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     keys = [{"key": "sk-a", "name": "a", "rpm": 1}]
-    server = start(start_gateway, fake_upstream, "passthrough", VerdictScorer({"strong": 0.9}),
-                   action="escalate", escalate_to="strong", keys=keys)
+    server = start(
+        start_gateway,
+        fake_upstream,
+        "passthrough",
+        VerdictScorer({"strong": 0.9}),
+        action="escalate",
+        escalate_to="strong",
+        keys=keys,
+    )
     raw = ask_chat(server, LOW, key="sk-a")
     assert raw.headers["x-trust-action"] == "escalation_failed"  # the second call would be the minute's second
     assert len(fake_upstream.requests) == 1
 
 
-def test_the_tokens_of_both_calls_count_on_the_keys_tpm(fake_upstream: FakeUpstream,
-                                                         start_gateway: Callable[..., ServerThread]) -> None:
-    one_call = httpx.post(f"{fake_upstream.url}/v1/chat/completions", timeout=10,  # type: ignore[attr-defined]
-                          json={"model": "m", "messages": [{"role": "user", "content": LOW}]}).json()
+def test_the_tokens_of_both_calls_count_on_the_keys_tpm(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    one_call = httpx.post(
+        f"{fake_upstream.url}/v1/chat/completions",
+        timeout=10,  # type: ignore[attr-defined]
+        json={"model": "m", "messages": [{"role": "user", "content": LOW}]},
+    ).json()
     tokens = one_call["usage"]["total_tokens"]
     keys = [{"key": "sk-a", "name": "a", "tpm": tokens + 1}]  # room for one call's tokens, not for two
-    server = start(start_gateway, fake_upstream, "passthrough", VerdictScorer({"strong": 0.9}),
-                   action="escalate", escalate_to="strong", keys=keys)
+    server = start(
+        start_gateway,
+        fake_upstream,
+        "passthrough",
+        VerdictScorer({"strong": 0.9}),
+        action="escalate",
+        escalate_to="strong",
+        keys=keys,
+    )
     assert ask_chat(server, LOW, key="sk-a").headers["x-trust-action"] == "escalated"
     with pytest.raises(openai.RateLimitError, match="tokens per minute"):
         ask_chat(server, HIGH, key="sk-a")
@@ -324,31 +403,52 @@ def test_the_tokens_of_both_calls_count_on_the_keys_tpm(fake_upstream: FakeUpstr
     assert 'trustgate_user_upstream_tokens_total{key="a",kind="completion",model="strong"}' in metrics
 
 
-def test_the_escalation_target_itself_is_only_annotated(fake_upstream: FakeUpstream,
-                                                         start_gateway: Callable[..., ServerThread]) -> None:
+def test_the_escalation_target_itself_is_only_annotated(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     server = start(start_gateway, fake_upstream, "passthrough", action="escalate", escalate_to="strong")
     raw = sdk(server).chat.completions.with_raw_response.create(
-        model="strong", messages=[{"role": "user", "content": LOW}])
+        model="strong", messages=[{"role": "user", "content": LOW}]
+    )
     assert raw.headers["x-trust-score"] == "0.1000" and "x-trust-action" not in raw.headers
     assert len(fake_upstream.requests) == 1
 
 
-def test_the_action_reaches_opentelemetry_and_the_console(fake_upstream: FakeUpstream,
-                                                          start_gateway: Callable[..., ServerThread]) -> None:
+def test_the_action_reaches_opentelemetry_and_the_console(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     logs = InMemoryLogRecordExporter()
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     telemetry = Telemetry(TracerProvider().get_tracer("test"), logger_provider.get_logger("test"))
-    server = start_gateway(config(fake_upstream.url, "passthrough", action="escalate",  # type: ignore[attr-defined]
-                                  escalate_to="strong"),
-                           scorers=[VerdictScorer({"strong": 0.8})], telemetry=telemetry, mounts=[console.mount])
+    server = start_gateway(
+        config(
+            fake_upstream.url,
+            "passthrough",
+            action="escalate",  # type: ignore[attr-defined]
+            escalate_to="strong",
+        ),
+        scorers=[VerdictScorer({"strong": 0.8})],
+        telemetry=telemetry,
+        mounts=[console.mount],
+    )
     raw = ask_chat(server, LOW)
     first_id, second_id = raw.headers["x-trust-escalated-from"], raw.headers["x-trust-id"]
-    events = [dict(log.log_record.attributes or {}) for log in logs.get_finished_logs()
-              if (log.log_record.attributes or {}).get("gen_ai.evaluation.name") == "trustgate.low_trust_action"]
-    assert events == [{"gen_ai.evaluation.name": "trustgate.low_trust_action", "trustgate.trust.id": first_id,
-                       "gen_ai.evaluation.score.value": 0.1, "gen_ai.evaluation.score.label": "untrusted",
-                       "trustgate.trust.action": "escalated", "trustgate.trust.escalated_to": second_id}]
+    events = [
+        dict(log.log_record.attributes or {})
+        for log in logs.get_finished_logs()
+        if (log.log_record.attributes or {}).get("gen_ai.evaluation.name") == "trustgate.low_trust_action"
+    ]
+    assert events == [
+        {
+            "gen_ai.evaluation.name": "trustgate.low_trust_action",
+            "trustgate.trust.id": first_id,
+            "gen_ai.evaluation.score.value": 0.1,
+            "gen_ai.evaluation.score.label": "untrusted",
+            "trustgate.trust.action": "escalated",
+            "trustgate.trust.escalated_to": second_id,
+        }
+    ]
     stored(server, first_id, "escalated")
     page = httpx.get(f"{server.url}/ui/partials/records/{first_id}", headers=AUTH, timeout=10).text
     assert '<dd class="trust-action">escalated</dd>' in page and f'href="/ui/records/{second_id}"' in page
@@ -356,10 +456,12 @@ def test_the_action_reaches_opentelemetry_and_the_console(fake_upstream: FakeUps
 
 # --- streams ---------------------------------------------------------------------------------------------------
 
+
 def stream_chat(server: ServerThread, question: str, model: str = "cheap") -> tuple[Any, list[Any], str]:
     """The SDK's plain loop over a stream (it must run to the end), its chunks, and the text it read."""
     raw = sdk(server).chat.completions.with_raw_response.create(
-        model=model, messages=[{"role": "user", "content": question}], stream=True)
+        model=model, messages=[{"role": "user", "content": question}], stream=True
+    )
     chunks, text = [], ""
     for chunk in raw.parse():
         text += chunk.choices[0].delta.content or ""
@@ -369,7 +471,8 @@ def stream_chat(server: ServerThread, question: str, model: str = "cheap") -> tu
 
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
     raw, chunks, text = stream_chat(server, LOW)
     assert text == MESSAGE and raw.headers["x-trust-action"] == "blocked"
@@ -386,10 +489,18 @@ def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_escalates_a_low_stream(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-                                     path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
-                   escalate_to="strong", streams="hold")
+def test_hold_escalates_a_low_stream(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    server = start(
+        start_gateway,
+        fake_upstream,
+        path,
+        VerdictScorer({"strong": 0.8}),
+        action="escalate",
+        escalate_to="strong",
+        streams="hold",
+    )
     raw, chunks, text = stream_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalated" and text == f"You said: {LOW}"
     assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"] != raw.headers["x-trust-escalated-from"]
@@ -400,9 +511,17 @@ def test_hold_escalates_a_low_stream(fake_upstream: FakeUpstream, start_gateway:
 
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_returns_the_first_stream_when_the_escalation_fails(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, action="escalate", escalate_to="strong", streams="hold",
-                   strong_base="http://127.0.0.1:9/v1")
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    server = start(
+        start_gateway,
+        fake_upstream,
+        path,
+        action="escalate",
+        escalate_to="strong",
+        streams="hold",
+        strong_base="http://127.0.0.1:9/v1",
+    )
     raw, chunks, text = stream_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalation_failed" and text == f"You said: {LOW}"
     assert all(chunk.choices for chunk in chunks)
@@ -410,12 +529,23 @@ def test_hold_returns_the_first_stream_when_the_escalation_fails(
 
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_out_of_time(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    cases = ((VerdictScorer({"strong": 0.05}), {}, "kept"),
-             (VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), {"escalation_timeout": 0.5}, "escalation_failed"))
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    cases = (
+        (VerdictScorer({"strong": 0.05}), {}, "kept"),
+        (VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), {"escalation_timeout": 0.5}, "escalation_failed"),
+    )
     for scorer, timeout, action in cases:
-        server = start(start_gateway, fake_upstream, path, scorer, action="escalate", escalate_to="strong",
-                       streams="hold", **timeout)
+        server = start(
+            start_gateway,
+            fake_upstream,
+            path,
+            scorer,
+            action="escalate",
+            escalate_to="strong",
+            streams="hold",
+            **timeout,
+        )
         raw, chunks, text = stream_chat(server, LOW)  # the SDK's plain loop runs to the end
         assert raw.headers["x-trust-action"] == action and text == f"You said: {LOW}"
         assert all(chunk.choices for chunk in chunks) and len(chunks) > 2  # the upstream's own stream, replayed
@@ -425,11 +555,12 @@ def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_held_block_keeps_the_usage_a_client_asked_for(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
     raw = sdk(server).chat.completions.with_raw_response.create(
-        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True,
-        stream_options={"include_usage": True})
+        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True, stream_options={"include_usage": True}
+    )
     chunks = list(raw.parse())
     assert raw.headers["x-trust-action"] == "blocked" and all(chunk.choices for chunk in chunks)
     usage = chunks[-1].usage
@@ -438,11 +569,13 @@ def test_a_held_block_keeps_the_usage_a_client_asked_for(
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_pass_streams_as_ever_and_only_annotates(fake_upstream: FakeUpstream,
-                                                 start_gateway: Callable[..., ServerThread], path: str) -> None:
+def test_pass_streams_as_ever_and_only_annotates(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)  # streams: pass
     raw = sdk(server).chat.completions.with_raw_response.create(
-        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True)
+        model="cheap", messages=[{"role": "user", "content": LOW}], stream=True
+    )
     chunks = list(raw.parse())
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == f"You said: {LOW}"
     assert "x-trust-action" not in raw.headers and raw.headers["x-trust-status"] == "pending"
@@ -452,28 +585,33 @@ def test_pass_streams_as_ever_and_only_annotates(fake_upstream: FakeUpstream,
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_escalation_on_completions_and_responses(fake_upstream: FakeUpstream,
-                                                 start_gateway: Callable[..., ServerThread], path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate",
-                   escalate_to="strong")
+def test_escalation_on_completions_and_responses(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    server = start(
+        start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate", escalate_to="strong"
+    )
     text = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
     assert text.headers["x-trust-action"] == "escalated" and text.headers["x-trust-score"] == "0.8000"
     assert LOW in text.parse().choices[0].text
     response = sdk(server).responses.with_raw_response.create(model="cheap", input=LOW)
     assert response.headers["x-trust-action"] == "escalated" and response.headers["x-trust-score"] == "0.8000"
     assert LOW in response.parse().output_text
-    assert stored(server, response.headers["x-trust-escalated-from"], "escalated")["escalated_to"] \
+    assert (
+        stored(server, response.headers["x-trust-escalated-from"], "escalated")["escalated_to"]
         == response.headers["x-trust-id"]
+    )
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_on_legacy_completions_blocks_and_escalates(fake_upstream: FakeUpstream,
-                                                          start_gateway: Callable[..., ServerThread],
-                                                          path: str) -> None:
-    for policy, action, expected in ((dict(action="block", message=MESSAGE), "blocked", MESSAGE),
-                                     (dict(action="escalate", escalate_to="strong"), "escalated", None)):
-        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold",
-                       **policy)
+def test_hold_on_legacy_completions_blocks_and_escalates(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    for policy, action, expected in (
+        (dict(action="block", message=MESSAGE), "blocked", MESSAGE),
+        (dict(action="escalate", escalate_to="strong"), "escalated", None),
+    ):
+        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold", **policy)
         raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW, stream=True)
         chunks, text = [], ""
         for chunk in raw.parse():
@@ -485,18 +623,27 @@ def test_hold_on_legacy_completions_blocks_and_escalates(fake_upstream: FakeUpst
 
 
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_on_responses_streams_keeps_blocks_and_escalates(fake_upstream: FakeUpstream,
-                                                              start_gateway: Callable[..., ServerThread],
-                                                              path: str) -> None:
-    known = {"response.created", "response.in_progress", "response.output_item.added",
-             "response.content_part.added", "response.output_text.delta", "response.output_text.done",
-             "response.content_part.done", "response.output_item.done", "response.completed"}
-    cases = ((dict(action="block", message=MESSAGE), LOW, "blocked", MESSAGE),
-             (dict(action="escalate", escalate_to="strong"), LOW, "escalated", f"You said: {LOW}"),
-             (dict(action="block", message=MESSAGE), HIGH, None, f"You said: {HIGH}"))
+def test_hold_on_responses_streams_keeps_blocks_and_escalates(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    known = {
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    }
+    cases = (
+        (dict(action="block", message=MESSAGE), LOW, "blocked", MESSAGE),
+        (dict(action="escalate", escalate_to="strong"), LOW, "escalated", f"You said: {LOW}"),
+        (dict(action="block", message=MESSAGE), HIGH, None, f"You said: {HIGH}"),
+    )
     for policy, question, action, expected in cases:
-        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold",
-                       **policy)
+        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold", **policy)
         raw = sdk(server).responses.with_raw_response.create(model="cheap", input=question, stream=True)
         events = list(raw.parse())
         assert {event.type for event in events} <= known and events[-1].type == "response.completed"
@@ -510,9 +657,9 @@ def test_hold_on_responses_streams_keeps_blocks_and_escalates(fake_upstream: Fak
 
 
 @pytest.mark.parametrize(("on", "action"), [("probability", "blocked"), ("score", None)])
-def test_a_policy_on_the_calibrated_probability(fake_upstream: FakeUpstream,
-                                                start_gateway: Callable[..., ServerThread], tmp_path: Path,
-                                                on: str, action: str | None) -> None:
+def test_a_policy_on_the_calibrated_probability(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path, on: str, action: str | None
+) -> None:
     # Trust_OV 0.58 (bc 0.9, fc neutral) has probability 0.28 on this curve: below 0.5 only by its probability.
     path = tmp_path / "calibration.json"
     save_calibration(IsotonicCalibrator(x=(0.4, 0.6, 0.8), y=(0.1, 0.3, 0.9)), path)

@@ -42,9 +42,17 @@ def alertmanager(tmp_path: Path) -> Iterator[str]:
         pytest.skip("alertmanager is not installed (Debian package `prometheus-alertmanager`)")
     shutil.copy(DEPLOY_ALERTMANAGER, tmp_path / "am.yml")
     port = free_port()
-    process = subprocess.Popen([BINARY, f"--config.file={tmp_path / 'am.yml'}",
-                                f"--storage.path={tmp_path / 'am-data'}", f"--web.listen-address=127.0.0.1:{port}",
-                                "--cluster.listen-address="], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            BINARY,
+            f"--config.file={tmp_path / 'am.yml'}",
+            f"--storage.path={tmp_path / 'am-data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--cluster.listen-address=",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 20
@@ -79,24 +87,36 @@ def metric(server: ServerThread, outcome: str) -> float:
 
 
 def with_alerting(fake: FakeUpstream, **alerting: Any) -> dict[str, Any]:
-    settings = config(fake.url, "passthrough", action="block",  # type: ignore[attr-defined]
-                      keys=[{"key": "sk-a", "name": "app"}])
+    settings = config(
+        fake.url,
+        "passthrough",
+        action="block",  # type: ignore[attr-defined]
+        keys=[{"key": "sk-a", "name": "app"}],
+    )
     settings["trustgate"]["alerting"] = {"console_url": "http://console.example", **alerting}
     return settings
 
 
 def test_a_blocked_answer_arrives_as_alerts_with_labels_and_a_console_link(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], alertmanager: str) -> None:
-    server = start_gateway(with_alerting(fake_upstream, alertmanager_url=alertmanager),
-                           scorers=[VerdictScorer()])
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], alertmanager: str
+) -> None:
+    server = start_gateway(with_alerting(fake_upstream, alertmanager_url=alertmanager), scorers=[VerdictScorer()])
     blocked = ask_chat(server, LOW, key="sk-a")
     assert blocked.headers["x-trust-action"] == "blocked"
     assert ask_chat(server, HIGH, key="sk-a").status_code == 200  # trusted: no alert
     record_id = blocked.headers["x-trust-id"]
     found = alerts(alertmanager, 2)
     assert [alert["labels"] for alert in found] == [
-        {"alertname": ALERT_NAME, "severity": "warning", "model": "cheap", "key": "app", "action": action,
-         "trust_id": record_id} for action in ("annotate", "blocked")]
+        {
+            "alertname": ALERT_NAME,
+            "severity": "warning",
+            "model": "cheap",
+            "key": "app",
+            "action": action,
+            "trust_id": record_id,
+        }
+        for action in ("annotate", "blocked")
+    ]
     for alert in found:
         assert alert["annotations"]["console_url"] == f"http://console.example/ui/records/{record_id}"
         assert "question" not in alert["annotations"] and "answer" not in alert["annotations"]
@@ -105,8 +125,16 @@ def test_a_blocked_answer_arrives_as_alerts_with_labels_and_a_console_link(
 
 
 def test_text_excerpts_only_when_asked() -> None:
-    record = TrustRecord(id="trust-1", status="done", model="m", owner="k", score=0.1, label="untrusted",
-                         question="Q" * 50, answer="secret answer")
+    record = TrustRecord(
+        id="trust-1",
+        status="done",
+        model="m",
+        owner="k",
+        score=0.1,
+        label="untrusted",
+        question="Q" * 50,
+        answer="secret answer",
+    )
     plain = alert_for(record, AlertmanagerSettings())
     assert plain is not None and "answer" not in plain["annotations"] and "secret" not in str(plain)
     with_text = alert_for(record, AlertmanagerSettings(include_text=True, excerpt_chars=20))
@@ -117,10 +145,14 @@ def test_text_excerpts_only_when_asked() -> None:
 
 
 def test_alertmanager_down_leaves_requests_alone_and_counts_the_failures(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(with_alerting(fake_upstream, alertmanager_url=f"http://127.0.0.1:{free_port()}",
-                                         max_attempts=2, backoff_s=0.05),
-                           scorers=[VerdictScorer()])
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        with_alerting(
+            fake_upstream, alertmanager_url=f"http://127.0.0.1:{free_port()}", max_attempts=2, backoff_s=0.05
+        ),
+        scorers=[VerdictScorer()],
+    )
     blocked = ask_chat(server, LOW, key="sk-a")
     assert blocked.status_code == 200 and blocked.headers["x-trust-action"] == "blocked"
     deadline = time.monotonic() + 10
@@ -141,6 +173,7 @@ class FlakyAlertmanager:
             await request.body()
             self.pushes += 1
             return Response(status_code=self.statuses.pop(0) if self.statuses else 200)
+
         return Starlette(routes=[Route("/api/v2/alerts", alerts, methods=["POST"])])
 
 
@@ -150,25 +183,32 @@ async def push_one(url: str, **settings: Any) -> dict[str, float]:
     pushes = Counter("pushes", "test", ["outcome"], registry=registry)
     record = TrustRecord(id="trust-1", status="done", model="m", owner="k", score=0.1, label="untrusted")
     async with httpx.AsyncClient() as client:
-        exporter = AlertmanagerExporter(AlertmanagerSettings(alertmanager_url=url, backoff_s=0.01, **settings),
-                                        client, pushes)
+        exporter = AlertmanagerExporter(
+            AlertmanagerSettings(alertmanager_url=url, backoff_s=0.01, **settings), client, pushes
+        )
         exporter.notify(record)
         for _ in range(500):
-            counted = {outcome: registry.get_sample_value("pushes_total", {"outcome": outcome}) or 0.0
-                       for outcome in ("sent", "failed")}
+            counted = {
+                outcome: registry.get_sample_value("pushes_total", {"outcome": outcome}) or 0.0
+                for outcome in ("sent", "failed")
+            }
             if sum(counted.values()):
                 return counted
             await asyncio.sleep(0.01)
     raise AssertionError("the push never ended")
 
 
-@pytest.mark.parametrize(("statuses", "attempts", "pushes", "outcome"), [
-    ([503, 429], 3, 3, "sent"),  # retried with backoff until it got through
-    ([503, 503, 503, 503], 3, 3, "failed"),  # at most max_attempts, then counted
-    ([400], 3, 1, "failed"),  # Alertmanager refused the alert itself: sending it again would not help
-])
-def test_a_push_is_retried_a_bounded_number_of_times(statuses: list[int], attempts: int, pushes: int,
-                                                     outcome: str) -> None:
+@pytest.mark.parametrize(
+    ("statuses", "attempts", "pushes", "outcome"),
+    [
+        ([503, 429], 3, 3, "sent"),  # retried with backoff until it got through
+        ([503, 503, 503, 503], 3, 3, "failed"),  # at most max_attempts, then counted
+        ([400], 3, 1, "failed"),  # Alertmanager refused the alert itself: sending it again would not help
+    ],
+)
+def test_a_push_is_retried_a_bounded_number_of_times(
+    statuses: list[int], attempts: int, pushes: int, outcome: str
+) -> None:
     flaky = FlakyAlertmanager(statuses)
     with ServerThread(flaky.app()) as server:
         counted = asyncio.run(push_one(server.url, max_attempts=attempts))
@@ -181,11 +221,13 @@ def test_pushes_beyond_max_pending_are_dropped_and_counted() -> None:
         registry = CollectorRegistry()
         pushes = Counter("pushes", "test", ["outcome"], registry=registry)
         async with httpx.AsyncClient() as client:
-            exporter = AlertmanagerExporter(AlertmanagerSettings(alertmanager_url=url, max_pending=2, max_attempts=1,
-                                                                 timeout_s=0.5), client, pushes)
+            exporter = AlertmanagerExporter(
+                AlertmanagerSettings(alertmanager_url=url, max_pending=2, max_attempts=1, timeout_s=0.5), client, pushes
+            )
             for number in range(5):  # the first two wait on an Alertmanager that never answers
-                exporter.notify(TrustRecord(id=f"trust-{number}", status="done", model="m", score=0.1,
-                                            label="untrusted"))
+                exporter.notify(
+                    TrustRecord(id=f"trust-{number}", status="done", model="m", score=0.1, label="untrusted")
+                )
             dropped = registry.get_sample_value("pushes_total", {"outcome": "dropped"}) or 0.0
             await exporter.close()
         return dropped, registry.get_sample_value("pushes_total", {"outcome": "sent"}) or 0.0

@@ -21,9 +21,10 @@ from tests.proxy.test_default_call_count import ANSWER, DATA_DIR, QUESTION, mode
 from tests.proxy.test_low_trust import config, record
 from tests.servers import ServerThread
 
-pytestmark = pytest.mark.skipif(not (DATA_DIR / "factcheck" / "index").exists()
-                                or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-                                reason="scoring assets not built: `make install` builds them")
+pytestmark = pytest.mark.skipif(
+    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+    reason="scoring assets not built: `make install` builds them",
+)
 
 
 def doubtful(messages: list[dict[str, Any]]) -> str:
@@ -34,12 +35,20 @@ def doubtful(messages: list[dict[str, Any]]) -> str:
 
 
 def test_real_scores_escalate_a_low_answer_to_a_model_that_scores_high(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     fake_upstream.responder = doubtful
     strong = FakeUpstream(responder=model(consistent=True))
     with ServerThread(strong.app()) as strong_server:
-        settings = config(fake_upstream.url, "passthrough", strong_base=f"{strong_server.url}/v1",  # type: ignore[attr-defined]
-                          action="escalate", escalate_to="strong", streams="hold", below=0.5)
+        settings = config(
+            fake_upstream.url,
+            "passthrough",
+            strong_base=f"{strong_server.url}/v1",  # type: ignore[attr-defined]
+            action="escalate",
+            escalate_to="strong",
+            streams="hold",
+            below=0.5,
+        )
         settings["trustgate"]["scoring"]["data_dir"] = str(DATA_DIR)
         server = start_gateway(settings, scorers=None)
         client = sdk_client(server)

@@ -30,8 +30,9 @@ SETUPS = [("passthrough", True), ("passthrough", False), ("litellm", True), ("li
 
 
 @pytest.fixture(params=SETUPS, ids=[f"{path}-{'native' if native else 'bridged'}" for path, native in SETUPS])
-def gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-            start_gateway: Callable[..., ServerThread]) -> ServerThread:
+def gateway(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> ServerThread:
     path, native = request.param
     fake_upstream.responses_supported = native
     config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
@@ -44,13 +45,15 @@ def sync_client(server: ServerThread, **headers: str) -> openai.OpenAI:
 
 
 def async_client(server: ServerThread, **headers: str) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30,
-                              default_headers=headers)
+    return openai.AsyncOpenAI(
+        base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=30, default_headers=headers
+    )
 
 
 def test_responses_non_streamed_is_answered_and_scored(gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     raw = sync_client(gateway, **SYNC).responses.with_raw_response.create(
-        model="fake", input="Who built the first temple?", instructions="Be brief.")
+        model="fake", input="Who built the first temple?", instructions="Be brief."
+    )
     reply = raw.parse()
     assert reply.output_text == "You said: Who built the first temple?"
     assert raw.headers["x-trust-status"] == "done" and raw.headers["x-trust-score"] == "0.5800"
@@ -85,9 +88,14 @@ def test_responses_stream_helper_keeps_the_trust_on_the_final_response(gateway: 
 def test_responses_trust_event_only_when_asked(gateway: ServerThread) -> None:
     """``x-trustgate-trust-event: true`` adds the ``trustgate.trust`` event before the terminal one."""
     asks = {**SYNC, "x-trustgate-trust-event": "true"}
-    with httpx.stream("POST", f"{gateway.url}/v1/responses", headers={**AUTH, **asks},
-                      json={"model": "fake", "input": "event please", "stream": True}, timeout=30) as raw:
-        names = [line[len("event: "):] for line in raw.iter_lines() if line.startswith("event: ")]
+    with httpx.stream(
+        "POST",
+        f"{gateway.url}/v1/responses",
+        headers={**AUTH, **asks},
+        json={"model": "fake", "input": "event please", "stream": True},
+        timeout=30,
+    ) as raw:
+        names = [line[len("event: ") :] for line in raw.iter_lines() if line.startswith("event: ")]
     assert names[-2:] == ["trustgate.trust", "response.completed"]
     with sync_client(gateway, **asks).responses.stream(model="fake", input="helper with event") as stream:
         final = stream.get_final_response()  # the SDK's accumulator passes the extra event by
@@ -97,8 +105,9 @@ def test_responses_trust_event_only_when_asked(gateway: ServerThread) -> None:
 def test_responses_async_client(gateway: ServerThread) -> None:
     async def ask() -> tuple[str, list[str]]:
         async with async_client(gateway) as client:
-            reply = await client.responses.create(model="fake", input=[
-                {"role": "user", "content": [{"type": "input_text", "text": "async hello"}]}])
+            reply = await client.responses.create(
+                model="fake", input=[{"role": "user", "content": [{"type": "input_text", "text": "async hello"}]}]
+            )
             stream = await client.responses.create(model="fake", input="async stream", stream=True)
             kinds = [event.type async for event in stream]
             return reply.output_text, kinds
@@ -109,12 +118,12 @@ def test_responses_async_client(gateway: ServerThread) -> None:
 
 
 def test_completions_scored_like_chat(gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
-    raw = sync_client(gateway, **SYNC).completions.with_raw_response.create(model="fake", prompt="legacy hi",
-                                                                            max_tokens=8)
+    raw = sync_client(gateway, **SYNC).completions.with_raw_response.create(
+        model="fake", prompt="legacy hi", max_tokens=8
+    )
     assert raw.parse().choices[0].text == "You said: legacy hi"
     assert raw.headers["x-trust-status"] == "done" and raw.headers["x-trust-bc"] == "0.9000"
-    chunks = list(sync_client(gateway, **SYNC).completions.create(model="fake", prompt="legacy stream",
-                                                                   stream=True))
+    chunks = list(sync_client(gateway, **SYNC).completions.create(model="fake", prompt="legacy stream", stream=True))
     assert "".join(c.choices[0].text or "" for c in chunks) == "You said: legacy stream"  # a choice in every chunk
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert (chunks[-1].model_extra or {})["trust"]["status"] == "done"
@@ -146,17 +155,22 @@ def test_models_retrieve(gateway: ServerThread) -> None:
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
-def test_key_rules_hold_on_the_new_endpoints(path: str, fake_upstream: FakeUpstream,
-                                             start_gateway: Callable[..., ServerThread]) -> None:
+def test_key_rules_hold_on_the_new_endpoints(
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"].append({**config["model_list"][0], "model_name": "other"})
-    config["trustgate"] = {"passthrough": path == "passthrough",
-                           "keys": [{"key": "sk-team", "name": "team", "models": ["fake"]}]}
+    config["trustgate"] = {
+        "passthrough": path == "passthrough",
+        "keys": [{"key": "sk-team", "name": "team", "models": ["fake"]}],
+    }
     server = start_gateway(config)
     team = sdk_client(server, "sk-team")
-    for call in (lambda: team.responses.create(model="other", input="x"),
-                 lambda: team.completions.create(model="other", prompt="x"),
-                 lambda: team.embeddings.create(model="other", input="x")):
+    for call in (
+        lambda: team.responses.create(model="other", input="x"),
+        lambda: team.completions.create(model="other", prompt="x"),
+        lambda: team.embeddings.create(model="other", input="x"),
+    ):
         with pytest.raises(openai.PermissionDeniedError):
             call()
     with pytest.raises(openai.NotFoundError):
@@ -167,16 +181,20 @@ def test_key_rules_hold_on_the_new_endpoints(path: str, fake_upstream: FakeUpstr
     assert fake_upstream.requests == []
 
 
-@pytest.mark.parametrize("endpoint, body", [
-    ("responses", {"model": "fake", "input": "x", "api_base": "http://evil.example"}),
-    ("responses", {"model": "fake", "input": "x", "previous_response_id": "resp_someone_elses"}),
-    ("completions", {"model": "fake", "prompt": "x", "custom_llm_provider": "openai"}),
-    ("embeddings", {"model": "fake", "input": "x", "api_key": "sk-mine"}),
-    ("embeddings", {"model": "fake", "input": "x", "stream": True}),
-    ("responses", {"model": "fake", "input": 3}),
-])
-def test_refused_parameters(endpoint: str, body: dict[str, Any], fake_upstream: FakeUpstream,
-                            start_gateway: Callable[..., ServerThread]) -> None:
+@pytest.mark.parametrize(
+    "endpoint, body",
+    [
+        ("responses", {"model": "fake", "input": "x", "api_base": "http://evil.example"}),
+        ("responses", {"model": "fake", "input": "x", "previous_response_id": "resp_someone_elses"}),
+        ("completions", {"model": "fake", "prompt": "x", "custom_llm_provider": "openai"}),
+        ("embeddings", {"model": "fake", "input": "x", "api_key": "sk-mine"}),
+        ("embeddings", {"model": "fake", "input": "x", "stream": True}),
+        ("responses", {"model": "fake", "input": 3}),
+    ],
+)
+def test_refused_parameters(
+    endpoint: str, body: dict[str, Any], fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     server = start_gateway(gateway_config(fake_upstream.url))  # type: ignore[attr-defined]
     response = httpx.post(f"{server.url}/v1/{endpoint}", json=body, headers=AUTH)
     assert response.status_code == 400
@@ -184,8 +202,9 @@ def test_refused_parameters(endpoint: str, body: dict[str, Any], fake_upstream: 
     assert fake_upstream.requests == []
 
 
-def test_upstream_errors_keep_their_status_on_new_endpoints(fake_upstream: FakeUpstream,
-                                                             start_gateway: Callable[..., ServerThread]) -> None:
+def test_upstream_errors_keep_their_status_on_new_endpoints(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     server = start_gateway(gateway_config(fake_upstream.url))  # type: ignore[attr-defined]
     fake_upstream.rate_limited = 1
     with pytest.raises(openai.RateLimitError):

@@ -28,8 +28,9 @@ def current_schema() -> dict[str, Any]:
 
 
 def test_the_schema_is_the_committed_snapshot() -> None:
-    assert json.dumps(current_schema(), indent=1) + "\n" == SNAPSHOT.read_text(), \
+    assert json.dumps(current_schema(), indent=1) + "\n" == SNAPSHOT.read_text(), (
         f"the OpenAPI schema changed; if meant, rewrite {SNAPSHOT.name} (see this module's docstring)"
+    )
 
 
 if __name__ == "__main__":

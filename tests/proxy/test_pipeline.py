@@ -64,10 +64,8 @@ async def gateway_parts(fake_upstream: FakeUpstream, tmp_path: Path, **section: 
     """The gateway's parts as its app's lifespan builds them; a scorer that re-asks the upstream, clients choose
     the mode."""
     config = scoring_config(fake_upstream.url)
-    config["trustgate"] = {**config["trustgate"], "store": {"path": str(tmp_path / "records.sqlite3")},
-                           **section}
-    app = create_app(settings_from_dict(config, {}), registry=CollectorRegistry(),
-                     scorers=[AskingScorer("bc", 0.9)])
+    config["trustgate"] = {**config["trustgate"], "store": {"path": str(tmp_path / "records.sqlite3")}, **section}
+    app = create_app(settings_from_dict(config, {}), registry=CollectorRegistry(), scorers=[AskingScorer("bc", 0.9)])
     async with app.router.lifespan_context(app):
         yield app.state.gateway
 
@@ -85,13 +83,17 @@ def served(spec: EndpointSpec, request: Given, fake_upstream: FakeUpstream, tmp_
 
 
 def events(body: bytes) -> list[Any]:
-    return [orjson.loads(line[5:]) if line[5:].strip() != b"[DONE]" else "[DONE]"
-            for line in body.split(b"\n") if line.startswith(b"data:")]
+    return [
+        orjson.loads(line[5:]) if line[5:].strip() != b"[DONE]" else "[DONE]"
+        for line in body.split(b"\n")
+        if line.startswith(b"data:")
+    ]
 
 
 def test_a_chat_request_is_answered_and_scored_in_sync_mode(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
-    response = served(CHAT, Given({"model": "fake", "messages": [{"role": "user", "content": "hi"}]}),
-                      fake_upstream, tmp_path)
+    response = served(
+        CHAT, Given({"model": "fake", "messages": [{"role": "user", "content": "hi"}]}), fake_upstream, tmp_path
+    )
     assert response.status_code == 200
     assert orjson.loads(response.body)["choices"][0]["message"]["content"] == "You said: hi"
     assert response.headers["x-trustgate-model-group"] == "fake"
@@ -99,18 +101,21 @@ def test_a_chat_request_is_answered_and_scored_in_sync_mode(fake_upstream: FakeU
     assert fake_upstream.requests[0]["model"] == "gpt-4o-mini"
 
 
-def test_a_legacy_completions_stream_ends_with_the_trust_on_its_final_chunk(fake_upstream: FakeUpstream,
-                                                                          tmp_path: Path) -> None:
-    response = served(COMPLETIONS, Given({"model": "fake", "prompt": "stream this", "stream": True}),
-                      fake_upstream, tmp_path)
+def test_a_legacy_completions_stream_ends_with_the_trust_on_its_final_chunk(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    response = served(
+        COMPLETIONS, Given({"model": "fake", "prompt": "stream this", "stream": True}), fake_upstream, tmp_path
+    )
     sent = events(response.body)
     assert sent[-1] == "[DONE]"
     assert "".join(e["choices"][0]["text"] for e in sent[:-1] if e["choices"]) == "You said: stream this"
     assert sent[-2]["trust"]["status"] == "done"
 
 
-def test_a_responses_request_reads_its_answer_from_the_output_items(fake_upstream: FakeUpstream,
-                                                                  tmp_path: Path) -> None:
+def test_a_responses_request_reads_its_answer_from_the_output_items(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
     response = served(RESPONSES, Given({"model": "fake", "input": "who?"}), fake_upstream, tmp_path)
     output = orjson.loads(response.body)["output"]
     assert output[0]["content"][0]["text"] == "You said: who?"
@@ -123,20 +128,27 @@ def test_embeddings_are_forwarded_and_never_scored(fake_upstream: FakeUpstream, 
     assert "x-trust-status" not in response.headers
 
 
-@pytest.mark.parametrize("request_, error", [
-    (Given({"model": "fake", "messages": [{"role": "user", "content": "hi"}]}, {"authorization": "Bearer no"}),
-     AuthenticationFailed),
-    (Given({"model": "fake", "messages": []}), InvalidRequest),
-])
-def test_a_refused_request_raises_before_any_upstream_call(request_: Given, error: type[Exception],
-                                                           fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "request_, error",
+    [
+        (
+            Given({"model": "fake", "messages": [{"role": "user", "content": "hi"}]}, {"authorization": "Bearer no"}),
+            AuthenticationFailed,
+        ),
+        (Given({"model": "fake", "messages": []}), InvalidRequest),
+    ],
+)
+def test_a_refused_request_raises_before_any_upstream_call(
+    request_: Given, error: type[Exception], fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
     with pytest.raises(error):
         served(CHAT, request_, fake_upstream, tmp_path)
     assert fake_upstream.requests == []
 
 
-def test_a_client_that_leaves_gets_no_answer_and_its_key_slot_is_free(fake_upstream: FakeUpstream,
-                                                                      tmp_path: Path) -> None:
+def test_a_client_that_leaves_gets_no_answer_and_its_key_slot_is_free(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
     team = {"authorization": "Bearer sk-team"}
     one_at_a_time = [{"key": "sk-team", "name": "team", "max_parallel_requests": 1}]
 
@@ -144,11 +156,14 @@ def test_a_client_that_leaves_gets_no_answer_and_its_key_slot_is_free(fake_upstr
         async with gateway_parts(fake_upstream, tmp_path, keys=one_at_a_time) as gateway:
             for _ in range(2):  # a slot still held would refuse the next request (429)
                 with pytest.raises(ClientDisconnected):
-                    await serve(gateway, CHAT, Given({"model": "fake", "messages": [{"role": "user",
-                                                                                     "content": "bye"}]},
-                                                     team, leaves=True))
-            answered = await serve(gateway, CHAT, Given({"model": "fake", "messages": [
-                {"role": "user", "content": "back"}]}, team))
+                    await serve(
+                        gateway,
+                        CHAT,
+                        Given({"model": "fake", "messages": [{"role": "user", "content": "bye"}]}, team, leaves=True),
+                    )
+            answered = await serve(
+                gateway, CHAT, Given({"model": "fake", "messages": [{"role": "user", "content": "back"}]}, team)
+            )
             assert orjson.loads(answered.body)["choices"][0]["message"]["content"] == "You said: back"
 
     asyncio.run(run())

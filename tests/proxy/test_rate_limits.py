@@ -67,18 +67,22 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 def limited_config(upstream_url: str, redis_url: str, **limits: Any) -> dict[str, Any]:
     config = gateway_config(upstream_url)
-    config["trustgate"] = {"limits": {"redis_url": redis_url},
-                           "keys": [{"key": "sk-team", "name": "team", **limits}]}
+    config["trustgate"] = {"limits": {"redis_url": redis_url}, "keys": [{"key": "sk-team", "name": "team", **limits}]}
     return config
 
 
 def ask(server: ServerThread, content: str = "hi") -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": "Bearer sk-team"}, timeout=20,
-                      json={"model": "fake", "messages": [{"role": "user", "content": content}]})
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={"authorization": "Bearer sk-team"},
+        timeout=20,
+        json={"model": "fake", "messages": [{"role": "user", "content": content}]},
+    )
 
 
-def test_rpm_is_shared_by_two_replicas_on_one_redis(fake_upstream: FakeUpstream, redis_server: RedisServer,
-                                                   start_gateway: Callable[..., ServerThread]) -> None:
+def test_rpm_is_shared_by_two_replicas_on_one_redis(
+    fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = limited_config(fake_upstream.url, redis_server.url, rpm=3)  # type: ignore[attr-defined]
     first, second = start_gateway(config), start_gateway(config)
     statuses = [ask(server).status_code for server in (first, second, first)]
@@ -93,8 +97,9 @@ def test_rpm_is_shared_by_two_replicas_on_one_redis(fake_upstream: FakeUpstream,
     assert len(fake_upstream.requests) == 3
 
 
-def test_parallel_requests_are_held_across_replicas(fake_upstream: FakeUpstream, redis_server: RedisServer,
-                                                    start_gateway: Callable[..., ServerThread]) -> None:
+def test_parallel_requests_are_held_across_replicas(
+    fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = limited_config(fake_upstream.url, redis_server.url, max_parallel_requests=1)  # type: ignore[attr-defined]
     first, second = start_gateway(config), start_gateway(config)
     slow: list[httpx.Response] = []
@@ -110,8 +115,9 @@ def test_parallel_requests_are_held_across_replicas(fake_upstream: FakeUpstream,
     assert ask(second).status_code == 200  # the slot was given back
 
 
-def test_deployment_rpm_is_a_429_with_retry_after(fake_upstream: FakeUpstream,
-                                                  start_gateway: Callable[..., ServerThread]) -> None:
+def test_deployment_rpm_is_a_429_with_retry_after(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["litellm_params"]["rpm"] = 1
     config["trustgate"] = {"retries": {"retry_after_cap": 0.5}}
@@ -124,8 +130,9 @@ def test_deployment_rpm_is_a_429_with_retry_after(fake_upstream: FakeUpstream,
     assert second.json()["error"]["code"] == "deployment_rate_limited" and len(fake_upstream.requests) == 1
 
 
-def test_deployment_tpm_counts_reported_usage(fake_upstream: FakeUpstream,
-                                              start_gateway: Callable[..., ServerThread]) -> None:
+def test_deployment_tpm_counts_reported_usage(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["litellm_params"]["tpm"] = 5  # one echo answer uses more than that
     config["trustgate"] = {"retries": {"retry_after_cap": 0.5}}

@@ -29,7 +29,8 @@ def with_health(config: dict[str, Any], **health: Any) -> dict[str, Any]:
 
 
 def test_anonymous_calls_probe_the_upstream_at_most_once_per_window(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     server = start_gateway(gateway_config(fake_upstream.url))  # type: ignore[attr-defined]  # default window: 10 s
     with ThreadPoolExecutor(8) as pool:  # concurrent callers share one probe in flight
         replies = list(pool.map(lambda _: readiness(server), range(20)))
@@ -39,7 +40,8 @@ def test_anonymous_calls_probe_the_upstream_at_most_once_per_window(
 
 
 def test_the_probe_is_repeated_once_the_window_has_passed(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = with_health(gateway_config(fake_upstream.url), readiness_cache_seconds=0.5)  # type: ignore[attr-defined]
     server = start_gateway(config)
     readiness(server)
@@ -70,14 +72,24 @@ def test_the_cache_window_on_a_clock() -> None:
 
 def two_groups_one_down(upstream_url: str) -> dict[str, Any]:
     config = gateway_config(upstream_url)
-    config["model_list"].append({"model_name": "down", "litellm_params": {
-        "model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:9/v1", "api_key": "x", "timeout": 2}})
+    config["model_list"].append(
+        {
+            "model_name": "down",
+            "litellm_params": {
+                "model": "openai/gpt-4o-mini",
+                "api_base": "http://127.0.0.1:9/v1",
+                "api_key": "x",
+                "timeout": 2,
+            },
+        }
+    )
     return config
 
 
 @pytest.mark.parametrize("mode, status", [(None, 200), ("any", 200), ("all", 503)])
-def test_one_of_two_model_groups_down(mode: str | None, status: int, fake_upstream: FakeUpstream,
-                                      start_gateway: Callable[..., ServerThread]) -> None:
+def test_one_of_two_model_groups_down(
+    mode: str | None, status: int, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = two_groups_one_down(fake_upstream.url)  # type: ignore[attr-defined]
     if mode is not None:
         with_health(config, readiness_mode=mode)
@@ -86,4 +98,3 @@ def test_one_of_two_model_groups_down(mode: str | None, status: int, fake_upstre
     body = reply.json()
     assert body["models"] == {"fake": "ok", "down": "unreachable"}
     assert body["mode"] == (mode or "any") and body["status"] == ("ok" if status == 200 else "unavailable")
-

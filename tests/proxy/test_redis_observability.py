@@ -59,8 +59,10 @@ def probe(url: str, path: str) -> int:
 
 
 def test_jobs_waiting_with_no_worker_are_the_queue_depth(
-        fake_upstream: FakeUpstream, redis_server: RedisServer,  # noqa: F811
-        start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,  # noqa: F811
+    start_gateway: Callable[..., ServerThread],
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     replica = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
@@ -87,11 +89,11 @@ def test_the_backlog_counts_jobs_in_hand_until_they_are_acknowledged(redis_serve
             await release.wait()
             return TrustRecord(id=job.id, status="done", model=job.model)
 
-        worker = RedisStreamWorker(redis, store, settings, process=slow, publish=store.put, consumer="w1",
-                                   block_ms=50)
+        worker = RedisStreamWorker(redis, store, settings, process=slow, publish=store.put, consumer="w1", block_ms=50)
         for i in range(5):
-            await redis.xadd(keys.stream, {"job": ScoringJob(id=f"j{i}", model="m", question="q",
-                                                            answer="a").model_dump_json()})
+            await redis.xadd(
+                keys.stream, {"job": ScoringJob(id=f"j{i}", model="m", question="q", answer="a").model_dump_json()}
+            )
         seen = [await worker.depth()]  # no group yet: the whole stream
         await worker.ensure_group()
         seen.append(await worker.depth())  # a group that has read nothing: all lag
@@ -112,9 +114,12 @@ def test_the_backlog_counts_jobs_in_hand_until_they_are_acknowledged(redis_serve
     assert asyncio.run(scenario()) == [5, 5, 5, 0]
 
 
-def test_worker_metrics_and_probes(fake_upstream: FakeUpstream, redis_server: RedisServer,  # noqa: F811
-                                   start_gateway: Callable[..., ServerThread],
-                                   start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:  # noqa: F811
+def test_worker_metrics_and_probes(
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,  # noqa: F811
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url, redis_timeout=0.5)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     for i in range(3):
@@ -136,8 +141,9 @@ def test_worker_metrics_and_probes(fake_upstream: FakeUpstream, redis_server: Re
 
 
 def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServer) -> None:  # noqa: F811
-    settings = QueueSettings(backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2,
-                             concurrency=1)
+    settings = QueueSettings(
+        backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2, concurrency=1
+    )
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
 
@@ -150,11 +156,13 @@ def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServe
         async def always_fails(job: ScoringJob) -> TrustRecord:
             raise ValueError("no")
 
-        worker = RedisStreamWorker(redis, store, settings, process=always_fails, publish=store.put,
-                                   consumer="w1", events=events, block_ms=50)
+        worker = RedisStreamWorker(
+            redis, store, settings, process=always_fails, publish=store.put, consumer="w1", events=events, block_ms=50
+        )
         await worker.ensure_group()
-        await redis.xadd(keys.stream, {"job": ScoringJob(id="j1", model="m", question="q", answer="a")
-                                       .model_dump_json()})
+        await redis.xadd(
+            keys.stream, {"job": ScoringJob(id="j1", model="m", question="q", answer="a").model_dump_json()}
+        )
         stop = asyncio.Event()
         run = asyncio.create_task(worker.run(stop, grace_s=1))
         deadline = time.monotonic() + 15
@@ -172,14 +180,16 @@ def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServe
 
 @pytest.mark.parametrize("timeout_s, expected", [(0.2, 1.0), (5.0, None)])
 def test_sync_responses_that_outlast_the_timeout_are_counted(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], timeout_s: float,
-        expected: float | None) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], timeout_s: float, expected: float | None
+) -> None:
     config = scoring_config(fake_upstream.url, mode="sync", sync_timeout=timeout_s)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=0.6)])
     status = memory_chat(gateway).headers["x-trust-status"]
     assert status == ("pending" if expected else "done")
-    assert samples(gateway).get(("trustgate_scoring_sync_timeouts_total", frozenset({"model": "fake"}.items()))) \
+    assert (
+        samples(gateway).get(("trustgate_scoring_sync_timeouts_total", frozenset({"model": "fake"}.items())))
         == expected
+    )
 
 
 def test_a_worker_scores_each_job_under_its_requests_id(redis_server: RedisServer) -> None:  # noqa: F811
@@ -198,12 +208,19 @@ def test_a_worker_scores_each_job_under_its_requests_id(redis_server: RedisServe
             working_for.append(current_request_id.get())
             return TrustRecord(id=job.id, status="done", model=job.model)
 
-        worker = RedisStreamWorker(redis, store, settings, process=noting, publish=store.put, consumer="w1",
-                                   block_ms=50)
+        worker = RedisStreamWorker(
+            redis, store, settings, process=noting, publish=store.put, consumer="w1", block_ms=50
+        )
         await worker.ensure_group()
         for i, request_id in enumerate(["client-id.1", None]):
-            await redis.xadd(keys.stream, {"job": ScoringJob(id=f"j{i}", model="m", question="q", answer="a",
-                                                            request_id=request_id).model_dump_json()})
+            await redis.xadd(
+                keys.stream,
+                {
+                    "job": ScoringJob(
+                        id=f"j{i}", model="m", question="q", answer="a", request_id=request_id
+                    ).model_dump_json()
+                },
+            )
         stop = asyncio.Event()
         run = asyncio.create_task(worker.run(stop, grace_s=1))
         deadline = time.monotonic() + 15

@@ -42,9 +42,20 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 def redis_config(upstream_url: str, redis_url: str, **queue: Any) -> dict[str, Any]:
     config = gateway_config(upstream_url)
     # Clients choose the mode here; Trust_OV is Table 3, whose values the tests check.
-    config["trustgate"] = {"scoring": {"allow_client_mode": "any", "combine": "paper", "queue": {
-        "backend": "redis", "redis_url": redis_url, "claim_idle_ms": 1000, "concurrency": 1,
-        "scorer_timeout": 10, **queue}}}
+    config["trustgate"] = {
+        "scoring": {
+            "allow_client_mode": "any",
+            "combine": "paper",
+            "queue": {
+                "backend": "redis",
+                "redis_url": redis_url,
+                "claim_idle_ms": 1000,
+                "concurrency": 1,
+                "scorer_timeout": 10,
+                **queue,
+            },
+        }
+    }
     return config
 
 
@@ -55,8 +66,10 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[byte
     def start(config: dict[str, Any], delay: float = 0.0, *extra: str) -> subprocess.Popen[bytes]:
         path = tmp_path / f"worker-{len(processes)}.yaml"
         path.write_text(yaml.safe_dump(config))
-        process = subprocess.Popen([sys.executable, "-m", "tests.redis_worker", str(path), "--delay", str(delay),
-                                    *extra], env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+        process = subprocess.Popen(
+            [sys.executable, "-m", "tests.redis_worker", str(path), "--delay", str(delay), *extra],
+            env={**os.environ, "PYTHONPATH": str(Path.cwd())},
+        )
         processes.append(process)
         return process
 
@@ -83,8 +96,9 @@ def wait_until_a_worker_holds_a_job(server: RedisServer) -> None:
         time.sleep(0.05)
 
 
-def start_ready_worker(start_worker: Callable[..., subprocess.Popen[bytes]], config: dict[str, Any],
-                       delay: float) -> int:
+def start_ready_worker(
+    start_worker: Callable[..., subprocess.Popen[bytes]], config: dict[str, Any], delay: float
+) -> int:
     """A worker process that is consuming (its readiness probe answers 200); its pid.
 
     A worker spends seconds importing before it reads: jobs sent before then
@@ -102,29 +116,41 @@ def start_ready_worker(start_worker: Callable[..., subprocess.Popen[bytes]], con
 
 
 def chat(server: ServerThread, content: str, mode: str = "async") -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": mode}, timeout=30,
-                      json={"model": "fake", "messages": [{"role": "user", "content": content}]})
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={**AUTH, "x-trustgate-mode": mode},
+        timeout=30,
+        json={"model": "fake", "messages": [{"role": "user", "content": content}]},
+    )
 
 
 def test_jobs_flow_through_the_stream_to_a_worker_and_back(
-        fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread],
-        start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])  # the gateway's own scorers never run
     worker = start_worker(config)
     response = chat(gateway, "flow", mode="sync")
     assert response.headers["x-trust-status"] == "done" and response.headers["x-trust-score"] == "0.8000"
     record = wait_for_record(gateway, response.headers["x-trust-id"])
-    assert record["components"]["bc"]["details"] == {"worker_pid": worker.pid,
-                                                     "heard": "You said: check: You said: flow"}
+    assert record["components"]["bc"]["details"] == {
+        "worker_pid": worker.pid,
+        "heard": "You said: check: You said: flow",
+    }
     replica = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])  # any replica reads the shared record
     assert httpx.get(f"{replica.url}/v1/trust/{record['id']}", headers=AUTH).json() == record
     assert redis_server.client().xlen(StreamKeys("trustgate").stream) == 0  # acknowledged and removed
 
 
-def test_two_workers_share_the_load(fake_upstream: FakeUpstream, redis_server: RedisServer,
-                                    start_gateway: Callable[..., ServerThread],
-                                    start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:
+def test_two_workers_share_the_load(
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     workers = {start_ready_worker(start_worker, config, 0.3) for _ in range(2)}
@@ -134,9 +160,12 @@ def test_two_workers_share_the_load(fake_upstream: FakeUpstream, redis_server: R
     assert min(scored_by.count(pid) for pid in workers) >= 3
 
 
-def test_a_killed_worker_loses_nothing(fake_upstream: FakeUpstream, redis_server: RedisServer,
-                                       start_gateway: Callable[..., ServerThread],
-                                       start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:
+def test_a_killed_worker_loses_nothing(
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     doomed = start_worker(config, 30.0)  # takes a job and sits on it
@@ -151,9 +180,12 @@ def test_a_killed_worker_loses_nothing(fake_upstream: FakeUpstream, redis_server
     assert pending_jobs(redis_server) == 0
 
 
-def test_graceful_shutdown_finishes_the_job_in_hand(fake_upstream: FakeUpstream, redis_server: RedisServer,
-                                                    start_gateway: Callable[..., ServerThread],
-                                                    start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:
+def test_graceful_shutdown_finishes_the_job_in_hand(
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     worker = start_worker(config, 1.5)
@@ -164,8 +196,9 @@ def test_graceful_shutdown_finishes_the_job_in_hand(fake_upstream: FakeUpstream,
     assert wait_for_record(gateway, record_id, timeout=1)["status"] == "done"
 
 
-def test_a_full_stream_sheds_new_jobs(fake_upstream: FakeUpstream, redis_server: RedisServer,
-                                      start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_full_stream_sheds_new_jobs(
+    fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url, max_size=3)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])  # no worker: the backlog only grows
     statuses = [chat(gateway, f"q{i}").headers["x-trust-status"] for i in range(5)]
@@ -173,9 +206,12 @@ def test_a_full_stream_sheds_new_jobs(fake_upstream: FakeUpstream, redis_server:
     assert redis_server.client().xlen(StreamKeys("trustgate").stream) == 3
 
 
-def test_worker_serves_its_own_metrics(fake_upstream: FakeUpstream, redis_server: RedisServer,
-                                       start_gateway: Callable[..., ServerThread],
-                                       start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:
+def test_worker_serves_its_own_metrics(
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     port = free_port()
@@ -214,8 +250,9 @@ class RecordedEvents:
 
 
 def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: RedisServer) -> None:
-    settings = QueueSettings(backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2,
-                             concurrency=2)
+    settings = QueueSettings(
+        backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2, concurrency=2
+    )
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
 
@@ -228,12 +265,15 @@ def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: Redi
         async def always_fails(job: ScoringJob) -> TrustRecord:
             raise ValueError(f"cannot score {job.id}")
 
-        worker = RedisStreamWorker(redis, store, settings, process=always_fails, publish=store.put,
-                                   consumer="w1", events=events, block_ms=100)
+        worker = RedisStreamWorker(
+            redis, store, settings, process=always_fails, publish=store.put, consumer="w1", events=events, block_ms=100
+        )
         await worker.ensure_group()
         for job_id in ("j1", "j2"):
-            await redis.xadd(keys.stream, {"job": ScoringJob(id=job_id, model=f"model-{job_id}", question="q",
-                                                            answer="a").model_dump_json()})
+            await redis.xadd(
+                keys.stream,
+                {"job": ScoringJob(id=job_id, model=f"model-{job_id}", question="q", answer="a").model_dump_json()},
+            )
         await redis.xadd(keys.stream, {"not-a-job": "x"})
         stop = asyncio.Event()
         run = asyncio.create_task(worker.run(stop, grace_s=1))
@@ -250,24 +290,34 @@ def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: Redi
     assert sorted(events.dead) == ["model-j1", "model-j2", "unknown"]  # "unknown": the malformed entry
     client = redis_server.client()
     letters = [fields for _, fields in client.xrange(keys.dead_letters)]
-    assert sorted(f.get("error", "") for f in letters) == ["ValueError: cannot score j1", "ValueError: cannot score j2",
-                                                          "malformed job entry"]
-    assert all(r is not None and r.status == "failed" and "dead-lettered after 2 attempts" in (r.error or "")
-               for r in records)
+    assert sorted(f.get("error", "") for f in letters) == [
+        "ValueError: cannot score j1",
+        "ValueError: cannot score j2",
+        "malformed job entry",
+    ]
+    assert all(
+        r is not None and r.status == "failed" and "dead-lettered after 2 attempts" in (r.error or "") for r in records
+    )
     assert pending_jobs(redis_server) == 0
 
 
 def test_redis_restart_degrades_scoring_but_never_user_traffic(
-        fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread],
-        start_worker: Callable[..., subprocess.Popen[bytes]], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],
+    tmp_path: Path,
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url, redis_timeout=0.5)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     start_worker(config)
     assert chat(gateway, "before", mode="sync").headers["x-trust-status"] == "done"
     redis_server.stop()
     during = [chat(gateway, f"during {i}", mode="sync") for i in range(3)]
-    assert all(r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == f"You said: during {i}"
-               for i, r in enumerate(during))
+    assert all(
+        r.status_code == 200 and r.json()["choices"][0]["message"]["content"] == f"You said: during {i}"
+        for i, r in enumerate(during)
+    )
     assert {r.headers["x-trust-status"] for r in during} == {"shed"}
     restarted = RedisServer(tmp_path, port=redis_server.port).start()
     try:

@@ -25,21 +25,29 @@ NO_SCORERS = {name: {"enabled": False} for name in ("consistency", "factcheck", 
 
 def chat(gateway: GatewayProcess, content: str) -> httpx.Response:
     body = {"model": "fake", "messages": [{"role": "user", "content": content}]}
-    return httpx.post(f"{gateway.url}/v1/chat/completions", json=body,
-                      headers={"authorization": f"Bearer {MASTER_KEY}"}, timeout=60)
+    return httpx.post(
+        f"{gateway.url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {MASTER_KEY}"}, timeout=60
+    )
 
 
 @pytest.mark.parametrize("sent", ["[unsized]", "[unsized:gzip]"], ids=["chunked", "gzip-if-asked"])
 @pytest.mark.parametrize("path", PATHS)
-def test_a_50_mb_reply_is_refused_without_the_gateway_holding_it(path: str, sent: str, fake_upstream: FakeUpstream,
-                                                                   tmp_path: Path) -> None:
+def test_a_50_mb_reply_is_refused_without_the_gateway_holding_it(
+    path: str, sent: str, fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
     """Sent in 64 KiB pieces without a Content-Length: only reading it counts its size.
 
     Compressed, the reply is a fraction of the cap on the wire; the gateway asks
     for it uncompressed, so that what it counts is what it would hold.
     """
-    config = path_config(fake_upstream, path, upstream={"max_response_bytes": CAP_BYTES}, scoring=NO_SCORERS,
-                         server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")})
+    config = path_config(
+        fake_upstream,
+        path,
+        upstream={"max_response_bytes": CAP_BYTES},
+        scoring=NO_SCORERS,
+        server={"port": free_port()},
+        store={"path": str(tmp_path / "records.sqlite3")},
+    )
     config_file = tmp_path / "config.yaml"
     config_file.write_text(yaml.safe_dump(config))
     with serve_config(config_file, timeout=120) as gateway:

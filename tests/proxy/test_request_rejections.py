@@ -16,10 +16,16 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 CHAT = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
 
 
-def post(server: ServerThread, body: object = None, *, content: bytes | None = None,
-         headers: dict[str, str] | None = None) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", json=body, content=content,
-                      headers=AUTH if headers is None else headers, timeout=10)
+def post(
+    server: ServerThread, body: object = None, *, content: bytes | None = None, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        json=body,
+        content=content,
+        headers=AUTH if headers is None else headers,
+        timeout=10,
+    )
 
 
 def assert_openai_error(response: httpx.Response, status: int, error_type: str) -> dict[str, object]:
@@ -30,10 +36,12 @@ def assert_openai_error(response: httpx.Response, status: int, error_type: str) 
     return error
 
 
-@pytest.mark.parametrize("headers", [{}, {"authorization": "Bearer wrong"}, {"authorization": "Basic abc"},
-                                     {"authorization": "Bearer"}])
-def test_missing_or_wrong_key_is_401(gateway: ServerThread, fake_upstream: FakeUpstream,
-                                     headers: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "headers", [{}, {"authorization": "Bearer wrong"}, {"authorization": "Basic abc"}, {"authorization": "Bearer"}]
+)
+def test_missing_or_wrong_key_is_401(
+    gateway: ServerThread, fake_upstream: FakeUpstream, headers: dict[str, str]
+) -> None:
     assert_openai_error(post(gateway, CHAT, headers=headers), 401, "authentication_error")
     assert fake_upstream.requests == []
 
@@ -41,47 +49,63 @@ def test_missing_or_wrong_key_is_401(gateway: ServerThread, fake_upstream: FakeU
 def test_openai_client_sees_authentication_error(gateway: ServerThread) -> None:
     with pytest.raises(openai.AuthenticationError):
         openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="nope", max_retries=0).chat.completions.create(
-            model="fake", messages=[{"role": "user", "content": "x"}])
+            model="fake", messages=[{"role": "user", "content": "x"}]
+        )
 
 
 def test_malformed_json_is_400(gateway: ServerThread) -> None:
-    error = assert_openai_error(post(gateway, content=b'{"model": "fake", "messages": ['), 400,
-                                "invalid_request_error")
+    error = assert_openai_error(post(gateway, content=b'{"model": "fake", "messages": ['), 400, "invalid_request_error")
     assert error["code"] == "invalid_json"
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"model": "fake"}, "messages"),
-    ({"model": "fake", "messages": []}, "messages"),
-    ({"model": "fake", "messages": [{"role": "wizard", "content": "x"}]}, "messages.0.role"),
-    ({"model": "fake", "messages": "hello"}, "messages"),
-    ({**CHAT, "temperature": 9}, "temperature"),
-    ({**CHAT, "max_tokens": "many"}, "max_tokens"),
-    ({**CHAT, "stream": "yes"}, "stream"),
-    ([CHAT], None),
-])
-def test_schema_errors_are_400_and_name_the_param(gateway: ServerThread, fake_upstream: FakeUpstream,
-                                                  body: object, param: str | None) -> None:
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"model": "fake"}, "messages"),
+        ({"model": "fake", "messages": []}, "messages"),
+        ({"model": "fake", "messages": [{"role": "wizard", "content": "x"}]}, "messages.0.role"),
+        ({"model": "fake", "messages": "hello"}, "messages"),
+        ({**CHAT, "temperature": 9}, "temperature"),
+        ({**CHAT, "max_tokens": "many"}, "max_tokens"),
+        ({**CHAT, "stream": "yes"}, "stream"),
+        ([CHAT], None),
+    ],
+)
+def test_schema_errors_are_400_and_name_the_param(
+    gateway: ServerThread, fake_upstream: FakeUpstream, body: object, param: str | None
+) -> None:
     error = assert_openai_error(post(gateway, body), 400, "invalid_request_error")
     assert error["param"] == param
     assert fake_upstream.requests == []
 
 
-@pytest.mark.parametrize("field", ["api_base", "base_url", "api_key", "extra_headers", "fallbacks",
-                                   "custom_llm_provider", "mock_response", "mock_testing_fallbacks",
-                                   "litellm_params", "use_chat_completions_api", "timeout"])
-def test_gateway_steering_params_are_refused(gateway: ServerThread, fake_upstream: FakeUpstream,
-                                             field: str) -> None:
-    error = assert_openai_error(post(gateway, {**CHAT, field: "http://169.254.169.254/"}), 400,
-                                "invalid_request_error")
+@pytest.mark.parametrize(
+    "field",
+    [
+        "api_base",
+        "base_url",
+        "api_key",
+        "extra_headers",
+        "fallbacks",
+        "custom_llm_provider",
+        "mock_response",
+        "mock_testing_fallbacks",
+        "litellm_params",
+        "use_chat_completions_api",
+        "timeout",
+    ],
+)
+def test_gateway_steering_params_are_refused(gateway: ServerThread, fake_upstream: FakeUpstream, field: str) -> None:
+    error = assert_openai_error(post(gateway, {**CHAT, field: "http://169.254.169.254/"}), 400, "invalid_request_error")
     assert error["param"] == field and error["code"] == "unsupported_parameter"
     assert fake_upstream.requests == []
 
 
 def test_metadata_is_checked_as_openai_documents_it(gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     """An official parameter (string values only), not a door into litellm's routing metadata."""
-    error = assert_openai_error(post(gateway, {**CHAT, "metadata": "http://169.254.169.254/"}), 400,
-                                "invalid_request_error")
+    error = assert_openai_error(
+        post(gateway, {**CHAT, "metadata": "http://169.254.169.254/"}), 400, "invalid_request_error"
+    )
     assert error["param"] == "metadata" and error["code"] == "invalid_value"
     assert fake_upstream.requests == []
 
@@ -98,12 +122,23 @@ def test_oversized_body_is_413(fake_upstream: FakeUpstream, start_gateway: Calla
     assert fake_upstream.requests == []
 
 
-def test_client_key_limited_to_its_models(fake_upstream: FakeUpstream,
-                                          start_gateway: Callable[..., ServerThread]) -> None:
-    config = gateway_config(fake_upstream.url, trustgate={"keys": [  # type: ignore[attr-defined]
-        {"key": "os.environ/TEAM_KEY", "name": "team-a", "models": ["other"]}]})
-    config["model_list"].append({"model_name": "other", "litellm_params": {
-        "model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"}})  # type: ignore[attr-defined]
+def test_client_key_limited_to_its_models(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = gateway_config(
+        fake_upstream.url,
+        trustgate={
+            "keys": [  # type: ignore[attr-defined]
+                {"key": "os.environ/TEAM_KEY", "name": "team-a", "models": ["other"]}
+            ]
+        },
+    )
+    config["model_list"].append(
+        {
+            "model_name": "other",
+            "litellm_params": {"model": "openai/gpt-4o-mini", "api_base": f"{fake_upstream.url}/v1"},
+        }
+    )  # type: ignore[attr-defined]
     server = start_gateway(config, environ={"TEAM_KEY": "sk-team-a"})
     team = {"authorization": "Bearer sk-team-a"}
     assert_openai_error(post(server, CHAT, headers=team), 403, "permission_error")
@@ -117,15 +152,19 @@ def test_unknown_route_is_openai_shaped_404(gateway: ServerThread) -> None:
     assert_openai_error(httpx.get(f"{gateway.url}/v1/nothing-here", headers=AUTH), 404, "not_found_error")
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"model": "fake", "messages": [{"role": ["user"], "content": "x"}]}, "messages.0.role"),
-    ({"model": "fake", "messages": [{"role": {"user": 1}, "content": "x"}]}, "messages.0.role"),
-    ({"model": "fake", "messages": [{"role": "user", "content": "x"}, "not a message"]}, "messages.1"),
-    ({"model": "fake", "messages": [{"role": "user", "content": {"text": "x"}}]}, "messages.0.content"),
-    ({"model": ["fake"], "messages": [{"role": "user", "content": "x"}]}, "model"),
-])
-def test_wrongly_typed_messages_are_400(gateway: ServerThread, fake_upstream: FakeUpstream, body: object,
-                                        param: str) -> None:
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"model": "fake", "messages": [{"role": ["user"], "content": "x"}]}, "messages.0.role"),
+        ({"model": "fake", "messages": [{"role": {"user": 1}, "content": "x"}]}, "messages.0.role"),
+        ({"model": "fake", "messages": [{"role": "user", "content": "x"}, "not a message"]}, "messages.1"),
+        ({"model": "fake", "messages": [{"role": "user", "content": {"text": "x"}}]}, "messages.0.content"),
+        ({"model": ["fake"], "messages": [{"role": "user", "content": "x"}]}, "model"),
+    ],
+)
+def test_wrongly_typed_messages_are_400(
+    gateway: ServerThread, fake_upstream: FakeUpstream, body: object, param: str
+) -> None:
     error = assert_openai_error(post(gateway, body), 400, "invalid_request_error")
     assert str(error["param"]).startswith(param)
     assert fake_upstream.requests == []

@@ -45,18 +45,22 @@ def test_a_bomb_is_stopped_once_past_the_cap_never_decoded_whole(coding: str) ->
     assert peak < 3 * LIMIT, f"decoding held {peak / 1e6:.1f} MB"
 
 
-@pytest.mark.parametrize(("coding", "encode"), [
-    ("gzip", lambda data: zlib.compress(data, wbits=31)),
-    ("deflate", zlib.compress),
-    ("deflate", lambda data: zlib.compress(data, wbits=-15)),  # raw deflate, as some servers send it
-    ("identity", lambda data: data),
-    ("", lambda data: data),
-], ids=["gzip", "deflate", "raw-deflate", "identity", "none"])
+@pytest.mark.parametrize(
+    ("coding", "encode"),
+    [
+        ("gzip", lambda data: zlib.compress(data, wbits=31)),
+        ("deflate", zlib.compress),
+        ("deflate", lambda data: zlib.compress(data, wbits=-15)),  # raw deflate, as some servers send it
+        ("identity", lambda data: data),
+        ("", lambda data: data),
+    ],
+    ids=["gzip", "deflate", "raw-deflate", "identity", "none"],
+)
 def test_what_fits_under_the_cap_decodes_to_the_original_in_any_split(coding: str, encode: object) -> None:
     original = orjson.dumps({"choices": [{"message": {"content": "word " * 20_000}}]})
     encoded = encode(original)  # type: ignore[operator]
     decoder = decoder_for(coding, LIMIT)
-    pieces = [piece for start in range(0, len(encoded), 777) for piece in decoder.feed(encoded[start:start + 777])]
+    pieces = [piece for start in range(0, len(encoded), 777) for piece in decoder.feed(encoded[start : start + 777])]
     assert b"".join([*pieces, *decoder.flush()]) == original
 
 
@@ -76,12 +80,16 @@ def test_a_top_level_trust_field_is_taken_out_however_it_is_spelled() -> None:
     assert orjson.loads(stripped_reply(raw)) == {"choices": [], "nested": {"trust": 2}}
 
 
-@pytest.mark.parametrize("event", [
-    b'event: trustgate.trust\ndata: {"sequence_number": 3}',
-    b'event:trustgate.trust\ndata: {}',
-    b'data: {"type": "trustgate.trust", "trust": {"score": 1}}',
-    b'data: {"type": "trustgate.tr\\u0075st"}',
-], ids=["named", "named-without-space", "typed", "typed-escaped"])
+@pytest.mark.parametrize(
+    "event",
+    [
+        b'event: trustgate.trust\ndata: {"sequence_number": 3}',
+        b"event:trustgate.trust\ndata: {}",
+        b'data: {"type": "trustgate.trust", "trust": {"score": 1}}',
+        b'data: {"type": "trustgate.tr\\u0075st"}',
+    ],
+    ids=["named", "named-without-space", "typed", "typed-escaped"],
+)
 def test_a_trust_event_is_dropped(event: bytes) -> None:
     assert stripped_event(event) is None
 
@@ -107,17 +115,25 @@ def test_an_event_without_the_names_is_left_byte_for_byte() -> None:
 
 
 FIRST_EVENTS = [
-    (b": keep-alive\n\ndata: {\"choices\": []}\n\n", b'{"choices": []}'),
-    (b"data: {\"choices\":\r\ndata: []}\r\n\r\n", b'{"choices":\n[]}'),
-    (b"data: {\"choices\": []}\n\r\n", b'{"choices": []}'),
-    (b"data: {\"choices\": []}\r\r", b'{"choices": []}'),
-    (b"data: {\"choices\": []}\n", None),  # not ended yet
+    (b': keep-alive\n\ndata: {"choices": []}\n\n', b'{"choices": []}'),
+    (b'data: {"choices":\r\ndata: []}\r\n\r\n', b'{"choices":\n[]}'),
+    (b'data: {"choices": []}\n\r\n', b'{"choices": []}'),
+    (b'data: {"choices": []}\r\r', b'{"choices": []}'),
+    (b'data: {"choices": []}\n', None),  # not ended yet
     (b"<html><body>\n\n</body></html>", None),  # complete, but no event carries data
     (b": a\r\n\r\n: b\r\rdata: [1]\r\n\r\n", b"[1]"),
     (b"data: [1]\r\n", None),  # a CRLF, not a blank line: not ended yet
 ]
-FIRST_EVENT_IDS = ["after-a-comment", "two-data-lines", "mixed-line-ends", "lone-cr", "incomplete", "html",
-                   "crlf-comments", "one-crlf"]
+FIRST_EVENT_IDS = [
+    "after-a-comment",
+    "two-data-lines",
+    "mixed-line-ends",
+    "lone-cr",
+    "incomplete",
+    "html",
+    "crlf-comments",
+    "one-crlf",
+]
 
 
 @pytest.mark.parametrize(("buffer", "data"), FIRST_EVENTS, ids=FIRST_EVENT_IDS)
@@ -147,10 +163,13 @@ def test_a_streams_events_read_the_same_in_any_pieces() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(stream=st.binary().map(lambda raw: bytes(b"ad:\n"[byte % 4] for byte in raw)),
-       cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6))
+@given(
+    stream=st.binary().map(lambda raw: bytes(b"ad:\n"[byte % 4] for byte in raw)),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6),
+)
 def test_events_are_parted_the_same_whatever_the_pieces_runs_of_line_ends_included(
-        stream: bytes, cuts: list[int]) -> None:
+    stream: bytes, cuts: list[int]
+) -> None:
     """Event by event (``feed``) or as runs (``feed_block``), split anywhere: the events of the whole stream,
     found as a reader finds them, one blank line after the other from the start."""
     events, start = [], 0

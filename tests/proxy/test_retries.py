@@ -36,8 +36,9 @@ def policy(clock: Clock, waits: list[float], retries: int = 3, **settings: Any) 
     async def sleep(seconds: float) -> None:
         waits.append(seconds)
 
-    return RetryPolicy(RouterSettings(num_retries=retries), RetrySettings(**{**QUICK, **settings}),
-                       clock=clock, sleep=sleep)
+    return RetryPolicy(
+        RouterSettings(num_retries=retries), RetrySettings(**{**QUICK, **settings}), clock=clock, sleep=sleep
+    )
 
 
 def failing(errors: list[UpstreamError]) -> Callable[[int], Any]:
@@ -51,8 +52,11 @@ def failing(errors: list[UpstreamError]) -> Callable[[int], Any]:
 
 def test_backoff_grows_and_retry_after_is_honoured() -> None:
     waits: list[float] = []
-    errors = [UpstreamError("boom", status_code=503), UpstreamError("boom", status_code=503),
-              UpstreamRateLimited("slow down", retry_after=0.7)]
+    errors = [
+        UpstreamError("boom", status_code=503),
+        UpstreamError("boom", status_code=503),
+        UpstreamRateLimited("slow down", retry_after=0.7),
+    ]
     assert asyncio.run(policy(Clock(), waits, backoff_initial=0.1, backoff_max=10).run("g", failing(errors))) == "ok"
     assert waits[0] == pytest.approx(0.1) and waits[1] == pytest.approx(0.2) and waits[2] == 0.7
 
@@ -60,8 +64,9 @@ def test_backoff_grows_and_retry_after_is_honoured() -> None:
 def test_retry_after_beyond_the_cap_is_not_waited_out() -> None:
     waits: list[float] = []
     with pytest.raises(UpstreamRateLimited) as caught:
-        asyncio.run(policy(Clock(), waits, retry_after_cap=5).run(
-            "g", failing([UpstreamRateLimited("x", retry_after=60)])))
+        asyncio.run(
+            policy(Clock(), waits, retry_after_cap=5).run("g", failing([UpstreamRateLimited("x", retry_after=60)]))
+        )
     assert waits == [] and caught.value.retry_after == 60
 
 
@@ -92,8 +97,13 @@ def test_a_last_try_that_fails_spends_no_retry_and_sheds_nothing() -> None:
         waits.append(seconds)
 
     one_retry = RetrySettings(**{**QUICK, "scoring_retry_ratio": 0.0, "scoring_min_retries": 1})
-    retries = RetryPolicy(RouterSettings(num_retries=1), one_retry, clock=Clock(), sleep=sleep,
-                          on_scoring_shed=lambda group, reason: shed.append((group, reason)))
+    retries = RetryPolicy(
+        RouterSettings(num_retries=1),
+        one_retry,
+        clock=Clock(),
+        sleep=sleep,
+        on_scoring_shed=lambda group, reason: shed.append((group, reason)),
+    )
     errors = [UpstreamError("boom", status_code=503), UpstreamError("boom again", status_code=503)]
     with pytest.raises(UpstreamError) as caught:
         asyncio.run(retries.run("g", failing(errors), for_scoring=True))
@@ -102,8 +112,12 @@ def test_a_last_try_that_fails_spends_no_retry_and_sheds_nothing() -> None:
 
 def test_scoring_is_shed_while_its_group_is_rate_limited() -> None:
     clock, shed = Clock(), []
-    retries = RetryPolicy(RouterSettings(num_retries=0), RetrySettings(**QUICK), clock=clock,
-                          on_scoring_shed=lambda group, reason: shed.append((group, reason)))
+    retries = RetryPolicy(
+        RouterSettings(num_retries=0),
+        RetrySettings(**QUICK),
+        clock=clock,
+        on_scoring_shed=lambda group, reason: shed.append((group, reason)),
+    )
     calls: list[int] = []
 
     async def limited(attempt: int) -> str:
@@ -138,8 +152,12 @@ def test_scoring_retries_stop_when_the_budget_is_spent(fake_upstream: FakeUpstre
     shed: list[tuple[str, str]] = []
 
     async def scenario() -> None:
-        async with http_client() as http, contextlib.aclosing(
-                UpstreamClient(settings, http, on_scoring_shed=lambda g, r: shed.append((g, r)))) as upstream:
+        async with (
+            http_client() as http,
+            contextlib.aclosing(
+                UpstreamClient(settings, http, on_scoring_shed=lambda g, r: shed.append((g, r)))
+            ) as upstream,
+        ):
             fake_upstream.rate_limited, fake_upstream.retry_after = 1, "0"
             assert (await upstream.complete("fake", body)).data["choices"]
             assert len(fake_upstream.requests) == 2
@@ -153,8 +171,9 @@ def test_scoring_retries_stop_when_the_budget_is_spent(fake_upstream: FakeUpstre
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
-def test_429_retried_after_retry_after_on_both_paths(path: str, fake_upstream: FakeUpstream,
-                                                     start_gateway: Callable[..., ServerThread]) -> None:
+def test_429_retried_after_retry_after_on_both_paths(
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url, router_settings={"num_retries": 2, "timeout": 5})  # type: ignore[attr-defined]
     config["trustgate"] = {"passthrough": path == "passthrough", "retries": {**QUICK, "retry_after_cap": 1}}
     server = start_gateway(config)
@@ -163,7 +182,10 @@ def test_429_retried_after_retry_after_on_both_paths(path: str, fake_upstream: F
     reply = client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "retry me"}])
     assert reply.choices[0].message.content == "You said: retry me" and len(fake_upstream.requests) == 3
     fake_upstream.rate_limited, fake_upstream.retry_after = 5, "120"  # longer than the cap: passed back at once
-    response = httpx.post(f"{server.url}/v1/chat/completions", headers={"authorization": f"Bearer {MASTER_KEY}"},
-                          json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
+    response = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {MASTER_KEY}"},
+        json={"model": "fake", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert response.status_code == 429 and response.headers["retry-after"] == "120"
     assert response.json()["error"]["type"] == "rate_limit_error" and len(fake_upstream.requests) == 4

@@ -14,13 +14,17 @@ from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 ORIGIN = "https://app.example"
-PREFLIGHT = {"origin": ORIGIN, "access-control-request-method": "POST",
-             "access-control-request-headers": "authorization, content-type, x-trustgate-mode"}
+PREFLIGHT = {
+    "origin": ORIGIN,
+    "access-control-request-method": "POST",
+    "access-control-request-headers": "authorization, content-type, x-trustgate-mode",
+}
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
-def test_an_sdk_pointed_at_the_root_reaches_every_route(path: str, fake_upstream: FakeUpstream,
-                                                        start_gateway: Callable[..., ServerThread]) -> None:
+def test_an_sdk_pointed_at_the_root_reaches_every_route(
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"passthrough": path == "passthrough"}
     server = start_gateway(config)
@@ -39,13 +43,17 @@ def test_an_sdk_pointed_at_the_root_reaches_every_route(path: str, fake_upstream
 def test_cors_is_closed_by_default(gateway: ServerThread) -> None:
     preflight = httpx.options(f"{gateway.url}/v1/chat/completions", headers=PREFLIGHT)
     assert preflight.status_code == 405 and "access-control-allow-origin" not in preflight.headers
-    call = httpx.post(f"{gateway.url}/v1/chat/completions", headers={**AUTH, "origin": ORIGIN},
-                      json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
+    call = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        headers={**AUTH, "origin": ORIGIN},
+        json={"model": "fake", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert call.status_code == 200 and "access-control-allow-origin" not in call.headers
 
 
 def test_allowed_origins_answer_preflights_and_expose_the_gateways_headers(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"server": {"allowed_origins": [ORIGIN]}}
     server = start_gateway(config)
@@ -58,8 +66,11 @@ def test_allowed_origins_answer_preflights_and_expose_the_gateways_headers(
         assert "access-control-allow-credentials" not in preflight.headers  # keys travel in headers, not cookies
     other = httpx.options(f"{server.url}/v1/chat/completions", headers={**PREFLIGHT, "origin": "https://evil.example"})
     assert other.status_code == 400 and "access-control-allow-origin" not in other.headers
-    call = httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "origin": ORIGIN},
-                      json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
+    call = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={**AUTH, "origin": ORIGIN},
+        json={"model": "fake", "messages": [{"role": "user", "content": "x"}]},
+    )
     assert call.status_code == 200 and call.headers["access-control-allow-origin"] == ORIGIN
     assert call.headers["access-control-expose-headers"] == "*"  # a page reads x-request-id and x-trust-*
 
@@ -69,5 +80,9 @@ def test_the_post_endpoints_refuse_other_methods_in_openais_shape(gateway: Serve
     for path in ("/v1/chat/completions", "/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"):
         answer = httpx.get(f"{gateway.url}{path}", headers=AUTH)
         assert answer.status_code == 405
-        assert answer.json()["error"] == {"message": "Method Not Allowed", "type": "invalid_request_error",
-                                          "param": None, "code": None}
+        assert answer.json()["error"] == {
+            "message": "Method Not Allowed",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }

@@ -19,8 +19,10 @@ from proxy.upstream.routing import GroupRouter
 
 
 def group(*params: dict[str, Any], strategy: RoutingStrategy = "simple-shuffle") -> GroupRouter:
-    deployments = [Deployment(model_name="g", litellm_params={"model": f"openai/m{i}", "api_base": "http://h/v1", **p})
-                   for i, p in enumerate(params)]
+    deployments = [
+        Deployment(model_name="g", litellm_params={"model": f"openai/m{i}", "api_base": "http://h/v1", **p})
+        for i, p in enumerate(params)
+    ]
     return GroupRouter(deployments, strategy, default_timeout=5.0, rng=random.Random(7))
 
 
@@ -29,8 +31,11 @@ async def answer(value: str = "ok") -> str:
 
 
 def test_weights_come_from_weight_then_rpm_then_tpm() -> None:
-    for params in ([{"weight": 9}, {"weight": 1, "rpm": 1000}], [{"rpm": 900}, {"rpm": 100}],
-                   [{"tpm": 9000}, {"tpm": 1000}]):
+    for params in (
+        [{"weight": 9}, {"weight": 1, "rpm": 1000}],
+        [{"rpm": 900}, {"rpm": 100}],
+        [{"tpm": 9000}, {"tpm": 1000}],
+    ):
         router = group(*params)
         picks = Counter(router.choose([]) for _ in range(2000))
         assert 0.85 < picks[0] / 2000 < 0.95, (params, picks)

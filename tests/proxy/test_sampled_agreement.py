@@ -31,9 +31,15 @@ def sc_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     verdicts and calls, not its time (a slow CI machine ran one past 1 s).
     """
     scoring.setdefault("queue", {"scorer_timeout": 30})
-    return scoring_config(upstream_url, consistency={"enabled": False}, factcheck={"enabled": False},
-                          logprob={"enabled": False}, sc={"enabled": True, "samples": 3}, combine="default",
-                          **scoring)
+    return scoring_config(
+        upstream_url,
+        consistency={"enabled": False},
+        factcheck={"enabled": False},
+        logprob={"enabled": False},
+        sc={"enabled": True, "samples": 3},
+        combine="default",
+        **scoring,
+    )
 
 
 def scripted(first: str, samples: list[str]) -> Callable[[list[dict[str, Any]]], str]:
@@ -43,9 +49,16 @@ def scripted(first: str, samples: list[str]) -> Callable[[list[dict[str, Any]]],
 
 
 def ask(server: ServerThread, **extra: Any) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "x-trustgate-mode": "sync"}, timeout=20,
-                      json={"model": "fake", "messages": [{"role": "system", "content": "Be brief."},
-                                                          {"role": "user", "content": QUESTION}], **extra})
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={**AUTH, "x-trustgate-mode": "sync"},
+        timeout=20,
+        json={
+            "model": "fake",
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}],
+            **extra,
+        },
+    )
 
 
 @pytest.fixture
@@ -54,7 +67,8 @@ def sc_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerT
 
 
 def test_the_request_is_asked_again_at_its_own_temperature_and_the_agreement_exported(
-        sc_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    sc_gateway: ServerThread, fake_upstream: FakeUpstream
+) -> None:
     fake_upstream.responder = scripted("The capital of France is Paris.", ["Paris.", "Lyon.", "It is Paris."])
     response = ask(sc_gateway, temperature=0.7, max_tokens=40, stop=["\n\n"])
 
@@ -78,7 +92,8 @@ def test_the_request_is_asked_again_at_its_own_temperature_and_the_agreement_exp
 
 
 def test_a_greedy_request_is_sampled_at_the_upstreams_default_temperature(
-        sc_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    sc_gateway: ServerThread, fake_upstream: FakeUpstream
+) -> None:
     fake_upstream.responder = scripted("Paris", ["Paris"])
     response = ask(sc_gateway, temperature=0)
 
@@ -97,8 +112,9 @@ def test_the_same_answer_gets_the_same_samples(sc_gateway: ServerThread, fake_up
     assert len(seeds) == 6 and sorted(seeds[:3]) == sorted(seeds[3:])  # asked at once: in any order
 
 
-def test_samples_beyond_the_scoring_budget_are_not_asked(fake_upstream: FakeUpstream,
-                                                         start_gateway: Callable[..., ServerThread]) -> None:
+def test_samples_beyond_the_scoring_budget_are_not_asked(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = sc_config(fake_upstream.url, budget={"calls_per_minute": 2})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=None)
     fake_upstream.responder = scripted("Paris", ["Paris", "Lyon"])
@@ -114,10 +130,15 @@ def test_samples_beyond_the_scoring_budget_are_not_asked(fake_upstream: FakeUpst
     assert metric(server, "trustgate_scoring_calls_shed_total", model="fake", reason="call_budget") == 1
 
 
-def test_sampling_runs_by_default_and_can_be_turned_off(fake_upstream: FakeUpstream,
-                                                        start_gateway: Callable[..., ServerThread]) -> None:
-    config = scoring_config(fake_upstream.url, consistency={"enabled": False},  # type: ignore[attr-defined]
-                            factcheck={"enabled": False}, logprob={"enabled": False})
+def test_sampling_runs_by_default_and_can_be_turned_off(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = scoring_config(
+        fake_upstream.url,
+        consistency={"enabled": False},  # type: ignore[attr-defined]
+        factcheck={"enabled": False},
+        logprob={"enabled": False},
+    )
     fake_upstream.responder = scripted("Paris", ["Paris"])
     on = start_gateway(config, scorers=None)
     assert ask(on, temperature=1.0).headers["x-trust-sc"] == "1.0000" and len(fake_upstream.requests) == 4
@@ -129,23 +150,38 @@ def test_sampling_runs_by_default_and_can_be_turned_off(fake_upstream: FakeUpstr
     assert len(fake_upstream.requests) == 1
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ({"temperature": 0.7, "max_tokens": 40, "stop": "\n"}, SamplingParams(temperature=0.7, max_tokens=40, stop=["\n"])),
-    ({"max_completion_tokens": 12, "max_tokens": 99}, SamplingParams(max_tokens=12)),  # chat's newer name first
-    ({"max_output_tokens": 30, "temperature": 1}, SamplingParams(temperature=1.0, max_tokens=30)),  # Responses API
-    ({"temperature": "hot", "max_tokens": True, "stop": [1, "END"]}, SamplingParams(stop=["END"])),  # odd: not given
-    ({"temperature": 7, "max_tokens": 0, "stop": ["a", "b", "c", "d", "e"]}, SamplingParams(stop=["a", "b", "c", "d"])),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            {"temperature": 0.7, "max_tokens": 40, "stop": "\n"},
+            SamplingParams(temperature=0.7, max_tokens=40, stop=["\n"]),
+        ),
+        ({"max_completion_tokens": 12, "max_tokens": 99}, SamplingParams(max_tokens=12)),  # chat's newer name first
+        ({"max_output_tokens": 30, "temperature": 1}, SamplingParams(temperature=1.0, max_tokens=30)),  # Responses API
+        (
+            {"temperature": "hot", "max_tokens": True, "stop": [1, "END"]},
+            SamplingParams(stop=["END"]),
+        ),  # odd: not given
+        (
+            {"temperature": 7, "max_tokens": 0, "stop": ["a", "b", "c", "d", "e"]},
+            SamplingParams(stop=["a", "b", "c", "d"]),
+        ),
+    ],
+)
 def test_what_a_request_says_about_its_sampling(body: dict[str, Any], expected: SamplingParams) -> None:
     assert request_sampling(body) == expected
 
 
 def test_a_streamed_answer_is_sampled_alike(sc_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = scripted("The capital of France is Paris.", ["Lyon."])
-    with httpx.stream("POST", f"{sc_gateway.url}/v1/chat/completions", timeout=20,
-                      headers={**AUTH, "x-trustgate-mode": "sync"},
-                      json={"model": "fake", "stream": True, "temperature": 0.4,
-                            "messages": [{"role": "user", "content": QUESTION}]}) as response:
+    with httpx.stream(
+        "POST",
+        f"{sc_gateway.url}/v1/chat/completions",
+        timeout=20,
+        headers={**AUTH, "x-trustgate-mode": "sync"},
+        json={"model": "fake", "stream": True, "temperature": 0.4, "messages": [{"role": "user", "content": QUESTION}]},
+    ) as response:
         events = [line for line in response.iter_lines() if line.startswith("data: {")]
     trust = json.loads(events[-1][6:])["trust"]
     assert trust["components"]["sc"] == 0.0  # every sample named another city

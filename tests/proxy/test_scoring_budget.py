@@ -48,14 +48,17 @@ def two_models(upstream_url: str, budget: dict[str, Any], **trustgate: Any) -> d
     config = gateway_config(upstream_url)
     deployment = config["model_list"][0]
     config["model_list"] = [{**deployment, "model_name": name} for name in ("a", "b")]
-    config["trustgate"] = {"scoring": {"mode": "sync", "queue": {"scorer_timeout": 5}, "budget": budget},
-                           **trustgate}
+    config["trustgate"] = {"scoring": {"mode": "sync", "queue": {"scorer_timeout": 5}, "budget": budget}, **trustgate}
     return config
 
 
 def chat(server: ServerThread, model: str, content: str) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers=AUTH, timeout=30,
-                      json={"model": model, "messages": [{"role": "user", "content": content}]})
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers=AUTH,
+        timeout=30,
+        json={"model": model, "messages": [{"role": "user", "content": content}]},
+    )
 
 
 def record(server: ServerThread, response: httpx.Response) -> dict[str, Any]:
@@ -75,9 +78,15 @@ def metric(server: ServerThread, name: str, **labels: str) -> float:
 
 
 def test_a_model_over_its_call_budget_sheds_jobs_while_its_users_get_answers(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    config = two_models(fake_upstream.url, {"calls_per_minute": 100,  # type: ignore[attr-defined]
-                                            "per_model": {"a": {"calls_per_minute": 2}}})
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = two_models(
+        fake_upstream.url,
+        {
+            "calls_per_minute": 100,  # type: ignore[attr-defined]
+            "per_model": {"a": {"calls_per_minute": 2}},
+        },
+    )
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     _in_one_window(15)
     to_a = [chat(server, "a", f"question {i}") for i in range(5)]
@@ -101,7 +110,8 @@ def test_a_model_over_its_call_budget_sheds_jobs_while_its_users_get_answers(
 
 
 def test_a_job_that_runs_past_the_budget_has_its_further_calls_refused_and_counted(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = two_models(fake_upstream.url, {"per_model": {"a": {"calls_per_minute": 2}}})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[ThriceAskingScorer()])
     _in_one_window(10)
@@ -111,8 +121,9 @@ def test_a_job_that_runs_past_the_budget_has_its_further_calls_refused_and_count
     assert [r.status_code for r in (first, second, other)] == [200, 200, 200]
     started = record(server, first)
     assert started["status"] == "failed"  # its only component could not finish
-    assert started["components"]["bc"]["error"] == ("BudgetSpent: scoring call not made: the scoring budget of "
-                                                    "model `a` (2 calls per minute) is spent")
+    assert started["components"]["bc"]["error"] == (
+        "BudgetSpent: scoring call not made: the scoring budget of model `a` (2 calls per minute) is spent"
+    )
     assert record(server, second)["shed_reason"] == "call_budget"  # shed before it ran
     assert record(server, other)["status"] == "done"
     assert metric(server, "trustgate_scoring_calls_shed_total", model="a", reason="call_budget") == 1
@@ -129,7 +140,8 @@ def _scoring_usage(fake: FakeUpstream) -> tuple[int, int]:
 
 @pytest.mark.parametrize("passthrough", [True, False], ids=["passthrough", "litellm"])
 def test_scoring_tokens_are_counted_as_the_upstream_reported_them(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], passthrough: bool) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], passthrough: bool
+) -> None:
     config = two_models(fake_upstream.url, {}, passthrough=passthrough)  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
     for i in range(3):
@@ -137,18 +149,28 @@ def test_scoring_tokens_are_counted_as_the_upstream_reported_them(
 
     prompt, completion = _scoring_usage(fake_upstream)
     assert prompt > 0 and completion > 0 and len(fake_upstream.answered) == 3 + 6
-    counted = {(component, kind): metric(server, "trustgate_scoring_upstream_tokens_total", model="a",
-                                         component=component, kind=kind)
-               for component in ("bc", "fc") for kind in ("prompt", "completion")}
+    counted = {
+        (component, kind): metric(
+            server, "trustgate_scoring_upstream_tokens_total", model="a", component=component, kind=kind
+        )
+        for component in ("bc", "fc")
+        for kind in ("prompt", "completion")
+    }
     assert counted[("bc", "prompt")] + counted[("fc", "prompt")] == prompt
     assert counted[("bc", "completion")] + counted[("fc", "completion")] == completion
     assert counted[("bc", "prompt")] == counted[("fc", "prompt")] > 0  # the two scorers asked alike
 
 
-def test_a_model_over_its_token_budget_sheds_jobs(fake_upstream: FakeUpstream,
-                                                   start_gateway: Callable[..., ServerThread]) -> None:
-    config = two_models(fake_upstream.url, {"tokens_per_minute": 1,  # type: ignore[attr-defined]
-                                            "per_model": {"b": {"tokens_per_minute": None}}})
+def test_a_model_over_its_token_budget_sheds_jobs(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = two_models(
+        fake_upstream.url,
+        {
+            "tokens_per_minute": 1,  # type: ignore[attr-defined]
+            "per_model": {"b": {"tokens_per_minute": None}},
+        },
+    )
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     _in_one_window(10)
     to_a = [chat(server, "a", f"question {i}") for i in range(3)]
@@ -158,15 +180,18 @@ def test_a_model_over_its_token_budget_sheds_jobs(fake_upstream: FakeUpstream,
     # The first call is made (no tokens spent yet); what it used puts a over its budget for the minute.
     assert [r.headers["x-trust-status"] for r in to_a] == ["done", "shed", "shed"]
     assert [r.headers["x-trust-status"] for r in to_b] == ["done"] * 3  # an explicit null lifts b's limit
-    assert record(server, to_a[1])["error"] == "not scored: the scoring budget of model `a` (1 tokens per minute) " \
-                                               "is spent"
+    assert (
+        record(server, to_a[1])["error"] == "not scored: the scoring budget of model `a` (1 tokens per minute) is spent"
+    )
     assert metric(server, "trustgate_scoring_shed_jobs_total", model="a", reason="token_budget") == 2
 
 
 def test_the_budget_holds_on_the_worker_path(
-        fake_upstream: FakeUpstream, redis_server: RedisServer,  # noqa: F811 (fixture)
-        start_gateway: Callable[..., ServerThread],
-        start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:  # noqa: F811 (fixture)
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,  # noqa: F811 (fixture)
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["budget"] = {"calls_per_minute": 2}
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
@@ -178,10 +203,15 @@ def test_the_budget_holds_on_the_worker_path(
         assert time.monotonic() < deadline, "the worker did not start"
         time.sleep(0.1)
     _in_one_window(15)
-    responses = [httpx.post(f"{gateway.url}/v1/chat/completions", timeout=30,
-                            headers={**AUTH, "x-trustgate-mode": "sync"},
-                            json={"model": "fake", "messages": [{"role": "user", "content": f"q{i}"}]})
-                 for i in range(4)]
+    responses = [
+        httpx.post(
+            f"{gateway.url}/v1/chat/completions",
+            timeout=30,
+            headers={**AUTH, "x-trustgate-mode": "sync"},
+            json={"model": "fake", "messages": [{"role": "user", "content": f"q{i}"}]},
+        )
+        for i in range(4)
+    ]
 
     assert [r.status_code for r in responses] == [200] * 4
     assert [r.headers["x-trust-status"] for r in responses] == ["done", "done", "shed", "shed"]
@@ -201,23 +231,37 @@ def _answers(url: str) -> bool:
 
 
 def test_per_model_entries_override_the_default_key_by_key() -> None:
-    budget = BudgetSettings.model_validate({"calls_per_minute": 10, "tokens_per_minute": 500, "per_model": {
-        "small": {"calls_per_minute": 2}, "free": {"calls_per_minute": None, "tokens_per_minute": None}}})
+    budget = BudgetSettings.model_validate(
+        {
+            "calls_per_minute": 10,
+            "tokens_per_minute": 500,
+            "per_model": {
+                "small": {"calls_per_minute": 2},
+                "free": {"calls_per_minute": None, "tokens_per_minute": None},
+            },
+        }
+    )
     assert budget.for_model("other") == BudgetLimits(calls_per_minute=10, tokens_per_minute=500)
     assert budget.for_model("small") == BudgetLimits(calls_per_minute=2, tokens_per_minute=500)
     assert budget.for_model("free") == BudgetLimits()
     assert BudgetSettings().for_model("any") == BudgetLimits()  # no budget unless the operator sets one
 
 
-@pytest.mark.parametrize(("per_model", "message"), [
-    ({"nope": {"calls_per_minute": 1}}, "trustgate.scoring.budget.per_model: `nope` is not a model group"),
-    ({"cheap": {"calls_per_minute": 1}}, "`cheap` is not a model group (it is an alias: name its group)"),
-    ({"fake": {"calls_per_minute": 0}}, "greater than or equal to 1"),
-    ({"fake": {"calls_per_hour": 1}}, "trustgate.scoring.budget.per_model.fake.calls_per_hour: unknown key"),
-])
+@pytest.mark.parametrize(
+    ("per_model", "message"),
+    [
+        ({"nope": {"calls_per_minute": 1}}, "trustgate.scoring.budget.per_model: `nope` is not a model group"),
+        ({"cheap": {"calls_per_minute": 1}}, "`cheap` is not a model group (it is an alias: name its group)"),
+        ({"fake": {"calls_per_minute": 0}}, "greater than or equal to 1"),
+        ({"fake": {"calls_per_hour": 1}}, "trustgate.scoring.budget.per_model.fake.calls_per_hour: unknown key"),
+    ],
+)
 def test_a_budget_for_no_model_group_is_a_config_error(per_model: dict[str, Any], message: str) -> None:
-    config = gateway_config("http://127.0.0.1:9", router_settings={"model_group_alias": {"cheap": "fake"}},
-                            trustgate={"scoring": {"budget": {"per_model": per_model}}})
+    config = gateway_config(
+        "http://127.0.0.1:9",
+        router_settings={"model_group_alias": {"cheap": "fake"}},
+        trustgate={"scoring": {"budget": {"per_model": per_model}}},
+    )
     with pytest.raises(ConfigError) as raised:
         settings_from_dict(config, {})
     assert message in str(raised.value)
@@ -226,9 +270,11 @@ def test_a_budget_for_no_model_group_is_a_config_error(per_model: dict[str, Any]
 def test_the_window_turning_restores_the_budget() -> None:
     now = [120.0]
     refused: list[tuple[str, str]] = []
-    budget = ScoringBudget(BudgetSettings(calls_per_minute=2, tokens_per_minute=100),
-                           Limiter(MemoryCounters(clock=lambda: now[0]), clock=lambda: now[0]),
-                           on_call_refused=lambda group, reason: refused.append((group, reason)))
+    budget = ScoringBudget(
+        BudgetSettings(calls_per_minute=2, tokens_per_minute=100),
+        Limiter(MemoryCounters(clock=lambda: now[0]), clock=lambda: now[0]),
+        on_call_refused=lambda group, reason: refused.append((group, reason)),
+    )
 
     async def scenario() -> list[object]:
         seen: list[object] = []

@@ -53,8 +53,12 @@ def test_no_steering_parameter_is_forwarded(endpoint: Endpoint) -> None:
 @pytest.mark.parametrize("name", ["metadata", "moderation", "prompt_cache_options", "prompt_cache_retention"])
 def test_parameters_once_refused_by_drift_now_pass(name: str) -> None:
     """The four official parameters the hand-kept list refused (issue 17)."""
-    value: Any = {"metadata": {"team": "a"}, "moderation": True, "prompt_cache_options": {},
-                  "prompt_cache_retention": "24h"}[name]
+    value: Any = {
+        "metadata": {"team": "a"},
+        "moderation": True,
+        "prompt_cache_options": {},
+        "prompt_cache_retention": "24h",
+    }[name]
     body = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}], name: value})
     assert parse_chat_request(body).body[name] == value
 
@@ -62,8 +66,12 @@ def test_parameters_once_refused_by_drift_now_pass(name: str) -> None:
 @pytest.mark.parametrize("endpoint", ["chat", "completions", "embeddings", "responses"])
 @pytest.mark.parametrize("name", sorted(CLIENT_STEERING))
 def test_steering_parameters_are_refused_by_name(endpoint: Endpoint, name: str) -> None:
-    base = {"chat": '"messages": [{"role": "user", "content": "x"}]', "completions": '"prompt": "x"',
-            "embeddings": '"input": "x"', "responses": '"input": "x"'}[endpoint]
+    base = {
+        "chat": '"messages": [{"role": "user", "content": "x"}]',
+        "completions": '"prompt": "x"',
+        "embeddings": '"input": "x"',
+        "responses": '"input": "x"',
+    }[endpoint]
     raw = f'{{"model": "m", {base}, "{name}": "http://169.254.169.254/"}}'.encode()
     with pytest.raises(InvalidRequest) as caught:
         parse_chat_request(raw) if endpoint == "chat" else parse_endpoint_request(raw, endpoint)

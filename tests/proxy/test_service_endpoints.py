@@ -16,8 +16,11 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 def samples(server: ServerThread) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     text = httpx.get(f"{server.url}/metrics").text
-    return {(s.name, frozenset(s.labels.items())): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def test_models_lists_configured_groups(gateway: ServerThread) -> None:
@@ -43,8 +46,9 @@ def test_request_metrics_count_by_model_and_status(gateway: ServerThread, fake_u
     url = f"{gateway.url}/v1/chat/completions"
     for content in ["a", "b", "[fail:429]"]:
         httpx.post(url, headers=AUTH, json={"model": "fake", "messages": [{"role": "user", "content": content}]})
-    httpx.post(url, headers=AUTH, json={"model": "fake", "stream": True,
-                                        "messages": [{"role": "user", "content": "s"}]})
+    httpx.post(
+        url, headers=AUTH, json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "s"}]}
+    )
     httpx.post(url, headers=AUTH, json={"model": "nope", "messages": [{"role": "user", "content": "x"}]})
     httpx.post(url, json={"model": "fake", "messages": [{"role": "user", "content": "x"}]})
     found = samples(gateway)
@@ -58,6 +62,10 @@ def test_request_metrics_count_by_model_and_status(gateway: ServerThread, fake_u
     assert count("fake", "200", "stream") == 1
     assert count("unknown", "404", "unary") == 1  # unknown names never become label values
     assert count("unknown", "401", "unary", key="unknown") == 1
-    duration = found[("trustgate_request_duration_seconds_count",
-                      frozenset({"model": "fake", "mode": "unary", "endpoint": "chat"}.items()))]
+    duration = found[
+        (
+            "trustgate_request_duration_seconds_count",
+            frozenset({"model": "fake", "mode": "unary", "endpoint": "chat"}.items()),
+        )
+    ]
     assert duration == 3

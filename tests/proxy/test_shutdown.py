@@ -14,7 +14,8 @@ from tests.servers import ServerThread
 
 
 def test_jobs_queued_at_shutdown_are_scored_or_failed_never_lost(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     config = scoring_config(fake_upstream.url, mode="async")  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["queue"].update({"concurrency": 1, "shutdown_grace_s": 0.8})
     config["trustgate"]["store"] = {"path": str(tmp_path / "records.sqlite3")}

@@ -22,11 +22,20 @@ from tests.servers import ServerThread
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 
-def test_redis_down_makes_record_lookups_503(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-                                            tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_redis_down_makes_record_lookups_503(
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     redis_server = RedisServer(tmp_path).start()
-    gateway = start_gateway(redis_config(fake_upstream.url, redis_server.url,  # type: ignore[attr-defined]
-                                         redis_timeout=0.5))
+    gateway = start_gateway(
+        redis_config(
+            fake_upstream.url,
+            redis_server.url,  # type: ignore[attr-defined]
+            redis_timeout=0.5,
+        )
+    )
     assert httpx.get(f"{gateway.url}/v1/trust/trust-missing", headers=AUTH).status_code == 404
     redis_server.stop()
     with caplog.at_level(logging.WARNING):
@@ -42,9 +51,9 @@ def test_redis_down_makes_record_lookups_503(fake_upstream: FakeUpstream, start_
     assert len(lines) == 1  # one line for the outage, not one per request
 
 
-def test_a_shed_record_is_found_while_its_write_waits(fake_upstream: FakeUpstream,
-                                                      start_gateway: Callable[..., ServerThread],
-                                                      tmp_path: Path) -> None:
+def test_a_shed_record_is_found_while_its_write_waits(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
     """A record handed to a client (here: shed) is never a 404, not even while the store is slow to write it."""
     config = scoring_config(fake_upstream.url, queue={"max_size": 1, "concurrency": 1})  # type: ignore[attr-defined]
     path = tmp_path / "records.sqlite3"
@@ -65,8 +74,11 @@ def test_a_shed_record_is_found_while_its_write_waits(fake_upstream: FakeUpstrea
 
 
 def test_a_store_that_cannot_keep_up_sheds_counts_and_warns_once(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
     path = tmp_path / "records.sqlite3"
     config["trustgate"]["store"] = {"path": str(path), "max_pending_writes": 1}
@@ -78,8 +90,9 @@ def test_a_store_that_cannot_keep_up_sheds_counts_and_warns_once(
             assert all(chat(server, f"q{i}").status_code == 200 for i in range(6))
             deadline = time.monotonic() + 10
             while samples(server).get(("trustgate_store_shed_writes_total", frozenset())) != 4:
-                assert time.monotonic() < deadline, samples(server).get(("trustgate_store_shed_writes_total",
-                                                                         frozenset()))
+                assert time.monotonic() < deadline, samples(server).get(
+                    ("trustgate_store_shed_writes_total", frozenset())
+                )
                 time.sleep(0.05)
     finally:
         blocker.rollback()

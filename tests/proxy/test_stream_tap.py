@@ -21,21 +21,34 @@ def event(payload: dict[str, object]) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-STREAM = b"".join([
-    event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
-    event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "Par"},
-                                                  "logprobs": {"content": [{"token": "Par", "logprob": -0.5}]}}]}),
-    event({"id": "c1", "model": "m", "choices": [{"index": 1, "delta": {"content": "other choice"}}]}),
-    event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "is"}}]}),
-    b": keep-alive comment\n\n",
-    b"data: [DONE]\n\n",
-])
+STREAM = b"".join(
+    [
+        event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        event(
+            {
+                "id": "c1",
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"content": "Par"},
+                        "logprobs": {"content": [{"token": "Par", "logprob": -0.5}]},
+                    }
+                ],
+            }
+        ),
+        event({"id": "c1", "model": "m", "choices": [{"index": 1, "delta": {"content": "other choice"}}]}),
+        event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "is"}}]}),
+        b": keep-alive comment\n\n",
+        b"data: [DONE]\n\n",
+    ]
+)
 
 
 def test_events_survive_any_split_and_done_is_held_back() -> None:
     for size in (1, 7, 64, len(STREAM)):
         tap = SseTap()
-        out = b"".join(e for i in range(0, len(STREAM), size) for e in tap.feed(STREAM[i:i + size]))
+        out = b"".join(e for i in range(0, len(STREAM), size) for e in tap.feed(STREAM[i : i + size]))
         assert out == STREAM.removesuffix(b"data: [DONE]\n\n")
         assert tap.done and tap.rest() == b""
         answer = tap.answer()
@@ -44,8 +57,14 @@ def test_events_survive_any_split_and_done_is_held_back() -> None:
 
 
 def test_an_unscored_tap_sends_the_same_stream_holding_back_only_done_and_keeps_no_answer() -> None:
-    usage = event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                   "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+    usage = event(
+        {
+            "id": "c1",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+        }
+    )
     stream = STREAM.replace(b"data: [DONE]", usage + b"data: [DONE]")
     scored, unscored = SseTap(), SseTap().unscored()
     as_fed = b"".join(unscored.feed(stream))
@@ -59,12 +78,14 @@ def test_an_unscored_tap_sends_the_same_stream_holding_back_only_done_and_keeps_
 def test_an_unscored_tap_reads_and_strips_the_same_whatever_the_pieces() -> None:
     """Pieces with nothing in them for an unscored tap go on whole; one with the usage, an upstream's trust data
     or ``[DONE]`` in it, wherever the piece boundaries fall, is still read, stripped and held as event by event."""
-    hostile = event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "!"}}],
-                     "trust": {"score": 1.0}})
+    hostile = event(
+        {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "!"}}], "trust": {"score": 1.0}}
+    )
     for usage in (USAGE, b""):
         stream = STREAM.replace(b"data: [DONE]", hostile + usage + b"data: [DONE]")
         expected = stream.replace(hostile, hostile.replace(b',"trust":{"score":1.0}', b"")).removesuffix(
-            b"data: [DONE]\n\n")
+            b"data: [DONE]\n\n"
+        )
         for at in range(1, len(stream)):
             tap = SseTap().unscored()
             out = b"".join([*tap.feed(stream[:at]), *tap.feed(stream[at:])])
@@ -96,22 +117,34 @@ def test_crlf_framing_and_tool_calls() -> None:
 
 def test_a_malformed_chunk_is_forwarded_and_skipped() -> None:
     tap = SseTap()
-    bad = [event({"id": "c1", "choices": [{"index": 0, "delta": "str"}]}),
-           event({"choices": [{"index": 0, "delta": {"content": 7}}]}), event({"choices": "x"}),
-           b"data: [1, 2]\n\n", b"data: {not json\n\n", b"event: ping\ndata: {}\n\n"]
+    bad = [
+        event({"id": "c1", "choices": [{"index": 0, "delta": "str"}]}),
+        event({"choices": [{"index": 0, "delta": {"content": 7}}]}),
+        event({"choices": "x"}),
+        b"data: [1, 2]\n\n",
+        b"data: {not json\n\n",
+        b"event: ping\ndata: {}\n\n",
+    ]
     raw = STREAM.replace(b"data: [DONE]\n\n", b"".join(bad) + b"data: [DONE]\n\n")
     assert b"".join(tap.feed(raw)) == raw.removesuffix(b"data: [DONE]\n\n")
     assert tap.answer().text == "Paris" and tap.done
 
 
 FINISH = event({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-USAGE = event({"id": "c1", "model": "m", "choices": [],
-               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}})
+USAGE = event(
+    {"id": "c1", "model": "m", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}
+)
 
 
 def scored_record() -> TrustRecord:
-    return TrustRecord(id="trust-1", status="done", model="m", score=0.7, label="uncertain",
-                       components={"bc": ComponentResult(component="bc", value=0.7)})
+    return TrustRecord(
+        id="trust-1",
+        status="done",
+        model="m",
+        score=0.7,
+        label="uncertain",
+        components={"bc": ComponentResult(component="bc", value=0.7)},
+    )
 
 
 def payloads(raw: bytes) -> list[dict[str, object]]:
@@ -128,8 +161,14 @@ def test_the_final_chunk_and_what_follows_it_are_held_and_carry_the_trust() -> N
     closing = tap.closing(scored_record())
     assert closing.endswith(b"data: [DONE]\n\n")
     final, usage = payloads(closing)
-    assert final["trust"] == {"id": "trust-1", "status": "done", "score": 0.7, "label": "uncertain",
-                              "probability": None, "components": {"bc": 0.7}}
+    assert final["trust"] == {
+        "id": "trust-1",
+        "status": "done",
+        "score": 0.7,
+        "label": "uncertain",
+        "probability": None,
+        "components": {"bc": 0.7},
+    }
     assert final["choices"] == [{"index": 0, "delta": {}, "finish_reason": "stop"}]
     assert usage == orjson.loads(USAGE[6:]) and "trust" not in usage  # the upstream's, untouched
 
@@ -153,6 +192,7 @@ def test_a_stream_without_a_final_chunk_gets_a_trust_chunk_with_one_empty_choice
 def plain_stream(reads: list[bytes], *, breaks: bool = False) -> list[bytes]:
     """The pieces an unscored stream writes to the client for an upstream whose bytes arrive in ``reads``;
     ``breaks``: the upstream's connection fails after them (the error is appended as ``b"<error>"``)."""
+
     async def chunks() -> AsyncIterator[bytes]:
         for read in reads:
             yield read
@@ -176,15 +216,15 @@ def plain_stream(reads: list[bytes], *, breaks: bool = False) -> list[bytes]:
 
 def test_the_events_that_came_with_done_go_out_with_it_once_the_upstream_closed() -> None:
     """One write for the upstream's last read and the stream's end, where there were two (BENCHMARKS.md)."""
-    first, last = STREAM[:STREAM.index(b"data: ", 10)], STREAM[STREAM.index(b"data: ", 10):]
+    first, last = STREAM[: STREAM.index(b"data: ", 10)], STREAM[STREAM.index(b"data: ", 10) :]
     pieces = plain_stream([first, last])
     assert pieces == [first, last] and isinstance(pieces[-1], FinalEvents)
     whole = plain_stream([STREAM])
     assert whole == [STREAM] and isinstance(whole[0], FinalEvents)
-    done_alone = plain_stream([STREAM[:-len(b"data: [DONE]\n\n")], b"data: [DONE]\n\n"])
-    assert done_alone == [STREAM[:-len(b"data: [DONE]\n\n")], b"data: [DONE]\n\n"]
+    done_alone = plain_stream([STREAM[: -len(b"data: [DONE]\n\n")], b"data: [DONE]\n\n"])
+    assert done_alone == [STREAM[: -len(b"data: [DONE]\n\n")], b"data: [DONE]\n\n"]
 
 
 def test_the_events_that_came_with_done_still_go_out_before_the_error_when_the_upstream_breaks() -> None:
     pieces = plain_stream([STREAM], breaks=True)
-    assert pieces == [STREAM[:-len(b"data: [DONE]\n\n")], b"<error>"]  # the events, no [DONE], the error
+    assert pieces == [STREAM[: -len(b"data: [DONE]\n\n")], b"<error>"]  # the events, no [DONE], the error

@@ -29,9 +29,13 @@ OVERTAKEN = ("trustgate_scoring_async_overtaken_total", frozenset())
 
 
 def test_a_sync_request_is_scored_before_the_async_backlog(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    config = scoring_config(fake_upstream.url, sync_timeout=30,  # type: ignore[attr-defined]
-                            queue={"concurrency": 1, "scorer_timeout": 10})
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = scoring_config(
+        fake_upstream.url,
+        sync_timeout=30,  # type: ignore[attr-defined]
+        queue={"concurrency": 1, "scorer_timeout": 10},
+    )
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=1.0)])
     assert samples(gateway)[OVERTAKEN] == 0
     backlog = [chat(gateway, f"async {i}").headers["x-trust-id"] for i in range(3)]
@@ -48,8 +52,7 @@ def _job(job_id: str, mode: str) -> ScoringJob:
     return ScoringJob(id=job_id, model="m", question="q", answer="a", policy={"mode": mode})
 
 
-def test_a_redis_worker_takes_sync_jobs_first_and_the_bound_spans_both_lanes(
-        redis_server: RedisServer) -> None:  # noqa: F811
+def test_a_redis_worker_takes_sync_jobs_first_and_the_bound_spans_both_lanes(redis_server: RedisServer) -> None:  # noqa: F811
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1, max_size=5)
     events = RecordedEvents()
     order: list[str] = []
@@ -60,17 +63,27 @@ def test_a_redis_worker_takes_sync_jobs_first_and_the_bound_spans_both_lanes(
         redis = Redis.from_url(redis_server.url, decode_responses=True, socket_timeout=2)
         store = RedisRecordStore(redis, prefix=settings.redis_prefix, ttl_s=600)
         queue = RedisJobQueue(redis, store, settings)
-        outcomes = [await queue.submit(_job(job_id, mode)) for job_id, mode in
-                    (("a1", "async"), ("a2", "async"), ("a3", "async"), ("s1", "sync"), ("s2", "sync"),
-                     ("s3", "sync"), ("a4", "async"))]
+        outcomes = [
+            await queue.submit(_job(job_id, mode))
+            for job_id, mode in (
+                ("a1", "async"),
+                ("a2", "async"),
+                ("a3", "async"),
+                ("s1", "sync"),
+                ("s2", "sync"),
+                ("s3", "sync"),
+                ("a4", "async"),
+            )
+        ]
         depth = await queue.depth()
 
         async def process(job: ScoringJob) -> TrustRecord:
             order.append(job.id)
             return TrustRecord.for_job(job, "done")
 
-        worker = RedisStreamWorker(redis, store, settings, process=process, publish=store.put, consumer="w1",
-                                   events=events, block_ms=100)
+        worker = RedisStreamWorker(
+            redis, store, settings, process=process, publish=store.put, consumer="w1", events=events, block_ms=100
+        )
         stop = asyncio.Event()
         run = asyncio.create_task(worker.run(stop, grace_s=1))
         deadline = time.monotonic() + 15
@@ -110,8 +123,9 @@ def test_a_sync_job_whose_worker_died_is_reclaimed_first(redis_server: RedisServ
             order.append(job.id)
             return TrustRecord.for_job(job, "done")
 
-        worker = RedisStreamWorker(redis, store, settings, process=process, publish=store.put, consumer="w2",
-                                   events=events, block_ms=100)
+        worker = RedisStreamWorker(
+            redis, store, settings, process=process, publish=store.put, consumer="w2", events=events, block_ms=100
+        )
         await worker.ensure_group()
         for job_id, mode in (("a1", "async"), ("s1", "sync")):
             assert await queue.submit(_job(job_id, mode)) == "accepted"
@@ -153,8 +167,9 @@ def test_a_redis_worker_with_every_slot_taken_still_starts_a_sync_job(redis_serv
             order.append(f"end {job.id}")
             return TrustRecord.for_job(job, "done")
 
-        worker = RedisStreamWorker(redis, store, settings, process=process, publish=store.put, consumer="w3",
-                                   block_ms=100)
+        worker = RedisStreamWorker(
+            redis, store, settings, process=process, publish=store.put, consumer="w3", block_ms=100
+        )
         stop = asyncio.Event()
         run = asyncio.create_task(worker.run(stop, grace_s=1))
         for job_id, mode in (("a1", "async"), ("a2", "async")):

@@ -25,8 +25,11 @@ from tests.proxy.test_service_endpoints import samples
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
-KEYS = [{"key": "sk-team-a", "name": "team-a"}, {"key": "sk-team-b", "name": "team-b"},
-        {"key": "sk-auditor", "name": "auditor", "admin": True}]
+KEYS = [
+    {"key": "sk-team-a", "name": "team-a"},
+    {"key": "sk-team-b", "name": "team-b"},
+    {"key": "sk-auditor", "name": "auditor", "admin": True},
+]
 
 
 def operator_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
@@ -47,10 +50,19 @@ def bearer(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
 
 
-def chat(server: ServerThread, key: str, content: str = "Who built the first temple?",
-         headers: dict[str, str] | None = None, model: str = "fake") -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers={**bearer(key), **(headers or {})}, timeout=30,
-                      json={"model": model, "messages": [{"role": "user", "content": content}]})
+def chat(
+    server: ServerThread,
+    key: str,
+    content: str = "Who built the first temple?",
+    headers: dict[str, str] | None = None,
+    model: str = "fake",
+) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={**bearer(key), **(headers or {})},
+        timeout=30,
+        json={"model": model, "messages": [{"role": "user", "content": content}]},
+    )
 
 
 def read_record(server: ServerThread, key: str, record_id: str) -> httpx.Response:
@@ -63,8 +75,13 @@ def assert_reads_as_missing(server: ServerThread, key: str, record_id: str) -> N
     missing_id = "trust-" + "0" * 32
     missing = read_record(server, key, missing_id)
     assert foreign.status_code == missing.status_code == 404
-    assert foreign.json() == {**missing.json(), "error": {
-        **missing.json()["error"], "message": missing.json()["error"]["message"].replace(missing_id, record_id)}}
+    assert foreign.json() == {
+        **missing.json(),
+        "error": {
+            **missing.json()["error"],
+            "message": missing.json()["error"]["message"].replace(missing_id, record_id),
+        },
+    }
     assert "Who built" not in foreign.text
 
 
@@ -79,8 +96,10 @@ def assert_only_owner_and_admins_read(server: ServerThread, record_id: str) -> d
 
 # --- 1. a key reads only its own records (the master key and admin keys read all) ---------------------------
 
+
 def test_sqlite_records_are_read_by_their_owner_and_admins_only(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = operator_config(fake_upstream.url, mode="sync")  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     response = chat(server, "sk-team-a")
@@ -89,19 +108,24 @@ def test_sqlite_records_are_read_by_their_owner_and_admins_only(
     assert "sk-team-a" not in str(record)  # the key's name, never the key
 
 
-def test_a_pending_record_is_not_shown_to_another_key(fake_upstream: FakeUpstream,
-                                                      start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(operator_config(fake_upstream.url),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9, delay=2.0)])
+def test_a_pending_record_is_not_shown_to_another_key(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        operator_config(fake_upstream.url),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9, delay=2.0)],
+    )
     record_id = chat(server, "sk-team-a").headers["x-trust-id"]
     assert read_record(server, "sk-team-a", record_id).json()["status"] == "pending"
     assert_reads_as_missing(server, "sk-team-b", record_id)
 
 
 def test_redis_worker_records_keep_their_owner(
-        fake_upstream: FakeUpstream, redis_server: RedisServer,  # noqa: F811
-        start_gateway: Callable[..., ServerThread],
-        start_worker: Callable[..., subprocess.Popen[bytes]]) -> None:  # noqa: F811
+    fake_upstream: FakeUpstream,
+    redis_server: RedisServer,  # noqa: F811
+    start_gateway: Callable[..., ServerThread],
+    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+) -> None:
     config = default_policy_redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["mode"] = "sync"
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
@@ -114,12 +138,15 @@ def test_redis_worker_records_keep_their_owner(
     assert_only_owner_and_admins_read(replica, record["id"])
 
 
-def test_key_names_must_be_unique_and_not_reserved(fake_upstream: FakeUpstream,
-                                                   start_gateway: Callable[..., ServerThread]) -> None:
+def test_key_names_must_be_unique_and_not_reserved(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     from proxy.config.settings import ConfigError, settings_from_dict
 
-    for keys in ([{"key": "sk-1", "name": "team"}, {"key": "sk-2", "name": "team"}],
-                 [{"key": "sk-1", "name": "master"}]):
+    for keys in (
+        [{"key": "sk-1", "name": "team"}, {"key": "sk-2", "name": "team"}],
+        [{"key": "sk-1", "name": "master"}],
+    ):
         config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
         config["trustgate"] = {"keys": keys}
         with pytest.raises(ConfigError, match=r"team|master"):
@@ -128,10 +155,14 @@ def test_key_names_must_be_unique_and_not_reserved(fake_upstream: FakeUpstream,
 
 # --- 2. the operator's policy outranks the client's x-trustgate-mode ----------------------------------------
 
+
 @pytest.mark.parametrize("backend", ["memory", "redis"])
 def test_a_client_cannot_turn_scoring_on_for_a_key_configured_off(
-        backend: str, request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-        start_gateway: Callable[..., ServerThread]) -> None:
+    backend: str,
+    request: pytest.FixtureRequest,
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+) -> None:
     if backend == "redis":
         redis: RedisServer = request.getfixturevalue("redis_server")
         config = default_policy_redis_config(fake_upstream.url, redis.url)  # type: ignore[attr-defined]
@@ -146,13 +177,15 @@ def test_a_client_cannot_turn_scoring_on_for_a_key_configured_off(
     assert len(fake_upstream.requests) == 2  # the two answers, no scoring calls
     if backend == "redis":
         assert redis.client().xlen(StreamKeys("trustgate").stream) == 0
-    refused = samples(server)[("trustgate_client_overrides_refused_total",
-                               frozenset({"setting": "mode", "requested": "sync"}.items()))]
+    refused = samples(server)[
+        ("trustgate_client_overrides_refused_total", frozenset({"setting": "mode", "requested": "sync"}.items()))
+    ]
     assert refused == 2
 
 
 def test_a_client_may_lower_scoring_but_not_raise_async_to_sync(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = operator_config(fake_upstream.url, mode="async")  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     raised = chat(server, MASTER_KEY, headers={"x-trustgate-mode": "sync"})
@@ -161,11 +194,15 @@ def test_a_client_may_lower_scoring_but_not_raise_async_to_sync(
     assert "x-trust-id" not in lowered.headers
 
 
-def test_allow_client_mode_per_key_and_per_model(fake_upstream: FakeUpstream,
-                                                 start_gateway: Callable[..., ServerThread]) -> None:
-    config = operator_config(fake_upstream.url, mode="async",  # type: ignore[attr-defined]
-                             per_key={"team-a": {"allow_client_mode": "any"}},
-                             per_model={"fake": {"mode": "sync", "allow_client_mode": "none"}})
+def test_allow_client_mode_per_key_and_per_model(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = operator_config(
+        fake_upstream.url,
+        mode="async",  # type: ignore[attr-defined]
+        per_key={"team-a": {"allow_client_mode": "any"}},
+        per_model={"fake": {"mode": "sync", "allow_client_mode": "none"}},
+    )
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     # per model: sync, and the header may not even lower it; the per-key entry outranks it for team-a
     assert chat(server, "sk-team-b", headers={"x-trustgate-mode": "off"}).headers["x-trust-status"] == "done"
@@ -173,31 +210,47 @@ def test_allow_client_mode_per_key_and_per_model(fake_upstream: FakeUpstream,
 
 
 def test_a_client_cannot_raise_the_sample_rate_with_chosen_request_ids(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(operator_config(fake_upstream.url, sample_rate=0.25),  # type: ignore[attr-defined]
-                           scorers=[AskingScorer("bc", 0.9)])
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        operator_config(fake_upstream.url, sample_rate=0.25),  # type: ignore[attr-defined]
+        scorers=[AskingScorer("bc", 0.9)],
+    )
     # An id the bare hash always puts in the sample, reused for new questions: each is still a 1-in-4 draw.
     chosen = next(f"req-{i}" for i in range(1000) if in_sample(f"req-{i}", 0.25))
-    scored = [("x-trust-id" in chat(server, MASTER_KEY, f"question {n}", headers={"x-request-id": chosen}).headers)
-              for n in range(12)]
+    scored = [
+        ("x-trust-id" in chat(server, MASTER_KEY, f"question {n}", headers={"x-request-id": chosen}).headers)
+        for n in range(12)
+    ]
     assert sum(scored) < len(scored)  # all 12 in the sample by chance: p = 0.25**12 ≈ 6e-8
 
 
 # --- 3. fallbacks stay within the caller's model list, on both upstream paths --------------------------------
 
+
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_a_fallback_to_a_model_the_key_may_not_use_is_skipped(
-        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     working = config["model_list"][0]["litellm_params"]
     config["model_list"] += [
-        {"model_name": "broken", "litellm_params": {"model": "openai/gpt-4o-mini", "api_base": "http://127.0.0.1:9/v1",
-                                                    "api_key": "x", "timeout": 2}},
+        {
+            "model_name": "broken",
+            "litellm_params": {
+                "model": "openai/gpt-4o-mini",
+                "api_base": "http://127.0.0.1:9/v1",
+                "api_key": "x",
+                "timeout": 2,
+            },
+        },
         {"model_name": "other", "litellm_params": dict(working)},
     ]
     config["router_settings"]["fallbacks"] = [{"broken": ["other", "fake"]}]
-    config["trustgate"] = {"passthrough": path == "passthrough",
-                           "keys": [{"key": "sk-narrow", "name": "narrow", "models": ["fake", "broken"]}]}
+    config["trustgate"] = {
+        "passthrough": path == "passthrough",
+        "keys": [{"key": "sk-narrow", "name": "narrow", "models": ["fake", "broken"]}],
+    }
     server = start_gateway(config)
     narrow = openai.OpenAI(base_url=f"{server.url}/v1", api_key="sk-narrow", max_retries=0, timeout=20)
     reply = narrow.chat.completions.create(model="broken", messages=[{"role": "user", "content": "f"}])
@@ -214,5 +267,9 @@ def test_a_fallback_to_a_model_the_key_may_not_use_is_skipped(
     assert caught.value.status_code >= 500  # broken's own failure (litellm reports it as 500); `other` never called
     assert len(fake_upstream.requests) == 1
     master = openai.OpenAI(base_url=f"{only_other.url}/v1", api_key=MASTER_KEY, max_retries=0, timeout=20)
-    assert master.chat.completions.create(model="broken", messages=[{"role": "user", "content": "h"}]) \
-        .choices[0].message.content == "You said: h"  # a key that may use `other` still falls back to it
+    assert (
+        master.chat.completions.create(model="broken", messages=[{"role": "user", "content": "h"}])
+        .choices[0]
+        .message.content
+        == "You said: h"
+    )  # a key that may use `other` still falls back to it

@@ -67,19 +67,26 @@ def recorded() -> Iterator[Recorded]:
 
 
 @pytest.fixture
-def traced_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread],
-                   recorded: Recorded) -> ServerThread:
-    return start_gateway(scoring_config(fake_upstream.url, mode="sync"),  # type: ignore[attr-defined]
-                         telemetry=recorded.telemetry, scorers=[AskingScorer("bc", 0.9), RaisingScorer()])
+def traced_gateway(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], recorded: Recorded
+) -> ServerThread:
+    return start_gateway(
+        scoring_config(fake_upstream.url, mode="sync"),  # type: ignore[attr-defined]
+        telemetry=recorded.telemetry,
+        scorers=[AskingScorer("bc", 0.9), RaisingScorer()],
+    )
 
 
 def post(server: ServerThread, content: str = "Who built the first temple?", **extra: Any) -> httpx.Response:
-    return httpx.post(f"{server.url}/v1/chat/completions", headers={**AUTH, "traceparent": TRACEPARENT},
-                      json={"model": "fake", "messages": [{"role": "user", "content": content}], **extra}, timeout=20)
+    return httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={**AUTH, "traceparent": TRACEPARENT},
+        json={"model": "fake", "messages": [{"role": "user", "content": content}], **extra},
+        timeout=20,
+    )
 
 
-def test_one_trace_from_the_request_to_its_evaluation_events(traced_gateway: ServerThread,
-                                                             recorded: Recorded) -> None:
+def test_one_trace_from_the_request_to_its_evaluation_events(traced_gateway: ServerThread, recorded: Recorded) -> None:
     response = post(traced_gateway)
     completion_id, trust_id = response.json()["id"], response.headers["x-trust-id"]
     assert completion_id.startswith("chatcmpl-")
@@ -111,10 +118,15 @@ def test_one_trace_from_the_request_to_its_evaluation_events(traced_gateway: Ser
     assert "gen_ai.evaluation.score.value" not in by_name["trustgate.trust_fc"]
 
 
-def test_without_a_traceparent_the_request_starts_its_own_trace(traced_gateway: ServerThread,
-                                                                recorded: Recorded) -> None:
-    httpx.post(f"{traced_gateway.url}/v1/chat/completions", headers=AUTH, timeout=20,
-               json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]})
+def test_without_a_traceparent_the_request_starts_its_own_trace(
+    traced_gateway: ServerThread, recorded: Recorded
+) -> None:
+    httpx.post(
+        f"{traced_gateway.url}/v1/chat/completions",
+        headers=AUTH,
+        timeout=20,
+        json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
+    )
     (request,) = recorded.finished("chat fake")
     (scoring,) = recorded.finished("trustgate.score")
     assert request.parent is None and request.context.trace_id != TRACE_ID
@@ -122,10 +134,13 @@ def test_without_a_traceparent_the_request_starts_its_own_trace(traced_gateway: 
 
 
 def test_the_request_span_covers_the_whole_stream(traced_gateway: ServerThread, recorded: Recorded) -> None:
-    with httpx.stream("POST", f"{traced_gateway.url}/v1/chat/completions",
-                      headers={**AUTH, "traceparent": TRACEPARENT}, timeout=20,
-                      json={"model": "fake", "stream": True,
-                            "messages": [{"role": "user", "content": "stream it"}]}) as response:
+    with httpx.stream(
+        "POST",
+        f"{traced_gateway.url}/v1/chat/completions",
+        headers={**AUTH, "traceparent": TRACEPARENT},
+        timeout=20,
+        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "stream it"}]},
+    ) as response:
         lines = response.iter_lines()
         first = next(line for line in lines if line.startswith("data:"))
         assert not recorded.finished("chat fake"), "the span ended before the stream did"
@@ -141,8 +156,9 @@ def test_the_request_span_covers_the_whole_stream(traced_gateway: ServerThread, 
 
 
 @pytest.mark.parametrize("content, status", [("[fail:503]", 503), ("[fail:400]", 400)])
-def test_upstream_errors_end_the_span_with_their_status(traced_gateway: ServerThread, recorded: Recorded,
-                                                        content: str, status: int) -> None:
+def test_upstream_errors_end_the_span_with_their_status(
+    traced_gateway: ServerThread, recorded: Recorded, content: str, status: int
+) -> None:
     assert post(traced_gateway, content).status_code == status
     (request,) = recorded.finished("chat fake")
     assert request.attributes["http.response.status_code"] == status  # type: ignore[index]
@@ -164,8 +180,11 @@ def test_an_unexpected_500_still_ends_the_span(traced_gateway: ServerThread, rec
 
 
 def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded: Recorded) -> None:
-    response = httpx.post(f"{traced_gateway.url}/v1/chat/completions", headers={"traceparent": TRACEPARENT},
-                          json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]})
+    response = httpx.post(
+        f"{traced_gateway.url}/v1/chat/completions",
+        headers={"traceparent": TRACEPARENT},
+        json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert response.status_code == 401
     (request,) = recorded.finished("chat")  # never named: the model was not read before the 401
     assert request.context.trace_id == TRACE_ID
@@ -173,17 +192,28 @@ def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
-def test_each_upstream_try_is_a_client_span_of_the_request(fake_upstream: FakeUpstream, recorded: Recorded,
-                                                           start_gateway: Callable[..., ServerThread],
-                                                           path: str) -> None:
+def test_each_upstream_try_is_a_client_span_of_the_request(
+    fake_upstream: FakeUpstream, recorded: Recorded, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
     """A rate-limited first try, its retry, and a fallback group after a group that is down: one CLIENT
     span each, all children of the request span, so a trace shows where the time went (on both paths)."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["model_list"].append({"model_name": "primary", "litellm_params": {
-        "model": "openai/primary-model", "api_base": "http://127.0.0.1:9/v1", "api_key": "x", "timeout": 2}})
+    config["model_list"].append(
+        {
+            "model_name": "primary",
+            "litellm_params": {
+                "model": "openai/primary-model",
+                "api_base": "http://127.0.0.1:9/v1",
+                "api_key": "x",
+                "timeout": 2,
+            },
+        }
+    )
     config["router_settings"].update(num_retries=1, fallbacks=[{"primary": ["fake"]}])
-    config["trustgate"] = {"retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0},
-                           "passthrough": path == "passthrough"}
+    config["trustgate"] = {
+        "retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0},
+        "passthrough": path == "passthrough",
+    }
     server = start_gateway(config, telemetry=recorded.telemetry)
     fake_upstream.rate_limited = 1
     assert post(server, model="fake").status_code == 200
@@ -196,8 +226,7 @@ def test_each_upstream_try_is_a_client_span_of_the_request(fake_upstream: FakeUp
 
     assert post(server, model="primary").status_code == 200
     down = recorded.finished("chat primary-model")
-    assert down and all(s.attributes["trustgate.model_group"] == "primary" and s.attributes["error.type"]
-                        for s in down)
+    assert down and all(s.attributes["trustgate.model_group"] == "primary" and s.attributes["error.type"] for s in down)
     (fallback_request,) = recorded.finished("chat primary")
     served = [s for s in recorded.finished("chat gpt-4o-mini") if s.parent.span_id == fallback_request.context.span_id]
     assert [s.attributes["trustgate.model_group"] for s in served] == ["fake"]
@@ -215,14 +244,23 @@ ENDPOINT_CALLS = [
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
-def test_a_try_is_attributed_to_the_deployment_that_answered_it(fake_upstream: FakeUpstream, recorded: Recorded,
-                                                                start_gateway: Callable[..., ServerThread],
-                                                                path: str) -> None:
+def test_a_try_is_attributed_to_the_deployment_that_answered_it(
+    fake_upstream: FakeUpstream, recorded: Recorded, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
     """A group of two deployments: each try's span and its ``deployment`` label name the deployment the call
     went to (on the litellm path, the one litellm's Router chose), as the upstream saw it, on every endpoint."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["model_list"].append({"model_name": "fake", "litellm_params": {
-        "model": "openai/gpt-4o", "api_base": f"{fake_upstream.url}/v1", "api_key": "x", "timeout": 5}})  # type: ignore[attr-defined]
+    config["model_list"].append(
+        {
+            "model_name": "fake",
+            "litellm_params": {
+                "model": "openai/gpt-4o",
+                "api_base": f"{fake_upstream.url}/v1",
+                "api_key": "x",
+                "timeout": 5,
+            },
+        }
+    )  # type: ignore[attr-defined]
     config["trustgate"] = {"passthrough": path == "passthrough", "scoring": {"mode": "off"}}
     server = start_gateway(config, telemetry=recorded.telemetry)
     operations = []
@@ -231,18 +269,24 @@ def test_a_try_is_attributed_to_the_deployment_that_answered_it(fake_upstream: F
             response = httpx.post(f"{server.url}{endpoint}", headers=AUTH, json={"model": "fake", **body}, timeout=20)
             assert response.status_code == 200, response.text
             operations.append(operation)
-    tries = sorted((s for s in recorded.spans.get_finished_spans() if s.kind == SpanKind.CLIENT),
-                   key=lambda s: s.start_time or 0)
+    tries = sorted(
+        (s for s in recorded.spans.get_finished_spans() if s.kind == SpanKind.CLIENT), key=lambda s: s.start_time or 0
+    )
     called = [request["model"] for request in fake_upstream.requests]
     assert len(tries) == len(called) == 15 and {"gpt-4o", "gpt-4o-mini"} == set(called)
     placed = {"gpt-4o-mini": "fake:0", "gpt-4o": "fake:1"}
     assert [s.attributes["trustgate.deployment"] for s in tries] == [placed[model] for model in called]
-    assert [s.name for s in tries] == [f"{operation} {model}" for operation, model in zip(operations, called,
-                                                                                          strict=True)]
+    assert [s.name for s in tries] == [
+        f"{operation} {model}" for operation, model in zip(operations, called, strict=True)
+    ]
     counted = samples(server)
     for model, deployment in placed.items():
-        assert counted[("trustgate_upstream_tries_total", frozenset(
-            {"model": "fake", "deployment": deployment, "outcome": "success"}.items()))] == called.count(model)
+        assert counted[
+            (
+                "trustgate_upstream_tries_total",
+                frozenset({"model": "fake", "deployment": deployment, "outcome": "success"}.items()),
+            )
+        ] == called.count(model)
     assert not [r for r in fake_upstream.requests if "metadata" in r or "litellm_metadata" in r]
 
 
@@ -254,8 +298,11 @@ def test_fastapi_makes_no_spans_of_its_own(monkeypatch: pytest.MonkeyPatch, app_
     spans, provider = InMemorySpanExporter(), TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(spans))
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
-    app = create_app(settings_from_dict(gateway_config("http://127.0.0.1:9/v1"), {})) if app_of == "gateway" \
+    app = (
+        create_app(settings_from_dict(gateway_config("http://127.0.0.1:9/v1"), {}))
+        if app_of == "gateway"
         else FastAPI()
+    )
 
     async def ask() -> int:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway") as client:

@@ -53,16 +53,20 @@ def openai_error(response: httpx.Response, status: int) -> dict[str, Any]:
 
 def stream_events(server: ServerThread, content: str, *, timeout: float = 20) -> list[str]:
     body = {"model": "fake", "messages": [{"role": "user", "content": content}], "stream": True}
-    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, headers=AUTH,
-                      timeout=timeout) as response:
+    with httpx.stream(
+        "POST", f"{server.url}/v1/chat/completions", json=body, headers=AUTH, timeout=timeout
+    ) as response:
         assert response.status_code == 200
         return [line for line in response.iter_lines() if line.startswith("data: ")]
 
 
 def requests_counted(server: ServerThread, status: int) -> float:
     text = httpx.get(f"{server.url}/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("trustgate_requests_total{") and f'status="{status}"' in line)
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("trustgate_requests_total{") and f'status="{status}"' in line
+    )
 
 
 @pytest.mark.parametrize("kind", sorted(NOT_A_COMPLETION))
@@ -74,8 +78,9 @@ def test_a_200_that_is_not_a_chat_completion_is_502(any_gateway: ServerThread, k
 
 
 @pytest.mark.parametrize("sent", ["", "[unsized]"], ids=["content-length", "chunked"])
-def test_a_reply_over_max_response_bytes_is_502(path: str, sent: str, fake_upstream: FakeUpstream,
-                                                start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_reply_over_max_response_bytes_is_502(
+    path: str, sent: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     server = start_gateway(path_config(fake_upstream, path, upstream={"max_response_bytes": 200_000}))
     assert chat(server, f"[big:100000] {sent}").status_code == 200  # under the cap: answered
     error = openai_error(chat(server, f"[big:1000000] {sent}"), 502)
@@ -83,15 +88,17 @@ def test_a_reply_over_max_response_bytes_is_502(path: str, sent: str, fake_upstr
 
 
 def test_a_stream_over_max_response_bytes_ends_with_an_error_event(
-        path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     server = start_gateway(path_config(fake_upstream, path, upstream={"max_response_bytes": 200_000}))
     events = stream_events(server, "[big:1000000]")
     assert sum(len(e) for e in events) < 300_000
     assert '"upstream_reply_too_large"' in events[-1] and "[DONE]" not in events[-1]
 
 
-def test_a_dripped_body_is_cut_at_the_deployment_timeout(path: str, fake_upstream: FakeUpstream,
-                                                        start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_dripped_body_is_cut_at_the_deployment_timeout(
+    path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """The fake sends a valid completion one byte every 0.2 s (about a minute); the deadline is 1 s.
 
     The client gives up after 10 s, so only a gateway that bounds the whole call answers in time.
@@ -102,8 +109,9 @@ def test_a_dripped_body_is_cut_at_the_deployment_timeout(path: str, fake_upstrea
 
 
 @pytest.mark.parametrize("bound", ["timeout", "stream_timeout"])
-def test_a_dripped_stream_is_cut_at_its_deadline(path: str, bound: str, fake_upstream: FakeUpstream,
-                                                 start_gateway: Callable[..., ServerThread]) -> None:
+def test_a_dripped_stream_is_cut_at_its_deadline(
+    path: str, bound: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """The first event at once, then one byte every 0.2 s (minutes), against a 1 s deadline: the
     deployment's ``timeout``, or its ``stream_timeout`` where set (then ``timeout`` is 5 s).
 
@@ -125,7 +133,8 @@ def test_a_connection_reset_mid_body_is_502(any_gateway: ServerThread) -> None:
 
 
 def test_client_leaving_a_non_streamed_request_cancels_the_upstream_call(
-        any_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
+    any_gateway: ServerThread, fake_upstream: FakeUpstream
+) -> None:
     with pytest.raises(httpx.ReadTimeout):
         chat(any_gateway, "[stall:4]", timeout=0.5)
     deadline = time.monotonic() + 3  # well before the fake's 4 s answer and the 5 s deployment timeout
@@ -141,11 +150,20 @@ def test_a_client_error_does_not_bench_the_deployment(any_gateway: ServerThread,
         assert chat(any_gateway, "next client").status_code == 200
 
 
-@pytest.mark.parametrize("status, kind", [(400, "invalid_request_error"), (401, "authentication_error"),
-                                          (404, "invalid_request_error"), (429, "rate_limit_error"),
-                                          (500, "api_error"), (503, "api_error")])
-def test_upstream_error_text_stays_in_the_log(any_gateway: ServerThread, caplog: pytest.LogCaptureFixture,
-                                              status: int, kind: str) -> None:
+@pytest.mark.parametrize(
+    "status, kind",
+    [
+        (400, "invalid_request_error"),
+        (401, "authentication_error"),
+        (404, "invalid_request_error"),
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (503, "api_error"),
+    ],
+)
+def test_upstream_error_text_stays_in_the_log(
+    any_gateway: ServerThread, caplog: pytest.LogCaptureFixture, status: int, kind: str
+) -> None:
     with caplog.at_level(logging.WARNING, logger="trustgate.upstream"):
         error = openai_error(chat(any_gateway, f"[fail:{status}]"), status)
     assert error["type"] == kind and f"HTTP {status}" in error["message"]
@@ -155,8 +173,9 @@ def test_upstream_error_text_stays_in_the_log(any_gateway: ServerThread, caplog:
     assert len(logged) == 1 and SERVER_PATH in logged[0]
 
 
-def test_the_upstream_key_is_masked_in_the_log(any_gateway: ServerThread, fake_upstream: FakeUpstream,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_the_upstream_key_is_masked_in_the_log(
+    any_gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
     fake_upstream.api_key = "sk-the-right-one"  # the fake echoes the wrong key it got into its message
     with caplog.at_level(logging.WARNING, logger="trustgate.upstream"):
         openai_error(chat(any_gateway, "x"), 401)
@@ -175,15 +194,19 @@ class MalformedReplyScorer(Scorer):
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         reply = await ask([{"role": "user", "content": f"[reply:{self.kind}] check: {job.answer}"}])
-        return ComponentResult(component=self.name, value=0.4 if not reply.text else 0.9, label="neutral",
-                               upstream_calls=1)
+        return ComponentResult(
+            component=self.name, value=0.4 if not reply.text else 0.9, label="neutral", upstream_calls=1
+        )
 
 
 @pytest.mark.parametrize("kind", ["html", "empty", "array"])
 def test_a_scoring_call_answered_with_garbage_fails_the_component(
-        path: str, kind: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
-                           scorers=[MalformedReplyScorer(kind)])
+    path: str, kind: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
+        scorers=[MalformedReplyScorer(kind)],
+    )
     response = chat(server, "who?")
     assert response.status_code == 200
     record = httpx.get(f"{server.url}/v1/trust/{response.headers['x-trust-id']}", headers=AUTH).json()
@@ -197,7 +220,8 @@ BAD_CHUNKS = {"delta-str": ("[bad-chunk]", '"delta":"str"'), "not-json": ("[bad-
 
 @pytest.mark.parametrize("kind", sorted(BAD_CHUNKS))
 def test_a_malformed_stream_chunk_never_cuts_a_scored_stream(
-        path: str, kind: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> None:
+    path: str, kind: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
     """Pass-through forwards the bad chunk, the tap skips it, scoring and [DONE] follow.
 
     litellm re-serialises each chunk from what it parsed and its Router ends the
@@ -205,8 +229,10 @@ def test_a_malformed_stream_chunk_never_cuts_a_scored_stream(
     before it, with one OpenAI-shaped error event naming the malformed reply.
     """
     directive, forwarded = BAD_CHUNKS[kind]
-    server = start_gateway(path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
-                           scorers=[AskingScorer("bc", 0.9)])
+    server = start_gateway(
+        path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
+        scorers=[AskingScorer("bc", 0.9)],
+    )
     events = stream_events(server, f"{directive} one two")  # read to its end: a cut body would raise here
     assert '"content":"You"' in events[1]  # the good chunks before the bad one reached the client
     if path == "litellm":
@@ -218,6 +244,9 @@ def test_a_malformed_stream_chunk_never_cuts_a_scored_stream(
     assert any('"trust"' in e for e in events[:-1])  # the tap read the good chunks and scored them
     assert not any(e.startswith('data: {"error"') for e in events)
     chunks = [orjson.loads(e[6:]) for e in events[:-1] if forwarded not in e]
-    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks
-                   if c.get("choices") and isinstance(c["choices"][0].get("delta"), dict))
+    text = "".join(
+        c["choices"][0]["delta"].get("content") or ""
+        for c in chunks
+        if c.get("choices") and isinstance(c["choices"][0].get("delta"), dict)
+    )
     assert text == f"You said: {directive} one two"

@@ -26,14 +26,21 @@ def user_tokens(server: ServerThread, kind: str) -> float:
 
 
 def post(server: ServerThread, path: str, body: dict[str, Any], key: str = MASTER_KEY) -> httpx.Response:
-    return httpx.post(f"{server.url}{path}", headers={"authorization": f"Bearer {key}"}, timeout=20,
-                      json={"model": "fake", **body})
+    return httpx.post(
+        f"{server.url}{path}", headers={"authorization": f"Bearer {key}"}, timeout=20, json={"model": "fake", **body}
+    )
 
 
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "chat": ("/v1/chat/completions", {"messages": [{"role": "user", "content": "one two three"}]}),
-    "chat-stream": ("/v1/chat/completions", {"messages": [{"role": "user", "content": "one two three"}],
-                                             "stream": True, "stream_options": {"include_usage": True}}),
+    "chat-stream": (
+        "/v1/chat/completions",
+        {
+            "messages": [{"role": "user", "content": "one two three"}],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        },
+    ),
     "completions": ("/v1/completions", {"prompt": "one two three"}),
     "responses": ("/v1/responses", {"input": "one two three"}),
     "responses-stream": ("/v1/responses", {"input": "one two three", "stream": True}),
@@ -44,9 +51,14 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
 @pytest.mark.parametrize("passthrough", [True, False], ids=["passthrough", "litellm"])
 @pytest.mark.parametrize("call", list(CALLS))
 def test_user_tokens_are_counted_as_the_upstream_reported_them(
-        fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], call: str, passthrough: bool) -> None:
-    server = start_gateway(gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                                          trustgate={"scoring": {"mode": "off"}, "passthrough": passthrough}))
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], call: str, passthrough: bool
+) -> None:
+    server = start_gateway(
+        gateway_config(
+            fake_upstream.url,  # type: ignore[attr-defined]
+            trustgate={"scoring": {"mode": "off"}, "passthrough": passthrough},
+        )
+    )
     path, body = CALLS[call]
     for _ in range(2):
         assert post(server, path, body).status_code == 200
@@ -71,20 +83,27 @@ def _reported(fake: FakeUpstream, call: str) -> tuple[int, int]:
     return 1, words
 
 
-def test_a_stream_without_usage_counts_nothing(fake_upstream: FakeUpstream,
-                                               start_gateway: Callable[..., ServerThread]) -> None:
-    server = start_gateway(gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                                          trustgate={"scoring": {"mode": "off"}}))
+def test_a_stream_without_usage_counts_nothing(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    server = start_gateway(
+        gateway_config(
+            fake_upstream.url,  # type: ignore[attr-defined]
+            trustgate={"scoring": {"mode": "off"}},
+        )
+    )
     path, body = CALLS["chat-stream"]
     assert post(server, path, {**body, "stream_options": None}).status_code == 200
     assert user_tokens(server, "prompt") == user_tokens(server, "completion") == 0
 
 
-def test_streamed_tokens_count_on_the_keys_tpm(fake_upstream: FakeUpstream,
-                                               start_gateway: Callable[..., ServerThread]) -> None:
-    config = gateway_config(fake_upstream.url,  # type: ignore[attr-defined]
-                            trustgate={"scoring": {"mode": "off"},
-                                       "keys": [{"key": "sk-team", "name": "team", "tpm": 3}]})
+def test_streamed_tokens_count_on_the_keys_tpm(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    config = gateway_config(
+        fake_upstream.url,  # type: ignore[attr-defined]
+        trustgate={"scoring": {"mode": "off"}, "keys": [{"key": "sk-team", "name": "team", "tpm": 3}]},
+    )
     server = start_gateway(config)
     path, body = CALLS["chat-stream"]
     assert post(server, path, body, key="sk-team").status_code == 200  # reports more than 3 tokens

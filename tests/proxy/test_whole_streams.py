@@ -24,25 +24,32 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 def stream_events(server: ServerThread, content: str, mode: str = "off") -> list[str]:
     body = {"model": "fake", "messages": [{"role": "user", "content": content}], "stream": True}
-    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=20,
-                      headers={**AUTH, "x-trustgate-mode": mode}) as response:
+    with httpx.stream(
+        "POST", f"{server.url}/v1/chat/completions", json=body, timeout=20, headers={**AUTH, "x-trustgate-mode": mode}
+    ) as response:
         assert response.status_code == 200
-        return [line[len("data: "):] for line in response.iter_lines() if line.startswith("data: ")]
+        return [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
 
 
 def streamed_errors(server: ServerThread, status: int) -> float:
     text = httpx.get(f"{server.url}/metrics").text
     prefix = "trustgate_requests_total{"
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(prefix) and f'status="{status}"' in line and 'mode="stream"' in line)
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith(prefix) and f'status="{status}"' in line and 'mode="stream"' in line
+    )
 
 
 @pytest.fixture(params=["passthrough", "litellm"])
-def gateway(request: pytest.FixtureRequest, fake_upstream: FakeUpstream,
-            start_gateway: Callable[..., ServerThread]) -> ServerThread:
+def gateway(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> ServerThread:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"passthrough": request.param == "passthrough",
-                           "scoring": {"mode": "off", "queue": {"scorer_timeout": 1.0}}}
+    config["trustgate"] = {
+        "passthrough": request.param == "passthrough",
+        "scoring": {"mode": "off", "queue": {"scorer_timeout": 1.0}},
+    }
     return start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
 
 
@@ -57,9 +64,9 @@ def test_a_stream_cut_mid_body_ends_in_one_error_event_and_no_done(gateway: Serv
 
 
 @pytest.mark.parametrize("mode", ["off", "async", "sync"])
-def test_nothing_follows_done_when_the_upstream_breaks_after_it(fake_upstream: FakeUpstream,
-                                                                 start_gateway: Callable[..., ServerThread],
-                                                                 mode: str) -> None:
+def test_nothing_follows_done_when_the_upstream_breaks_after_it(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], mode: str
+) -> None:
     """On the pass-through path the gateway sees the bytes after ``[DONE]``; litellm ends its stream at ``[DONE]``."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {"scoring": {"mode": "off", "queue": {"scorer_timeout": 1.0}}}

@@ -96,7 +96,8 @@ def test_a_recycled_pid_is_never_killed(temp_registry: dict[str, str]) -> None:
         folder = registry_dir()
         folder.mkdir(parents=True)
         (folder / f"{bystander.pid}.json").write_text(
-            f'{{"pid": {bystander.pid}, "start": 1, "parent": 999999999, "parent_start": 1, "argv": ["x"]}}')
+            f'{{"pid": {bystander.pid}, "start": 1, "parent": 999999999, "parent_start": 1, "argv": ["x"]}}'
+        )
         assert reap_stale_children() == []
         assert alive(bystander.pid) and not list(folder.glob("*.json"))
     finally:
@@ -108,8 +109,18 @@ def plant(folder: Path, bystander: int, *, cmdline: str | None) -> Path:
     """A registry entry naming ``bystander`` (its true start time) as the orphan of a dead parent."""
     start = int(Path(f"/proc/{bystander}/stat").read_text().rsplit(")", 1)[1].split()[19])
     entry = folder / f"{bystander}.json"
-    entry.write_text(json.dumps({"pid": bystander, "start": start, "cmdline": cmdline, "parent": 999999999,
-                                 "parent_start": 1, "argv": ["sleep"]}))
+    entry.write_text(
+        json.dumps(
+            {
+                "pid": bystander,
+                "start": start,
+                "cmdline": cmdline,
+                "parent": 999999999,
+                "parent_start": 1,
+                "argv": ["sleep"],
+            }
+        )
+    )
     return entry
 
 

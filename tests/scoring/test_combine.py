@@ -8,8 +8,12 @@ from scoring.types import ComponentResult
 
 def bc(binary: int, graded: float | None = None) -> ComponentResult:
     graded = float(binary) if graded is None else graded
-    return ComponentResult(component="bc", value=graded, label="consistent" if binary else "inconsistent",
-                           details={"binary": binary, "graded": graded})
+    return ComponentResult(
+        component="bc",
+        value=graded,
+        label="consistent" if binary else "inconsistent",
+        details={"binary": binary, "graded": graded},
+    )
 
 
 def fc(label: str, probs: dict[str, float] | None = None) -> ComponentResult:
@@ -17,11 +21,17 @@ def fc(label: str, probs: dict[str, float] | None = None) -> ComponentResult:
     return ComponentResult(component="fc", value=0.5, label=label, details={"label": label, "label_probs": probs})
 
 
-@pytest.mark.parametrize(("binary", "label", "expected"), [
-    (1, "support", 1.0), (0, "support", 0.8),
-    (1, "neutral", 0.6), (0, "neutral", 0.4),
-    (1, "contradict", 0.2), (0, "contradict", 0.0),
-])
+@pytest.mark.parametrize(
+    ("binary", "label", "expected"),
+    [
+        (1, "support", 1.0),
+        (0, "support", 0.8),
+        (1, "neutral", 0.6),
+        (0, "neutral", 0.4),
+        (1, "contradict", 0.2),
+        (0, "contradict", 0.0),
+    ],
+)
 def test_table3_cells(binary: int, label: str, expected: float) -> None:
     assert table3_trust(bool(binary), label) == expected  # type: ignore[arg-type]
     result = combine(bc(binary), fc(label), graded=False)
@@ -82,11 +92,18 @@ def test_the_fitted_combination_reads_its_features_and_says_what_fed_it() -> Non
     without_lp = fitted_trust({"bc": components["bc"], "fc": components["fc"]}, model)  # no logprobs upstream
     assert without_lp.value == paper_trust({"bc": components["bc"], "fc": components["fc"]}).value
     assert (without_lp.details.method, without_lp.details.fitted_missing, without_lp.details.source) == (
-        "paper", ["lp_mean"], "bc+fc")
+        "paper",
+        ["lp_mean"],
+        "bc+fc",
+    )
 
 
 def test_a_debiased_trust_bc_enters_table3_by_its_value_and_label() -> None:
-    debiased = ComponentResult(component="bc", value=0.5, label="uncertain",
-                               details={"procedure": "debiased", "binary": 0.0, "graded": 0.25, "debiased": 0.5})
+    debiased = ComponentResult(
+        component="bc",
+        value=0.5,
+        label="uncertain",
+        details={"procedure": "debiased", "binary": 0.0, "graded": 0.25, "debiased": 0.5},
+    )
     result = combine(debiased, fc("support"))
     assert (result.details.consistent, result.details.bc_graded) == (False, 0.5)

@@ -59,8 +59,10 @@ from tests.scoring.factcheck.conftest import FACTS, write_jsonl
 from tests.scoring.test_children import alive, wait_gone
 
 CASES = [
-    ("which state was returned to spain after the revolutionary war?",  # graph: same-type states
-     "Florida was returned to spain after the revolutionary war"),
+    (
+        "which state was returned to spain after the revolutionary war?",  # graph: same-type states
+        "Florida was returned to spain after the revolutionary war",
+    ),
     ("Who built the first temple for god in jerusalem?", "King Solomon built the first temple for god in jerusalem"),
     ("When did all night long come out lionel richie?", "All night long came out in 1983"),  # numeric
     ("What is the capital of France?", "Paris is the capital of France"),  # evidence in the fact corpus
@@ -95,14 +97,18 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def settings_for(data_dir: Path, **consistency: Any) -> ScoringSettings:
-    return ScoringSettings(data_dir=data_dir, factcheck=FactCheckSettings(default_corpora=[]),
-                           consistency=ConsistencySettings(seed=1, **consistency))
+    return ScoringSettings(
+        data_dir=data_dir,
+        factcheck=FactCheckSettings(default_corpora=[]),
+        consistency=ConsistencySettings(seed=1, **consistency),
+    )
 
 
 def recipe(data_dir: Path, endpoint: str, **consistency: Any) -> CpuRecipe:
     settings = settings_for(data_dir, **consistency)
-    return CpuRecipe({DISTRACTORS.name: distractor_loader(settings, endpoint),
-                      EVIDENCE.name: evidence_loader(settings)})
+    return CpuRecipe(
+        {DISTRACTORS.name: distractor_loader(settings, endpoint), EVIDENCE.name: evidence_loader(settings)}
+    )
 
 
 async def draw_all(processes: int, work_recipe: CpuRecipe) -> list[tuple[Any, ...]]:
@@ -185,7 +191,8 @@ class HangingGraph:
 
 
 def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored(
-        data_dir: Path, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture) -> None:
+    data_dir: Path, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
+) -> None:
     hanging = HangingGraph()
     settings = settings_for(data_dir, sparql_timeout=60.0, mode="binary", max_checks=2)
     cpu_recipe = recipe(data_dir, hanging.url, sparql_timeout=60.0, mode="binary", max_checks=2)
@@ -193,13 +200,13 @@ def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored
     fake_upstream.responder = Answerer(answer, lambda n: "original")
 
     async def scenario() -> tuple[Any, Any]:
-        async with open_cpu_work(cpu_recipe, CpuSettings(processes=1)) as cpu, \
-                upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]
+        async with open_cpu_work(cpu_recipe, CpuSettings(processes=1)) as cpu, upstream_ask(fake_upstream.url) as ask:  # type: ignore[attr-defined]
             assert isinstance(cpu, InProcesses)
             scorer = ConsistencyScorer(settings.consistency, cpu)
             pipeline = ScoringPipeline([scorer], lambda model, purpose, lane: ask, settings)
-            first = asyncio.create_task(pipeline.run(ScoringJob(id="a", model="fake", question=question,
-                                                                answer=answer)))
+            first = asyncio.create_task(
+                pipeline.run(ScoringJob(id="a", model="fake", question=question, answer=answer))
+            )
             assert await asyncio.to_thread(hanging.asked.wait, 60)  # the worker is inside the job
             [worker] = multiprocessing.active_children()
             worker.kill()
@@ -220,8 +227,9 @@ def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored
     assert scored.components["bc"].details.distractors_available > 0
 
 
-def test_shutdown_kills_a_worker_still_busy_after_the_grace_period(data_dir: Path,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
+def test_shutdown_kills_a_worker_still_busy_after_the_grace_period(
+    data_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A job stuck in the worker (a graph query that never ends) does not hold the gateway's shutdown."""
     hanging = HangingGraph()
 
@@ -248,8 +256,12 @@ def test_a_break_read_after_the_pool_has_shut_down_still_sees_its_workers() -> N
 
     The executor's shutdown drops its table of workers; what the break means is read from them all the same.
     """
-    executor = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=resource.setrlimit,
-                                   initargs=(resource.RLIMIT_CORE, (0, 0)))  # killed as below, it dumps no core
+    executor = ProcessPoolExecutor(
+        1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=resource.setrlimit,
+        initargs=(resource.RLIMIT_CORE, (0, 0)),
+    )  # killed as below, it dumps no core
     pool, job = _Pool(executor, 1), object()
     pool.in_flight.append(job)
     started = executor.submit(os.getpid).result(timeout=60)  # the worker has run its initializer
@@ -262,13 +274,20 @@ def test_a_break_read_after_the_pool_has_shut_down_still_sees_its_workers() -> N
 
 
 def gateway_config_file(folder: Path, data_dir: Path, endpoint: str, upstream_url: str) -> Path:
-    config = gateway_config(upstream_url, trustgate={
-        "server": {"host": "127.0.0.1", "port": 0},
-        "scoring": {"data_dir": str(data_dir), "mode": "async", "cpu": {"processes": 2},
-                    "consistency": {"sparql_endpoint": endpoint, "seed": 1, "max_checks": 2},
-                    "factcheck": {"default_corpora": []}},
-        "store": {"path": str(folder / "records.sqlite3")},
-    })
+    config = gateway_config(
+        upstream_url,
+        trustgate={
+            "server": {"host": "127.0.0.1", "port": 0},
+            "scoring": {
+                "data_dir": str(data_dir),
+                "mode": "async",
+                "cpu": {"processes": 2},
+                "consistency": {"sparql_endpoint": endpoint, "seed": 1, "max_checks": 2},
+                "factcheck": {"default_corpora": []},
+            },
+            "store": {"path": str(folder / "records.sqlite3")},
+        },
+    )
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -277,13 +296,13 @@ def gateway_config_file(folder: Path, data_dir: Path, endpoint: str, upstream_ur
 def cpu_workers(gateway: GatewayProcess) -> list[int]:
     """The gateway's descendants that are pool workers (multiprocessing's resource tracker is another one; with
     the local scoring worker, the default, they are its children)."""
-    return [pid for pid in gateway.descendants()
-            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    return [pid for pid in gateway.descendants() if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()]
 
 
 @pytest.mark.parametrize("stop", ["shutdown", "sigkill"])
-def test_the_gateway_takes_its_workers_with_it(stop: str, tmp_path: Path, data_dir: Path, graph: str,
-                                               fake_upstream: FakeUpstream) -> None:
+def test_the_gateway_takes_its_workers_with_it(
+    stop: str, tmp_path: Path, data_dir: Path, graph: str, fake_upstream: FakeUpstream
+) -> None:
     """SIGTERM: the lifespan stops them (and forgets them); SIGKILL: the kernel's parent-death signal kills them."""
     config = gateway_config_file(tmp_path, data_dir, graph, fake_upstream.url)  # type: ignore[attr-defined]
     with serve_config(config) as gateway:
@@ -314,8 +333,9 @@ def _mapped(pid: int, library: str) -> bool:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed: nothing to keep out")
-def test_no_scoring_process_of_the_gateway_loads_torch(tmp_path: Path, data_dir: Path, graph: str,
-                                                       fake_upstream: FakeUpstream) -> None:
+def test_no_scoring_process_of_the_gateway_loads_torch(
+    tmp_path: Path, data_dir: Path, graph: str, fake_upstream: FakeUpstream
+) -> None:
     """spaCy's backend would load torch, installed for the opt-in NLI judge, in each process that parses answers:
     seconds of start and hundreds of MiB that no default scorer uses (``scoring.consistency.thinc_backend``)."""
     config = gateway_config_file(tmp_path, data_dir, graph, fake_upstream.url)  # type: ignore[attr-defined]

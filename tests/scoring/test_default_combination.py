@@ -13,8 +13,11 @@ from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
 from scoring.types import Ask, ComponentResult, LPDetails, Scorer, ScoringJob
 
-PRIOR = PriorCombination(intercept=0.2, weights={"lp": 4.0, "bc": 2.0, "fc": 1.0, "sc": 3.0},
-                         centres={"lp": 0.7, "bc": 0.5, "fc": 0.5, "sc": 0.6})
+PRIOR = PriorCombination(
+    intercept=0.2,
+    weights={"lp": 4.0, "bc": 2.0, "fc": 1.0, "sc": 3.0},
+    centres={"lp": 0.7, "bc": 0.5, "fc": 0.5, "sc": 0.6},
+)
 
 
 def components(**values: float) -> dict[str, ComponentResult]:
@@ -36,8 +39,11 @@ def test_every_present_component_counts_and_an_absent_one_adds_nothing() -> None
 
 
 def test_a_failed_or_valueless_component_is_absent() -> None:
-    failed = {**components(lp=0.9), "bc": ComponentResult(component="bc", value=0.0, error="timeout"),
-              "fc": ComponentResult(component="fc")}
+    failed = {
+        **components(lp=0.9),
+        "bc": ComponentResult(component="bc", value=0.0, error="timeout"),
+        "fc": ComponentResult(component="fc"),
+    }
     assert default_trust(failed, PRIOR).value == default_trust(components(lp=0.9), PRIOR).value
 
 
@@ -83,10 +89,14 @@ def test_the_pipeline_labels_the_default_score_as_a_probability() -> None:
     assert settings.combine == "default"
     job = ScoringJob(id="j", model="m", question="q", answer="a")
     for scorers in ([Fixed("lp", 0.99)], [Fixed("bc", 0.0), Fixed("fc", 0.0)], [Fixed("sc", 0.6)]):
-        pipeline = ScoringPipeline(scorers, lambda model, purpose, lane: None, settings,  # type: ignore[arg-type,return-value]
-                                   combine=default_trust)
+        pipeline = ScoringPipeline(
+            scorers,
+            lambda model, purpose, lane: None,
+            settings,  # type: ignore[arg-type,return-value]
+            combine=default_trust,
+        )
         record = asyncio.run(pipeline.run(job))
         values = {s.name: s.value for s in scorers}
         assert record.score == pytest.approx(default_prior().probability(values))
-        expected = ("trusted" if record.score >= 0.7 else "untrusted" if record.score < 0.4 else "uncertain")
+        expected = "trusted" if record.score >= 0.7 else "untrusted" if record.score < 0.4 else "uncertain"
         assert record.label == expected and record.components["ov"].details.method == "default"

@@ -23,9 +23,16 @@ from tests.redis_server import RedisServer
 
 def job_json(policy: Any) -> str:
     """A job as the queue and the Redis stream carry it, with ``policy`` as written."""
-    return json.dumps({"id": "job-1", "model": "fake", "question": "How tall is it?", "answer": "330 m [1].",
-                       "documents": [{"id": "a", "title": "Tower", "text": "It is 330 metres tall."}],
-                       "policy": policy})
+    return json.dumps(
+        {
+            "id": "job-1",
+            "model": "fake",
+            "question": "How tall is it?",
+            "answer": "330 m [1].",
+            "documents": [{"id": "a", "title": "Tower", "text": "It is 330 metres tall."}],
+            "policy": policy,
+        }
+    )
 
 
 @pytest.fixture
@@ -37,22 +44,26 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 def test_a_job_written_before_the_typed_policy_reads_the_same() -> None:
     """The shape the gateway wrote until now: a dict with the mode and, on a RAG request, the labels."""
-    old = ScoringJob.model_validate_json(job_json({"mode": "sync", "rag": {"answerable": False,
-                                                                          "reference_claims": ["It is 330 m."]}}))
+    old = ScoringJob.model_validate_json(
+        job_json({"mode": "sync", "rag": {"answerable": False, "reference_claims": ["It is 330 m."]}})
+    )
     assert old.policy == JobPolicy(mode="sync", rag=RagLabels(False, ("It is 330 m.",)))
     assert ScoringJob.model_validate_json(job_json({"mode": "async"})).policy == JobPolicy()
     assert ScoringJob.model_validate_json(old.model_dump_json()) == old
 
 
-@pytest.mark.parametrize("labels", [
-    {"answerable": "yes"},
-    {"answerable": 1},
-    {"reference_claims": "It is tall."},
-    {"reference_claims": ["It is tall.", "   "]},
-    {"reference_claims": [42]},
-    {"reference_claims": ["claim"] * 51},
-    "answerable",
-])
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"answerable": "yes"},
+        {"answerable": 1},
+        {"reference_claims": "It is tall."},
+        {"reference_claims": ["It is tall.", "   "]},
+        {"reference_claims": [42]},
+        {"reference_claims": ["claim"] * 51},
+        "answerable",
+    ],
+)
 def test_malformed_labels_in_a_job_are_refused_not_read_as_not_given(labels: Any) -> None:
     with pytest.raises(ValidationError):
         ScoringJob.model_validate_json(job_json({"mode": "sync", "rag": labels}))
@@ -74,8 +85,9 @@ def test_a_stream_entry_with_malformed_labels_is_dead_lettered_never_scored(redi
             scored.append(job)
             return TrustRecord.for_job(job, "done")
 
-        worker = RedisStreamWorker(redis, store, settings, process=score, publish=store.put, consumer="w1",
-                                   events=events, block_ms=100)
+        worker = RedisStreamWorker(
+            redis, store, settings, process=score, publish=store.put, consumer="w1", events=events, block_ms=100
+        )
         await worker.ensure_group()
         await redis.xadd(keys.stream, {"job": job_json({"mode": "async", "rag": {"answerable": "yes"}})})
         stop = asyncio.Event()

@@ -20,8 +20,14 @@ from scoring.learning.store import FileFitStore
 from scoring.types import ComponentResult, Feedback, LPDetails, OVDetails, TrustRecord
 
 
-def _answers(n: int, *, seed: int = 0, signal: str = "lp_mean", default_tracks: bool = False,
-             noise: tuple[str, ...] = ("length", "bc")) -> list[LabelledAnswer]:
+def _answers(
+    n: int,
+    *,
+    seed: int = 0,
+    signal: str = "lp_mean",
+    default_tracks: bool = False,
+    noise: tuple[str, ...] = ("length", "bc"),
+) -> list[LabelledAnswer]:
     """Answers whose ``signal`` tracks correctness; the ``noise`` features do not."""
     rng = np.random.default_rng(seed)
     out = []
@@ -57,8 +63,12 @@ def test_a_fit_that_does_not_beat_the_default_is_not_used() -> None:
 
 def test_noise_alone_is_reported_as_not_informative() -> None:
     rng = np.random.default_rng(3)
-    answers = [LabelledAnswer(features={"lp_mean": float(rng.normal()), "length": float(rng.normal())},
-                              correct=bool(i % 2), default=0.5) for i in range(60)]
+    answers = [
+        LabelledAnswer(
+            features={"lp_mean": float(rng.normal()), "length": float(rng.normal())}, correct=bool(i % 2), default=0.5
+        )
+        for i in range(60)
+    ]
     report = assess("m", answers, LearningRule(), now=1.0)
     assert report.informative is False
     assert report.combination == "default" and "noise" in report.reason
@@ -80,13 +90,17 @@ def test_one_label_only_gives_no_fit_and_no_error() -> None:
 
 
 def _lp(mean: float) -> ComponentResult:
-    return ComponentResult(component="lp", value=min(1.0, float(np.exp(mean))),
-                           details=LPDetails(mean_logprob=mean, min_logprob=mean * 2))
+    return ComponentResult(
+        component="lp", value=min(1.0, float(np.exp(mean))), details=LPDetails(mean_logprob=mean, min_logprob=mean * 2)
+    )
 
 
 def test_features_come_from_the_components_and_the_answer() -> None:
-    components = {"lp": _lp(-0.5), "bc": ComponentResult(component="bc", value=0.75),
-                  "fc": ComponentResult(component="fc", error="timeout")}
+    components = {
+        "lp": _lp(-0.5),
+        "bc": ComponentResult(component="bc", value=0.75),
+        "fc": ComponentResult(component="fc", error="timeout"),
+    }
     features = features_of(components, "Paris is the capital")
     assert features["lp_mean"] == -0.5 and features["lp_min"] == -1.0 and features["bc"] == 0.75
     assert "fc" not in features and "sc" not in features  # a failed or absent component is no feature
@@ -94,10 +108,21 @@ def test_features_come_from_the_components_and_the_answer() -> None:
 
 
 def _report(combination: str, *, informative: bool = True) -> CalibrationReport:
-    fit = LearnedFit(id="fit_abc", features=("lp_mean",), weights=(2.0,), intercept=1.0) \
-        if combination == "fitted" else None
-    return CalibrationReport(model="m", labels=60, positives=30, combination=combination,  # type: ignore[arg-type]
-                             reason="r", informative=informative, fit=fit, fitted_at=1.0)
+    fit = (
+        LearnedFit(id="fit_abc", features=("lp_mean",), weights=(2.0,), intercept=1.0)
+        if combination == "fitted"
+        else None
+    )
+    return CalibrationReport(
+        model="m",
+        labels=60,
+        positives=30,
+        combination=combination,  # type: ignore[arg-type]
+        reason="r",
+        informative=informative,
+        fit=fit,
+        fitted_at=1.0,
+    )
 
 
 def _default() -> ComponentResult:
@@ -127,8 +152,9 @@ def test_an_uninformative_model_flags_its_records() -> None:
     assert trust_headers(record)["x-trust-informative"] == "false"
     assert trust_summary(record)["informative"] is False  # the in-band trust object of a stream says so too
     informative = learned_overall(_report("default"), _default(), {}, "Paris")
-    assert "x-trust-informative" not in trust_headers(TrustRecord(id="t", status="done",
-                                                                  components={"ov": informative}))
+    assert "x-trust-informative" not in trust_headers(
+        TrustRecord(id="t", status="done", components={"ov": informative})
+    )
 
 
 def test_the_file_store_keeps_reports_across_instances(tmp_path: Path) -> None:
@@ -158,8 +184,16 @@ def _records(n: int) -> list[TrustRecord]:
     for i in range(n):
         correct = i % 2 == 0
         mean = (-0.2 if correct else -1.2) + float(rng.normal(0, 0.3))
-        out.append(TrustRecord(id=f"r{i}", status="done", model="m", components={"lp": _lp(mean)}, answer="x y",
-                               feedback=Feedback(correct=correct, labelled_at=time.time())))
+        out.append(
+            TrustRecord(
+                id=f"r{i}",
+                status="done",
+                model="m",
+                components={"lp": _lp(mean)},
+                answer="x y",
+                feedback=Feedback(correct=correct, labelled_at=time.time()),
+            )
+        )
     return out
 
 
@@ -171,8 +205,14 @@ async def _refits_every_refit_every_labels(tmp_path: Path) -> None:
     labels = _Labels(_records(60))
     store = FileFitStore(tmp_path / "calibration.json")
     seen: list[CalibrationReport] = []
-    learner = Learner(labels, store, LearningRule(min_labels=50), refit_every=25,
-                      default=lambda components: ComponentResult(component="ov", value=0.5), on_report=seen.append)
+    learner = Learner(
+        labels,
+        store,
+        LearningRule(min_labels=50),
+        refit_every=25,
+        default=lambda components: ComponentResult(component="ov", value=0.5),
+        on_report=seen.append,
+    )
     for _ in range(24):
         learner.note_label("m")
     await learner.idle()

@@ -24,8 +24,9 @@ def test_configured_modes_are_read_in_any_case() -> None:
 
 
 def test_header_beats_key_beats_model_beats_default() -> None:
-    settings = ScoringSettings(mode="async", per_model={"m": {"mode": "off", "sync_timeout": 3}},
-                               per_key={"k": {"mode": "sync"}})
+    settings = ScoringSettings(
+        mode="async", per_model={"m": {"mode": "off", "sync_timeout": 3}}, per_key={"k": {"mode": "sync"}}
+    )
     assert decide(settings, model="other", key_name="x", request_key=lambda: "r", mode_header=None).mode == "async"
     assert decide(settings, model="m", key_name="x", request_key=lambda: "r", mode_header=None).mode == "off"
     by_key = decide(settings, model="m", key_name="k", request_key=lambda: "r", mode_header=None)
@@ -41,49 +42,72 @@ def test_the_sample_key_is_made_only_for_a_draw() -> None:
         asked.append("r")
         return "r"
 
-    for settings in (ScoringSettings(mode="off", sample_rate=0.5), ScoringSettings(mode="async", sample_rate=1.0),
-                     ScoringSettings(mode="async", sample_rate=0.0)):
+    for settings in (
+        ScoringSettings(mode="off", sample_rate=0.5),
+        ScoringSettings(mode="async", sample_rate=1.0),
+        ScoringSettings(mode="async", sample_rate=0.0),
+    ):
         decide(settings, model="m", key_name="k", request_key=key, mode_header=None)
     assert asked == []
-    decide(ScoringSettings(mode="async", sample_rate=0.5), model="m", key_name="k", request_key=key,
-           mode_header=None)
+    decide(ScoringSettings(mode="async", sample_rate=0.5), model="m", key_name="k", request_key=key, mode_header=None)
     assert asked == ["r"]
 
 
-@pytest.mark.parametrize("settings, reachable", [
-    ({"mode": "off"}, False),  # clients may only lower it (the default policy)
-    ({"mode": "off", "allow_client_mode": "none"}, False),
-    ({"mode": "off", "per_key": {"team-a": {"allow_client_mode": "lower"}}}, False),
-    ({"mode": "off", "per_model": {"m": {"sample_rate": 0.5}}, "per_key": {"k": {"mode": "off"}}}, False),
-    ({"mode": "async"}, True),
-    ({"mode": "off", "allow_client_mode": "any"}, True),  # a client may raise it
-    ({"mode": "off", "per_model": {"m": {"mode": "sync"}}}, True),
-    ({"mode": "off", "per_key": {"k": {"allow_client_mode": "any"}}}, True),
-    # a key's entry turns it off, a model's on: a key without an entry on that model is scored
-    ({"mode": "off", "per_model": {"m": {"mode": "async"}}, "per_key": {"k": {"mode": "off"}}}, True),
-    # everything on, but every key turned off: a name without an entry still gets the default
-    ({"mode": "async", "per_key": {"k": {"mode": "off"}}}, True),
-])
-def test_scoring_is_reachable_when_some_key_on_some_model_can_get_a_scored_mode(settings: dict[str, object],
-                                                                                 reachable: bool) -> None:
+@pytest.mark.parametrize(
+    "settings, reachable",
+    [
+        ({"mode": "off"}, False),  # clients may only lower it (the default policy)
+        ({"mode": "off", "allow_client_mode": "none"}, False),
+        ({"mode": "off", "per_key": {"team-a": {"allow_client_mode": "lower"}}}, False),
+        ({"mode": "off", "per_model": {"m": {"sample_rate": 0.5}}, "per_key": {"k": {"mode": "off"}}}, False),
+        ({"mode": "async"}, True),
+        ({"mode": "off", "allow_client_mode": "any"}, True),  # a client may raise it
+        ({"mode": "off", "per_model": {"m": {"mode": "sync"}}}, True),
+        ({"mode": "off", "per_key": {"k": {"allow_client_mode": "any"}}}, True),
+        # a key's entry turns it off, a model's on: a key without an entry on that model is scored
+        ({"mode": "off", "per_model": {"m": {"mode": "async"}}, "per_key": {"k": {"mode": "off"}}}, True),
+        # everything on, but every key turned off: a name without an entry still gets the default
+        ({"mode": "async", "per_key": {"k": {"mode": "off"}}}, True),
+    ],
+)
+def test_scoring_is_reachable_when_some_key_on_some_model_can_get_a_scored_mode(
+    settings: dict[str, object], reachable: bool
+) -> None:
     """What the gateway reads to load no scorer at all: it agrees with ``decide`` for the entries' names."""
     assert scoring_reachable(ScoringSettings.model_validate(settings)) is reachable
 
 
-@pytest.mark.parametrize("answer, tools, reason", [
-    ("Paris.", False, None), ("", False, "empty"), ("   ", False, "empty"), (None, True, "tool_calls"),
-    ("I'm sorry, but I can't help with that.", False, "refusal"), ("As an AI, I cannot know.", False, "refusal"),
-    ("I don't know.", False, "refusal"), ("Sorry to hear it: the capital is Paris.", False, None),
-])
+@pytest.mark.parametrize(
+    "answer, tools, reason",
+    [
+        ("Paris.", False, None),
+        ("", False, "empty"),
+        ("   ", False, "empty"),
+        (None, True, "tool_calls"),
+        ("I'm sorry, but I can't help with that.", False, "refusal"),
+        ("As an AI, I cannot know.", False, "refusal"),
+        ("I don't know.", False, "refusal"),
+        ("Sorry to hear it: the capital is Paris.", False, None),
+    ],
+)
 def test_skip_reasons(answer: str | None, tools: bool, reason: str | None) -> None:
     assert skip_reason(answer, has_tool_calls=tools) == reason
 
 
 def test_job_takes_the_last_user_message_as_question() -> None:
-    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "first"},
-                {"role": "assistant", "content": "one"},
-                {"role": "user", "content": [{"type": "text", "text": "Who wrote"}, {"type": "image_url"},
-                                             {"type": "text", "text": "Hamlet?"}]}]
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "first"},
+        {"role": "assistant", "content": "one"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Who wrote"},
+                {"type": "image_url"},
+                {"type": "text", "text": "Hamlet?"},
+            ],
+        },
+    ]
     job = scoring_job("j1", "m", messages, "Shakespeare")
     assert job.question == "Who wrote Hamlet?"
     assert job.context == messages[:3] and job.answer == "Shakespeare"

@@ -33,15 +33,18 @@ from scoring.types import (
 QUESTION = "What is the capital of France?"
 
 
-@pytest.mark.parametrize(("original", "sample", "expected", "kind"), [
-    ("Paris", "The capital of France is Paris.", 1.0, "short"),  # restated in a sentence: contained
-    ("Paris is the capital of France.", "Lyon is the capital of France.", 0.0, "short"),  # the question's words
-    ("Paris", "paris!", 1.0, "short"),  # case and punctuation folded
-    ("Paris", "Lyon", 0.0, "short"),
-    ("Yes.", "yes", 1.0, "short"),
-    ("No.", "no", 1.0, "empty"),  # no content word: compared as text
-    ("No.", "", 0.0, "empty"),
-])
+@pytest.mark.parametrize(
+    ("original", "sample", "expected", "kind"),
+    [
+        ("Paris", "The capital of France is Paris.", 1.0, "short"),  # restated in a sentence: contained
+        ("Paris is the capital of France.", "Lyon is the capital of France.", 0.0, "short"),  # the question's words
+        ("Paris", "paris!", 1.0, "short"),  # case and punctuation folded
+        ("Paris", "Lyon", 0.0, "short"),
+        ("Yes.", "yes", 1.0, "short"),
+        ("No.", "no", 1.0, "empty"),  # no content word: compared as text
+        ("No.", "", 0.0, "empty"),
+    ],
+)
 def test_agreement_of_short_answers(original: str, sample: str, expected: float, kind: str) -> None:
     found = agreement(original, sample, question=QUESTION)
     assert (found.value, found.kind) == (pytest.approx(expected), kind)
@@ -91,8 +94,9 @@ def test_when_no_sample_is_answered_the_component_fails_and_the_record_says_why(
     async def ask(messages: list[dict[str, Any]], **params: Any) -> Reply:
         raise UpstreamFailure("upstream unreachable")
 
-    pipeline = ScoringPipeline([SamplingScorer(SamplingSettings())], lambda model, purpose, lane: ask,
-                               ScoringSettings())
+    pipeline = ScoringPipeline(
+        [SamplingScorer(SamplingSettings())], lambda model, purpose, lane: ask, ScoringSettings()
+    )
     record = asyncio.run(pipeline.run(job()))
     assert record.status == "failed" and record.components["sc"].value is None
     assert "upstream unreachable" in (record.components["sc"].error or "")
@@ -105,18 +109,33 @@ def test_a_fixed_temperature_overrides_the_requests() -> None:
         seen.append(params)
         return Reply(text="Paris")
 
-    asyncio.run(SamplingScorer(SamplingSettings(samples=1, temperature=1.2, seeded=False)).score(
-        job(temperature=0.3, max_tokens=1000), ask))
+    asyncio.run(
+        SamplingScorer(SamplingSettings(samples=1, temperature=1.2, seeded=False)).score(
+            job(temperature=0.3, max_tokens=1000), ask
+        )
+    )
     assert seen == [{"max_tokens": 256, "temperature": 1.2, "seed": None}]
 
 
 def bc_result(consistent: list[bool], error: str | None = None) -> ComponentResult:
-    checks = [BCCheck(options=["Paris", "Lyon", "Nice"], original="A", chosen="A" if agreed else "B",
-                      consistent=agreed, original_probability=None, reply="A" if agreed else "B")
-              for agreed in consistent]
+    checks = [
+        BCCheck(
+            options=["Paris", "Lyon", "Nice"],
+            original="A",
+            chosen="A" if agreed else "B",
+            consistent=agreed,
+            original_probability=None,
+            reply="A" if agreed else "B",
+        )
+        for agreed in consistent
+    ]
     graded = sum(consistent) / len(consistent)
-    return ComponentResult(component="bc", value=None if error else graded, error=error, details=BCDetails(
-        mode="adaptive", graded=graded, checks_run=len(checks), checks=checks))
+    return ComponentResult(
+        component="bc",
+        value=None if error else graded,
+        error=error,
+        details=BCDetails(mode="adaptive", graded=graded, checks_run=len(checks), checks=checks),
+    )
 
 
 class RecordedBC(Scorer):
@@ -140,8 +159,12 @@ def scored_after(bc: ComponentResult, settings: SamplingSettings) -> tuple[Trust
         events.append("sample")
         return Reply(text="Paris")
 
-    pipeline = ScoringPipeline([SamplingScorer(settings), RecordedBC(bc, events)], lambda model, purpose, lane: ask,
-                               ScoringSettings(), combine=combine_components)
+    pipeline = ScoringPipeline(
+        [SamplingScorer(settings), RecordedBC(bc, events)],
+        lambda model, purpose, lane: ask,
+        ScoringSettings(),
+        combine=combine_components,
+    )
     return asyncio.run(pipeline.run(job())), events
 
 
@@ -155,19 +178,24 @@ def test_a_clearly_consistent_answer_is_not_sampled_and_its_sc_says_why() -> Non
     assert record.status == "done"
 
 
-@pytest.mark.parametrize("bc", [
-    bc_result([True, True, False]),  # a check chose another option
-    bc_result([True, True, True, True]),  # ended on 4 checks (another stopping rule), not on the first 3
-    bc_result([True, True], error="timeout"),  # Trust_BC failed
-], ids=["split", "four-checks", "bc-failed"])
+@pytest.mark.parametrize(
+    "bc",
+    [
+        bc_result([True, True, False]),  # a check chose another option
+        bc_result([True, True, True, True]),  # ended on 4 checks (another stopping rule), not on the first 3
+        bc_result([True, True], error="timeout"),  # Trust_BC failed
+    ],
+    ids=["split", "four-checks", "bc-failed"],
+)
 def test_any_other_answer_is_sampled_once_trust_bc_is_in(bc: ComponentResult) -> None:
     record, events = scored_after(bc, SamplingSettings(samples=2))
     assert events == ["bc done", "sample", "sample"] and record.components["sc"].value == 1.0
 
 
 def test_with_the_switch_off_sc_samples_beside_trust_bc() -> None:
-    record, events = scored_after(bc_result([True, True, True]), SamplingSettings(samples=2,
-                                                                                  skip_when_consistent=False))
+    record, events = scored_after(
+        bc_result([True, True, True]), SamplingSettings(samples=2, skip_when_consistent=False)
+    )
     assert events == ["sample", "sample", "bc done"] and record.components["sc"].value == 1.0
 
 
@@ -178,8 +206,9 @@ class TellingBC(RecordedBC, TellsEarly):
         super().__init__(result, events)
         self.sampled = sampled
 
-    async def score_telling(self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
-                            ) -> ComponentResult:
+    async def score_telling(
+        self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]
+    ) -> ComponentResult:
         not_clearly_consistent()
         self.events.append("bc told")
         await asyncio.wait_for(self.sampled.wait(), 30)  # sc waiting for the result instead would never come
@@ -198,8 +227,9 @@ def test_sc_starts_once_trust_bc_tells_it_will_not_be_clearly_consistent() -> No
             return Reply(text="Paris")
 
         bc = TellingBC(bc_result([True, True, True, False]), events, sampled)
-        pipeline = ScoringPipeline([SamplingScorer(SamplingSettings(samples=1)), bc],
-                                   lambda model, purpose, lane: ask, ScoringSettings())
+        pipeline = ScoringPipeline(
+            [SamplingScorer(SamplingSettings(samples=1)), bc], lambda model, purpose, lane: ask, ScoringSettings()
+        )
         return await pipeline.run(job())
 
     record = asyncio.run(run())

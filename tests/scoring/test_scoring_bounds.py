@@ -41,31 +41,44 @@ def answers(messages: list[dict[str, Any]]) -> str:
 
 
 def config_file(folder: Path, data: Path, endpoint: str, upstream_url: str) -> Path:
-    config = gateway_config(upstream_url, trustgate={
-        "server": {"host": "127.0.0.1", "port": 0},
-        "upstream": {"max_response_bytes": 4 * HUGE},
-        "scoring": {"data_dir": str(data), "mode": "sync", "sync_timeout": 120, "cpu": {"processes": 1},
-                    "consistency": {"sparql_endpoint": endpoint, "seed": 1, "max_checks": 2},
-                    "factcheck": {"default_corpora": []}, "logprob": {"enabled": False}},
-        "store": {"path": str(folder / "records.sqlite3")},
-    })
+    config = gateway_config(
+        upstream_url,
+        trustgate={
+            "server": {"host": "127.0.0.1", "port": 0},
+            "upstream": {"max_response_bytes": 4 * HUGE},
+            "scoring": {
+                "data_dir": str(data),
+                "mode": "sync",
+                "sync_timeout": 120,
+                "cpu": {"processes": 1},
+                "consistency": {"sparql_endpoint": endpoint, "seed": 1, "max_checks": 2},
+                "factcheck": {"default_corpora": []},
+                "logprob": {"enabled": False},
+            },
+            "store": {"path": str(folder / "records.sqlite3")},
+        },
+    )
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
 
 
 def ask(url: str, content: str, mode: str = "sync") -> httpx.Response:
-    return httpx.post(f"{url}/v1/chat/completions", timeout=180, json={
-        "model": "fake", "messages": [{"role": "user", "content": content}]},
-        headers={"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-mode": mode})
+    return httpx.post(
+        f"{url}/v1/chat/completions",
+        timeout=180,
+        json={"model": "fake", "messages": [{"role": "user", "content": content}]},
+        headers={"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-mode": mode},
+    )
 
 
 def final_record(url: str, record_id: str) -> dict[str, Any]:
     """The record once scoring has finished with it (its answer was handed over in async mode)."""
     deadline = time.monotonic() + 180
     while True:
-        record: dict[str, Any] = httpx.get(f"{url}/v1/trust/{record_id}", timeout=10,
-                                           headers={"authorization": f"Bearer {MASTER_KEY}"}).json()
+        record: dict[str, Any] = httpx.get(
+            f"{url}/v1/trust/{record_id}", timeout=10, headers={"authorization": f"Bearer {MASTER_KEY}"}
+        ).json()
         if record.get("status") != "pending" or time.monotonic() > deadline:
             return record
         time.sleep(0.2)
@@ -78,7 +91,11 @@ def timed_score(url: str, question: str) -> tuple[float, httpx.Response]:
 
 
 def test_a_huge_answer_does_not_delay_another_users_sync_score(
-        tmp_path: Path, data_dir: Path, graph: str, fake_upstream: FakeUpstream) -> None:  # noqa: F811
+    tmp_path: Path,
+    data_dir: Path,  # noqa: F811
+    graph: str,  # noqa: F811
+    fake_upstream: FakeUpstream,
+) -> None:
     fake_upstream.responder = answers
     with serve_config(config_file(tmp_path, data_dir, graph, fake_upstream.url)) as gateway:  # type: ignore[attr-defined]
         ask(gateway.url, QUESTION)  # warm: the worker's first job loads what it loads lazily
@@ -97,10 +114,13 @@ def test_a_huge_answer_does_not_delay_another_users_sync_score(
     assert (record["status"], record["error"]) == ("skipped", "skipped: too_long")
 
 
-@pytest.mark.parametrize("question, kept", [
-    ("q" * 50, "q" * 50),
-    ("x" * 500 + "What is the capital of France?", "…" + ("x" * 500 + "What is the capital of France?")[-199:]),
-])
+@pytest.mark.parametrize(
+    "question, kept",
+    [
+        ("q" * 50, "q" * 50),
+        ("x" * 500 + "What is the capital of France?", "…" + ("x" * 500 + "What is the capital of France?")[-199:]),
+    ],
+)
 def test_a_long_question_is_scored_on_its_end(question: str, kept: str) -> None:
     job = ScoringJob(id="j", model="m", question=question, answer="Paris")
     bounded = within_limits(job, InputLimits(max_answer_chars=100, max_question_chars=200))
@@ -124,7 +144,10 @@ class RefusingScorer(Scorer):
 
 def test_a_five_megabyte_answer_is_skipped_before_any_scorer_sees_it() -> None:
     """It used to reach spaCy, fail with E088 and be logged as an internal failure."""
-    pipeline = ScoringPipeline([RefusingScorer()], lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
-                               ScoringSettings())
+    pipeline = ScoringPipeline(
+        [RefusingScorer()],
+        lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
+        ScoringSettings(),
+    )
     record = asyncio.run(pipeline.run(ScoringJob(id="j", model="m", question="q", answer="word " * 1_000_000)))
     assert (record.status, record.error, record.components) == ("skipped", "skipped: too_long", {})

@@ -10,7 +10,8 @@ from scoring.throttled_log import ThrottledLog
 
 
 def test_a_repeated_event_is_logged_once_per_interval_and_says_what_it_left_out(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     now = [0.0]
     throttled = ThrottledLog(logging.getLogger("trustgate.test"), interval_s=30, clock=lambda: now[0])
     with caplog.at_level(logging.DEBUG, logger="trustgate.test"):

@@ -51,10 +51,11 @@ def _banner(output: list[str], timeout_s: float = 30.0) -> list[str]:
     while True:
         lines = list(output)
         start = next((i - 1 for i, line in enumerate(lines) if line.startswith(READY)), None)
-        end = None if start is None else next(
-            (i for i in range(start + 2, len(lines)) if lines[i].strip() == RULE), None)
+        end = (
+            None if start is None else next((i for i in range(start + 2, len(lines)) if lines[i].strip() == RULE), None)
+        )
         if start is not None and end is not None:
-            return [line.rstrip("\n") for line in lines[start:end + 1]]
+            return [line.rstrip("\n") for line in lines[start : end + 1]]
         assert time.monotonic() < deadline, f"no whole banner in the output: {lines}"
         time.sleep(0.05)
 
@@ -65,12 +66,13 @@ def _shell_command(banner: list[str], first: str) -> str:
     end = start
     while banner[end].endswith("\\"):
         end += 1
-    return "\n".join(line.strip() for line in banner[start:end + 1])
+    return "\n".join(line.strip() for line in banner[start : end + 1])
 
 
 def _bash(command: str, environ: dict[str, str]) -> str:
-    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **environ}, check=False)
+    done = subprocess.run(
+        ["bash", "-c", command], capture_output=True, text=True, timeout=60, env={**os.environ, **environ}, check=False
+    )
     assert done.returncode == 0, f"{command}\n{done.stderr}"
     return done.stdout
 
@@ -85,9 +87,15 @@ def _curl_headers(banner: list[str], shell: dict[str, str]) -> dict[str, str]:
 
 def _python_output(banner: list[str], shell: dict[str, str]) -> str:
     """What the banner's SDK snippet prints, run as printed (it must exit cleanly)."""
-    python = textwrap.dedent("\n".join(banner[banner.index("From Python (pip install openai):") + 1:-1]))
-    printed = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=60,
-                             env={**os.environ, **shell}, check=False)
+    python = textwrap.dedent("\n".join(banner[banner.index("From Python (pip install openai):") + 1 : -1]))
+    printed = subprocess.run(
+        [sys.executable, "-c", python],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **shell},
+        check=False,
+    )
     assert printed.returncode == 0, printed.stderr
     return printed.stdout
 
@@ -100,9 +108,16 @@ def key_from_environment(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
         pytest.skip("scoring assets not built: `make install` builds them")
     fake_upstream.responder = scripted(consistent=True)
     config = gateway_config(fake_upstream.url, general_settings={"master_key": "os.environ/TRUSTGATE_MASTER_KEY"})  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {"port": free_port()}, "store": {"path": str(tmp_path / "records.sqlite3")},
-                           "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any",
-                                       "consistency": {"max_checks": 4}, "factcheck": {"enabled": False}}}
+    config["trustgate"] = {
+        "server": {"port": free_port()},
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {
+            "data_dir": str(DATA_DIR),
+            "allow_client_mode": "any",
+            "consistency": {"max_checks": 4},
+            "factcheck": {"enabled": False},
+        },
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -134,13 +149,25 @@ def test_version_as_a_user_types_it() -> None:
 def test_trustgate_config_names_the_config_and_config_overrides_it(tmp_path: Path) -> None:
     """What a container or a unit file sets, and what a user types over it."""
     shell = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    named = subprocess.run(["bash", "-c", "TRUSTGATE_CONFIG=from-variable.yaml trustgate serve"],
-                           capture_output=True, text=True, timeout=60, env={**os.environ, **shell}, cwd=tmp_path,
-                           check=False)
+    named = subprocess.run(
+        ["bash", "-c", "TRUSTGATE_CONFIG=from-variable.yaml trustgate serve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **shell},
+        cwd=tmp_path,
+        check=False,
+    )
     assert named.returncode == 2 and "cannot read config from-variable.yaml" in named.stderr
-    typed = subprocess.run(["bash", "-c", "TRUSTGATE_CONFIG=from-variable.yaml trustgate serve --config typed.yaml"],
-                           capture_output=True, text=True, timeout=60, env={**os.environ, **shell}, cwd=tmp_path,
-                           check=False)
+    typed = subprocess.run(
+        ["bash", "-c", "TRUSTGATE_CONFIG=from-variable.yaml trustgate serve --config typed.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **shell},
+        cwd=tmp_path,
+        check=False,
+    )
     assert typed.returncode == 2 and "cannot read config typed.yaml" in typed.stderr
 
 
@@ -157,12 +184,16 @@ def test_without_a_client_chosen_sync_mode_the_banner_does_not_promise_a_score(t
 
 
 def test_with_scoring_off_the_banner_promises_no_trust_header_and_its_commands_run(
-        tmp_path: Path, fake_upstream: FakeUpstream) -> None:
+    tmp_path: Path, fake_upstream: FakeUpstream
+) -> None:
     """``scoring.mode: off``, clients only allowed to lower it: the answer comes back without trust headers, so
     the commands read none (the async variant's ``raw.headers["x-trust-status"]`` would raise)."""
     config = gateway_config(fake_upstream.url, general_settings={"master_key": "os.environ/TRUSTGATE_MASTER_KEY"})  # type: ignore[attr-defined]
-    config["trustgate"] = {"server": {"port": free_port()}, "store": {"path": str(tmp_path / "records.sqlite3")},
-                           "scoring": {"mode": "off"}}
+    config["trustgate"] = {
+        "server": {"port": free_port()},
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {"mode": "off"},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     shell = {"TRUSTGATE_MASTER_KEY": MASTER_KEY}
@@ -174,14 +205,18 @@ def test_with_scoring_off_the_banner_promises_no_trust_header_and_its_commands_r
         assert QUESTION in _python_output(banner, shell)  # the fake upstream echoes the question
 
 
-@pytest.mark.parametrize("scoring, promised", [
-    ({"mode": "off"}, "scoring is off"),
-    ({"mode": "off", "per_model": {"fake": {"mode": "async"}}}, "scored after the response"),
-    ({"mode": "async", "per_key": {"master": {"mode": "off"}}}, "scoring is off"),
-    ({"mode": "off", "per_model": {"fake": {"allow_client_mode": "any"}}}, "sync mode"),
-])
-def test_the_banner_promises_what_its_key_gets_on_its_model(tmp_path: Path, scoring: dict[str, object],
-                                                            promised: str) -> None:
+@pytest.mark.parametrize(
+    "scoring, promised",
+    [
+        ({"mode": "off"}, "scoring is off"),
+        ({"mode": "off", "per_model": {"fake": {"mode": "async"}}}, "scored after the response"),
+        ({"mode": "async", "per_key": {"master": {"mode": "off"}}}, "scoring is off"),
+        ({"mode": "off", "per_model": {"fake": {"allow_client_mode": "any"}}}, "sync mode"),
+    ],
+)
+def test_the_banner_promises_what_its_key_gets_on_its_model(
+    tmp_path: Path, scoring: dict[str, object], promised: str
+) -> None:
     """The policy's per-model and per-key entries count, as they do for the request the banner's curl makes."""
     config = gateway_config("http://127.0.0.1:9")
     config["trustgate"] = {"scoring": scoring}

@@ -27,27 +27,40 @@ def _labelled(path: Path, count: int) -> None:
         await store.open()
         for i in range(count):
             mean = min(0.0, -0.8 + float(rng.normal(0, 0.4)))
-            lp = ComponentResult(component="lp", value=float(np.exp(mean)),
-                                 details=LPDetails(mean_logprob=mean, min_logprob=2 * mean))
+            lp = ComponentResult(
+                component="lp", value=float(np.exp(mean)), details=LPDetails(mean_logprob=mean, min_logprob=2 * mean)
+            )
             words = int(rng.integers(1, 4)) if i % 2 else int(rng.integers(12, 30))
-            await store.put(TrustRecord(id=f"r{i}", status="done", model="fake", owner="master",
-                                        answer=" ".join(["word"] * words), components={"lp": lp}, score=None))
+            await store.put(
+                TrustRecord(
+                    id=f"r{i}",
+                    status="done",
+                    model="fake",
+                    owner="master",
+                    answer=" ".join(["word"] * words),
+                    components={"lp": lp},
+                    score=None,
+                )
+            )
         await store.close()  # flushes the writes
         store = SqliteRecordStore(path, max_age_s=86400, max_records=1000)
         await store.open()
         for i in range(count):
-            await store.set_feedback(f"r{i}", Feedback(correct=bool(i % 2), labelled_at=time.time()),
-                                     scope=RecordScope.everyone())
+            await store.set_feedback(
+                f"r{i}", Feedback(correct=bool(i % 2), labelled_at=time.time()), scope=RecordScope.everyone()
+            )
         await store.close()
+
     asyncio.run(write())
 
 
-def test_calibrate_refits_from_the_store_and_writes_the_fit(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_calibrate_refits_from_the_store_and_writes_the_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = gateway_config("http://127.0.0.1:9")
     fits = tmp_path / "fits.json"
-    config["trustgate"] = {"store": {"path": str(tmp_path / "records.sqlite3")},
-                           "scoring": {"feedback": {"min_labels": 20, "fits_path": str(fits)}}}
+    config["trustgate"] = {
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {"feedback": {"min_labels": 20, "fits_path": str(fits)}},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     _labelled(tmp_path / "records.sqlite3", 40)
@@ -60,8 +73,10 @@ def test_calibrate_refits_from_the_store_and_writes_the_fit(tmp_path: Path,
 
 def test_calibrate_without_labels_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = gateway_config("http://127.0.0.1:9")
-    config["trustgate"] = {"store": {"path": str(tmp_path / "records.sqlite3")},
-                           "scoring": {"feedback": {"fits_path": str(tmp_path / "fits.json")}}}
+    config["trustgate"] = {
+        "store": {"path": str(tmp_path / "records.sqlite3")},
+        "scoring": {"feedback": {"fits_path": str(tmp_path / "fits.json")}},
+    }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     assert main(["calibrate", "--config", str(path)]) == 0
@@ -69,11 +84,14 @@ def test_calibrate_without_labels_says_so(tmp_path: Path, capsys: pytest.Capture
     assert not (tmp_path / "fits.json").exists()
 
 
-@pytest.mark.parametrize("command", [["calibrate"], ["worker"], ["build-assets"], ["corpus", "add", "notes.jsonl"],
-                                     ["corpus", "remove", "notes"]], ids=lambda c: " ".join(c))
-def test_every_command_with_a_config_reads_trustgate_config(command: list[str], tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "command",
+    [["calibrate"], ["worker"], ["build-assets"], ["corpus", "add", "notes.jsonl"], ["corpus", "remove", "notes"]],
+    ids=lambda c: " ".join(c),
+)
+def test_every_command_with_a_config_reads_trustgate_config(
+    command: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """What a container or a unit file sets names the config of every command that reads one, not only serve's."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TRUSTGATE_CONFIG", "from-variable.yaml")

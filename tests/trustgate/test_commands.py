@@ -23,8 +23,9 @@ def test_the_declared_eval_command_is_the_evaluation_apps() -> None:
     assert project["project"]["scripts"]["trustgate"] == "trustgate.cli:main"
 
 
-def test_the_cli_offers_the_installed_commands(monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_offers_the_installed_commands(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     declared = [EntryPoint(name="eval", value="evaluation.subcommand:add_eval_command", group="trustgate.commands")]
     monkeypatch.setattr(cli, "entry_points", lambda group: declared if group == "trustgate.commands" else [])
     assert cli.installed_commands() == [add_eval_command]
@@ -34,8 +35,9 @@ def test_the_cli_offers_the_installed_commands(monkeypatch: pytest.MonkeyPatch,
     assert "--dataset" in capsys.readouterr().out
 
 
-def test_without_the_app_there_is_no_eval_command(monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_the_app_there_is_no_eval_command(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A gateway installed without the evaluation app (or any app) still runs: ``eval`` is simply not offered."""
     monkeypatch.setattr(cli, "entry_points", lambda group: [])
     with pytest.raises(SystemExit) as refused:

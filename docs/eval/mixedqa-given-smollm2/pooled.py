@@ -43,8 +43,7 @@ def cell(metric: Metric, scores: np.ndarray, labels: np.ndarray, digits: int = 3
 
 def main() -> None:
     items = json.loads((Path(__file__).parent / "results.json").read_text())["items"]
-    scored = [item for item in items if item["scores"]["bc_debiased"] is not None
-              and item["scores"]["fc"] is not None]
+    scored = [item for item in items if item["scores"]["bc_debiased"] is not None and item["scores"]["fc"] is not None]
     labels = np.array([item["label"] for item in scored], dtype=float)
     by_model = Counter(item["answerer"] for item in scored)
     print(f"{len(scored)} answers ({int(labels.sum())} correct by the human labels): {dict(by_model)}")

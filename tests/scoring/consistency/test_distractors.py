@@ -20,11 +20,15 @@ PERSONS = {label for label, _, kind, _ in ENTITIES if kind in ("king", "pharaoh"
 PLACES = {label for label, _, kind, _ in ENTITIES if kind in ("us_state", "province", "city", "capital")}
 STATES = {label for label, _, kind, _ in ENTITIES if kind == "us_state"}
 
-SOLOMON = ("Who built the first temple for god in jerusalem?",
-           "King Solomon built the first temple for god in jerusalem")
+SOLOMON = (
+    "Who built the first temple for god in jerusalem?",
+    "King Solomon built the first temple for god in jerusalem",
+)
 RICHIE = ("When did all night long come out lionel richie?", "All night long came out in 1983")
-FLORIDA = ("which state was returned to spain after the revolutionary war?",
-           "Florida was returned to spain after the revolutionary war")
+FLORIDA = (
+    "which state was returned to spain after the revolutionary war?",
+    "Florida was returned to spain after the revolutionary war",
+)
 
 
 @pytest.fixture
@@ -41,9 +45,9 @@ def assert_one_substitution(answer: str, distractor: Distractor) -> None:
     """The distractor is the answer with one span replaced by the substitute; the rest is intact."""
     start = answer.find(distractor.replaced)
     assert start >= 0, distractor
-    before, after = answer[:start], answer[start + len(distractor.replaced):]
+    before, after = answer[:start], answer[start + len(distractor.replaced) :]
     assert distractor.text.startswith(before) and distractor.text.endswith(after), distractor
-    middle = distractor.text[len(before): len(distractor.text) - len(after)]
+    middle = distractor.text[len(before) : len(distractor.text) - len(after)]
     assert middle.lower() == distractor.substitute.lower() and middle.lower() != distractor.replaced.lower()
 
 
@@ -69,8 +73,15 @@ def test_king_solomon_becomes_other_persons(generator: DistractorGenerator, seed
 
 def test_kings_come_before_other_persons(generator: DistractorGenerator) -> None:
     pool = generate(generator, SOLOMON, num=4)
-    assert {d.substitute for d in pool.distractors} <= {"David", "Charlemagne", "Louis XIV", "Henry VIII",
-                                                        "Alexander the Great", "Gopala III", "Paris"}
+    assert {d.substitute for d in pool.distractors} <= {
+        "David",
+        "Charlemagne",
+        "Louis XIV",
+        "Henry VIII",
+        "Alexander the Great",
+        "Gopala III",
+        "Paris",
+    }
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -97,8 +108,10 @@ def test_florida_becomes_other_states_then_places(generator: DistractorGenerator
 
 
 def test_without_a_graph_entity_the_embedding_source_takes_over(generator: DistractorGenerator) -> None:
-    case = ("who sings i just want to use your love tonight?",
-            "English rock band the Outfield sings i just want to use your love tonight.")
+    case = (
+        "who sings i just want to use your love tonight?",
+        "English rock band the Outfield sings i just want to use your love tonight.",
+    )
     pool = generate(generator, case)
     assert pool.distractors[0].source == "embedding"
     embedded = {d.substitute for d in pool.distractors if d.source == "embedding"}
@@ -118,8 +131,7 @@ def test_words_use_embeddings_then_random_words_of_the_same_pos(generator: Distr
 
 def test_a_dead_endpoint_is_recorded_and_skipped(nlp: Language, embeddings: WordEmbeddings) -> None:
     graph = KnowledgeGraph("http://127.0.0.1:9/query", PROFILES["local"], timeout=2)
-    pool = DistractorGenerator(nlp, SubstituteSources(graph, embeddings, 2025)).generate(
-        *FLORIDA, 10, random.Random(0))
+    pool = DistractorGenerator(nlp, SubstituteSources(graph, embeddings, 2025)).generate(*FLORIDA, 10, random.Random(0))
     assert pool.errors == [pool.errors[0]] and pool.errors[0].startswith("knowledge_graph:")  # asked once
     assert [f.reason for f in pool.failures] == ["knowledge_graph"]  # its exception, for the log and the counter
     assert all(d.source != "knowledge_graph" for d in pool.distractors)
@@ -127,7 +139,8 @@ def test_a_dead_endpoint_is_recorded_and_skipped(nlp: Language, embeddings: Word
 
 def test_nothing_to_substitute_gives_an_empty_pool(nlp: Language, embeddings: WordEmbeddings) -> None:
     pool = DistractorGenerator(nlp, SubstituteSources(None, embeddings, 2025)).generate(
-        "Is it?", "Yes.", 30, random.Random(0))
+        "Is it?", "Yes.", 30, random.Random(0)
+    )
     assert pool.distractors == []
 
 

@@ -37,8 +37,9 @@ def test_random_words_share_the_tag_and_are_seeded(embeddings: WordEmbeddings) -
     vocabulary = embeddings.vocabulary
     first = vocabulary.random_words("VBD", 3, random.Random(4), "built")
     assert first == vocabulary.random_words("VBD", 3, random.Random(4), "built")
-    assert "built" not in first and all(tag_fits(vocabulary.tags[w], "VBD") or w in vocabulary.by_coarse["VERB"]
-                                        for w in first)
+    assert "built" not in first and all(
+        tag_fits(vocabulary.tags[w], "VBD") or w in vocabulary.by_coarse["VERB"] for w in first
+    )
     nouns = vocabulary.random_words("NN", 50, random.Random(0), "state")
     assert nouns and all(not near_duplicate(n, "state") for n in nouns)
 
@@ -56,8 +57,11 @@ def test_tags_fit_by_inflection_and_names_by_class() -> None:
 
 def test_vocabulary_round_trip(tmp_path: Path) -> None:
     from collections import Counter
-    corpus = TaggedCorpus([["built", "it"]], {"built": Counter({"VBD": 6, "VBN": 3, "JJ": 1}), "it": Counter(PRP=1),
-                                              "rare": Counter(NN=1)})
+
+    corpus = TaggedCorpus(
+        [["built", "it"]],
+        {"built": Counter({"VBD": 6, "VBN": 3, "JJ": 1}), "it": Counter(PRP=1), "rare": Counter(NN=1)},
+    )
     write_vocabulary(tmp_path / "v.tsv", corpus, min_count=2, tag_share=0.2)
     vocabulary = read_vocabulary(tmp_path / "v.tsv")
     assert vocabulary.tags == {"built": ("VBD", "VBN")} and vocabulary.counts == {"built": 10}

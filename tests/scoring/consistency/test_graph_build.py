@@ -55,15 +55,19 @@ def test_description_heads() -> None:
 
 
 def test_mentions_count_documents_not_occurrences() -> None:
-    counts = mention_counts({"florida", "sunshine state", "fl"}, [
-        "Florida and Florida again.", "The Sunshine State is warm.", "Nothing here.", "florida!"])
+    counts = mention_counts(
+        {"florida", "sunshine state", "fl"},
+        ["Florida and Florida again.", "The Sunshine State is warm.", "Nothing here.", "florida!"],
+    )
     assert counts == {"florida": 2, "sunshine state": 1}
 
 
 def test_graph_types_instances_and_articles(tmp_path: Path) -> None:
     index = {"state": ["08654360"], "king": ["10231515"], "person": ["00007846"]}
-    articles = [Article("Florida", "Florida is a state. Solomon never went there.", "U.S. state", "Geography"),
-                Article("Psycho (1960 film)", "", "1960 film directed by Alfred Hitchcock", "Arts")]
+    articles = [
+        Article("Florida", "Florida is a state. Solomon never went there.", "U.S. state", "Geography"),
+        Article("Psycho (1960 film)", "", "1960 film directed by Alfred Hitchcock", "Arts"),
+    ]
     data = build_graph(synsets(), index, articles)
     by_label = {(e.label, e.iri.split(":")[-1][:3]): e for e in data.entities}
     florida_wn, florida_wiki = by_label[("Florida", "wn-")], by_label[("Florida", "wik")]

@@ -44,7 +44,8 @@ def test_linking_prefers_the_entity_that_fits_spacys_label(local: KnowledgeGraph
     both = local.link(["Paris"])
     assert [e.popularity for e in both] == [110.0, 3.0]  # most popular first
     assert compatible_with(both, "PERSON")[0].label == "Paris" and "king" in {
-        t.label for t in compatible_with(both, "PERSON")[0].types}
+        t.label for t in compatible_with(both, "PERSON")[0].types
+    }
     assert compatible_with(both, "GPE") == [both[0]]
     assert compatible_with(both, "LANGUAGE") == both  # nothing fits: keep them all
 
@@ -80,10 +81,13 @@ def test_types_relax_from_the_most_specific_when_short(local: KnowledgeGraph) ->
 
 
 def test_relaxation_levels_ask_for_leaf_types_only() -> None:
-    types = [GraphType("u:obj", "object", 2), GraphType("u:person", "person", 6, frozenset({"u:obj"})),
-             GraphType("u:ruler", "ruler", 7, frozenset({"u:person"})),
-             GraphType("u:poet", "poet", 7, frozenset({"u:person"})),
-             GraphType("u:king", "king", 12, frozenset({"u:ruler"}))]
+    types = [
+        GraphType("u:obj", "object", 2),
+        GraphType("u:person", "person", 6, frozenset({"u:obj"})),
+        GraphType("u:ruler", "ruler", 7, frozenset({"u:person"})),
+        GraphType("u:poet", "poet", 7, frozenset({"u:person"})),
+        GraphType("u:king", "king", 12, frozenset({"u:ruler"})),
+    ]
     assert relaxation_levels(types, 4) == [("u:king", "u:poet"), ("u:poet", "u:ruler"), ("u:person",)]
 
 

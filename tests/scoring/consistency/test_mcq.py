@@ -20,9 +20,11 @@ from scoring.consistency.mcq import (
 
 QUESTION = "which state was returned to spain after the revolutionary war?"
 ANSWER = "Florida was returned to spain after the revolutionary war."
-DISTRACTORS = ["Illinois was returned to spain after the revolutionary war.",
-               "Louisiana was returned to spain after the revolutionary war.",
-               "Lincolnshire was returned to spain after the revolutionary war."]
+DISTRACTORS = [
+    "Illinois was returned to spain after the revolutionary war.",
+    "Louisiana was returned to spain after the revolutionary war.",
+    "Lincolnshire was returned to spain after the revolutionary war.",
+]
 
 
 def choice(original: str = "C") -> MultipleChoice:
@@ -52,12 +54,16 @@ def test_fewer_distractors_give_fewer_options() -> None:
 
 def test_prompt_is_the_papers_few_shot_prompt_then_the_question() -> None:
     prompt = render_prompt(choice("C"))
-    assert prompt.startswith("INSTRUCTION: Please give answers to the following multi-choice questions about "
-                             "knowledge.\nQuestion: who has been ranked no. 1 in the latest football rankings")
+    assert prompt.startswith(
+        "INSTRUCTION: Please give answers to the following multi-choice questions about "
+        "knowledge.\nQuestion: who has been ranked no. 1 in the latest football rankings"
+    )
     assert PROMPT_HEADER.count("Answer: ") == 5 and PROMPT_HEADER.count("E) None of above.") == 5
     assert [line[-1] for line in PROMPT_HEADER.splitlines() if line.startswith("Answer: ")] == list("ECBDA")
-    assert prompt.endswith(f"Question: {QUESTION}\nA) {DISTRACTORS[0]}\nB) {DISTRACTORS[1]}\nC) {ANSWER}\n"
-                           f"D) {DISTRACTORS[2]}\nE) None of the above.\nAnswer:")
+    assert prompt.endswith(
+        f"Question: {QUESTION}\nA) {DISTRACTORS[0]}\nB) {DISTRACTORS[1]}\nC) {ANSWER}\n"
+        f"D) {DISTRACTORS[2]}\nE) None of the above.\nAnswer:"
+    )
 
 
 def test_a_shorter_prompt_keeps_the_first_worked_examples_only() -> None:
@@ -68,32 +74,66 @@ def test_a_shorter_prompt_keeps_the_first_worked_examples_only() -> None:
     assert two.endswith(full.rsplit("\n\n", 1)[1]) and len(none) < len(two) < len(full)
 
 
-@pytest.mark.parametrize(("reply", "letter"), [
-    ("C", "C"), (" C", "C"), ("(C)", "C"), ("C)", "C"), ("c.", "C"), ("c", "C"), ("Answer: C", "C"),
-    ("answer: c", "C"), ("**C**", "C"), ("The answer is C.", "C"), ("The answer is option C) Florida was", "C"),
-    ("The correct answer is (C).", "C"), ("Option C", "C"), ("C. Florida was returned to spain", "C"),
-    ("Florida was returned to spain after the revolutionary war.", "C"),
-    ("Florida was returned to spain after the revolutionary war", "C"),
-    ("Illinois was returned to spain after the revolutionary war.", "A"),
-    ("E", "E"), ("None of the above.", "E"), ("none of above", "E"), ("E) None of above.", "E"),
-    ("I think it is B) because", "B"), ("B Louisiana was returned", "B"),
-])
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        ("C", "C"),
+        (" C", "C"),
+        ("(C)", "C"),
+        ("C)", "C"),
+        ("c.", "C"),
+        ("c", "C"),
+        ("Answer: C", "C"),
+        ("answer: c", "C"),
+        ("**C**", "C"),
+        ("The answer is C.", "C"),
+        ("The answer is option C) Florida was", "C"),
+        ("The correct answer is (C).", "C"),
+        ("Option C", "C"),
+        ("C. Florida was returned to spain", "C"),
+        ("Florida was returned to spain after the revolutionary war.", "C"),
+        ("Florida was returned to spain after the revolutionary war", "C"),
+        ("Illinois was returned to spain after the revolutionary war.", "A"),
+        ("E", "E"),
+        ("None of the above.", "E"),
+        ("none of above", "E"),
+        ("E) None of above.", "E"),
+        ("I think it is B) because", "B"),
+        ("B Louisiana was returned", "B"),
+    ],
+)
 def test_letters_are_read_in_every_common_shape(reply: str, letter: str) -> None:
     assert parse_choice(reply, choice("C")) == letter
 
 
-@pytest.mark.parametrize("reply", [
-    "", "   ", "I don't know.", "Spain", "Florida", "F", "Answer: F", "A or B", "The answer is a state.",
-    "Question: who has been ranked", "Z) nothing",
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "   ",
+        "I don't know.",
+        "Spain",
+        "Florida",
+        "F",
+        "Answer: F",
+        "A or B",
+        "The answer is a state.",
+        "Question: who has been ranked",
+        "Z) nothing",
+    ],
+)
 def test_junk_is_no_choice(reply: str) -> None:
     assert parse_choice(reply, choice("C")) is None
 
 
 def test_an_answer_starting_with_the_article_a_is_read_as_text() -> None:
-    options = ("A Hot dog chicken patty is on a mcchicken sandwich.", "A breaded chicken patty is on a mcchicken "
-               "sandwich.", "A breaded Bacon is on a mcchicken sandwich.", "A breaded Teriyaki chicken is on a "
-               "mcchicken sandwich.", NONE_OF_THE_ABOVE)
+    options = (
+        "A Hot dog chicken patty is on a mcchicken sandwich.",
+        "A breaded chicken patty is on a mcchicken sandwich.",
+        "A breaded Bacon is on a mcchicken sandwich.",
+        "A breaded Teriyaki chicken is on a mcchicken sandwich.",
+        NONE_OF_THE_ABOVE,
+    )
     mc = MultipleChoice("what is on a mcchicken sandwich?", options, "B")
     assert parse_choice("A breaded chicken patty is on a mcchicken sandwich.", mc) == "B"
     assert parse_choice("A", mc) == "A"

@@ -33,20 +33,26 @@ from .checks_in_child import by_content
 from .fixtures import write_test_graph
 
 REPO = Path(__file__).resolve().parents[3]
-CASES = [("Who built the first temple for god in jerusalem?",
-          "King Solomon built the first temple for god in jerusalem"),
-         ("When did all night long come out lionel richie?", "All night long came out in 1983"),
-         ("which state was returned to spain after the revolutionary war?",
-          "Florida was returned to spain after the revolutionary war"),
-         ("who sings i just want to use your love tonight?",
-          "English rock band the Outfield sings i just want to use your love tonight."),
-         ("who built the temple?", "The priests erected the temple.")]
+CASES = [
+    ("Who built the first temple for god in jerusalem?", "King Solomon built the first temple for god in jerusalem"),
+    ("When did all night long come out lionel richie?", "All night long came out in 1983"),
+    (
+        "which state was returned to spain after the revolutionary war?",
+        "Florida was returned to spain after the revolutionary war",
+    ),
+    (
+        "who sings i just want to use your love tonight?",
+        "English rock band the Outfield sings i just want to use your love tonight.",
+    ),
+    ("who built the temple?", "The priests erected the temple."),
+]
 
 
 @pytest.fixture
 def generator(nlp: Language, local_endpoint: str, embeddings: WordEmbeddings) -> DistractorGenerator:
-    return DistractorGenerator(nlp, SubstituteSources(KnowledgeGraph(local_endpoint, PROFILES["local"]),
-                                                      embeddings, 2025))
+    return DistractorGenerator(
+        nlp, SubstituteSources(KnowledgeGraph(local_endpoint, PROFILES["local"]), embeddings, 2025)
+    )
 
 
 def draws(seed: int, question: str, answer: str) -> list[list[float]]:
@@ -63,11 +69,13 @@ def test_the_generators_are_seeded_by_seed_question_and_answer_alone() -> None:
 
 def test_a_rescored_answer_gets_the_same_checks_under_any_job_id(generator: DistractorGenerator) -> None:
     def score(job_id: str, **settings: Any) -> tuple[float | None, list[BCCheck]]:
-        scorer = ConsistencyScorer(ConsistencySettings(mode="graded", max_checks=6, **settings),
-                                   InThreads(CpuParts(distractors=generator)))
+        scorer = ConsistencyScorer(
+            ConsistencySettings(mode="graded", max_checks=6, **settings), InThreads(CpuParts(distractors=generator))
+        )
         question, answer = CASES[2]
-        result = asyncio.run(scorer.score(ScoringJob(id=job_id, model="m", question=question, answer=answer),
-                                          by_content))
+        result = asyncio.run(
+            scorer.score(ScoringJob(id=job_id, model="m", question=question, answer=answer), by_content)
+        )
         return result.value, result.details.checks
 
     gateway = score("0b9e1c9e-5f0e-4f43-9d55-1b8c4c0d2a11")  # the default seed: reproducible out of the box
@@ -78,9 +86,15 @@ def test_a_rescored_answer_gets_the_same_checks_under_any_job_id(generator: Dist
 
 
 def checks_in_child(store: Path, hash_seed: str) -> list[dict[str, Any]]:
-    done = subprocess.run([sys.executable, "-m", "tests.scoring.consistency.checks_in_child", str(store),
-                           orjson.dumps(CASES).decode()], cwd=REPO, env={**os.environ, "PYTHONHASHSEED": hash_seed},
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.scoring.consistency.checks_in_child", str(store), orjson.dumps(CASES).decode()],
+        cwd=REPO,
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     found: list[dict[str, Any]] = orjson.loads(done.stdout)
     return found

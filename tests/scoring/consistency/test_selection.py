@@ -18,8 +18,11 @@ def texts(targets: tuple) -> list[str]:  # type: ignore[type-arg]
 
 
 def test_entities_only_in_the_answer_come_first(nlp: Language) -> None:
-    found = levels(nlp, "Who built the first temple for god in jerusalem?",
-                   "King Solomon built the first temple for god in jerusalem")
+    found = levels(
+        nlp,
+        "Who built the first temple for god in jerusalem?",
+        "King Solomon built the first temple for god in jerusalem",
+    )
     assert texts(found.ents_1) == ["King Solomon"]  # the title joins the name spaCy found
     assert found.ents_1[0].label == "PERSON" and not found.ents_1[0].numeric
     assert "jerusalem" in texts(found.ents_2)
@@ -31,15 +34,21 @@ def test_a_year_only_in_the_answer_is_a_numeric_entity(nlp: Language) -> None:
 
 
 def test_entities_also_in_the_question_drop_to_level_three(nlp: Language) -> None:
-    found = levels(nlp, "which state was returned to spain after the revolutionary war?",
-                   "Florida was returned to spain after the revolutionary war")
+    found = levels(
+        nlp,
+        "which state was returned to spain after the revolutionary war?",
+        "Florida was returned to spain after the revolutionary war",
+    )
     assert texts(found.ents_1) == ["Florida"]
     assert set(texts(found.ents_2)) >= {"spain", "revolutionary war"}  # "the" is not part of it
 
 
 def test_nouns_verbs_and_other_words_are_split_by_pos_and_question(nlp: Language) -> None:
-    found = levels(nlp, "what is on a mcchicken sandwich from mcdonalds?",
-                   "A breaded chicken patty is on a mcchicken sandwich from mcdonalds.")
+    found = levels(
+        nlp,
+        "what is on a mcchicken sandwich from mcdonalds?",
+        "A breaded chicken patty is on a mcchicken sandwich from mcdonalds.",
+    )
     assert found.ents_1 == ()  # "patty", mis-tagged PERSON by the small model, is a noun
     assert set(texts(found.nncds_1)) == {"chicken", "patty"}
     assert texts(found.vbjjs_1) == ["breaded"]
@@ -59,7 +68,7 @@ def test_targets_carry_their_offsets_in_the_answer(nlp: Language) -> None:
     found = levels(nlp, "which state was returned to spain?", answer)
     for group in (found.ents_1, found.ents_2, found.nncds_1, found.vbjjs_1, found.nncds_2, found.others):
         for target in group:
-            assert answer[target.start: target.end] == target.text
+            assert answer[target.start : target.end] == target.text
 
 
 def test_nothing_to_replace(nlp: Language) -> None:

@@ -76,7 +76,13 @@ def test_checks_asked_together_never_overshoot_a_stop(mode: str) -> None:
 
 def test_graded_labels() -> None:
     assert [graded_label(x, 0.4, 0.7) for x in (0.0, 0.39, 0.4, 0.69, 0.7, 1.0)] == [
-        "inconsistent", "inconsistent", "uncertain", "uncertain", "consistent", "consistent"]
+        "inconsistent",
+        "inconsistent",
+        "uncertain",
+        "uncertain",
+        "consistent",
+        "consistent",
+    ]
 
 
 def test_the_default_rule_stops_after_three_checks_that_agree() -> None:

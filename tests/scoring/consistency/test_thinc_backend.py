@@ -12,8 +12,9 @@ import pytest
 
 from tests.proxy.test_light_imports import _printed_by
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                reason="torch is not installed (the nli extra): nothing to keep out")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (the nli extra): nothing to keep out"
+)
 
 
 def test_the_scorers_spacy_pipeline_parses_without_torch_and_torch_still_imports_after() -> None:
@@ -30,8 +31,12 @@ def test_the_scorers_spacy_pipeline_parses_without_torch_and_torch_still_imports
         import torch  # what the NLI judge does when it loads
         print(json.dumps({**before, "sum": float(torch.ones(3).sum())}))
     """)
-    assert printed == {"torch": False, "thinc_has_torch": False, "entities": [["Paris", "GPE"], ["France", "GPE"]],
-                       "sum": 3.0}
+    assert printed == {
+        "torch": False,
+        "thinc_has_torch": False,
+        "entities": [["Paris", "GPE"], ["France", "GPE"]],
+        "sum": 3.0,
+    }
 
 
 def test_thinc_loaded_before_is_left_as_it_is() -> None:

@@ -31,8 +31,10 @@ def reply_from_data(data: dict[str, Any]) -> Reply:
     entries = (choice.get("logprobs") or {}).get("content")
     if not entries:
         return Reply(text=text)
-    return Reply(text=text, top_logprobs=[{alt["token"]: float(alt["logprob"]) for alt in entry["top_logprobs"]}
-                                          for entry in entries])
+    return Reply(
+        text=text,
+        top_logprobs=[{alt["token"]: float(alt["logprob"]) for alt in entry["top_logprobs"]} for entry in entries],
+    )
 
 
 class ClientAsk:
@@ -42,8 +44,15 @@ class ClientAsk:
         self._upstream, self._group = upstream, group
         self.calls = self.in_flight = self.most_in_flight = 0
 
-    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
-                       logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 16,
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+    ) -> Reply:
         body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
         if logprobs:
             body.update(logprobs=True, top_logprobs=top_logprobs or 5)
@@ -83,8 +92,9 @@ class Answerer:
     ``form`` turns a chosen letter and its option into the reply text.
     """
 
-    def __init__(self, answer: str, plan: Callable[[int], str],
-                 form: Callable[[str, str], str] = lambda letter, text: letter) -> None:
+    def __init__(
+        self, answer: str, plan: Callable[[int], str], form: Callable[[str, str], str] = lambda letter, text: letter
+    ) -> None:
         self.answer, self.plan, self.form = answer, plan, form
         self.count = 0
 

@@ -12,16 +12,28 @@ from scoring.factcheck.index import EvidenceIndex
 from scoring.settings import FactCheckSettings, ScoringSettings
 
 FACTS = [
-    {"id": "paris", "title": "Paris",
-     "text": "Paris is the capital and largest city of France. It lies on the river Seine."},
-    {"id": "everest", "title": "Mount Everest",
-     "text": "Mount Everest is the highest mountain on Earth above sea level, on the China-Nepal border."},
-    {"id": "curie", "title": "Marie Curie",
-     "text": "Marie Curie was a physicist and chemist. She shared the 1903 Nobel Prize in Physics with "
-             "her husband Pierre Curie and with Henri Becquerel."},
+    {
+        "id": "paris",
+        "title": "Paris",
+        "text": "Paris is the capital and largest city of France. It lies on the river Seine.",
+    },
+    {
+        "id": "everest",
+        "title": "Mount Everest",
+        "text": "Mount Everest is the highest mountain on Earth above sea level, on the China-Nepal border.",
+    },
+    {
+        "id": "curie",
+        "title": "Marie Curie",
+        "text": "Marie Curie was a physicist and chemist. She shared the 1903 Nobel Prize in Physics with "
+        "her husband Pierre Curie and with Henri Becquerel.",
+    },
     {"id": "moon", "title": "Moon", "text": "The Moon is the only natural satellite of Earth."},
-    {"id": "jupiter", "title": "Jupiter",
-     "text": "Jupiter is the fifth planet from the Sun and the largest planet in the Solar System."},
+    {
+        "id": "jupiter",
+        "title": "Jupiter",
+        "text": "Jupiter is the fifth planet from the Sun and the largest planet in the Solar System.",
+    },
     {"id": "lyon", "title": "Lyon", "text": "Lyon is the third-largest city of France, on the Rhone and the Saone."},
     {"id": "nile", "title": "Nile", "text": "The Nile is a major river in northeast Africa that flows through Cairo."},
     {"id": "seine", "title": "Seine", "text": "The Seine is a river in northern France that flows through Paris."},

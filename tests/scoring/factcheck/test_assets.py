@@ -22,12 +22,21 @@ from .conftest import FACTS, write_jsonl
 PACKAGED_FACTS = [
     ("What is the capital of France?", "Paris is the capital of France.", "wikipedia:Paris"),
     ("Who directed 2001: A Space Odyssey?", "Stanley Kubrick directed it.", "wikipedia:2001: A Space Odyssey"),
-    ("Who shared the 1903 Nobel Prize in Physics with Pierre Curie?", "Marie Curie shared it.",
-     "wikipedia:Marie Curie"),
-    ("What is the highest mountain on Earth?", "Mount Everest is the highest mountain on Earth.",
-     "wikipedia:Mount Everest"),
-    ("Who painted A Sunday Afternoon on the Island of La Grande Jatte?", "Georges Seurat painted it.",
-     "wikipedia:A Sunday Afternoon on the Island of La Grande Jatte"),
+    (
+        "Who shared the 1903 Nobel Prize in Physics with Pierre Curie?",
+        "Marie Curie shared it.",
+        "wikipedia:Marie Curie",
+    ),
+    (
+        "What is the highest mountain on Earth?",
+        "Mount Everest is the highest mountain on Earth.",
+        "wikipedia:Mount Everest",
+    ),
+    (
+        "Who painted A Sunday Afternoon on the Island of La Grande Jatte?",
+        "Georges Seurat painted it.",
+        "wikipedia:A Sunday Afternoon on the Island of La Grande Jatte",
+    ),
 ]
 
 
@@ -40,16 +49,16 @@ def test_an_added_corpus_is_indexed_and_found(facts_index: EvidenceIndex) -> Non
     assert top_ids(facts_index, "What is the capital of France?", "Paris.")[0] == "facts:paris"
 
 
-def test_building_again_with_the_same_inputs_does_nothing(settings: ScoringSettings,
-                                                         facts_index: EvidenceIndex) -> None:
+def test_building_again_with_the_same_inputs_does_nothing(
+    settings: ScoringSettings, facts_index: EvidenceIndex
+) -> None:
     manifest = index_dir(settings) / "manifest.json"
     before = manifest.stat().st_mtime_ns
     build_factcheck_assets(settings)
     assert manifest.stat().st_mtime_ns == before
 
 
-def test_adding_under_the_same_name_replaces_and_removing_rebuilds(settings: ScoringSettings,
-                                                                  tmp_path: Path) -> None:
+def test_adding_under_the_same_name_replaces_and_removing_rebuilds(settings: ScoringSettings, tmp_path: Path) -> None:
     add_corpus(settings, write_jsonl(tmp_path / "a.jsonl", FACTS), name="mine")
     added = add_corpus(settings, write_jsonl(tmp_path / "b.jsonl", FACTS[:2]), name="mine")
     assert (added.name, added.passages, added.index_passages) == ("mine", 2, 2)
@@ -65,8 +74,9 @@ def test_without_any_corpus_there_is_no_index(settings: ScoringSettings) -> None
     assert load_evidence_index(settings) is None
 
 
-def test_an_empty_or_broken_corpus_is_refused_and_leaves_nothing_behind(settings: ScoringSettings,
-                                                                       tmp_path: Path) -> None:
+def test_an_empty_or_broken_corpus_is_refused_and_leaves_nothing_behind(
+    settings: ScoringSettings, tmp_path: Path
+) -> None:
     with pytest.raises(CorpusError, match="no text"):
         add_corpus(settings, write_jsonl(tmp_path / "empty.jsonl", [{"text": "  "}]))
     (tmp_path / "broken.jsonl").write_text('{"text": "ok"}\n{broken\n')
@@ -76,8 +86,9 @@ def test_an_empty_or_broken_corpus_is_refused_and_leaves_nothing_behind(settings
     assert load_evidence_index(settings) is None
 
 
-def test_a_stale_index_still_loads_with_a_warning(settings: ScoringSettings, facts_index: EvidenceIndex,
-                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_a_stale_index_still_loads_with_a_warning(
+    settings: ScoringSettings, facts_index: EvidenceIndex, caplog: pytest.LogCaptureFixture
+) -> None:
     changed = settings.model_copy(update={"factcheck": FactCheckSettings(default_corpora=[], passage_words=50)})
     with caplog.at_level(logging.WARNING, logger="scoring.factcheck.assets"):
         assert load_evidence_index(changed) is not None
@@ -86,8 +97,9 @@ def test_a_stale_index_still_loads_with_a_warning(settings: ScoringSettings, fac
 
 @pytest.fixture(scope="module")
 def wikipedia_index(tmp_path_factory: pytest.TempPathFactory) -> EvidenceIndex:
-    settings = ScoringSettings(data_dir=tmp_path_factory.mktemp("data"),
-                               factcheck=FactCheckSettings(default_corpora=["wikipedia"]))
+    settings = ScoringSettings(
+        data_dir=tmp_path_factory.mktemp("data"), factcheck=FactCheckSettings(default_corpora=["wikipedia"])
+    )
     build_factcheck_assets(settings)
     index = load_evidence_index(settings)
     assert index is not None
@@ -95,8 +107,9 @@ def wikipedia_index(tmp_path_factory: pytest.TempPathFactory) -> EvidenceIndex:
 
 
 @pytest.mark.parametrize(("question", "answer", "passage_id"), PACKAGED_FACTS)
-def test_known_facts_retrieve_their_summary(wikipedia_index: EvidenceIndex, question: str, answer: str,
-                                            passage_id: str) -> None:
+def test_known_facts_retrieve_their_summary(
+    wikipedia_index: EvidenceIndex, question: str, answer: str, passage_id: str
+) -> None:
     assert passage_id in top_ids(wikipedia_index, question, answer)
 
 

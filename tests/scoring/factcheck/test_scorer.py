@@ -31,19 +31,29 @@ class JudgeAsk:
         self._upstream = upstream
         self._group = group
 
-    async def __call__(self, messages: list[dict[str, Any]], *, max_tokens: int = 16, temperature: float = 0.0,
-                       logprobs: bool = False, top_logprobs: int | None = None) -> Reply:
+    async def __call__(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        max_tokens: int = 16,
+        temperature: float = 0.0,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+    ) -> Reply:
         body: dict[str, Any] = {"messages": messages, "max_tokens": max_tokens, "temperature": temperature}
         if logprobs:
             body.update(logprobs=True, top_logprobs=top_logprobs)
         return reply_from_completion((await self._upstream.complete(self._group, body)).data)
 
 
-def fact_check(fake: FakeUpstream, index: EvidenceIndex, question: str, answer: str,
-               settings: FactCheckSettings | None = None) -> ComponentResult:
+def fact_check(
+    fake: FakeUpstream, index: EvidenceIndex, question: str, answer: str, settings: FactCheckSettings | None = None
+) -> ComponentResult:
     async def scenario() -> ComponentResult:
-        async with httpx.AsyncClient() as http, contextlib.aclosing(
-                UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)) as upstream:  # type: ignore[attr-defined]
+        async with (
+            httpx.AsyncClient() as http,
+            contextlib.aclosing(UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)) as upstream,
+        ):  # type: ignore[attr-defined]
             scorer = FactCheckScorer(InThreads(CpuParts(evidence=index)), settings or FactCheckSettings())
             job = ScoringJob(id="job-1", model="fake", question=question, answer=answer)
             return await scorer.score(job, JudgeAsk(upstream, "fake"))
@@ -55,6 +65,7 @@ def judge_saying(reply: str, seen: list[str]) -> Callable[[list[dict[str, Any]]]
     def respond(messages: list[dict[str, Any]]) -> str:
         seen.append(last_user_text(messages))
         return reply
+
     return respond
 
 
@@ -71,7 +82,9 @@ def test_supported_answer(fake_upstream: FakeUpstream, facts_index: EvidenceInde
     evidence_found = facts_index.search(tokenize(evidence_query(question, answer)), 10)
     assert prompts == [judge_prompt(evidence_found, question, answer)]
     assert (result.details.label_probs, result.details.probs_from) == (
-        {"support": 1.0, "contradict": 0.0, "neutral": 0.0}, "logprobs")
+        {"support": 1.0, "contradict": 0.0, "neutral": 0.0},
+        "logprobs",
+    )
     assert result.details.judge_reply == "Support"
     sent = fake_upstream.requests[0]
     assert (sent["logprobs"], sent["top_logprobs"], sent["temperature"]) == (True, 5, 0.0)
@@ -90,8 +103,9 @@ def test_a_junk_reply_is_neutral(fake_upstream: FakeUpstream, facts_index: Evide
     assert (result.label, result.value) == ("neutral", 0.5)
 
 
-def test_no_evidence_is_neutral_without_asking_the_judge(fake_upstream: FakeUpstream,
-                                                         facts_index: EvidenceIndex) -> None:
+def test_no_evidence_is_neutral_without_asking_the_judge(
+    fake_upstream: FakeUpstream, facts_index: EvidenceIndex
+) -> None:
     result = fact_check(fake_upstream, facts_index, "Qui a écrit Zazie?", "Queneau.")
     assert (result.label, result.value, result.upstream_calls, result.error) == ("neutral", 0.5, 0, None)
     assert result.details.evidence == [] and fake_upstream.requests == []
@@ -99,8 +113,13 @@ def test_no_evidence_is_neutral_without_asking_the_judge(fake_upstream: FakeUpst
 
 def test_logprobs_can_be_turned_off(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
     fake_upstream.responder = judge_saying("support", [])
-    result = fact_check(fake_upstream, facts_index, "What is the only natural satellite of Earth?", "The Moon.",
-                        FactCheckSettings(judge_logprobs=False, top_k=2))
+    result = fact_check(
+        fake_upstream,
+        facts_index,
+        "What is the only natural satellite of Earth?",
+        "The Moon.",
+        FactCheckSettings(judge_logprobs=False, top_k=2),
+    )
     assert "logprobs" not in fake_upstream.requests[0]
     assert (result.value, result.details.probs_from, len(result.details.evidence)) == (1.0, "label", 2)
 
@@ -117,20 +136,34 @@ def test_rerank_is_not_a_setting() -> None:
         FactCheckSettings(rerank=True)  # type: ignore[call-arg]
 
 
-def test_the_choice_judge_reads_yes_and_probes_its_habit_once(fake_upstream: FakeUpstream,
-                                                            facts_index: EvidenceIndex) -> None:
+def test_the_choice_judge_reads_yes_and_probes_its_habit_once(
+    fake_upstream: FakeUpstream, facts_index: EvidenceIndex
+) -> None:
     prompts: list[str] = []
     fake_upstream.responder = judge_saying("Yes", prompts)
     settings = FactCheckSettings(judge_procedure="choice")
 
     async def scenario() -> list[ComponentResult]:
-        async with httpx.AsyncClient() as http, contextlib.aclosing(
-                UpstreamClient(settings_from_dict(gateway_config(fake_upstream.url)), http)) as upstream:  # type: ignore[attr-defined]
+        async with (
+            httpx.AsyncClient() as http,
+            contextlib.aclosing(
+                UpstreamClient(settings_from_dict(gateway_config(fake_upstream.url)), http)
+            ) as upstream,
+        ):  # type: ignore[attr-defined]
             scorer = FactCheckScorer(InThreads(CpuParts(evidence=facts_index)), settings)
             ask = JudgeAsk(upstream, "fake")
-            return [await scorer.score(ScoringJob(id=f"job-{n}", model="fake", question="What is the capital of "
-                                                  "France?", answer="Paris is the capital of France."), ask)
-                    for n in range(2)]
+            return [
+                await scorer.score(
+                    ScoringJob(
+                        id=f"job-{n}",
+                        model="fake",
+                        question="What is the capital of France?",
+                        answer="Paris is the capital of France.",
+                    ),
+                    ask,
+                )
+                for n in range(2)
+            ]
 
     first, second = asyncio.run(scenario())
     assert (first.label, first.value, first.upstream_calls, second.upstream_calls) == ("support", 1.0, 2, 1)
@@ -140,10 +173,20 @@ def test_the_choice_judge_reads_yes_and_probes_its_habit_once(fake_upstream: Fak
     assert fake_upstream.requests[0]["top_logprobs"] == 20
 
 
-def test_the_choice_judge_without_logprobs_reads_the_reply(fake_upstream: FakeUpstream,
-                                                           facts_index: EvidenceIndex) -> None:
+def test_the_choice_judge_without_logprobs_reads_the_reply(
+    fake_upstream: FakeUpstream, facts_index: EvidenceIndex
+) -> None:
     fake_upstream.responder = judge_saying("No, Lyon is not the capital.", [])
-    result = fact_check(fake_upstream, facts_index, "What is the capital of France?", "Lyon is the capital.",
-                        FactCheckSettings(judge_procedure="choice", judge_logprobs=False))
+    result = fact_check(
+        fake_upstream,
+        facts_index,
+        "What is the capital of France?",
+        "Lyon is the capital.",
+        FactCheckSettings(judge_procedure="choice", judge_logprobs=False),
+    )
     assert (result.label, result.value, result.upstream_calls, result.details.probs_from) == (
-        "contradict", 0.0, 1, "label")
+        "contradict",
+        0.0,
+        1,
+        "label",
+    )

@@ -14,13 +14,16 @@ from scoring.factcheck.sources import (
 
 from .conftest import write_jsonl
 
-SATELLITE = ("00020103 00 s 02 outback(a) 0 remote 0 003 & 00019874 a 0000 + 05085165 n 0202 "
-             "+ 08505110 n 0101 | inaccessible and sparsely populated;  \n")
+SATELLITE = (
+    "00020103 00 s 02 outback(a) 0 remote 0 003 & 00019874 a 0000 + 05085165 n 0202 "
+    "+ 08505110 n 0101 | inaccessible and sparsely populated;  \n"
+)
 
 
 def test_a_wordnet_synset_becomes_its_words_and_gloss() -> None:
     assert parse_wordnet_line(SATELLITE) == Passage(
-        "wordnet:s00020103", "outback", "outback, remote: inaccessible and sparsely populated;")
+        "wordnet:s00020103", "outback", "outback, remote: inaccessible and sparsely populated;"
+    )
 
 
 def test_the_wordnet_licence_header_is_skipped() -> None:
@@ -28,8 +31,10 @@ def test_the_wordnet_licence_header_is_skipped() -> None:
 
 
 def test_wikipedia_summaries_are_split_and_named_by_title(tmp_path: Path) -> None:
-    summaries = {"Moon": {"title": "Moon", "extract": "The Moon orbits Earth. It is bright."},
-                 "Atom": {"title": "Atom", "extract": "An atom is small."}}
+    summaries = {
+        "Moon": {"title": "Moon", "extract": "The Moon orbits Earth. It is bright."},
+        "Atom": {"title": "Atom", "extract": "An atom is small."},
+    }
     path = tmp_path / "summaries.json"
     path.write_bytes(orjson.dumps(summaries))
     assert list(wikipedia_passages(path, max_words=4)) == [
@@ -42,7 +47,9 @@ def test_wikipedia_summaries_are_split_and_named_by_title(tmp_path: Path) -> Non
 def test_a_jsonl_corpus_needs_only_text(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "notes.jsonl", [{"id": "a", "title": "A", "text": "Alpha."}, {"text": "Beta."}])
     assert list(read_user_corpus(path, "notes", 100)) == [
-        Passage("notes:a", "A", "Alpha."), Passage("notes:2", "", "Beta.")]
+        Passage("notes:a", "A", "Alpha."),
+        Passage("notes:2", "", "Beta."),
+    ]
 
 
 @pytest.mark.parametrize(("line", "message"), [(b"{not json", "not JSON"), (b'{"id": 1}', '"text" string')])
@@ -58,7 +65,8 @@ def test_a_folder_corpus_reads_txt_files_by_relative_path(tmp_path: Path) -> Non
     (tmp_path / "docs" / "sub" / "rivers.txt").write_text("The Seine flows through Paris.")
     (tmp_path / "docs" / "ignored.md").write_text("Not a text file.")
     assert list(read_user_corpus(tmp_path / "docs", "mine", 100)) == [
-        Passage("mine:sub/rivers", "rivers", "The Seine flows through Paris.")]
+        Passage("mine:sub/rivers", "rivers", "The Seine flows through Paris.")
+    ]
 
 
 def test_a_missing_corpus_path_is_an_error(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ def test_tokenize_keeps_numbers_and_non_latin_words() -> None:
 
 def test_evidence_query_is_the_papers_template() -> None:
     assert evidence_query("Who wrote Hamlet?", "Shakespeare wrote Hamlet.") == (
-        '"Shakespeare wrote Hamlet." correctly answers the question of "Who wrote Hamlet?"')
+        '"Shakespeare wrote Hamlet." correctly answers the question of "Who wrote Hamlet?"'
+    )
 
 
 def test_passages_keep_whole_sentences_within_the_word_limit() -> None:
@@ -22,7 +23,10 @@ def test_passages_keep_whole_sentences_within_the_word_limit() -> None:
 def test_a_sentence_longer_than_the_limit_is_cut() -> None:
     words = [f"w{i}" for i in range(25)]
     assert split_passages(" ".join(words) + ".", max_words=10) == [
-        " ".join(words[:10]), " ".join(words[10:20]), " ".join(words[20:]) + "."]
+        " ".join(words[:10]),
+        " ".join(words[10:20]),
+        " ".join(words[20:]) + ".",
+    ]
 
 
 def test_short_text_is_one_passage_with_whitespace_normalised() -> None:

@@ -46,6 +46,7 @@ def marker_judge(messages: list[dict[str, Any]]) -> str:
 
 def with_gateway_ask(fake: FakeUpstream, scenario: Callable[[Ask], Awaitable[Any]]) -> Any:
     """Run ``scenario(ask)`` with an ``Ask`` on model group "fake", which the fake upstream serves."""
+
     async def run() -> Any:
         async with httpx.AsyncClient() as http:
             upstream = UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)  # type: ignore[attr-defined]

@@ -28,8 +28,12 @@ def test_one_citation() -> None:
 def test_alce_precision_rule_for_several_citations() -> None:
     # [1] supports alone; [2] does not, and [1] without it still does: [2] is irrelevant.
     # [3] does not alone, and [1, 2] without it do not: together they need it.
-    check = StatementCheck((1, 2, 3), joint="support", alone={1: "support", 2: "neutral", 3: "neutral"},
-                           without={2: "support", 3: "neutral"})
+    check = StatementCheck(
+        (1, 2, 3),
+        joint="support",
+        alone={1: "support", 2: "neutral", 3: "neutral"},
+        without={2: "support", 3: "neutral"},
+    )
     assert [check.relevant(c) for c in (1, 2, 3)] == [True, False, True]
     assert statement_precision(check) == (2, 3)
     unsupported = StatementCheck((1, 2), joint="neutral")
@@ -49,15 +53,21 @@ def test_a_failed_verdict_makes_the_metrics_that_need_it_none() -> None:
     assert (statement_recall(failed), statement_precision(failed)) == (None, None)
     assert (statement_recall(half), statement_precision(half)) == (1.0, None)
     assert (citation_recall([good, failed]), citation_precision([good, half]), groundedness([good, failed])) == (
-        None, None, None)
+        None,
+        None,
+        None,
+    )
 
 
 def test_answer_level_metrics() -> None:
-    checks = [StatementCheck((1,), joint="support", grounding="support"),
-              StatementCheck((1, 2), joint="support", alone={1: "support", 2: "neutral"}, without={2: "support"},
-                             grounding="support"),
-              StatementCheck((), grounding="support"),
-              StatementCheck((2,), joint="neutral", grounding="contradict")]
+    checks = [
+        StatementCheck((1,), joint="support", grounding="support"),
+        StatementCheck(
+            (1, 2), joint="support", alone={1: "support", 2: "neutral"}, without={2: "support"}, grounding="support"
+        ),
+        StatementCheck((), grounding="support"),
+        StatementCheck((2,), joint="neutral", grounding="contradict"),
+    ]
     assert citation_recall(checks) == 2 / 4
     assert citation_precision(checks) == 2 / 4  # 1/1 + 1/2 + 0/0 + 0/1
     assert groundedness(checks) == 3 / 4
@@ -71,7 +81,10 @@ def test_means_and_shares() -> None:
 
 
 def test_the_value_is_the_mean_of_the_parts_that_apply() -> None:
-    assert trust_value({"citation_f1": 0.5, "groundedness": 1.0, "refusal_grounded": None,
-                        "claim_correctness": None}) == pytest.approx(0.75)
-    assert trust_value({"citation_f1": None, "groundedness": None, "refusal_grounded": None,
-                        "claim_correctness": None}) is None
+    assert trust_value(
+        {"citation_f1": 0.5, "groundedness": 1.0, "refusal_grounded": None, "claim_correctness": None}
+    ) == pytest.approx(0.75)
+    assert (
+        trust_value({"citation_f1": None, "groundedness": None, "refusal_grounded": None, "claim_correctness": None})
+        is None
+    )

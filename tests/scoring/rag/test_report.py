@@ -35,21 +35,38 @@ from .judging import marker_judge, with_gateway_ask
 CASES = Path(__file__).parent / "fixtures" / "cases.jsonl"
 
 EXPECTED = {
-    "num_samples": 6, "skipped_num": 0, "answered_num": 4, "answered_ratio": 4 / 6, "answerable_num": 4,
-    "labelled_num": 6, "overlapped_num": 3, "regular_length": 44 / 6, "answered_length": 19 / 4,
+    "num_samples": 6,
+    "skipped_num": 0,
+    "answered_num": 4,
+    "answered_ratio": 4 / 6,
+    "answerable_num": 4,
+    "labelled_num": 6,
+    "overlapped_num": 3,
+    "regular_length": 44 / 6,
+    "answered_length": 19 / 4,
     # refused: right-refusal (unanswerable), wrong-refusal (answerable); answered: 3 answerable, 1 not
-    "reject_rec": 1 / 2, "reject_prec": 1 / 2, "reject_f1": 1 / 2,
-    "answerable_rec": 3 / 4, "answerable_prec": 3 / 4, "answerable_f1": 3 / 4,
-    "macro_avg": 5 / 8, "macro_f1": 5 / 8,
-    "regular_citation_rec": 2 / 6, "regular_citation_prec": 1.5 / 6, "regular_citation_f1": 2 / 7,
-    "answered_citation_rec": 2 / 4, "answered_citation_prec": 1.5 / 4, "answered_citation_f1": 3 / 7,
+    "reject_rec": 1 / 2,
+    "reject_prec": 1 / 2,
+    "reject_f1": 1 / 2,
+    "answerable_rec": 3 / 4,
+    "answerable_prec": 3 / 4,
+    "answerable_f1": 3 / 4,
+    "macro_avg": 5 / 8,
+    "macro_f1": 5 / 8,
+    "regular_citation_rec": 2 / 6,
+    "regular_citation_prec": 1.5 / 6,
+    "regular_citation_f1": 2 / 7,
+    "answered_citation_rec": 2 / 4,
+    "answered_citation_prec": 1.5 / 4,
+    "answered_citation_f1": 3 / 7,
     "answered_claims_nli": 3.5 / 4,
     "calib_answered_claims_nli": 2.5 / 4,  # parametric counts 0: its documents hold no answer
     "calib_answerable_claims_nli": 2.5 / 4,  # wrong-refusal counts 0
     "calib_claims_nli_f1": 5 / 8,
     "answered_groundedness": 3 / 4,
     "trust_score": (5 / 8 + 5 / 8 + 3 / 7) / 3,
-    "judge_failures": 0, "judge_calls": 11,
+    "judge_failures": 0,
+    "judge_calls": 11,
 }
 
 
@@ -58,23 +75,43 @@ def test_the_report_on_the_labelled_fixture(fake_upstream: FakeUpstream) -> None
     jobs = load_cases(CASES, "fake")
     cases = with_gateway_ask(fake_upstream, lambda ask: score_cases(jobs, RagScorer(), lambda job: ask, concurrency=2))
 
-    assert [c["id"] for c in cases] == ["cited", "wrong-refusal", "right-refusal", "parametric", "over-cited",
-                                        "uncited"]
+    assert [c["id"] for c in cases] == [
+        "cited",
+        "wrong-refusal",
+        "right-refusal",
+        "parametric",
+        "over-cited",
+        "uncited",
+    ]
     assert [c["answerable_from"] for c in cases] == ["label"] * 5 + ["claims"]
     assert rag_report(cases) == pytest.approx(EXPECTED)
     assert len(fake_upstream.requests) == EXPECTED["judge_calls"]
 
 
 def details(**fields: Any) -> dict[str, Any]:
-    base = {"refusal": False, "answerable": None, "citation_recall": 1.0, "citation_precision": 1.0,
-            "citations_judged": 1, "reference_claims": 0, "claim_correctness": None, "groundedness": 1.0,
-            "words": 4, "judge_errors": []}
+    base = {
+        "refusal": False,
+        "answerable": None,
+        "citation_recall": 1.0,
+        "citation_precision": 1.0,
+        "citations_judged": 1,
+        "reference_claims": 0,
+        "claim_correctness": None,
+        "groundedness": 1.0,
+        "words": 4,
+        "judge_errors": [],
+    }
     return {**base, **fields}
 
 
 def test_without_labels_or_claims_those_metrics_are_none_not_zero() -> None:
-    report = rag_report([details(), details(citation_recall=0.0, citation_precision=None, citations_judged=0),
-                         {"skipped": "empty answer", "upstream_calls": 0}])
+    report = rag_report(
+        [
+            details(),
+            details(citation_recall=0.0, citation_precision=None, citations_judged=0),
+            {"skipped": "empty answer", "upstream_calls": 0},
+        ]
+    )
     assert (report["num_samples"], report["skipped_num"], report["answered_num"]) == (3, 1, 2)
     assert (report["macro_f1"], report["reject_rec"], report["calib_claims_nli_f1"]) == (None, None, None)
     assert (report["answered_citation_rec"], report["answered_citation_prec"]) == (0.5, 0.5)
@@ -84,23 +121,49 @@ def test_without_labels_or_claims_those_metrics_are_none_not_zero() -> None:
 def test_a_case_whose_judge_failed_is_left_out_of_that_metric_and_counted() -> None:
     report = rag_report([details(), details(citation_recall=None, judge_errors=["UpstreamUnavailable: down"])])
     assert (report["answered_citation_rec"], report["answered_citation_prec"], report["judge_failures"]) == (
-        1.0, 1.0, 1)
+        1.0,
+        1.0,
+        1,
+    )
 
 
 def test_trustgate_eval_rag_writes_the_report_and_resumes_from_its_cache(
-        fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake_upstream.responder = marker_judge
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(gateway_config(fake_upstream.url)))  # type: ignore[attr-defined]
     out, cache = tmp_path / "report", tmp_path / "cache.sqlite3"
-    arguments = ["eval", "rag", "--file", str(CASES), "--config", str(config), "--model", "fake",
-                 "--cache", str(cache), "--out", str(out), "--concurrency", "2", "--note", "a fixture"]
+    arguments = [
+        "eval",
+        "rag",
+        "--file",
+        str(CASES),
+        "--config",
+        str(config),
+        "--model",
+        "fake",
+        "--cache",
+        str(cache),
+        "--out",
+        str(out),
+        "--concurrency",
+        "2",
+        "--note",
+        "a fixture",
+    ]
 
     assert main(arguments) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["report"] == pytest.approx(EXPECTED)
-    assert [c["id"] for c in results["cases"]] == ["cited", "wrong-refusal", "right-refusal", "parametric",
-                                                   "over-cited", "uncited"]
+    assert [c["id"] for c in results["cases"]] == [
+        "cited",
+        "wrong-refusal",
+        "right-refusal",
+        "parametric",
+        "over-cited",
+        "uncited",
+    ]
     assert (results["run"]["calls_made"], results["run"]["calls_cached"]) == (11, 0)
     markdown = (out / "report.md").read_text()
     assert markdown.startswith("# RAG trust (Trust-Eval): cases.jsonl, judge fake")
@@ -112,7 +175,9 @@ def test_trustgate_eval_rag_writes_the_report_and_resumes_from_its_cache(
     assert main(arguments) == 0  # a rerun asks the judge nothing: every reply comes from the cache
     rerun = json.loads((out / "results.json").read_text())
     assert rerun["report"] == results["report"] and (rerun["run"]["calls_made"], rerun["run"]["calls_cached"]) == (
-        0, 11)
+        0,
+        11,
+    )
     assert len(fake_upstream.requests) == 11
     capsys.readouterr()
 
@@ -124,13 +189,16 @@ def test_trustgate_eval_rag_writes_the_report_and_resumes_from_its_cache(
     assert "bad.jsonl:1" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("line", "message"), [
-    ("not json", "cases.jsonl:2"),
-    ('["a list"]', "JSON object"),
-    ('{"question": "q", "answer": 3, "documents": ["d"]}', "'answer'"),
-    ('{"question": "q", "answer": "a", "documents": []}', "documents"),
-    ('{"question": "q", "answer": "a", "documents": ["d"], "answerable": "no"}', "answerable"),
-])
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("not json", "cases.jsonl:2"),
+        ('["a list"]', "JSON object"),
+        ('{"question": "q", "answer": 3, "documents": ["d"]}', "'answer'"),
+        ('{"question": "q", "answer": "a", "documents": []}', "documents"),
+        ('{"question": "q", "answer": "a", "documents": ["d"], "answerable": "no"}', "answerable"),
+    ],
+)
 def test_a_bad_case_line_is_named(tmp_path: Path, line: str, message: str) -> None:
     path = tmp_path / "cases.jsonl"
     path.write_text('{"question": "q", "answer": "a", "documents": ["d"]}\n' + line + "\n\n")
@@ -138,13 +206,19 @@ def test_a_bad_case_line_is_named(tmp_path: Path, line: str, message: str) -> No
         load_cases(path, "fake")
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (b"", "no cases"),
-    (b"\n  \n", "no cases"),
-    (b"\xff\xfe not utf-8", "not UTF-8"),
-    (b'{"id": "a", "question": "q", "answer": "x", "documents": ["d"]}\n'
-     b'{"id": "a", "question": "q", "answer": "y", "documents": ["d"]}\n', "'a' was already used on line 1"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "no cases"),
+        (b"\n  \n", "no cases"),
+        (b"\xff\xfe not utf-8", "not UTF-8"),
+        (
+            b'{"id": "a", "question": "q", "answer": "x", "documents": ["d"]}\n'
+            b'{"id": "a", "question": "q", "answer": "y", "documents": ["d"]}\n',
+            "'a' was already used on line 1",
+        ),
+    ],
+)
 def test_a_file_that_holds_no_usable_cases_is_refused(tmp_path: Path, content: bytes, message: str) -> None:
     path = tmp_path / "cases.jsonl"
     path.write_bytes(content)
@@ -153,24 +227,62 @@ def test_a_file_that_holds_no_usable_cases_is_refused(tmp_path: Path, content: b
 
 
 def test_eval_rag_says_so_when_the_judge_failed_on_every_case(
-        fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(gateway_config(fake_upstream.url)))  # type: ignore[attr-defined]
     cases = tmp_path / "cases.jsonl"
     # the directive in the document reaches the judge's prompt: the fake upstream answers it with a 400
     cases.write_text('{"question": "q?", "answer": "ALPHA is the answer [1].", "documents": ["ALPHA [fail:400]"]}\n')
-    assert main(["eval", "rag", "--file", str(cases), "--config", str(config), "--model", "fake",
-                 "--cache", str(tmp_path / "cache.sqlite3"), "--out", str(tmp_path / "out")]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "rag",
+                "--file",
+                str(cases),
+                "--config",
+                str(config),
+                "--model",
+                "fake",
+                "--cache",
+                str(tmp_path / "cache.sqlite3"),
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "out" / "results.json").read_text())["report"]["judge_failures"] == 1
     assert "failed on every case" in capsys.readouterr().err
 
 
 def test_eval_rag_with_an_nli_judge_whose_model_is_missing_exits_with_a_message(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    settings = gateway_config("http://127.0.0.1:9", trustgate={"scoring": {
-        "rag": {"judge": "nli"}, "factcheck": {"nli_model_dir": str(tmp_path / "none")}}})
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = gateway_config(
+        "http://127.0.0.1:9",
+        trustgate={"scoring": {"rag": {"judge": "nli"}, "factcheck": {"nli_model_dir": str(tmp_path / "none")}}},
+    )
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(settings))
-    assert main(["eval", "rag", "--file", str(CASES), "--config", str(config), "--model", "fake",
-                 "--cache", str(tmp_path / "cache.sqlite3"), "--out", str(tmp_path / "out")]) == 2
+    assert (
+        main(
+            [
+                "eval",
+                "rag",
+                "--file",
+                str(CASES),
+                "--config",
+                str(config),
+                "--model",
+                "fake",
+                "--cache",
+                str(tmp_path / "cache.sqlite3"),
+                "--out",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
     assert "cannot load the RAG judge's NLI model" in capsys.readouterr().err

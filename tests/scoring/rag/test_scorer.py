@@ -29,8 +29,10 @@ DOCUMENTS = [
 # S4: cites [2], which lacks GAMMA.                recall 0, precision 0/1, not grounded
 # S5: [7] names no document: recorded, ignored.    recall 0, no citation,  not grounded
 # S6: no citation, but document 2 supports it.     recall 0, no citation,  grounded
-ANSWER = ("The tower has ALPHA [1]. The bridge has BETA and the tower has ALPHA [1][2]. "
-          "The tower has ALPHA.[1][3] GAMMA is true [2]. DELTA holds [7].\n- The bridge has BETA.")
+ANSWER = (
+    "The tower has ALPHA [1]. The bridge has BETA and the tower has ALPHA [1][2]. "
+    "The tower has ALPHA.[1][3] GAMMA is true [2]. DELTA holds [7].\n- The bridge has BETA."
+)
 RECALL, PRECISION, GROUNDEDNESS = 3 / 6, 4 / 6, 4 / 6
 CITATION_F1 = 2 * RECALL * PRECISION / (RECALL + PRECISION)  # 4/7
 # Judge calls: S1 1 (its grounding is its recall), S2 3 (together, [1] alone, [2] alone; "without [1]" is
@@ -39,11 +41,21 @@ CITATION_F1 = 2 * RECALL * PRECISION / (RECALL + PRECISION)  # 4/7
 CALLS = 10
 
 
-def score(fake: FakeUpstream, answer: str = ANSWER, labels: RagLabels | None = None,
-          documents: Sequence[Any] | None = DOCUMENTS, scorer: RagScorer | None = None) -> ComponentResult:
-    job = ScoringJob(id="job-1", model="fake", question=QUESTION, answer=answer,
-                     documents=None if documents is None else list(documents),
-                     policy=JobPolicy(rag=labels))
+def score(
+    fake: FakeUpstream,
+    answer: str = ANSWER,
+    labels: RagLabels | None = None,
+    documents: Sequence[Any] | None = DOCUMENTS,
+    scorer: RagScorer | None = None,
+) -> ComponentResult:
+    job = ScoringJob(
+        id="job-1",
+        model="fake",
+        question=QUESTION,
+        answer=answer,
+        documents=None if documents is None else list(documents),
+        policy=JobPolicy(rag=labels),
+    )
     return with_gateway_ask(fake, lambda ask: (scorer or RagScorer()).score(job, ask))
 
 
@@ -68,7 +80,8 @@ def test_citation_recall_precision_and_groundedness(fake_upstream: FakeUpstream)
     assert [s["grounding"] for s in statements] == ["support"] * 3 + ["neutral", "neutral", "support"]
     assert statements[2]["citation_checks"] == [
         {"id": 1, "alone": "support", "without": None, "relevant": True},
-        {"id": 3, "alone": "neutral", "without": "support", "relevant": False}]
+        {"id": 3, "alone": "neutral", "without": "support", "relevant": False},
+    ]
     assert (statements[4]["citations"], statements[4]["out_of_range"]) == ([], [7])
 
 
@@ -97,7 +110,11 @@ def test_a_refusal_is_graded_by_the_answerability_label_without_judge_calls(fake
     unknown = score(fake_upstream, answer=refusal)
 
     assert (right.label, right.details.refusal, right.details.refusal_grounded, right.value) == (
-        "refusal", True, 1.0, 1.0)
+        "refusal",
+        True,
+        1.0,
+        1.0,
+    )
     assert (wrong.details.refusal_grounded, wrong.value) == (0.0, 0.0)
     assert (unknown.value, unknown.details.citation_recall, unknown.details.groundedness) == (None, None, None)
     assert fake_upstream.requests == []
@@ -111,8 +128,10 @@ def test_reference_claims_give_correctness_and_answerability(fake_upstream: Fake
 
     # Answerable: the documents entail the first claim. Correct: the answer entails one claim of two.
     assert (details.answerable, details.answerable_from, details.refusal_grounded) == (True, "claims", 1.0)
-    assert [c.model_dump() for c in details.claims] == [{"claim": claims[0], "label": "support"},
-                                                        {"claim": claims[1], "label": "neutral"}]
+    assert [c.model_dump() for c in details.claims] == [
+        {"claim": claims[0], "label": "support"},
+        {"claim": claims[1], "label": "neutral"},
+    ]
     assert details.claim_correctness == 0.5
     assert result.value == pytest.approx((1.0 + 1.0 + 1.0 + 0.5) / 4)  # citation F1, groundedness, refusal, claims
     assert result.upstream_calls == 1 + 2 + 2  # the statement, answerability per claim, correctness per claim
@@ -120,8 +139,11 @@ def test_reference_claims_give_correctness_and_answerability(fake_upstream: Fake
 
 def test_a_partial_refusal_judges_only_its_answering_statements(fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = marker_judge
-    result = score(fake_upstream, answer="The documents do not mention GAMMA. The tower has ALPHA [1].",
-                   labels=RagLabels(answerable=True))
+    result = score(
+        fake_upstream,
+        answer="The documents do not mention GAMMA. The tower has ALPHA [1].",
+        labels=RagLabels(answerable=True),
+    )
     details = result.details
     assert (result.label, details.refusal, details.partial_refusal) == ("partial", False, True)
     assert [(s.refusal, s.judged) for s in details.statements] == [(True, False), (False, True)]
@@ -141,13 +163,15 @@ def test_a_failing_judge_gives_none_for_its_metrics_and_never_raises(fake_upstre
     assert result.failures and {f.reason for f in result.failures} == {"judge"}
 
 
-@pytest.mark.parametrize(("answer", "documents", "skipped"), [
-    ("The tower has ALPHA [1].", None, "no documents"),
-    ("The tower has ALPHA [1].", [], "no documents"),
-    ("  [1] ... ", DOCUMENTS, "empty answer"),
-])
-def test_nothing_to_score(fake_upstream: FakeUpstream, answer: str, documents: list[Any] | None,
-                          skipped: str) -> None:
+@pytest.mark.parametrize(
+    ("answer", "documents", "skipped"),
+    [
+        ("The tower has ALPHA [1].", None, "no documents"),
+        ("The tower has ALPHA [1].", [], "no documents"),
+        ("  [1] ... ", DOCUMENTS, "empty answer"),
+    ],
+)
+def test_nothing_to_score(fake_upstream: FakeUpstream, answer: str, documents: list[Any] | None, skipped: str) -> None:
     result = score(fake_upstream, answer=answer, documents=documents)
     assert (result.value, result.details.model_dump(), result.upstream_calls) == (None, {"skipped": skipped}, 0)
 
@@ -174,8 +198,11 @@ class MarkerNLI:
         self.premises.append([e.text for e in evidence])
         needed = set(MARKER.findall(answer))
         supported = any(needed and needed <= set(MARKER.findall(e.text)) for e in evidence)
-        return {"support": 0.9, "contradict": 0.05, "neutral": 0.05} if supported else {
-            "support": 0.1, "contradict": 0.1, "neutral": 0.8}
+        return (
+            {"support": 0.9, "contradict": 0.05, "neutral": 0.05}
+            if supported
+            else {"support": 0.1, "contradict": 0.1, "neutral": 0.8}
+        )
 
 
 def test_the_local_nli_judge_reads_cited_passages_as_one_premise(fake_upstream: FakeUpstream) -> None:
@@ -183,8 +210,7 @@ def test_the_local_nli_judge_reads_cited_passages_as_one_premise(fake_upstream: 
     result = score(fake_upstream, scorer=RagScorer(nli=nli))
     details = result.details
     assert (details.judge, result.upstream_calls, fake_upstream.requests) == ("nli", 0, [])
-    assert (details.citation_recall, details.citation_precision) == (pytest.approx(RECALL),
-                                                                           pytest.approx(PRECISION))
+    assert (details.citation_recall, details.citation_precision) == (pytest.approx(RECALL), pytest.approx(PRECISION))
     assert details.groundedness == pytest.approx(GROUNDEDNESS)
     joint = [p for p in nli.premises if len(p) == 1 and p[0].startswith("Title: Tower\n")]
     assert joint and "Title: Bridge\n" in joint[0][0]  # [1][2] together: one premise in Trust-Eval's format
@@ -193,7 +219,9 @@ def test_the_local_nli_judge_reads_cited_passages_as_one_premise(fake_upstream: 
 def test_the_scoring_pipeline_runs_it_and_records_a_json_safe_result(fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = marker_judge
     job = ScoringJob(id="job-1", model="fake", question=QUESTION, answer=ANSWER, documents=DOCUMENTS)
-    record = with_gateway_ask(fake_upstream, lambda ask: ScoringPipeline(
-        [RagScorer()], lambda model, purpose, lane: ask, ScoringSettings()).run(job))
+    record = with_gateway_ask(
+        fake_upstream,
+        lambda ask: ScoringPipeline([RagScorer()], lambda model, purpose, lane: ask, ScoringSettings()).run(job),
+    )
     assert (record.status, record.score, record.upstream_calls) == ("done", pytest.approx(13 / 21), CALLS)
     assert TrustRecord.model_validate_json(record.model_dump_json()) == record
