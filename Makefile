@@ -16,7 +16,7 @@ APT_PACKAGES := wordnet-base prometheus prometheus-alertmanager redis-server chr
 # `$(TIMED) command...`: run it, then print how long it took (and keep its exit status).
 TIMED := bash -c 'start=$$(date +%s); "$$@"; status=$$?; echo "      ... $$(( $$(date +%s) - start )) s"; exit $$status' --
 
-.PHONY: install assets serve test test-fast bench bench-store clean
+.PHONY: install assets serve test test-fast lint bench bench-store clean
 
 # Re-checked when the Makefile changes (APT_PACKAGES may have grown); dpkg -s skips what is there.
 $(VENV)/.apt: Makefile
@@ -62,6 +62,12 @@ test: install
 
 test-fast: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+# What CI checks besides the tests' behaviour (tests/test_lint.py runs the same), and what pre-commit runs.
+lint: $(VENV)/.installed
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
+	$(BIN)/python -m mypy
 
 # Gateway overhead (BENCHMARKS.md); ends by naming the figures more than 10% worse than the committed
 # bench/gateway_load.json, which it then rewrites: commit it with the BENCHMARKS.md section.
