@@ -32,7 +32,7 @@ def _makefile_variable(name: str) -> str:
 
 def test_base_image_is_pinned() -> None:
     """A Python patch release on a named Debian release, never a floating tag like 3.11-slim; a digest when
-    the operator adds one (deploy/README.md) must be a whole sha256."""
+    the operator adds one (docs/operations/deploy.md) must be a whole sha256."""
     bases = [value.split()[0] for op, value in instructions() if op == "FROM"]
     assert bases == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"], "both stages on the one pinned base"
     base = image().base
@@ -81,7 +81,7 @@ def test_the_image_installs_the_locks_with_hashes() -> None:
 
 def test_the_lock_satisfies_pyproject() -> None:
     """Every dependency of the gateway and its image extras is pinned, at a version its range allows
-    (refresh after editing pyproject.toml: deploy/README.md, "Pinned image")."""
+    (refresh after editing pyproject.toml: docs/operations/deploy.md, "Pinned image")."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = [Requirement(r) for r in project["dependencies"]]
     wanted += [Requirement(r) for extra in IMAGE_EXTRAS for r in project["optional-dependencies"][extra]]
