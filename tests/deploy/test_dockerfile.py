@@ -133,11 +133,11 @@ def test_make_install_keeps_the_ranges_unless_the_user_opts_in_to_the_locks(tmp_
     hashes, as the Dockerfile installs them), which the project's own install then keeps."""
     ranges = _make_install_commands(tmp_path)
     assert not any(".lock" in command or "--require-hashes" in command for command in ranges), ranges
-    assert any('-e ".[local,nli,test,eval,compat]"' in command for command in ranges)
+    assert any('-e ".[local,nli,test,eval,compat,docs]"' in command for command in ranges)
     locked = _make_install_commands(tmp_path, "LOCKED=1")
     pinned = [c for c in locked if "--require-hashes --no-deps -r deploy/requirements" in c]
     assert [c.rsplit(" ", 1)[1] for c in pinned] == ["deploy/requirements.lock", "deploy/requirements-data.lock"]
-    project = next(i for i, c in enumerate(locked) if '-e ".[local,nli,test,eval,compat]"' in c)
+    project = next(i for i, c in enumerate(locked) if '-e ".[local,nli,test,eval,compat,docs]"' in c)
     assert locked.index(pinned[0]) < project, "the pins go in first, so that the project's install keeps them"
     assert not any(_makefile_variable("MODEL_PACKAGE") in command for command in locked)
 
