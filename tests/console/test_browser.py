@@ -7,7 +7,7 @@ the other it picks a distractor and the judge contradicts. A person logs in
 with a key, filters to `untrusted`, opens the record and reads every
 consistency check and the evidence; another key sees none of it.
 
-Set ``CONSOLE_SCREENSHOTS_DIR=docs/console`` to refresh the README's screenshots.
+Set ``CONSOLE_SCREENSHOTS_DIR=docs/console`` to refresh the screenshots in the README and the docs.
 """
 
 from __future__ import annotations

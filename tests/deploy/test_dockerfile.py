@@ -32,7 +32,7 @@ def _makefile_variable(name: str) -> str:
 
 def test_base_image_is_pinned() -> None:
     """A Python patch release on a named Debian release, never a floating tag like 3.11-slim; a digest when
-    the operator adds one (deploy/README.md) must be a whole sha256."""
+    the operator adds one (docs/operations/deploy.md) must be a whole sha256."""
     bases = [value.split()[0] for op, value in instructions() if op == "FROM"]
     assert bases == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"], "both stages on the one pinned base"
     base = image().base
@@ -81,7 +81,7 @@ def test_the_image_installs_the_locks_with_hashes() -> None:
 
 def test_the_lock_satisfies_pyproject() -> None:
     """Every dependency of the gateway and its image extras is pinned, at a version its range allows
-    (refresh after editing pyproject.toml: deploy/README.md, "Pinned image")."""
+    (refresh after editing pyproject.toml: docs/operations/deploy.md, "Pinned image")."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = [Requirement(r) for r in project["dependencies"]]
     wanted += [Requirement(r) for extra in IMAGE_EXTRAS for r in project["optional-dependencies"][extra]]
@@ -133,11 +133,11 @@ def test_make_install_keeps_the_ranges_unless_the_user_opts_in_to_the_locks(tmp_
     hashes, as the Dockerfile installs them), which the project's own install then keeps."""
     ranges = _make_install_commands(tmp_path)
     assert not any(".lock" in command or "--require-hashes" in command for command in ranges), ranges
-    assert any('-e ".[local,nli,test,eval,compat]"' in command for command in ranges)
+    assert any('-e ".[local,nli,test,eval,compat,docs]"' in command for command in ranges)
     locked = _make_install_commands(tmp_path, "LOCKED=1")
     pinned = [c for c in locked if "--require-hashes --no-deps -r deploy/requirements" in c]
     assert [c.rsplit(" ", 1)[1] for c in pinned] == ["deploy/requirements.lock", "deploy/requirements-data.lock"]
-    project = next(i for i, c in enumerate(locked) if '-e ".[local,nli,test,eval,compat]"' in c)
+    project = next(i for i, c in enumerate(locked) if '-e ".[local,nli,test,eval,compat,docs]"' in c)
     assert locked.index(pinned[0]) < project, "the pins go in first, so that the project's install keeps them"
     assert not any(_makefile_variable("MODEL_PACKAGE") in command for command in locked)
 

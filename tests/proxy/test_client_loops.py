@@ -46,22 +46,22 @@ def async_client(server: ServerThread, headers: dict[str, str]) -> openai.AsyncO
     )
 
 
-def readme_snippet() -> str:
-    """The README's Python block that shows where the trust object is (after the line naming this file)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    after = readme[readme.index("(`tests/proxy/test_client_loops.py` runs this)") :]
+def docs_snippet() -> str:
+    """The docs' Python block that shows where the trust object is (after the line naming this file)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "concepts" / "live-scoring.md").read_text()
+    after = page[page.index("(`tests/proxy/test_client_loops.py` runs this)") :]
     return after.split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def test_readme_snippet_reads_the_trust_from_the_sdk_objects(
+def test_the_docs_snippet_reads_the_trust_from_the_sdk_objects(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The snippet as written, against a gateway serving its model name: a chat stream, then a Responses stream."""
     config = scoring_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["model_name"] = "local"
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
-    code = readme_snippet().replace("http://127.0.0.1:4000", server.url).replace("sk-trustgate-local", MASTER_KEY)
-    exec(compile(f"from openai import OpenAI\n{code}", "README.md", "exec"), {})
+    code = docs_snippet().replace("http://127.0.0.1:4000", server.url).replace("sk-trustgate-local", MASTER_KEY)
+    exec(compile(f"from openai import OpenAI\n{code}", "live-scoring.md", "exec"), {})
     answer, chat_trust, responses_trust = capsys.readouterr().out.splitlines()
     assert answer == "You said: Hi"
     _, label, record_id = chat_trust.split()  # score, label and id, printed from chunk.model_extra["trust"]

@@ -515,9 +515,9 @@ def test_litellms_router_follows_least_busy_on_the_litellm_path(
     assert len(slow_upstream.requests) < 0.25 * 40, (len(slow_upstream.requests), len(fake_upstream.requests))
 
 
-def test_the_readmes_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    block = next(part.split("```", 1)[0] for part in readme.split("```yaml\n") if "batch-jobs: {mode: off" in part)
+def test_the_docs_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> None:
+    page = (Path(__file__).parents[2] / "docs" / "concepts" / "live-scoring.md").read_text()
+    block = next(part.split("```", 1)[0] for part in page.split("```yaml\n") if "batch-jobs: {mode: off" in part)
     path = tmp_path / "config.yaml"
     path.write_text(
         "model_list: [{model_name: gpt-4o, litellm_params: {model: openai/gpt-4o}}]\n"

@@ -264,7 +264,8 @@ def test_escalation_returns_the_better_answer_and_links_the_records(
 def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    # README's worked config: escalation globally, a per-key block for a key that may not use the strong model
+    # The worked config of docs/concepts/actions.md: escalation globally, a per-key block for a key that may not
+    # use the strong model
     keys = [
         {"key": "sk-app", "name": "app", "models": ["cheap", "strong"]},
         {"key": "sk-kiosk", "name": "kiosk", "models": ["cheap"]},
