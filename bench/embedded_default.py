@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from bench.gateway_load import process_cpu_seconds
+from bench.harness.cpu import process_cpu_seconds
 from tests.e2e.gateway_process import GatewayProcess, serve_default_config
 from tests.e2e.sync_after_async import AUTH, ask, overtaken, sync_after_async, wait_all_final
 

@@ -52,19 +52,9 @@ import httpx
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.gateway_load import (
-    GROUP,
-    MASTER_KEY,
-    ServerProcess,
-    Target,
-    free_port,
-    group_cpu_seconds,
-    machine_busy_seconds,
-    model_list,
-    process_cpu_seconds,
-    running,
-    write_yaml,
-)
+from bench.harness.cpu import group_cpu_seconds, machine_busy_seconds, process_cpu_seconds
+from bench.harness.processes import ServerProcess, free_port, running
+from bench.harness.servers import GROUP, MASTER_KEY, Target, model_list, write_yaml
 from bench.scoring_load import DATA_DIR, TRUSTGATE, assets_ready, gateway, open_loop, pct, wait_started
 from scoring.factcheck.assets import index_dir
 from scoring.factcheck.passages import PassageStore

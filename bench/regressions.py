@@ -161,7 +161,7 @@ def committed_figures(path: Path = BASELINE, *, upstream: str) -> dict[str, floa
     """The figures of ``path`` as of the last commit (as on disk without git); empty when there are none.
 
     Only figures taken against the same fake upstream (``upstream``: its answer
-    time, as ``gateway_load.Options.upstream_delay`` names it) compare: a
+    time, as ``bench.harness.load.Options.upstream_delay`` names it) compare: a
     constant answer time and a varying one move the ratios apart by more than
     the tolerance (BENCHMARKS.md), so the first run of another kind becomes
     the baseline instead of a false alarm.

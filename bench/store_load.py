@@ -45,17 +45,9 @@ from pathlib import Path
 import aiohttp
 import httpx
 
-from bench.gateway_load import (
-    GROUP,
-    MASTER_KEY,
-    ServerProcess,
-    fake_upstream,
-    free_port,
-    machine_busy_seconds,
-    model_list,
-    running,
-    write_yaml,
-)
+from bench.harness.cpu import machine_busy_seconds
+from bench.harness.processes import ServerProcess, free_port, running
+from bench.harness.servers import GROUP, MASTER_KEY, fake_upstream, model_list, write_yaml
 from exporters.store import SqliteRecordStore
 from scoring.types import Ask, ComponentResult, RecordScope, Scorer, ScoringJob, TrustRecord
 

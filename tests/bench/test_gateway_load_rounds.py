@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.gateway_load import LoadResult, Options, method, rounds_table
+from bench.gateway_load import method
+from bench.harness.load import LoadResult, Options
+from bench.harness.tables import rounds_table
 from tests.fake_upstream import FakeUpstream
 
 
