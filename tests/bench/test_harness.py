@@ -1,5 +1,5 @@
-"""``bench.gateway_load``'s alternating rounds (phases add up to one result, each round's ratio is shown)
-and its upstream's varying answer times."""
+"""The benchmark harness's alternating rounds (phases add up to one result, each round's ratio is shown)
+and its upstream's varying answer times, as ``bench.gateway_load`` names them."""
 
 from __future__ import annotations
 
