@@ -63,7 +63,7 @@ BC_PRESETS: dict[BCPreset, dict[str, Any]] = {
     # The paper's n=10 (TrustScore, A.5): every one of the 10 checks asked, Trust_BC their consistent fraction.
     "paper": {"procedure": "paper", "mode": "graded", "max_checks": 10},
     # Three checks, all asked, their consistent fraction: of the policies at <= 3 calls per answer, the nearest
-    # to the n=10 verdicts on the local model (bench/bc_agreement.py), though far from them: not the default.
+    # to the n=10 verdicts on the local model (evaluation.studies.bc_agreement), though far from them: not the default.
     "cheap": {"procedure": "paper", "mode": "graded", "max_checks": 3},
 }
 
