@@ -72,7 +72,7 @@ LITELLM_VERSION = LITELLM_SPEC.rsplit("==", 1)[1]
 SECTION_TITLE = "## Gateway overhead vs LiteLLM proxy (issue: gateway core)"
 COMMAND = ".venv/bin/python -m bench.gateway_load"
 
-# The issue's aim, TrustGate relative to LiteLLM's proxy.
+# The aim for TrustGate relative to LiteLLM's proxy.
 AIM_THROUGHPUT_RATIO = 3.0
 AIM_ADDED_LATENCY_RATIO = 1 / 3
 
@@ -190,7 +190,7 @@ def run_all(options: Options, workdir: Path) -> tuple[list[LoadResult], list[Loa
 
 
 def ratios_table(results: list[LoadResult]) -> str:
-    """TrustGate relative to LiteLLM's proxy, against the issue's aim (≥3× throughput, ≤1/3 added latency)."""
+    """TrustGate relative to LiteLLM's proxy, against its aim (≥3× throughput, ≤1/3 added latency)."""
     rows = [
         "| mode | throughput ratio (aim ≥ 3) | added p50 ratio (aim ≤ 0.33) | added p99 ratio "
         "| gateway CPU/req ratio |",

@@ -33,7 +33,7 @@ cost with scoring off: CPU in the gateway process, CPU elsewhere (its children: 
 CPU worker, Oxigraph; the Redis worker's processes) and the scorers' upstream calls, whose HTTP and JSON
 work stays in the gateway process with ``inline`` and ``threads`` only. Each phase also shows the cores
 that programs outside the benchmark used (the noise). Per gateway: the p99 of both ``async`` phases over
-that of both ``off`` phases (the issue's target: at most 1.2).
+that of both ``off`` phases (the target: at most 1.2).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ Two parts, one after the other:
    batch also prunes: look-up latency with the store idle; then a closed loop of
    ``--writers`` concurrent writers for ``--store-seconds`` with readers beside
    them (write throughput, look-up latency during writes, rows held at the end).
-   For comparison the old prune statement (``DELETE … WHERE id NOT IN (SELECT …
-   LIMIT max_records)``, run every 100 writes before) is timed once on the same
-   table.
+   For comparison the naive prune statement (``DELETE … WHERE id NOT IN (SELECT …
+   LIMIT max_records)``, as a store pruning every 100 writes would run it) is timed
+   once on the same table.
 2. ``gateway`` — ``trustgate``'s app in its own process (``--serve`` below), on the
    pass-through path in front of the fake upstream, its store prefilled with
    ``--gateway-records`` (200k) rows. Scoring is async with one scorer that does

@@ -76,7 +76,7 @@ class ConsistencySettings(BaseModel):
     enabled: bool = True
     # None: the fields as given (their defaults: the adaptive rule, up to 4 checks).
     preset: BCPreset | None = None
-    # 4: the adaptive rule then stops after 3 checks when all 3 agree, and asks a 4th otherwise (issue 32;
+    # 4: the adaptive rule then stops after 3 checks when all 3 agree, and asks a 4th otherwise (for
     # its agreement with the paper's n=10 on recorded checks: docs/eval/bc-agreement.md).
     max_checks: int = Field(default=4, ge=1, le=50)
     mode: Literal["binary", "graded", "adaptive"] = "adaptive"

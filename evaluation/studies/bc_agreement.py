@@ -1,4 +1,4 @@
-"""Fewer Trust_BC calls at the same verdicts? Cheap policies against the paper's n=10 (issue 20).
+"""Fewer Trust_BC calls at the same verdicts? Cheap policies against the paper's n=10.
 
 Run from the repository root (after ``make install``)::
 

@@ -1,4 +1,4 @@
-"""Skipping ``sc`` on a clearly consistent answer (issue 32): what it costs the shipped default Trust_OV.
+"""Skipping ``sc`` on a clearly consistent answer: what it costs the shipped default Trust_OV.
 
 The rule (``scoring.sc.skip_when_consistent``): when Trust_BC ended on its first 3 checks, all of them
 choosing the answer's own option, ``sc`` asks no samples. This measures the shipped prior
