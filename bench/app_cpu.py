@@ -7,7 +7,7 @@ includes the server, the sockets and every wake-up, and on a small shared
 machine it moves by ±10% between rounds of the same code, more than most single
 changes to the request path. This measures only what the request path itself
 costs: each version's ASGI app (``create_app``, the pass-through path, scoring
-off, as ``bench.gateway_load`` configures it) is called directly, with no HTTP
+off, as ``bench.harness.servers`` configures it) is called directly, with no HTTP
 server, by 10 concurrent callers in one process, each sending its next request
 when its last is answered; the process's CPU time over ``--requests`` requests
 (after a warm-up) is divided by their number. The upstream is the fake one
@@ -46,7 +46,8 @@ UPSTREAM_JITTER_MS = 1.0
 def main(argv: Sequence[str] | None = None) -> int:
     # Imported here: the child (``_measure``) runs from another version's sources, where these may differ.
     from bench.gateway_ab import versions_parser
-    from bench.gateway_load import GROUP, MASTER_KEY, fake_upstream, free_port, running, trustgate_config, write_yaml
+    from bench.harness.processes import free_port, running
+    from bench.harness.servers import GROUP, MASTER_KEY, fake_upstream, trustgate_config, write_yaml
 
     parser = versions_parser("bench.app_cpu", __doc__, rounds=4)
     parser.add_argument("--requests", type=int, default=6000, help="measured requests per version, round and mode")

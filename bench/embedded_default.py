@@ -12,7 +12,7 @@ ports only. Phases, one after the other, each on ten short factual questions:
    back ``x-trust-status: done`` with ``x-trust-score``, and how long each took;
 2. async: one request at a time, then the record polled until it is final; time
    from the request to the final record;
-3. sync right after async (issue 32): five async requests at once, then ten
+3. sync right after async: five async requests at once, then ten
    sync ones one after the other; how many come back ``done`` within
    ``sync_timeout`` (sync jobs go ahead of the async backlog), and whether the
    async jobs are all scored afterwards (delayed, never dropped);
@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from bench.gateway_load import process_cpu_seconds
+from bench.harness.cpu import process_cpu_seconds
 from tests.e2e.gateway_process import GatewayProcess, serve_default_config
 from tests.e2e.sync_after_async import AUTH, ask, overtaken, sync_after_async, wait_all_final
 
@@ -125,7 +125,7 @@ def async_phase(url: str) -> dict[str, Any]:
 
 
 def sync_after_async_phase(url: str) -> dict[str, Any]:
-    """Issue 32's acceptance: of 10 sync requests sent right after 5 async ones, at least 9 ``done``."""
+    """The target: of 10 sync requests sent right after 5 async ones, at least 9 ``done``."""
     overtaken_before = overtaken(url)
     run = sync_after_async(url)
     started = time.perf_counter()

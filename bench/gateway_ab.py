@@ -4,7 +4,7 @@
 
 Each ``--checkout`` is a source tree of TrustGate (a ``git worktree`` of another
 commit, say) run with this virtual environment. One fake upstream serves them
-all; in each round every version runs ``bench.gateway_load``'s closed loop
+all; in each round every version runs the harness's closed loop (``bench.harness``)
 (non-stream, then stream) in turn, the order reversed every other round, so
 that a machine that grows busier during the run weighs on each version alike.
 On a shared machine the absolute figures are noise: read the ratios between
@@ -20,26 +20,22 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.gateway_load import (
+from bench.harness.load import Options
+from bench.harness.phases import NoiseAllowance, check_answers, measure_phase
+from bench.harness.processes import ServerProcess, free_port, running
+from bench.harness.servers import (
     GROUP,
     MASTER_KEY,
     UPSTREAM_DELAY_MS,
     UPSTREAM_JITTER_MS,
-    NoiseAllowance,
-    Options,
-    ServerProcess,
     Target,
-    check_answers,
     fake_upstream,
-    free_port,
-    measure_phase,
-    running,
     trustgate_server,
 )
 
 
 def gateway_from(checkout: Path, port: int, upstream_port: int, workdir: Path) -> ServerProcess:
-    """``trustgate serve`` as ``bench.gateway_load`` runs it, from the sources in ``checkout``."""
+    """``trustgate serve`` as ``make bench`` runs it, from the sources in ``checkout``."""
     server = trustgate_server(port, upstream_port, workdir)
     server.argv = [sys.executable, "-m", "trustgate", *server.argv[1:]]
     server.env = {**os.environ, "PYTHONPATH": str(checkout)}

@@ -31,303 +31,50 @@ The result is printed as a markdown table and written into BENCHMARKS.md under
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import dataclasses
 import datetime as dt
-import json
+import importlib.util
 import math
 import os
-import platform
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import aiohttp
-import httpx
-import yaml
-
 from bench import regressions
+from bench.harness.load import ROUND_WARMUP_SECONDS, LoadResult, Options, add_load_options, load_options
+from bench.harness.phases import (
+    NOISY_CORES,
+    Measured,
+    NoiseAllowance,
+    check_answers,
+    measure_phase,
+    run_alternating,
+    run_measured,
+)
+from bench.harness.processes import REPO, BenchError, ServerProcess, free_port, running
+from bench.harness.servers import (
+    GROUP,
+    MASTER_KEY,
+    UPSTREAM_KEY,
+    WIRE_MODEL,
+    Target,
+    fake_upstream,
+    model_list,
+    trustgate_server,
+    write_yaml,
+)
+from bench.harness.tables import find_result, load_line, machine_line, results_table, rounds_table
 
-REPO = Path(__file__).resolve().parent.parent
 BENCH_VENV = REPO / ".bench-venv"
 LITELLM_SPEC = "litellm[proxy]==1.106.2"
 LITELLM_VERSION = LITELLM_SPEC.rsplit("==", 1)[1]
 SECTION_TITLE = "## Gateway overhead vs LiteLLM proxy (issue: gateway core)"
 COMMAND = ".venv/bin/python -m bench.gateway_load"
 
-MASTER_KEY = "sk-bench-master"
-UPSTREAM_KEY = "sk-bench-upstream"
-GROUP = "fake"
-WIRE_MODEL = "gpt-4o-mini"
-MESSAGES = [{"role": "user", "content": "Say hello in one short sentence."}]
-
-# The issue's aim, TrustGate relative to LiteLLM's proxy.
+# The aim for TrustGate relative to LiteLLM's proxy.
 AIM_THROUGHPUT_RATIO = 3.0
 AIM_ADDED_LATENCY_RATIO = 1 / 3
-
-# Below this many busy cores (between phases, servers idle) the machine counts as quiet.
-QUIET_CORES = 0.2
-# A phase during which other programs used more than this many cores is measured again.
-NOISY_CORES = 0.3
-# The longest wait for quiet before one phase.
-QUIET_WAIT_SECONDS = 20.0
-# The fake upstream's answer time: its mean, and how far either side of it each answer's is drawn.
-UPSTREAM_DELAY_MS = 12.0
-UPSTREAM_JITTER_MS = 6.0
-# Warm-up before each round after the first: the closed loop opens new connections each phase.
-ROUND_WARMUP_SECONDS = 1.0
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-class BenchError(RuntimeError):
-    """A target could not be set up or did not answer correctly; the run stops."""
-
-
-# --------------------------------------------------------------------------- processes
-
-
-def free_port() -> int:
-    """A currently free loopback port (the OS picks it; the tiny reuse race is acceptable here)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def group_cpu_seconds(pgid: int) -> float:
-    """User+system CPU of every live process in a process group (Linux /proc; 0.0 elsewhere).
-
-    Servers run in their own session, so their group holds the server and any
-    worker it forks; summing the group keeps that accounting honest.
-    """
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = _stat_fields(stat)
-            if int(fields[2]) == pgid:  # fields[0] is the state, [2] the process group
-                total += _cpu_ticks(fields)
-    return total / CLOCK_TICKS
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """User+system CPU of one process (all its threads, none of its children), from /proc."""
-    return _cpu_ticks(_stat_fields(Path(f"/proc/{pid}/stat"))) / CLOCK_TICKS
-
-
-def _stat_fields(stat: Path) -> list[str]:
-    """``/proc/PID/stat`` after the command name (which may hold spaces): field 3 of proc(5) is index 0."""
-    return stat.read_text().rsplit(")", 1)[1].split()
-
-
-def _cpu_ticks(fields: list[str]) -> int:
-    return int(fields[11]) + int(fields[12])  # utime, stime
-
-
-def machine_busy_seconds() -> float:
-    """CPU time the whole machine spent busy (all cores, steal included), from /proc/stat.
-
-    Minus what the benchmark's own processes used, this is what other programs
-    took during a phase: on a shared two-core machine that is the noise figure.
-    """
-    with contextlib.suppress(OSError, IndexError, ValueError):
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (
-            int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
-        )
-        return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS
-    return math.nan
-
-
-def wait_for_quiet(max_seconds: float, threshold_cores: float = QUIET_CORES) -> float:
-    """Wait (at most ``max_seconds``) until the machine is nearly idle; return the last load seen.
-
-    Called between phases, when the benchmark's own servers are idle, so any
-    busy CPU belongs to other programs that would otherwise skew the phase.
-    """
-    deadline = time.monotonic() + max_seconds
-    while True:
-        before = machine_busy_seconds()
-        time.sleep(1.0)
-        cores = machine_busy_seconds() - before
-        if not cores > threshold_cores or time.monotonic() >= deadline:  # NaN (no /proc) counts as quiet
-            return cores
-
-
-@dataclass
-class ServerProcess:
-    """A server started in its own session, so that stopping it stops its whole process group."""
-
-    name: str
-    argv: list[str]
-    log_path: Path
-    env: dict[str, str] | None = None
-    cwd: Path = REPO
-    popen: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> ServerProcess:
-        with self.log_path.open("wb") as log:
-            self.popen = subprocess.Popen(
-                self.argv,
-                cwd=self.cwd,
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.popen is not None, "not started"
-        return self.popen.pid
-
-    def cpu_seconds(self) -> float:
-        return group_cpu_seconds(self.pid)
-
-    def log_tail(self, lines: int = 40) -> str:
-        with contextlib.suppress(OSError):
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        return ""
-
-    def wait_ready(self, url: str, timeout: float) -> None:
-        """Poll ``url`` until it answers 200; fail early (with the log) if the process dies."""
-        deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                if self.popen is not None and self.popen.poll() is not None:
-                    raise BenchError(f"{self.name} exited with {self.popen.returncode}:\n{self.log_tail()}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(url).status_code == 200:
-                        return
-                time.sleep(0.2)
-        raise BenchError(f"{self.name} not ready at {url} after {timeout:.0f}s:\n{self.log_tail()}")
-
-    def stop(self) -> None:
-        """SIGTERM the group, give it a grace period, then SIGKILL whatever of it is left.
-
-        The group, not only the process: a server that forked workers must not
-        leave them behind, even when the server itself has already exited.
-        """
-        if self.popen is None:
-            return
-        self._signal_group(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=10.0)
-        self._signal_group(signal.SIGKILL)
-        self.popen.wait(timeout=5.0)
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        assert self.popen is not None
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.popen.pid, sig)
-
-
-@contextlib.contextmanager
-def running(server: ServerProcess, ready_url: str, timeout: float = 120.0) -> Iterator[ServerProcess]:
-    """Start a server, wait until it answers, and always stop it (and its group) afterwards."""
-    try:
-        server.start().wait_ready(ready_url, timeout)
-        yield server
-    finally:
-        server.stop()
-
-
-# --------------------------------------------------------------------------- targets
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the load goes: a base URL, the key it wants, the model name it expects."""
-
-    name: str
-    base_url: str
-    api_key: str
-    model: str
-
-    def body(self, stream: bool) -> dict[str, object]:
-        return {"model": self.model, "messages": MESSAGES, "stream": stream}
-
-    @property
-    def headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.api_key}"}
-
-
-def model_list(upstream_port: int) -> list[dict[str, object]]:
-    """The one deployment both gateways get: model group ``fake`` → the fake upstream."""
-    return [
-        {
-            "model_name": GROUP,
-            "litellm_params": {
-                "model": f"openai/{WIRE_MODEL}",
-                "api_base": f"http://127.0.0.1:{upstream_port}/v1",
-                "api_key": UPSTREAM_KEY,
-                "timeout": 30,
-            },
-        }
-    ]
-
-
-def write_yaml(path: Path, content: dict[str, object]) -> Path:
-    path.write_text(yaml.safe_dump(content, sort_keys=False))
-    return path
-
-
-def fake_upstream(port: int, delay_ms: float, workdir: Path, jitter_ms: float = 0.0) -> ServerProcess:
-    """The fake upstream on uvicorn's h11, named here because every committed figure was taken on it.
-
-    Its server's implementation moves the stream ratio on this machine: on httptools,
-    the same gateway's stream throughput against it was 0.73× instead of about 0.9×
-    (BENCHMARKS.md), with the fake's writes on the wire the same. ``jitter_ms``
-    spreads its answer times (``--delay-jitter-ms``).
-    """
-    argv = [
-        sys.executable,
-        "-m",
-        "tests.fake_upstream",
-        "--port",
-        str(port),
-        "--delay-ms",
-        str(delay_ms),
-        "--delay-jitter-ms",
-        str(jitter_ms),
-        "--http",
-        "h11",
-    ]
-    return ServerProcess("fake upstream", argv, workdir / "upstream.log")
-
-
-def trustgate_server(port: int, upstream_port: int, workdir: Path) -> ServerProcess:
-    """The gateway core alone (``trustgate_config``), served on ``port``."""
-    config = write_yaml(workdir / "trustgate.yaml", trustgate_config(port, upstream_port, workdir))
-    trustgate = Path(sys.executable).with_name("trustgate")
-    argv = [str(trustgate), "serve", "--config", str(config), "--log-level", "warning", "--no-access-log"]
-    return ServerProcess("trustgate", argv, workdir / "trustgate.log")
-
-
-def trustgate_config(port: int, upstream_port: int, workdir: Path) -> dict[str, object]:
-    """The gateway core alone: pass-through path, scoring off, its record store in the temp dir.
-
-    Scoring is off because this measures what the proxy itself adds, like for
-    like with LiteLLM's proxy, which does not score.
-    """
-    return {
-        "model_list": model_list(upstream_port),
-        "general_settings": {"master_key": MASTER_KEY},
-        "trustgate": {
-            "server": {"host": "127.0.0.1", "port": port},
-            "passthrough": True,
-            "scoring": {"mode": "off", "consistency": {"enabled": False}, "factcheck": {"enabled": False}},
-            "store": {"path": str(workdir / "trust-records.sqlite3")},
-        },
-    }
 
 
 def litellm_proxy(executable: Path, port: int, upstream_port: int, workdir: Path) -> ServerProcess:
@@ -393,230 +140,6 @@ def _run_checked(argv: Sequence[str], what: str) -> None:
         raise BenchError(f"{what} failed (exit {done.returncode}):\n" + "\n".join(errors[-40:]))
 
 
-# --------------------------------------------------------------------------- load
-
-
-@dataclass
-class LoadResult:
-    """One measured phase against one target."""
-
-    target: str
-    stream: bool
-    seconds: float
-    latencies: list[float]  # seconds, successful requests only
-    errors: int
-    cpu: dict[str, float] = field(default_factory=dict)  # role -> CPU seconds during the phase
-
-    @property
-    def other_cores(self) -> float:
-        """Average cores used by programs outside the benchmark while this phase ran."""
-        return self.cpu.get("other", math.nan) / self.seconds if self.seconds > 0 else math.nan
-
-    @property
-    def throughput(self) -> float:
-        return len(self.latencies) / self.seconds if self.seconds > 0 else 0.0
-
-    def percentile_ms(self, q: float) -> float:
-        """Nearest-rank percentile: no interpolation, so every figure is an observed latency."""
-        if not self.latencies:
-            return math.nan
-        ordered = sorted(self.latencies)
-        return 1000 * ordered[max(math.ceil(q * len(ordered)) - 1, 0)]
-
-    def cpu_ms_per_request(self, role: str) -> float:
-        if role not in self.cpu or not self.latencies:
-            return math.nan
-        return 1000 * self.cpu[role] / len(self.latencies)
-
-    @classmethod
-    def combined(cls, parts: Sequence[LoadResult]) -> LoadResult:
-        """Several phases of one target and mode as one: their requests, seconds and CPU added up."""
-        cpu: dict[str, float] = {}
-        for part in parts:
-            for role, seconds in part.cpu.items():
-                cpu[role] = cpu.get(role, 0.0) + seconds
-        return cls(
-            parts[0].target,
-            parts[0].stream,
-            sum(p.seconds for p in parts),
-            [latency for p in parts for latency in p.latencies],
-            sum(p.errors for p in parts),
-            cpu,
-        )
-
-
-@dataclass(frozen=True)
-class Options:
-    """What one run does; see ``--help`` for each."""
-
-    concurrency: int
-    warmup: float
-    seconds: float
-    stream_seconds: float
-    delay_ms: float
-    noise_budget: float
-    rounds: int = 1
-    delay_jitter_ms: float = 0.0
-
-    @property
-    def upstream_delay(self) -> str:
-        """The fake upstream's answer time as the report and the committed figures name it."""
-        if not self.delay_jitter_ms:
-            return f"{self.delay_ms:g} ms"
-        return f"{self.delay_ms:g} ± {self.delay_jitter_ms:g} ms (uniform, seeded)"
-
-    def one_round(self, first: bool) -> Options:
-        """What one of ``rounds`` alternating phases measures: its share of the seconds, and a full
-        warm-up only the first time (later rounds just open their connections again)."""
-        return dataclasses.replace(
-            self,
-            warmup=self.warmup if first else min(self.warmup, ROUND_WARMUP_SECONDS),
-            seconds=self.seconds / self.rounds,
-            stream_seconds=self.stream_seconds / self.rounds,
-        )
-
-
-Call = Callable[[aiohttp.ClientSession], Awaitable[bool]]
-
-
-def request_call(target: Target, stream: bool) -> Call:
-    """One request, answered in full (for a stream: read to its end, checked for ``[DONE]``).
-
-    The body is serialised once: the load generator shares the CPU with the
-    servers it measures, so it does as little per request as it can.
-    """
-    url = f"{target.base_url}/v1/chat/completions"
-    payload = json.dumps(target.body(stream)).encode()
-    headers = {**target.headers, "content-type": "application/json"}
-
-    async def plain(session: aiohttp.ClientSession) -> bool:
-        async with session.post(url, data=payload, headers=headers) as response:
-            return response.status == 200 and b'"choices"' in await response.read()
-
-    async def streamed(session: aiohttp.ClientSession) -> bool:
-        async with session.post(url, data=payload, headers=headers) as response:
-            tail = b""
-            async for chunk in response.content.iter_any():
-                tail = (tail + chunk)[-64:]
-            return response.status == 200 and b"[DONE]" in tail
-
-    return streamed if stream else plain
-
-
-@dataclass
-class Tally:
-    """What the workers of one closed loop share: latencies of successes, and failures."""
-
-    latencies: list[float] = field(default_factory=list)
-    errors: int = 0
-
-
-async def _worker(session: aiohttp.ClientSession, call: Call, deadline: float, tally: Tally, max_errors: int) -> None:
-    while (started := time.perf_counter()) < deadline and tally.errors < max_errors:
-        try:
-            ok = await call(session)
-        except (TimeoutError, aiohttp.ClientError):
-            ok = False
-        if ok:
-            tally.latencies.append(time.perf_counter() - started)
-        else:
-            tally.errors += 1
-
-
-async def closed_loop(call: Call, concurrency: int, seconds: float) -> tuple[Tally, float]:
-    """``concurrency`` workers, each sending its next request as soon as its last one is answered.
-
-    Returns the tally and the elapsed seconds. Requests still in flight at the
-    deadline finish and count: the elapsed time includes them. A worker stops
-    early after 100 failures, so a broken target cannot spin.
-    aiohttp rather than httpx: about a third of httpx's client CPU per request
-    (0.3 vs 1 ms here), which on two cores is CPU left to the servers measured.
-    """
-    tally = Tally()
-    connector = aiohttp.TCPConnector(limit=concurrency)
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=30)) as session:
-        begin = time.perf_counter()
-        deadline = begin + seconds
-        await asyncio.gather(*(_worker(session, call, deadline, tally, max_errors=100) for _ in range(concurrency)))
-        elapsed = time.perf_counter() - begin
-    return tally, elapsed
-
-
-def measure(target: Target, *, stream: bool, options: Options, processes: dict[str, ServerProcess]) -> LoadResult:
-    """Warm up, then measure; CPU time counts the measured part only."""
-    call = request_call(target, stream)
-    seconds = options.stream_seconds if stream else options.seconds
-    asyncio.run(closed_loop(call, options.concurrency, options.warmup))
-    before = {role: p.cpu_seconds() for role, p in processes.items()}
-    load_before, machine_before = time.process_time(), machine_busy_seconds()
-    tally, elapsed = asyncio.run(closed_loop(call, options.concurrency, seconds))
-    cpu = {role: p.cpu_seconds() - before[role] for role, p in processes.items()}
-    cpu["loadgen"] = time.process_time() - load_before
-    cpu["other"] = max(machine_busy_seconds() - machine_before - sum(cpu.values()), 0.0)
-    result = LoadResult(target.name, stream, elapsed, tally.latencies, tally.errors, cpu)
-    if not tally.latencies:
-        raise BenchError(f"{target.name}: no successful request ({tally.errors} errors)")
-    print(
-        f"  {target.name:<14} {'stream' if stream else 'plain ':<6} {result.throughput:7.1f} req/s  "
-        f"p50 {result.percentile_ms(0.5):6.1f} ms  p99 {result.percentile_ms(0.99):6.1f} ms  "
-        f"errors {tally.errors}  other programs {result.other_cores:.2f} cores",
-        flush=True,
-    )
-    return result
-
-
-@dataclass
-class NoiseAllowance:
-    """Wall-clock seconds the whole run may spend waiting for other programs and re-measuring
-    the phases they disturbed: bounded, so that a busy machine cannot stretch the run without end."""
-
-    seconds: float
-
-    @contextlib.contextmanager
-    def spending(self) -> Iterator[None]:
-        started = time.monotonic()
-        try:
-            yield
-        finally:
-            self.seconds -= time.monotonic() - started
-
-
-def measure_phase(
-    target: Target, *, stream: bool, options: Options, processes: dict[str, ServerProcess], allowance: NoiseAllowance
-) -> LoadResult:
-    """One phase, guarded against other programs: wait for quiet first, measure again if disturbed."""
-    with allowance.spending():
-        busy = wait_for_quiet(min(QUIET_WAIT_SECONDS, max(allowance.seconds, 0.0)))
-    if busy > QUIET_CORES:
-        print(f"  other programs keep {busy:.2f} cores busy: figures will be noisy", flush=True)
-    result = measure(target, stream=stream, options=options, processes=processes)
-    duration = options.warmup + (options.stream_seconds if stream else options.seconds)
-    if result.other_cores > NOISY_CORES and allowance.seconds >= duration:
-        print("  disturbed by other programs: measuring this phase again", flush=True)
-        with allowance.spending():
-            wait_for_quiet(min(QUIET_WAIT_SECONDS, max(allowance.seconds - duration, 0.0)))
-            again = measure(target, stream=stream, options=options, processes=processes)
-        result = min(result, again, key=lambda r: r.other_cores)
-    return result
-
-
-def check_answers(target: Target) -> None:
-    """One request of each kind before any load: a misconfigured target fails loudly, not as 0 req/s."""
-    with httpx.Client(timeout=30.0) as client:
-        plain = client.post(f"{target.base_url}/v1/chat/completions", json=target.body(False), headers=target.headers)
-        if plain.status_code != 200 or "choices" not in plain.json():
-            raise BenchError(f"{target.name}: {plain.status_code} {plain.text[:500]}")
-        with client.stream(
-            "POST", f"{target.base_url}/v1/chat/completions", json=target.body(True), headers=target.headers
-        ) as streamed:
-            text = streamed.read().decode(errors="replace")
-        if streamed.status_code != 200 or "[DONE]" not in text:
-            raise BenchError(f"{target.name} stream: {streamed.status_code} {text[:500]}")
-
-
-# --------------------------------------------------------------------------- run
-
-
 def run_target(
     target: Target, options: Options, processes: dict[str, ServerProcess], allowance: NoiseAllowance
 ) -> list[LoadResult]:
@@ -626,50 +149,6 @@ def run_target(
         measure_phase(target, stream=stream, options=options, processes=processes, allowance=allowance)
         for stream in modes
     ]
-
-
-@dataclass(frozen=True)
-class Measured:
-    """A target and the processes whose CPU its phases count."""
-
-    target: Target
-    processes: dict[str, ServerProcess]
-
-
-def run_alternating(
-    pair: Sequence[Measured], options: Options, allowance: NoiseAllowance
-) -> tuple[list[LoadResult], list[LoadResult]]:
-    """Each mode in ``options.rounds`` rounds, every target once per round, the order reversed every
-    other round; returns the combined results and every round's phases.
-
-    The throughput ratio of two targets measured one after the other swung by up to 0.07 from run
-    to run on a quiet two-core machine, at equal CPU per request: whatever the machine did during one
-    target's single phase weighed on it alone. Short alternating phases spread that over both.
-    """
-    for measured in pair:
-        check_answers(measured.target)
-    modes = [False, True] if options.stream_seconds > 0 else [False]
-    phases: list[LoadResult] = []
-    for stream in modes:
-        for index in range(options.rounds):
-            order = pair if index % 2 == 0 else list(reversed(pair))
-            for measured in order:
-                print(f"  round {index + 1}/{options.rounds}", end="", flush=True)
-                phases.append(
-                    measure_phase(
-                        measured.target,
-                        stream=stream,
-                        options=options.one_round(first=index == 0),
-                        processes=measured.processes,
-                        allowance=allowance,
-                    )
-                )
-    combined = [
-        LoadResult.combined([p for p in phases if p.target == m.target.name and p.stream == stream])
-        for m in pair
-        for stream in modes
-    ]
-    return combined, phases
 
 
 def run_all(options: Options, workdir: Path) -> tuple[list[LoadResult], list[LoadResult]]:
@@ -710,57 +189,15 @@ def run_all(options: Options, workdir: Path) -> tuple[list[LoadResult], list[Loa
     return results, rounds
 
 
-# --------------------------------------------------------------------------- report
-
-
-def _fmt(value: float, digits: int = 1) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
-
-
-def _find(results: list[LoadResult], target: str, stream: bool) -> LoadResult | None:
-    return next((r for r in results if r.target == target and r.stream == stream), None)
-
-
-def results_table(results: list[LoadResult]) -> str:
-    header = (
-        "| target | mode | requests | errors | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms "
-        "| gateway CPU ms/req | upstream CPU ms/req | load-gen CPU ms/req | other programs (cores) |"
-    )
-    rows = [header, "|" + "---|" * header.count(" | ") + "---|"]
-    for result in results:
-        base = _find(results, "direct", result.stream)
-        added = [
-            (result.percentile_ms(q) - base.percentile_ms(q)) if base and result is not base else math.nan
-            for q in (0.5, 0.99)
-        ]
-        cells = [
-            result.target,
-            "stream" if result.stream else "non-stream",
-            str(len(result.latencies)),
-            str(result.errors),
-            _fmt(result.throughput),
-            _fmt(result.percentile_ms(0.5)),
-            _fmt(result.percentile_ms(0.99)),
-            _fmt(added[0]),
-            _fmt(added[1]),
-            _fmt(result.cpu_ms_per_request("gateway"), 2),
-            _fmt(result.cpu_ms_per_request("upstream"), 2),
-            _fmt(result.cpu_ms_per_request("loadgen"), 2),
-            _fmt(result.other_cores, 2),
-        ]
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows)
-
-
 def ratios_table(results: list[LoadResult]) -> str:
-    """TrustGate relative to LiteLLM's proxy, against the issue's aim (≥3× throughput, ≤1/3 added latency)."""
+    """TrustGate relative to LiteLLM's proxy, against its aim (≥3× throughput, ≤1/3 added latency)."""
     rows = [
         "| mode | throughput ratio (aim ≥ 3) | added p50 ratio (aim ≤ 0.33) | added p99 ratio "
         "| gateway CPU/req ratio |",
         "|---|---|---|---|---|",
     ]
     for stream in (False, True):
-        ours, theirs, base = (_find(results, name, stream) for name in ("trustgate", "litellm-proxy", "direct"))
+        ours, theirs, base = (find_result(results, name, stream) for name in ("trustgate", "litellm-proxy", "direct"))
         if not (ours and theirs and base):
             continue
         added = [
@@ -780,38 +217,6 @@ def ratios_table(results: list[LoadResult]) -> str:
     return "\n".join(rows)
 
 
-def rounds_table(phases: Sequence[LoadResult], target: str = "trustgate") -> str:
-    """``target``'s throughput over the direct upstream's in each round: how far one round's ratio
-    strays is how far a ratio taken from one pair of phases could have."""
-    rows = ["| mode | throughput vs direct, round by round | combined |", "|---|---|---|"]
-    for stream in (False, True):
-        direct = [p for p in phases if p.target == "direct" and p.stream == stream]
-        ours = [p for p in phases if p.target == target and p.stream == stream]
-        if not direct or len(direct) != len(ours):
-            continue
-        each = ", ".join(f"{o.throughput / d.throughput:.3f}" for d, o in zip(direct, ours, strict=True))
-        whole = LoadResult.combined(ours).throughput / LoadResult.combined(direct).throughput
-        rows.append(f"| {'stream' if stream else 'non-stream'} | {each} | {whole:.3f} |")
-    return "\n".join(rows)
-
-
-def machine_line() -> str:
-    """When and on what a run was taken: the date, the CPUs and Python."""
-    return (
-        f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC · {os.cpu_count()} CPUs ({platform.machine()}) · "
-        f"Python {platform.python_version()}"
-    )
-
-
-def load_line(options: Options, targets: str) -> str:
-    """The load each target got; ``targets`` names those that alternate in the rounds."""
-    return (
-        f"concurrency {options.concurrency} · warm-up {options.warmup:g} s · "
-        f"{options.seconds:g} s non-stream + {options.stream_seconds:g} s stream per target "
-        f"({targets} in {options.rounds} alternating rounds) · upstream delay {options.upstream_delay}"
-    )
-
-
 def environment(options: Options) -> str:
     loop = "uvloop" if _has_module("uvloop") else "asyncio"
     return (
@@ -822,8 +227,6 @@ def environment(options: Options) -> str:
 
 
 def _has_module(name: str) -> bool:
-    import importlib.util
-
     return importlib.util.find_spec(name) is not None
 
 
@@ -858,7 +261,7 @@ def headline_figures(results: list[LoadResult]) -> dict[str, float]:
     upstream CPU per request that tells whether two runs had the same machine."""
     figures: dict[str, float] = {}
     for stream in (False, True):
-        ours, base = _find(results, "trustgate", stream), _find(results, "direct", stream)
+        ours, base = find_result(results, "trustgate", stream), find_result(results, "direct", stream)
         if ours is None or base is None:
             continue
         mode = "stream" if stream else "non-stream"
@@ -910,66 +313,6 @@ def write_section(path: Path, body: str) -> None:
     path.write_text("\n".join([*before, *section, *after]).rstrip() + "\n")
 
 
-# --------------------------------------------------------------------------- main
-
-
-def add_load_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the load itself, shared with the benchmarks that reuse this one's closed loop."""
-    parser.add_argument("--concurrency", type=int, default=10)
-    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of warm-up per target")
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds, non-stream")
-    parser.add_argument("--stream-seconds", type=float, default=10.0, help="measured seconds, stream (0: skip)")
-    parser.add_argument(
-        "--delay-ms", type=float, default=UPSTREAM_DELAY_MS, help="the fake upstream's mean answer time"
-    )
-    parser.add_argument(
-        "--delay-jitter-ms",
-        type=float,
-        default=UPSTREAM_JITTER_MS,
-        help="each answer time drawn uniformly this far either side of --delay-ms (0: constant; "
-        "a constant one keeps the closed loop's workers in lockstep, see BENCHMARKS.md)",
-    )
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=4,
-        help="alternating rounds of direct and TrustGate per mode, each a share of the seconds",
-    )
-    parser.add_argument(
-        "--noise-budget",
-        type=float,
-        default=90.0,
-        help="seconds, in all, for waiting out other programs and re-measuring phases they disturbed",
-    )
-
-
-def load_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Options:
-    """``add_load_options``' values as ``Options``; out-of-range ones end the program with the parser's error."""
-    if not (
-        1 <= args.concurrency <= 1000
-        and 0 < args.seconds <= 600
-        and 0 <= args.stream_seconds <= 600
-        and 0 <= args.warmup <= 60
-        and 0 <= args.noise_budget <= 600
-        and 1 <= args.rounds <= 20
-        and 0 <= args.delay_jitter_ms <= args.delay_ms
-    ):
-        parser.error(
-            "out-of-range --concurrency/--seconds/--stream-seconds/--warmup/--noise-budget/--rounds"
-            "/--delay-jitter-ms (at most --delay-ms)"
-        )
-    return Options(
-        args.concurrency,
-        args.warmup,
-        args.seconds,
-        args.stream_seconds,
-        args.delay_ms,
-        args.noise_budget,
-        args.rounds,
-        args.delay_jitter_ms,
-    )
-
-
 def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
     parser = argparse.ArgumentParser(
         prog="python -m bench.gateway_load", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -979,26 +322,6 @@ def _parse(argv: Sequence[str] | None) -> tuple[Options, argparse.Namespace]:
     parser.add_argument("--no-write", action="store_true", help="print only; leave BENCHMARKS.md alone")
     args = parser.parse_args(argv)
     return load_options(parser, args), args
-
-
-def raise_on_sigterm(signum: int, frame: object) -> None:
-    """A SIGTERM handler that raises, so that the ``finally`` blocks of ``running`` stop every server."""
-    raise SystemExit(128 + signum)
-
-
-Run = Callable[[Options, Path], tuple[list[LoadResult], list[LoadResult]]]
-
-
-def run_measured(run: Run, options: Options) -> tuple[list[LoadResult], list[LoadResult]] | None:
-    """``run(options, workdir)`` in a temporary directory, with SIGTERM stopping every server; its combined results
-    and rounds, or None once a ``BenchError`` has been printed."""
-    signal.signal(signal.SIGTERM, raise_on_sigterm)
-    with tempfile.TemporaryDirectory(prefix="trustgate-bench-") as tmp:
-        try:
-            return run(options, Path(tmp))
-        except BenchError as exc:
-            print(f"bench failed: {exc}", file=sys.stderr)
-            return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

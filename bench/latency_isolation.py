@@ -33,7 +33,7 @@ cost with scoring off: CPU in the gateway process, CPU elsewhere (its children: 
 CPU worker, Oxigraph; the Redis worker's processes) and the scorers' upstream calls, whose HTTP and JSON
 work stays in the gateway process with ``inline`` and ``threads`` only. Each phase also shows the cores
 that programs outside the benchmark used (the noise). Per gateway: the p99 of both ``async`` phases over
-that of both ``off`` phases (the issue's target: at most 1.2).
+that of both ``off`` phases (the target: at most 1.2).
 """
 
 from __future__ import annotations
@@ -52,19 +52,9 @@ import httpx
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.gateway_load import (
-    GROUP,
-    MASTER_KEY,
-    ServerProcess,
-    Target,
-    free_port,
-    group_cpu_seconds,
-    machine_busy_seconds,
-    model_list,
-    process_cpu_seconds,
-    running,
-    write_yaml,
-)
+from bench.harness.cpu import group_cpu_seconds, machine_busy_seconds, process_cpu_seconds
+from bench.harness.processes import ServerProcess, free_port, running
+from bench.harness.servers import GROUP, MASTER_KEY, Target, model_list, write_yaml
 from bench.scoring_load import DATA_DIR, TRUSTGATE, assets_ready, gateway, open_loop, pct, wait_started
 from scoring.factcheck.assets import index_dir
 from scoring.factcheck.passages import PassageStore

@@ -4,7 +4,7 @@ Run from the repository root::
 
     .venv/bin/python -m bench.proxy_floor
 
-Three targets take turns, in ``bench.gateway_load``'s alternating rounds and with its
+Three targets take turns, in the harness's alternating rounds (``bench.harness.phases``) and with its
 closed loop and fake upstream: the upstream itself (``direct``), ``bench.bare_proxy``
 (uvicorn on httptools and asyncio, one aiohttp session, nothing else) and
 ``trustgate serve`` as ``make bench`` runs it (pass-through path, scoring off).
@@ -27,31 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.bare_proxy import UPSTREAM_VARIABLE
-from bench.gateway_load import (
-    GROUP,
-    MASTER_KEY,
-    REPO,
-    UPSTREAM_KEY,
-    WIRE_MODEL,
-    LoadResult,
-    Measured,
-    NoiseAllowance,
-    Options,
-    ServerProcess,
-    Target,
-    add_load_options,
-    fake_upstream,
-    free_port,
-    load_line,
-    load_options,
-    machine_line,
-    results_table,
-    rounds_table,
-    run_alternating,
-    run_measured,
-    running,
-    trustgate_server,
-)
+from bench.harness.load import LoadResult, Options, add_load_options, load_options
+from bench.harness.phases import Measured, NoiseAllowance, run_alternating, run_measured
+from bench.harness.processes import REPO, ServerProcess, free_port, running
+from bench.harness.servers import GROUP, MASTER_KEY, UPSTREAM_KEY, WIRE_MODEL, Target, fake_upstream, trustgate_server
+from bench.harness.tables import load_line, machine_line, results_table, rounds_table
 
 COMMAND = ".venv/bin/python -m bench.proxy_floor"
 

@@ -6,13 +6,13 @@ figures of that file as last committed (``git show HEAD:…``; the file on disk
 when there is no git). A figure counts as worse when it moved in its bad
 direction by more than ``TOLERANCE`` of its committed value: on a quiet machine
 a request path that became 10 % more expensive shows, where the table alone
-let a 45 % regression pass unnoticed (issue 32).
+can let a 45 % regression pass unnoticed.
 
 Against a fixed upstream delay, every figure but one moves with the machine:
-on a host where the same processes took twice the CPU per request (2026-11-26
-against the day before), the same gateway's throughput ratio fell from 0.94 to
-0.82. So each run also records what the direct phase's fake upstream took per
-request (``REFERENCES``), the same work on every run. Where that moved by more
+on a host where the same processes took twice the CPU per request, the same
+gateway's throughput ratio fell from 0.94 to 0.82 (BENCHMARKS.md). So each run
+also records what the direct phase's fake upstream took per request
+(``REFERENCES``), the same work on every run. Where that moved by more
 than ``TOLERANCE``, the machine differs: only the figure taken relative to it,
 the gateway's CPU per request over the upstream's, is judged, and the others
 are shown beside it.
@@ -161,7 +161,7 @@ def committed_figures(path: Path = BASELINE, *, upstream: str) -> dict[str, floa
     """The figures of ``path`` as of the last commit (as on disk without git); empty when there are none.
 
     Only figures taken against the same fake upstream (``upstream``: its answer
-    time, as ``gateway_load.Options.upstream_delay`` names it) compare: a
+    time, as ``bench.harness.load.Options.upstream_delay`` names it) compare: a
     constant answer time and a varying one move the ratios apart by more than
     the tolerance (BENCHMARKS.md), so the first run of another kind becomes
     the baseline instead of a false alarm.

@@ -35,20 +35,9 @@ import aiohttp
 import httpx
 import redis
 
-from bench.gateway_load import (
-    GROUP,
-    MASTER_KEY,
-    REPO,
-    ServerProcess,
-    Target,
-    closed_loop,
-    fake_upstream,
-    free_port,
-    model_list,
-    request_call,
-    running,
-    write_yaml,
-)
+from bench.harness.load import closed_loop, request_call
+from bench.harness.processes import REPO, ServerProcess, free_port, running
+from bench.harness.servers import GROUP, MASTER_KEY, Target, fake_upstream, model_list, write_yaml
 from tests.redis_server import RedisServer
 
 COMMAND = ".venv/bin/python -m bench.scoring_load"

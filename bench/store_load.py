@@ -11,9 +11,9 @@ Two parts, one after the other:
    batch also prunes: look-up latency with the store idle; then a closed loop of
    ``--writers`` concurrent writers for ``--store-seconds`` with readers beside
    them (write throughput, look-up latency during writes, rows held at the end).
-   For comparison the old prune statement (``DELETE … WHERE id NOT IN (SELECT …
-   LIMIT max_records)``, run every 100 writes before) is timed once on the same
-   table.
+   For comparison the naive prune statement (``DELETE … WHERE id NOT IN (SELECT …
+   LIMIT max_records)``, as a store pruning every 100 writes would run it) is timed
+   once on the same table.
 2. ``gateway`` — ``trustgate``'s app in its own process (``--serve`` below), on the
    pass-through path in front of the fake upstream, its store prefilled with
    ``--gateway-records`` (200k) rows. Scoring is async with one scorer that does
@@ -45,17 +45,9 @@ from pathlib import Path
 import aiohttp
 import httpx
 
-from bench.gateway_load import (
-    GROUP,
-    MASTER_KEY,
-    ServerProcess,
-    fake_upstream,
-    free_port,
-    machine_busy_seconds,
-    model_list,
-    running,
-    write_yaml,
-)
+from bench.harness.cpu import machine_busy_seconds
+from bench.harness.processes import ServerProcess, free_port, running
+from bench.harness.servers import GROUP, MASTER_KEY, fake_upstream, model_list, write_yaml
 from exporters.store import SqliteRecordStore
 from scoring.types import Ask, ComponentResult, RecordScope, Scorer, ScoringJob, TrustRecord
 

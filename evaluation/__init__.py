@@ -18,5 +18,6 @@ memory for resuming), ``asking`` (the cached ``Ask``), ``runner`` (items to
 outcomes), ``outcome`` (the scores read off an outcome), ``metrics`` (metrics
 and bootstrap), ``summary``, ``fitting`` (calibration fits), ``report`` and
 ``figures`` (markdown, JSON, PNG), ``truthfulqa_mc`` and ``mc_runner``
-(MC1/MC2), ``rag_command`` (Trust-Eval's RAG report).
+(MC1/MC2), ``rag_command`` (Trust-Eval's RAG report). ``studies`` holds the
+studies the scoring defaults rest on, each run as ``python -m evaluation.studies.<name>``.
 """

@@ -28,9 +28,16 @@ from proxy import (
 )
 
 from .asking import Complete
-from .serving import serve_app
+from .serving import free_port, serve_app
 
-__all__ = ["gateway_config", "gateway_settings", "open_upstream", "serve_gateway"]
+__all__ = [
+    "embedded_settings_on_own_port",
+    "gateway_config",
+    "gateway_settings",
+    "open_upstream",
+    "own_local_port",
+    "serve_gateway",
+]
 
 
 def gateway_settings(config: Path | None) -> GatewaySettings:
@@ -44,6 +51,26 @@ def gateway_config(config: Path | None) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ValueError(f"config {config} must be a YAML mapping")
     return raw
+
+
+def own_local_port(raw: dict[str, Any]) -> None:
+    """A free port for the embedded model server, so a gateway already running on the machine keeps its own."""
+    local = raw.get("trustgate", {}).get("local_upstream") or {}
+    if not local.get("enabled"):
+        return
+    old, new = f"127.0.0.1:{local.get('port', 8090)}", f"127.0.0.1:{free_port()}"
+    local["port"] = int(new.rsplit(":", 1)[1])
+    for deployment in raw.get("model_list") or []:
+        params = deployment.get("litellm_params") or {}
+        if isinstance(params.get("api_base"), str):
+            params["api_base"] = params["api_base"].replace(old, new)
+
+
+def embedded_settings_on_own_port() -> GatewaySettings:
+    """The embedded config's settings with its model server on a free port (``own_local_port``)."""
+    raw = gateway_config(None)
+    own_local_port(raw)
+    return settings_from_dict(raw)
 
 
 @contextlib.asynccontextmanager

@@ -25,12 +25,12 @@ import httpx
 from .assembly import git_commit, now_utc, strict_json
 from .cli import command_line
 from .datasets import EvalItem, load_items, sample_questions
-from .gateway import gateway_config, serve_gateway
+from .gateway import gateway_config, own_local_port, serve_gateway
 from .metrics import auroc, bootstrap_ci, expected_calibration_error
 from .progress import progress_bar
 from .replay import ReplayAnswer, ReplayOutcome, ReplaySpec, replay
 from .scripted_upstream import CapableModel, capable_upstream
-from .serving import free_port, serve_app
+from .serving import serve_app
 
 __all__ = ["eval_replay"]
 
@@ -75,23 +75,10 @@ def _fresh_gateway(raw: dict[str, Any], args: argparse.Namespace, out: Path) -> 
     scoring["sync_timeout"] = max(float(scoring.get("sync_timeout") or 0), 300.0)
     scoring.setdefault("queue", {})["scorer_timeout"] = 290.0
     _components(raw, args.components.split(","))
-    _own_local_port(raw)
+    own_local_port(raw)
     if args.max_checks:
         scoring.setdefault("consistency", {})["max_checks"] = args.max_checks
     return raw
-
-
-def _own_local_port(raw: dict[str, Any]) -> None:
-    """A free port for the embedded model server, so a gateway already running on the machine keeps its own."""
-    local = raw.get("trustgate", {}).get("local_upstream") or {}
-    if not local.get("enabled"):
-        return
-    old, new = f"127.0.0.1:{local.get('port', 8090)}", f"127.0.0.1:{free_port()}"
-    local["port"] = int(new.rsplit(":", 1)[1])
-    for deployment in raw.get("model_list") or []:
-        params = deployment.get("litellm_params") or {}
-        if isinstance(params.get("api_base"), str):
-            params["api_base"] = params["api_base"].replace(old, new)
 
 
 @contextlib.asynccontextmanager

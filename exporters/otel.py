@@ -210,7 +210,7 @@ class Telemetry:
 
         Without an SDK (telemetry off, the default) there is no span to make: the
         API's own no-op path (extracting, attaching and injecting a context) cost
-        about 20 µs of every request (issue 32) for a span nothing records.
+        about 20 µs of every request (BENCHMARKS.md) for a span nothing records.
         """
         if isinstance(self.tracer, NoOpTracer):
             return RequestTrace.untraced(headers.get("traceparent"))

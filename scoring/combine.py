@@ -22,7 +22,7 @@ probability 1) it is exactly Table 3.
 
 That is the ``paper`` preset. The ``default`` one (``default_trust``) is a
 prior shipped with the project (``default_combination.json``, fitted and
-measured by ``bench/default_combination.py``, figures in
+measured by ``evaluation/studies/default_combination.py``, figures in
 docs/eval/default-combination.md): a logistic model of correctness over the
 values of whichever of lp, Trust_BC, Trust_FC and sc are present. Each term is
 ``w·(value − centre)``; a component that is absent adds nothing, which is to
@@ -274,7 +274,7 @@ def default_prior() -> PriorCombination:
 def _prior_value(name: str, components: Components) -> float | None:
     """A component's value as the prior reads it: an sc spared by a clearly consistent answer
     (``SC_CLEARLY_CONSISTENT``) as full agreement, 1.0, which ranked answers better than leaving it out
-    (bench/sc_skip.py, docs/eval/default-combination.md)."""
+    (evaluation/studies/sc_skip.py, docs/eval/default-combination.md)."""
     result = components.get(name)
     if (
         name == "sc"

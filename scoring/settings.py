@@ -63,7 +63,7 @@ BC_PRESETS: dict[BCPreset, dict[str, Any]] = {
     # The paper's n=10 (TrustScore, A.5): every one of the 10 checks asked, Trust_BC their consistent fraction.
     "paper": {"procedure": "paper", "mode": "graded", "max_checks": 10},
     # Three checks, all asked, their consistent fraction: of the policies at <= 3 calls per answer, the nearest
-    # to the n=10 verdicts on the local model (bench/bc_agreement.py), though far from them: not the default.
+    # to the n=10 verdicts on the local model (evaluation.studies.bc_agreement), though far from them: not the default.
     "cheap": {"procedure": "paper", "mode": "graded", "max_checks": 3},
 }
 
@@ -76,7 +76,7 @@ class ConsistencySettings(BaseModel):
     enabled: bool = True
     # None: the fields as given (their defaults: the adaptive rule, up to 4 checks).
     preset: BCPreset | None = None
-    # 4: the adaptive rule then stops after 3 checks when all 3 agree, and asks a 4th otherwise (issue 32;
+    # 4: the adaptive rule then stops after 3 checks when all 3 agree, and asks a 4th otherwise (for
     # its agreement with the paper's n=10 on recorded checks: docs/eval/bc-agreement.md).
     max_checks: int = Field(default=4, ge=1, le=50)
     mode: Literal["binary", "graded", "adaptive"] = "adaptive"

@@ -79,7 +79,7 @@ def _freeze_start_up_objects() -> None:
     None of it becomes garbage, yet every full collection under load would walk
     all of it again: with requests in flight at each younger collection, a full
     one comes every few hundred requests, and each took tens to hundreds of
-    milliseconds of a request's latency (issue 32, ``bench.gateway_ab``). Frozen, a full collection
+    milliseconds of a request's latency (``bench.gateway_ab``). Frozen, a full collection
     walks only what requests left behind. The youngest generation is collected
     every ``_YOUNG_OBJECTS`` allocations rather than 700, so that fewer objects of
     requests still in flight survive into the older generations.

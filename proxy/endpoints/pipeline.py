@@ -348,8 +348,8 @@ async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[by
     at once.
 
     ``[DONE]`` goes to the client only after the upstream closed its stream
-    cleanly: a stream that breaks after it (llama.cpp's server used to send
-    ``[DONE]`` and drop the connection when interrupted) ends in one error event
+    cleanly: a stream that breaks after it (llama.cpp's server, interrupted, can
+    send ``[DONE]`` and drop the connection) ends in one error event
     instead, so a client never reads a cut answer as a whole one.
     """
     async for chunk in opened:

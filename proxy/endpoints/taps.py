@@ -74,7 +74,7 @@ class StreamTap(ABC):
         Its id and usage are still read, and its end marker still waits for a
         clean close, but no end is held for a trust object that will not come.
         Reading every event cost an unscored stream about 35 µs of the gateway's
-        CPU, on the way to the client (BENCHMARKS.md, issue 32).
+        CPU, on the way to the client (BENCHMARKS.md).
         """
         self._keeps_answer = False
         return self
@@ -161,7 +161,7 @@ class ChatTap(StreamTap):
 
     def _passing(self, block: bytes) -> bytes | None:
         # Unscored, once the id is known, only the usage and [DONE] are read: a search or two for the piece, where
-        # reading it event by event cost about 2 µs an event, now 0.5 (BENCHMARKS.md, issue 32). [DONE] is taken
+        # reading it event by event costs about 2 µs an event against 0.5 (BENCHMARKS.md). [DONE] is taken
         # off the end of a piece, where upstreams send it.
         if self._keeps_answer or not self.completion_id or b'"usage"' in block:
             return None

@@ -143,10 +143,10 @@ class HeadWithBody(asyncio.Transport):
     uvicorn writes a response's head as soon as the app starts the response,
     and its body at the next message: two send() calls for a whole reply, each
     a system call that wakes the reader, where one does (``strace -c`` on the
-    gateway under load: 3 sends per whole reply before, 2 with this). A head
+    gateway under load: 3 sends per whole reply without this, 2 with it). A head
     with a ``content-length`` waits for its body's write, which an app sends
     right after it (or for the connection's close: a response cut short goes
-    out as before). Any other head, a stream's, whose first event may come
+    out as uvicorn wrote it). Any other head, a stream's, whose first event may come
     later, waits only until the end of the event loop's turn. Never held: an
     interim ``100 Continue``, which the client waits for before it sends its
     body, and the head of a response to ``HEAD``, which has no body to carry it.

@@ -6,7 +6,7 @@ disconnect cancels the streamer through anyio's cancel scopes, whose delivery
 reschedules itself until the task is done (BENCHMARKS.md, the gateway's
 profile). ``EventStream`` streams in the request's own task, and the server's
 ``Departure`` (``connections``) cancels that task when the client leaves: the
-stream is cancelled where it waits — the upstream read, as before — its
+stream is cancelled where it waits — the upstream read, as under Starlette — its
 generator sees the cancellation as under Starlette (the request counted as
 499), and the response ends quietly. No task beside it waits for a disconnect:
 one more task per stream, and its wake-ups, for what the server already knows.

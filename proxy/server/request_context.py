@@ -67,7 +67,7 @@ async def unless_client_leaves(request: Request, call: Awaitable[T]) -> T:
     ``call`` runs in the request's own task, which the server's ``Departure``
     cancels when the client leaves: no task beside it reading for a disconnect
     (with the call in a task of its own too, about 20 µs of the gateway's CPU
-    per request; BENCHMARKS.md, issue 32). A server that reports no departure
+    per request; BENCHMARKS.md). A server that reports no departure
     (an in-process transport, which has no connection to lose) just runs the call.
     """
     departure: Departure | None = request.scope.get(DEPARTURE)

@@ -25,7 +25,7 @@ router = APIRouter()
 
 
 class ModelCalibration(BaseModel):
-    """One model's entry: the issue's shape, plus the fit in use and the number of correct labels."""
+    """One model's entry: its labels (and how many say correct), the combination in use and why, fit and metrics."""
 
     model: str
     labels: int

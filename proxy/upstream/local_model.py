@@ -10,7 +10,7 @@ left by an older gateway is killed before a new one starts (``scoring.children``
 The server runs one request at a time. It is started with ``interrupt_requests``
 off: by default llama-cpp-python's server ends a running stream with
 ``[DONE]`` whenever another request arrives, and the gateway's own scoring calls
-arrive all the time, so user streams were cut short.
+arrive all the time, so user streams would be cut short.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ class RetryPolicy:
     request passes through it, nearly always on a first try that succeeds, and
     tenacity's per-call machinery (its retry object, a call state, an attempt
     context per try) cost about 30 µs of the gateway's CPU per request, about
-    5% of it (BENCHMARKS.md, issue 32). A first try now costs a loop step.
+    5% of it (BENCHMARKS.md). Here a first try costs a loop step.
     """
 
     def __init__(

@@ -4,13 +4,13 @@ thinc imports torch at import whenever torch is installed (``thinc.compat``), to
 PyTorch-backed layers. The gateway's spaCy pipelines are CPU pipelines that never use
 them. torch is installed by the ``nli`` extra (which ``make install`` includes), only for
 the opt-in NLI judge, and the judge imports it itself when it loads. Through thinc, torch
-made ``import spacy`` take 3.1–3.9 s and 272 MiB instead of 1.1–1.4 s and 91 MiB (three
-runs each, 2026-11-27), in each of the default gateway's three scoring processes: the
+makes ``import spacy`` take 3.1–3.9 s and 272 MiB instead of 1.1–1.4 s and 91 MiB (three
+runs each), in each of the default gateway's three scoring processes: the
 local worker and its two CPU workers.
 
 Importing this module loads thinc with torch refused for that one import, so that
 ``import spacy`` anywhere in ``scoring.consistency`` finds thinc already loaded. torch
-stays importable afterwards: an NLI judge in the same process imports it as before.
+stays importable afterwards: an NLI judge in the same process imports it as usual.
 thinc is left alone when it is already loaded, and when spacy-transformers is installed,
 whose pipelines do run on torch through thinc. The container image, which has no torch,
 runs thinc exactly this way.

@@ -22,7 +22,7 @@ first failure, and the pipeline records the component's error.
 A clearly consistent answer (Trust_BC ended on its first 3 checks, each one
 choosing the answer itself) gets no samples (``skip_when_consistent``, on by
 default): its agreement is what those checks already showed, and the 3 calls
-would take the cost of scoring it from 4 calls to 7 (issue 32). ``sc`` then
+would take the cost of scoring it from 4 calls to 7. ``sc`` then
 waits for Trust_BC (``RunsAfter``): for its result, or for its word that it
 will not end clearly consistent (``TellsEarly``), and for a spared answer
 records why it is absent.

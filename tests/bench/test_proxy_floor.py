@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.gateway_load import BenchError, Target, check_answers, fake_upstream, free_port, running
+from bench.harness.phases import check_answers
+from bench.harness.processes import BenchError, free_port, running
+from bench.harness.servers import Target, fake_upstream
 from bench.proxy_floor import bare_proxy, main
 
 

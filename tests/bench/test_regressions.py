@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench import gateway_load
-from bench.gateway_load import LoadResult, headline_figures
+from bench.gateway_load import headline_figures
+from bench.harness.load import LoadResult
 from bench.regressions import FIGURES, REFERENCES, committed_figures, compare, report, write_figures
 
 COMMITTED = {

@@ -187,7 +187,7 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(
     for passage in evidence:
         assert passage["title"] in table and f"{passage['score']:.2f}" in table
     assert "contradict" in browser.find_element(By.ID, "fc-title").text
-    bc_details = record["components"]["bc"]["details"]  # issue 21's fields, as the record carries them
+    bc_details = record["components"]["bc"]["details"]  # the debiased procedure's fields, as the record carries them
     procedure = browser.find_element(By.CSS_SELECTOR, ".bc-procedure").text
     assert f"Procedure {bc_details['procedure']}" in procedure
     assert browser.find_element(By.CSS_SELECTOR, ".bc-procedure .kappa").text == f"{bc_details['kappa']:.3f}"

@@ -227,7 +227,7 @@ def test_overview_fragment_draws_the_window(console_gateway: ServerThread) -> No
 def test_a_record_of_the_debiased_choice_and_fitted_procedures_is_explained(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
 ) -> None:
-    """Issue 21's details (debiased Trust_BC, the yes/no judge, lp, a fitted Trust_OV) render; lp as a plain part."""
+    """The details of debiased Trust_BC, the yes/no judge, lp and a fitted Trust_OV render; lp as a plain part."""
     now = time.time()
     record = explained_record(now)
     bc, fc = record.components["bc"], record.components["fc"]

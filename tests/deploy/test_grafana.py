@@ -18,7 +18,7 @@ DASHBOARD = DEPLOY / "grafana" / "dashboards" / "trustgate.json"
 PROVISIONING = DEPLOY / "grafana" / "provisioning"
 ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
 
-# What the dashboard must show (the deploy issue's panel list), as the series each needs.
+# What the dashboard must show (the panels an operator reads first), as the series each needs.
 REQUIRED_SERIES = {
     "trust-score distribution": "trustgate_trust_score_bucket",
     "low-trust rate": "trustgate_low_trust_responses_total",

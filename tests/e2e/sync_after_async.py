@@ -1,4 +1,4 @@
-"""Sync requests sent right after a burst of async ones, on a running gateway (issue 32's acceptance).
+"""Sync requests sent right after a burst of async ones, on a running gateway: do they still get their score?
 
 Five async requests arrive at once, and their scoring jobs queue; then ten sync
 requests, one after the other, each waiting for its own answer's score. With

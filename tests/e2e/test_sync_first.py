@@ -1,4 +1,4 @@
-"""Issue 32 on the embedded default with the real local model: sync requests right after async ones are scored.
+"""Sync first on the embedded default with the real local model: sync requests right after async ones are scored.
 
 A real ``trustgate serve`` on the default config (llama.cpp with SmolLM2, the
 real scorers, one model slot). Five async requests, then ten sync ones: at

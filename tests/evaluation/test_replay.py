@@ -81,7 +81,7 @@ def test_a_replay_feeds_half_waits_for_the_refit_and_measures_the_rest(tmp_path:
     held = [a for a in result["answers"] if not a["fed"]]
     if calibration["combination"] == "fitted":
         # Forward selection takes the best single feature first: Trust_BC or Trust_FC, the ones the script makes
-        # track correctness. A second one may be noise that 20 labels cannot rule out (length, once in CI).
+        # track correctness. A second one may be noise that 20 labels cannot rule out (length, say).
         assert calibration["fit"]["features"][0] in {"bc", "fc"}
         assert {a["fit_id"] for a in held} == {calibration["fit"]["id"]}
         assert {a["method"] for a in held} == {"learned"}

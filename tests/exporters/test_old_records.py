@@ -18,7 +18,7 @@ from exporters.store import SqliteRecordStore
 from scoring.types import RAGDetails, RecordScope, TrustRecord
 from tests.redis_server import RedisServer
 
-# A "rag" component exactly as the scorer wrote it until now: one judged statement citing two documents (with
+# A "rag" component in the untyped shape older records carry: one judged statement citing two documents (with
 # ALCE's citation checks), one refusing statement that was not judged, and the client's reference claims.
 OLD_RAG_DETAILS = {
     "documents": 3,

@@ -83,7 +83,7 @@ def test_holds_at_its_size_after_every_write_with_many_rows(tmp_path: Path) -> N
 
 
 def test_prunes_walk_the_created_at_index(tmp_path: Path) -> None:
-    """Pruning never scans the whole table (the old `NOT IN (SELECT … LIMIT …)` took 9 s at 1M rows)."""
+    """Pruning never scans the whole table (a `NOT IN (SELECT … LIMIT …)` prune takes 9 s at 1M rows)."""
 
     async def scenario() -> None:
         store = open_store(tmp_path / "s.db")

@@ -1,4 +1,4 @@
-"""Fields naming objects in the operator's upstream account (issue 31, finding 6), over real sockets.
+"""Fields naming objects in the operator's upstream account, over real sockets.
 
 Every key shares the operator's upstream account, so a stored response, a
 file, a vector store or a container named by one key may be another's. Each

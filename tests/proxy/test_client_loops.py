@@ -1,4 +1,4 @@
-"""The clients' plain loops run to their end with trust on (issue 28), on both upstream paths.
+"""The clients' plain loops run to their end with trust on, on both upstream paths.
 
 In sync mode the trust object rides on the upstream's own final chunk
 (``finish_reason``) and on ``response.completed``'s response, so the loops
@@ -78,7 +78,7 @@ def test_openai_chat_plain_loop_runs_to_the_end(gateway: ServerThread, mode: str
     ) as response:
         trust_id = response.headers["x-trust-id"]
         for chunk in response.parse():
-            chunks.append(chunk.choices[0].delta.content or "")  # an IndexError here was finding 6
+            chunks.append(chunk.choices[0].delta.content or "")  # a chunk without choices would raise IndexError here
             last = chunk
     assert "".join(chunks) == "You said: loop me"
     trust = (last.model_extra or {}).get("trust")

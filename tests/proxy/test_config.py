@@ -76,7 +76,7 @@ def test_default_config_routes_local_to_the_embedded_model() -> None:
 
 
 def test_default_config_keeps_its_trust_bc_tuned_for_one_cpu_slot() -> None:
-    """The embedded config's explicit consistency fields (issue 16) are not overridden by any preset."""
+    """The embedded config's explicit consistency fields are not overridden by any preset."""
     bc = load_settings(default_config_path(), {}).trustgate.scoring.consistency
     assert bc.preset is None
     assert (bc.mode, bc.max_checks, bc.concurrency, bc.answer_max_tokens, bc.prompt_examples) == (

@@ -275,7 +275,7 @@ def test_out_of_descriptors_is_counted_and_logged_rarely(low_fd_gateway: tuple[s
     assert "Traceback" not in log
 
 
-# --- one client's streams at the cap (issue 31, finding 7) -------------------------------------------------------
+# --- one client's streams at the cap -----------------------------------------------------------------------------
 
 
 def chat_request(content: str, *, stream: bool = False) -> bytes:

@@ -1,4 +1,4 @@
-"""Correlation (issue 28): request ids, and which model group answered.
+"""Correlation: request ids, and which model group answered.
 
 Every response carries ``x-request-id`` — the client's when it sent a valid one,
 else a fresh ``req_…`` — and the trust record and the request span carry it too

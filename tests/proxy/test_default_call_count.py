@@ -4,8 +4,8 @@ A real gateway on the default scoring settings (every default scorer, the built
 assets) in front of the fake upstream, which plays a clearly consistent model
 (it picks its own answer in every Trust_BC check) or an inconsistent one (it
 never does); its judge finds support, and asked again it answers the same. The
-fake counts every call it gets (issue 32: at most 4 for a clearly consistent
-answer, which ``sc`` no longer samples).
+fake counts every call it gets (at most 4 for a clearly consistent answer,
+which ``sc`` does not sample).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def calls_by_component(record: dict[str, Any]) -> dict[str, int]:
 def test_a_clearly_consistent_answer_costs_four_calls_on_the_defaults(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    """Issue 32: at most 4. Trust_BC stops after 3 agreeing checks and Trust_FC's judge is 1 call; those 3
+    """At most 4. Trust_BC stops after 3 agreeing checks and Trust_FC's judge is 1 call; those 3
     checks all chose the answer itself, so ``sc`` asks no samples (it would add 3) and says why."""
     fake_upstream.responder = model(consistent=True)
     config = gateway_config(

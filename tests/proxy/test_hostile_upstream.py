@@ -1,6 +1,6 @@
 """An upstream that attacks the gateway (``tests.hostile_upstream``), over real sockets, on both upstream paths.
 
-Issue 31: compressed replies no longer bypass the size cap, redirects never
+Compressed replies cannot bypass the size cap, redirects never
 carry a prompt or a key to another host, an upstream cannot forge the gateway's
 verdict, and a 200 of the wrong shape (a null-filled object, an HTML page
 answered to a stream) is a 502 in OpenAI's shape.
@@ -151,7 +151,7 @@ CREDENTIALS = ("authorization", "api-key", "x-api-key")
 def test_following_redirects_stays_on_the_origin_without_credentials(
     provider: str, path: str, hostile: HostileUpstream, recorder: Recorder, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    """``follow_redirects: true`` follows a redirect within the origin, with the key dropped (issue 31: the origin
+    """``follow_redirects: true`` follows a redirect within the origin, with the key dropped (the origin
     may serve others under other paths), and still refuses one to another host."""
     server = start_gateway(hostile_config(hostile, provider=provider, path=path, upstream={"follow_redirects": True}))
     hostile.behaviour = "redirect-same"
@@ -293,7 +293,7 @@ NULL_STREAMS += [("azure", "litellm", "chat"), ("anthropic", "litellm", "chat")]
 def test_a_stream_whose_first_event_is_all_nulls_is_a_502(
     provider: str, path: str, endpoint: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    """Right media type, wrong events: on the litellm path these were an empty successful stream."""
+    """Right media type, wrong events, which the litellm path would otherwise pass on as an empty successful stream."""
     hostile.behaviour = "null-stream"
     server = start_gateway(hostile_config(hostile, provider=provider, path=path))
     response = call(server.url, endpoint, stream=True, mode="off")
@@ -419,7 +419,7 @@ class LivenessProbe:
 def test_three_compressed_bombs_leave_memory_and_liveness_alone(
     path: str, hostile: HostileUpstream, tmp_path: Path
 ) -> None:
-    """Issue 31's bound: three 32 KiB zstd replies at once (each about 1 GiB decoded), refused while the
+    """The decoding bound: three 32 KiB zstd replies at once (each about 1 GiB decoded), refused while the
     gateway's peak resident memory grows by less than 64 MB and liveness answers within 100 ms throughout."""
     config = hostile_config(
         hostile,

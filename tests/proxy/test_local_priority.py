@@ -61,8 +61,8 @@ def arrival_order(fake_upstream: FakeUpstream) -> list[str]:
 
 
 # How long the first call holds the one slot: every later call must be queued well before it ends. The calls are
-# made 50 ms apart, the last at 150 ms; at 150 ms held, a slow CI machine let the first call end before the last
-# was queued.
+# made 50 ms apart, the last at 150 ms; held only 150 ms, the first call can end on a slow machine before the
+# last is queued.
 SLOT_HELD_MS = 500
 
 

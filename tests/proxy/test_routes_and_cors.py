@@ -1,4 +1,4 @@
-"""OpenAI's routes also without ``/v1`` (as LiteLLM serves them), and CORS only where configured (issue 28)."""
+"""OpenAI's routes also without ``/v1`` (as LiteLLM serves them), and CORS only where configured."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ def sc_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
 
     Its scorer deadline is 30 s, not ``scoring_config``'s 1 s (meant for scorers that hang): sc runs in the
     child scoring worker, whose first job pays that process's first calls, and these tests are about sc's
-    verdicts and calls, not its time (a slow CI machine ran one past 1 s).
+    verdicts and calls, not its time (on a slow machine one can run past 1 s).
     """
     scoring.setdefault("queue", {"scorer_timeout": 30})
     return scoring_config(

@@ -1,4 +1,4 @@
-"""Issue 31's small findings, over real sockets: redirects never follow the Host header, modes read in any case
+"""Small openings closed, over real sockets: redirects never follow the Host header, modes read in any case
 (within the operator's policy), and anonymous readiness says only ready or not."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Keys isolate tenants (issue 13): record ownership, the operator's scoring policy, fallbacks within a key's models.
+"""Keys isolate tenants: record ownership, the operator's scoring policy, fallbacks within a key's models.
 
 Each test reproduces one observation of the security review over real
 sockets: the gateway under uvicorn, the fake upstream, and (for the Redis

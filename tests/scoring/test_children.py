@@ -78,7 +78,7 @@ def test_a_restart_kills_the_children_of_a_dead_parent(temp_registry: dict[str, 
         parent.send_signal(signal.SIGKILL)
         parent.wait()
         time.sleep(0.2)
-        assert alive(child)  # an orphan, as before this fix
+        assert alive(child)  # an orphan: nothing else would stop it
         assert reap_stale_children() == [child]
         assert wait_gone(child)
         assert alive(live_child)  # its parent still runs: not stale

@@ -252,7 +252,7 @@ def test_shutdown_kills_a_worker_still_busy_after_the_grace_period(
 
 
 def test_a_break_read_after_the_pool_has_shut_down_still_sees_its_workers() -> None:
-    """The closing gateway's shutdown can end before the stuck job learns of the break (CI, 2026-11-27).
+    """The closing gateway's shutdown can end before the stuck job learns of the break.
 
     The executor's shutdown drops its table of workers; what the break means is read from them all the same.
     """

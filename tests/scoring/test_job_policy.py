@@ -1,5 +1,5 @@
 """A scoring job's policy (``JobPolicy``): typed, so a job written before it still reads, and malformed RAG labels
-are refused where they arrive instead of being read as "not given" (they used to be, by a lenient reader)."""
+are refused where they arrive instead of being read as "not given", as a lenient reader would."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 
 def test_a_job_written_before_the_typed_policy_reads_the_same() -> None:
-    """The shape the gateway wrote until now: a dict with the mode and, on a RAG request, the labels."""
+    """The untyped shape an older gateway writes: a dict with the mode and, on a RAG request, the labels."""
     old = ScoringJob.model_validate_json(
         job_json({"mode": "sync", "rag": {"answerable": False, "reference_claims": ["It is 330 m."]}})
     )

@@ -18,7 +18,7 @@ def test_sampling_rate_is_respected_and_stable() -> None:
 
 
 def test_configured_modes_are_read_in_any_case() -> None:
-    """As the x-trustgate-mode header is (issue 31): ``SYNC`` in a config is sync, not a refusal to start."""
+    """As the x-trustgate-mode header is: ``SYNC`` in a config is sync, not a refusal to start."""
     settings = ScoringSettings(mode="SYNC", per_key={"k": {"mode": " Off"}}, per_model={"m": {"mode": "On"}})
     assert (settings.mode, settings.per_key["k"].mode, settings.per_model["m"].mode) == ("sync", "off", "async")
 

@@ -1,9 +1,9 @@
-"""Answers that would stall scoring (issue 31, finding 4): bounded before they cost anything, over real sockets.
+"""Answers that would stall scoring: bounded before they cost anything, over real sockets.
 
 A gateway process (``trustgate serve``) scores with the real Trust_BC and
-Trust_FC parts in its CPU worker process, against the fake upstream. A
-million-character answer used to hold that worker for some 40 CPU seconds
-while every other user's sync score waited behind it; now it is skipped
+Trust_FC parts in its CPU worker process, against the fake upstream. Unbounded,
+a million-character answer would hold that worker for some 40 CPU seconds
+while every other user's sync score waited behind it; it is skipped
 (``too_long``) and the other user's score arrives as fast as without it.
 """
 
@@ -143,7 +143,7 @@ class RefusingScorer(Scorer):
 
 
 def test_a_five_megabyte_answer_is_skipped_before_any_scorer_sees_it() -> None:
-    """It used to reach spaCy, fail with E088 and be logged as an internal failure."""
+    """Unchecked, it would reach spaCy, fail with E088 and be logged as an internal failure."""
     pipeline = ScoringPipeline(
         [RefusingScorer()],
         lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]

@@ -228,7 +228,7 @@ def test_an_upstream_failure_is_reported_not_raised(
     assert result.value is None and result.error is not None and result.error.startswith("upstream:")
     assert result.upstream_calls == 1 and result.details.stop_reason == "error"
     assert [f.reason for f in result.failures] == ["upstream"]  # for the log and trustgate_scorer_errors_total
-    assert "UpstreamFailure" not in result.error  # the record names the upstream's own error, as before
+    assert "UpstreamFailure" not in result.error  # the record names the upstream's own error, not the wrapper
 
 
 class ContentAnswerer:
@@ -278,7 +278,7 @@ def test_with_too_few_distractors_the_checks_show_fewer_options(fake_upstream: F
 def test_debiased_gives_a_model_that_always_answers_c_no_information(
     generator: DistractorGenerator, fake_upstream: FakeUpstream
 ) -> None:
-    """The letter habit the issue measured (SmolLM2 chose "C" wherever the original sat) is not consistency."""
+    """The letter habit measured on the local model (SmolLM2 chose "C" wherever the original sat) is not consistency."""
     fake_upstream.responder = always("C")
     result, ask = score(generator, fake_upstream, RICHIE, procedure="debiased", max_checks=8, concurrency=3)
     originals = [c.original for c in result.details.checks]

@@ -86,7 +86,7 @@ def test_graded_labels() -> None:
 
 
 def test_the_default_rule_stops_after_three_checks_that_agree() -> None:
-    """Issue 32: on the default settings three agreeing checks settle Trust_BC; a split asks the fourth."""
+    """On the default settings three agreeing checks settle Trust_BC; a split asks the fourth."""
     bc = ConsistencySettings()
     rule = StopRule(bc.mode, bc.max_checks, bc.adaptive_low, bc.adaptive_high, bc.adaptive_credibility)
     assert run(rule, [True] * 4) == (3, "settled")

@@ -1,16 +1,16 @@
-"""Skipping ``sc`` on a clearly consistent answer (issue 32): what it costs the shipped default Trust_OV.
+"""Skipping ``sc`` on a clearly consistent answer: what it costs the shipped default Trust_OV.
 
 The rule (``scoring.sc.skip_when_consistent``): when Trust_BC ended on its first 3 checks, all of them
 choosing the answer's own option, ``sc`` asks no samples. This measures the shipped prior
 (``scoring/default_combination.json``) three ways on the same answers: ``sc`` always sampled; a skipped
 ``sc`` absent (it adds nothing); a skipped ``sc`` read as full agreement (1.0). No model is called::
 
-    .venv/bin/python -m bench.sc_skip --items docs/eval/default-combination/items-capitals.json
+    .venv/bin/python -m evaluation.studies.sc_skip --items docs/eval/default-combination/items-capitals.json
 
-* **capitals**: SmolLM2's recorded answers (``bench.default_combination extract``). They were scored with
+* **capitals**: SmolLM2's recorded answers (``default_combination extract``). They were scored with
   3 graded checks (``preset: cheap``), the same first 3 checks the default rule asks, so an answer is skipped
   when its Trust_BC is 1.0; its values are as recorded.
-* **capable** / **capable, wide lp**: ``bench.default_combination.capable_model``'s draws (seed 0 and 1, as
+* **capable** / **capable, wide lp**: ``default_combination.capable_model``'s draws (seed 0 and 1, as
   there), and a larger draw for stable figures. Trust_BC takes the value the default stopping rule gives
   (the share of the first 3 checks when they agree, else of the first 4): what the gateway reports.
 
@@ -121,8 +121,8 @@ def measure(name: str, items: Sequence[Item]) -> Figures:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.sc_skip", description=__doc__.split("\n")[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evaluation.studies.sc_skip", description=__doc__.split("\n")[0])
     parser.add_argument("--items", type=Path, nargs="+", default=[], help="recorded items (extract's output)")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)
@@ -142,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(figures.row())
     if args.json is not None:
         args.json.write_text(json.dumps([asdict(f) for f in results], indent=1) + "\n", encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":

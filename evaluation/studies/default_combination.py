@@ -1,12 +1,13 @@
 """Which Trust_OV should be the default? Candidates measured on SmolLM2's labeled sets and a simulated capable model.
 
-Run from the repository root (after ``make install``)::
+Run from the repository root (after ``make install``); docs/eval/default-combination.md has the whole recipe::
 
     # 1. per-answer component values of a `trustgate eval run` (its cache and its results.json), once per set
-    .venv/bin/python -m bench.default_combination extract --cache CACHE --results RUN/results.json \\
+    .venv/bin/python -m evaluation.studies.default_combination extract --cache CACHE --results RUN/results.json \\
         --set capitals --out docs/eval/default-combination/items-capitals.json
-    # 2. every candidate on every set; --write-prior ships the chosen prior
-    .venv/bin/python -m bench.default_combination report --items docs/eval/default-combination/items-*.json \\
+    # 2. every candidate on every set; --write-prior writes the shipped prior (from the committed items: no model)
+    .venv/bin/python -m evaluation.studies.default_combination report \\
+        --items docs/eval/default-combination/items-capitals.json docs/eval/default-combination/items-mixedqa.json \\
         --json docs/eval/default-combination/results.json --write-prior scoring/default_combination.json
 
 Candidates (each a score per answer, AUROC of right vs wrong answers):
@@ -52,12 +53,13 @@ from sklearn.model_selection import StratifiedKFold
 from evaluation.metrics import auroc, bootstrap_ci, expected_calibration_error
 from scoring.combine import PriorCombination, combine, default_trust
 from scoring.factcheck.judge import label_value
-from scoring.types import BCDetails, ComponentResult, FCDetails, LPDetails, SCDetails
+from scoring.types import BCDetails, ComponentResult, FactLabel, FCDetails, LPDetails, OVDetails, SCDetails
 
 COMPONENTS = ("lp", "bc", "fc", "sc")
 FOLDS, SEED, C = 5, 0, 1.0
 CAPABLE_ANSWERS = 200
 WIDE_LP = (3.0, 1.5)  # mean 0.67, sd 0.2: the sensitivity check's token probabilities
+JUDGE_LABELS: tuple[FactLabel, ...] = ("support", "neutral", "contradict")  # in the order the simulation draws them
 
 
 @dataclass
@@ -77,7 +79,7 @@ class Item:
 
 def _item(set_name: str, item_id: str, label: int, answer: str, components: dict[str, ComponentResult]) -> Item:
     ov = combine(components.get("bc"), components.get("fc"))
-    both = ov.details.source == "bc+fc" if not isinstance(ov.details, dict) else False
+    both = isinstance(ov.details, OVDetails) and ov.details.source == "bc+fc"
     values = {
         name: (c.value if (c := components.get(name)) is not None and c.error is None else None) for name in COMPONENTS
     }
@@ -151,15 +153,15 @@ def capable_model(
             ),
         )
         weights = (0.7, 0.2, 0.1) if right else (0.15, 0.35, 0.5)
-        label = rng.choices(("support", "neutral", "contradict"), weights)[0]
+        label = rng.choices(JUDGE_LABELS, weights)[0]
         top = rng.betavariate(6, 2)
-        probs = {name: top if name == label else (1 - top) / 2 for name in ("support", "neutral", "contradict")}
+        probs = {name: top if name == label else (1 - top) / 2 for name in JUDGE_LABELS}
         fc = ComponentResult(
             component="fc",
-            value=label_value(label, probs),  # type: ignore[arg-type]
+            value=label_value(label, probs),
             label=label,
             details=FCDetails(label=label, label_probs=probs),
-        )  # type: ignore[arg-type]
+        )
         token_probability = rng.betavariate(*lp_shape)
         lp = ComponentResult(
             component="lp", value=token_probability, details=LPDetails(mean_probability=token_probability, tokens=12)
@@ -275,7 +277,7 @@ COMPARED = (
 def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> None:
     items = [Item(**row) for path in paths for row in json.loads(path.read_text(encoding="utf-8"))]
     items += capable_model(CAPABLE_ANSWERS, SEED)
-    candidates: dict[str, tuple[list[float | None], bool]] = {
+    candidates: dict[str, tuple[Sequence[float | None], bool]] = {
         "table3": ([i.table3 for i in items], True),
         "paper": ([i.paper for i in items], True),
         "mean": (cross_validated(items, fit_mean), True),
@@ -333,15 +335,17 @@ def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> N
             "sets": sets,
             "folds": FOLDS,
             "C": C,
-            "by": "bench/default_combination.py (docs/eval/default-combination.md)",
+            "by": "evaluation/studies/default_combination.py (docs/eval/default-combination.md)",
         }
         prior_out.write_text(
             json.dumps({"prior": shipped.to_json(), "fitted_on": fitted_on}, indent=1) + "\n", encoding="utf-8"
         )
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.default_combination", description=__doc__.split("\n")[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.studies.default_combination", description=__doc__.split("\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     ex = commands.add_parser("extract", help="component values of one eval run's items")
     ex.add_argument("--cache", type=Path, help="the run's eval cache (default: read results.json's scores)")
@@ -357,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         extract(args.cache, args.results, args.set, args.out)
     else:
         report(args.items, args.json, args.write_prior)
+    return 0
 
 
 if __name__ == "__main__":

@@ -106,9 +106,10 @@ class ScriptedModel:
         messages: list[dict[str, Any]],
         *,
         max_tokens: int = 16,
-        temperature: float = 0.0,
+        temperature: float | None = 0.0,
         logprobs: bool = False,
         top_logprobs: int | None = None,
+        seed: int | None = None,
     ) -> Reply:
         letters, original = self._options(str(messages[-1]["content"]))
         distribution = self._distribution(letters, original)

@@ -1,9 +1,9 @@
-"""Fewer Trust_BC calls at the same verdicts? Cheap policies against the paper's n=10 (issue 20).
+"""Fewer Trust_BC calls at the same verdicts? Cheap policies against the paper's n=10.
 
 Run from the repository root (after ``make install``)::
 
-    .venv/bin/python -m bench.bc_agreement record --answers 200 --budget-s 780
-    .venv/bin/python -m bench.bc_agreement report --answers 200
+    .venv/bin/python -m evaluation.studies.bc_agreement record --answers 200 --budget-s 780
+    .venv/bin/python -m evaluation.studies.bc_agreement report --answers 200
 
 ``record`` starts the embedded local model (SmolLM2-135M under llama.cpp, the
 gateway's own start-up code, on a free port), lets it answer MixedQA questions
@@ -18,13 +18,13 @@ consistency settings are the embedded config's (two worked examples per
 prompt, replies cut after four tokens), as the gateway scores this model.
 
 ``report`` reads the recorded checks back (no model needed) and replays each
-candidate policy (``bench/bc_policies.py``) on the prefixes of the seed-1
+candidate policy (``bc_policies``) on the prefixes of the seed-1
 checks: mean calls per answer, label agreement and Spearman correlation of
 the graded values against the n=10 run of the same checks and against the
 independent seed-2 run. The reference against its own independent run is the
 noise ceiling: no policy can agree with n=10 better than n=10 agrees with
 itself. The same table is then made for scripted models with known
-consistency rates 0.1-0.9 (``bench/bc_simulation.py``), plain and with a
+consistency rates 0.1-0.9 (``bc_simulation``), plain and with a
 letter bias, also through the real scorer.
 """
 
@@ -38,33 +38,34 @@ import json
 import math
 import random
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from bench.bc_policies import Agreement, Observation, Policy, agreement, candidates, nearest_to_target, reference
-from bench.bc_simulation import PlaceholderDistractors, ScriptedModel, SimulatedAnswer, simulated_answers
 from evaluation.asking import CachedAsk, CallCounter
 from evaluation.assembly import model_group
 from evaluation.cache import CallSite, EvalCache
 from evaluation.datasets import EvalItem, load_items, sample_questions
-from evaluation.gateway import gateway_settings, open_upstream
+from evaluation.gateway import embedded_settings_on_own_port, gateway_settings, open_upstream
 from evaluation.runner import Evaluator, RunSpec
-from proxy.config.settings import GatewaySettings
 from scoring.consistency.runtime import load_generator, local_sparql_endpoint
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.cpu_pool import CpuParts, InThreads
 from scoring.settings import ConsistencySettings
 from scoring.types import BCDetails, ComponentResult, ScoringJob
-from tests.e2e.gateway_process import default_config_on_free_ports
 
-COMMAND = ".venv/bin/python -m bench.bc_agreement"
+from .bc_policies import Agreement, Observation, Policy, agreement, candidates, nearest_to_target, reference
+from .bc_simulation import PlaceholderDistractors, ScriptedModel, SimulatedAnswer, simulated_answers
+
+if TYPE_CHECKING:
+    from proxy import GatewaySettings
+
+COMMAND = ".venv/bin/python -m evaluation.studies.bc_agreement"
 RECORDING = {"procedure": "paper", "mode": "graded", "max_checks": 10}
 SEEDS = (1, 2)  # the recorded run and its independent twin
 SAMPLE_SEED = 0  # which MixedQA questions: the first N of one seeded shuffle (a larger N extends a smaller one)
@@ -116,8 +117,7 @@ def _items(args: argparse.Namespace) -> list[EvalItem]:
 
 
 async def _record(args: argparse.Namespace) -> int:
-    folder = Path(tempfile.mkdtemp(prefix="bc-agreement-"))
-    settings = gateway_settings(default_config_on_free_ports(folder))
+    settings = embedded_settings_on_own_port()
     local = settings.trustgate.local_upstream
     settings.trustgate.local_upstream = local.model_copy(update={"threads": args.threads})
     scoring = settings.trustgate.scoring
@@ -311,7 +311,9 @@ def _strict(value: Any) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench.bc_agreement", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation.studies.bc_agreement", description=__doc__.split("\n")[0]
+    )
     tasks = parser.add_subparsers(dest="task", required=True)
     record = tasks.add_parser("record", help="record two independent full runs of 10 checks per answer")
     report = tasks.add_parser("report", help="replay the cheap policies on the recorded checks, and simulate")

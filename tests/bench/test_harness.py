@@ -1,11 +1,13 @@
-"""``bench.gateway_load``'s alternating rounds (phases add up to one result, each round's ratio is shown)
-and its upstream's varying answer times."""
+"""The benchmark harness's alternating rounds (phases add up to one result, each round's ratio is shown)
+and its upstream's varying answer times, as ``bench.gateway_load`` names them."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.gateway_load import LoadResult, Options, method, rounds_table
+from bench.gateway_load import method
+from bench.harness.load import LoadResult, Options
+from bench.harness.tables import rounds_table
 from tests.fake_upstream import FakeUpstream
 
 
