@@ -170,7 +170,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from proxy.trust.calibrate import calibrate, describe_report
+    from proxy.calibrate import calibrate, describe_report
 
     settings = load_settings(_config_path(args))
     reports = asyncio.run(calibrate(settings, args.model or None))
