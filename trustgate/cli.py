@@ -149,7 +149,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port if args.port is not None else server.port,
         log_level=args.log_level,
         access_log=args.access_log,
-        log_config=None,  # uvicorn's lines go through the root handler (proxy/log_format.py)
+        log_config=None,  # uvicorn's lines go through the root handler (proxy/base/log_format.py)
         **server_options(server),
     )
     install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
