@@ -41,6 +41,8 @@ from proxy.config.settings import GatewaySettings
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("proxy", "scoring", "exporters", "console", "evaluation", "trustgate", "tests", "bench")
 UNCHECKED = {"proxy/config/settings.py", "scoring/settings.py"}
+# A dotted name ending so is a file's name (``console.md``, ``trustgate.rules.test.yml``), not a module.
+FILE_SUFFIXES = {"md", "yml", "yaml", "json", "jsonl", "toml", "txt", "html", "css", "js", "png", "svg", "csv", "lock"}
 # A package, then names parted by dots or slashes; not the tail of a longer path or dotted name, nor a glob's head.
 REFERENCE = re.compile(
     r"(?<![\w./\\-])(?:" + "|".join(PACKAGES) + r")(?:[./][A-Za-z_]\w*)+(?![\w*{<-])",
@@ -79,7 +81,12 @@ def _python_files() -> list[Path]:
 
 
 def _documents() -> list[Path]:
-    return [*sorted(ROOT.glob("*.md")), *sorted((ROOT / "docs").rglob("*.md"))]
+    """The Markdown documents, less the evaluation reports: each is written by the run it records, and names
+    the commands and modules as they were when it ran."""
+    documents = [*sorted(ROOT.glob("*.md")), *sorted((ROOT / "docs").rglob("*.md"))]
+    return [
+        path for path in documents if not (path.is_relative_to(ROOT / "docs" / "eval") and path.name == "report.md")
+    ]
 
 
 def all_references() -> Iterator[Reference]:
@@ -177,7 +184,7 @@ def spelled_by_the_code() -> frozenset[str]:
 
 def stale(reference: Reference) -> bool:
     name = reference.name
-    if names_a_module(name):
+    if names_a_module(name) or ("/" not in name and name.rpartition(".")[2] in FILE_SUFFIXES):
         return False
     return "/" in name or not (is_config_option(name) or name in spelled_by_the_code())
 
@@ -187,7 +194,7 @@ def test_the_finder_tells_stale_references_from_live_ones() -> None:
         "the client (proxy/passthrough.py), its retries (proxy.retries) and routing (proxy.upstream.routing,\n"
         "``proxy/upstream/routing.py``, ``scoring/pipeline.py``), the ``scoring.worker`` option, a record\n"
         "(``scoring.types.TrustRecord``), the app (``proxy.create_app``), a folder (tests/proxy/), files\n"
-        "(tests/proxy/test_*.py) and a path outside (var/scoring/assets)."
+        "(tests/proxy/test_*.py), a path outside (var/scoring/assets) and a page (console.md)."
     )
     found = list(references(text, "sample.md"))
     assert [r.name for r in found] == [
@@ -201,6 +208,7 @@ def test_the_finder_tells_stale_references_from_live_ones() -> None:
         "proxy.create_app",
         "tests/proxy",
         "tests/proxy",
+        "console.md",
     ]
     assert [r.name for r in found if stale(r)] == ["proxy/passthrough.py", "proxy.retries"]
     assert found[0].line == 1 and found[-1].line == 4
