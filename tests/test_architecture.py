@@ -258,7 +258,7 @@ def _mermaid(edges: set[tuple[str, str]], labels: dict[str, str]) -> str:
 
 def layer_diagrams() -> dict[str, str]:
     """The pictures docs/architecture.md shows, each a Mermaid flowchart drawn from the imports: the packages,
-    and proxy's rooms (its root named after the modules that make it)."""
+    and proxy's rooms (its root named after the modules that make it) under their order."""
     packages = {
         (_package(i.module), _package(i.target))
         for i in all_imports(*PACKAGES)
@@ -269,7 +269,7 @@ def layer_diagrams() -> dict[str, str]:
     room_labels = {"proxy": f"proxy/: {', '.join(root)}"} | {room: f"proxy/{room}/" for room in reversed(PROXY_ROOMS)}
     return {
         "packages": _mermaid(packages, {package: f"{package}/" for package in reversed(PACKAGES)}),
-        "proxy-rooms": _mermaid(rooms, room_labels),
+        "proxy-rooms": " < ".join(f"`{room}`" for room in PROXY_ROOMS) + "\n\n" + _mermaid(rooms, room_labels),
     }
 
 
