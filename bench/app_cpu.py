@@ -105,8 +105,7 @@ def _measure(config: str, mode: str, requests: int, group: str, key: str) -> flo
 
     if not Path(proxy.__file__ or "").resolve().is_relative_to(Path.cwd()):
         raise SystemExit(f"proxy was imported from {proxy.__file__}, not from the version in {Path.cwd()}")
-    from proxy.config.settings import load_settings
-    from proxy.server.app import create_app
+    from proxy import create_app, load_settings  # public names: the same in every version measured
 
     try:
         from proxy.server.connections import DEPARTURE, Departure

@@ -2,7 +2,7 @@
 
 An evaluation must call models exactly as the gateway does (same routing,
 pass-through or litellm, retries, timeouts, fallbacks), so it opens the same
-parts the gateway opens in its lifespan (``proxy.server.assembly``), from the same YAML config; a replay
+parts the gateway opens in its lifespan (``proxy.assembly``), from the same YAML config; a replay
 serves a whole gateway (``serve_gateway``) and talks to it over HTTP. This module and ``asking.py``
 are the only ones here that import ``proxy``: the harness is a client of the gateway, not part of
 its request path.

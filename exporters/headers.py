@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 # The names the gateway's trust data goes by — its own: an upstream's use of them is stripped
-# (proxy.endpoints.reserved).
+# (proxy.upstream.reserved).
 # The trust event of a Responses API stream (sent only when the client asks for it).
 TRUST_EVENT = "trustgate.trust"
 # The field that carries a record's summary in-band: on a stream's final chunk, on the Responses

@@ -216,7 +216,7 @@ class Telemetry:
             return RequestTrace.untraced(headers.get("traceparent"))
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat"}
         request_id = headers.get("x-request-id")
-        if request_id:  # the gateway sets one on every request it serves (proxy.server.request_ids)
+        if request_id:  # the gateway sets one on every request it serves (proxy.base.request_ids)
             attributes[REQUEST_ID_ATTRIBUTE] = (request_id,)
         span = self.tracer.start_span(
             "chat", context=_W3C.extract(headers), kind=trace.SpanKind.SERVER, attributes=attributes

@@ -1,10 +1,20 @@
 """The HTTP gateway: configuration, authentication, upstream calls and the app.
 
+Its rooms are layered, each importing only those below it (``tests/test_architecture.py``, docs/architecture.md):
+``base`` < ``config`` < ``upstream`` < ``trust`` < ``server`` < ``endpoints``. On top of them, in this package's
+root, each process is assembled from its parts: the gateway's app (``app``), the parts every process opens
+(``assembly``), the local scoring worker's process (``local_worker``) and ``trustgate calibrate``'s refit
+(``calibrate``); no room imports them.
+
 Its public names, below, are what the applications on top (the evaluation app, the console) and the wiring
 (``trustgate``) use: import them from ``proxy``, not from its modules. Nothing in ``proxy`` imports these names
 from here: its modules import each other directly, so the import graph has no cycle.
 """
 
+from .app import Mount, create_app
+from .assembly import load_calibrator, open_parts, open_upstream_client
+from .base.errors import NotFound
+from .base.log_format import LOG_FORMATS, LogFormat, configure_logging
 from .config.settings import (
     ENV_PREFIX,
     ConfigError,
@@ -14,16 +24,12 @@ from .config.settings import (
     settings_from_dict,
 )
 from .server.access_log import install_access_log_redaction
-from .server.app import Mount, create_app
-from .server.assembly import load_calibrator, open_parts, open_upstream_client
 from .server.auth import MASTER, Caller
+from .server.calibration_routes import calibration_reports
 from .server.connections import raise_descriptor_limit, server_options
-from .server.errors import NotFound
 from .server.gateway import Gateway
-from .server.log_format import LOG_FORMATS, LogFormat, configure_logging
+from .server.trust_list import SummaryQuery, list_records, parse_params, summarize_records
 from .trust.ask import ask_body, reply_from_completion
-from .trust.calibration_routes import calibration_reports
-from .trust.trust_list import SummaryQuery, list_records, parse_params, summarize_records
 from .upstream.client import UpstreamClient
 from .upstream.local_model import LocalUpstreamError, packaged_model_path
 from .upstream.replies import parse_completion

@@ -1,9 +1,9 @@
 """Which request the current task is working for, so that every log line about one request names it.
 
-The gateway sets it while it serves a request (``proxy.server.request_ids``);
+The gateway sets it while it serves a request (``proxy.base.request_ids``);
 a scoring queue sets it while it scores that request's answer, which happens in
 the queue's own task (or another process), not the request's. The log
-formatter (``proxy.server.log_format``) reads it. It lives here, below the
+formatter (``proxy.base.log_format``) reads it. It lives here, below the
 gateway, because scoring sets it and scoring imports nothing above itself.
 """
 

@@ -1,5 +1,5 @@
-"""The layering of DESIGN.md and docs/architecture.md, with no exceptions: data flows proxy → scoring → exporters,
-apps and wiring on top.
+"""The layering docs/architecture.md describes, with no exceptions: data flows proxy → scoring → exporters,
+apps and wiring on top; inside proxy, its rooms in one order.
 
 Read from the source with ``ast``, so a violating import fails here even when
 no test happens to execute the module that makes it. Every import counts: at
@@ -15,7 +15,15 @@ Who may import whom, by package:
   entry) sit on top: they may import the three below and nothing imports them, each other included;
   the wiring finds the apps through entry points.
 
+Inside ``proxy``, each room (sub-package) imports only the rooms below it in ``PROXY_ROOMS``, so no two
+rooms import each other; the modules in proxy's root, which assemble each process from the rooms' parts
+(the app, the assembly, the local scoring worker's process, calibrate), sit on top and no room imports them.
+
 And no module imports itself back through others: the modules' import graph has no cycle.
+
+The pictures of these layers in docs/architecture.md are drawn from the same imports
+(``layer_diagrams``); after a change that moves an edge, redraw them with
+``python -m tests.test_architecture``.
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ MAY_IMPORT: dict[str, set[str]] = {
     "trustgate": {"proxy", "scoring", "exporters"},
 }
 PACKAGES = tuple(MAY_IMPORT)
+# proxy's rooms, lowest first: each may import the rooms before it, and none after it.
+PROXY_ROOMS = ("base", "config", "upstream", "trust", "server", "endpoints")
+ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
 # What exporters may use of scoring (scoring/__init__.py says so): the record and its typed details,
 # the one way every writer of traffic data creates its files, and the one reading of a Redis failure.
 SCORING_PUBLIC = {"scoring", "scoring.types", "scoring.private_files", "scoring.redis_reachable"}
@@ -128,7 +139,7 @@ def test_the_walker_sees_relative_nested_and_type_checking_imports() -> None:
     found = {(i.target, i.top_level) for i in _imports(ROOT / "trustgate" / "cli.py")}
     assert ("scoring", True) in found  # the package's public names
     assert ("trustgate.banner", True) in found  # `from .banner import ...`
-    assert ("proxy.trust.calibrate", False) in found  # inside the calibrate sub-command's handler
+    assert ("proxy.calibrate", False) in found  # inside the calibrate sub-command's handler
     found = {(i.target, i.top_level) for i in _imports(ROOT / "scoring" / "assembly.py")}
     assert ("scoring.cpu_pool", True) in found  # under `if TYPE_CHECKING:`
     assert ("scoring.consistency.scorer", False) in found
@@ -199,3 +210,110 @@ def test_a_package_never_imports_its_own_public_names(package: str) -> None:
 
 def test_no_import_cycles() -> None:
     assert import_cycles(_graph()) == []
+
+
+def _room(module: str) -> str:
+    """The room of a proxy module: its sub-package, or ``proxy`` for the modules in proxy's root."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and (ROOT / "proxy" / parts[1]).is_dir() else "proxy"
+
+
+def room_imports() -> list[tuple[str, str, Import]]:
+    """(importing room, imported room, the import) for every import of one proxy room by another."""
+    found = [(_room(i.module), _room(i.target), i) for i in all_imports("proxy") if _package(i.target) == "proxy"]
+    return [(source, target, i) for source, target, i in found if source != target]
+
+
+def test_the_rooms_are_proxys_sub_packages() -> None:
+    """A new room is given its place in the order before it holds code."""
+    found = {path.parent.name for path in (ROOT / "proxy").glob("*/__init__.py")}
+    assert found == set(PROXY_ROOMS)
+
+
+def test_the_room_reader_tells_rooms_from_the_root() -> None:
+    assert _room("proxy.upstream.client") == "upstream"
+    assert _room("proxy.base") == "base"
+    assert _room("proxy.assembly") == "proxy"
+    assert _room("proxy") == "proxy"
+
+
+@pytest.mark.parametrize("room", PROXY_ROOMS)
+def test_each_room_of_proxy_imports_only_the_rooms_below_it(room: str) -> None:
+    below = set(PROXY_ROOMS[: PROXY_ROOMS.index(room)])
+    assert [i for source, target, i in room_imports() if source == room and target not in below] == []
+
+
+def test_no_two_rooms_of_proxy_import_each_other() -> None:
+    edges = {(source, target) for source, target, _ in room_imports()}
+    assert sorted((a, b) for a, b in edges if (b, a) in edges) == []
+
+
+def _mermaid(edges: set[tuple[str, str]], labels: dict[str, str]) -> str:
+    """A Mermaid flowchart of ``edges`` (an arrow from the importer to the imported), top-down."""
+    lines = ["```mermaid", "flowchart TD"]
+    lines += [f'    {node}["{label}"]' for node, label in labels.items()]
+    lines += [f"    {source} --> {target}" for source, target in sorted(edges)]
+    return "\n".join([*lines, "```"])
+
+
+def layer_diagrams() -> dict[str, str]:
+    """The pictures docs/architecture.md shows, each a Mermaid flowchart drawn from the imports: the packages,
+    and proxy's rooms (its root named after the modules that make it) under their order."""
+    packages = {
+        (_package(i.module), _package(i.target))
+        for i in all_imports(*PACKAGES)
+        if _package(i.target) in MAY_IMPORT and _package(i.target) != _package(i.module)
+    }
+    root = sorted(p.name for p in (ROOT / "proxy").glob("*.py") if p.name != "__init__.py")
+    rooms = {(source, target) for source, target, _ in room_imports()}
+    room_labels = {"proxy": f"proxy/: {', '.join(root)}"} | {room: f"proxy/{room}/" for room in reversed(PROXY_ROOMS)}
+    return {
+        "packages": _mermaid(packages, {package: f"{package}/" for package in reversed(PACKAGES)}),
+        "proxy-rooms": " < ".join(f"`{room}`" for room in PROXY_ROOMS) + "\n\n" + _mermaid(rooms, room_labels),
+    }
+
+
+def _marked(name: str) -> tuple[str, str]:
+    return f"<!-- drawn from the imports: {name} -->\n", f"\n<!-- end: {name} -->"
+
+
+def documented_diagrams(text: str) -> dict[str, str]:
+    """The pictures as docs/architecture.md holds them, between their markers."""
+    found = {}
+    for name in layer_diagrams():
+        start, end = _marked(name)
+        if start in text and end in text:
+            found[name] = text[text.index(start) + len(start) : text.index(end)]
+    return found
+
+
+def redrawn(text: str) -> str:
+    """``text`` with each picture between its markers drawn again from the imports."""
+    for name, diagram in layer_diagrams().items():
+        start, end = _marked(name)
+        text = text[: text.index(start) + len(start)] + diagram + text[text.index(end) :]
+    return text
+
+
+def test_the_documented_pictures_are_drawn_from_the_imports() -> None:
+    assert documented_diagrams(ARCHITECTURE_DOC.read_text(encoding="utf-8")) == layer_diagrams(), (
+        "the imports changed the layers' pictures: redraw them with `python -m tests.test_architecture`"
+    )
+
+
+def test_a_diagram_shows_each_edge_once_with_its_labels() -> None:
+    drawn = _mermaid({("b", "a"), ("c", "a")}, {"c": "C/", "b": "B/", "a": "A/"})
+    assert drawn.splitlines() == [
+        "```mermaid",
+        "flowchart TD",
+        '    c["C/"]',
+        '    b["B/"]',
+        '    a["A/"]',
+        "    b --> a",
+        "    c --> a",
+        "```",
+    ]
+
+
+if __name__ == "__main__":
+    ARCHITECTURE_DOC.write_text(redrawn(ARCHITECTURE_DOC.read_text(encoding="utf-8")), encoding="utf-8")

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 
 from exporters import build_metrics
-from proxy.server.errors import UpstreamError, UpstreamUnavailable
+from proxy.base.errors import UpstreamError, UpstreamUnavailable
 from proxy.trust.ask import UpstreamAsk
 from proxy.upstream.errors import MALFORMED_REPLY
 from proxy.upstream.slots import Priority

@@ -149,7 +149,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port if args.port is not None else server.port,
         log_level=args.log_level,
         access_log=args.access_log,
-        log_config=None,  # uvicorn's lines go through the root handler (proxy/log_format.py)
+        log_config=None,  # uvicorn's lines go through the root handler (proxy/base/log_format.py)
         **server_options(server),
     )
     install_access_log_redaction()  # uvicorn.Config has configured its loggers by now
@@ -170,7 +170,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from proxy.trust.calibrate import calibrate, describe_report
+    from proxy.calibrate import calibrate, describe_report
 
     settings = load_settings(_config_path(args))
     reports = asyncio.run(calibrate(settings, args.model or None))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from .sdk_params import Endpoint
+from ..base.sdk_params import Endpoint
 
 __all__ = ["ACCOUNT_REFERENCES", "AccountReference", "account_reference_in"]
 

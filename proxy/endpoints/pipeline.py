@@ -28,21 +28,21 @@ from fastapi import Response
 
 from scoring.rag import RagRequest
 
+from ..base.errors import GatewayError
+from ..base.limits import Slot
+from ..base.sdk_params import Endpoint
 from ..server.auth import Caller
-from ..server.errors import GatewayError
 from ..server.event_stream import EventStream, FinalEvents
 from ..server.gateway import Gateway
-from ..trust.low_trust import Asked, Call, act_on, asker
-from ..trust.low_trust_stream import held_response, holds, read_whole
-from ..trust.service import Answer, TrustPlan
+from ..trust.service import TrustPlan
 from ..upstream.client import ModelFilter, UpstreamClient
 from ..upstream.completion import UpstreamStream, sse_event
-from ..upstream.replies import TokenUsage, WholeReply
-from .limits import Slot
-from .logprobs import LogprobsAdded
+from ..upstream.logprobs import LogprobsAdded
+from ..upstream.replies import Answer, TokenUsage, WholeReply
+from ..upstream.taps import StreamTap
+from .low_trust import Asked, Call, act_on, asker
+from .low_trust_stream import held_response, holds, read_whole
 from .request_meter import RequestMeter
-from .sdk_params import Endpoint
-from .taps import StreamTap
 
 __all__ = ["FALLBACK_HEADER", "MODEL_GROUP_HEADER", "EndpointSpec", "Fetched", "Incoming", "Parsed", "serve"]
 

@@ -24,9 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from scoring import InvalidRagField, RagRequest, prepare_rag_request
 
-from ..server.errors import InvalidRequest
+from ..base.errors import InvalidRequest
+from ..base.sdk_params import FORWARDED, REFUSED, Endpoint
 from .account_refs import account_reference_in
-from .sdk_params import FORWARDED, REFUSED, Endpoint
 
 __all__ = [
     "ALLOWED_PARAMS",

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from exporters import GatewayMetrics, RequestTrace
 
+from ..base.sdk_params import Endpoint
 from ..upstream.replies import TokenUsage
-from .sdk_params import Endpoint
 
 __all__ = ["RequestMeter"]
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..base.sdk_params import Endpoint
 from ..upstream.client import ModelFilter, UpstreamClient
+from ..upstream.taps import ChatTap, ResponsesTap, StreamTap, TextCompletionTap
 from .pipeline import EndpointSpec, Fetched, Parsed
 from .request import parse_chat_request, parse_endpoint_request
-from .sdk_params import Endpoint
-from .taps import ChatTap, ResponsesTap, StreamTap, TextCompletionTap
 
 __all__ = ["CHAT", "COMPLETIONS", "EMBEDDINGS", "RESPONSES", "TRUST_EVENT_HEADER"]
 

@@ -1,2 +1,3 @@
-"""The gateway's HTTP server: the app and its lifespan (the parts it opens), authentication, request ids,
-connection guards, the error shape, readiness, and the handlers that hand each request to the pipeline."""
+"""The gateway's HTTP server: what every handler stands on (authentication, the gateway's parts, the request's
+body and a client that leaves, connection guards, event streams, readiness) and the gateway's own routes (trust
+records and their feedback and calibration, models, health, metrics)."""

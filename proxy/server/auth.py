@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 from scoring import RecordScope
 
+from ..base.errors import AuthenticationFailed, PermissionDenied
+from ..base.limits import KeyLimits
 from ..config.settings import GatewaySettings
-from ..endpoints.limits import KeyLimits
-from .errors import AuthenticationFailed, PermissionDenied
 
 __all__ = ["Caller", "KeyRing"]
 

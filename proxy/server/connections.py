@@ -40,8 +40,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from scoring import ThrottledLog
 
+from ..base.errors import error_body
 from ..config.settings import ServerSettings
-from .errors import error_body
 
 __all__ = [
     "DEPARTURE",
@@ -59,7 +59,7 @@ log = logging.getLogger("trustgate.server")
 
 # What accept() fails with when the process or the system is out of descriptors or buffers.
 _RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
-# Descriptors the process needs besides client connections: the upstream pool (proxy.server.assembly) and files.
+# Descriptors the process needs besides client connections: the upstream pool (proxy.assembly) and files.
 _OTHER_DESCRIPTORS = 1000 + 100
 
 

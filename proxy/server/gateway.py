@@ -12,8 +12,8 @@ from exporters import GatewayMetrics, Telemetry
 from exporters.calibration_metrics import CalibrationMetrics
 from scoring.learning.learner import Learner
 
+from ..base.limits import Limiter
 from ..config.settings import GatewaySettings
-from ..endpoints.limits import Limiter
 from ..trust.service import TrustService
 from ..upstream.client import UpstreamClient
 from .auth import KeyRing

@@ -14,8 +14,8 @@ from typing import TypeVar
 
 from fastapi import Request
 
+from ..base.errors import ClientDisconnected, InvalidRequest
 from .connections import DEPARTURE, Departure
-from .errors import ClientDisconnected, InvalidRequest
 from .gateway import Gateway
 
 __all__ = ["HttpIncoming", "gateway_of", "read_body", "unless_client_leaves"]

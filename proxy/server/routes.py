@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from redis.exceptions import RedisError
 
-from .errors import NotFound
+from ..base.errors import NotFound
 from .request_context import gateway_of
 
 __all__ = ["router"]

@@ -1,2 +1,2 @@
 """The proxy's side of trust scoring: deciding and handing jobs over (``service``), the scorers' calls and budget,
-the local scoring worker, actions on low trust, and the trust records' HTTP routes (list, feedback, calibration)."""
+and the gateway's side of its local scoring worker."""

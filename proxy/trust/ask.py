@@ -14,7 +14,7 @@ from typing import Any
 from exporters import GatewayMetrics
 from scoring import Lane, Reply, UnreadableReply, UpstreamFailure
 
-from ..server.errors import GatewayError
+from ..base.errors import GatewayError
 from ..upstream.client import UpstreamClient
 from ..upstream.completion import Completion
 from ..upstream.errors import MALFORMED_REPLY

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from scoring.local_transport import CountAnswer, CountAsk, FrameKind
 
-from ..endpoints.limits import Counters
+from ..base.limits import Counters
 
 __all__ = ["CounterLender", "LentCounters"]
 

@@ -3,7 +3,7 @@
 Scoring's whole job leaves the serving process: the scorers, their upstream
 calls, their CPU work and the record's publishing (store, metrics counts,
 alerts, spans and evaluation events) run in a niced child process
-(``proxy.trust.local_worker``). The serving process keeps what must answer users
+(``proxy.local_worker``). The serving process keeps what must answer users
 at once: it decides, queues, and answers sync waiters and look-ups of
 pending records.
 
@@ -69,9 +69,9 @@ from scoring.local_transport import (
 from scoring.queue import SHUTDOWN_ERROR
 from scoring.types import ScoringJob, TrustRecord
 
+from ..base.limits import Counters
+from ..base.log_format import LogFormat
 from ..config.settings import ConfigError, GatewaySettings
-from ..endpoints.limits import Counters
-from ..server.log_format import LogFormat
 from ..upstream.slot_leases import SlotLender
 from ..upstream.slots import PrioritySlots
 from .lent_counters import CounterLender
@@ -81,7 +81,7 @@ __all__ = ["WORKER_MODULE", "GatewayShares", "LocalScoringWorker", "local_scorin
 
 log = logging.getLogger("trustgate.scoring")
 
-WORKER_MODULE = "proxy.trust.local_worker"
+WORKER_MODULE = "proxy.local_worker"
 START_TIMEOUT_S = 300.0  # loading spaCy, the vectors and the evidence index takes seconds; a cold disk, more
 STOP_WAIT_S = 15.0  # for the child to close its store (pending writes committed) after the socket closed
 MAX_BACKOFF_S = 30.0

@@ -2,7 +2,7 @@
 
 What the scorers spend re-asking a model is the operator's bill too, so
 ``trustgate.scoring.budget`` caps it per model group, on the rate limiter's
-counters (``proxy.endpoints.limits``: fixed one-minute windows, in Redis when the gateway
+counters (``proxy.base.limits``: fixed one-minute windows, in Redis when the gateway
 has one, so gateways and ``trustgate worker`` processes share one budget).
 Only scoring's calls are counted: a user's call to the same model never is,
 and is never refused for it.
@@ -34,7 +34,7 @@ from typing import Literal
 
 from scoring import BudgetLimits, BudgetSettings, BudgetSpent, Process, ScoringJob, TrustRecord
 
-from ..endpoints.limits import Limiter
+from ..base.limits import Limiter
 from ..upstream.retries import OnScoringShed
 
 __all__ = ["BudgetReason", "ScoringBudget"]

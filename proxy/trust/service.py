@@ -51,14 +51,14 @@ from scoring import (
     skip_reason,
 )
 
-from ..endpoints.logprobs import RESPONSES_LOGPROBS, LogprobsAdded, ask_for_logprobs
-from ..endpoints.sdk_params import Endpoint
-from ..server.errors import InvalidRequest, ServiceUnavailable
-from ..server.request_ids import REQUEST_ID_HEADER, valid_request_id
-from ..upstream.replies import WholeReply
+from ..base.errors import InvalidRequest, ServiceUnavailable
+from ..base.request_ids import REQUEST_ID_HEADER, valid_request_id
+from ..base.sdk_params import Endpoint
+from ..upstream.logprobs import RESPONSES_LOGPROBS, LogprobsAdded, ask_for_logprobs
+from ..upstream.replies import Answer
 from .sampling import request_sampling
 
-__all__ = ["Answer", "TrustPlan", "TrustService", "sampling_secret", "traced"]
+__all__ = ["TrustPlan", "TrustService", "sampling_secret", "traced"]
 
 log = logging.getLogger("trustgate.trust")
 
@@ -115,24 +115,6 @@ def sampling_secret(secrets: Iterable[str]) -> bytes:
     if not material:
         return os.urandom(32)
     return hashlib.blake2b(material.encode(), digest_size=32, person=b"tg-sampling").digest()
-
-
-@dataclass(frozen=True)
-class Answer:
-    text: str | None
-    has_tool_calls: bool = False
-    logprobs: list[float] | None = None
-    completion_id: str | None = None  # the upstream's id for the completion (``chatcmpl-…``)
-
-    @classmethod
-    def from_reply(cls, reply: WholeReply) -> Answer:
-        """The answer of a whole reply of any endpoint (validated as that endpoint's already)."""
-        return cls(
-            text=reply.answer_text,
-            has_tool_calls=reply.calls_tools,
-            logprobs=reply.answer_logprobs() or None,
-            completion_id=reply.completion_id,
-        )
 
 
 def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..base.log_format import LogFormat
 from ..config.settings import GatewaySettings
-from ..server.log_format import LogFormat
 
 __all__ = ["StartOrder"]
 

@@ -36,20 +36,20 @@ from opentelemetry.trace import NoOpTracerProvider, Tracer
 
 from exporters import place_upstream_span, upstream_span
 
+from ..base.errors import ModelNotFound, UpstreamError, UpstreamRateLimited
+from ..base.limits import Limiter, MemoryCounters
+from ..base.sdk_params import Endpoint
 from ..config.settings import Deployment, GatewaySettings
-from ..endpoints.limits import Limiter, MemoryCounters
-from ..endpoints.logprobs import LogprobAsking, Where
-from ..endpoints.sdk_params import Endpoint
-from ..endpoints.taps import ChatTap
-from ..server.errors import ModelNotFound, UpstreamError, UpstreamRateLimited
 from .completion import Completion, Forwarded, UpstreamStream
 from .errors import UpstreamErrors, fallback_kind
 from .litellm_backend import LitellmBackend, ResponsesBridge, router_pick
+from .logprobs import LogprobAsking, Where
 from .passthrough import PassthroughBackend
 from .replies import reported_tokens
 from .retries import OnScoringShed, RetryPolicy
 from .routing import GroupRouter
 from .slots import Priority, PrioritySlots
+from .taps import ChatTap
 
 __all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import orjson
 
-from ..endpoints.reserved import stripped_reply
-from ..endpoints.sdk_params import Endpoint
+from ..base.sdk_params import Endpoint
 from .errors import UpstreamErrors
 from .replies import ChatCompletion, MalformedReply, WholeReply, check_reply, parse_completion
+from .reserved import stripped_reply
 
 __all__ = [
     "DONE_EVENT",

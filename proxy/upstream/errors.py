@@ -25,8 +25,7 @@ import aiohttp
 import httpx
 import orjson
 
-from ..config.settings import FallbackKind
-from ..server.errors import (
+from ..base.errors import (
     Refusal,
     UpstreamAuthFailed,
     UpstreamError,
@@ -34,6 +33,7 @@ from ..server.errors import (
     UpstreamTimeout,
     UpstreamUnavailable,
 )
+from ..config.settings import FallbackKind
 
 __all__ = ["MALFORMED_REPLY", "UpstreamErrors", "fallback_kind", "message_from_body", "parse_retry_after", "scrub"]
 

@@ -41,10 +41,10 @@ from typing import Any
 import httpx
 import orjson
 
+from ..base.errors import GatewayError
+from ..base.log_format import route_litellm_logs_to_root
+from ..base.sdk_params import Endpoint
 from ..config.settings import ConfigError, Deployment, GatewaySettings
-from ..endpoints.sdk_params import Endpoint
-from ..server.errors import GatewayError
-from ..server.log_format import route_litellm_logs_to_root
 from .completion import (
     DONE_EVENT,
     Completion,

@@ -28,14 +28,14 @@ import aiohttp
 import httpx
 import orjson
 
+from ..base.sdk_params import Endpoint
 from ..config.settings import Deployment
-from ..endpoints.sdk_params import Endpoint
-from ..endpoints.sse import FirstEventReader
 from .completion import Completion, Forwarded, UpstreamStream, checked_completion, checked_forwarded
 from .content_decoding import DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .errors import UpstreamErrors, message_from_body, parse_retry_after
 from .redirects import MAX_REDIRECTS, RedirectRefused, redirect_target, without_credentials
 from .replies import MalformedReply, check_stream_start, media_type
+from .sse import FirstEventReader
 
 __all__ = ["PATHS", "PassthroughBackend", "upstream_session"]
 

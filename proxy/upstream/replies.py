@@ -19,7 +19,9 @@ Public use:
   fields are all null is not one); ``check_stream_start(data, endpoint)``: a
   stream's first event has the endpoint's shape.
 - ``WholeReply``: what every whole reply offers the gateway — ``usage``,
-  ``completion_id``, ``answer_text``, ``calls_tools``, ``answer_logprobs()``.
+  ``completion_id``, ``answer_text``, ``calls_tools``, ``answer_logprobs()``;
+  ``Answer``: the answer as scoring reads it, of a whole reply
+  (``Answer.from_reply``) or of a stream (its tap's ``answer()``).
 - ``parse_payload(data, model)`` / ``parse_chunk(data)``: one SSE ``data:``
   payload as a stream event (``ChatCompletionChunk``, ``TextCompletionChunk``,
   ``ResponsesEvent``); ``None`` for anything else, which a tap skips while the
@@ -32,6 +34,7 @@ Public use:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 import orjson
@@ -47,10 +50,11 @@ from pydantic import (
     model_validator,
 )
 
-from ..endpoints.sdk_params import Endpoint
+from ..base.sdk_params import Endpoint
 
 __all__ = [
     "REPLY_MODELS",
+    "Answer",
     "ChatCompletion",
     "ChatCompletionChunk",
     "ChoiceLogprobs",
@@ -241,6 +245,24 @@ class WholeReply(_Lenient):
     def answer_logprobs(self) -> list[float]:
         """The answer's tokens' own log-probabilities; empty when the upstream sent none."""
         return []
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str | None
+    has_tool_calls: bool = False
+    logprobs: list[float] | None = None
+    completion_id: str | None = None  # the upstream's id for the completion (``chatcmpl-…``)
+
+    @classmethod
+    def from_reply(cls, reply: WholeReply) -> Answer:
+        """The answer of a whole reply of any endpoint (validated as that endpoint's already)."""
+        return cls(
+            text=reply.answer_text,
+            has_tool_calls=reply.calls_tools,
+            logprobs=reply.answer_logprobs() or None,
+            completion_id=reply.completion_id,
+        )
 
 
 class ChatCompletion(WholeReply):

@@ -40,11 +40,11 @@ from typing import cast
 
 import httpx
 
-from ..endpoints.sdk_params import Endpoint
-from ..endpoints.sse import FirstEventReader
+from ..base.sdk_params import Endpoint
 from .content_decoding import BoundedDecoder, DecodedTooLarge, UnsupportedEncoding, bounded_body, decoder_for
 from .redirects import CREDENTIAL_HEADERS, RedirectRefused, check_redirect
 from .replies import MalformedReply, check_stream_start, media_type
+from .sse import FirstEventReader
 
 __all__ = [
     "CappedTransport",

@@ -24,8 +24,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from ..base.errors import UpstreamError, UpstreamRateLimited
 from ..config.settings import RetrySettings, RouterSettings
-from ..server.errors import UpstreamError, UpstreamRateLimited
 
 __all__ = ["OnScoringShed", "RetryBudget", "RetryPolicy"]
 

@@ -29,9 +29,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TypeVar, cast
 
+from ..base.errors import UpstreamError, UpstreamRateLimited
 from ..config.litellm_config import RoutingStrategy
 from ..config.settings import Deployment
-from ..server.errors import UpstreamError, UpstreamRateLimited
 from .completion import UpstreamStream
 from .slots import held_until_closed, once
 

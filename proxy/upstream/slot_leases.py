@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from scoring.local_transport import FrameKind, SlotAnswer, SlotAsk, SlotReturn
 
-from ..server.errors import UpstreamTimeout
+from ..base.errors import UpstreamTimeout
 from .slots import Priority, PrioritySlots
 
 __all__ = ["LeasedSlots", "SlotLender"]

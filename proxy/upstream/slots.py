@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
-from ..server.errors import UpstreamTimeout
+from ..base.errors import UpstreamTimeout
 from .completion import UpstreamStream
 
 __all__ = ["Priority", "PrioritySlots", "held_until_closed", "once"]

@@ -203,6 +203,6 @@ def test_a_restart_replaces_a_stale_child_and_a_sigkill_takes_the_children(tmp_p
         children = running.descendants()  # the graph server is the local scoring worker's child
         commands = [Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ") for pid in children]
         assert any(b"llama_cpp.server" in c for c in commands) and any(b"serve-read-only" in c for c in commands)
-        assert any(b"proxy.trust.local_worker" in c for c in commands)
+        assert any(b"proxy.local_worker" in c for c in commands)
         running.kill()
         assert all(wait_gone(pid) for pid in children), [pid for pid in children if alive(pid)]

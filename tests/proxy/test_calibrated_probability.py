@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from proxy import ConfigError, settings_from_dict
-from proxy.server.app import create_app
+from proxy.app import create_app
 from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.combine import default_trust, paper_trust
 from scoring.pipeline import ScoringPipeline

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxy import ConfigError, default_config_path, load_settings, settings_from_dict
-from proxy.server.assembly import build_scorers
+from proxy.assembly import build_scorers
 from scoring.settings import ScoringSettings
 
 MINIMAL = {

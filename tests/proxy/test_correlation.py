@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from exporters import Telemetry, disabled_telemetry
-from proxy.server.request_ids import new_request_id
+from proxy.base.request_ids import new_request_id
 from tests.conftest import sdk_client
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AUTH, AskingScorer, scoring_config, wait_for_record

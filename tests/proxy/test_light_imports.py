@@ -82,7 +82,7 @@ def redis_url(tmp_path: Path) -> Iterator[str]:
 
 
 def test_importing_the_gateway_loads_no_scoring_library() -> None:
-    assert _loaded_after("import proxy.server.app, trustgate.cli", (*HEAVY, "evaluation")) == []
+    assert _loaded_after("import proxy.app, trustgate.cli", (*HEAVY, "evaluation")) == []
 
 
 def test_a_gateway_with_scoring_off_starts_without_them(tmp_path: Path) -> None:

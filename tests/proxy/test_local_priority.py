@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics
 from proxy import settings_from_dict
-from proxy.server.errors import UpstreamTimeout
+from proxy.base.errors import UpstreamTimeout
 from proxy.trust.ask import UpstreamAsk
 from proxy.upstream.client import UpstreamClient
 from proxy.upstream.completion import UpstreamStream

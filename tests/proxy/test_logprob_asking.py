@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from proxy.config.settings import settings_from_dict
-from proxy.endpoints.logprobs import LogprobAsking
 from proxy.upstream.client import UpstreamClient
+from proxy.upstream.logprobs import LogprobAsking
 from scoring.logprob import LogprobScorer
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream

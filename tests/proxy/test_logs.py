@@ -18,7 +18,7 @@ import httpx
 import pytest
 import yaml
 
-from proxy.server.request_ids import current_request_id
+from proxy.base.request_ids import current_request_id
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
@@ -98,7 +98,7 @@ def test_each_litellm_line_appears_once_without_colour(litellm_config: Path) -> 
 
 
 COLOURED = (
-    "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); "
+    "import logging; from proxy.base.log_format import configure_logging; configure_logging('text'); "
     "logging.getLogger('lib').info('\\x1b[32m 200 OK\\x1b[0m')"
 )
 
@@ -192,7 +192,7 @@ def test_the_scoring_workers_lines_carry_the_request_id(tmp_path: Path, fake_ups
 
 
 FAILING = (
-    "import logging; from proxy.server.log_format import configure_logging; configure_logging('text'); "
+    "import logging; from proxy.base.log_format import configure_logging; configure_logging('text'); "
     "log = logging.getLogger('lib')\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n"
     "    log.exception('job j1 failed')\nlog.info('next event')"
 )

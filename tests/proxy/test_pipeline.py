@@ -23,9 +23,9 @@ from fastapi.responses import StreamingResponse
 from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
+from proxy.base.errors import AuthenticationFailed, ClientDisconnected, InvalidRequest
 from proxy.endpoints.pipeline import EndpointSpec, serve
 from proxy.endpoints.specs import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
-from proxy.server.errors import AuthenticationFailed, ClientDisconnected, InvalidRequest
 from proxy.server.event_stream import EventStream
 from proxy.server.gateway import Gateway
 from tests.conftest import MASTER_KEY

@@ -15,8 +15,8 @@ import httpx
 import openai
 import pytest
 
-from proxy.endpoints.limits import KeyLimits, Limiter, MemoryCounters
-from proxy.server.errors import RateLimited
+from proxy.base.errors import RateLimited
+from proxy.base.limits import KeyLimits, Limiter, MemoryCounters
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.redis_server import RedisServer

@@ -8,8 +8,7 @@ import orjson
 import pytest
 
 from proxy.trust.ask import reply_from_completion
-from proxy.trust.service import Answer
-from proxy.upstream.replies import MalformedReply, parse_chunk, parse_completion
+from proxy.upstream.replies import Answer, MalformedReply, parse_chunk, parse_completion
 from scoring.types import Reply
 from tests.fake_upstream import NOT_A_COMPLETION
 

@@ -13,9 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.endpoints.logprobs import LogprobsAdded
-from proxy.trust.service import Answer
+from proxy.upstream.logprobs import LogprobsAdded
 from proxy.upstream.replies import (
+    Answer,
     MalformedReply,
     ResponsesEvent,
     TextCompletionChunk,

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from starlette.requests import Request
 
+from proxy.base.errors import ClientDisconnected
 from proxy.server.connections import DEPARTURE, Departure
-from proxy.server.errors import ClientDisconnected
 from proxy.server.request_context import unless_client_leaves
 
 

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.endpoints.reserved import stripped_event, stripped_reply
-from proxy.endpoints.sse import EventReader, FirstEventReader, events_in
-from proxy.endpoints.taps import ChatTap as SseTap
-from proxy.endpoints.taps import ResponsesTap, TextCompletionTap
 from proxy.upstream.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
+from proxy.upstream.reserved import stripped_event, stripped_reply
+from proxy.upstream.sse import EventReader, FirstEventReader, events_in
+from proxy.upstream.taps import ChatTap as SseTap
+from proxy.upstream.taps import ResponsesTap, TextCompletionTap
 from tests.hostile_upstream import bomb
 
 LIMIT = 1_000_000

@@ -11,9 +11,9 @@ import httpx
 import openai
 import pytest
 
+from proxy.assembly import http_client
+from proxy.base.errors import UpstreamError, UpstreamRateLimited
 from proxy.config.settings import RetrySettings, RouterSettings, settings_from_dict
-from proxy.server.assembly import http_client
-from proxy.server.errors import UpstreamError, UpstreamRateLimited
 from proxy.upstream.client import UpstreamClient
 from proxy.upstream.retries import RetryBudget, RetryPolicy
 from proxy.upstream.slots import Priority

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from proxy.base.errors import UpstreamError, UpstreamRateLimited
 from proxy.config.litellm_config import RoutingStrategy
 from proxy.config.settings import Deployment
-from proxy.server.errors import UpstreamError, UpstreamRateLimited
 from proxy.upstream.routing import GroupRouter
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
+from proxy.base.limits import Limiter, MemoryCounters
 from proxy.config.settings import ConfigError, settings_from_dict
-from proxy.endpoints.limits import Limiter, MemoryCounters
 from proxy.trust.scoring_budget import ScoringBudget
 from scoring.settings import BudgetLimits, BudgetSettings
 from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob

@@ -15,9 +15,9 @@ from openai.types import completion_create_params, embedding_create_params
 from openai.types.chat import completion_create_params as chat_create_params
 from openai.types.responses import response_create_params
 
+from proxy.base.errors import InvalidRequest
+from proxy.base.sdk_params import CLIENT_STEERING, FORWARDED, REFUSED, Endpoint
 from proxy.endpoints.request import parse_chat_request, parse_endpoint_request
-from proxy.endpoints.sdk_params import CLIENT_STEERING, FORWARDED, REFUSED, Endpoint
-from proxy.server.errors import InvalidRequest
 
 # The SDK's body parameters per endpoint; ``stream`` lives in the streaming variants, not the base.
 SDK_TYPES: dict[Endpoint, tuple[type, bool]] = {

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from proxy.server.errors import UpstreamTimeout
+from proxy.base.errors import UpstreamTimeout
 from proxy.upstream.slot_leases import LeasedSlots, SlotLender
 from proxy.upstream.slots import Priority, PrioritySlots
 from scoring.local_transport import FrameKind, read_frame, write_frame

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 
 import orjson
 
+from proxy.base.errors import UpstreamError
 from proxy.endpoints.pipeline import _plain_stream
-from proxy.endpoints.taps import ChatTap as SseTap
-from proxy.server.errors import UpstreamError
 from proxy.server.event_stream import FinalEvents
-from proxy.trust.service import Answer
 from proxy.upstream.completion import UpstreamStream
+from proxy.upstream.replies import Answer
+from proxy.upstream.taps import ChatTap as SseTap
 from scoring.types import ComponentResult, TrustRecord
 
 

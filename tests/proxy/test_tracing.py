@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from exporters import Telemetry
+from proxy.app import create_app
 from proxy.config.settings import settings_from_dict
-from proxy.server.app import create_app
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import (

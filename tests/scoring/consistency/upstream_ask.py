@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from proxy import settings_from_dict
-from proxy.server.errors import GatewayError
+from proxy.base.errors import GatewayError
 from proxy.upstream.client import UpstreamClient
 from scoring.types import Reply, UpstreamFailure
 from tests.conftest import gateway_config

@@ -8,7 +8,7 @@ propagate, printed each Router line a second time). Text lines carry no colour,
 so a file or a collector reads them as written. JSON lines are one object per
 event (a traceback is a field, not more lines), for collectors that parse logs
 (Loki, Cloud Logging, Elasticsearch); both carry the request id of the request
-being served (``proxy.server.request_ids``).
+being served (``proxy.base.request_ids``).
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from exporters import build_metrics
 from exporters.calibration_metrics import build_calibration_metrics
 from scoring import CalibrationReport
 
-from ..config.settings import ConfigError, GatewaySettings
-from ..server.assembly import build_fit_store, build_learner, build_publisher, load_calibrator, open_redis
+from .assembly import build_fit_store, build_learner, build_publisher, load_calibrator, open_redis
+from .config.settings import ConfigError, GatewaySettings
 
 __all__ = ["calibrate", "describe_report"]
 

@@ -15,9 +15,9 @@ from pydantic import BaseModel
 
 from scoring import CalibrationReport, Combination, LearnedFit, StoreUnavailable
 
-from ..server.auth import Caller
-from ..server.errors import PermissionDenied, ServiceUnavailable
-from ..server.gateway import Gateway
+from ..base.errors import PermissionDenied, ServiceUnavailable
+from .auth import Caller
+from .gateway import Gateway
 
 __all__ = ["ModelCalibration", "calibration_reports", "router"]
 

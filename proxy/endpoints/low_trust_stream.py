@@ -23,15 +23,15 @@ from fastapi.responses import StreamingResponse
 from exporters import TRUST_FIELD, trust_summary
 from scoring import TrustRecord
 
-from ..endpoints.logprobs import LogprobsAdded
-from ..endpoints.request_meter import RequestMeter
-from ..endpoints.sdk_params import Endpoint
-from ..endpoints.taps import StreamTap
+from ..base.sdk_params import Endpoint
 from ..server.auth import Caller
 from ..server.gateway import Gateway
+from ..trust.service import TrustPlan
 from ..upstream.completion import DONE_EVENT, UpstreamStream, sse_event
+from ..upstream.logprobs import LogprobsAdded
+from ..upstream.taps import StreamTap
 from .low_trust import Asked, Call, act_on, asker
-from .service import TrustPlan
+from .request_meter import RequestMeter
 
 __all__ = ["HELD_ENDPOINTS", "Held", "held_response", "holds", "read_whole", "reply_chunks", "response_events"]
 

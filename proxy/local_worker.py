@@ -1,12 +1,12 @@
 """The gateway's local scoring worker: a child process that scores the jobs its gateway sends it.
 
 Started by ``proxy.trust.local_scoring`` (``scoring.worker: child``, the memory
-backend's default) as ``python -m proxy.trust.local_worker FD``: the gateway writes
+backend's default) as ``python -m proxy.local_worker FD``: the gateway writes
 a ``StartOrder`` (pickled: the settings carry the config's secrets, which go
 neither on a command line nor in a file) on its stdin, then the two talk over
 the socketpair end ``FD`` (``scoring.local_transport``).
 
-It opens the same parts as ``trustgate worker`` (``proxy.server.assembly.open_parts``):
+It opens the same parts as ``trustgate worker`` (``proxy.assembly.open_parts``):
 the scorers and their own upstream client, the record store, telemetry. Its
 calls to the embedded model server wait for a slot of the gateway's
 (``proxy.upstream.slot_leases``), so that users' calls still go first, and its
@@ -54,13 +54,13 @@ from scoring.queue import Process, Publish
 from scoring.request_context import working_for
 from scoring.types import ScoringJob, TrustRecord
 
-from ..config.settings import ConfigError
-from ..server.assembly import load_calibrator, open_parts
-from ..server.log_format import configure_logging
-from ..upstream.local_model import LocalUpstreamError
-from ..upstream.slot_leases import LeasedSlots
-from .lent_counters import LentCounters
-from .start_order import StartOrder
+from .assembly import load_calibrator, open_parts
+from .base.log_format import configure_logging
+from .config.settings import ConfigError
+from .trust.lent_counters import LentCounters
+from .trust.start_order import StartOrder
+from .upstream.local_model import LocalUpstreamError
+from .upstream.slot_leases import LeasedSlots
 
 __all__ = ["main"]
 

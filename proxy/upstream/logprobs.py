@@ -34,8 +34,8 @@ from typing import Any
 
 import orjson
 
-from ..upstream.replies import OpenChoiceLogprobs, OpenChoices, OpenResponsesPayload, OpenTokenLogprob
-from .sdk_params import Endpoint
+from ..base.sdk_params import Endpoint
+from .replies import OpenChoiceLogprobs, OpenChoices, OpenResponsesPayload, OpenTokenLogprob
 from .sse import rewritten
 
 __all__ = ["RESPONSES_LOGPROBS", "LogprobAsking", "LogprobsAdded", "ask_for_logprobs"]

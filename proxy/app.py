@@ -22,26 +22,26 @@ from exporters import Telemetry, build_metrics
 from exporters.calibration_metrics import build_calibration_metrics
 from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
 
-from ..config.settings import GatewaySettings
-from ..endpoints.request_meter import UNKNOWN
-from ..trust.calibration_routes import router as calibration_router
-from ..trust.local_scoring import GatewayShares, local_scoring_worker
-from ..trust.service import TrustService, sampling_secret
-from ..trust.trust_feedback import router as trust_feedback_router
-from ..trust.trust_list import router as trust_list_router
-from ..upstream.litellm_backend import check_providers
 from .assembly import build_learner, load_calibrator, open_parts
-from .auth import KeyRing
-from .connections import BodyDeadline, quiet_accept_errors
-from .endpoint_routes import add_endpoint_routes
-from .endpoint_routes import router as endpoint_router
-from .errors import GatewayError, error_body
-from .gateway import Gateway
-from .log_format import configured_log_format
-from .readiness import ReadinessCheck
-from .relative_redirects import RelativeRedirects
-from .request_ids import RequestIds, request_id_headers
-from .routes import router
+from .base.errors import GatewayError, error_body
+from .base.log_format import configured_log_format
+from .base.request_ids import RequestIds, request_id_headers
+from .config.settings import GatewaySettings
+from .endpoints.endpoint_routes import add_endpoint_routes
+from .endpoints.endpoint_routes import router as endpoint_router
+from .endpoints.request_meter import UNKNOWN
+from .server.auth import KeyRing
+from .server.calibration_routes import router as calibration_router
+from .server.connections import BodyDeadline, quiet_accept_errors
+from .server.gateway import Gateway
+from .server.readiness import ReadinessCheck
+from .server.relative_redirects import RelativeRedirects
+from .server.routes import router
+from .server.trust_feedback import router as trust_feedback_router
+from .server.trust_list import router as trust_list_router
+from .trust.local_scoring import GatewayShares, local_scoring_worker
+from .trust.service import TrustService, sampling_secret
+from .upstream.litellm_backend import check_providers
 
 __all__ = ["Gateway", "Mount", "create_app"]
 

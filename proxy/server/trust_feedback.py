@@ -19,10 +19,10 @@ from pydantic import ValidationError
 
 from scoring import Feedback, FeedbackRefused, TrustRecord
 
-from ..server.auth import Caller
-from ..server.errors import InvalidRequest, NotFound
-from ..server.gateway import Gateway
-from ..server.request_context import gateway_of, read_body
+from ..base.errors import InvalidRequest, NotFound
+from .auth import Caller
+from .gateway import Gateway
+from .request_context import gateway_of, read_body
 
 __all__ = ["MAX_FEEDBACK_BODY", "label_record", "parse_feedback", "router"]
 

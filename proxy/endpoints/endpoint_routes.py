@@ -26,10 +26,10 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..endpoints.pipeline import EndpointSpec, serve
-from ..endpoints.specs import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
-from .errors import ModelNotFound
-from .request_context import HttpIncoming, gateway_of
+from ..base.errors import ModelNotFound
+from ..server.request_context import HttpIncoming, gateway_of
+from .pipeline import EndpointSpec, serve
+from .specs import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
 
 __all__ = ["RequestHandlerRoute", "add_endpoint_routes", "router"]
 

@@ -55,15 +55,15 @@ from scoring import (
     scoring_reachable,
 )
 
-from ..config.settings import ConfigError, GatewaySettings
-from ..endpoints.limits import Counters, Limiter, MemoryCounters, RedisCounters
-from ..trust.ask import UpstreamAsk
-from ..trust.scoring_budget import ScoringBudget
-from ..trust.service import traced
-from ..upstream.client import OnFallbackSkipped, OnTry, UpstreamClient
-from ..upstream.local_model import run_local_upstream
-from ..upstream.retries import OnScoringShed
-from ..upstream.slots import PrioritySlots
+from .base.limits import Counters, Limiter, MemoryCounters, RedisCounters
+from .config.settings import ConfigError, GatewaySettings
+from .trust.ask import UpstreamAsk
+from .trust.scoring_budget import ScoringBudget
+from .trust.service import traced
+from .upstream.client import OnFallbackSkipped, OnTry, UpstreamClient
+from .upstream.local_model import run_local_upstream
+from .upstream.retries import OnScoringShed
+from .upstream.slots import PrioritySlots
 
 __all__ = [
     "Parts",

@@ -20,9 +20,9 @@ from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import TrustSummary
 from scoring import TrustRecord
 
-from ..server.auth import Caller
-from ..server.errors import InvalidRequest
-from ..server.gateway import Gateway
+from ..base.errors import InvalidRequest
+from .auth import Caller
+from .gateway import Gateway
 
 __all__ = ["SummaryQuery", "list_records", "parse_params", "router", "summarize_records"]
 

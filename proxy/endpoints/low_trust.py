@@ -24,12 +24,12 @@ import orjson
 from exporters import trust_headers
 from scoring import LowTrust, ThrottledLog, TrustAction, TrustRecord, is_low_trust, trust_value
 
-from ..endpoints.sdk_params import Endpoint
+from ..base.errors import GatewayError
+from ..base.sdk_params import Endpoint
 from ..server.auth import Caller
-from ..server.errors import GatewayError
 from ..server.gateway import Gateway
-from ..upstream.replies import TokenUsage
-from .service import Answer, TrustPlan
+from ..trust.service import TrustPlan
+from ..upstream.replies import Answer, TokenUsage
 
 __all__ = ["ACTION_HEADER", "Ask", "Asked", "Call", "Served", "act_on", "asker", "blocked_reply"]
 

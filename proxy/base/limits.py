@@ -23,7 +23,7 @@ from typing import Protocol
 
 from redis.asyncio import Redis
 
-from ..server.errors import RateLimited
+from .errors import RateLimited
 
 __all__ = ["Counters", "KeyLimits", "Limiter", "MemoryCounters", "RedisCounters", "Slot"]
 

@@ -37,9 +37,9 @@ from collections.abc import Iterator
 from exporters import TRUST_EVENT, trust_chunk, trust_event
 from scoring import TrustRecord
 
-from ..trust.service import Answer
-from ..upstream.completion import DONE_EVENT, sse_event
-from ..upstream.replies import (
+from .completion import DONE_EVENT, sse_event
+from .replies import (
+    Answer,
     ChatCompletionChunk,
     ResponsesEvent,
     StreamChunk,
