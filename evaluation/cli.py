@@ -139,6 +139,17 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("--note", action="append", default=[], help="a line for the report (repeatable)")
 
 
+def _claims_arguments(claims: argparse.ArgumentParser) -> None:
+    claims.add_argument(
+        "--file", type=Path, required=True, help="a long-answer set (docs/eval/claims/long-answers.jsonl)"
+    )
+    claims.add_argument("--max-claims", type=_positive_int, help="claims.max_claims (default: the scoring default)")
+    claims.add_argument("--checks-per-claim", type=_positive_int, help="claims.checks_per_claim (default: the default)")
+    claims.add_argument("--whole", action="store_true", help="check every answer whole (claims.enabled: false)")
+    claims.add_argument("--out", type=Path, help="report folder (default: var/trustgate/eval/reports/claims-...)")
+    claims.add_argument("--title", help="report title")
+
+
 TASKS = {
     "run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
     "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common),
@@ -146,6 +157,10 @@ TASKS = {
     "replay": (
         "feedback replay: label half a set through a real gateway, let it refit, measure the rest",
         _replay_arguments,
+    ),
+    "claims": (
+        "long answers with planted false claims, checked claim by claim by a gateway before a truthful upstream",
+        _claims_arguments,
     ),
 }
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from scoring import CalibrationError, ScorerAssetsError
 from scoring.rag.cases import CaseError
 
+from .claims_command import eval_claims
 from .datasets import DatasetError
 from .mc_command import eval_truthfulqa_mc
 from .mc_runner import NoLogprobs
@@ -28,6 +29,7 @@ TASKS: dict[str, Callable[[argparse.Namespace], int]] = {
     "truthfulqa-mc": eval_truthfulqa_mc,
     "rag": eval_rag,
     "replay": eval_replay,
+    "claims": eval_claims,
 }
 
 

@@ -36,6 +36,7 @@ import orjson
 
 from scoring import (
     PAPER_VARIANTS,
+    ChecksClaims,
     ComponentResult,
     SamplingParams,
     Scorer,
@@ -217,7 +218,13 @@ class Evaluator:
             "sc": self.settings.sc,
         }[PAPER_VARIANTS.get(name, name)]
         code = _source_digest(type(scorer).__module__)
-        return _digest(name, section.model_dump(mode="json"), answer, logprobs if name == "lp" else None, code)
+        # A claim checker's result also follows how the answer is split (scoring.claims): its settings and code.
+        claims = (
+            [self.settings.claims.model_dump(mode="json"), _source_digest("scoring.claims.split")]
+            if isinstance(scorer, ChecksClaims) and scorer.claim_splitter is not None
+            else None
+        )
+        return _digest(name, section.model_dump(mode="json"), answer, logprobs if name == "lp" else None, code, claims)
 
     def _sampling(self, item: EvalItem) -> SamplingParams:
         """How ``sc`` asks again: the answer step's own request (answer mode; greedy, so at the upstream's

@@ -22,20 +22,30 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from .datasets import EvalItem
 
-__all__ = ["CapableModel", "capable_upstream"]
+__all__ = ["CapableModel", "ScriptedModel", "capable_upstream", "scripted_rng", "scripted_upstream"]
 
 _OPTION = re.compile(r"^([A-E])\) (.*)$")
 _FIELD = re.compile(r"^(Question|Answer): (.*)$")
 
 
-def _rng(*parts: object) -> random.Random:
+class ScriptedModel(Protocol):
+    """A script behind the scripted upstream: a reply to each prompt, seeded so that a rerun gives the same."""
+
+    seed: int
+
+    def reply(self, prompt: str) -> tuple[str, dict[str, float] | None]:
+        """The reply's text, and its first token's alternatives where the reply is a choice."""
+
+
+def scripted_rng(*parts: object) -> random.Random:
+    """A generator seeded by ``parts`` (never Python's salted ``hash``): the same draws in every process."""
     digest = hashlib.sha256("\x00".join(map(str, parts)).encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
@@ -64,12 +74,12 @@ class CapableModel:
         item = self._by_question.get(question.strip())
         if item is None:
             return "I do not know."
-        right = _rng(self.seed, "right", item.id).random() < self.right_rate
+        right = scripted_rng(self.seed, "right", item.id).random() < self.right_rate
         if right:
             city = item.gold[0]
         else:
             others = [other.gold[0] for other in self.items if other.id != item.id]
-            city = _rng(self.seed, "wrong", item.id).choice(others) if others else "Atlantis"
+            city = scripted_rng(self.seed, "wrong", item.id).choice(others) if others else "Atlantis"
         text = f"The capital of {_place(item.question)} is {city.replace('_', ' ')}."
         self._right_answers[text] = right
         return text
@@ -79,7 +89,7 @@ class CapableModel:
         block = prompt.rsplit("Question: ", 1)[-1]
         options = {m.group(1): m.group(2).strip() for line in block.splitlines() if (m := _OPTION.match(line))}
         own = next((letter for letter, text in options.items() if text in self._right_answers), None)
-        rng = _rng(self.seed, "check", prompt)
+        rng = scripted_rng(self.seed, "check", prompt)
         if own is None:
             return rng.choice(sorted(options) or ["E"])
         keep = self.consistency_right if self._right_answers[options[own]] else self.consistency_wrong
@@ -91,7 +101,7 @@ class CapableModel:
         right = self._right_answers.get(fields.get("Answer", "").strip())
         if right is None:
             return None
-        return right if _rng(self.seed, "judge", prompt).random() < self.judge_accuracy else not right
+        return right if scripted_rng(self.seed, "judge", prompt).random() < self.judge_accuracy else not right
 
     def reply(self, prompt: str) -> tuple[str, dict[str, float] | None]:
         """The reply's text, and the first token's alternatives where the reply is a choice."""
@@ -108,9 +118,9 @@ class CapableModel:
         return self.answer(prompt), None
 
 
-def _logprobs(model: CapableModel, text: str, first: dict[str, float] | None, top: int) -> dict[str, Any]:
+def _logprobs(model: ScriptedModel, text: str, first: dict[str, float] | None, top: int) -> dict[str, Any]:
     """Per-token log-probabilities that know nothing of correctness (seeded by the text)."""
-    rng = _rng(model.seed, "logprobs", text)
+    rng = scripted_rng(model.seed, "logprobs", text)
     content = []
     for index, token in enumerate(text.split(" ")):
         logprob = first[token] if index == 0 and first and token in first else -abs(rng.gauss(0.3, 0.4))
@@ -138,7 +148,12 @@ def _prompt(body: dict[str, Any]) -> str:
 
 
 def capable_upstream(model: CapableModel) -> FastAPI:
-    """The scripted model behind ``/v1/chat/completions`` (and ``/v1/models`` for readiness probes)."""
+    """The scripted capable model behind ``/v1/chat/completions`` (and ``/v1/models`` for readiness probes)."""
+    return scripted_upstream(model)
+
+
+def scripted_upstream(model: ScriptedModel) -> FastAPI:
+    """A scripted model behind ``/v1/chat/completions`` (and ``/v1/models`` for readiness probes)."""
     app = FastAPI()
 
     @app.get("/v1/models")

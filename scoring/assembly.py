@@ -18,7 +18,7 @@ from .calibration import Calibrator, LogisticCombination
 from .combine import default_trust, fitted_trust, paper_trust
 from .pipeline import COMBINED, Combiner
 from .settings import ScoringSettings
-from .types import Scorer
+from .types import Scorer, SplitsClaims
 
 if TYPE_CHECKING:
     from .cpu_pool import CpuWork
@@ -74,7 +74,7 @@ async def _open_cpu_work(
     settings: ScoringSettings, families: Collection[str], stack: contextlib.AsyncExitStack
 ) -> CpuWork:
     """Where Trust_BC's and Trust_FC's CPU work runs, each registering its part with the pool, loaded there (and
-    the embedded graph served for BC)."""
+    the embedded graph served for BC); the claim parser beside them when answers are checked claim by claim."""
     from .cpu_pool import CpuRecipe, PartLoader, open_cpu_work
 
     loaders: dict[str, PartLoader] = {}
@@ -89,16 +89,32 @@ async def _open_cpu_work(
             from .factcheck.cpu_part import EVIDENCE, evidence_loader
 
             loaders[EVIDENCE.name] = evidence_loader(settings)
+        if settings.claims.enabled:
+            from .claims.cpu_part import CLAIM_PARSER, claim_parser_loader
+
+            loaders[CLAIM_PARSER.name] = claim_parser_loader(settings.consistency.spacy_model)
         return await stack.enter_async_context(open_cpu_work(CpuRecipe(loaders), settings.cpu))
     except FileNotFoundError as exc:
         raise ScorerAssetsError(f"Trust_BC assets are missing ({exc.filename}): {ASSETS_HINT}") from exc
 
 
-def _consistency(settings: ScoringSettings, cpu: CpuWork, wanted: Collection[str]) -> dict[str, Scorer]:
-    """``bc`` and, when wanted, ``bc_paper``: the paper's procedure (random positions, binary) on the same parts."""
+def _claim_splitter(settings: ScoringSettings, cpu: CpuWork) -> SplitsClaims | None:
+    """The splitter the claim checkers share; None when answers are checked whole (``claims.enabled: false``)."""
+    if not settings.claims.enabled:
+        return None
+    from .claims.splitter import ClaimSplitter
+
+    return ClaimSplitter(cpu, settings.claims)
+
+
+def _consistency(
+    settings: ScoringSettings, cpu: CpuWork, wanted: Collection[str], splitter: SplitsClaims | None
+) -> dict[str, Scorer]:
+    """``bc`` and, when wanted, ``bc_paper``: the paper's procedure (random positions, binary) on the same parts,
+    checking answers whole."""
     from .consistency.scorer import ConsistencyScorer
 
-    bc = ConsistencyScorer(settings.consistency, cpu)
+    bc = ConsistencyScorer(settings.consistency, cpu, splitter, settings.claims.checks_per_claim)
     if "bc_paper" not in wanted:
         return {"bc": bc}
     paper = settings.consistency.model_copy(update={"procedure": "paper", "mode": "binary"})
@@ -106,7 +122,11 @@ def _consistency(settings: ScoringSettings, cpu: CpuWork, wanted: Collection[str
 
 
 def _factcheck(
-    settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence, wanted: Collection[str]
+    settings: ScoringSettings,
+    cpu: CpuWork,
+    missing_evidence: MissingEvidence,
+    wanted: Collection[str],
+    splitter: SplitsClaims | None,
 ) -> dict[str, Scorer]:
     """``fc`` and, when wanted, ``fc_text``: the paper's text judge on the same index."""
     from .factcheck.cpu_part import EVIDENCE
@@ -118,7 +138,7 @@ def _factcheck(
             raise ScorerAssetsError(message)
         log.warning("%s; Trust_FC is off", message)
         return {}
-    scorers: dict[str, Scorer] = {"fc": FactCheckScorer(cpu, settings.factcheck)}
+    scorers: dict[str, Scorer] = {"fc": FactCheckScorer(cpu, settings.factcheck, splitter)}
     if "fc_text" in wanted:
         scorers["fc_text"] = FactCheckScorer(cpu, settings.factcheck.model_copy(update={"judge_procedure": "text"}))
     return scorers
@@ -172,10 +192,11 @@ async def open_scorers(
     try:
         if families & {"bc", "fc"}:
             cpu = await _open_cpu_work(settings, families, stack)
+            splitter = _claim_splitter(settings, cpu)
             if "bc" in families:
-                scorers.update(_consistency(settings, cpu, wanted))
+                scorers.update(_consistency(settings, cpu, wanted, splitter))
             if "fc" in families:
-                scorers.update(_factcheck(settings, cpu, missing_evidence, wanted))
+                scorers.update(_factcheck(settings, cpu, missing_evidence, wanted, splitter))
         if "rag" in families:
             scorers["rag"] = _open_rag(settings)
         if "lp" in families:

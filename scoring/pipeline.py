@@ -5,6 +5,15 @@ set; the record still completes with whatever the other scorers found. The
 record is "failed" only when no component produced a value. Every failure met
 (a scorer's exception, or one a scorer absorbed) is logged with its
 traceback, rate-limited, and stays on the component for the error counter.
+
+A long answer is checked claim by claim (``scoring.claims``): the claim
+checkers (``ChecksClaims``: Trust_BC, Trust_FC) share a splitter, which the
+pipeline asks first; where it finds several claims, each checker scores every
+checked claim, each claim gets its own Trust_OV from its checks and the
+answer's own signals (``lp``, ``sc``), and the answer's Trust_OV is their soft
+minimum (``claims/aggregate.py``). An answer of one claim is scored whole, as
+if there were no claims at all. A split that fails is logged and counted under
+"claims", and the answer is then scored whole.
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .calibration import component_names, fitted_components
+from .claims.aggregate import answer_component, claim_inputs, overall_of_claims
+from .claims.selection import whole_answer
 from .failures import FailureLog, describe
 from .lanes import Lane, lane_of
 from .learning.apply import learned_overall
@@ -23,6 +34,9 @@ from .policy import TOO_LONG, within_limits
 from .settings import ScoringSettings
 from .types import (
     Ask,
+    ChecksClaims,
+    Claim,
+    ClaimResult,
     ComponentResult,
     Failure,
     OVDetails,
@@ -33,6 +47,8 @@ from .types import (
     TrustRecord,
     TrustStatus,
 )
+
+ClaimChecks = dict[str, list[ComponentResult]]  # a claim checker's name -> its result for each checked claim
 
 if TYPE_CHECKING:
     from .calibration import Calibrator
@@ -57,6 +73,31 @@ def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
     if score < settings.untrusted_threshold:
         return "untrusted"
     return "uncertain"
+
+
+def _checked(claims: list[Claim]) -> list[int]:
+    """The indexes of the claims to check."""
+    return [index for index, claim in enumerate(claims) if claim.selected]
+
+
+def _by_claim(claims: list[Claim]) -> bool:
+    """Whether the answer is checked claim by claim: it has several claims to check (else it is checked whole)."""
+    return len(_checked(claims)) > 1
+
+
+def _per_claim(checks: ClaimChecks) -> list[dict[str, ComponentResult]]:
+    """Each checked claim's own components, by name."""
+    count = min((len(results) for results in checks.values()), default=0)
+    return [{name: results[k] for name, results in checks.items()} for k in range(count)]
+
+
+def _count_with_claim_checkers(results: list[ComponentResult], scorers: list[Scorer], failures: list[Failure]) -> None:
+    """A failed split is counted with the first claim checker's component: the splitter is theirs."""
+    checkers = {s.name for s in scorers if isinstance(s, ChecksClaims)}
+    for result in results:
+        if result.component in checkers:
+            result.failures.extend(failures)
+            return
 
 
 class ScoringPipeline:
@@ -131,10 +172,34 @@ class ScoringPipeline:
         instead = spared(earlier.result()) if earlier.done() else None
         return instead if instead is not None else await self._run_one(scorer, job)
 
-    async def _run_all(self, job: ScoringJob, scorers: list[Scorer]) -> list[ComponentResult]:
+    async def _run_claims(
+        self, scorer: Scorer, job: ScoringJob, claims: list[Claim], indexes: list[int], into: ClaimChecks
+    ) -> ComponentResult:
+        """A claim checker on every checked claim (``into`` gets each claim's result), as the answer's component:
+        the lowest claim's (``claims/aggregate.py``). A raise or timeout is every claim's error."""
+        assert isinstance(scorer, ChecksClaims)
+        started = time.perf_counter()
+        ask = self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job))
+        try:
+            results = await asyncio.wait_for(scorer.score_claims(job, claims, ask), self._settings.queue.scorer_timeout)
+        except Exception as exc:  # a scorer's failure is recorded, never propagated to the user
+            error = "timeout" if isinstance(exc, TimeoutError) else describe(exc)[:500]
+            duration = time.perf_counter() - started
+            results = [ComponentResult(component=scorer.name, error=error, duration_s=duration) for _ in claims]
+            results[0].failures = [Failure.of(exc)]
+        into[scorer.name] = results
+        result = answer_component(scorer.name, results, indexes)
+        for failure in result.failures:
+            self._failure_log.report(f"scorer {scorer.name}", failure.reason, failure.error)
+        return result
+
+    async def _run_all(
+        self, job: ScoringJob, scorers: list[Scorer], claims: list[Claim] | None = None, into: ClaimChecks | None = None
+    ) -> list[ComponentResult]:
         """Every scorer at once, except one that reads another's result first (``RunsAfter``, when that one
         runs too): it starts once that result is in, or once that one tells it will not be spared. The
-        results in the scorers' order."""
+        results in the scorers' order. With ``claims`` (several, each checked), a claim checker checks each
+        of them (``_run_claims``) and tells nothing early."""
         names = {s.name for s in scorers}
         waits = {s.name: s.after for s in scorers if isinstance(s, RunsAfter) and s.after in names}
         waits = {name: after for name, after in waits.items() if after is not None and after not in waits}
@@ -145,9 +210,14 @@ class ScoringPipeline:
             future = told.get(name)
             return None if future is None else lambda: None if future.done() else future.set_result(None)
 
-        started = {
-            s.name: asyncio.ensure_future(self._run_one(s, job, teller(s.name))) for s in scorers if s.name not in waits
-        }
+        checked = _checked(claims or [])
+
+        def run(scorer: Scorer) -> Awaitable[ComponentResult]:
+            if claims and into is not None and isinstance(scorer, ChecksClaims):
+                return self._run_claims(scorer, job, [claims[i] for i in checked], checked, into)
+            return self._run_one(scorer, job, teller(scorer.name))
+
+        started = {s.name: asyncio.ensure_future(run(s)) for s in scorers if s.name not in waits}
         runs: list[Awaitable[ComponentResult]] = []
         for scorer in scorers:
             if scorer.name in started:
@@ -156,6 +226,57 @@ class ScoringPipeline:
                 after = waits[scorer.name]
                 runs.append(self._run_after(scorer, scorer.spared, job, started[after], told[after]))
         return list(await asyncio.gather(*runs))
+
+    async def _claims(self, job: ScoringJob, scorers: list[Scorer]) -> tuple[list[Claim], list[Failure]]:
+        """The answer's claims, from the splitter its claim checkers share; none where nothing checks claims
+        (no claim checker runs, a RAG job) or the split failed (then its failure)."""
+        splitter = next(
+            (s.claim_splitter for s in scorers if isinstance(s, ChecksClaims) and s.claim_splitter is not None), None
+        )
+        if splitter is None:
+            return [], []
+        try:
+            return await asyncio.wait_for(splitter.split(job), self._settings.queue.scorer_timeout), []
+        except Exception as exc:  # the answer is then checked whole, as without claims
+            failure = Failure.of(exc)
+            self._failure_log.report("claims", failure.reason, exc)
+            return [], [failure]
+
+    def _claim_results(
+        self,
+        job: ScoringJob,
+        claims: list[Claim],
+        checks: ClaimChecks,
+        scores: list[ComponentResult],
+        score: float | None,
+    ) -> list[ClaimResult]:
+        """The record's claims: each with its own checks and score where the answer was checked by claim (those
+        beyond max_claims listed unscored), else the answer whole as one claim with the answer's verdict."""
+        if not claims:
+            return []
+        if not checks:
+            whole = whole_answer(job.answer)
+            label = trust_label(score, self._settings)
+            return [ClaimResult(text=whole.text, start=whole.start, end=whole.end, score=score, label=label)]
+        per_claim = _per_claim(checks)
+        values: list[float | None] = [s.value for s in scores] if scores else [None] * len(per_claim)
+        found = dict(zip(_checked(claims), zip(values, per_claim, strict=True), strict=True))
+        results = []
+        for index, claim in enumerate(claims):
+            value, own = found.get(index, (None, {}))
+            results.append(
+                ClaimResult(
+                    text=claim.text,
+                    start=claim.start,
+                    end=claim.end,
+                    statement=claim.statement if claim.statement != claim.text else None,
+                    checked=claim.selected,
+                    score=value,
+                    label=trust_label(value, self._settings),
+                    components=own,
+                )
+            )
+        return results
 
     def _applicable(self, job: ScoringJob) -> list[Scorer]:
         """Document scorers for a request that carried documents (when any is configured), else the others.
@@ -234,17 +355,29 @@ class ScoringPipeline:
                 answer=job.answer,
             )
         job = bounded
-        results = await self._run_all(job, self._applicable(job))
+        scorers = self._applicable(job)
+        claims, split_failures = await self._claims(job, scorers)
+        checks: ClaimChecks = {}
+        results = await self._run_all(job, scorers, claims if _by_claim(claims) else None, checks)
+        _count_with_claim_checkers(results, scorers, split_failures)
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]
+        claim_scores: list[ComponentResult] = []
         if self._combine is not None and components.keys() & COMBINED:
             report, failures = await self._report(job.model)
-            overall = learned_overall(report, self._combine(components), components, job.answer)
+            claim_scores = [self._combine(claim_inputs(components, own)) for own in _per_claim(checks)]
+            default = (
+                overall_of_claims(claim_scores, _checked(claims), self._settings.claims.softmin_temperature)
+                if claim_scores
+                else self._combine(components)
+            )
+            overall = learned_overall(report, default, components, job.answer, _per_claim(checks))
             overall.failures.extend(failures)
             components[overall.component] = overall
             score = overall.value
         else:
             score = scored[0].value if scored else None
+        claim_results = self._claim_results(job, claims, checks, claim_scores, score)
         errors = [f"{r.component}: {r.error}" for r in results if r.error]
         # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
         status: TrustStatus = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
@@ -261,4 +394,5 @@ class ScoringPipeline:
             timings={"queued_s": queued_s, "scoring_s": time.perf_counter() - started},
             question=job.question,
             answer=job.answer,
+            claims=claim_results,
         )

@@ -16,6 +16,7 @@ __all__ = [
     "BCPreset",
     "BudgetLimits",
     "BudgetSettings",
+    "ClaimSettings",
     "ClientModePolicy",
     "ConsistencySettings",
     "CpuSettings",
@@ -142,6 +143,30 @@ class FactCheckSettings(BaseModel):
     # Each part of the evidence query (the answer, the question), cut with a visible "…": BM25 gains nothing
     # from more, and the query is kept in the record.
     max_query_chars: int = Field(default=2000, ge=50)
+
+
+class ClaimSettings(BaseModel):
+    """Long answers checked claim by claim (``scoring/claims/``): Trust_BC and Trust_FC per claim, Trust_OV
+    from the claims' scores, so that one false sentence makes the answer untrusted and is the one marked.
+
+    An answer of fewer than ``min_words`` words, or one whose split finds a single claim, is checked whole,
+    exactly as without claims (same calls, same values). Otherwise each of the ``max_claims`` claims that say
+    the most (named entities, numbers, dates) costs ``checks_per_claim`` Trust_BC calls and one judge call;
+    ``sc`` and ``lp`` stay answer-level. Defaults and their measurement: docs/eval/claims.md.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    # The claims checked per answer, those that say the most; the rest are listed in the record, unchecked.
+    max_claims: int = Field(default=3, ge=1, le=20)
+    # Trust_BC's multiple-choice checks per claim (its stop rule, capped at this); Trust_FC asks one judge call.
+    checks_per_claim: int = Field(default=1, ge=1, le=10)
+    # An answer of fewer words than this is one claim, checked whole.
+    min_words: int = Field(default=10, ge=1, le=1000)
+    # How the claims' scores fold into Trust_OV: a mean weighted by exp(-score / t), near the lowest claim's
+    # score for a small t; 0: exactly the lowest.
+    softmin_temperature: float = Field(default=0.1, ge=0.0, le=1.0)
 
 
 class LogprobSettings(BaseModel):
@@ -383,6 +408,7 @@ class ScoringSettings(BaseModel):
     logprob: LogprobSettings = Field(default_factory=LogprobSettings)
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
     sc: SamplingSettings = Field(default_factory=SamplingSettings)
+    claims: ClaimSettings = Field(default_factory=ClaimSettings)
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:

@@ -9,7 +9,7 @@ a worker process and in tests.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
@@ -34,6 +34,9 @@ __all__ = [
     "BCCheck",
     "BCDetails",
     "BudgetSpent",
+    "ChecksClaims",
+    "Claim",
+    "ClaimResult",
     "ComponentDetails",
     "ComponentResult",
     "FCDetails",
@@ -61,6 +64,7 @@ __all__ = [
     "ScoringFailure",
     "ScoringJob",
     "ShedReason",
+    "SplitsClaims",
     "StoreUnavailable",
     "TellsEarly",
     "TrustAction",
@@ -174,6 +178,23 @@ class SamplingParams(BaseModel):
     # The request to re-ask; None: the job's context and question (the gateway's case). ``trustgate eval``
     # sets it, because its answers come from a prompt around the question.
     messages: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of an answer: where it stands in the answer, and the statement its checks read.
+
+    ``text`` is ``answer[start:end]``, so a reader can mark it in place. ``statement`` is what the checks
+    read: the text itself, or the text with a leading pronoun resolved ("It lies on the Seine" checked as
+    "Paris lies on the Seine") or a shared subject carried over, so that a check needs no other sentence.
+    """
+
+    start: int
+    end: int
+    text: str
+    statement: str
+    weight: float = 0.0  # how much it says (named entities, numbers, dates): which claims max_claims keeps
+    selected: bool = True  # False: beyond max_claims, found but not checked
 
 
 MAX_REFERENCE_CLAIMS = 50  # each costs a judge call per answer; a request with more is refused
@@ -302,13 +323,19 @@ class BCDetails(_Details):
     observed_agreement: float | None = None
     expected_agreement: float | None = None
     letter_probabilities_used: bool | None = None  # False: some check's distribution was one-hot on its letter
+    # An answer checked claim by claim: the claims this answer-level Trust_BC sums up, and the index (in the
+    # record's claims) of the one whose value it is, the lowest. Each claim's checks are in its own components.
+    claims: int | None = None
+    claim: int | None = None
 
     # A clearly consistent answer: Trust_BC ended on its first CLEAR_CHECKS checks, each choosing the answer.
     CLEAR_CHECKS: ClassVar[int] = 3
 
     def clearly_consistent(self) -> bool:
         """Trust_BC ended on its first 3 checks, every one of them choosing the answer's own option (``sc``
-        then asks no samples)."""
+        then asks no samples); checked claim by claim: every claim's checks chose the claim, at least 3 in all."""
+        if self.claims is not None:
+            return self.binary == 1.0 and self.checks_run >= self.CLEAR_CHECKS
         return self.checks_run == len(self.checks) == self.CLEAR_CHECKS and all(
             check.consistent for check in self.checks
         )
@@ -343,6 +370,9 @@ class FCDetails(_Details):
     label: FactLabel | None = None
     label_probs: dict[str, float] = Field(default_factory=dict)
     probs_from: Literal["logprobs", "nli", "label"] | None = None  # "label": one-hot on the parsed label
+    # As BCDetails: on an answer checked claim by claim, the claims summed up and the one whose verdict this is.
+    claims: int | None = None
+    claim: int | None = None
 
 
 class OVDetails(_Details):
@@ -366,6 +396,11 @@ class OVDetails(_Details):
     features: dict[str, float] | None = None  # the fitted combination's inputs ...
     weights: dict[str, float] | None = None  # ... and its weights
     cross_validated: bool | None = None  # trustgate eval's fitted Trust_OV: each item predicted by a fit on the others
+    # An answer checked claim by claim: the claims checked, the index of the lowest-scored one, and the soft-min
+    # temperature that folded the claims' scores into this value (scoring/claims/aggregate.py).
+    claims: int | None = None
+    claim: int | None = None
+    softmin_temperature: float | None = None
 
 
 class LPDetails(_Details):
@@ -510,6 +545,28 @@ class ComponentResult(BaseModel):
         return data
 
 
+class ClaimResult(BaseModel):
+    """One claim of a checked answer in its record: its span, its verdict, and the checks made of it.
+
+    ``text`` is ``answer[start:end]`` (character offsets). ``statement`` is set where the checks read another
+    text (a pronoun resolved). ``components`` holds the checks made for this claim alone (Trust_BC, Trust_FC);
+    an answer checked as a whole (one claim) has none of its own: its checks are the record's components, and
+    its one claim carries the answer's score and label. A claim found beyond ``max_claims`` is listed with
+    ``checked`` false and no score. Fields this version does not know are kept (records of other versions).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    text: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    statement: str | None = None
+    checked: bool = True
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    label: str | None = None
+    components: dict[str, ComponentResult] = Field(default_factory=dict)
+
+
 class Scorer(Protocol):
     """A scoring component: ``score(job, ask)`` for one job, whatever the transport behind ``ask``.
 
@@ -525,6 +582,29 @@ class Scorer(Protocol):
     needs_answer_logprobs: ClassVar[bool] = False
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult: ...
+
+
+class SplitsClaims(Protocol):
+    """Splits an answer into its claims (``scoring.claims``): one whole-answer claim for a short answer."""
+
+    async def split(self, job: ScoringJob) -> list[Claim]: ...
+
+
+@runtime_checkable
+class ChecksClaims(Protocol):
+    """A scorer that can check a long answer claim by claim (Trust_BC, Trust_FC; the pipeline finds it by this).
+
+    ``score_claims`` gives one result per claim, in the claims' order, each as ``score`` would give it had the
+    claim's statement been the whole answer; it may share upstream calls between claims (one judge call for
+    several) and says so in each result's ``upstream_calls``. ``claim_splitter`` is the splitter the claim
+    checkers of one process share (``scoring.assembly`` opens it with them), so whatever runs these scorers
+    checks claims without wiring of its own; None: answers are checked whole.
+    """
+
+    name: str
+    claim_splitter: SplitsClaims | None
+
+    async def score_claims(self, job: ScoringJob, claims: Sequence[Claim], ask: Ask) -> list[ComponentResult]: ...
 
 
 @runtime_checkable
@@ -613,6 +693,9 @@ class TrustRecord(BaseModel):
     action: TrustAction | None = None
     escalated_from: str | None = None
     escalated_to: str | None = None
+    # The answer's claims, each with its span in ``answer``, its score and label (scoring.claims); empty on
+    # records written before claims were kept, and on records nothing was checked for.
+    claims: list[ClaimResult] = Field(default_factory=list)
 
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:

@@ -29,7 +29,7 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -37,7 +37,20 @@ from typing import Any
 from ..cpu_pool import CpuWork
 from ..failures import describe
 from ..settings import ConsistencySettings
-from ..types import Ask, BCCheck, BCDetails, ComponentResult, Failure, Reply, Scorer, ScoringJob, TellsEarly
+from ..types import (
+    Ask,
+    BCCheck,
+    BCDetails,
+    ChecksClaims,
+    Claim,
+    ComponentResult,
+    Failure,
+    Reply,
+    Scorer,
+    ScoringJob,
+    SplitsClaims,
+    TellsEarly,
+)
 from .cpu_part import draw_distractors
 from .debias import agreement_beyond_prior, balanced_positions, letter_distribution
 from .distractors import DistractorDeck, DistractorPool
@@ -101,14 +114,27 @@ class Check:
         )
 
 
-class ConsistencyScorer(Scorer, TellsEarly):
-    """The ``bc`` component. Holds only read-only collaborators; safe to share across jobs."""
+class ConsistencyScorer(Scorer, TellsEarly, ChecksClaims):
+    """The ``bc`` component. Holds only read-only collaborators; safe to share across jobs.
+
+    With a ``claim_splitter`` it checks a long answer claim by claim: each claim's statement is the answer
+    of its own checks, its distractors substituted inside it, with at most ``checks_per_claim`` checks under
+    the paper's procedure (the debiased one needs a whole round of letters, four checks, per claim).
+    """
 
     name = "bc"
 
-    def __init__(self, settings: ConsistencySettings, cpu: CpuWork) -> None:
+    def __init__(
+        self,
+        settings: ConsistencySettings,
+        cpu: CpuWork,
+        claim_splitter: SplitsClaims | None = None,
+        checks_per_claim: int = 1,
+    ) -> None:
         self._settings = settings
         self._cpu = cpu  # generates the distractors, in a worker process or a thread
+        self.claim_splitter = claim_splitter
+        self._checks_per_claim = checks_per_claim
         self._rule = StopRule(
             settings.mode,
             settings.max_checks,
@@ -131,6 +157,21 @@ class ConsistencyScorer(Scorer, TellsEarly):
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
         return await self.score_telling(job, ask, lambda: None)
+
+    @cached_property
+    def _per_claim(self) -> ConsistencyScorer:
+        """The scorer of one claim: this one's settings, under the paper's procedure, capped at checks_per_claim."""
+        capped = min(self._settings.max_checks, self._checks_per_claim)
+        return ConsistencyScorer(
+            self._settings.model_copy(update={"max_checks": capped, "procedure": "paper"}), self._cpu
+        )
+
+    async def score_claims(self, job: ScoringJob, claims: Sequence[Claim], ask: Ask) -> list[ComponentResult]:
+        """Each claim's Trust_BC, all at once: the claim's statement checked as the answer."""
+        scorer = self._per_claim
+        return list(
+            await asyncio.gather(*(scorer.score(job.model_copy(update={"answer": c.statement}), ask) for c in claims))
+        )
 
     async def score_telling(
         self, job: ScoringJob, ask: Ask, not_clearly_consistent: Callable[[], None]

@@ -12,11 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..cpu_pool import CpuWork
 from ..settings import FactCheckSettings
-from ..types import Ask, ComponentResult, FCDetails, FCEvidence, Reply, Scorer, ScoringJob
+from ..types import (
+    Ask,
+    ChecksClaims,
+    Claim,
+    ComponentResult,
+    FCDetails,
+    FCEvidence,
+    Reply,
+    Scorer,
+    ScoringJob,
+    SplitsClaims,
+)
 from .cpu_part import retrieve_evidence
 from .evidence import Evidence
 from .judge import (
@@ -43,7 +55,7 @@ CHOICE_TOP_LOGPROBS = 20  # the constrained choice reads "yes"/"no" among the fi
 CHOICE_MAX_TOKENS = 8  # the answer token, and a few words for the fallback reading
 
 
-class FactCheckScorer(Scorer):
+class FactCheckScorer(Scorer, ChecksClaims):
     """``score(job, ask)`` -> the "fc" component: the judge's label on the top-k passages.
 
     ``details`` holds ``label`` and ``label_probs`` (what ``scoring.combine``
@@ -51,14 +63,17 @@ class FactCheckScorer(Scorer):
     ruled ("llm", "llm-choice" or "nli"), where the probabilities came from ("logprobs",
     "nli", or "label": one-hot), and the LLM judge's raw reply. With no passage sharing a word with the query the label
     is "neutral" and no judge is asked. With ``nli_model_dir`` set, the local
-    NLI model judges and no upstream call is made.
+    NLI model judges and no upstream call is made. With a ``claim_splitter``, a
+    long answer is checked claim by claim: evidence retrieved for each claim's
+    statement, and the judge asked about that claim alone.
     """
 
     name = "fc"
 
-    def __init__(self, cpu: CpuWork, settings: FactCheckSettings) -> None:
+    def __init__(self, cpu: CpuWork, settings: FactCheckSettings, claim_splitter: SplitsClaims | None = None) -> None:
         self._cpu = cpu  # retrieves the evidence, in a worker process or a thread
         self._settings = settings
+        self.claim_splitter = claim_splitter
         self._nli = None
         if settings.nli_model_dir:
             from .nli import LocalNLIJudge  # torch and transformers are optional
@@ -105,6 +120,12 @@ class FactCheckScorer(Scorer):
             details=details,
             upstream_calls=calls,
             duration_s=time.perf_counter() - started,
+        )
+
+    async def score_claims(self, job: ScoringJob, claims: Sequence[Claim], ask: Ask) -> list[ComponentResult]:
+        """Each claim's Trust_FC, all at once: its statement checked as the answer, on its own evidence."""
+        return list(
+            await asyncio.gather(*(self.score(job.model_copy(update={"answer": c.statement}), ask) for c in claims))
         )
 
     async def _ask_judge(

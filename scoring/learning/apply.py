@@ -11,7 +11,7 @@ no informative score, the record says so (``informative: false``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ..types import ComponentResult, OVDetails
 from .features import features_of
@@ -33,14 +33,16 @@ def learned_overall(
     default: ComponentResult,
     components: Mapping[str, ComponentResult],
     answer: str | None,
+    claims: Sequence[Mapping[str, ComponentResult]] = (),
 ) -> ComponentResult:
-    """Trust_OV for a record of ``report``'s model: the learned fit's when it is in use, else ``default``'s."""
+    """Trust_OV for a record of ``report``'s model: the learned fit's when it is in use, else ``default``'s
+    (``claims``: each checked claim's own components, when the answer was checked claim by claim)."""
     if report is None:
         return default
     fit = report.fit if report.combination == "fitted" else None
     if fit is None:
         return _with_default(default, report, None)
-    values = features_of(components, answer)
+    values = features_of(components, answer, claims)
     missing = [name for name in fit.features if name not in values]
     if missing:
         return _with_default(default, report, missing)

@@ -3,39 +3,74 @@
 A feature is a number the gateway holds for an answer at no extra cost: the
 components that ran (Trust_BC, Trust_FC, ``lp``, sampled agreement ``sc``) and
 the free signals beside them (the answer's mean and least token
-log-probability, its length). Each is read from the record's components and
-its answer text, so the same function serves the pipeline (a job being scored)
-and the learner (labelled records read back from the store). A feature a
-record does not have is None, never a zero: the answer's log-probabilities may
-be missing, a scorer may have failed.
+log-probability, its length). Each is read from the record's components, its
+answer text and its claims' own checks, so the same function serves the
+pipeline (a job being scored) and the learner (labelled records read back from
+the store). A feature a record does not have is None, never a zero: the
+answer's log-probabilities may be missing, a scorer may have failed.
+
+An answer checked claim by claim has Trust_BC and Trust_FC of its lowest claim
+as its components; ``bc_mean`` and ``fc_mean`` average every checked claim's,
+and ``claims`` counts them, so a fit for a model whose judge is strong can lean
+on the judge across all the claims, not only the worst. An answer checked whole
+is its one claim: its means are its components' values and its count is 1.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ..types import ComponentResult, LPDetails, TrustRecord
 
-__all__ = ["COMPONENT_FEATURES", "FEATURES", "FeatureVector", "features_of", "record_features"]
+__all__ = ["COMPONENT_FEATURES", "FEATURES", "FeatureVector", "ScoredAnswer", "features_of", "record_features"]
 
 Components = Mapping[str, ComponentResult]
 FeatureVector = dict[str, float]  # name -> value, only the features the answer has
 
 
-def _value(name: str) -> Callable[[Components, str], float | None]:
-    def read(components: Components, answer: str) -> float | None:
-        result = components.get(name)
-        if result is None or result.error is not None or result.value is None:
-            return None
-        return float(result.value)
+@dataclass(frozen=True)
+class ScoredAnswer:
+    """What the features are read from: the answer's components, its text, and each checked claim's own
+    components (none: the answer was checked whole)."""
+
+    components: Components
+    answer: str
+    claims: Sequence[Components] = ()
+
+
+def _usable(result: ComponentResult | None) -> float | None:
+    if result is None or result.error is not None or result.value is None:
+        return None
+    return float(result.value)
+
+
+def _value(name: str) -> Callable[[ScoredAnswer], float | None]:
+    def read(scored: ScoredAnswer) -> float | None:
+        return _usable(scored.components.get(name))
 
     return read
 
 
-def _lp_detail(field: str) -> Callable[[Components, str], float | None]:
-    def read(components: Components, answer: str) -> float | None:
-        result = components.get("lp")
+def _claims_mean(name: str) -> Callable[[ScoredAnswer], float | None]:
+    def read(scored: ScoredAnswer) -> float | None:
+        if not scored.claims:
+            return _usable(scored.components.get(name))
+        values = [value for claim in scored.claims if (value := _usable(claim.get(name))) is not None]
+        return sum(values) / len(values) if values else None
+
+    return read
+
+
+def _claims(scored: ScoredAnswer) -> float | None:
+    """How many claims were checked (1: the answer whole)."""
+    return float(len(scored.claims) or 1) if scored.answer.strip() else None
+
+
+def _lp_detail(field: str) -> Callable[[ScoredAnswer], float | None]:
+    def read(scored: ScoredAnswer) -> float | None:
+        result = scored.components.get("lp")
         details = result.details if result is not None else None
         value = getattr(details, field, None) if isinstance(details, LPDetails) else None
         return None if value is None or not math.isfinite(value) else float(value)
@@ -43,14 +78,14 @@ def _lp_detail(field: str) -> Callable[[Components, str], float | None]:
     return read
 
 
-def _length(components: Components, answer: str) -> float | None:
+def _length(scored: ScoredAnswer) -> float | None:
     """log(1 + words): long answers ramble more, and a log keeps one essay from dominating a linear fit."""
-    words = len(answer.split())
+    words = len(scored.answer.split())
     return math.log1p(words) if words else None
 
 
 # The order is the report's: components first, then free signals.
-FEATURES: dict[str, Callable[[Components, str], float | None]] = {
+FEATURES: dict[str, Callable[[ScoredAnswer], float | None]] = {
     "bc": _value("bc"),
     "fc": _value("fc"),
     "sc": _value("sc"),
@@ -58,15 +93,20 @@ FEATURES: dict[str, Callable[[Components, str], float | None]] = {
     "lp_mean": _lp_detail("mean_logprob"),
     "lp_min": _lp_detail("min_logprob"),
     "length": _length,
+    "bc_mean": _claims_mean("bc"),
+    "fc_mean": _claims_mean("fc"),
+    "claims": _claims,
 }
 COMPONENT_FEATURES = ("bc", "fc", "sc", "lp")  # those the gateway ships as scores in [0, 1]
 
 
-def features_of(components: Components, answer: str | None) -> FeatureVector:
-    """Every feature the answer has, by name."""
-    values = {name: read(components, answer or "") for name, read in FEATURES.items()}
+def features_of(components: Components, answer: str | None, claims: Sequence[Components] = ()) -> FeatureVector:
+    """Every feature the answer has, by name (``claims``: each checked claim's own components)."""
+    scored = ScoredAnswer(components, answer or "", claims)
+    values = {name: read(scored) for name, read in FEATURES.items()}
     return {name: value for name, value in values.items() if value is not None}
 
 
 def record_features(record: TrustRecord) -> FeatureVector:
-    return features_of(record.components, record.answer)
+    claims = [claim.components for claim in record.claims if claim.checked and claim.components]
+    return features_of(record.components, record.answer, claims)
