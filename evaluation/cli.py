@@ -139,6 +139,17 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("--note", action="append", default=[], help="a line for the report (repeatable)")
 
 
+def _triage_arguments(triage: argparse.ArgumentParser) -> None:
+    triage.add_argument(
+        "--file",
+        type=Path,
+        action="append",
+        help="a JSONL set of requests with answers and gold kinds (repeatable; default: both committed sets)",
+    )
+    triage.add_argument("--repeat", type=_positive_int, default=5, help="timed runs per answer (median kept)")
+    triage.add_argument("--json", type=Path, help="also write every figure here as JSON")
+
+
 TASKS = {
     "run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
     "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common),
@@ -147,11 +158,13 @@ TASKS = {
         "feedback replay: label half a set through a real gateway, let it refit, measure the rest",
         _replay_arguments,
     ),
+    "triage": ("which answers triage finds checkable, on labelled requests with answers", _triage_arguments),
 }
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """``trustgate eval run``, ``truthfulqa-mc`` and ``rag``, each with its own arguments (``TASKS``)."""
+    """``trustgate eval run``, ``truthfulqa-mc``, ``rag``, ``replay`` and ``triage``, each with its own arguments
+    (``TASKS``)."""
     tasks = parser.add_subparsers(dest="eval_task", required=True)
     for name, (help_text, add) in TASKS.items():
         add(tasks.add_parser(name, help=help_text))

@@ -20,6 +20,7 @@ from .mc_runner import NoLogprobs
 from .rag_command import eval_rag
 from .replay_command import eval_replay
 from .run_command import eval_run
+from .triage_command import eval_triage
 
 __all__ = ["run_eval_command"]
 
@@ -28,6 +29,7 @@ TASKS: dict[str, Callable[[argparse.Namespace], int]] = {
     "truthfulqa-mc": eval_truthfulqa_mc,
     "rag": eval_rag,
     "replay": eval_replay,
+    "triage": eval_triage,
 }
 
 

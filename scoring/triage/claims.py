@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .lexicon import SUPERLATIVE, WORLD_CUE, WORLD_CUE_CJK, YEAR
 
-__all__ = ["Claim", "find_claims", "named_things"]
+__all__ = ["Claim", "borrowed_share", "find_claims", "named_things"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n")
 _TOKEN = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
@@ -38,7 +38,8 @@ _ABOUT_ITSELF = re.compile(
 )
 # After a sentence's first word, what makes that word the subject of a statement about it.
 _SUBJECT = re.compile(
-    r"^(?:,|\s+(?:is|was|has|had|became|lies|sits|stands|remains|est|es|ist|è|é|is de)\b|'s\b|’s\b)",
+    r"^(?:,\s+(?:the|a|an|its|capital|home|city|birthplace|founded|born|la|le|el|die|der)\b"
+    r"|\s+(?:is|was|has|had|became|lies|sits|stands|remains|est|es|ist|è|é|is de)\b|'s\b|’s\b)",
     re.IGNORECASE,
 )
 # Capitalised words that open sentences without naming anything, and names of no use as evidence.
@@ -50,6 +51,7 @@ _NOT_NAMES = frozenset(
     however also today tomorrow yesterday sure certainly absolutely great thanks thank sorry please hello hi hey
     dear monday tuesday wednesday thursday friday saturday sunday ai""".split()
 )
+_CONTENT_WORD = 4
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]{2,}")
 
 
@@ -89,6 +91,16 @@ def named_things(text: str, user_text: str = "") -> list[str]:
     ]
 
 
+def borrowed_share(text: str, source: str) -> float:
+    """The share of ``text``'s content words (four letters or more) that ``source`` has: how far ``text`` is read
+    from ``source`` rather than said anew."""
+    content = [token.lower() for token in _TOKEN.findall(text) if len(token) >= _CONTENT_WORD and token.isalpha()]
+    if not content:
+        return 0.0
+    found = _written(source)
+    return sum(word in found for word in content) / len(content)
+
+
 def _written(user_text: str) -> set[str]:
     return {_key(token) for token in _TOKEN.findall(user_text)}
 
@@ -125,14 +137,17 @@ def _claim(sentence: str, written: set[str], user_text: str, *, dates_count: boo
 def _anchors(sentence: str) -> list[str]:
     """Names (capitalised words past a line's start, or a line's first word when it is the subject) and numbers."""
     anchors = []
-    for line in sentence.splitlines():
-        for i, match in enumerate(_TOKEN.finditer(line)):
-            token = match.group(0)
-            if _NUMBER.search(token):
-                anchors.append(token)
-            elif _is_name(token) and (i > 0 or _SUBJECT.match(line[match.end() :])):
-                anchors.append(token.strip("."))
+    for match in _TOKEN.finditer(sentence):
+        token = match.group(0)
+        if _NUMBER.search(token):
+            anchors.append(token)
+        elif _is_name(token) and (not _opens_line(sentence, match.start()) or _SUBJECT.match(sentence[match.end() :])):
+            anchors.append(token.strip("."))
     return anchors
+
+
+def _opens_line(text: str, at: int) -> bool:
+    return not _TOKEN.search(text[text.rfind("\n", 0, at) + 1 : at])
 
 
 def _is_name(token: str) -> bool:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .claims import Claim, find_claims, named_things
+from .claims import Claim, borrowed_share, find_claims, named_things
 from .exchange import Exchange
 from .form import AnswerForm, read_form, refusal_rest
 from .intent import Intent, request_intent
@@ -28,11 +28,15 @@ from .verdict import Verdict
 __all__ = ["triage"]
 
 _QUOTE_CHARS = 80
+_SUPPLIED_WORDS = 12  # a text this long, handed over with a question, may be what the question is about
+_BORROWED = 0.6  # the share of an answer's content words taken from that text, for it to be read from it
 _REASON_CHARS = 300
 _SAYS_MORE_WORDS = 12  # past a refusal, this many words are an answer of their own
 # What a refusal offers instead ("I can help you write an honest message"): still a refusal.
 _OFFER = re.compile(
-    r"\b(i can|i could|i('d| would) be happy|happy to|instead|if you('d| would) like|let me know)\b", re.I
+    r"\b(i can|i could|i('d| would) be (happy|glad)|happy to|glad to|instead|if you('d| would) like|let me know|"
+    r"please (consider|reach out|contact|talk|seek)|reach out|talk(ing)? to someone|helpline|hotline|professional)\b",
+    re.I,
 )
 # Kinds whose answers carry the user's own text: a date in a translation is the user's, not a new claim.
 _USER_TEXT_KINDS = ("rewrite", "summary")
@@ -64,6 +68,8 @@ def _content_verdict(exchange: Exchange) -> Verdict:
     claims = find_claims(
         form.readable, user_text, dates_count=intent.kind not in _USER_TEXT_KINDS, numbers_count=intent.kind != "math"
     )
+    if intent.kind == "factual" and not claims and _read_from_supplied(exchange.answer, intent, user_text):
+        return Verdict(kind="summary", reason="answers a question about text the user supplied, from that text")
     if intent.kind == "factual" and not (intent.weak and not claims and not named_things(form.prose, user_text)):
         return Verdict(kind="factual", reason=intent.reason)
     if claims:
@@ -77,16 +83,26 @@ def _content_verdict(exchange: Exchange) -> Verdict:
     return _by_answer(form, intent, user_text)
 
 
+def _read_from_supplied(answer: str, intent: Intent, user_text: str) -> bool:
+    """A question about a text the user handed over ("Here's a review: '...'. What are the complaints?"), answered
+    with that text's own words and naming nothing it does not: the answer is the user's text, read back."""
+    return (
+        len(intent.supplied.split()) >= _SUPPLIED_WORDS
+        and not named_things(answer, user_text)
+        and borrowed_share(answer, intent.supplied) >= _BORROWED
+    )
+
+
 def _refusal(intent: Intent, rest: str, user_text: str) -> Verdict | None:
     """A refusal that goes on to answer is an answer: factual if it states facts, or answers a factual request;
     of the request's kind if it goes on at length (None: read the answer as any other)."""
     claims = find_claims(rest, user_text)
     if claims:
         return Verdict(kind="factual", reason=_cut(f"declines, then states facts: {_quote(claims[0])}"))
-    says_more = len(rest.split()) >= _SAYS_MORE_WORDS
+    says_more = len(rest.split()) >= _SAYS_MORE_WORDS and not _OFFER.search(rest)
     if intent.kind == "factual" and (named_things(rest, user_text) or says_more):
         return Verdict(kind="factual", reason=_cut(f"declines, then answers: {intent.reason}"))
-    if intent.kind not in (None, "factual") and says_more and not _OFFER.search(rest):
+    if intent.kind not in (None, "factual") and says_more:
         return None
     return Verdict(kind="refusal", reason="the answer declines and says nothing else")
 

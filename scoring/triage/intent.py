@@ -20,6 +20,7 @@ __all__ = ["Intent", "request_intent"]
 
 _CREATE_WINDOW = 10  # words between "write" and "poem" ("write me a short, funny poem")
 _MAX_FOLLOW_UP_DEPTH = 8
+_BODY_WORDS = 12  # an earlier turn this long may be a text of the user's that a later turn asks to rework
 _CONVERSATIONAL_LEFTOVER = 2  # words beside greetings and thanks that keep a message small talk ("thanks, Sam")
 
 
@@ -33,11 +34,22 @@ class Intent:
     # The request's topic is a fact about a named thing ("a poem about the first man on the moon"): a name the
     # answer gives for it is a claim, whatever the form.
     about_a_fact: bool = False
+    supplied: str = ""  # text the request hands over (quoted, after a colon, the body under a short instruction)
 
 
 _UNKNOWN = Intent(None, "the request does not say what it asks for")
+_HOW_IN_CODE = re.compile(r"\bhow (do|can|would|should|to) |\bshow me\b|\bexample\b|\bsyntax\b|\bin\s*$", re.I)
+# "Tabs or spaces?": a bare choice between two things asks for a preference.
+_BARE_CHOICE = re.compile(
+    r"^(?!\s*(is|are|was|were|do|does|did|can|what|which|who|where|when|how|why)\b)"
+    r"[\w' -]{1,30}\bor\b[\w' -]{1,30}\?\s*$",
+    re.I,
+)
+_INLINE_CODE = re.compile(r"`[^`\n]*[=(){};<>][^`\n]*`")
 _CODE_TROUBLE = re.compile(
-    r"\b(code|error|compiler|compile|compiles|bug|exception|crash(es)?|warning|syntax|stack trace|traceback)\b", re.I
+    r"\b(code|error|compiler|compile|compiles|bug|exception|crash(es)?|warning|syntax|stack trace|traceback|loop|"
+    r"function|variable|method|print(s|ing)?|returns?|output)\b",
+    re.I,
 )
 # "Describe a sunset" paints a scene; "describe the water cycle" asks for knowledge.
 _DESCRIBE_A_SCENE = re.compile(
@@ -47,9 +59,9 @@ _DESCRIBE_A_SCENE = re.compile(
 
 def request_intent(question: str, earlier_user_turns: Sequence[str] = (), depth: int = 0) -> Intent:
     intent = _request_intent(question, earlier_user_turns, depth)
-    if lx.WORLD_CUE_ASK.search(split_request(question).instruction or question):
-        return replace(intent, about_a_fact=True)
-    return intent
+    request = split_request(question)
+    about_a_fact = bool(lx.WORLD_CUE_ASK.search(request.instruction or question))
+    return replace(intent, about_a_fact=about_a_fact, supplied=request.supplied)
 
 
 def _request_intent(question: str, earlier_user_turns: Sequence[str], depth: int) -> Intent:
@@ -60,7 +72,8 @@ def _request_intent(question: str, earlier_user_turns: Sequence[str], depth: int
         before = request_intent(earlier_user_turns[-1], earlier_user_turns[:-1], depth + 1)
         if before.kind is not None:
             return Intent(before.kind, f"a follow-up to an earlier request: {before.reason}", before.weak)
-        if lx.INHERITING_EDIT.fullmatch(request.text.strip().rstrip(" ?.!")):
+        edits = lx.INHERITING_EDIT.fullmatch(request.text.strip().rstrip(" ?.!"))
+        if edits and len(words(earlier_user_turns[-1])) >= _BODY_WORDS:
             return Intent("rewrite", "reworks text the user gave in an earlier turn")
     supplied = request.has_supplied_text or any(len(words(turn)) >= 40 for turn in earlier_user_turns)
     for text in dict.fromkeys((request.instruction, request.text)):
@@ -96,13 +109,11 @@ def _code(text: str, request: Request, supplied: bool) -> Intent | None:
     if lx.CODE_ASK.search(text):
         return Intent("code", "asks for code, or about code")
     language = lx.CODE_LANGUAGE.search(text)
-    if language and (
-        lx.CREATE.search(text) or re.search(r"\bhow (do|can|would|should) (i|you|we)\b|\bin\s*$", text, re.I)
-    ):
+    if language and (lx.CREATE.search(text) or _HOW_IN_CODE.search(text)):
         return Intent("code", f"asks for {language.group(0)} code")
     if language and _CODE_TROUBLE.search(text):
         return Intent("code", f"asks about {language.group(0)} code")
-    if "```" in request.text and re.search(r"\b(fix|error|bug|wrong|work|output|do)\b", text, re.I):
+    if "```" in request.text or _INLINE_CODE.search(request.text):
         return Intent("code", "asks about code it supplies")
     return None
 
@@ -156,7 +167,7 @@ def _math(text: str, request: Request, supplied: bool) -> Intent | None:
 
 
 def _opinion(text: str, request: Request, supplied: bool) -> Intent | None:
-    opinion = lx.OPINION.search(text) or lx.ADVICE.search(text)
+    opinion = lx.OPINION.search(text) or lx.ADVICE.search(text) or _BARE_CHOICE.search(text)
     if opinion is None:
         return None
     if lx.WORLD_CUE_ASK.search(text) and (lx.QUESTION_WORD.search(text) or "?" in text):

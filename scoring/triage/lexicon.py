@@ -64,19 +64,21 @@ CONVERSATION = _any(
     r"thanks?( you)?( so much| very much| a lot| again)?",
     r"thx|ty|cheers|much appreciated|appreciate it|i appreciate (it|that|your help)",
     r"(that|this) (was|is) (helpful|great|perfect|awesome|amazing|funny|hilarious)",
+    r"(that'?s|that’s|so) (helpful|great|perfect|awesome|amazing|funny|hilarious|cool|nice|interesting|sad)",
     r"(good|great|nice|awesome|perfect|cool|ok|okay|alright|got it|sure|yes|no|nope|yeah|yep|wow|lol|haha|hmm)",
     r"great job|well done",
     r"bye|goodbye|see (you|ya)( later| soon| tomorrow)?|take care|talk (to you )?later|good ?night",
     r"have a (good|nice|great) (day|one|night|weekend)",
     r"how are (you|u|things)( doing)?( today)?",
-    r"how('s| is) (it going|your day|everything|life)",
+    r"how('s| is) (it going|your day|everything|life|your (morning|evening|week|weekend))( going)?( so far)?( today)?",
     r"what'?s up",
     r"how have you been",
     r"nice to meet you|pleased to meet you",
     r"(who|what) are you",
     r"what('s| is) your name",
     r"what can you do|what do you do",
-    r"are you (a (bot|robot|human|person|real person|machine)|an ai|real|there|alive|conscious|sentient|ok|okay|busy)",
+    r"(are )?you (a (bot|robot|human|person|real person|machine)|an ai|real|there|alive|conscious|sentient|ok|okay|"
+    r"busy|still there)",
     r"can you help( me)?|i need (some )?help|help me|please help",
     r"you('re| are) (great|awesome|amazing|the best|funny|smart|helpful|welcome)",
     r"i('m| am) (bored|back|tired|happy|sad|hungry|here|so excited|excited|fine|good|ok|okay|doing well)",
@@ -171,6 +173,9 @@ CREATIVE_GENRE = _any(
     r"(thank[- ]you|condolence|get well|congratulations?|farewell|love) (note|message|card|letter)|"
     r"letter|email|e-mail|cover letter|invitation|apology|resignation|complaint|newsletter|"
     r"bio for|dating profile|personal statement|motivational (message|quote)|doctor'?s note|sick note|excuse note",
+    r"(retirement|birthday|graduation|wedding|anniversary|christmas|holiday|farewell|sympathy|valentine'?s?|"
+    r"get[- ]well|baby shower|new year'?s?) (message|card|note|wish(es)?|speech|toast|poem|greeting)|"
+    r"(message|note|greeting) for (a|an|my|the) \w+( \w+)? card",
     r"poème|poésie|une histoire|un conte|une blague|des blagues|une chanson|un slogan|une lettre|"
     r"poema|poesía|un cuento|una historia|un chiste|chistes|una canción|una carta|"
     r"gedicht|eine geschichte|ein märchen|einen witz|witze|ein lied|einen brief|"
@@ -183,7 +188,9 @@ CREATIVE_GENRE_CJK = _any(r"诗|故事|笑话|歌词|詩|物語|ジョーク", e
 # Imagining and play: creative whatever the genre.
 IMAGINE = _any(
     r"imagine (that|you|a|an|if)|pretend (that|you|to be)|role-?play|let'?s play|act as (a|an|if)|"
-    r"what if (a|an|the|you|dogs|cats|animals)|in the style of|as if you were|you are a (pirate|wizard|dragon)"
+    r"what if (a|an|the|you|dogs|cats|animals)|in the style of|as if you were|you are a (pirate|wizard|dragon)|"
+    r"(invent|make up|create|design|dream up) (a|an|some|me a) (new|imaginary|fictional|fictitious|made-up|fantasy|"
+    r"alien|magical)"
 )
 EXPOSITORY_GENRE = _any(
     r"paragraph|essay|article|report|overview|summary|biography|bio of|history|explanation|description|"
@@ -208,6 +215,7 @@ REWRITE = _any(
     r"(fix|correct|check)\b[^.?!]{0,30}?\b(grammar|spelling|punctuation|typos?|errors|mistakes|wording|sentence|"
     r"text|paragraph|this|my)",
     r"grammatical(ly)? (correct|right)|is (this|it) (correct|grammatical|proper english)",
+    r"make (this|it|that|the|my)( \w+)? (under|within|fit|fewer|below|into)\b",
     r"make (this|it|that|the|my)( \w+)?( sound)?"
     r"( a bit| a little| much)? (more|less|shorter|longer|formal|informal|polite|friendlier|friendly|professional|"
     r"concise|simpler|clearer|casual|positive|neutral)",
@@ -217,8 +225,9 @@ REWRITE = _any(
     r"portuguese|dutch|english|japanese|chinese|russian|korean|arabic)",
     r"(convert|turn|change|transform|format|reformat|put|organi[sz]e) (this|these|it|the (following|text|list|data|"
     r"notes|sentence|paragraph)|my (notes|list|text))\b[^.?!]{0,30}?\b(into|to|as|in)\b",
-    r"(into|as) (a )?(bullet(ed)? (points|list)|numbered list|table|json|csv|markdown|title case|uppercase|"
-    r"lowercase|passive voice|active voice|past tense|present tense)",
+    r"(into|as|to) (a )?(bullet(ed)? (points|list)|numbered list|table|json|csv|markdown|title case|upper ?case|"
+    r"lower ?case|sentence case|camel ?case|snake[_ ]case|passive voice|active voice|past tense|present tense|plural|"
+    r"singular)",
     r"(change|adjust|soften) the tone|in a (more )?(formal|informal|polite|friendly|professional|casual) tone",
     r"capitali[sz]e|alphabeti[sz]e|sort (these|this|the following|them)|reorder|remove (the )?duplicates|"
     r"spell-?check|word count|count the words|how many words",
@@ -246,6 +255,8 @@ READ_SUPPLIED = _any(
     r"excerpt|report|notes|message|letter|transcript|review|above|following)",
     r"(the|this) (text|passage|article|email|document|excerpt|author) (says|said|mentions|claims|argues|states)",
     r"what (is|was) (the|this) (text|passage|article|email|document|story|excerpt) about",
+    r"read (this|the following|the text|the passage)|what (does )?the (author|writer|text|passage) (thinks?|says?|"
+    r"means?|argues?|claims?|wants?)|the author'?s (view|opinion|point|argument|tone)",
     r"(the|this) (above|following)",
 )
 
@@ -257,6 +268,11 @@ MATH = re.compile(
     r"(?:equation|expression|integral|derivative|\d|\bx\b)"
     r"|\b(?:derivative|integral|square root|cube root|sqrt|factorial|log(?:arithm)?) of\b"
     r"|\b(?:calculate|compute|how much is|what(?:'s| is))\s+[\d(]"
+    r"|\b(?:calculate|compute|work out)\b[^.?!]{0,60}\d"
+    r"|\b(?:add|subtract|multiply|divide|sum)\b\s+(?:up\s+)?-?\d[\d.,]*\s*(?:and|by|from|to|with|,)\s*-?\d"
+    r"|\b(?:area|perimeter|circumference|volume|hypotenuse) of (?:a|an|the)\b[^.?!]{0,60}\d"
+    r"|\d[^?]{0,120}\bwhat(?:'s| is) the (?:total|sale price|final price|new price|average|mean|median|sum|"
+    r"difference|product|quotient|remainder|result|answer)\b"
     r"|\bconvert \d+(?:\.\d+)?\s*\w+ (?:to|into)\b"
     r"|\b\d+x\s*[-+=]|=\s*\d+\s*$|\bx\s*=\s*\?"
     r"|\bif\b[^?]{0,80}\d[^?]{0,80}\bhow (?:many|much|long|far|fast)\b"
@@ -267,6 +283,9 @@ MATH = re.compile(
 OPINION = _any(
     r"what do you think|what'?s your (opinion|take|view|favou?rite|preference)|your (opinion|thoughts|take|view)",
     r"(your|ur) favou?rite|do you (like|love|prefer|think|believe|feel|enjoy|agree|hate)|would you rather",
+    r"what would you (do|choose|pick|say|buy|change)|if you (could|were|had)|(do|would|can) you (recommend|suggest)",
+    r"(is|are) [^?]{1,40}\b(acceptable|appropriate|rude|weird|overrated|underrated|worth it|a good idea|a bad idea|"
+    r"ethical|immoral|wrong to|ok to|okay to|cool|boring|fun)\b",
     r"which (one )?(is|do you|would you|should i)[^?]{0,20}(better|prefer|recommend|choose|pick|like)|"
     r"(better|preferable),? [^?]{1,40}\bor\b",
     r"is (it|this|that) (better|worth|a good idea|wise|ok|okay|normal|bad|rude|weird|fine|smart|safe to)",
@@ -275,11 +294,16 @@ OPINION = _any(
     r"interesting|romantic|relaxing|enjoyable)) [^?]{0,40}(ever|of all time|to (visit|watch|read|learn|buy|eat|"
     r"play|try|use|live))",
     r"(overrated|underrated|over-?hyped)",
+    r"(what|which|who)('s| is| are| was)? (the |your )?(best|worst|greatest|nicest|coolest|tastiest|prettiest|"
+    r"funniest|most (beautiful|fun|romantic|delicious|interesting|underrated|overrated|enjoyable))(?!-)",
+    r"(rate|critique|review|roast|judge) (my|this|our)|(feedback|thoughts) on (my|this|our)|how does (my|this) \w+ "
+    r"(look|sound)",
     r"(qu'en penses-tu|qu'est-ce que tu penses|ton avis|votre avis|tu préfères|ton préféré|ta préférée)",
-    r"(qué opinas|qué piensas|tu opinión|tu favorit[oa]|prefieres)",
-    r"(was denkst du|was hältst du|deine meinung|dein lieblings|magst du)",
-    r"(cosa ne pensi|che ne pensi|la tua opinione|il tuo preferito|preferisci)",
-    r"(o que você acha|sua opinião|seu favorito|você prefere)",
+    r"(penses-tu|crois-tu|ça vaut (le coup|la peine)|vaut-il la peine)",
+    r"(qué opinas|qué piensas|tu opinión|tu favorit[oa]|prefieres|crees que|piensas que|vale la pena)",
+    r"(was denkst du|was hältst du|deine meinung|dein lieblings|magst du|glaubst du|findest du|lohnt (es )?sich)",
+    r"(cosa ne pensi|che ne pensi|la tua opinione|il tuo preferito|preferisci|credi che|secondo te|vale la pena)",
+    r"(o que você acha|sua opinião|seu favorito|você prefere|você acha|vale a pena)",
     r"(wat vind je|jouw mening)",
     r"(你觉得|你认为|你喜欢|как ты думаешь|твоё мнение|どう思)",
 )
@@ -293,6 +317,7 @@ ADVICE = _any(
     r"save|lose|gain|be more|be less|make friends|sleep better|get motivated|study|negotiate|apologi[sz]e)",
     r"how to (be|become|stay|deal|cope|improve|stop|make friends|get better|get over|relax|focus|save money)",
     r"help me (decide|choose|pick|plan|figure out|think)|what should i|pros and cons|is it worth|worth it",
+    r"(some|any|a few) (good|great|fun|nice|cool|interesting|easy|healthy|cheap|creative) \w+",
     r"plan (a|my|an|our|me a)\b[^.?!]{0,30}(trip|itinerary|party|wedding|week|weekend|day|evening|workout|diet|"
     r"budget|schedule|menu|date night|vacation|holiday)",
     r"i('m| am) (feeling|thinking about|considering|trying to decide|nervous|stressed|anxious|sad|lonely|"
@@ -330,6 +355,7 @@ KNOWLEDGE_ASK = _any(
     r"a summary of|a timeline|the history)|compare|contrast|difference between|history of|facts about|"
     r"overview of|i('d| would) like to know|i want to know|do you know|can you tell me|i wonder|i'm curious|"
     r"look up|find out|outline|walk me through how|teach me about",
+    r"(a|an|some|one|\d+|three|five|ten) (fun |interesting |random |cool |surprising |quick )?(facts?|trivia)",
     r"explique|décris|dis-moi|parle-moi de|explica|describe|dime|háblame de|erkläre?|beschreibe?|nenne|"
     r"erzähl mir (etwas )?über|spiega|descrivi|dimmi|parlami di|explique|descreva|diga-me|fale sobre|leg uit|"
     r"объясни|расскажи о",
@@ -392,7 +418,8 @@ WORLD_CUE_ASK = _any(
 
 # An answer that declines: opens the answer, and an answer that goes on to say something is not a refusal.
 REFUSAL = re.compile(
-    r"^\W*(i'?m (sorry|afraid|unable|not able)(?! to hear| for your loss| about that| that happened)|"
+    r"^\W*(no,? i can(no|'|’)?t|no,? i won'?t|"
+    r"i'?m (sorry|afraid|unable|not able)(?! to hear| for your loss| about that| that happened)|"
     r"i am (sorry|afraid|unable|not able)(?! to hear| for your loss)|sorry,|unfortunately,? i|"
     r"i can(no|'|’)?t (help|answer|assist|provide|do|share|give|comply|write|create|tell)|i cannot|"
     r"i won'?t|i will not|i must decline|i'm not comfortable|as an ai\b|as a language model|"

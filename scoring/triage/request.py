@@ -19,6 +19,11 @@ _FENCE = re.compile(r"```.*?(```|\Z)", re.DOTALL)
 # open after a space or colon (so that an apostrophe inside a word does not open one).
 _QUOTED = re.compile(r"\"[^\"\n]{2,}\"|“[^”]{2,}”|«[^»]{2,}»|「[^」]{2,}」|(?<![\w])'[^'\n]{2,}'(?![\w])|‘[^’]{2,}’")
 _COLON = re.compile(r"[:：]\s")
+# "Can you make this paragraph shorter? Our company, ...": a first sentence that points at the text after it.
+_POINTER = re.compile(
+    r"^(?P<head>[^.?!:\n]{0,150}\b(this|these|the following|below|my)\b[^.?!:\n]{0,80}[.?!:])\s+(?P<body>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _INSTRUCTION_WORDS = 30  # a line this short, beside a longer body, is the instruction
 _BODY_WORDS = 12
@@ -58,6 +63,9 @@ def _instruction_and_body(text: str) -> tuple[str, str]:
     colon = _COLON.search(text)
     if colon and len(words(text[: colon.start()])) <= _INSTRUCTION_WORDS and words(text[colon.end() :]):
         return text[: colon.start()], text[colon.end() :]
+    pointer = _POINTER.match(text)
+    if pointer and len(words(pointer.group("body"))) >= _BODY_WORDS:
+        return pointer.group("head"), pointer.group("body")
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) >= 2:
         for instruction, body in ((lines[0], lines[1:]), (lines[-1], lines[:-1])):
