@@ -40,8 +40,9 @@ _OFFER = re.compile(
 )
 # Kinds whose answers carry the user's own text: a date in a translation is the user's, not a new claim.
 _USER_TEXT_KINDS = ("rewrite", "summary")
-# Kinds whose answers may name the fact the request is about ("a poem about the first man on the moon").
-_FRAMED_KINDS = ("creative", "opinion", "conversation", None)
+# Kinds whose answers may name the fact the request is about ("a poem about the first man on the moon", "a function
+# that returns the capital of Italy": code's strings and comments are read as well as its prose).
+_FRAMED_KINDS = ("creative", "opinion", "conversation", "code", None)
 
 
 def triage(exchange: Exchange) -> Verdict:
@@ -75,7 +76,7 @@ def _content_verdict(exchange: Exchange) -> Verdict:
     if claims:
         return Verdict(kind="factual", reason=_states_facts(claims[0], intent))
     if intent.about_a_fact and intent.kind in _FRAMED_KINDS:
-        names = [thing for thing in named_things(form.prose, user_text) if not thing[0].isdigit()]
+        names = [thing for thing in named_things(form.readable, user_text) if not thing[0].isdigit()]
         if names:
             return Verdict(kind="factual", reason=_cut(f"the request is about a fact, and the answer names {names[0]}"))
     if intent.kind is not None and intent.kind != "factual":

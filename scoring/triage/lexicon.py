@@ -350,6 +350,7 @@ YES_NO_QUESTION = re.compile(
 )
 KNOWLEDGE_ASK = _any(
     r"tell me (about|the|who|what|when|where|why|how|which|some facts|facts|more about|something about)",
+    r"tell me (something|anything|a (little|bit)|a few things|more)( \w+)? (about|on|regarding)",
     r"explain|describe|define|definition of|meaning of|name (the|a|an|all|three|two|five|some|\d+)|"
     r"list (the|all|some|\d+|three|five|ten|every)|give me (the|a list|a brief|an overview|some facts|facts|"
     r"a summary of|a timeline|the history)|compare|contrast|difference between|history of|facts about|"
