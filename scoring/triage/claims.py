@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from .lexicon import SUPERLATIVE, WORLD_CUE, WORLD_CUE_CJK, YEAR
 
-__all__ = ["Claim", "borrowed_share", "find_claims", "named_things"]
+__all__ = ["Claim", "borrowed_share", "find_claims", "named_things", "names_in_strings"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n")
 _TOKEN = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
@@ -88,6 +88,18 @@ def named_things(text: str, user_text: str = "") -> list[str]:
         if not _ABOUT_ITSELF.match(_HEDGE.sub("", sentence))
         for thing in _anchors(_HEDGE.sub("", sentence))
         if _key(thing) not in written
+    ]
+
+
+def names_in_strings(strings: list[str], user_text: str) -> list[str]:
+    """The names in a program's strings that the user did not write: ``return "Milan"`` names Milan, though the
+    word opens its string (where a sentence's first word would not count)."""
+    written = _written(user_text)
+    return [
+        token.strip(".")
+        for string in strings
+        for token in _TOKEN.findall(string)
+        if _is_name(token) and _key(token) not in written
     ]
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .claims import Claim, borrowed_share, find_claims, named_things
+from .claims import Claim, borrowed_share, find_claims, named_things, names_in_strings
 from .exchange import Exchange
 from .form import AnswerForm, read_form, refusal_rest
 from .intent import Intent, request_intent
@@ -76,7 +76,8 @@ def _content_verdict(exchange: Exchange) -> Verdict:
     if claims:
         return Verdict(kind="factual", reason=_states_facts(claims[0], intent))
     if intent.about_a_fact and intent.kind in _FRAMED_KINDS:
-        names = [thing for thing in named_things(form.readable, user_text) if not thing[0].isdigit()]
+        named = [*named_things(form.prose, user_text), *names_in_strings(form.literals, user_text)]
+        names = [thing for thing in named if not thing[0].isdigit()]
         if names:
             return Verdict(kind="factual", reason=_cut(f"the request is about a fact, and the answer names {names[0]}"))
     if intent.kind is not None and intent.kind != "factual":

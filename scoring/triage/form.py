@@ -39,12 +39,14 @@ class AnswerForm:
         return bool(self.code.strip())
 
     @property
+    def literals(self) -> list[str]:
+        """The strings and comments of the answer's code."""
+        return [next(group for group in match.groups() if group is not None) for match in _LITERAL.finditer(self.code)]
+
+    @property
     def readable(self) -> str:
         """What of the answer can state a claim: its prose and the strings and comments of its code."""
-        literals = (
-            next(group for group in match.groups() if group is not None) for match in _LITERAL.finditer(self.code)
-        )
-        return "\n\n".join([self.prose, *literals])
+        return "\n\n".join([self.prose, *self.literals])
 
 
 def read_form(answer: str) -> AnswerForm:
@@ -71,11 +73,15 @@ def refusal_rest(answer: str, *, task_only: bool = False) -> str | None:
     """What follows an answer's opening refusal ("I'm sorry, I can't ... However, ..."), or None if it opens
     with none. ``task_only``: only a refusal of the task itself counts ("I can't translate that"), not an opening
     such as "Unfortunately, I" that a rewritten text may well have."""
-    match = (TASK_REFUSAL if task_only else REFUSAL).match(answer)
+    opening = TASK_REFUSAL if task_only else REFUSAL
+    match = opening.match(answer)
     if match is None:
         return None
-    end = _REFUSAL_ENDS.search(answer, match.end())
-    return answer[end.end() :] if end else ""
+    while match is not None:  # "I'm sorry, but I can't help with that": one refusal in two clauses
+        end = _REFUSAL_ENDS.search(answer, match.end())
+        answer = answer[end.end() :].strip() if end else ""
+        match = opening.match(answer)
+    return answer
 
 
 def _is_verse(text: str) -> bool:
