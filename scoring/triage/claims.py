@@ -20,20 +20,20 @@ from dataclasses import dataclass
 
 from .lexicon import SUPERLATIVE, WORLD_CUE, WORLD_CUE_CJK, YEAR
 
-__all__ = ["Claim", "borrowed_share", "find_claims", "named_things", "names_in_strings"]
+__all__ = ["Claim", "UserText", "borrowed_share", "find_claims", "named_things", "names_in_strings"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n")
 _TOKEN = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
 _NUMBER = re.compile(r"\d")
 _HEDGE = re.compile(
-    r"^\W*((i think|i believe|i guess|i'?m (pretty |fairly )?sure|in my (opinion|view)|personally|honestly|"
+    r"^\W{0,3}((i think|i believe|i guess|i'?m (pretty |fairly )?sure|in my (opinion|view)|personally|honestly|"
     r"of course|well|fun fact|did you know|sure|ok|okay|certainly|absolutely|alright|yes|no|indeed|"
     r"i can tell you( that)?|i('d| would) say( that)?|i know( that)?|as far as i know|"
     r"(as of|according to) my (last|latest) (update|training|knowledge)|however|but|though)\b[,:]?\s*)+",
     re.IGNORECASE,
 )
 _ABOUT_ITSELF = re.compile(
-    r"^\W*(i|i'm|i’m|i've|i'd|i'll|me|my|we|we're|our|as an ai|as a language model|je|yo|ich|io|eu|я|我)\b",
+    r"^\W{0,3}(i|i'm|i’m|i've|i'd|i'll|me|my|we|we're|our|as an ai|as a language model|je|yo|ich|io|eu|я|我)\b",
     re.IGNORECASE,
 )
 # After a sentence's first word, what makes that word the subject of a statement about it.
@@ -56,50 +56,65 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]{2,}")
 
 
 @dataclass(frozen=True)
+class UserText:
+    """What the user wrote, and its words as names are compared with them: read once per answer."""
+
+    text: str
+    words: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> UserText:
+        return cls(text, frozenset(_key(token) for token in _TOKEN.findall(text)))
+
+    def wrote(self, name: str) -> bool:
+        return _key(name) in self.words
+
+
+NOBODY = UserText("", frozenset())
+
+
+@dataclass(frozen=True)
 class Claim:
     sentence: str
     new: tuple[str, ...]  # the names and numbers the user did not write
 
 
-def find_claims(text: str, user_text: str, *, dates_count: bool = True, numbers_count: bool = True) -> list[Claim]:
+def find_claims(text: str, user: UserText, *, dates_count: bool = True, numbers_count: bool = True) -> list[Claim]:
     """The sentences of ``text`` that make a claim of their own (not one the user wrote).
 
     ``dates_count=False``: a year alone makes no claim (a translation carries the user's dates in new words);
     ``numbers_count=False``: numbers are no claim's anchor (a calculation's result is not a fact about the world).
     """
-    written = _written(user_text)
     found = []
     for sentence in _sentences(text):
-        claim = _claim(sentence, written, user_text, dates_count=dates_count, numbers_count=numbers_count)
+        claim = _claim(sentence, user, dates_count=dates_count, numbers_count=numbers_count)
         if claim is not None:
             found.append(claim)
     return found
 
 
-def named_things(text: str, user_text: str = "") -> list[str]:
+def named_things(text: str, user: UserText = NOBODY) -> list[str]:
     """The names and numbers of ``text``'s statements about the world that the user did not write.
 
     Sentences about the assistant itself ("Sure, I'm sending it to Tom") name nothing of the world.
     """
-    written = _written(user_text)
     return [
         thing
         for sentence in _sentences(text)
         if not _ABOUT_ITSELF.match(_HEDGE.sub("", sentence))
         for thing in _anchors(_HEDGE.sub("", sentence))
-        if _key(thing) not in written
+        if not user.wrote(thing)
     ]
 
 
-def names_in_strings(strings: list[str], user_text: str) -> list[str]:
+def names_in_strings(strings: list[str], user: UserText) -> list[str]:
     """The names in a program's strings that the user did not write: ``return "Milan"`` names Milan, though the
     word opens its string (where a sentence's first word would not count)."""
-    written = _written(user_text)
     return [
         token.strip(".")
         for string in strings
         for token in _TOKEN.findall(string)
-        if _is_name(token) and _key(token) not in written
+        if _is_name(token) and not user.wrote(token)
     ]
 
 
@@ -109,12 +124,8 @@ def borrowed_share(text: str, source: str) -> float:
     content = [token.lower() for token in _TOKEN.findall(text) if len(token) >= _CONTENT_WORD and token.isalpha()]
     if not content:
         return 0.0
-    found = _written(source)
-    return sum(word in found for word in content) / len(content)
-
-
-def _written(user_text: str) -> set[str]:
-    return {_key(token) for token in _TOKEN.findall(user_text)}
+    found = UserText.of(source)
+    return sum(found.wrote(word) for word in content) / len(content)
 
 
 def _key(token: str) -> str:
@@ -126,12 +137,12 @@ def _sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
 
 
-def _claim(sentence: str, written: set[str], user_text: str, *, dates_count: bool, numbers_count: bool) -> Claim | None:
+def _claim(sentence: str, user: UserText, *, dates_count: bool, numbers_count: bool) -> Claim | None:
     sentence = _HEDGE.sub("", sentence)
     if _ABOUT_ITSELF.match(sentence):
         return None
     if WORLD_CUE_CJK.search(sentence):
-        new_runs = tuple(run for run in _CJK_RUN.findall(WORLD_CUE_CJK.sub(" ", sentence)) if run not in user_text)
+        new_runs = tuple(run for run in _CJK_RUN.findall(WORLD_CUE_CJK.sub(" ", sentence)) if run not in user.text)
         return Claim(sentence, new_runs) if new_runs else None
     relation = bool(WORLD_CUE.search(sentence) or SUPERLATIVE.search(sentence))
     dated = dates_count and bool(YEAR.search(sentence))
@@ -139,7 +150,7 @@ def _claim(sentence: str, written: set[str], user_text: str, *, dates_count: boo
         return None
     anchors = [a for a in _anchors(sentence) if numbers_count or not _NUMBER.search(a)]
     names = [a for a in anchors if not _NUMBER.search(a)]
-    new = tuple(a for a in anchors if _key(a) not in written)
+    new = tuple(a for a in anchors if not user.wrote(a))
     # A year alone dates nothing: "In 2020 the world changed" needs a name to be about something.
     if new and (relation or names):
         return Claim(sentence, new)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from .claims import Claim, borrowed_share, find_claims, named_things, names_in_strings
+from .claims import Claim, UserText, borrowed_share, find_claims, named_things, names_in_strings
 from .exchange import Exchange
 from .form import AnswerForm, read_form, refusal_rest
 from .intent import Intent, request_intent
@@ -28,6 +28,10 @@ from .verdict import Verdict
 __all__ = ["triage"]
 
 _QUOTE_CHARS = 80
+# How much of each text triage reads: a 20,000-character answer read whole costs tens of milliseconds.
+_TURNS = 10  # earlier user turns: a follow-up leans on the last few, and older names only make more answers checkable
+_TURN_CHARS = 2_000
+_ANSWER_CHARS = 6_000
 _SUPPLIED_WORDS = 12  # a text this long, handed over with a question, may be what the question is about
 _BORROWED = 0.6  # the share of an answer's content words taken from that text, for it to be read from it
 _REASON_CHARS = 300
@@ -51,7 +55,13 @@ def triage(exchange: Exchange) -> Verdict:
         if exchange.has_tool_calls:
             return Verdict(kind="tool_call", reason="only tool calls: their arguments are not claims to the user")
         return Verdict(kind="empty", reason="the answer has no content")
-    verdict = _content_verdict(exchange)
+    verdict = _content_verdict(exchange.within(turns=_TURNS, turn_chars=_TURN_CHARS, answer_chars=_ANSWER_CHARS))
+    if len(exchange.answer) > _ANSWER_CHARS and not verdict.checkable:
+        # What lies past the part read could state facts: err towards scoring, never towards a way around it.
+        verdict = Verdict(
+            kind="factual",
+            reason=f"longer than the {_ANSWER_CHARS:,} characters triage reads (their kind: {verdict.kind}), so scored",
+        )
     if exchange.has_tool_calls:
         return verdict.model_copy(update={"reason": _cut(f"content beside tool calls: {verdict.reason}")})
     return verdict
@@ -59,7 +69,7 @@ def triage(exchange: Exchange) -> Verdict:
 
 def _content_verdict(exchange: Exchange) -> Verdict:
     intent = request_intent(exchange.question, exchange.earlier_user_turns)
-    user_text = exchange.user_text
+    user_text = UserText.of(exchange.user_text)
     rest = refusal_rest(exchange.answer.strip(), task_only=intent.kind in _USER_TEXT_KINDS)
     if rest is not None:
         refused = _refusal(intent, rest, user_text)
@@ -85,7 +95,7 @@ def _content_verdict(exchange: Exchange) -> Verdict:
     return _by_answer(form, intent, user_text)
 
 
-def _read_from_supplied(answer: str, intent: Intent, user_text: str) -> bool:
+def _read_from_supplied(answer: str, intent: Intent, user_text: UserText) -> bool:
     """A question about a text the user handed over ("Here's a review: '...'. What are the complaints?"), answered
     with that text's own words and naming nothing it does not: the answer is the user's text, read back."""
     return (
@@ -95,7 +105,7 @@ def _read_from_supplied(answer: str, intent: Intent, user_text: str) -> bool:
     )
 
 
-def _refusal(intent: Intent, rest: str, user_text: str) -> Verdict | None:
+def _refusal(intent: Intent, rest: str, user_text: UserText) -> Verdict | None:
     """A refusal that goes on to answer is an answer: factual if it states facts, or answers a factual request;
     of the request's kind if it goes on at length (None: read the answer as any other)."""
     claims = find_claims(rest, user_text)
@@ -109,7 +119,7 @@ def _refusal(intent: Intent, rest: str, user_text: str) -> Verdict | None:
     return Verdict(kind="refusal", reason="the answer declines and says nothing else")
 
 
-def _by_answer(form: AnswerForm, intent: Intent, user_text: str) -> Verdict:
+def _by_answer(form: AnswerForm, intent: Intent, user_text: UserText) -> Verdict:
     """A request that does not say what it asks, or asks only weakly for facts: the answer's form decides."""
     if form.has_code:
         return Verdict(kind="code", reason="the answer is code")

@@ -12,7 +12,7 @@ checkable as the explanation).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..jobs import message_text
@@ -43,7 +43,26 @@ class Exchange:
         earlier = tuple(message_text(m) for m in job.context if m.get("role") == "user")
         return cls(job.question, job.answer, earlier, has_tool_calls)
 
+    def within(self, *, turns: int, turn_chars: int, answer_chars: int) -> Exchange:
+        """The exchange as far as triage reads it: the last ``turns`` earlier user turns, each user turn's start and
+        end (a request's instruction opens or closes it), and the answer's start, so that no conversation costs
+        triage more than a few milliseconds."""
+        return replace(
+            self,
+            question=_ends(self.question, turn_chars),
+            earlier_user_turns=tuple(_ends(turn, turn_chars) for turn in self.earlier_user_turns[-turns:]),
+            answer=self.answer[:answer_chars],
+        )
+
     @property
     def user_text(self) -> str:
         """Everything the user wrote: what an answer may repeat without making a claim of its own."""
         return "\n".join((*self.earlier_user_turns, self.question))
+
+
+def _ends(text: str, chars: int) -> str:
+    """``text``'s first three quarters of ``chars`` and its last quarter, or all of it when it is that short."""
+    if len(text) <= chars:
+        return text
+    tail = chars // 4
+    return f"{text[: chars - tail]}\n…\n{text[-tail:]}"

@@ -8,6 +8,7 @@ own framing: "what do you think the capital of Peru is?" asks a fact.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -19,6 +20,10 @@ from .verdict import ContentKind
 __all__ = ["Intent", "request_intent"]
 
 _CREATE_WINDOW = 10  # words between "write" and "poem" ("write me a short, funny poem")
+_CREATE_WINDOW_CHARS = 120  # as far as such words reach
+_CREATE_VERBS = (
+    20  # verbs of making looked at: a request that says "write" a thousand times is not read a thousand times
+)
 _MAX_FOLLOW_UP_DEPTH = 8
 _BODY_WORDS = 12  # an earlier turn this long may be a text of the user's that a later turn asks to rework
 _CONVERSATIONAL_LEFTOVER = 2  # words beside greetings and thanks that keep a message small talk ("thanks, Sam")
@@ -38,7 +43,7 @@ class Intent:
 
 
 _UNKNOWN = Intent(None, "the request does not say what it asks for")
-_HOW_IN_CODE = re.compile(r"\bhow (do|can|would|should|to) |\bshow me\b|\bexample\b|\bsyntax\b|\bin\s*$", re.I)
+_HOW_IN_CODE = lx.Words(r"\bhow (do|can|would|should|to) |\bshow me\b|\bexample\b|\bsyntax\b|\bin\s*$")
 # "Tabs or spaces?": a bare choice between two things asks for a preference.
 _BARE_CHOICE = re.compile(
     r"^(?!\s*(is|are|was|were|do|does|did|can|what|which|who|where|when|how|why)\b)"
@@ -46,14 +51,13 @@ _BARE_CHOICE = re.compile(
     re.I,
 )
 _INLINE_CODE = re.compile(r"`[^`\n]*[=(){};<>][^`\n]*`")
-_CODE_TROUBLE = re.compile(
+_CODE_TROUBLE = lx.Words(
     r"\b(code|error|compiler|compile|compiles|bug|exception|crash(es)?|warning|syntax|stack trace|traceback|loop|"
-    r"function|variable|method|print(s|ing)?|returns?|output)\b",
-    re.I,
+    r"function|variable|method|print(s|ing)?|returns?|output)\b"
 )
 # "Describe a sunset" paints a scene; "describe the water cycle" asks for knowledge.
-_DESCRIBE_A_SCENE = re.compile(
-    r"\b(describe|décris|beschreibe?|descrivi|descreva)\s+(a|an|your|my|un|une|ein|eine|uno|una|um|uma)\b", re.I
+_DESCRIBE_A_SCENE = lx.Words(
+    r"\b(describe|décris|beschreibe?|descrivi|descreva)\s+(a|an|your|my|un|une|ein|eine|uno|una|um|uma)\b"
 )
 
 
@@ -153,11 +157,12 @@ def _composition(text: str, request: Request, supplied: bool) -> Intent | None:
     return Intent("factual", f"asks for an informative {expository.group(0).lower()}", weak=True)
 
 
-def _created(text: str, genre: re.Pattern[str]) -> re.Match[str] | None:
+def _created(text: str, genre: lx.Words) -> re.Match[str] | None:
     """``genre`` named within a few words after a verb of making ("write me a short poem", "tell me a joke")."""
-    for verb in lx.CREATE.finditer(text):
-        found = genre.search(text, verb.end())
-        if found is not None and len(words(text[verb.end() : found.start()])) <= _CREATE_WINDOW:
+    for verb in itertools.islice(lx.CREATE.finditer(text), _CREATE_VERBS):
+        window = text[verb.end() : verb.end() + _CREATE_WINDOW_CHARS]
+        found = genre.search(window)
+        if found is not None and len(words(window[: found.start()])) <= _CREATE_WINDOW:
             return found
     return None
 

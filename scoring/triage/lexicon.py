@@ -9,6 +9,7 @@ vocabulary; every pattern ignores case.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 __all__ = [
     "ADVICE",
@@ -43,16 +44,58 @@ __all__ = [
     "WORLD_CUE_CJK",
     "YEAR",
     "YES_NO_QUESTION",
+    "Words",
 ]
 
 
-def _any(*alternatives: str, edges: str = "both") -> re.Pattern[str]:
+class Words:
+    """A pattern written in lowercase, matched against a lowercased copy of the text.
+
+    Python's ``re`` tries every alternative at every position of a text when
+    a pattern ignores case; without that flag it skips ahead to where a match
+    can start, which makes the long vocabularies here 3 to 10 times faster.
+    Where lowercasing changes a text's length (a few Unicode letters), a
+    match's positions would not be the text's, so that text is matched
+    ignoring case instead. A match's text is the lowercased one.
+    """
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self._lowered = re.compile(pattern, flags)
+        self._any_case = re.compile(pattern, flags | re.IGNORECASE)
+
+    def _pick(self, text: str) -> tuple[re.Pattern[str], str]:
+        lowered = text.lower()
+        return (self._lowered, lowered) if len(lowered) == len(text) else (self._any_case, text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        pattern, text = self._pick(text)
+        return pattern.search(text)
+
+    def match(self, text: str) -> re.Match[str] | None:
+        pattern, text = self._pick(text)
+        return pattern.match(text)
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        pattern, text = self._pick(text)
+        return pattern.fullmatch(text)
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        pattern, text = self._pick(text)
+        return pattern.finditer(text)
+
+    def sub(self, replacement: str, text: str) -> str:
+        pattern, text = self._pick(text)
+        return pattern.sub(replacement, text)
+
+
+def _any(*alternatives: str, edges: str = "both") -> Words:
     """One pattern of the alternatives, matched as whole words (``both``), as word starts (``start``: stems such
     as "übersetz"), or anywhere (``none``: scripts without spaces between words)."""
     body = "|".join(alternatives)
     start = r"(?<![\w])" if edges in ("both", "start") else ""
     end = r"(?![\w])" if edges == "both" else ""
-    return re.compile(f"{start}(?:{body}){end}", re.IGNORECASE)
+    return Words(f"{start}(?:{body}){end}")
 
 
 # Greetings, thanks, farewells, acknowledgements and small talk: a message made only of these is conversation.
@@ -97,13 +140,12 @@ CONVERSATION = _any(
 )
 
 # An elliptical turn that continues the one before: "And its population?", "What about Spain?", "Why?"
-FOLLOW_UP = re.compile(
+FOLLOW_UP = Words(
     r"^\s*(and|what about|how about|and what about|what of|or|also|but|then|so)\b"
     r"|^\s*(why|how come|really|are you sure|source|sources|proof|when|where|who|which one|how so|"
     r"tell me more|more|go on|continue|keep going|another( one)?|one more|again|more please|"
     r"et|y|und|e|en|и)\s*[?？!.]*\s*$"
     r"|^\s*(et|y|und|e|en)\b",
-    re.IGNORECASE,
 )
 # A follow-up that edits the previous answer ("make it shorter"): the answer keeps the previous answer's kind.
 INHERITING_EDIT = _any(
@@ -260,7 +302,7 @@ READ_SUPPLIED = _any(
     r"(the|this) (above|following)",
 )
 
-MATH = re.compile(
+MATH = Words(
     r"\d\s*(?:[-+*/×÷^]|\*\*)\s*\(?\s*\d"
     r"|\b\d+(?:\.\d+)?\s*(?:plus|minus|times|multiplied by|divided by|over|to the power of|squared|cubed|mod)\b"
     r"|\b(?:what(?:'s| is)|calculate|compute|find)\s+\d+(?:\.\d+)?\s*%\s*of\b"
@@ -277,7 +319,6 @@ MATH = re.compile(
     r"|\b\d+x\s*[-+=]|=\s*\d+\s*$|\bx\s*=\s*\?"
     r"|\bif\b[^?]{0,80}\d[^?]{0,80}\bhow (?:many|much|long|far|fast)\b"
     r"|combien (?:font|fait)\s+\d|cuánto es\s+\d|wie ?viel ist\s+\d|quanto (?:fa|é|e)\s+\d",
-    re.IGNORECASE,
 )
 
 OPINION = _any(
@@ -330,7 +371,7 @@ ADVICE = _any(
 # Asking for facts. Question words open a clause ("Who wrote Hamlet?", "Hey, quick question: who ..."); a yes/no
 # question opens one and ends in a question mark; commands that ask for knowledge may stand anywhere.
 _CLAUSE_START = r"(?:^|(?<=[.!?;:,¿¡\n])\s*|^\s*(?:and|but|so|ok|okay|hey|hi|also|please|now)\s+)"
-QUESTION_WORD = re.compile(
+QUESTION_WORD = Words(
     _CLAUSE_START + r"(?:what|what's|whats|who|who's|whom|whose|when|where|where's|which|why|"
     r"how (?:many|much|long|far|old|big|tall|high|deep|fast|often|large|heavy|hot|cold|wide|does|do|did|is|are|was|"
     r"were|can|could)|"
@@ -341,12 +382,10 @@ QUESTION_WORD = re.compile(
     r"o que|quem|onde|qual|quais|quantos|quantas|por que|como|"
     r"wat|wie|wanneer|waar|welke|waarom|hoeveel|hoe|"
     r"что|кто|когда|где|какой|какая|какие|сколько|почему|как)(?![\w])",
-    re.IGNORECASE,
 )
-YES_NO_QUESTION = re.compile(
+YES_NO_QUESTION = Words(
     _CLAUSE_START + r"(?:is|are|was|were|did|does|do|has|have|had|can|could|will|would|est-ce|ist|sind|war|hat|"
     r"es|son|fue|è|sono|é|são)\s(?!you\b|u\b)[^?]{2,}\?\s*$",
-    re.IGNORECASE,
 )
 KNOWLEDGE_ASK = _any(
     r"tell me (about|the|who|what|when|where|why|how|which|some facts|facts|more about|something about)",
@@ -363,10 +402,9 @@ KNOWLEDGE_ASK = _any(
 )
 QUESTION_CJK = _any(r"什么|谁|哪|几|多少|为什么|怎么|吗|何|誰|いつ|どこ|なぜ|どう|ですか", edges="none")
 # A direct question to answer inside a creative or opinion frame: "In the voice of a pirate, what is ...?"
-DIRECT_QUESTION = re.compile(
+DIRECT_QUESTION = Words(
     r"(^|[,.;:!?]\s*)(what|who|when|where|which|how many|how much|how old|how long|how far|tell me the|"
     r"name the)\b[^.!?]*\?",
-    re.IGNORECASE,
 )
 
 # Words that tie named things together in a statement about the world: with a name or a number, a claim.
@@ -403,10 +441,9 @@ YEAR = re.compile(
 
 # A refusal of the task itself, as opposed to an answer that opens with "unfortunately": the only refusal that a
 # rewrite can be told apart by ("Unfortunately, I will be unable to attend" is a rewritten sentence).
-TASK_REFUSAL = re.compile(
-    r"^\W*(i'?m sorry,? (but )?|sorry,? (but )?)?i (can(no|'|’)?t|cannot|won'?t|will not|am unable to|'m unable to|"
+TASK_REFUSAL = Words(
+    r"^\W{0,3}(i'?m sorry,? (but )?|sorry,? (but )?)?i (can(no|'|’)?t|cannot|won'?t|will not|am unable to|'m unable to|"
     r"must decline to) (help|assist|do|translate|rewrite|summari[sz]e|comply|write|create|provide)",
-    re.IGNORECASE,
 )
 # A request about a named thing's relations: "what do you think the capital of Peru is?" asks a fact.
 WORLD_CUE_ASK = _any(
@@ -418,8 +455,8 @@ WORLD_CUE_ASK = _any(
 )
 
 # An answer that declines: opens the answer, and an answer that goes on to say something is not a refusal.
-REFUSAL = re.compile(
-    r"^\W*(no,? i can(no|'|’)?t|no,? i won'?t|"
+REFUSAL = Words(
+    r"^\W{0,3}(no,? i can(no|'|’)?t|no,? i won'?t|"
     r"i'?m (sorry|afraid|unable|not able)(?! to hear| for your loss| about that| that happened)|"
     r"i am (sorry|afraid|unable|not able)(?! to hear| for your loss)|sorry,|unfortunately,? i|"
     r"i can(no|'|’)?t (help|answer|assist|provide|do|share|give|comply|write|create|tell)|i cannot|"
@@ -429,5 +466,4 @@ REFUSAL = re.compile(
     r"es tut mir leid|ich kann (das )?nicht|ich weiß (es )?nicht|mi dispiace|non posso|non lo so|"
     r"desculpe|sinto muito|não posso|não sei|het spijt me|ik kan (dat )?niet|"
     r"извините|к сожалению|я не могу|抱歉|对不起|我不能|申し訳)",
-    re.IGNORECASE,
 )

@@ -233,3 +233,17 @@ def test_the_verdict_is_the_records_applicability() -> None:
     found = verdict("Thanks!", "You're welcome!")
     dumped: dict[str, Any] = found.model_dump()
     assert dumped == {"kind": "conversation", "reason": found.reason} and len(found.reason) <= 300
+
+
+def test_an_answer_longer_than_triage_reads_is_scored_unless_its_read_part_is_factual() -> None:
+    """What lies past the part read could state facts: a long answer errs towards scoring."""
+    stanza = "Waves roll in and waves roll out,\nthe gulls above them wheel about,\n"
+    long_poem = verdict("Write a long poem about the sea.", stanza * 200)
+    assert long_poem.checkable and "longer than" in long_poem.reason
+    assert verdict("Write a short poem about the sea.", stanza * 20).kind == "creative"
+
+
+def test_long_requests_are_read_at_both_ends() -> None:
+    document = "The board met on Monday and agreed on the plan for next year. " * 400
+    assert verdict("Summarize this:\n" + document, "The board agreed next year's plan.").kind == "summary"
+    assert verdict(document + "\nSummarize the text above.", "The board agreed next year's plan.").kind == "summary"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.triage.claims import borrowed_share, find_claims, named_things, names_in_strings
+from scoring.triage.claims import UserText, borrowed_share, find_claims, named_things, names_in_strings
 from scoring.triage.exchange import Exchange
 from scoring.triage.form import read_form, refusal_rest
 from scoring.triage.request import split_request
@@ -21,27 +21,29 @@ def test_quoted_text_code_and_the_body_under_an_instruction_are_supplied() -> No
 
 def test_a_claim_needs_a_relation_or_a_date_and_a_name_the_user_did_not_write() -> None:
     user = "Write a poem about the capital of France."
-    assert [c.new for c in find_claims("Berlin, the capital of France, sings.", user)] == [("Berlin",)]
-    assert find_claims("Paris, oh Paris, city of light.", user) == []  # no relation: a name is not a claim
-    assert find_claims("The capital of France is Paris.", "Is the capital of France Paris?") == []  # all written
-    assert find_claims("In 2020 the world changed.", "") == []  # a year with nothing named
-    assert find_claims("Golden leaves were born in autumn", "") == []  # a verse's first word is not a name
-    assert find_claims("I was created by Acme in 2023.", "") == []  # about the assistant itself
+    assert [c.new for c in find_claims("Berlin, the capital of France, sings.", UserText.of(user))] == [("Berlin",)]
+    assert find_claims("Paris, oh Paris, city of light.", UserText.of(user)) == []  # no relation: a name is not a claim
+    assert (
+        find_claims("The capital of France is Paris.", UserText.of("Is the capital of France Paris?")) == []
+    )  # all written
+    assert find_claims("In 2020 the world changed.", UserText.of("")) == []  # a year with nothing named
+    assert find_claims("Golden leaves were born in autumn", UserText.of("")) == []  # a verse's first word is not a name
+    assert find_claims("I was created by Acme in 2023.", UserText.of("")) == []  # about the assistant itself
 
 
 def test_numbers_and_dates_can_be_left_out_of_claims() -> None:
-    assert find_claims("The trip is 150 miles.", "", numbers_count=True)
-    assert not find_claims("The trip is 150 miles.", "", numbers_count=False)
-    assert find_claims("Der Eiffelturm wurde 1889 erbaut.", "The Eiffel Tower was built in 1889.")
+    assert find_claims("The trip is 150 miles.", UserText.of(""), numbers_count=True)
+    assert not find_claims("The trip is 150 miles.", UserText.of(""), numbers_count=False)
+    assert find_claims("Der Eiffelturm wurde 1889 erbaut.", UserText.of("The Eiffel Tower was built in 1889."))
     assert not find_claims(
         "Der Eiffelturm wurde 1889 erbaut.", "The Eiffel Tower was built in 1889.", dates_count=False
     )
 
 
 def test_named_things_leave_out_what_the_user_wrote_and_talk_about_the_assistant() -> None:
-    assert named_things("Tokyo's metro area has 37 million people.", "How big is Tokyo?") == ["37"]
-    assert named_things("Sure, I'm sending it to Tom now.", "") == []
-    assert names_in_strings(["Milan", "the capital of Italy"], "capital of Italy") == ["Milan"]
+    assert named_things("Tokyo's metro area has 37 million people.", UserText.of("How big is Tokyo?")) == ["37"]
+    assert named_things("Sure, I'm sending it to Tom now.", UserText.of("")) == []
+    assert names_in_strings(["Milan", "the capital of Italy"], UserText.of("capital of Italy")) == ["Milan"]
 
 
 def test_borrowed_share_measures_how_much_of_an_answer_is_the_users_text() -> None:
