@@ -38,8 +38,9 @@ __all__ = [
     "triage_report",
 ]
 
-# The committed sets: `triage` the rules were written against, `triage-holdout` written after they were frozen.
-TRIAGE_SETS = ("triage", "triage-holdout")
+# The committed sets: `triage` the rules were written against; `triage-holdout` and `triage-holdout-2`, each written
+# after the rules of its time were frozen, and first run blind (docs/eval/triage.md).
+TRIAGE_SETS = ("triage", "triage-holdout", "triage-holdout-2")
 
 
 def packaged_set(name: str) -> Path:
