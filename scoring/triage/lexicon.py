@@ -340,7 +340,8 @@ OPINION = _any(
     r"(rate|critique|review|roast|judge) (my|this|our)|(feedback|thoughts) on (my|this|our)|how does (my|this) \w+ "
     r"(look|sound)",
     r"(qu'en penses-tu|qu'est-ce que tu penses|ton avis|votre avis|tu préfères|ton préféré|ta préférée)",
-    r"(penses-tu|crois-tu|ça vaut (le coup|la peine)|vaut-il la peine)",
+    r"(penses-tu|crois-tu|ça vaut (le coup|la peine)|vaut-il la peine|c'est mieux|est-il préférable)",
+    r"(es mejor|ist es besser|è meglio|é melhor|is het beter)",
     r"(qué opinas|qué piensas|tu opinión|tu favorit[oa]|prefieres|crees que|piensas que|vale la pena)",
     r"(was denkst du|was hältst du|deine meinung|dein lieblings|magst du|glaubst du|findest du|lohnt (es )?sich)",
     r"(cosa ne pensi|che ne pensi|la tua opinione|il tuo preferito|preferisci|credi che|secondo te|vale la pena)",
@@ -451,7 +452,9 @@ WORLD_CUE_ASK = _any(
     r"first (man|woman|person|people|human|astronaut|president|king|queen|emperor) (on|to|in|of)|inventor of|"
     r"president of|prime minister of|king of|queen of|located|currency of|official language|tallest|largest|"
     r"longest|highest|deepest|oldest|in what year|what year|which year|how many people|how tall|how long is|"
-    r"how far is|how old is|capitale de|hauptstadt|capital de"
+    r"how far is|how old is|capitale de|hauptstadt|capital de|when (did|was|were|is)",
+    r"the (year|date|day) (that |when |of )?(\w+ ){0,4}(ended|began|started|happened|fell|died|was born|won|sank|"
+    r"landed|was invented|was discovered|was founded|was signed)",
 )
 
 # An answer that declines: opens the answer, and an answer that goes on to say something is not a refusal.
