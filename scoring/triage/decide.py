@@ -30,7 +30,7 @@ __all__ = ["triage"]
 _QUOTE_CHARS = 80
 # How much of each text triage reads: a 20,000-character answer read whole costs tens of milliseconds.
 _TURNS = 10  # earlier user turns: a follow-up leans on the last few, and older names only make more answers checkable
-_TURN_CHARS = 2_000
+_TURN_CHARS = 1_200
 _ANSWER_CHARS = 6_000
 _SUPPLIED_WORDS = 12  # a text this long, handed over with a question, may be what the question is about
 _BORROWED = 0.6  # the share of an answer's content words taken from that text, for it to be read from it

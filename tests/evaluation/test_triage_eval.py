@@ -31,10 +31,11 @@ def test_the_committed_set_is_handled_right_at_least_95_percent_of_the_time() ->
     }  # fmt: skip
 
 
-def test_the_held_out_set_is_handled_right_at_least_90_percent_of_the_time() -> None:
-    cases = load_triage_cases(packaged_set("triage-holdout"))
+@pytest.mark.parametrize("name", ["triage-holdout", "triage-holdout-2"])
+def test_the_held_out_sets_are_handled_right_at_least_90_percent_of_the_time(name: str) -> None:
+    cases = load_triage_cases(packaged_set(name))
     report = triage_report(run_triage(cases, repeat=1))
-    assert report.cases >= 80
+    assert report.cases >= 60
     assert report.checkable_accuracy >= 0.90, [(o.case.id, o.verdict.reason) for o in report.wrong]
 
 
