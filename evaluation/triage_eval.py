@@ -220,7 +220,7 @@ def render_triage_markdown(report: TriageReport, *, title: str, command: str) ->
         lines += ["", "Checkable decided wrong:", ""]
         lines += [
             f"- `{o.case.id}` gold {o.case.kind}, triage {o.verdict.kind}: "
-            f"{_one_line(o.case.messages[-1].get('content', ''))} → {o.verdict.reason}"
+            f"{_one_line(o.case.exchange().question)} → {o.verdict.reason}"
             for o in report.wrong
         ]
     return "\n".join(lines) + "\n"

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from .answer_kinds import CONTENT_KINDS, AnswerKind, ContentKind
 from .settings import ClientModePolicy, InputLimits, LowTrustAction, LowTrustPolicy, ScoringMode, ScoringSettings
-from .triage.verdict import ContentKind, Verdict
 from .types import ScoringJob, TrustRecord
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Applicability",
     "Decision",
     "LowTrust",
+    "applicability_of",
     "client_may_choose",
     "decide",
     "in_sample",
@@ -34,7 +35,6 @@ __all__ = [
     "scoring_reachable",
     "skip_reason",
     "trust_value",
-    "verdict_applies",
     "within_limits",
 ]
 
@@ -131,11 +131,14 @@ def scored_kinds(settings: ScoringSettings, *, model: str, key_name: str | None)
 Applicability = Literal["scored", "not_applicable", "unscored"]
 
 
-def verdict_applies(verdict: Verdict, kinds: frozenset[ContentKind] | None) -> Applicability:
-    """Whether an answer of ``verdict``'s kind is scored under ``kinds`` (``scored_kinds``; None: every answer)."""
-    if not verdict.has_content:
+def applicability_of(kind: AnswerKind, kinds: frozenset[ContentKind] | None) -> Applicability:
+    """Whether an answer of triage's ``kind`` is scored under ``kinds`` (``scored_kinds``; None: every answer).
+
+    Takes the kind rather than triage's verdict, so that deciding never loads triage's rules.
+    """
+    if kind not in CONTENT_KINDS:
         return "unscored"
-    if kinds is None or verdict.kind in kinds:
+    if kinds is None or kind in kinds:
         return "scored"
     return "not_applicable"
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from .triage.verdict import CONTENT_KINDS, ContentKind
+from .answer_kinds import CONTENT_KINDS, ContentKind
 
 __all__ = [
     "BC_PRESETS",

@@ -8,6 +8,7 @@ vocabulary; every pattern ignores case.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -61,8 +62,13 @@ class Words:
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         self.pattern = pattern
+        self._flags = flags
         self._lowered = re.compile(pattern, flags)
-        self._any_case = re.compile(pattern, flags | re.IGNORECASE)
+
+    @functools.cached_property
+    def _any_case(self) -> re.Pattern[str]:
+        """Compiled when first needed: few texts change length when lowercased."""
+        return re.compile(self.pattern, self._flags | re.IGNORECASE)
 
     def _pick(self, text: str) -> tuple[re.Pattern[str], str]:
         lowered = text.lower()

@@ -17,7 +17,7 @@ from evaluation.triage_eval import (
     run_triage,
     triage_report,
 )
-from scoring.triage import Verdict
+from scoring.triage import AnswerKind, Verdict
 from tests.trustgate_command import main
 
 
@@ -39,14 +39,9 @@ def test_the_held_out_sets_are_handled_right_at_least_90_percent_of_the_time(nam
     assert report.checkable_accuracy >= 0.90, [(o.case.id, o.verdict.reason) for o in report.wrong]
 
 
-def _case(kind: str, case_id: str = "c") -> TriageCase:
-    return TriageCase(
-        id=case_id, messages=[{"role": "user", "content": "q"}], answer="a", kind=kind, checkable=kind == "factual"
-    )  # type: ignore[arg-type]
-
-
-def _outcome(gold: str, found: str, seconds: float = 0.001) -> TriageOutcome:
-    return TriageOutcome(_case(gold), Verdict(kind=found, reason="r"), seconds)  # type: ignore[arg-type]
+def _outcome(gold: AnswerKind, found: AnswerKind, seconds: float = 0.001) -> TriageOutcome:
+    case = TriageCase(id="c", messages=[], answer="a", kind=gold, checkable=gold == "factual")
+    return TriageOutcome(case, Verdict(kind=found, reason="r"), seconds)
 
 
 def test_precision_recall_and_accuracy_are_counted_from_the_verdicts() -> None:
@@ -60,8 +55,8 @@ def test_precision_recall_and_accuracy_are_counted_from_the_verdicts() -> None:
     report = triage_report(outcomes)
     assert report.checkable_accuracy == pytest.approx(3 / 5)
     assert report.kind_accuracy == pytest.approx(2 / 5)
-    assert (report.checkable.precision, report.checkable.recall) == (pytest.approx(1 / 2), pytest.approx(1 / 2))
-    assert (report.kinds["creative"].precision, report.kinds["creative"].recall) == (pytest.approx(1 / 2), 1.0)
+    assert report.checkable.precision == report.checkable.recall == pytest.approx(1 / 2)
+    assert report.kinds["creative"].precision == pytest.approx(1 / 2) and report.kinds["creative"].recall == 1.0
     assert report.kinds["opinion"].precision is None and report.kinds["opinion"].recall == 0.0
     assert report.confusion[("code", "factual")] == 1
     assert report.latency_ms["max"] == pytest.approx(4.0)

@@ -5,14 +5,18 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from scoring.policy import scored_kinds, verdict_applies
+from scoring.answer_kinds import CONTENT_KINDS, ContentKind
+from scoring.policy import applicability_of, scored_kinds
 from scoring.settings import ApplicabilityPolicy, ApplicabilitySettings, PolicySettings, ScoringSettings
-from scoring.triage import CONTENT_KINDS, Verdict
+
+
+def kinds(*names: ContentKind) -> frozenset[ContentKind]:
+    return frozenset(names)
 
 
 def test_by_default_only_factual_answers_are_scored() -> None:
     settings = ScoringSettings()
-    assert scored_kinds(settings, model="any", key_name=None) == frozenset({"factual"})
+    assert scored_kinds(settings, model="any", key_name=None) == kinds("factual")
 
 
 def test_all_and_a_single_kind_are_read_as_lists() -> None:
@@ -39,33 +43,35 @@ def test_a_key_beats_a_model_beats_the_global_choice() -> None:
             "per_key": {"strict": {"applicability": {"score_kinds": "all"}}, "plain": {"mode": "async"}},
         }
     )
-    assert scored_kinds(settings, model="other", key_name=None) == {"factual", "math"}
-    assert scored_kinds(settings, model="chat", key_name="plain") == {"factual", "math"}  # entries without a choice
-    assert scored_kinds(settings, model="coder", key_name="plain") == {"factual", "code"}
-    assert scored_kinds(settings, model="coder", key_name="strict") == set(CONTENT_KINDS)
+    assert scored_kinds(settings, model="other", key_name=None) == kinds("factual", "math")
+    assert scored_kinds(settings, model="chat", key_name="plain") == kinds(
+        "factual", "math"
+    )  # entries without a choice
+    assert scored_kinds(settings, model="coder", key_name="plain") == kinds("factual", "code")
+    assert scored_kinds(settings, model="coder", key_name="strict") == kinds(*CONTENT_KINDS)
 
 
 def test_an_empty_choice_scores_no_kind() -> None:
     settings = ScoringSettings.model_validate({"per_model": {"m": {"applicability": {"score_kinds": []}}}})
     assert scored_kinds(settings, model="m", key_name=None) == frozenset()
-    assert verdict_applies(Verdict(kind="factual", reason="r"), frozenset()) == "not_applicable"
+    assert applicability_of("factual", frozenset()) == "not_applicable"
 
 
 def test_triage_turned_off_scores_every_answer() -> None:
     settings = ScoringSettings.model_validate({"applicability": {"enabled": False}})
-    kinds = scored_kinds(settings, model="m", key_name="k")
-    assert kinds is None
-    assert verdict_applies(Verdict(kind="creative", reason="a poem"), kinds) == "scored"
+    chosen = scored_kinds(settings, model="m", key_name="k")
+    assert chosen is None
+    assert applicability_of("creative", chosen) == "scored"
 
 
-def test_a_verdict_applies_scored_not_applicable_or_unscored() -> None:
-    kinds = frozenset({"factual", "code"})
-    assert verdict_applies(Verdict(kind="factual", reason="r"), kinds) == "scored"
-    assert verdict_applies(Verdict(kind="code", reason="r"), kinds) == "scored"
-    assert verdict_applies(Verdict(kind="creative", reason="r"), kinds) == "not_applicable"
+def test_a_kind_is_scored_not_applicable_or_unscored() -> None:
+    scored = kinds("factual", "code")
+    assert applicability_of("factual", scored) == "scored"
+    assert applicability_of("code", scored) == "scored"
+    assert applicability_of("creative", scored) == "not_applicable"
     # No content is never "not applicable": an acting policy's rule for unscored answers decides it.
-    assert verdict_applies(Verdict(kind="tool_call", reason="r"), kinds) == "unscored"
-    assert verdict_applies(Verdict(kind="empty", reason="r"), None) == "unscored"
+    assert applicability_of("tool_call", scored) == "unscored"
+    assert applicability_of("empty", None) == "unscored"
 
 
 def test_every_new_field_is_described() -> None:

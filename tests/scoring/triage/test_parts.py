@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from scoring.triage.claims import UserText, borrowed_share, find_claims, named_things, names_in_strings
 from scoring.triage.exchange import Exchange
 from scoring.triage.form import read_form, refusal_rest
@@ -36,7 +38,7 @@ def test_numbers_and_dates_can_be_left_out_of_claims() -> None:
     assert not find_claims("The trip is 150 miles.", UserText.of(""), numbers_count=False)
     assert find_claims("Der Eiffelturm wurde 1889 erbaut.", UserText.of("The Eiffel Tower was built in 1889."))
     assert not find_claims(
-        "Der Eiffelturm wurde 1889 erbaut.", "The Eiffel Tower was built in 1889.", dates_count=False
+        "Der Eiffelturm wurde 1889 erbaut.", UserText.of("The Eiffel Tower was built in 1889."), dates_count=False
     )
 
 
@@ -75,7 +77,7 @@ def test_the_rest_of_a_refusal_is_what_follows_its_opening_clause() -> None:
 
 
 def test_an_exchange_reads_user_turns_only() -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "system", "content": "The capital of France is Berlin."},
         {"role": "user", "content": "Hi"},
         {"role": "assistant", "content": "Hello!"},
