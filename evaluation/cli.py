@@ -150,6 +150,17 @@ def _claims_arguments(claims: argparse.ArgumentParser) -> None:
     claims.add_argument("--title", help="report title")
 
 
+def _triage_arguments(triage: argparse.ArgumentParser) -> None:
+    triage.add_argument(
+        "--file",
+        type=Path,
+        action="append",
+        help="a JSONL set of requests with answers and gold kinds (repeatable; default: both committed sets)",
+    )
+    triage.add_argument("--repeat", type=_positive_int, default=5, help="timed runs per answer (median kept)")
+    triage.add_argument("--json", type=Path, help="also write every figure here as JSON")
+
+
 TASKS = {
     "run": ("how well trust scores predict correctness on a labeled set", _run_arguments),
     "truthfulqa-mc": ("TruthfulQA MC1/MC2 from log-probabilities (copy task)", _common),
@@ -162,11 +173,13 @@ TASKS = {
         "long answers with planted false claims, checked claim by claim by a gateway before a truthful upstream",
         _claims_arguments,
     ),
+    "triage": ("which answers triage finds checkable, on labelled requests with answers", _triage_arguments),
 }
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    """``trustgate eval run``, ``truthfulqa-mc`` and ``rag``, each with its own arguments (``TASKS``)."""
+    """``trustgate eval run``, ``truthfulqa-mc``, ``rag``, ``replay``, ``claims`` and ``triage``, each with its own
+    arguments (``TASKS``)."""
     tasks = parser.add_subparsers(dest="eval_task", required=True)
     for name, (help_text, add) in TASKS.items():
         add(tasks.add_parser(name, help=help_text))

@@ -21,6 +21,7 @@ from .mc_runner import NoLogprobs
 from .rag_command import eval_rag
 from .replay_command import eval_replay
 from .run_command import eval_run
+from .triage_command import eval_triage
 
 __all__ = ["run_eval_command"]
 
@@ -30,6 +31,7 @@ TASKS: dict[str, Callable[[argparse.Namespace], int]] = {
     "rag": eval_rag,
     "replay": eval_replay,
     "claims": eval_claims,
+    "triage": eval_triage,
 }
 
 

@@ -14,20 +14,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from .answer_kinds import CONTENT_KINDS, AnswerKind, ContentKind
 from .settings import ClientModePolicy, InputLimits, LowTrustAction, LowTrustPolicy, ScoringMode, ScoringSettings
 from .types import ScoringJob, TrustRecord
 
 __all__ = [
     "DEFAULT_BLOCK_MESSAGE",
     "TOO_LONG",
+    "Applicability",
     "Decision",
     "LowTrust",
+    "applicability_of",
     "client_may_choose",
     "decide",
     "in_sample",
     "is_low_trust",
     "low_trust",
     "resolved_mode",
+    "scored_kinds",
     "scoring_reachable",
     "skip_reason",
     "trust_value",
@@ -101,6 +105,42 @@ def resolved_mode(settings: ScoringSettings, *, model: str, key_name: str | None
         if override is not None and override.mode:
             mode = override.mode
     return mode
+
+
+def scored_kinds(settings: ScoringSettings, *, model: str, key_name: str | None) -> frozenset[ContentKind] | None:
+    """The kinds of answer scored for ``key_name`` on ``model``: per-key > per-model > global ``score_kinds``.
+
+    None: triage is off (``applicability.enabled: false``), and every answer is scored as today.
+    """
+    if not settings.applicability.enabled:
+        return None
+    kinds = settings.applicability.score_kinds
+    for override in (settings.per_model.get(model), settings.per_key.get(key_name or "")):
+        if (
+            override is not None
+            and override.applicability is not None
+            and override.applicability.score_kinds is not None
+        ):
+            kinds = override.applicability.score_kinds
+    return frozenset(kinds)
+
+
+# What triage's verdict means for one answer: scored as usual; not_applicable (no score, no label, no upstream
+# scoring call; an acting policy's not_applicable rule decides it); unscored (no content to score: only tool calls,
+# or none; recorded as skipped, and an acting policy's rule for unscored answers decides it).
+Applicability = Literal["scored", "not_applicable", "unscored"]
+
+
+def applicability_of(kind: AnswerKind, kinds: frozenset[ContentKind] | None) -> Applicability:
+    """Whether an answer of triage's ``kind`` is scored under ``kinds`` (``scored_kinds``; None: every answer).
+
+    Takes the kind rather than triage's verdict, so that deciding never loads triage's rules.
+    """
+    if kind not in CONTENT_KINDS:
+        return "unscored"
+    if kinds is None or kind in kinds:
+        return "scored"
+    return "not_applicable"
 
 
 def trust_value(record: TrustRecord, on: Literal["score", "probability"]) -> float | None:

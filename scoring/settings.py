@@ -11,8 +11,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from .answer_kinds import CONTENT_KINDS, ContentKind
+
 __all__ = [
     "BC_PRESETS",
+    "ApplicabilityPolicy",
+    "ApplicabilitySettings",
     "BCPreset",
     "BudgetLimits",
     "BudgetSettings",
@@ -273,6 +277,60 @@ class LowTrustPolicy(BaseModel):
     escalation_timeout: float | None = Field(default=None, gt=0)
 
 
+def _kind_list(value: Any) -> Any:
+    """``all`` (in any case) is every kind of content; a single kind may be written without a list."""
+    if isinstance(value, str):
+        return list(CONTENT_KINDS) if value.strip().lower() == "all" else [value]
+    return value
+
+
+ScoredKinds = Annotated[list[ContentKind], BeforeValidator(_kind_list)]
+_CHECKABLE_KINDS: tuple[ContentKind, ...] = ("factual",)  # the kinds whose claims Trust_BC and Trust_FC can check
+
+_SCORE_KINDS_HELP = (
+    "The kinds of answer that are scored; an answer of any other kind is not_applicable: no score, no label, no "
+    "upstream scoring call. Kinds: factual (claims about the world: short answers and explanations), creative "
+    "(poems, stories, jokes, slogans, letters), code, conversation (greetings, thanks, small talk), opinion "
+    "(opinions and advice), rewrite (the user's own text rewritten, corrected, translated, reformatted), summary "
+    "(of text the user supplied, or answers read from it), math (calculations) and refusal. `all` scores every "
+    "kind. Only factual answers make claims that Trust_BC and Trust_FC can check: scoring other kinds spends "
+    "upstream calls on scores that mean little. An answer of only tool calls, or with no content, is never one of "
+    "these kinds: it stays unscored (skipped), whatever this says."
+)
+
+
+class ApplicabilityPolicy(BaseModel):
+    """Which kinds of answer are scored for one model group or key (a ``per_model`` or ``per_key`` entry's
+    ``applicability``); a field left out is taken from the level below (per key > per model > global)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score_kinds: ScoredKinds | None = Field(
+        default=None, description=f"{_SCORE_KINDS_HELP} Left out: the level below's choice."
+    )
+
+
+class ApplicabilitySettings(BaseModel):
+    """Triage (``scoring.applicability``): the kind of every answer to score is decided before any scoring call,
+    from the request and the answer together, on the CPU of the process that decides (regular expressions, no
+    model, no upstream call), and only the kinds chosen here are scored. The rest are counted by kind and
+    recorded as not_applicable with the kind and the reason (docs/eval/triage.md has how well kinds are told
+    apart)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        default=True,
+        description="Triage answers before scoring them. false: every answer is scored as if factual and no kind "
+        "is recorded (the gateway's behaviour without triage); per_model and per_key entries cannot turn it back "
+        "on.",
+    )
+    score_kinds: ScoredKinds = Field(
+        default_factory=lambda: list(_CHECKABLE_KINDS),
+        description=f"{_SCORE_KINDS_HELP} per_model and per_key entries override it (per key > per model > this).",
+    )
+
+
 class PolicySettings(BaseModel):
     """When and how a response is scored; per-key and per-model entries override these."""
 
@@ -283,6 +341,11 @@ class PolicySettings(BaseModel):
     sync_timeout: float | None = Field(default=None, gt=0)
     allow_client_mode: ClientModePolicy | None = None
     on_low_trust: LowTrustPolicy | None = None
+    applicability: ApplicabilityPolicy | None = Field(
+        default=None,
+        description="Which kinds of answer are scored for this model group or key; left out: the global "
+        "scoring.applicability.score_kinds (a per-key entry's choice wins over a per-model one's).",
+    )
 
 
 class QueueSettings(BaseModel):
@@ -396,6 +459,11 @@ class ScoringSettings(BaseModel):
     # setups). The redis backend's `trustgate worker` processes score whatever this says.
     worker: Literal["child", "inline"] = "child"
     on_low_trust: LowTrustPolicy = Field(default_factory=LowTrustPolicy)
+    applicability: ApplicabilitySettings = Field(
+        default_factory=ApplicabilitySettings,
+        description="Which answers are scored: triage decides each answer's kind, and only the kinds listed in "
+        "score_kinds (by default: factual) are scored; the rest are not_applicable.",
+    )
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
     per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
