@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from prometheus_client import CollectorRegistry
 
 from proxy import (
@@ -24,7 +23,9 @@ from proxy import (
     default_config_path,
     load_settings,
     open_upstream_client,
+    read_config,
     settings_from_dict,
+    with_current_names,
 )
 
 from .asking import Complete
@@ -39,11 +40,10 @@ def gateway_settings(config: Path | None) -> GatewaySettings:
 
 
 def gateway_config(config: Path | None) -> dict[str, Any]:
-    """The raw config mapping (default: the embedded one), for a caller that adjusts it before serving it."""
-    raw = yaml.safe_load((config or default_config_path()).read_text(encoding="utf-8"))
-    if not isinstance(raw, dict):
-        raise ValueError(f"config {config} must be a YAML mapping")
-    return raw
+    """The raw config mapping (default: the embedded one), for a caller that adjusts it before serving it: its
+    renamed options under their current names, so that an adjustment cannot give one option twice."""
+    path = config or default_config_path()
+    return with_current_names(read_config(path), path)
 
 
 @contextlib.asynccontextmanager

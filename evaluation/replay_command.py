@@ -72,8 +72,8 @@ def _fresh_gateway(raw: dict[str, Any], args: argparse.Namespace, out: Path) -> 
         "fits_path": str(out / "fits.json"),
     }
     scoring["allow_client_mode"] = "any"
-    scoring["sync_timeout"] = max(float(scoring.get("sync_timeout") or 0), 300.0)
-    scoring.setdefault("queue", {})["scorer_timeout"] = 290.0
+    scoring["sync_timeout_s"] = max(float(scoring.get("sync_timeout_s") or 0), 300.0)
+    scoring.setdefault("queue", {})["scorer_timeout_s"] = 290.0
     _components(raw, args.components.split(","))
     _own_local_port(raw)
     if args.max_checks:

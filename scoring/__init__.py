@@ -54,7 +54,7 @@ from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
-from .settings import BudgetLimits, BudgetSettings, ScoringMode, ScoringSettings
+from .settings import BudgetLimits, BudgetSettings, Renamed, ScoringMode, ScoringSettings
 from .throttled_log import ThrottledLog
 from .types import (
     FEEDBACK_STATUSES,
@@ -133,6 +133,7 @@ __all__ = [
     "RedisFitStore",
     "RedisJobQueue",
     "RedisStreamWorker",
+    "Renamed",
     "Reply",
     "SamplingParams",
     "ScoreQuality",

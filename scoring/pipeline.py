@@ -98,7 +98,7 @@ class ScoringPipeline:
             else scorer.score(job, ask)
         )
         try:
-            result = await asyncio.wait_for(scoring, self._settings.queue.scorer_timeout)
+            result = await asyncio.wait_for(scoring, self._settings.queue.scorer_timeout_s)
         except TimeoutError as exc:
             result = ComponentResult(
                 component=scorer.name,

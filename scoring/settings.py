@@ -6,8 +6,9 @@ down at start-up, and nothing in scoring reads the environment itself.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -28,12 +29,24 @@ __all__ = [
     "PolicySettings",
     "QueueSettings",
     "RagSettings",
+    "Renamed",
     "SamplingSettings",
     "ScoringMode",
     "ScoringSettings",
 ]
 
 ScoringMode = Literal["sync", "async", "off"]
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """An option's new name, for a model's ``old_names``: a config that still writes the old one is read
+    with a warning (``proxy.config.renamed_options``). ``seconds_per_unit``: how many seconds one unit of the
+    old name is (1: it was in seconds already; its value is converted otherwise)."""
+
+    new: str
+    seconds_per_unit: float = 1.0
+    unit: str = "seconds"
 
 
 def _mode_word(value: Any) -> Any:
@@ -72,6 +85,7 @@ class ConsistencySettings(BaseModel):
     """Trust_BC: distractors and multiple-choice re-asks of the answering deployment."""
 
     model_config = ConfigDict(extra="forbid")
+    old_names: ClassVar[dict[str, Renamed]] = {"sparql_timeout": Renamed("sparql_timeout_s")}
 
     enabled: bool = True
     # None: the fields as given (their defaults: the adaptive rule, up to 4 checks).
@@ -88,7 +102,7 @@ class ConsistencySettings(BaseModel):
     concurrency: int = Field(default=4, ge=1, le=64)
     sparql_endpoint: str | None = None  # None: the embedded Oxigraph server
     graph_profile: Literal["local", "dbpedia"] = "local"
-    sparql_timeout: float = Field(default=5.0, gt=0)
+    sparql_timeout_s: float = Field(default=5.0, gt=0)
     vectors_path: str | None = None  # None: the vectors built at install time
     # Seeds each answer's checks (distractors, their order, the original's letter) together with the
     # question and the answer: the same answer gets the same checks in the gateway, a worker and
@@ -235,6 +249,7 @@ class LowTrustPolicy(BaseModel):
     """
 
     model_config = ConfigDict(extra="forbid")
+    old_names: ClassVar[dict[str, Renamed]] = {"escalation_timeout": Renamed("escalation_timeout_s")}
 
     below: float | None = Field(default=None, ge=0.0, le=1.0)
     # score: Trust_OV; probability: the calibrated probability (an answer without one is never acted on)
@@ -245,17 +260,18 @@ class LowTrustPolicy(BaseModel):
     streams: Literal["pass", "hold"] | None = None
     # higher: the escalated answer only if it scores at least as high as the first; escalated: it always.
     prefer: Literal["higher", "escalated"] | None = None
-    escalation_timeout: float | None = Field(default=None, gt=0)
+    escalation_timeout_s: float | None = Field(default=None, gt=0)
 
 
 class PolicySettings(BaseModel):
     """When and how a response is scored; per-key and per-model entries override these."""
 
     model_config = ConfigDict(extra="forbid")
+    old_names: ClassVar[dict[str, Renamed]] = {"sync_timeout": Renamed("sync_timeout_s")}
 
     mode: ConfiguredMode | None = None
     sample_rate: float | None = Field(default=None, ge=0.0, le=1.0)
-    sync_timeout: float | None = Field(default=None, gt=0)
+    sync_timeout_s: float | None = Field(default=None, gt=0)
     allow_client_mode: ClientModePolicy | None = None
     on_low_trust: LowTrustPolicy | None = None
 
@@ -265,17 +281,22 @@ class QueueSettings(BaseModel):
     processes, and trust records live in Redis so that every gateway replica sees them."""
 
     model_config = ConfigDict(extra="forbid")
+    old_names: ClassVar[dict[str, Renamed]] = {
+        "scorer_timeout": Renamed("scorer_timeout_s"),
+        "redis_timeout": Renamed("redis_timeout_s"),
+        "claim_idle_ms": Renamed("claim_idle_s", 0.001, "milliseconds"),
+    }
 
     backend: Literal["memory", "redis"] = "memory"
     max_size: int = Field(default=1000, ge=1)  # memory: queued jobs; redis: approximate stream length cap
     concurrency: int = Field(default=4, ge=1, le=256)  # jobs scored at once, per process
-    scorer_timeout: float = Field(default=60.0, gt=0)
+    scorer_timeout_s: float = Field(default=60.0, gt=0)
     # memory: at shutdown, queued jobs are scored for up to this long; the rest are recorded as failed
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = "trustgate"
-    redis_timeout: float = Field(default=2.0, gt=0)  # every Redis command; never blocks a user for long
-    claim_idle_ms: int = Field(default=60_000, ge=100)  # a job unacknowledged this long is reclaimed
+    redis_timeout_s: float = Field(default=2.0, gt=0)  # every Redis command; never blocks a user for long
+    claim_idle_s: float = Field(default=60.0, ge=0.1)  # a job unacknowledged this long is reclaimed
     max_attempts: int = Field(default=3, ge=1)  # deliveries before a job goes to the dead-letter stream
     record_ttl_s: int = Field(default=7 * 86400, ge=60)
 
@@ -348,11 +369,12 @@ class InputLimits(BaseModel):
 
 class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    old_names: ClassVar[dict[str, Renamed]] = {"sync_timeout": Renamed("sync_timeout_s")}
 
     data_dir: Path = Path("var/trustgate")
     mode: ConfiguredMode = "async"
     sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
-    sync_timeout: float = Field(default=30.0, gt=0)
+    sync_timeout_s: float = Field(default=30.0, gt=0)
     # The operator decides what clients may ask for: by default a client may lower scoring's cost, never raise it.
     allow_client_mode: ClientModePolicy = "lower"
     # Trust_OV at or above `trusted` is "trusted", below `untrusted` is "untrusted".

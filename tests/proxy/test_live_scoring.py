@@ -65,7 +65,7 @@ def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     out by hand (the default combination: tests/scoring/test_default_combination.py)."""
     config = gateway_config(upstream_url)
     config["trustgate"] = {
-        "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
+        "scoring": {"queue": {"scorer_timeout_s": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
     }
     return config
 
@@ -130,7 +130,7 @@ def test_sync_timeout_returns_pending_and_the_score_lands_later(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
     server = start_gateway(
-        scoring_config(fake_upstream.url, mode="sync", sync_timeout=0.2),  # type: ignore[attr-defined]
+        scoring_config(fake_upstream.url, mode="sync", sync_timeout_s=0.2),  # type: ignore[attr-defined]
         scorers=[AskingScorer("bc", 0.3, delay=0.6)],
     )
     response = chat(server)

@@ -120,7 +120,7 @@ def test_worker_metrics_and_probes(
     start_gateway: Callable[..., ServerThread],
     start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
 ) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout=0.5)  # type: ignore[attr-defined]
+    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout_s=0.5)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     for i in range(3):
         chat(gateway, f"before the worker {i}")
@@ -142,7 +142,7 @@ def test_worker_metrics_and_probes(
 
 def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServer) -> None:  # noqa: F811
     settings = QueueSettings(
-        backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2, concurrency=1
+        backend="redis", redis_url=redis_server.url, claim_idle_s=0.1, max_attempts=2, concurrency=1
     )
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
@@ -182,7 +182,7 @@ def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServe
 def test_sync_responses_that_outlast_the_timeout_are_counted(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], timeout_s: float, expected: float | None
 ) -> None:
-    config = scoring_config(fake_upstream.url, mode="sync", sync_timeout=timeout_s)  # type: ignore[attr-defined]
+    config = scoring_config(fake_upstream.url, mode="sync", sync_timeout_s=timeout_s)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=0.6)])
     status = memory_chat(gateway).headers["x-trust-status"]
     assert status == ("pending" if expected else "done")

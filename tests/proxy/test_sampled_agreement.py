@@ -30,7 +30,7 @@ def sc_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     child scoring worker, whose first job pays that process's first calls, and these tests are about sc's
     verdicts and calls, not its time (a slow CI machine ran one past 1 s).
     """
-    scoring.setdefault("queue", {"scorer_timeout": 30})
+    scoring.setdefault("queue", {"scorer_timeout_s": 30})
     return scoring_config(
         upstream_url,
         consistency={"enabled": False},
