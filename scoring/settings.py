@@ -33,6 +33,7 @@ __all__ = [
     "SamplingSettings",
     "ScoringMode",
     "ScoringSettings",
+    "require_order",
 ]
 
 ScoringMode = Literal["sync", "async", "off"]
@@ -47,6 +48,17 @@ class Renamed:
     new: str
     seconds_per_unit: float = 1.0
     unit: str = "seconds"
+
+
+def require_order(low: tuple[str, float], high: tuple[str, float], why: str, *, strictly: bool = False) -> None:
+    """Refuse two options that contradict each other: ``low`` may not exceed ``high`` (nor equal it, ``strictly``).
+
+    Each is (its name as the config writes it, its value); the error names both, their values and ``why``.
+    """
+    (low_name, low_value), (high_name, high_value) = low, high
+    if low_value > high_value or (strictly and low_value == high_value):
+        relation = "below" if strictly else "at most"
+        raise ValueError(f"{low_name} ({low_value:g}) must be {relation} {high_name} ({high_value:g}): {why}")
 
 
 def _mode_word(value: Any) -> Any:
@@ -128,6 +140,15 @@ class ConsistencySettings(BaseModel):
         if isinstance(data, dict) and data.get("preset") in BC_PRESETS:
             return {**BC_PRESETS[data["preset"]], **data}
         return data
+
+    @model_validator(mode="after")
+    def _adaptive_bounds_in_order(self) -> ConsistencySettings:
+        require_order(
+            ("adaptive_low", self.adaptive_low),
+            ("adaptive_high", self.adaptive_high),
+            "the graded label runs untrusted < adaptive_low <= uncertain < adaptive_high <= trusted",
+        )
+        return self
 
 
 class FactCheckSettings(BaseModel):
@@ -235,6 +256,15 @@ class FeedbackSettings(BaseModel):
     # backend the fits live in Redis, shared by every gateway and worker.
     fits_path: Path | None = None
 
+    @model_validator(mode="after")
+    def _a_refit_can_have_enough_labels(self) -> FeedbackSettings:
+        require_order(
+            ("min_labels", self.min_labels),
+            ("max_labels", self.max_labels),
+            "a refit reads at most max_labels labels, so it could never have min_labels",
+        )
+        return self
+
 
 LowTrustAction = Literal["annotate", "block", "escalate"]
 
@@ -290,7 +320,7 @@ class QueueSettings(BaseModel):
     backend: Literal["memory", "redis"] = "memory"
     max_size: int = Field(default=1000, ge=1)  # memory: queued jobs; redis: approximate stream length cap
     concurrency: int = Field(default=4, ge=1, le=256)  # jobs scored at once, per process
-    scorer_timeout_s: float = Field(default=60.0, gt=0)
+    scorer_timeout_s: float = Field(default=25.0, gt=0)
     # memory: at shutdown, queued jobs are scored for up to this long; the rest are recorded as failed
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -405,6 +435,35 @@ class ScoringSettings(BaseModel):
     logprob: LogprobSettings = Field(default_factory=LogprobSettings)
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
     sc: SamplingSettings = Field(default_factory=SamplingSettings)
+
+    @model_validator(mode="after")
+    def _labels_in_order(self) -> ScoringSettings:
+        require_order(
+            ("untrusted_threshold", self.untrusted_threshold),
+            ("trusted_threshold", self.trusted_threshold),
+            "an answer between them would be labelled both untrusted and trusted",
+        )
+        return self
+
+    @model_validator(mode="after")
+    def _scorers_end_before_sync_requests_stop_waiting(self) -> ScoringSettings:
+        """A scorer still running when a sync request stops waiting leaves that request ``pending``; below every
+        sync wait, a slow scorer only leaves its own component out of the record."""
+        waits = [("sync_timeout_s", self.sync_timeout_s)] + [
+            (f"{level}.{name}.sync_timeout_s", policy.sync_timeout_s)
+            for level, policies in (("per_model", self.per_model), ("per_key", self.per_key))
+            for name, policy in policies.items()
+            if policy.sync_timeout_s is not None
+        ]
+        for name, wait in waits:
+            require_order(
+                ("queue.scorer_timeout_s", self.queue.scorer_timeout_s),
+                (name, wait),
+                "a scorer still running when a sync request stops waiting leaves that request pending, "
+                "where a shorter scorer_timeout_s leaves out only that scorer's component",
+                strictly=True,
+            )
+        return self
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:

@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from exporters.alertmanager import AlertmanagerSettings
-from scoring import Renamed, ScoringSettings
+from scoring import Renamed, ScoringSettings, require_order
 
 from .litellm_config import (
     ENV_PREFIX,
@@ -378,6 +378,15 @@ class RetrySettings(_Section):
     scoring_min_retries: int = Field(default=3, ge=0)
     scoring_budget_window_s: float = Field(default=10.0, gt=0)
 
+    @model_validator(mode="after")
+    def _backoff_in_order(self) -> RetrySettings:
+        require_order(
+            ("backoff_initial_s", self.backoff_initial_s),
+            ("backoff_max_s", self.backoff_max_s),
+            "every wait is capped at backoff_max_s, the first one too",
+        )
+        return self
+
 
 class LimitSettings(_Section):
     """Where per-key and per-deployment rate limits are counted: this Redis, else the scoring queue's, else memory."""
@@ -401,6 +410,19 @@ class TrustGateSection(_Section):
     retries: RetrySettings = Field(default_factory=RetrySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     alerting: AlertmanagerSettings = Field(default_factory=AlertmanagerSettings)
+
+    @model_validator(mode="after")
+    def _local_upstream_has_its_own_port(self) -> TrustGateSection:
+        """The embedded model server cannot listen where the gateway does (port 0: a free port, never the same)."""
+        local, server = self.local_upstream, self.server
+        wildcard = {"0.0.0.0", "::", ""}
+        shared_host = local.host == server.host or bool({local.host, server.host} & wildcard)
+        if local.enabled and server.port != 0 and local.port == server.port and shared_host:
+            raise ValueError(
+                f"local_upstream.port ({local.port}) is server.port: the embedded model server and the gateway "
+                "cannot listen on one address"
+            )
+        return self
 
     @field_validator("keys")
     @classmethod

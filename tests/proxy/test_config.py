@@ -7,6 +7,7 @@ import contextlib
 from pathlib import Path
 
 import pytest
+import yaml
 
 from proxy import ConfigError, default_config_path, load_settings, settings_from_dict
 from proxy.server.assembly import build_scorers
@@ -210,3 +211,76 @@ def test_an_old_name_whose_unit_changed_needs_a_number() -> None:
     config = {**MINIMAL, "trustgate": {"store": {"max_age_days": "a week"}}}
     with pytest.raises(ConfigError, match=r"^trustgate.store.max_age_days: must be a number of days, not 'a week'$"):
         settings_from_dict(config, {"UPSTREAM_KEY": "k", "MASTER": "m"})
+
+
+@pytest.mark.parametrize(
+    ("trustgate", "problem"),
+    [
+        (
+            {"scoring": {"queue": {"scorer_timeout_s": 30}}},
+            "trustgate.scoring: queue.scorer_timeout_s (30) must be below sync_timeout_s (30)",
+        ),
+        (
+            {
+                "scoring": {
+                    "sync_timeout_s": 60,
+                    "queue": {"scorer_timeout_s": 40},
+                    "per_key": {"k": {"sync_timeout_s": 20}},
+                }
+            },
+            "trustgate.scoring: queue.scorer_timeout_s (40) must be below per_key.k.sync_timeout_s (20)",
+        ),
+        (
+            {"scoring": {"per_model": {"m": {"sync_timeout_s": 10}}}},
+            "trustgate.scoring: queue.scorer_timeout_s (25) must be below per_model.m.sync_timeout_s (10)",
+        ),
+        (
+            {"scoring": {"untrusted_threshold": 0.8}},
+            "trustgate.scoring: untrusted_threshold (0.8) must be at most trusted_threshold (0.7)",
+        ),
+        (
+            {"scoring": {"consistency": {"adaptive_low": 0.75}}},
+            "trustgate.scoring.consistency: adaptive_low (0.75) must be at most adaptive_high (0.7)",
+        ),
+        (
+            {"scoring": {"feedback": {"min_labels": 200, "max_labels": 100}}},
+            "trustgate.scoring.feedback: min_labels (200) must be at most max_labels (100)",
+        ),
+        (
+            {"scoring": {"mode": "sync", "per_model": {"m": {"on_low_trust": {"action": "block", "below": 0.8}}}}},
+            "trustgate.scoring.on_low_trust.below (0.8) for model `m` must be at most trusted_threshold (0.7)",
+        ),
+        (
+            {"retries": {"backoff_initial_s": 10}},
+            "trustgate.retries: backoff_initial_s (10) must be at most backoff_max_s (8)",
+        ),
+        (
+            {"local_upstream": {"enabled": True, "port": 4000}},
+            "trustgate: local_upstream.port (4000) is server.port",
+        ),
+    ],
+)
+def test_options_that_contradict_each_other_are_refused_naming_them_and_the_file(
+    tmp_path: Path, trustgate: dict[str, object], problem: str
+) -> None:
+    path = tmp_path / "contradicts.yaml"
+    path.write_text(yaml.safe_dump({**MINIMAL, "trustgate": trustgate}))
+    with pytest.raises(ConfigError) as refused:
+        load_settings(path, {"UPSTREAM_KEY": "k", "MASTER": "m"})
+    assert str(refused.value).startswith(f"config {path}: {problem}: ")
+
+
+@pytest.mark.parametrize(
+    "trustgate",
+    [
+        {"scoring": {"sync_timeout_s": 10, "queue": {"scorer_timeout_s": 9.5}}},
+        {"scoring": {"untrusted_threshold": 0.5, "trusted_threshold": 0.5}},  # no uncertain band: a choice
+        {"scoring": {"mode": "sync", "on_low_trust": {"action": "block", "below": 0.7}}},
+        {"scoring": {"on_low_trust": {"below": 0.9}}},  # annotate acts on nothing
+        {"scoring": {"mode": "sync", "on_low_trust": {"action": "block", "on": "probability", "below": 0.9}}},
+        {"local_upstream": {"enabled": True, "port": 4000}, "server": {"port": 0}},
+        {"local_upstream": {"enabled": False, "port": 4000}},
+    ],
+)
+def test_options_near_a_contradiction_are_accepted(trustgate: dict[str, object]) -> None:
+    settings_from_dict({**MINIMAL, "trustgate": trustgate}, {"UPSTREAM_KEY": "k", "MASTER": "m"})

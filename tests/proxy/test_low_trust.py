@@ -63,7 +63,13 @@ def config(
         "passthrough": path == "passthrough",
         "keys": keys or [],
         # Table 3 passes the one component's value through: the scores below are the scorer's
-        "scoring": {"mode": "sync", "sync_timeout_s": 5, "combine": "paper", "on_low_trust": {"below": 0.4, **policy}},
+        "scoring": {
+            "mode": "sync",
+            "sync_timeout_s": 5,
+            "queue": {"scorer_timeout_s": 4},
+            "combine": "paper",
+            "on_low_trust": {"below": 0.4, **policy},
+        },
     }
     return base
 

@@ -25,7 +25,10 @@ def test_configured_modes_are_read_in_any_case() -> None:
 
 def test_header_beats_key_beats_model_beats_default() -> None:
     settings = ScoringSettings(
-        mode="async", per_model={"m": {"mode": "off", "sync_timeout_s": 3}}, per_key={"k": {"mode": "sync"}}
+        mode="async",
+        per_model={"m": {"mode": "off", "sync_timeout_s": 3}},
+        per_key={"k": {"mode": "sync"}},
+        queue={"scorer_timeout_s": 2},
     )
     assert decide(settings, model="other", key_name="x", request_key=lambda: "r", mode_header=None).mode == "async"
     assert decide(settings, model="m", key_name="x", request_key=lambda: "r", mode_header=None).mode == "off"
