@@ -38,7 +38,6 @@ import redis
 from bench.gateway_load import (
     GROUP,
     MASTER_KEY,
-    REPO,
     ServerProcess,
     Target,
     closed_loop,
@@ -49,10 +48,11 @@ from bench.gateway_load import (
     running,
     write_yaml,
 )
+from scoring.settings import ScoringSettings
 from tests.redis_server import RedisServer
 
 COMMAND = ".venv/bin/python -m bench.scoring_load"
-DATA_DIR = REPO / "var" / "trustgate"
+DATA_DIR = ScoringSettings().data_dir  # the default data directory, where `make install` built the assets
 TRUSTGATE = Path(sys.executable).with_name("trustgate")
 
 

@@ -31,25 +31,33 @@ from proxy import (
 from .asking import Complete
 from .serving import serve_app
 
-__all__ = ["gateway_config", "gateway_settings", "open_upstream", "serve_gateway"]
+__all__ = ["config_file", "gateway_config", "gateway_settings", "open_upstream", "serve_gateway"]
+
+
+def config_file(config: Path | None) -> Path:
+    """``config``, else the embedded local-model config's file."""
+    return config or default_config_path()
 
 
 def gateway_settings(config: Path | None) -> GatewaySettings:
     """The gateway's settings from ``config`` (default: the embedded local-model config)."""
-    return load_settings(config or default_config_path())
+    return load_settings(config_file(config))
 
 
 def gateway_config(config: Path | None) -> dict[str, Any]:
     """The raw config mapping (default: the embedded one), for a caller that adjusts it before serving it: its
     renamed options under their current names, so that an adjustment cannot give one option twice."""
-    path = config or default_config_path()
+    path = config_file(config)
     return with_current_names(read_config(path), path)
 
 
 @contextlib.asynccontextmanager
-async def serve_gateway(raw: dict[str, Any]) -> AsyncIterator[tuple[str, GatewaySettings]]:
-    """A real gateway for ``raw`` on a free loopback port: its URL and settings while the block runs."""
-    settings = settings_from_dict(raw)
+async def serve_gateway(raw: dict[str, Any], source: Path | None = None) -> AsyncIterator[tuple[str, GatewaySettings]]:
+    """A real gateway for ``raw`` on a free loopback port: its URL and settings while the block runs.
+
+    ``source``: the file ``raw`` was read from, whose folder its relative paths are relative to.
+    """
+    settings = settings_from_dict(raw, source=source)
     async with serve_app(create_app(settings, registry=CollectorRegistry())) as url:
         yield url, settings
 

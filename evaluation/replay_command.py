@@ -25,7 +25,7 @@ import httpx
 from .assembly import git_commit, now_utc, strict_json
 from .cli import command_line
 from .datasets import EvalItem, load_items, sample_questions
-from .gateway import gateway_config, serve_gateway
+from .gateway import config_file, gateway_config, gateway_settings, serve_gateway
 from .metrics import auroc, bootstrap_ci, expected_calibration_error
 from .progress import progress_bar
 from .replay import ReplayAnswer, ReplayOutcome, ReplaySpec, replay
@@ -118,8 +118,9 @@ async def _gateway(args: argparse.Namespace, items: list[EvalItem], out: Path) -
             async with serve_gateway(_fresh_gateway(raw, args, out)) as (url, _):
                 yield url, "capable", key
         return
-    raw = _fresh_gateway(gateway_config(args.config), args, out)
-    async with serve_gateway(raw) as (url, settings):
+    source = config_file(args.config)
+    raw = _fresh_gateway(gateway_config(source), args, out)
+    async with serve_gateway(raw, source) as (url, settings):
         if settings.master_key is None:
             raise SystemExit("trustgate eval replay needs a master_key in the config (feedback and calibration)")
         model = args.model or next(iter(settings.model_groups()))
@@ -218,7 +219,8 @@ def eval_replay(args: argparse.Namespace) -> int:
     items = sample_questions(
         load_items(args.dataset, "answer", data_dir=args.data_dir, path=args.file), args.limit, args.sample_seed
     )
-    out = args.out or Path("var/trustgate/eval/reports") / f"replay-{args.upstream}-{int(time.time())}"
+    reports = gateway_settings(args.config).trustgate.scoring.data_dir / "eval" / "reports"
+    out = args.out or reports / f"replay-{args.upstream}-{int(time.time())}"
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("records.sqlite3", "fits.json"):  # a fresh gateway: no earlier label or fit
         (out / stale).unlink(missing_ok=True)

@@ -1,23 +1,29 @@
 """Scoring's part of the typed config (the ``trustgate.scoring`` section).
 
 Each scorer family owns its sub-model here; the proxy passes the whole object
-down at start-up, and nothing in scoring reads the environment itself.
+down at start-up, and nothing in scoring reads the environment itself, except
+this module for the default data directory (``default_data_dir``).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
 
 __all__ = [
     "BC_PRESETS",
+    "CONFIG_DIR",
+    "DATA_DIR_VARIABLE",
     "BCPreset",
     "BudgetLimits",
     "BudgetSettings",
     "ClientModePolicy",
+    "ConfigPath",
     "ConsistencySettings",
     "CpuSettings",
     "FactCheckSettings",
@@ -33,10 +39,42 @@ __all__ = [
     "SamplingSettings",
     "ScoringMode",
     "ScoringSettings",
+    "default_data_dir",
     "require_order",
 ]
 
 ScoringMode = Literal["sync", "async", "off"]
+
+DATA_DIR_VARIABLE = "TRUSTGATE_DATA_DIR"
+# The validation context's key for the folder of the config file being read (``ConfigPath``).
+CONFIG_DIR = "config_dir"
+
+
+def default_data_dir(environ: Mapping[str, str]) -> Path:
+    """Where the scoring assets and the gateway's own files live when the config names no ``data_dir``.
+
+    ``$TRUSTGATE_DATA_DIR`` (a relative one from the folder it is set in), else
+    the user's XDG data directory (``$XDG_DATA_HOME/trustgate``, by default
+    ``~/.local/share/trustgate``): never the working directory, so that
+    ``trustgate build-assets`` and ``trustgate serve`` find one place wherever
+    each is started.
+    """
+    named = environ.get(DATA_DIR_VARIABLE)
+    if named:
+        return Path(named).absolute()
+    xdg = Path(environ.get("XDG_DATA_HOME", ""))
+    return (xdg if xdg.is_absolute() else Path.home() / ".local" / "share") / "trustgate"
+
+
+def _from_config_dir(path: Path, info: ValidationInfo) -> Path:
+    """A relative path written in a config file is relative to that file's folder, wherever the command runs;
+    one given without a file (a mapping, a model built in code) stays as given."""
+    folder = (info.context or {}).get(CONFIG_DIR)
+    return Path(folder) / path if folder is not None and not path.is_absolute() else path
+
+
+# A file or folder named in the config.
+ConfigPath = Annotated[Path, AfterValidator(_from_config_dir)]
 
 
 @dataclass(frozen=True)
@@ -115,7 +153,7 @@ class ConsistencySettings(BaseModel):
     sparql_endpoint: str | None = None  # None: the embedded Oxigraph server
     graph_profile: Literal["local", "dbpedia"] = "local"
     sparql_timeout_s: float = Field(default=5.0, gt=0)
-    vectors_path: str | None = None  # None: the vectors built at install time
+    vectors_path: ConfigPath | None = None  # None: the vectors built at install time
     # Seeds each answer's checks (distractors, their order, the original's letter) together with the
     # question and the answer: the same answer gets the same checks in the gateway, a worker and
     # `trustgate eval`. A different seed gives a different, but equally fixed, set of checks.
@@ -161,11 +199,11 @@ class FactCheckSettings(BaseModel):
     judge_model: str | None = None  # None: the model that answered
     # A local NLI model directory judges instead of the LLM (needs `trustgate[nli]`: torch, transformers);
     # nli_labels maps its label names to support / contradict / neutral where they are not the usual ones.
-    nli_model_dir: str | None = None
+    nli_model_dir: ConfigPath | None = None
     nli_labels: dict[str, str] = Field(default_factory=dict)
     # The packaged corpora indexed at install time; user corpora are added with `trustgate corpus add`.
     default_corpora: list[PackagedCorpus] = Field(default_factory=lambda: list(PACKAGED_CORPORA))
-    wordnet_dir: Path = Path("/usr/share/wordnet")  # Debian's wordnet-base
+    wordnet_dir: ConfigPath = Path("/usr/share/wordnet")  # Debian's wordnet-base
     passage_words: int = Field(default=100, ge=10, le=1000)  # the paper's corpus uses ~100-word passages
     # Ask the judge for log-probabilities, so that Trust_FC is graded; off for upstreams that refuse them.
     judge_logprobs: bool = True
@@ -254,7 +292,7 @@ class FeedbackSettings(BaseModel):
     max_labels: int = Field(default=10_000, ge=10, le=100_000)  # the newest labels a refit reads
     # The embedded store's fits (one JSON file); None: <data_dir>/learning/calibration.json. With the Redis
     # backend the fits live in Redis, shared by every gateway and worker.
-    fits_path: Path | None = None
+    fits_path: ConfigPath | None = None
 
     @model_validator(mode="after")
     def _a_refit_can_have_enough_labels(self) -> FeedbackSettings:
@@ -401,7 +439,7 @@ class ScoringSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     old_names: ClassVar[dict[str, Renamed]] = {"sync_timeout": Renamed("sync_timeout_s")}
 
-    data_dir: Path = Path("var/trustgate")
+    data_dir: ConfigPath = Field(default_factory=lambda: default_data_dir(os.environ))
     mode: ConfiguredMode = "async"
     sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
     sync_timeout_s: float = Field(default=30.0, gt=0)
@@ -412,7 +450,7 @@ class ScoringSettings(BaseModel):
     untrusted_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
     # A file from `trustgate eval run --calibration-out`: records then carry a calibrated probability
     # (x-trust-probability) beside the raw score. Fit it on your own model and traffic.
-    calibration_path: Path | None = None
+    calibration_path: ConfigPath | None = None
     # How Trust_OV is made: default (the prior shipped in scoring/default_combination.json over every one of
     # lp, bc, fc and sc present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC
     # and Trust_FC, graded: the paper's scale), or fitted (the logistic combination of `trustgate eval run

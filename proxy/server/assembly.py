@@ -85,6 +85,8 @@ __all__ = [
 
 log = logging.getLogger("trustgate.assembly")
 
+RECORDS_FILE = "trust-records.sqlite3"  # under data_dir, where trustgate.store.path names no file
+
 
 def http_client() -> httpx.AsyncClient:
     # One pooled client for all upstream traffic; timeouts are set per request.
@@ -207,7 +209,7 @@ async def build_publisher(
         )
 
     store = SqliteRecordStore(
-        config.path,
+        config.path or settings.trustgate.scoring.data_dir / RECORDS_FILE,
         max_age_s=config.max_age_s,
         max_records=config.max_records,
         max_record_bytes=config.max_record_bytes,

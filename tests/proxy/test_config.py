@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,10 @@ import yaml
 
 from proxy import ConfigError, default_config_path, load_settings, settings_from_dict
 from proxy.server.assembly import build_scorers
-from scoring.settings import ScoringSettings
+from scoring.settings import ScoringSettings, default_data_dir
+from tests.conftest import gateway_config
+from tests.fake_upstream import FakeUpstream
+from tests.servers import ServerThread
 
 MINIMAL = {
     "model_list": [
@@ -284,3 +288,74 @@ def test_options_that_contradict_each_other_are_refused_naming_them_and_the_file
 )
 def test_options_near_a_contradiction_are_accepted(trustgate: dict[str, object]) -> None:
     settings_from_dict({**MINIMAL, "trustgate": trustgate}, {"UPSTREAM_KEY": "k", "MASTER": "m"})
+
+
+def test_the_default_data_dir_is_the_variables_else_the_xdg_data_directory(tmp_path: Path) -> None:
+    home = Path.home()
+    assert default_data_dir({}) == home / ".local" / "share" / "trustgate"
+    assert default_data_dir({"XDG_DATA_HOME": str(tmp_path / "xdg")}) == tmp_path / "xdg" / "trustgate"
+    assert default_data_dir({"XDG_DATA_HOME": "relative"}) == home / ".local" / "share" / "trustgate"  # invalid: unset
+    named = {"TRUSTGATE_DATA_DIR": str(tmp_path / "named"), "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    assert default_data_dir(named) == tmp_path / "named"
+
+
+def test_the_default_data_dir_does_not_follow_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TRUSTGATE_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    found = []
+    for folder in (tmp_path / "a", tmp_path / "b"):
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        found.append(load_settings(default_config_path(), {}).trustgate.scoring.data_dir)
+    assert found == [tmp_path / "xdg" / "trustgate"] * 2
+    monkeypatch.setenv("TRUSTGATE_DATA_DIR", "state")  # relative: from the folder it is set in
+    assert ScoringSettings().data_dir == tmp_path / "b" / "state"
+
+
+def test_relative_paths_in_a_config_file_are_relative_to_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    path = folder / "config.yaml"
+    path.write_text(
+        "model_list: [{model_name: m, litellm_params: {model: openai/x}}]\n"
+        "general_settings: {master_key: k}\n"
+        "trustgate:\n"
+        "  store: {path: records/trust.sqlite3}\n"
+        "  local_upstream: {model_path: models/m.gguf}\n"
+        "  scoring:\n"
+        "    data_dir: state\n"
+        "    calibration_path: /abs/calibration.json\n"
+        "    feedback: {fits_path: ../fits.json}\n"
+        "    consistency: {vectors_path: vectors.bin}\n"
+        "    factcheck: {nli_model_dir: nli, wordnet_dir: wordnet}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings(Path("etc/config.yaml"), {})
+    scoring = settings.trustgate.scoring
+    assert scoring.data_dir == Path("etc/state") and settings.trustgate.store.path == Path("etc/records/trust.sqlite3")
+    assert settings.trustgate.local_upstream.model_path == Path("etc/models/m.gguf")
+    assert scoring.calibration_path == Path("/abs/calibration.json")
+    assert scoring.feedback.fits_path == Path("etc/../fits.json")
+    assert (scoring.consistency.vectors_path, scoring.factcheck.nli_model_dir, scoring.factcheck.wordnet_dir) == (
+        Path("etc/vectors.bin"),
+        Path("etc/nli"),
+        Path("etc/wordnet"),
+    )
+    given = settings_from_dict(
+        {**MINIMAL, "trustgate": {"scoring": {"data_dir": "state"}}}, {"UPSTREAM_KEY": "k", "MASTER": "m"}
+    )
+    assert given.trustgate.scoring.data_dir == Path("state")  # no file: as given
+
+
+def test_the_record_store_defaults_to_the_data_dir(
+    tmp_path: Path, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    data_dir = tmp_path / "data"
+    config = gateway_config(fake_upstream.url)
+    config["trustgate"] = {"store": {"max_records": 100}, "scoring": {"data_dir": str(data_dir)}}
+    start_gateway(config)
+    assert (data_dir / "trust-records.sqlite3").is_file()
