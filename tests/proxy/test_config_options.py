@@ -58,3 +58,9 @@ def test_each_old_name_leads_to_an_option_and_is_none_itself(model: type[BaseMod
     old_names = getattr(model, "old_names", {})
     assert [renamed.new for renamed in old_names.values() if renamed.new not in model.model_fields] == []
     assert [old for old in old_names if old in model.model_fields] == []
+
+
+@pytest.mark.parametrize("model", CONFIG_MODELS, ids=lambda model: model.__name__)
+def test_every_option_says_what_it_is(model: type[BaseModel]) -> None:
+    """The configuration reference is generated from these descriptions: an option without one is undocumented."""
+    assert [name for name, field in model.model_fields.items() if not (field.description or "").strip()] == []
