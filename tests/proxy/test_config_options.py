@@ -42,10 +42,9 @@ CONFIG_MODELS = config_models()
 TRUSTGATE_MODELS = [model for model in CONFIG_MODELS if model not in LITELLM_MODELS]
 
 
-def test_the_config_is_read_into_every_model_it_has() -> None:
+def test_the_walk_reaches_the_models_nested_in_lists_dicts_and_options() -> None:
     names = {model.__name__ for model in CONFIG_MODELS}
-    assert {"ScoringSettings", "QueueSettings", "LowTrustPolicy", "AlertmanagerSettings", "BudgetLimits"} <= names
-    assert len(CONFIG_MODELS) == 28
+    assert {"Deployment", "ApiKey", "PolicySettings", "LowTrustPolicy", "BudgetLimits", "AlertmanagerSettings"} <= names
 
 
 @pytest.mark.parametrize("model", TRUSTGATE_MODELS, ids=lambda model: model.__name__)
