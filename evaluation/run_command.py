@@ -193,6 +193,9 @@ def _describe(
             f"{scoring.factcheck.judge_procedure}"
             + ("; fc_text: the paper's text judge" if "fc_text" in spec.components else "")
         )
+    if "ev" in spec.components:
+        ev = scoring.agreement
+        described["evidence agreement"] = f"top_k {ev.top_k}, entity_top_k {ev.entity_top_k}, no upstream call"
     described["bootstrap"] = f"{args.bootstrap} resamples, seed {args.seed}"
     return described
 

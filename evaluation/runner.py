@@ -215,6 +215,7 @@ class Evaluator:
             "fc": self.settings.factcheck,
             "lp": self.settings.logprob,
             "sc": self.settings.sc,
+            "ev": self.settings.agreement,
         }[PAPER_VARIANTS.get(name, name)]
         code = _source_digest(type(scorer).__module__)
         return _digest(name, section.model_dump(mode="json"), answer, logprobs if name == "lp" else None, code)

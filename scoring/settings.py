@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 __all__ = [
     "BC_PRESETS",
+    "AgreementSettings",
     "BCPreset",
     "BudgetLimits",
     "BudgetSettings",
@@ -142,6 +143,22 @@ class FactCheckSettings(BaseModel):
     # Each part of the evidence query (the answer, the question), cut with a visible "…": BM25 gains nothing
     # from more, and the query is kept in the record.
     max_query_chars: int = Field(default=2000, ge=50)
+
+
+class AgreementSettings(BaseModel):
+    """``ev``: evidence agreement. The evidence retrieved for the question (Trust_FC's index: the packaged
+    corpora and the users' own) is read on CPU, with no upstream call: does it name the answer's entity in the
+    relation the question asks, another entity of that kind, or nothing usable (then it abstains, no value)?
+    scoring/agreement/; figures: docs/eval/evidence-agreement.md.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    top_k: int = Field(default=10, ge=1, le=100)  # passages retrieved for the question alone
+    # Passages retrieved for the question and the answer's entity together, read beside those: they find the
+    # entity's own entry ("Yangon, Rangoon: the capital of Myanmar") and the other names it goes by. 0: none.
+    entity_top_k: int = Field(default=10, ge=0, le=100)
 
 
 class LogprobSettings(BaseModel):
@@ -383,6 +400,7 @@ class ScoringSettings(BaseModel):
     logprob: LogprobSettings = Field(default_factory=LogprobSettings)
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
     sc: SamplingSettings = Field(default_factory=SamplingSettings)
+    agreement: AgreementSettings = Field(default_factory=AgreementSettings)
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:

@@ -51,6 +51,9 @@ ORDINALS = frozenset(
     "second third fourth fifth sixth seventh eighth ninth tenth 2nd 3rd 4th 5th 6th 7th 8th 9th 10th".split()
 )
 
+# Verbs of making, whose agent is the maker whatever the question's verb ("an art composition created by").
+CREATION_STEMS = frozenset({"creat", "made", "make", "produc", "author"})
+
 # How the clause says what fills the relation (see the module docstring).
 Shape = Literal["agent", "subject", "complement", "near"]
 
@@ -102,18 +105,39 @@ class ClauseReading:
         from the relation; None when nothing does."""
         usable = [m for m in candidates if not _overlaps(m, self.relation) and m not in self.owners]
         if self.shape == "agent" and self.agent is not None:
-            group = [m for m in usable if m.first > self.agent][:1]
+            group = self._first_after(usable, self.agent)
         elif self.shape == "subject" and self.copula is not None:
             group = [m for m in usable if m.last < self.copula]
         elif self.shape == "complement" and self.copula is not None:
-            group = [m for m in usable if m.first > self.copula][:1]
+            group = self._first_after(usable, self.copula)
         else:
             group = sorted(usable, key=lambda m: (self.distance(m), m.first))[:1]
         group = [m for m in group if self.distance(m) <= MAX_DISTANCE]
         return (group, self.distance(group[0])) if group else None
 
+    def _first_after(self, mentions: Sequence[Mention], position: int) -> list[Mention]:
+        """The first mention after ``position``, passing over one that qualifies a noun after it ("the
+        Netherlandish master Hieronymus Bosch", "the Italian diplomat Niccolò Machiavelli") and over common nouns
+        where a name follows ("the author Leo Tolstoy")."""
+        after = [m for m in mentions if m.first > position and self.distance(m) <= MAX_DISTANCE]
+        heads = [m for m in after if not self._qualifies(m)] or after
+        return ([m for m in heads if m.kind != "term"] or heads)[:1]
+
+    def _qualifies(self, mention: Mention) -> bool:
+        """A name before a common noun ("Netherlandish master"); a number before one is counting it."""
+        following = self.words[mention.last + 1] if mention.last + 1 < len(self.words) else None
+        return (
+            mention.kind == "name"
+            and following is not None
+            and following.text.isalpha()
+            and following.text.islower()
+            and following.folded not in STOPWORDS
+        )
+
     def distance(self, mention: Mention) -> int:
-        return min(mention.first - r if mention.first > r else max(0, r - mention.last) for r in self.relation)
+        """Words from the relation (from "by", for an agent) to the mention."""
+        anchors = (self.agent,) if self.shape == "agent" and self.agent is not None else self.relation
+        return min(mention.first - r if mention.first > r else max(0, r - mention.last) for r in anchors)
 
 
 def _overlaps(mention: Mention, positions: Sequence[int]) -> bool:
@@ -186,19 +210,32 @@ def _shape(clause: Sequence[Word], relation: Sequence[int], agent: int | None) -
 
 
 def _contiguous(stems: Sequence[str], runs: Sequence[Sequence[str]]) -> bool:
-    """Whether each run of relation words stands together in the clause, as in the question."""
+    """Whether each run of relation words stands together in the clause, as in the question, or the clause holds
+    only its last word, the others being elsewhere in the sentence ("Iron is a chemical element; it has symbol
+    Fe"), but not the run's words apart ("the longest east-flowing river")."""
     for run in runs:
-        if not any(tuple(stems[i : i + len(run)]) == tuple(run) for i in range(len(stems) - len(run) + 1)):
+        together = any(tuple(stems[i : i + len(run)]) == tuple(run) for i in range(len(stems) - len(run) + 1))
+        head_alone = run[-1] in stems and not set(run[:-1]) & set(stems)
+        if not (together or head_alone):
             return False
     return True
 
 
+def _agent(clause: Sequence[Word]) -> int | None:
+    """Where "by" may name an agent: the first "by" after the clause's first copula ("..., usually referred to by
+    its short title, is a book by Adam Smith"), else the first one."""
+    copula = next((i for i, w in enumerate(clause) if w.folded in COPULAS), -1)
+    found = [i for i, w in enumerate(clause) if w.folded == "by"]
+    return next((i for i in found if i > copula), found[0] if found else None)
+
+
 def _says_agent(clause: Sequence[Word], stems: Sequence[str], frame: Frame, agent: int | None) -> bool:
-    """Whether "by" gives the agent of the asked relation: after the relation's verb ("written by"), or after a
-    copula and a noun ("is a novel by"), not after another verb ("are synthesised by")."""
+    """Whether "by" gives the agent of the asked relation: after the relation's verb ("written by") or a verb of
+    making ("created by"), or after a copula and a noun ("is a novel by"), not after another verb ("are
+    synthesised by")."""
     if agent is None:
         return False
-    if any(stem in frame.relation_stems for stem in stems[:agent]):
+    if any(stem in frame.relation_stems or stem in CREATION_STEMS for stem in stems[:agent]):
         return True
     copula = next((i for i in range(agent - 1, -1, -1) if clause[i].folded in COPULAS), None)
     return copula is not None and not any(w.folded.endswith(("ed", "en")) for w in clause[copula + 1 : agent])
@@ -219,7 +256,7 @@ def read_clause(clause: Sequence[Word], frame: Frame, sentence_stems: Collection
     """The clause read against ``frame``; None unless its sentence (``sentence_stems``) holds every word of the
     relation and the clause one of them, or, for an agentive frame, the clause says "by"."""
     stems = [w.stem for w in clause]
-    agent = next((i for i, w in enumerate(clause) if w.folded == "by"), None) if frame.agentive else None
+    agent = _agent(clause) if frame.agentive else None
     relation = _relation(clause, frame)
     if relation and set(frame.relation_stems) <= set(sentence_stems):
         agent = None if agent is not None and agent < min(relation) else agent

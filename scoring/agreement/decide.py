@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..factcheck.evidence import Evidence
-from .clauses import ClauseReading, read_clause
+from .clauses import ClauseReading, compatible, read_clause
 from .frame import Frame, read_frame
 from .mentions import Mention, MentionKind, mentions, number_value
 from .statements import Statement, passage_topic, statements
-from .words import Lexicon, Word, words
+from .words import Lexicon, Word, sentences, words
 
-__all__ = ["Agreement", "Reading", "Verdict", "answer_entity", "check_agreement", "same_entity"]
+__all__ = ["Agreement", "Reading", "Verdict", "answer_entity", "check_agreement", "claim_entity", "same_entity"]
 
 Verdict = Literal["agree", "contradict", "abstain"]
 # Why the check abstained, or what it found.
@@ -44,8 +44,7 @@ Reason = Literal["agree", "contradict", "no_frame", "no_entity", "denied", "sile
 # Words a name may carry or drop and stay the same name ("Mexico City" / "Mexico", "Luxembourg-Ville").
 GENERIC_NAME_WORDS = frozenset({"the", "city", "town", "ville", "of", "saint", "st", "island", "islands", "state"})
 _KEY_SPLIT = re.compile(r"[\s\-]+")
-_CLAIM_CLAUSE = re.compile(r"(?<=[.!?;:])\s+|,?\s+but\s+")
-KIND_ORDER: tuple[MentionKind, ...] = ("name", "year", "number", "term")
+_CLAIM_CLAUSE = re.compile(r"[;:]\s+|,?\s+but\s+")
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,8 @@ class Agreement:
     entity: Mention | None = None
     entity_forms: tuple[str, ...] = ()
     readings: tuple[Reading, ...] = ()
+    agreeing: int = 0  # passages that name the entity in the relation
+    contradicting: int = 0  # passages that firmly name another entity there
 
 
 def _name_key(form: str, drop: frozenset[str]) -> tuple[str, ...]:
@@ -85,8 +86,8 @@ def same_entity(entity_forms: Iterable[str], kind: MentionKind, filler_forms: It
 
 
 def _claim_entity(reading: ClauseReading | None, clause: Sequence[Word], frame: Frame) -> Mention | None:
-    """What fills the relation in a claim's clause (``reading``), or without the relation its first mention, of
-    the kind the question asks for if it says, else a name, a year, a number, a term, in that order."""
+    """What fills the relation in a claim's clause (``reading``), or without the relation its first mention: of
+    the kind the question asks for, where it says, and a name, year or number before a term."""
     subject = reading.occurrences([" ".join(frame.subject_words)]) if reading is not None else []
     candidates = [
         m
@@ -94,14 +95,14 @@ def _claim_entity(reading: ClauseReading | None, clause: Sequence[Word], frame: 
         if not set(m.folded.split()) <= frame.question_words
         and not any(m.first <= end and start <= m.last for start, end in subject)
     ]
-    kinds = ([frame.kind] if frame.kind else []) + [k for k in KIND_ORDER if k != frame.kind]
-    for kind in kinds:
-        of_kind = [m for m in candidates if m.kind == kind]
+    # Of the kind the question asks for, where it says ("who": a name, or a common noun); a term only failing all else.
+    wanted = [m for m in candidates if frame.kind is None or compatible(m.kind, frame.kind)]
+    for group in ([m for m in wanted if m.kind != "term"], [m for m in wanted if m.kind == "term"]):
         if reading is None:
-            if of_kind:
-                return of_kind[0]
+            if group:
+                return group[0]
             continue
-        filled = reading.fill(of_kind)
+        filled = reading.fill(group)
         if filled is not None:
             return filled[0][0]
     return None
@@ -112,7 +113,7 @@ def answer_entity(frame: Frame, claim: str, lexicon: Lexicon) -> tuple[Mention |
 
     A clause holding the relation's words is read first; without one, the whole claim.
     """
-    for part in _CLAIM_CLAUSE.split(claim):
+    for part in (clause for sentence in sentences(claim) for clause in _CLAIM_CLAUSE.split(sentence)):
         clause = words(part, lexicon)
         reading = read_clause(clause, frame, {w.stem for w in clause})
         if reading is None:
@@ -151,11 +152,8 @@ def _value(deciding: int, agrees: bool) -> float:
     return 1.0 - doubt if agrees else doubt
 
 
-def _decide(readings: Sequence[Reading]) -> tuple[Verdict, float | None, Reason]:
-    if not readings:
-        return "abstain", None, "silent"
-    agreeing = len({r.statement.evidence_id for r in readings if r.agrees})
-    against = len({r.statement.evidence_id for r in readings if not r.agrees and r.statement.strong})
+def _decide(agreeing: int, against: int) -> tuple[Verdict, float | None, Reason]:
+    """The verdict of ``agreeing`` passages against ``against`` ones (see the module docstring)."""
     if not agreeing and not against:
         return "abstain", None, "silent"
     if agreeing >= 2 * against:
@@ -163,6 +161,18 @@ def _decide(readings: Sequence[Reading]) -> tuple[Verdict, float | None, Reason]
     if against >= 2 * agreeing:
         return "contradict", _value(against - agreeing, False), "contradict"
     return "abstain", None, "conflicting"
+
+
+def _entity(frame: Frame, claim: str, lexicon: Lexicon, entity: str | None) -> tuple[Mention | None, bool]:
+    if entity is not None:
+        return given_entity(entity, lexicon), False
+    return answer_entity(frame, claim, lexicon)
+
+
+def claim_entity(question: str, claim: str, lexicon: Lexicon, entity: str | None = None) -> Mention | None:
+    """The entity the claim answers the question with (``entity`` where the caller knows it); None without one."""
+    frame = read_frame(question, lexicon)
+    return None if frame is None else _entity(frame, claim, lexicon, entity)[0]
 
 
 def check_agreement(
@@ -179,10 +189,7 @@ def check_agreement(
     frame = read_frame(question, lexicon)
     if frame is None:
         return Agreement("abstain", None, "no_frame")
-    if entity is not None:
-        found, denied = given_entity(entity, lexicon), False
-    else:
-        found, denied = answer_entity(frame, claim, lexicon)
+    found, denied = _entity(frame, claim, lexicon, entity)
     if found is None:
         return Agreement("abstain", None, "denied" if denied else "no_entity", frame)
     subject = " ".join(frame.subject_words)
@@ -194,5 +201,7 @@ def check_agreement(
         for passage in evidence
         for statement in statements(frame, passage, found, lexicon, subject_forms)
     )
-    verdict, value, reason = _decide(readings)
-    return Agreement(verdict, value, reason, frame, found, tuple(sorted(forms)), readings)
+    agreeing = len({r.statement.evidence_id for r in readings if r.agrees})
+    against = len({r.statement.evidence_id for r in readings if not r.agrees and r.statement.strong})
+    verdict, value, reason = _decide(agreeing, against)
+    return Agreement(verdict, value, reason, frame, found, tuple(sorted(forms)), readings, agreeing, against)

@@ -81,6 +81,10 @@ def _is_name_word(word: Word) -> bool:
     return word.folded not in STOPWORDS and word.folded not in NOT_NAMES
 
 
+def _is_term_word(word: Word) -> bool:
+    return word.text.isalpha() and word.text.islower() and word.folded not in STOPWORDS
+
+
 def _span(clause: Sequence[Word], first: int, last: int, kind: MentionKind) -> Mention:
     span = clause[first : last + 1]
     return Mention(" ".join(w.text for w in span), " ".join(w.folded for w in span), kind, first, last)
@@ -134,9 +138,9 @@ def mentions(clause: Sequence[Word], *, terms: bool = False) -> list[Mention]:
             end = _name_end(clause, index)
             found.append(_span(clause, index, end, "name"))
             index = end
-        elif terms and word.text.isalpha() and word.folded not in STOPWORDS:
+        elif terms and _is_term_word(word):
             end = index
-            while end + 1 < len(clause) and clause[end + 1].text.isalpha() and clause[end + 1].folded not in STOPWORDS:
+            while end + 1 < len(clause) and _is_term_word(clause[end + 1]):
                 end += 1
             found.append(_span(clause, index, end, "term"))
             index = end

@@ -28,7 +28,7 @@ from ..factcheck.evidence import Evidence
 from .clauses import ClauseReading, compatible, read_clause
 from .frame import Frame
 from .mentions import NAME_LINKS, Mention, MentionKind, mentions
-from .words import Lexicon, fold, words
+from .words import Lexicon, fold, sentences, words
 
 __all__ = ["Filler", "Statement", "Topic", "passage_topic", "statements"]
 
@@ -36,7 +36,6 @@ STRONG_DISTANCE = 6  # words between a firm statement's filler and its relation
 MAX_HEAD_WORDS = 8  # of each form in a definition's head ("Canberra, Australian capital, capital of Australia")
 
 _HEAD = re.compile(r"^\s*([^:;\"]{1,300}?):\s+")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 _CLAUSE = re.compile(r";\s*|,?\s+(?:while|whereas|although|but)\s+|,\s+(?:and|which|who)\s+")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)\s*$")
 
@@ -102,8 +101,7 @@ def _sentences(body: str, defined: bool) -> Iterable[tuple[list[str], bool]]:
     ("Iron is a chemical element; it has symbol Fe")."""
     for part, segment in enumerate(body.split('"')):
         describes = defined and part % 2 == 0
-        sentences = segment.split(";") if describes else _SENTENCE.split(segment)
-        for sentence in sentences:
+        for sentence in segment.split(";") if describes else sentences(segment):
             clauses = [clause.strip() for clause in _CLAUSE.split(sentence) if clause.strip()]
             if clauses:
                 yield clauses, describes

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import snowballstemmer
 
-__all__ = ["Lexicon", "Word", "fold", "read_lexicon", "words"]
+__all__ = ["Lexicon", "Word", "fold", "read_lexicon", "sentences", "words"]
 
 EXCEPTION_FILES = ("verb.exc", "noun.exc", "adj.exc")
 AGENT_SUFFIXES = (("er", ""), ("er", "e"), ("or", ""), ("or", "e"))  # writer: write, director: direct
@@ -37,6 +37,11 @@ AGENT_SUFFIXES = (("er", ""), ("er", "e"), ("or", ""), ("or", "e"))  # writer: w
 # cut on it.
 _TOKEN = re.compile(r"\d+(?:[,.]\d+)*|[^\W_]+(?:['’.\-][^\W_]+)*|[^\w\s]")
 _POSSESSIVE = re.compile(r"['’]s$")
+# A sentence ends at a full stop, "!" or "?" before a capital or a digit, but not after an initial or a short
+# abbreviation ("D. W. Griffith", "K. 492", "St. Louis").
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\bNo\.)(?<!\bSt\.)(?<!\bMr\.)(?<!\bDr\.)\s+(?=[\"'(\[]?[A-Z0-9])"
+)
 _COMBINING_MARK = re.compile(r"[\u0300-\u036f]")
 
 
@@ -121,6 +126,11 @@ def read_lexicon(wordnet_dir: Path) -> Lexicon:
                 if len(parts) >= 2 and "_" not in parts[0]:
                     irregular.setdefault(parts[0], parts[1])
     return Lexicon(irregular, _index_lemmas(wordnet_dir / "index.verb"), _index_lemmas(wordnet_dir / "index.adj"))
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``, as written."""
+    return [sentence for sentence in _SENTENCE_END.split(text) if sentence.strip()]
 
 
 def words(text: str, lexicon: Lexicon) -> list[Word]:
