@@ -35,7 +35,7 @@ from .frame import Frame
 from .mentions import Mention, MentionKind, mentions
 from .words import Word
 
-__all__ = ["MAX_DISTANCE", "ClauseReading", "Shape", "compatible", "read_clause"]
+__all__ = ["MAX_DISTANCE", "ClauseReading", "Fill", "Shape", "compatible", "read_clause"]
 
 MAX_DISTANCE = 10  # words between a mention and the nearest relation word, beyond which it fills nothing
 OWNER_REACH = 8  # words after the relation in which "of X" / "in X" says whose relation it is
@@ -63,6 +63,16 @@ def compatible(kind: MentionKind, wanted: MentionKind) -> bool:
     if wanted in {"year", "number"}:
         return kind in {"year", "number"}
     return kind == wanted or {kind, wanted} == {"name", "term"}
+
+
+@dataclass(frozen=True)
+class Fill:
+    """What fills the relation in a clause: the mention and the other names it goes by there, its distance from
+    the relation, and whether the clause's shape says so firmly."""
+
+    group: tuple[Mention, ...]
+    distance: int
+    firm: bool
 
 
 @dataclass(frozen=True)
@@ -100,20 +110,23 @@ class ClauseReading:
                     found.append((start, end))
         return found
 
-    def fill(self, candidates: Sequence[Mention]) -> tuple[list[Mention], int] | None:
-        """What fills the relation among ``candidates``, with the other names it goes by there, and its distance
-        from the relation; None when nothing does."""
+    def fill(self, candidates: Sequence[Mention]) -> Fill | None:
+        """What fills the relation among ``candidates``; None when nothing does."""
         usable = [m for m in candidates if not _overlaps(m, self.relation) and m not in self.owners]
+        firm = True
         if self.shape == "agent" and self.agent is not None:
             group = self._first_after(usable, self.agent)
         elif self.shape == "subject" and self.copula is not None:
             group = [m for m in usable if m.last < self.copula]
+            if not group:  # only the subject before the copula: what follows the relation ("a war that ended in
+                # 1945"), a reading too loose to contradict with
+                group, firm = self._first_after(usable, max(self.relation)), False
         elif self.shape == "complement" and self.copula is not None:
             group = self._first_after(usable, self.copula)
         else:
             group = sorted(usable, key=lambda m: (self.distance(m), m.first))[:1]
         group = [m for m in group if self.distance(m) <= MAX_DISTANCE]
-        return (group, self.distance(group[0])) if group else None
+        return Fill(tuple(group), self.distance(group[0]), firm) if group else None
 
     def _first_after(self, mentions: Sequence[Mention], position: int) -> list[Mention]:
         """The first mention after ``position``, passing over one that qualifies a noun after it ("the
@@ -167,9 +180,21 @@ def _owners(clause: Sequence[Word], relation: Sequence[int], names: Sequence[Men
         if link > 0 and clause[link].folded == "the":
             link -= 1
         linked = link >= 0 and clause[link].folded in OWNER_LINKS
-        if linked and any(0 < name.first - r <= OWNER_REACH for r in relation):
+        if linked and any(0 < name.first - r <= OWNER_REACH and _attached(clause, r, name.first) for r in relation):
             found.append(name)
     return tuple(found)
+
+
+def _attached(clause: Sequence[Word], relation: int, owner: int) -> bool:
+    """Whether the words between the relation and a name after it keep them in one noun phrase ("capital and
+    largest city of Georgia", "capital of the canton of Zurich"), rather than another's ("ended in 1945 with the
+    surrender of Japan"): no number, no punctuation, no function word but "the", "and", "of" and "in"."""
+    for word in clause[relation + 1 : owner]:
+        if word.is_number or word.is_punctuation:
+            return False
+        if word.folded in STOPWORDS and word.folded not in {"the", "a", "an", "and"} | OWNER_LINKS:
+            return False
+    return True
 
 
 def _owned_by_pronoun(clause: Sequence[Word], relation: Sequence[int]) -> bool:

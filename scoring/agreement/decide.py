@@ -104,7 +104,7 @@ def _claim_entity(reading: ClauseReading | None, clause: Sequence[Word], frame: 
             continue
         filled = reading.fill(group)
         if filled is not None:
-            return filled[0][0]
+            return filled.group[0]
     return None
 
 

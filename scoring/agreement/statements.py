@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..factcheck.evidence import Evidence
-from .clauses import ClauseReading, compatible, read_clause
+from .clauses import ClauseReading, Fill, compatible, read_clause
 from .frame import Frame
 from .mentions import NAME_LINKS, Mention, MentionKind, mentions
 from .words import Lexicon, fold, sentences, words
@@ -136,23 +136,23 @@ def _filler(
     entity: Mention,
     topic: Topic | None,
     describes: bool,
-) -> tuple[Filler, int] | None:
-    """What fills the relation, and how far from it: the topic where the clause's subject is a pronoun ("he was
-    the first ..."), else the topic a definition describes (where it is of the answer's kind: not "in 1945 at
-    the end of the war" of a place, and not the agent of "unaffected by penicillin"), else the clause's filler."""
-    after_topic = min(reading.relation) + 1
+) -> tuple[Filler, Fill] | None:
+    """What fills the relation, and how: the topic where the clause's subject is a pronoun ("he was the first
+    ..."), else the topic a definition describes (where it is of the answer's kind: not "in 1945 at the end of
+    the war" of a place, and not the agent of "unaffected by penicillin"), else the clause's filler."""
+    by_topic = Fill((), min(reading.relation) + 1, firm=True)
     if reading.pronoun_subject:  # "he was the first ...": the topic, if the passage has one, else nobody known
         filler = _topic_filler(topic, entity.kind) if topic is not None else None
-        return (filler, after_topic) if filler is not None else None
+        return (filler, by_topic) if filler is not None else None
     if topic is not None and describes and reading.shape != "agent":
         filler = _topic_filler(topic, entity.kind)
         if filler is not None:
-            return filler, after_topic
+            return filler, by_topic
     filled = reading.fill(_candidates(reading, frame, subject, entity))
     if filled is None:
         return None
-    group, distance = filled
-    return Filler(group[0].text, tuple(m.folded for m in group), group[0].kind, topic=False), distance
+    first = filled.group[0]
+    return Filler(first.text, tuple(m.folded for m in filled.group), first.kind, topic=False), filled
 
 
 def _relates_subject(reading: ClauseReading, subject: Sequence[tuple[int, int]], about_subject: bool) -> bool:
@@ -165,10 +165,14 @@ def _relates_subject(reading: ClauseReading, subject: Sequence[tuple[int, int]],
     return bool(subject) or about_subject
 
 
-def _strong(reading: ClauseReading, subject: Sequence[tuple[int, int]], about: bool, filler: Filler, far: int) -> bool:
+def _strong(
+    reading: ClauseReading, subject: Sequence[tuple[int, int]], about: bool, filler: Filler, fill: Fill
+) -> bool:
     """A statement firm enough to contradict: the whole relation in the clause as the question says it, the
-    subject named there (or the passage about it), and the filler the defined topic or close to the relation."""
-    close = filler.topic or (far <= STRONG_DISTANCE and (reading.shape != "near" or far <= 2))
+    subject named there (or the passage about it), and the filler the defined topic or, read firmly, close to the
+    relation."""
+    far = fill.distance
+    close = filler.topic or (fill.firm and far <= STRONG_DISTANCE and (reading.shape != "near" or far <= 2))
     return reading.complete and (bool(subject) or about) and close
 
 
@@ -201,9 +205,9 @@ class _PassageReader:
         filled = _filler(reading, self.frame, named, self.entity, topic, describes)
         if filled is None:
             return None
-        filler, distance = filled
-        strong = _strong(reading, subject, self.about_subject, filler, distance)
-        return Statement(evidence_id, text, filler, distance, strong)
+        filler, fill = filled
+        strong = _strong(reading, subject, self.about_subject, filler, fill)
+        return Statement(evidence_id, text, filler, fill.distance, strong)
 
 
 def statements(
