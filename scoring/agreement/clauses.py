@@ -27,7 +27,7 @@ capital", "the future capital") answer nothing.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from ..factcheck.text import STOPWORDS
@@ -47,6 +47,11 @@ NEGATIONS = frozenset({"not", "never", "no", "neither", "nor", "nothing", "none"
 POSSESSIVE_PRONOUNS = frozenset({"its", "his", "her", "their"})
 SUBJECT_PRONOUNS = frozenset({"it", "he", "she", "they"})
 OWNER_LINKS = frozenset({"of", "in"})
+PREPOSITIONS = frozenset({"in", "of", "on", "at", "from", "by", "with", "for", "to", "near", "into"})
+# At most this many words between a copula and the relation it predicates ("is also the capital", "is the
+# capital"); beyond, or across a comma, the clause predicates something else ("It is a part of X, south of the
+# national capital Delhi").
+PREDICATE_GAP = 6
 ORDINALS = frozenset(
     "second third fourth fifth sixth seventh eighth ninth tenth 2nd 3rd 4th 5th 6th 7th 8th 9th 10th".split()
 )
@@ -117,7 +122,7 @@ class ClauseReading:
         if self.shape == "agent" and self.agent is not None:
             group = self._first_after(usable, self.agent)
         elif self.shape == "subject" and self.copula is not None:
-            group = [m for m in usable if m.last < self.copula]
+            group = self._subject_names(usable, self.copula)
             if not group:  # only the subject before the copula: what follows the relation ("a war that ended in
                 # 1945"), a reading too loose to contradict with
                 group, firm = self._first_after(usable, max(self.relation)), False
@@ -125,16 +130,41 @@ class ClauseReading:
             group = self._first_after(usable, self.copula)
         else:
             group = sorted(usable, key=lambda m: (self.distance(m), m.first))[:1]
-        group = [m for m in group if self.distance(m) <= MAX_DISTANCE]
-        return Fill(tuple(group), self.distance(group[0]), firm) if group else None
+        if not group or (self.shape != "subject" and self.distance(group[0]) > MAX_DISTANCE):
+            return None
+        return Fill(tuple(group), self.distance(group[0]), firm)
+
+    def _subject_names(self, mentions: Sequence[Mention], copula: int) -> list[Mention]:
+        """The clause's subject and the other names it is given before the copula ("Seoul, officially Seoul
+        Special Metropolitan City, is"), not names inside its description ("Moscow, the largest city in Europe,")."""
+        return [
+            m
+            for m in mentions
+            if m.last < copula and not (m.first > 0 and self.words[m.first - 1].folded in PREPOSITIONS)
+        ]
+
+    def nearest_to(self, subject: Sequence[tuple[int, int]]) -> ClauseReading:
+        """The reading with only the occurrence of each relation word nearest the named subject: "south-east of
+        the national capital Delhi and west of the state capital Lucknow" relates Delhi to the first."""
+        if len(self.relation) < 2 or not subject:
+            return self
+        by_stem: dict[str, list[int]] = {}
+        for position in self.relation:
+            by_stem.setdefault(self.words[position].stem, []).append(position)
+        nearest = [min(found, key=lambda r: min(abs(r - start) for start, _ in subject)) for found in by_stem.values()]
+        return replace(self, relation=tuple(sorted(nearest)))
 
     def _first_after(self, mentions: Sequence[Mention], position: int) -> list[Mention]:
         """The first mention after ``position``, passing over one that qualifies a noun after it ("the
         Netherlandish master Hieronymus Bosch", "the Italian diplomat Niccolò Machiavelli") and over common nouns
         where a name follows ("the author Leo Tolstoy")."""
         after = [m for m in mentions if m.first > position and self.distance(m) <= MAX_DISTANCE]
-        heads = [m for m in after if not self._qualifies(m)] or after
+        heads = [m for m in after if not self._qualifies(m) and not self._adjectives(m)] or after
         return ([m for m in heads if m.kind != "term"] or heads)[:1]
+
+    def _adjectives(self, mention: Mention) -> bool:
+        """ "the Russian and American novelist Vladimir Nabokov": words that describe, not name."""
+        return mention.kind == "name" and all(w.adjective for w in self.words[mention.first : mention.last + 1])
 
     def _qualifies(self, mention: Mention) -> bool:
         """A name before a common noun ("Netherlandish master"); a number before one is counting it."""
@@ -229,9 +259,14 @@ def _shape(clause: Sequence[Word], relation: Sequence[int], agent: int | None) -
     before = next((i for i in reversed(copulas) if i < min(relation)), None)
     if after is not None and (before is None or after - max(relation) <= min(relation) - before):
         return "complement", after
-    if before is not None:
+    if before is not None and _predicates(clause, before, min(relation)):
         return "subject", before
     return "near", None
+
+
+def _predicates(clause: Sequence[Word], copula: int, relation: int) -> bool:
+    gap = clause[copula + 1 : relation]
+    return len(gap) <= PREDICATE_GAP and not any(w.is_punctuation for w in gap)
 
 
 def _contiguous(stems: Sequence[str], runs: Sequence[Sequence[str]]) -> bool:
@@ -260,10 +295,14 @@ def _says_agent(clause: Sequence[Word], stems: Sequence[str], frame: Frame, agen
     synthesised by")."""
     if agent is None:
         return False
-    if any(stem in frame.relation_stems or stem in CREATION_STEMS for stem in stems[:agent]):
-        return True
-    copula = next((i for i in range(agent - 1, -1, -1) if clause[i].folded in COPULAS), None)
-    return copula is not None and not any(w.folded.endswith(("ed", "en")) for w in clause[copula + 1 : agent])
+    for index in range(agent - 1, -1, -1):  # the nearest verb before "by", or the copula
+        if stems[index] in frame.relation_stems or stems[index] in CREATION_STEMS:
+            return True
+        if clause[index].folded in COPULAS:
+            return True  # "is a novel by"
+        if clause[index].folded.endswith(("ed", "en")):
+            return False  # "is challenged by", "are synthesised by"
+    return False
 
 
 def _relation(clause: Sequence[Word], frame: Frame) -> tuple[int, ...]:

@@ -44,6 +44,7 @@ Reason = Literal["agree", "contradict", "no_frame", "no_entity", "denied", "sile
 # Words a name may carry or drop and stay the same name ("Mexico City" / "Mexico", "Luxembourg-Ville").
 GENERIC_NAME_WORDS = frozenset({"the", "city", "town", "ville", "of", "saint", "st", "island", "islands", "state"})
 _KEY_SPLIT = re.compile(r"[\s\-]+")
+_POSSESSIVE_OR_DOT = re.compile(r"\s*'s\b|\.")
 _CLAIM_CLAUSE = re.compile(r"[;:]\s+|,?\s+but\s+")
 
 
@@ -71,7 +72,9 @@ class Agreement:
 
 
 def _name_key(form: str, drop: frozenset[str]) -> tuple[str, ...]:
-    return tuple(word for word in _KEY_SPLIT.split(form) if word and word not in GENERIC_NAME_WORDS | drop)
+    """A name's words without generic ones, dots and possessives ("St. John's" and "St . John 's": "john")."""
+    bare = _POSSESSIVE_OR_DOT.sub(" ", form)
+    return tuple(word for word in _KEY_SPLIT.split(bare) if word and word not in GENERIC_NAME_WORDS | drop)
 
 
 def same_entity(entity_forms: Iterable[str], kind: MentionKind, filler_forms: Iterable[str], lexicon: Lexicon) -> bool:

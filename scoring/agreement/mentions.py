@@ -26,7 +26,7 @@ MentionKind = Literal["name", "year", "number", "term"]
 
 # Lower-case words that may sit inside a name, between two capitalised words.
 NAME_LINKS = frozenset({"of", "de", "da", "del", "della", "do", "dos", "das", "du", "des", "la", "le", "el", "al"})
-NAME_LINKS |= frozenset({"von", "van", "der", "den", "y", "the", "upon", "on", "au", "ibn", "bin"})
+NAME_LINKS |= frozenset({"von", "van", "der", "den", "y", "the", "upon", "on", "au", "ibn", "bin", "es", "di", "dei"})
 # Capitalised words that open a question or an instruction, not a name.
 NOT_NAMES = frozenset({"name", "list", "tell", "give", "please", "yes", "no"})
 NUMBER_WORDS = {
@@ -98,18 +98,29 @@ def _number(clause: Sequence[Word], index: int, kind: MentionKind) -> Mention:
 
 
 def _name_end(clause: Sequence[Word], start: int) -> int:
-    """The last word of the name that starts at ``start``: linking words count only between name words."""
+    """The last word of the name that starts at ``start``. Inside a name any capitalised word goes on with it
+    ("Thomas More"); linking words count only between name words; the dot of a short abbreviation ("St. John's")
+    and a closing "'s" that no noun follows are part of it."""
     end = start
     cursor = start + 1
     while cursor < len(clause):
-        if _is_name_word(clause[cursor]):
+        word = clause[cursor]
+        if word.capitalised and not word.is_number:
             end = cursor
-            cursor += 1
-        elif clause[cursor].folded in NAME_LINKS:
-            cursor += 1
+        elif word.folded in NAME_LINKS or (word.text == "." and len(clause[cursor - 1].text) <= 3):
+            pass
+        elif word.folded == "'s" and not _noun_follows(clause, cursor):
+            end = cursor
+            break
         else:
             break
+        cursor += 1
     return end
+
+
+def _noun_follows(clause: Sequence[Word], index: int) -> bool:
+    following = clause[index + 1] if index + 1 < len(clause) else None
+    return following is not None and following.text[:1].isalpha()
 
 
 def _number_kind(clause: Sequence[Word], index: int) -> MentionKind | None:

@@ -196,6 +196,7 @@ class _PassageReader:
         if reading is None or reading.denied or reading.speaks_of_other_time:
             return None
         subject = reading.occurrences(self.subject_forms)
+        reading = reading.nearest_to(subject)
         if not _relates_subject(reading, subject, self.about_subject):
             return None
         # An alias of the subject may be what fills the relation ("gold, Au": its symbol is Au); its own name not.
