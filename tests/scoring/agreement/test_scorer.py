@@ -9,13 +9,14 @@ from typing import Any
 import orjson
 import pytest
 
+from exporters.headers import trust_headers
 from scoring.agreement.cpu_part import AgreementReader
 from scoring.agreement.scorer import EvidenceAgreementScorer
 from scoring.agreement.words import Lexicon
 from scoring.cpu_pool import CpuParts, InThreads
 from scoring.factcheck.assets import add_corpus, load_evidence_index
 from scoring.settings import AgreementSettings, FactCheckSettings, ScoringSettings
-from scoring.types import ComponentResult, EVDetails, Reply, ScoringJob
+from scoring.types import ComponentResult, EVDetails, Reply, ScoringJob, TrustRecord
 from tests.scoring.agreement.conftest import PASSAGES
 
 
@@ -88,3 +89,10 @@ def test_the_details_read_back_typed_from_a_records_json(scorer: EvidenceAgreeme
     result = score(scorer, "What is the capital of Australia?", "Sydney.")
     again = ComponentResult.model_validate_json(result.model_dump_json())
     assert isinstance(again.details, EVDetails) and again == result
+
+
+def test_its_value_is_a_header_only_when_it_did_not_abstain(scorer: EvidenceAgreementScorer) -> None:
+    agreeing = score(scorer, "What is the capital of Australia?", "Canberra.")
+    silent = score(scorer, "What is the capital of Zorblaxia?", "Flimtown.")
+    assert trust_headers(TrustRecord(id="t", status="done", components={"ev": agreeing}))["x-trust-ev"] == "0.7500"
+    assert "x-trust-ev" not in trust_headers(TrustRecord(id="t", status="done", components={"ev": silent}))
