@@ -21,6 +21,7 @@ from .server.connections import raise_descriptor_limit, server_options
 from .server.errors import NotFound
 from .server.gateway import Gateway
 from .server.log_format import LOG_FORMATS, LogFormat, configure_logging
+from .server.metric_labels import configured_labels
 from .trust.ask import ask_body, reply_from_completion
 from .trust.calibration_routes import calibration_reports
 from .trust.trust_list import SummaryQuery, list_records, parse_params, summarize_records
@@ -45,6 +46,7 @@ __all__ = [
     "ask_body",
     "calibration_reports",
     "configure_logging",
+    "configured_labels",
     "create_app",
     "default_config_path",
     "install_access_log_redaction",

@@ -38,6 +38,7 @@ from .endpoint_routes import router as endpoint_router
 from .errors import GatewayError, error_body
 from .gateway import Gateway
 from .log_format import configured_log_format
+from .metric_labels import configured_labels
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
 from .request_ids import RequestIds, request_id_headers
@@ -67,7 +68,7 @@ def create_app(
 
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
     """
-    metrics = build_metrics(registry if registry is not None else CollectorRegistry())
+    metrics = build_metrics(registry if registry is not None else CollectorRegistry(), configured_labels(settings))
     calibration_metrics = build_calibration_metrics(metrics.registry)
     scoring = settings.trustgate.scoring
     calibrator = load_calibrator(settings)
