@@ -13,6 +13,7 @@ from .config.settings import (
     load_settings,
     settings_from_dict,
 )
+from .metric_labels import configured_labels
 from .server.access_log import install_access_log_redaction
 from .server.app import Mount, create_app
 from .server.assembly import load_calibrator, open_parts, open_upstream_client
@@ -21,7 +22,6 @@ from .server.connections import raise_descriptor_limit, server_options
 from .server.errors import NotFound
 from .server.gateway import Gateway
 from .server.log_format import LOG_FORMATS, LogFormat, configure_logging
-from .server.metric_labels import configured_labels
 from .trust.ask import ask_body, reply_from_completion
 from .trust.calibration_routes import calibration_reports
 from .trust.trust_list import SummaryQuery, list_records, parse_params, summarize_records

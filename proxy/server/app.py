@@ -24,6 +24,7 @@ from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSett
 
 from ..config.settings import GatewaySettings
 from ..endpoints.request_meter import UNKNOWN
+from ..metric_labels import configured_labels
 from ..trust.calibration_routes import router as calibration_router
 from ..trust.local_scoring import GatewayShares, local_scoring_worker
 from ..trust.service import TrustService, sampling_secret
@@ -38,7 +39,6 @@ from .endpoint_routes import router as endpoint_router
 from .errors import GatewayError, error_body
 from .gateway import Gateway
 from .log_format import configured_log_format
-from .metric_labels import configured_labels
 from .readiness import ReadinessCheck
 from .relative_redirects import RelativeRedirects
 from .request_ids import RequestIds, request_id_headers

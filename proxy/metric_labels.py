@@ -1,7 +1,9 @@
 """The label values this config names, for the gateway's and workers' series to start at zero.
 
 Exporters never read the gateway's config (``exporters.metric_labels`` says
-why the values are needed); this reads it once, where the settings are.
+why the values are needed); this reads it once, where each process is
+assembled (the gateway's app, ``trustgate worker``), from the config and the
+endpoints the gateway serves.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from exporters import ConfiguredLabels
 from scoring.assembly import enabled_components
 from scoring.pipeline import COMBINED
 
-from ..config.settings import GatewaySettings
-from ..endpoints.specs import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
-from .auth import ANONYMOUS, MASTER
+from .config.settings import GatewaySettings
+from .endpoints.specs import CHAT, COMPLETIONS, EMBEDDINGS, RESPONSES
+from .server.auth import ANONYMOUS, MASTER
 
 __all__ = ["configured_labels"]
 
