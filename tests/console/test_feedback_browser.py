@@ -17,7 +17,7 @@ from tests.conftest import gateway_config
 from tests.console.browser import chromium, missing_browser
 from tests.console.test_browser import log_in, wait_for
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_trust_list import KEYS, stored
+from tests.proxy.server.test_trust_list import KEYS, stored
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))

@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.gateway_process import REPO, GatewayProcess, serve_default_config
 from tests.e2e.test_quickstart import AUTH
 from tests.e2e.test_trust_scores import DATA_DIR
-from tests.proxy.test_answer_logprobs import visible_logprobs
+from tests.proxy.endpoints.test_answer_logprobs import visible_logprobs
 
 pytestmark = [
     pytest.mark.slow,

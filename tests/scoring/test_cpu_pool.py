@@ -51,7 +51,7 @@ from scoring.types import Failure, ScoringJob
 from tests.conftest import gateway_config
 from tests.e2e.gateway_process import GatewayProcess, serve_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_local_worker import wait_until
+from tests.proxy.trust.test_local_worker import wait_until
 from tests.scoring.consistency.conftest import OxigraphThread
 from tests.scoring.consistency.fixtures import WORDS, make_vectors, write_test_graph
 from tests.scoring.consistency.upstream_ask import Answerer, upstream_ask

@@ -17,7 +17,7 @@ from exporters import RedisRecordStore
 from scoring.redis_queue import RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
 from scoring.types import JobPolicy, RagLabels, RecordScope, ScoringJob, TrustRecord
-from tests.proxy.test_redis_scale_out import RecordedEvents
+from tests.proxy.trust.test_redis_scale_out import RecordedEvents
 from tests.redis_server import RedisServer
 
 

@@ -16,7 +16,7 @@ from proxy.config.settings import settings_from_dict
 from proxy.upstream.client import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record
+from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
 

@@ -24,7 +24,7 @@ from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.redis_server import RedisServer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 HEAVY = ("spacy", "gensim", "torch", "sklearn", "matplotlib", "transformers")
 SCORING_OFF = {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}}
 

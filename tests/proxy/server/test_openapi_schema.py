@@ -4,7 +4,7 @@ Route paths, methods, operation ids (from the handlers' names), parameters and
 response shapes all show in the schema. A change that means to alter them
 rewrites the snapshot, and the diff shows in review:
 
-    python -m tests.proxy.test_openapi_schema > tests/proxy/openapi_schema.json
+    python -m tests.proxy.server.test_openapi_schema > tests/proxy/server/openapi_schema.json
 """
 
 from __future__ import annotations

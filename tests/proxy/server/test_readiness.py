@@ -15,7 +15,7 @@ from proxy.config.settings import HealthSettings
 from proxy.server.readiness import ReadinessCheck
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_service_endpoints import AUTH, samples
+from tests.proxy.server.test_service_endpoints import AUTH, samples
 from tests.servers import ServerThread
 
 

@@ -19,7 +19,7 @@ from exporters.store import SqliteRecordStore
 from scoring.types import TrustRecord
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_service_endpoints import samples
+from tests.proxy.server.test_service_endpoints import samples
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 

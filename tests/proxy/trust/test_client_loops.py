@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import MASTER_KEY, sdk_client
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, scoring_config, wait_for_record
+from tests.proxy.trust.test_live_scoring import AskingScorer, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
 SYNC = {"x-trustgate-mode": "sync"}
@@ -48,8 +48,8 @@ def async_client(server: ServerThread, headers: dict[str, str]) -> openai.AsyncO
 
 def readme_snippet() -> str:
     """The README's Python block that shows where the trust object is (after the line naming this file)."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    after = readme[readme.index("(`tests/proxy/test_client_loops.py` runs this)") :]
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    after = readme[readme.index("(`tests/proxy/trust/test_client_loops.py` runs this)") :]
     return after.split("```python\n", 1)[1].split("```", 1)[0]
 
 

@@ -22,7 +22,7 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.servers import ServerThread
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
+DATA_DIR = Path(__file__).resolve().parents[3] / "var" / "trustgate"
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France."
 

@@ -18,9 +18,9 @@ from exporters import Telemetry
 from scoring.types import MAX_FEEDBACK_COMMENT, TrustRecord, TrustStatus
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, chat, scoring_config
-from tests.proxy.test_service_endpoints import samples
-from tests.proxy.test_trust_list import stored, stored_in_redis
+from tests.proxy.trust.test_live_scoring import AskingScorer, chat, scoring_config
+from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.server.test_trust_list import stored, stored_in_redis
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 

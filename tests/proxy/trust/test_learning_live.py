@@ -21,8 +21,8 @@ import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
-from tests.proxy.test_redis_scale_out import redis_config, redis_server, start_ready_worker, start_worker  # noqa: F401
+from tests.proxy.trust.test_live_scoring import AskingScorer, wait_for_record
+from tests.proxy.trust.test_redis_scale_out import redis_config, redis_server, start_ready_worker, start_worker  # noqa: F401
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 

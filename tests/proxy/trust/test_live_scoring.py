@@ -20,7 +20,7 @@ from exporters import Telemetry
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_service_endpoints import samples
+from tests.proxy.server.test_service_endpoints import samples
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
@@ -61,7 +61,7 @@ class HangingScorer(Scorer):
 
 def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     """An operator who lets clients choose the scoring mode (the default only lets them lower it:
-    tests/proxy/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the tests work
+    tests/proxy/whole_gateway/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the tests work
     out by hand (the default combination: tests/scoring/test_default_combination.py)."""
     config = gateway_config(upstream_url)
     config["trustgate"] = {

@@ -27,9 +27,9 @@ from proxy.trust.local_scoring import WORKER_MODULE
 from scoring.queue import SHUTDOWN_ERROR
 from tests.e2e.gateway_process import GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AUTH, wait_for_record
-from tests.proxy.test_sampled_agreement import ask, sc_config, scripted
-from tests.proxy.test_scoring_budget import _in_one_window, metric, record
+from tests.proxy.trust.test_live_scoring import AUTH, wait_for_record
+from tests.proxy.trust.test_sampled_agreement import ask, sc_config, scripted
+from tests.proxy.trust.test_scoring_budget import _in_one_window, metric, record
 from tests.servers import ServerThread
 
 

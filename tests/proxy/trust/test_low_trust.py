@@ -26,7 +26,7 @@ from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config, sdk_client
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
+from tests.proxy.trust.test_live_scoring import AskingScorer, wait_for_record
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

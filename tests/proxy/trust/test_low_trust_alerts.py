@@ -28,12 +28,12 @@ from starlette.routing import Route
 from exporters.alertmanager import ALERT_NAME, AlertmanagerExporter, AlertmanagerSettings, alert_for
 from scoring.types import TrustRecord
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_low_trust import HIGH, LOW, VerdictScorer, ask_chat, config
+from tests.proxy.trust.test_low_trust import HIGH, LOW, VerdictScorer, ask_chat, config
 from tests.redis_server import free_port
 from tests.servers import ServerThread
 
 BINARY = shutil.which("alertmanager") or shutil.which("prometheus-alertmanager")
-DEPLOY_ALERTMANAGER = Path(__file__).resolve().parents[2] / "deploy" / "alertmanager" / "alertmanager.yml"
+DEPLOY_ALERTMANAGER = Path(__file__).resolve().parents[3] / "deploy" / "alertmanager" / "alertmanager.yml"
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ import pytest
 
 from tests.conftest import sdk_client
 from tests.fake_upstream import FakeUpstream, last_user_text
-from tests.proxy.test_default_call_count import ANSWER, DATA_DIR, QUESTION, model
-from tests.proxy.test_low_trust import config, record
+from tests.proxy.trust.test_default_call_count import ANSWER, DATA_DIR, QUESTION, model
+from tests.proxy.trust.test_low_trust import config, record
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.skipif(

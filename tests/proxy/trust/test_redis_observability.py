@@ -17,16 +17,16 @@ from scoring.request_context import current_request_id
 from scoring.settings import QueueSettings
 from scoring.types import ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, scoring_config
-from tests.proxy.test_live_scoring import chat as memory_chat
-from tests.proxy.test_redis_scale_out import (  # noqa: F401  (fixtures)
+from tests.proxy.trust.test_live_scoring import AskingScorer, scoring_config
+from tests.proxy.trust.test_live_scoring import chat as memory_chat
+from tests.proxy.trust.test_redis_scale_out import (  # noqa: F401  (fixtures)
     RecordedEvents,
     chat,
     redis_config,
     redis_server,
     start_worker,
 )
-from tests.proxy.test_service_endpoints import samples
+from tests.proxy.server.test_service_endpoints import samples
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
 

@@ -24,8 +24,8 @@ from scoring.settings import QueueSettings
 from scoring.types import RecordScope, ScoringJob, TrustRecord
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
-from tests.proxy.test_service_endpoints import samples
+from tests.proxy.trust.test_live_scoring import AskingScorer, wait_for_record
+from tests.proxy.server.test_service_endpoints import samples
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
 

@@ -16,8 +16,8 @@ from proxy.trust.sampling import request_sampling
 from scoring.combine import default_prior
 from scoring.types import SamplingParams
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AUTH, scoring_config
-from tests.proxy.test_scoring_budget import _in_one_window, metric, record
+from tests.proxy.trust.test_live_scoring import AUTH, scoring_config
+from tests.proxy.trust.test_scoring_budget import _in_one_window, metric, record
 from tests.servers import ServerThread
 
 QUESTION = "What is the capital of France?"

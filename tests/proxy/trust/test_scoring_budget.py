@@ -23,9 +23,9 @@ from scoring.settings import BudgetLimits, BudgetSettings
 from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer
-from tests.proxy.test_redis_scale_out import redis_config, redis_server, start_worker  # noqa: F401 (fixtures)
-from tests.proxy.test_service_endpoints import samples
+from tests.proxy.trust.test_live_scoring import AskingScorer
+from tests.proxy.trust.test_redis_scale_out import redis_config, redis_server, start_worker  # noqa: F401 (fixtures)
+from tests.proxy.server.test_service_endpoints import samples
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
 

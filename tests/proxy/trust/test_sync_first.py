@@ -19,9 +19,9 @@ from scoring.redis_queue import RedisJobQueue, RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
 from scoring.types import RecordScope, ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record
-from tests.proxy.test_redis_scale_out import RecordedEvents, redis_server  # noqa: F401  (fixture)
-from tests.proxy.test_service_endpoints import samples
+from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record
+from tests.proxy.trust.test_redis_scale_out import RecordedEvents, redis_server  # noqa: F401  (fixture)
+from tests.proxy.server.test_service_endpoints import samples
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 

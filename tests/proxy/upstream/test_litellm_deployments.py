@@ -27,7 +27,7 @@ from tests.e2e.gateway_process import free_port, serve_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
-CONFIGS = Path(__file__).with_name("litellm_configs")
+CONFIGS = Path(__file__).parents[1] / "config" / "litellm_configs"
 MASTER = "sk-routing-tests"
 # The process environment of the env_references config: UPSTREAM_URL and ASSISTANT_KEY are also set by
 # the config's environment_variables, whose values win; REDIS_HOST and REDIS_PASSWORD are set nowhere.
@@ -516,7 +516,7 @@ def test_litellms_router_follows_least_busy_on_the_litellm_path(
 
 
 def test_the_readmes_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
     block = next(part.split("```", 1)[0] for part in readme.split("```yaml\n") if "batch-jobs: {mode: off" in part)
     path = tmp_path / "config.yaml"
     path.write_text(

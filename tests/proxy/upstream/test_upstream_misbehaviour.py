@@ -15,7 +15,7 @@ import pytest
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import NOT_A_COMPLETION, SERVER_PATH, FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer
+from tests.proxy.trust.test_live_scoring import AskingScorer
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

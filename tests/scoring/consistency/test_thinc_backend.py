@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy.test_light_imports import _printed_by
+from tests.proxy.server.test_light_imports import _printed_by
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="torch is not installed (the nli extra): nothing to keep out"
