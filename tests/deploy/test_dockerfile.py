@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 from tests.deploy.image import image, instructions
 from tests.deploy.promql import DEPLOY
-from tests.test_declared_dependencies import IMAGE_EXTRAS, declared
+from tests.project_dependencies import IMAGE_EXTRAS, declared
 
 ROOT = DEPLOY.parent
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-KEY = "sk-trustgate-local"  # the embedded default config's demo key
-AUTH = {"authorization": f"Bearer {KEY}"}
+from tests.e2e.gateway_process import AUTH
+
 ASYNC_QUESTIONS = [
     "Who invented the telephone?",
     "What is the capital of Italy?",

@@ -27,9 +27,9 @@ import pytest
 import yaml
 
 from scoring.types import ComponentResult
+from tests.built_assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_config
-from tests.e2e.test_trust_scores import DATA_DIR
 from tests.fake_upstream import FakeUpstream, last_user_text
 
 pytestmark = pytest.mark.skipif(

@@ -12,10 +12,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.gateway_process import REPO, GatewayProcess, serve_default_config
-from tests.e2e.test_quickstart import AUTH
-from tests.e2e.test_trust_scores import DATA_DIR
-from tests.proxy.endpoints.test_answer_logprobs import visible_logprobs
+from tests.built_assets import DATA_DIR
+from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess, serve_default_config
+from tests.proxy.logprob_replies import visible_logprobs
 
 pytestmark = [
     pytest.mark.slow,

@@ -24,9 +24,9 @@ import httpx
 import orjson
 import pytest
 
-from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_default_config
-from tests.e2e.test_trust_scores import DATA_DIR
-from tests.scoring.test_children import alive, wait_gone
+from tests.built_assets import DATA_DIR
+from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess, free_port, serve_default_config
+from tests.waiting import alive, wait_gone
 
 pytestmark = [
     pytest.mark.slow,
@@ -36,8 +36,6 @@ pytestmark = [
     ),
 ]
 
-KEY = "sk-trustgate-local"
-AUTH = {"authorization": f"Bearer {KEY}"}
 QUESTIONS = [
     "Who wrote Romeo and Juliet?",
     "What is the largest planet?",

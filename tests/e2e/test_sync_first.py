@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.built_assets import DATA_DIR
 from tests.e2e.gateway_process import serve_default_config
 from tests.e2e.sync_after_async import overtaken, sync_after_async, wait_all_final
-from tests.e2e.test_trust_scores import DATA_DIR
 
 pytestmark = [
     pytest.mark.slow,

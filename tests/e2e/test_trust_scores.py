@@ -8,41 +8,23 @@ follow what it does. The assets are built by the README's install step.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from proxy import load_settings
+from tests.built_assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
-from tests.fake_upstream import FakeUpstream, last_user_text
+from tests.fake_upstream import FakeUpstream
+from tests.scripted_models import ANSWER, scripted
 from tests.servers import ServerThread
-
-DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
-ANSWER = "Paris is the capital of France."
 
 pytestmark = pytest.mark.skipif(
     not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
     reason="scoring assets not built: `make install` builds them",
 )
-
-
-def scripted(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
-    def respond(messages: list[dict[str, Any]]) -> str:
-        prompt = last_user_text(messages)
-        if prompt.startswith("INSTRUCTION: Please give answers"):
-            question = prompt.rsplit("Question:", 1)[1]
-            options = dict(re.findall(r"^([A-E])\) (.*)$", question, re.MULTILINE))
-            original = next(letter for letter, text in options.items() if text == ANSWER)
-            return original if consistent else next(letter for letter in "ABCD" if letter != original)
-        if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):
-            return "support" if "Paris" in prompt.split("Question:")[0] else "neutral"
-        return ANSWER
-
-    return respond
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from scoring.children import reap_stale_children, register_child, registry_dir
+from tests.waiting import alive, wait_gone
 
 PARENT = """
 import subprocess, sys, time
@@ -30,21 +31,6 @@ register_child(child.pid, argv)
 print(child.pid, flush=True)
 time.sleep(300)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def wait_gone(pid: int, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not alive(pid)
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from exporters import RedisRecordStore
 from scoring.redis_queue import RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
 from scoring.types import JobPolicy, RagLabels, RecordScope, ScoringJob, TrustRecord
-from tests.proxy.trust.test_redis_scale_out import RecordedEvents
 from tests.redis_server import RedisServer
+from tests.worker_events import RecordedEvents
 
 
 def job_json(policy: Any) -> str:

@@ -26,7 +26,7 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import serve_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.scoring.consistency.upstream_ask import shown_options
-from tests.scoring.test_cpu_pool import data_dir, graph, long_answer  # noqa: F401  (module fixtures: small assets, the graph)
+from tests.scoring.cpu_inputs import long_answer
 
 QUESTION = "Who built the first temple for god in jerusalem?"
 ANSWER = "King Solomon built the first temple for god in jerusalem"
@@ -92,8 +92,8 @@ def timed_score(url: str, question: str) -> tuple[float, httpx.Response]:
 
 def test_a_huge_answer_does_not_delay_another_users_sync_score(
     tmp_path: Path,
-    data_dir: Path,  # noqa: F811
-    graph: str,  # noqa: F811
+    data_dir: Path,
+    graph: str,
     fake_upstream: FakeUpstream,
 ) -> None:
     fake_upstream.responder = answers

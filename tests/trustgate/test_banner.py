@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 from proxy import default_config_path, load_settings, settings_from_dict
+from tests.built_assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import READY, free_port, serve_config
-from tests.e2e.test_trust_scores import DATA_DIR, scripted
 from tests.fake_upstream import FakeUpstream
+from tests.scripted_models import scripted
 from trustgate.banner import QUESTION, RULE, ready_banner
 
 

@@ -16,7 +16,8 @@ from proxy.config.settings import settings_from_dict
 from proxy.upstream.client import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record
+from tests.proxy.logprob_replies import lp_absent_because, lp_config, visible_logprobs
+from tests.proxy.scored_gateway import AUTH, AskingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
 
@@ -50,12 +51,6 @@ ENDPOINTS = {
 PATHS = ("passthrough", "litellm")
 
 
-def lp_config(upstream_url: str, path: str) -> dict[str, Any]:
-    config = scoring_config(upstream_url)
-    config["trustgate"]["passthrough"] = path == "passthrough"
-    return config
-
-
 # Where the gateway asks: everywhere but legacy completions behind litellm, which turns a text completion
 # for a chat model into a chat call with the integer unchanged and drops the answer's log-probabilities.
 NOT_ASKED = {("litellm", "completions")}
@@ -72,23 +67,6 @@ def lp_gateway(path: str, fake_upstream: FakeUpstream, start_gateway: Callable[.
         lp_config(fake_upstream.url, path),  # type: ignore[attr-defined]
         scorers=[AskingScorer("bc", 0.9), LogprobScorer()],
     )
-
-
-def visible_logprobs(payload: Any) -> list[Any]:
-    """Every non-empty ``logprobs`` in a reply or event, however the endpoint nests it (null and [] are empty)."""
-    if isinstance(payload, dict):
-        own = [payload["logprobs"]] if payload.get("logprobs") else []
-        return own + [found for value in payload.values() for found in visible_logprobs(value)]
-    if isinstance(payload, list):
-        return [found for value in payload for found in visible_logprobs(value)]
-    return []
-
-
-def lp_absent_because(record: dict[str, Any]) -> str:
-    """The reason a record gives for having no ``lp`` value (it must have none)."""
-    lp = record["components"]["lp"]
-    assert lp["value"] is None and lp["label"] == "unscored" and lp["error"] is None
-    return str(lp["details"]["reason"])
 
 
 def call(server: ServerThread, endpoint: Endpoint, *, stream: bool, **extra: Any) -> tuple[httpx.Headers, list[Any]]:

@@ -18,8 +18,8 @@ from proxy.upstream.client import UpstreamClient
 from scoring.logprob import LogprobScorer
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.endpoints.test_answer_logprobs import lp_absent_because, lp_config, visible_logprobs
-from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, scoring_config
+from tests.proxy.logprob_replies import lp_absent_because, lp_config, visible_logprobs
+from tests.proxy.scored_gateway import AUTH, AskingScorer, scoring_config
 from tests.servers import ServerThread
 
 QUESTION = [{"role": "user", "content": "Who built the first temple?"}]

@@ -30,7 +30,7 @@ from proxy.server.event_stream import EventStream
 from proxy.server.gateway import Gateway
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, scoring_config
+from tests.proxy.scored_gateway import AskingScorer, scoring_config
 
 T = TypeVar("T")
 SYNC = {"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-mode": "sync"}

@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

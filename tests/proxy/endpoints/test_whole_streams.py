@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer
+from tests.proxy.scored_gateway import AskingScorer
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

@@ -32,7 +32,7 @@ from proxy.config.settings import ServerSettings
 from proxy.server.connections import guarded_protocol
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
 from tests.redis_server import free_port
 from tests.servers import ServerThread
 

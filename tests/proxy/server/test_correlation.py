@@ -28,8 +28,8 @@ from exporters import Telemetry, disabled_telemetry
 from proxy.server.request_ids import new_request_id
 from tests.conftest import sdk_client
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, scoring_config, wait_for_record
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.scored_gateway import AUTH, AskingScorer, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
 PATHS = ["passthrough", "litellm"]

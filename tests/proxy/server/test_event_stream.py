@@ -15,7 +15,7 @@ from proxy.server.connections import DEPARTURE, Departure
 from proxy.server.event_stream import EventStream, FinalEvents
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

@@ -22,8 +22,8 @@ from proxy.server.request_ids import current_request_id
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, RaisingScorer, scoring_config
-from tests.proxy.trust.test_sampled_agreement import sc_config, scripted
+from tests.proxy.sampled_agreement import sc_config, scripted
+from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, scoring_config
 from tests.servers import ServerThread
 
 ROUTER_LOGGER = "LiteLLM Router"

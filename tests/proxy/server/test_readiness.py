@@ -15,7 +15,8 @@ from proxy.config.settings import HealthSettings
 from proxy.server.readiness import ReadinessCheck
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.server.test_service_endpoints import AUTH, samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.scored_gateway import AUTH
 from tests.servers import ServerThread
 
 

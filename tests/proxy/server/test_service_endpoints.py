@@ -5,22 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
+from tests.proxy.metric_samples import samples
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
-
-
-def samples(server: ServerThread) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    text = httpx.get(f"{server.url}/metrics").text
-    return {
-        (s.name, frozenset(s.labels.items())): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def test_models_lists_configured_groups(gateway: ServerThread) -> None:

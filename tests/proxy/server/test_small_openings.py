@@ -11,8 +11,8 @@ import pytest
 from proxy.server.relative_redirects import same_origin_location
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer
-from tests.proxy.whole_gateway.test_tenant_isolation import KEYS, bearer, chat, operator_config
+from tests.proxy.scored_gateway import AskingScorer
+from tests.proxy.tenants import KEYS, bearer, chat, operator_config
 from tests.servers import ServerThread
 
 

@@ -13,9 +13,9 @@ import pytest
 
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
-from tests.proxy.trust.test_redis_scale_out import redis_config
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.redis_gateway import redis_config
+from tests.proxy.scored_gateway import AskingScorer, chat, scoring_config, wait_for_record
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,41 +11,14 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from redis.asyncio import Redis
 
-from exporters.redis_store import RedisRecordStore
-from exporters.store import SqliteRecordStore
 from scoring.types import TrustRecord
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
-
-KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}]
-
-
-def stored(path: Path, records: list[TrustRecord]) -> None:
-    async def write() -> None:
-        store = SqliteRecordStore(path, max_age_s=86400, max_records=1000)
-        await store.open()
-        for r in records:
-            await store.put(r)
-        await store.close()
-
-    asyncio.run(write())
-
-
-def stored_in_redis(url: str, records: list[TrustRecord]) -> None:
-    async def write() -> None:
-        redis = Redis.from_url(url, decode_responses=True)
-        await redis.flushdb()
-        store = RedisRecordStore(redis, prefix="trustgate", ttl_s=86400)
-        for r in records:
-            await store.put(r)
-        await redis.aclose()
-
-    asyncio.run(write())
+from tests.stored_records import KEYS, stored, stored_in_redis
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from scoring.settings import ScoringSettings
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
+from tests.proxy.scored_gateway import AskingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
 from trustgate.cli import main
 from trustgate.worker import run_worker

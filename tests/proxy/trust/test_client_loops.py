@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import MASTER_KEY, sdk_client
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, scoring_config, wait_for_record
+from tests.proxy.scored_gateway import AskingScorer, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
 SYNC = {"x-trustgate-mode": "sync"}

@@ -10,46 +10,22 @@ answer, which ``sc`` no longer samples).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.built_assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
+from tests.scripted_models import QUESTION, model
 from tests.servers import ServerThread
-
-DATA_DIR = Path(__file__).resolve().parents[3] / "var" / "trustgate"
-QUESTION = "What is the capital of France?"
-ANSWER = "Paris is the capital of France."
 
 pytestmark = pytest.mark.skipif(
     not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
     reason="scoring assets not built: `make install` builds them",
 )
-
-
-def options(prompt: str) -> dict[str, str]:
-    """A Trust_BC check's options by letter."""
-    return dict(re.findall(r"^([A-E])\) (.*)$", prompt.rsplit("Question:", 1)[1], re.MULTILINE))
-
-
-def model(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
-    """A fake model that picks its own answer in every Trust_BC check (consistent) or never does; its judge
-    finds support either way, and asked again it answers the same."""
-
-    def respond(messages: list[dict[str, Any]]) -> str:
-        prompt = last_user_text(messages)
-        if prompt.startswith("INSTRUCTION: Please give answers"):  # a Trust_BC check
-            return next(letter for letter, text in options(prompt).items() if (text == ANSWER) == consistent)
-        if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):  # Trust_FC's judge
-            return "support"
-        return ANSWER  # the user's question, and each time it is asked again
-
-    return respond
 
 
 def scored(server: ServerThread) -> tuple[httpx.Headers, dict[str, Any]]:

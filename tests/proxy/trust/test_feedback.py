@@ -18,11 +18,11 @@ from exporters import Telemetry
 from scoring.types import MAX_FEEDBACK_COMMENT, TrustRecord, TrustStatus
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, chat, scoring_config
-from tests.proxy.server.test_service_endpoints import samples
-from tests.proxy.server.test_trust_list import stored, stored_in_redis
+from tests.proxy.metric_samples import samples
+from tests.proxy.scored_gateway import AskingScorer, chat, scoring_config
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
+from tests.stored_records import stored, stored_in_redis
 
 KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}]
 STATUSES: tuple[TrustStatus, ...] = ("done", "failed", "pending", "skipped", "shed")

@@ -21,8 +21,8 @@ import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, wait_for_record
-from tests.proxy.trust.test_redis_scale_out import redis_config, redis_server, start_ready_worker, start_worker  # noqa: F401
+from tests.proxy.redis_gateway import redis_config, start_ready_worker
+from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
@@ -145,9 +145,9 @@ def test_the_calibration_endpoint_is_for_the_master_key_only(
 
 def test_two_gateways_on_one_redis_share_the_fit(
     fake_upstream: FakeUpstream,
-    redis_server: RedisServer,  # noqa: F811
+    redis_server: RedisServer,
     start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+    start_worker: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["feedback"] = LEARNING

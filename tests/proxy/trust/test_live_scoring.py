@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -18,37 +17,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from exporters import Telemetry
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
-from tests.conftest import MASTER_KEY, gateway_config
+from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
-
-AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
-
-
-class AskingScorer(Scorer):
-    """Re-asks the upstream once (as the real scorers do) and scores by what it heard."""
-
-    def __init__(self, name: str, value: float, delay: float = 0.0, label: str = "neutral") -> None:
-        self.name, self.value, self.delay, self.label = name, value, delay, label
-
-    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
-        await asyncio.sleep(self.delay)
-        reply = await ask([{"role": "user", "content": f"check: {job.answer}"}])
-        return ComponentResult(
-            component=self.name,
-            value=self.value,
-            label=self.label,
-            upstream_calls=1,
-            details={"heard": reply.text, "question": job.question},
-        )
-
-
-class RaisingScorer(Scorer):
-    name = "fc"
-
-    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
-        raise RuntimeError("evidence index exploded")
 
 
 class HangingScorer(Scorer):
@@ -59,47 +32,12 @@ class HangingScorer(Scorer):
         raise AssertionError("unreachable")
 
 
-def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
-    """An operator who lets clients choose the scoring mode (the default only lets them lower it:
-    tests/proxy/whole_gateway/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the tests work
-    out by hand (the default combination: tests/scoring/test_default_combination.py)."""
-    config = gateway_config(upstream_url)
-    config["trustgate"] = {
-        "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
-    }
-    return config
-
-
 @pytest.fixture
 def scored_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
     return start_gateway(
         scoring_config(fake_upstream.url),  # type: ignore[attr-defined]
         scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)],
     )
-
-
-def chat(
-    server: ServerThread,
-    content: str = "Who built the first temple?",
-    headers: dict[str, str] | None = None,
-    **extra: Any,
-) -> httpx.Response:
-    return httpx.post(
-        f"{server.url}/v1/chat/completions",
-        headers={**AUTH, **(headers or {})},
-        timeout=20,
-        json={"model": "fake", "messages": [{"role": "user", "content": content}], **extra},
-    )
-
-
-def wait_for_record(server: ServerThread, record_id: str, timeout: float = 10) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        record = httpx.get(f"{server.url}/v1/trust/{record_id}", headers=AUTH).json()
-        if record["status"] != "pending":
-            return record
-        time.sleep(0.05)
-    raise AssertionError(f"record {record_id} still pending")
 
 
 def test_async_mode_returns_at_once_and_the_record_lands(scored_gateway: ServerThread) -> None:

@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
+from tests.built_assets import DATA_DIR
 from tests.conftest import sdk_client
 from tests.fake_upstream import FakeUpstream, last_user_text
-from tests.proxy.trust.test_default_call_count import ANSWER, DATA_DIR, QUESTION, model
-from tests.proxy.trust.test_low_trust import config, record
+from tests.proxy.trust.low_trust import config, record
+from tests.scripted_models import ANSWER, QUESTION, model
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.skipif(

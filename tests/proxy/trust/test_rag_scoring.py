@@ -13,8 +13,8 @@ from scoring.rag import build_rag_scorer
 from scoring.settings import ScoringSettings
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
-from tests.proxy.trust.test_live_scoring import AskingScorer, wait_for_record
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.scoring.rag.judging import marker_judge
 from tests.servers import ServerThread
 

@@ -17,18 +17,13 @@ from scoring.request_context import current_request_id
 from scoring.settings import QueueSettings
 from scoring.types import ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, scoring_config
-from tests.proxy.trust.test_live_scoring import chat as memory_chat
-from tests.proxy.trust.test_redis_scale_out import (  # noqa: F401  (fixtures)
-    RecordedEvents,
-    chat,
-    redis_config,
-    redis_server,
-    start_worker,
-)
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.redis_gateway import chat, redis_config
+from tests.proxy.scored_gateway import AskingScorer, scoring_config
+from tests.proxy.scored_gateway import chat as memory_chat
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
+from tests.worker_events import RecordedEvents
 
 DEPTH = ("trustgate_scoring_queue_depth", frozenset())
 
@@ -60,7 +55,7 @@ def probe(url: str, path: str) -> int:
 
 def test_jobs_waiting_with_no_worker_are_the_queue_depth(
     fake_upstream: FakeUpstream,
-    redis_server: RedisServer,  # noqa: F811
+    redis_server: RedisServer,
     start_gateway: Callable[..., ServerThread],
 ) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
@@ -73,7 +68,7 @@ def test_jobs_waiting_with_no_worker_are_the_queue_depth(
     assert samples(replica)[DEPTH] == 7, "every replica reports the shared backlog, not its own"
 
 
-def test_the_backlog_counts_jobs_in_hand_until_they_are_acknowledged(redis_server: RedisServer) -> None:  # noqa: F811
+def test_the_backlog_counts_jobs_in_hand_until_they_are_acknowledged(redis_server: RedisServer) -> None:
     """lag + pending: a job a worker holds is still backlog; an acknowledged one is not."""
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=2)
     keys = StreamKeys(settings.redis_prefix)
@@ -116,9 +111,9 @@ def test_the_backlog_counts_jobs_in_hand_until_they_are_acknowledged(redis_serve
 
 def test_worker_metrics_and_probes(
     fake_upstream: FakeUpstream,
-    redis_server: RedisServer,  # noqa: F811
+    redis_server: RedisServer,
     start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+    start_worker: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     config = redis_config(fake_upstream.url, redis_server.url, redis_timeout=0.5)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
@@ -140,7 +135,7 @@ def test_worker_metrics_and_probes(
     assert probe(url, "/health/liveness") == 200, "a Redis outage is not a reason to restart the worker"
 
 
-def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServer) -> None:  # noqa: F811
+def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServer) -> None:
     settings = QueueSettings(
         backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2, concurrency=1
     )
@@ -192,7 +187,7 @@ def test_sync_responses_that_outlast_the_timeout_are_counted(
     )
 
 
-def test_a_worker_scores_each_job_under_its_requests_id(redis_server: RedisServer) -> None:  # noqa: F811
+def test_a_worker_scores_each_job_under_its_requests_id(redis_server: RedisServer) -> None:
     """A worker's lines while it scores a job (its scorers', litellm's) name the request whose answer it is."""
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1)
     keys = StreamKeys(settings.redis_prefix)

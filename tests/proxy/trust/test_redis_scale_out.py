@@ -3,81 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
-import pytest
 import redis
-import yaml
 
 from exporters import RedisRecordStore
 from scoring.redis_queue import RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
 from scoring.types import RecordScope, ScoringJob, TrustRecord
-from tests.conftest import MASTER_KEY, gateway_config
+from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, wait_for_record
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.redis_gateway import chat, redis_config, start_ready_worker
+from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
+from tests.worker_events import RecordedEvents
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
-
-
-def redis_config(upstream_url: str, redis_url: str, **queue: Any) -> dict[str, Any]:
-    config = gateway_config(upstream_url)
-    # Clients choose the mode here; Trust_OV is Table 3, whose values the tests check.
-    config["trustgate"] = {
-        "scoring": {
-            "allow_client_mode": "any",
-            "combine": "paper",
-            "queue": {
-                "backend": "redis",
-                "redis_url": redis_url,
-                "claim_idle_ms": 1000,
-                "concurrency": 1,
-                "scorer_timeout": 10,
-                **queue,
-            },
-        }
-    }
-    return config
-
-
-@pytest.fixture
-def start_worker(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    processes: list[subprocess.Popen[bytes]] = []
-
-    def start(config: dict[str, Any], delay: float = 0.0, *extra: str) -> subprocess.Popen[bytes]:
-        path = tmp_path / f"worker-{len(processes)}.yaml"
-        path.write_text(yaml.safe_dump(config))
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.redis_worker", str(path), "--delay", str(delay), *extra],
-            env={**os.environ, "PYTHONPATH": str(Path.cwd())},
-        )
-        processes.append(process)
-        return process
-
-    yield start
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
 
 
 def pending_jobs(server: RedisServer) -> int:
@@ -94,34 +43,6 @@ def wait_until_a_worker_holds_a_job(server: RedisServer) -> None:
     while pending_jobs(server) == 0:
         assert time.monotonic() < deadline, "no worker took a job"
         time.sleep(0.05)
-
-
-def start_ready_worker(
-    start_worker: Callable[..., subprocess.Popen[bytes]], config: dict[str, Any], delay: float
-) -> int:
-    """A worker process that is consuming (its readiness probe answers 200); its pid.
-
-    A worker spends seconds importing before it reads: jobs sent before then
-    all go to the workers that are already reading.
-    """
-    port = free_port()
-    worker = start_worker(config, delay, "--metrics-port", str(port))
-    deadline = time.monotonic() + 60
-    while True:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"http://127.0.0.1:{port}/health/readiness", timeout=2).status_code == 200:
-                return worker.pid
-        assert worker.poll() is None and time.monotonic() < deadline, "the worker did not become ready"
-        time.sleep(0.1)
-
-
-def chat(server: ServerThread, content: str, mode: str = "async") -> httpx.Response:
-    return httpx.post(
-        f"{server.url}/v1/chat/completions",
-        headers={**AUTH, "x-trustgate-mode": mode},
-        timeout=30,
-        json={"model": "fake", "messages": [{"role": "user", "content": content}]},
-    )
 
 
 def test_jobs_flow_through_the_stream_to_a_worker_and_back(
@@ -220,33 +141,6 @@ def test_worker_serves_its_own_metrics(
     text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
     assert 'trustgate_scoring_jobs_total{model="fake",status="done"} 1.0' in text
     assert 'trustgate_upstream_calls_total{model="fake",purpose="bc"} 1.0' in text
-
-
-class RecordedEvents:
-    """A WorkerEvents that remembers what it was told."""
-
-    def __init__(self) -> None:
-        self.dead: list[str] = []
-        self.reclaimed = 0
-        self.outcomes: list[str] = []
-        self.in_flight = 0
-        self.overtaken = 0
-
-    def job_started(self) -> None:
-        self.in_flight += 1
-
-    def job_finished(self, outcome: str, seconds: float) -> None:
-        self.in_flight -= 1
-        self.outcomes.append(outcome)
-
-    def jobs_reclaimed(self, count: int) -> None:
-        self.reclaimed += count
-
-    def dead_lettered(self, model: str) -> None:
-        self.dead.append(model)
-
-    def async_overtaken(self, count: int) -> None:
-        self.overtaken += count
 
 
 def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: RedisServer) -> None:

@@ -4,7 +4,6 @@ and held to the scoring budget."""
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -16,49 +15,11 @@ from proxy.trust.sampling import request_sampling
 from scoring.combine import default_prior
 from scoring.types import SamplingParams
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AUTH, scoring_config
-from tests.proxy.trust.test_scoring_budget import _in_one_window, metric, record
+from tests.proxy.metric_samples import metric
+from tests.proxy.sampled_agreement import QUESTION, ask, sc_config, scripted
+from tests.proxy.scored_gateway import AUTH, record, scoring_config
+from tests.proxy.trust.budget_window import in_one_window
 from tests.servers import ServerThread
-
-QUESTION = "What is the capital of France?"
-
-
-def sc_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
-    """Only sc scores (no assets needed): bc, fc and lp off; Trust_OV the default combination.
-
-    Its scorer deadline is 30 s, not ``scoring_config``'s 1 s (meant for scorers that hang): sc runs in the
-    child scoring worker, whose first job pays that process's first calls, and these tests are about sc's
-    verdicts and calls, not its time (a slow CI machine ran one past 1 s).
-    """
-    scoring.setdefault("queue", {"scorer_timeout": 30})
-    return scoring_config(
-        upstream_url,
-        consistency={"enabled": False},
-        factcheck={"enabled": False},
-        logprob={"enabled": False},
-        sc={"enabled": True, "samples": 3},
-        combine="default",
-        **scoring,
-    )
-
-
-def scripted(first: str, samples: list[str]) -> Callable[[list[dict[str, Any]]], str]:
-    """The user's call gets ``first``; the re-asks (the same messages) get ``samples`` in turn."""
-    replies = itertools.chain([first], itertools.cycle(samples))
-    return lambda messages: next(replies)
-
-
-def ask(server: ServerThread, **extra: Any) -> httpx.Response:
-    return httpx.post(
-        f"{server.url}/v1/chat/completions",
-        headers={**AUTH, "x-trustgate-mode": "sync"},
-        timeout=20,
-        json={
-            "model": "fake",
-            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": QUESTION}],
-            **extra,
-        },
-    )
 
 
 @pytest.fixture
@@ -118,7 +79,7 @@ def test_samples_beyond_the_scoring_budget_are_not_asked(
     config = sc_config(fake_upstream.url, budget={"calls_per_minute": 2})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=None)
     fake_upstream.responder = scripted("Paris", ["Paris", "Lyon"])
-    _in_one_window(15)
+    in_one_window(15)
     response = ask(server, temperature=1.0)
 
     assert response.status_code == 200 and response.headers["x-trust-status"] == "done"

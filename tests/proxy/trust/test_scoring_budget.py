@@ -2,7 +2,7 @@
 
 The budget is counted in one-minute windows of the wall clock; a test that
 needs its requests to fall in one window first waits out a window about to
-turn (``_in_one_window``), so its counts are exact.
+turn (``in_one_window``), so its counts are exact.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ from scoring.settings import BudgetLimits, BudgetSettings
 from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer
-from tests.proxy.trust.test_redis_scale_out import redis_config, redis_server, start_worker  # noqa: F401 (fixtures)
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import metric
+from tests.proxy.redis_gateway import redis_config
+from tests.proxy.scored_gateway import AskingScorer, record
+from tests.proxy.trust.budget_window import in_one_window
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
 
@@ -61,22 +62,6 @@ def chat(server: ServerThread, model: str, content: str) -> httpx.Response:
     )
 
 
-def record(server: ServerThread, response: httpx.Response) -> dict[str, Any]:
-    found: dict[str, Any] = httpx.get(f"{server.url}/v1/trust/{response.headers['x-trust-id']}", headers=AUTH).json()
-    return found
-
-
-def _in_one_window(seconds: float) -> None:
-    """Wait out the current minute if fewer than ``seconds`` of it are left (the budget's window)."""
-    left = 60 - time.time() % 60
-    if left < seconds:
-        time.sleep(left + 0.05)
-
-
-def metric(server: ServerThread, name: str, **labels: str) -> float:
-    return samples(server).get((name, frozenset(labels.items())), 0.0)
-
-
 def test_a_model_over_its_call_budget_sheds_jobs_while_its_users_get_answers(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -88,7 +73,7 @@ def test_a_model_over_its_call_budget_sheds_jobs_while_its_users_get_answers(
         },
     )
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
-    _in_one_window(15)
+    in_one_window(15)
     to_a = [chat(server, "a", f"question {i}") for i in range(5)]
     to_b = [chat(server, "b", f"question {i}") for i in range(4)]
 
@@ -114,7 +99,7 @@ def test_a_job_that_runs_past_the_budget_has_its_further_calls_refused_and_count
 ) -> None:
     config = two_models(fake_upstream.url, {"per_model": {"a": {"calls_per_minute": 2}}})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[ThriceAskingScorer()])
-    _in_one_window(10)
+    in_one_window(10)
     first, second = chat(server, "a", "one"), chat(server, "a", "two")
     other = chat(server, "b", "three")  # no budget for b
 
@@ -172,7 +157,7 @@ def test_a_model_over_its_token_budget_sheds_jobs(
         },
     )
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
-    _in_one_window(10)
+    in_one_window(10)
     to_a = [chat(server, "a", f"question {i}") for i in range(3)]
     to_b = [chat(server, "b", f"question {i}") for i in range(3)]
 
@@ -188,9 +173,9 @@ def test_a_model_over_its_token_budget_sheds_jobs(
 
 def test_the_budget_holds_on_the_worker_path(
     fake_upstream: FakeUpstream,
-    redis_server: RedisServer,  # noqa: F811 (fixture)
+    redis_server: RedisServer,
     start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+    start_worker: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["budget"] = {"calls_per_minute": 2}
@@ -202,7 +187,7 @@ def test_the_budget_holds_on_the_worker_path(
     while not _answers(f"{worker}/health/liveness"):
         assert time.monotonic() < deadline, "the worker did not start"
         time.sleep(0.1)
-    _in_one_window(15)
+    in_one_window(15)
     responses = [
         httpx.post(
             f"{gateway.url}/v1/chat/completions",

@@ -9,7 +9,7 @@ import httpx
 
 from scoring.queue import SHUTDOWN_ERROR
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, chat, scoring_config
+from tests.proxy.scored_gateway import AUTH, AskingScorer, chat, scoring_config
 from tests.servers import ServerThread
 
 

@@ -19,11 +19,11 @@ from scoring.redis_queue import RedisJobQueue, RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
 from scoring.types import RecordScope, ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AUTH, AskingScorer, chat, scoring_config, wait_for_record
-from tests.proxy.trust.test_redis_scale_out import RecordedEvents, redis_server  # noqa: F401  (fixture)
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.scored_gateway import AUTH, AskingScorer, chat, scoring_config, wait_for_record
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
+from tests.worker_events import RecordedEvents
 
 OVERTAKEN = ("trustgate_scoring_async_overtaken_total", frozenset())
 
@@ -52,7 +52,7 @@ def _job(job_id: str, mode: str) -> ScoringJob:
     return ScoringJob(id=job_id, model="m", question="q", answer="a", policy={"mode": mode})
 
 
-def test_a_redis_worker_takes_sync_jobs_first_and_the_bound_spans_both_lanes(redis_server: RedisServer) -> None:  # noqa: F811
+def test_a_redis_worker_takes_sync_jobs_first_and_the_bound_spans_both_lanes(redis_server: RedisServer) -> None:
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1, max_size=5)
     events = RecordedEvents()
     order: list[str] = []
@@ -106,7 +106,7 @@ def test_a_redis_worker_takes_sync_jobs_first_and_the_bound_spans_both_lanes(red
     assert (client.xlen(keys.stream), client.xlen(keys.sync_stream)) == (0, 0)  # acknowledged and removed
 
 
-def test_a_sync_job_whose_worker_died_is_reclaimed_first(redis_server: RedisServer) -> None:  # noqa: F811
+def test_a_sync_job_whose_worker_died_is_reclaimed_first(redis_server: RedisServer) -> None:
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1, claim_idle_ms=100)
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
@@ -148,7 +148,7 @@ def test_a_sync_job_whose_worker_died_is_reclaimed_first(redis_server: RedisServ
     assert int(redis_server.client().xpending(keys.sync_stream, keys.group)["pending"]) == 0
 
 
-def test_a_redis_worker_with_every_slot_taken_still_starts_a_sync_job(redis_server: RedisServer) -> None:  # noqa: F811
+def test_a_redis_worker_with_every_slot_taken_still_starts_a_sync_job(redis_server: RedisServer) -> None:
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1)
     order: list[str] = []
 

@@ -25,8 +25,8 @@ from exporters import TRUST_HEADER_PREFIX
 from tests.conftest import MASTER_KEY
 from tests.e2e.gateway_process import free_port, serve_config
 from tests.hostile_upstream import ANSWER, FORGED, HostileUpstream, Recorder, bomb
-from tests.proxy.trust.test_live_scoring import AskingScorer
-from tests.proxy.upstream.test_upstream_misbehaviour import openai_error
+from tests.proxy.scored_gateway import AskingScorer
+from tests.proxy.upstream.both_paths import openai_error
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

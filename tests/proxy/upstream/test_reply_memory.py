@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import MASTER_KEY
 from tests.e2e.gateway_process import GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.upstream.test_upstream_misbehaviour import PATHS, openai_error, path_config
+from tests.proxy.upstream.both_paths import PATHS, openai_error, path_config
 
 BODY_BYTES = 50_000_000
 CAP_BYTES = 1_000_000

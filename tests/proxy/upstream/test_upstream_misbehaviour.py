@@ -13,20 +13,13 @@ import orjson
 import pytest
 
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
-from tests.conftest import MASTER_KEY, gateway_config
+from tests.conftest import MASTER_KEY
 from tests.fake_upstream import NOT_A_COMPLETION, SERVER_PATH, FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer
+from tests.proxy.scored_gateway import AskingScorer
+from tests.proxy.upstream.both_paths import PATHS, openai_error, path_config
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
-PATHS = ["passthrough", "litellm"]
-
-
-def path_config(fake: FakeUpstream, path: str, *, timeout: float = 5, **trustgate: Any) -> dict[str, Any]:
-    config = gateway_config(fake.url)  # type: ignore[attr-defined]
-    config["model_list"][0]["litellm_params"]["timeout"] = timeout
-    config["trustgate"] = {"passthrough": path == "passthrough", **trustgate}
-    return config
 
 
 @pytest.fixture(params=PATHS)
@@ -42,13 +35,6 @@ def any_gateway(path: str, fake_upstream: FakeUpstream, start_gateway: Callable[
 def chat(server: ServerThread, content: str, *, timeout: float = 20, **extra: Any) -> httpx.Response:
     body = {"model": "fake", "messages": [{"role": "user", "content": content}], **extra}
     return httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=AUTH, timeout=timeout)
-
-
-def openai_error(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    return error
 
 
 def stream_events(server: ServerThread, content: str, *, timeout: float = 20) -> list[str]:

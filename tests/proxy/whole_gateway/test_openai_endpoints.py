@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config, sdk_client
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer, scoring_config
+from tests.proxy.scored_gateway import AskingScorer, scoring_config
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

@@ -19,24 +19,12 @@ from scoring.policy import in_sample
 from scoring.redis_queue import StreamKeys
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import AskingScorer
-from tests.proxy.trust.test_redis_scale_out import redis_config, redis_server, start_worker  # noqa: F401  (fixtures)
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.redis_gateway import redis_config
+from tests.proxy.scored_gateway import AskingScorer
+from tests.proxy.tenants import KEYS, bearer, chat, operator_config
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
-
-KEYS = [
-    {"key": "sk-team-a", "name": "team-a"},
-    {"key": "sk-team-b", "name": "team-b"},
-    {"key": "sk-auditor", "name": "auditor", "admin": True},
-]
-
-
-def operator_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
-    """Three client keys (one an admin) and the product's default policy: no allow_client_mode set."""
-    config = gateway_config(upstream_url)
-    config["trustgate"] = {"keys": KEYS, "scoring": {"queue": {"scorer_timeout": 5.0}, **scoring}}
-    return config
 
 
 def default_policy_redis_config(upstream_url: str, redis_url: str) -> dict[str, Any]:
@@ -44,25 +32,6 @@ def default_policy_redis_config(upstream_url: str, redis_url: str) -> dict[str, 
     config["trustgate"]["scoring"].pop("allow_client_mode", None)  # back to the default policy
     config["trustgate"]["keys"] = KEYS
     return config
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {key}"}
-
-
-def chat(
-    server: ServerThread,
-    key: str,
-    content: str = "Who built the first temple?",
-    headers: dict[str, str] | None = None,
-    model: str = "fake",
-) -> httpx.Response:
-    return httpx.post(
-        f"{server.url}/v1/chat/completions",
-        headers={**bearer(key), **(headers or {})},
-        timeout=30,
-        json={"model": model, "messages": [{"role": "user", "content": content}]},
-    )
 
 
 def read_record(server: ServerThread, key: str, record_id: str) -> httpx.Response:
@@ -122,9 +91,9 @@ def test_a_pending_record_is_not_shown_to_another_key(
 
 def test_redis_worker_records_keep_their_owner(
     fake_upstream: FakeUpstream,
-    redis_server: RedisServer,  # noqa: F811
+    redis_server: RedisServer,
     start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
+    start_worker: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     config = default_policy_redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
     config["trustgate"]["scoring"]["mode"] = "sync"

@@ -27,13 +27,8 @@ from proxy.config.settings import settings_from_dict
 from proxy.server.app import create_app
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.test_live_scoring import (
-    AUTH,
-    AskingScorer,
-    RaisingScorer,
-    scoring_config,
-)
-from tests.proxy.server.test_service_endpoints import samples
+from tests.proxy.metric_samples import samples
+from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, scoring_config
 from tests.servers import ServerThread
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
