@@ -8,6 +8,7 @@ distributions.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,14 @@ def absolute_module(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def imports_of(path: Path) -> Iterator[Import]:
+@functools.cache
+def imports_of(path: Path) -> tuple[Import, ...]:
+    """Every import one module makes; each module is read and parsed once per run (the layering and dependency
+    tests ask for the same modules many times over)."""
+    return tuple(_walk(path))
+
+
+def _walk(path: Path) -> Iterator[Import]:
     module, is_package = module_name(path), path.name == "__init__.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     nested = {
