@@ -1,4 +1,5 @@
-"""Shared fixtures: the fake upstream and gateways, each a real server on a loopback socket."""
+"""Shared fixtures: the fake upstream and gateways, each a real server on a loopback socket; and the tiers
+(tests/tiers.py): every test in exactly one, and a unit test kept from sockets and processes."""
 
 from __future__ import annotations
 
@@ -19,8 +20,47 @@ from proxy import create_app, settings_from_dict
 from proxy.server.connections import server_options
 from tests.fake_upstream import FakeUpstream, echo
 from tests.servers import ServerThread
+from tests.tiers import MisTiered, UnitGuard, tier_problem
 
 MASTER_KEY = "sk-test-master"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test outside the tiers, or in several, stops the run before anything runs."""
+    problems = [
+        f"{item.nodeid}: {problem}" for item in items if (problem := tier_problem(m.name for m in item.iter_markers()))
+    ]
+    if problems:
+        raise pytest.UsageError("every test is in exactly one tier (tests/tiers.py):\n  " + "\n  ".join(problems))
+
+
+_UNIT_GUARD = UnitGuard()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Armed before the test's fixtures are set up: a session-wide server a unit test would start counts too."""
+    _UNIT_GUARD.disarm()
+    if item.get_closest_marker("unit") is not None:
+        _UNIT_GUARD.arm()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Fails a unit test whose code swallowed the guard's refusal (a retry loop that catches every error)."""
+    result = yield
+    if refused := _UNIT_GUARD.refused:
+        raise MisTiered(f"a unit test {refused[0]}: mark it integration (tests/tiers.py)")
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        _UNIT_GUARD.disarm()
 
 
 def sdk_client(server: ServerThread, key: str = MASTER_KEY, **headers: str) -> openai.OpenAI:

@@ -36,6 +36,8 @@ from tests.import_graph import (
     package_of,
 )
 
+pytestmark = pytest.mark.unit
+
 # Each package, and the packages it may import besides itself.
 MAY_IMPORT: dict[str, set[str]] = {
     "scoring": set(),

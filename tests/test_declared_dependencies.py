@@ -21,6 +21,8 @@ from packaging.utils import NormalizedName, canonicalize_name
 from tests.import_graph import PACKAGES, Import, all_imports
 from tests.project_dependencies import IMAGE_EXTRAS, declared, installed_closure
 
+pytestmark = pytest.mark.unit
+
 GATEWAY = ("proxy", "scoring", "exporters", "trustgate")
 # A gateway module that needs an extra the user opts in to, and that extra.
 OPT_IN = {"scoring.factcheck.nli": "nli"}

@@ -10,6 +10,8 @@ import pytest
 from bench.gateway_load import BenchError, Target, check_answers, fake_upstream, free_port, running
 from bench.proxy_floor import bare_proxy, main
 
+pytestmark = pytest.mark.integration
+
 
 def test_the_bare_proxy_answers_whole_and_streamed_requests_through_the_upstream(tmp_path: Path) -> None:
     upstream_port, port = free_port(), free_port()

@@ -19,7 +19,7 @@ from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 from tests.stored_records import KEYS, stored
 
-pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))]
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 from tests.stored_records import KEYS, stored
 
+pytestmark = pytest.mark.integration
+
 QUESTION = "What is the capital of France? <script>alert(1)</script>"
 
 

@@ -22,6 +22,8 @@ from tests.deploy.image import PINNED_IMAGE, image
 from tests.deploy.promql import DEPLOY
 from tests.deploy.roles import ASSETS_DIR
 
+pytestmark = pytest.mark.unit
+
 ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 TRUSTGATE_IMAGE_SERVICES = {"gateway", "local-llm", "oxigraph", "worker"}

@@ -20,6 +20,8 @@ from tests.deploy.image import PINNED_IMAGE
 from tests.deploy.promql import load_yaml_docs
 from tests.deploy.roles import BASE, K8S
 
+pytestmark = pytest.mark.unit
+
 MONITORING = K8S / "monitoring"
 NAMESPACE = "trustgate"
 API_VERSIONS = {

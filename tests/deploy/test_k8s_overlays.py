@@ -28,6 +28,8 @@ from tests.deploy.roles import (
     start_oxigraph,
 )
 
+pytestmark = pytest.mark.integration
+
 OVERLAYS = K8S / "overlays"
 RENDER_TIMEOUT_S = 60
 Objects = dict[tuple[str, str], dict[str, Any]]

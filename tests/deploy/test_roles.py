@@ -67,6 +67,7 @@ def start_worker(stack: Stack, role: Role) -> RoleProcess:
     return worker
 
 
+@pytest.mark.integration
 def test_compose_default_stack_scores(stack: Stack) -> None:
     roles = compose_roles(compose_file(), {"TRUSTGATE_MASTER_KEY": MASTER_KEY}, image())
     start_oxigraph(stack, roles["oxigraph"])
@@ -75,6 +76,7 @@ def test_compose_default_stack_scores(stack: Stack) -> None:
     scored_answer(gateway)
 
 
+@pytest.mark.integration
 def test_compose_redis_profile_scores_in_a_worker(stack: Stack) -> None:
     environ = {"TRUSTGATE_MASTER_KEY": MASTER_KEY, "TRUSTGATE_CONFIG": "./config.redis.yaml"}
     roles = compose_roles(compose_file(), environ, image())
@@ -89,6 +91,7 @@ def test_compose_redis_profile_scores_in_a_worker(stack: Stack) -> None:
     assert record["components"]["bc"]["value"] is not None
 
 
+@pytest.mark.integration
 def test_kubernetes_manifests_score_in_a_worker(stack: Stack) -> None:
     objects = {
         (doc["kind"], doc["metadata"]["name"]): doc
@@ -106,6 +109,7 @@ def test_kubernetes_manifests_score_in_a_worker(stack: Stack) -> None:
     assert 'trustgate_worker_jobs_total{outcome="done"} 1.0' in httpx.get(f"{worker.url}/metrics", timeout=5).text
 
 
+@pytest.mark.unit
 def test_the_layout_serves_the_assets_the_image_builds() -> None:
     """The image builds the assets where every config reads them and where the oxigraph role serves them."""
     built = [run for run in image().runs if "trustgate build-assets" in run]

@@ -17,7 +17,7 @@ from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess, serve_default_
 from tests.proxy.logprob_replies import visible_logprobs
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.e2e,
     pytest.mark.skipif(
         not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
         reason="scoring assets not built: `make install` builds them",

@@ -22,7 +22,7 @@ from tests.built_assets import DATA_DIR
 from tests.conftest import MASTER_KEY
 from tests.servers import ServerThread
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def free_port() -> int:

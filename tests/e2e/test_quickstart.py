@@ -29,7 +29,7 @@ from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess, free_port, ser
 from tests.waiting import alive, wait_gone
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.e2e,
     pytest.mark.skipif(
         not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
         reason="scoring assets not built: `make install` builds them",

@@ -18,7 +18,7 @@ from tests.e2e.gateway_process import serve_default_config
 from tests.e2e.sync_after_async import overtaken, sync_after_async, wait_all_final
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.e2e,
     pytest.mark.skipif(
         not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
         reason="scoring assets not built: `make install` builds them",

@@ -21,10 +21,13 @@ from tests.fake_upstream import FakeUpstream
 from tests.scripted_models import ANSWER, scripted
 from tests.servers import ServerThread
 
-pytestmark = pytest.mark.skipif(
-    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-    reason="scoring assets not built: `make install` builds them",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ from evaluation.datasets import (
     sample_questions,
 )
 
+pytestmark = pytest.mark.unit
+
 DATA = default_data_dir()
 real_files = pytest.mark.skipif(
     not all((DATA / name).is_file() for name in DATASET_FILES.values()),

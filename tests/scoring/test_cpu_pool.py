@@ -52,6 +52,8 @@ from tests.scoring.consistency.upstream_ask import Answerer, upstream_ask
 from tests.scoring.cpu_inputs import long_answer
 from tests.waiting import alive, wait_gone, wait_until
 
+pytestmark = pytest.mark.integration
+
 CASES = [
     (
         "which state was returned to spain after the revolutionary war?",  # graph: same-type states

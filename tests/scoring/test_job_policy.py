@@ -42,6 +42,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server.stop()
 
 
+@pytest.mark.unit
 def test_a_job_written_before_the_typed_policy_reads_the_same() -> None:
     """The shape the gateway wrote until now: a dict with the mode and, on a RAG request, the labels."""
     old = ScoringJob.model_validate_json(
@@ -52,6 +53,7 @@ def test_a_job_written_before_the_typed_policy_reads_the_same() -> None:
     assert ScoringJob.model_validate_json(old.model_dump_json()) == old
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "labels",
     [
@@ -69,6 +71,7 @@ def test_malformed_labels_in_a_job_are_refused_not_read_as_not_given(labels: Any
         ScoringJob.model_validate_json(job_json({"mode": "sync", "rag": labels}))
 
 
+@pytest.mark.integration
 def test_a_stream_entry_with_malformed_labels_is_dead_lettered_never_scored(redis_server: RedisServer) -> None:
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2)
     keys = StreamKeys(settings.redis_prefix)

@@ -12,6 +12,8 @@ from proxy import ConfigError, default_config_path, load_settings, settings_from
 from proxy.server.assembly import build_scorers
 from scoring.settings import ScoringSettings
 
+pytestmark = pytest.mark.unit
+
 MINIMAL = {
     "model_list": [
         {

@@ -67,6 +67,7 @@ def fixture(name: str, upstream: str = "http://127.0.0.1:1") -> dict[str, Any]:
     return yaml.safe_load((CONFIGS / f"{name}.yaml").read_text().replace("{upstream}", upstream))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", list(IGNORED))
 def test_fixture_loads_with_one_warning_naming_what_is_ignored(name: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="trustgate.config")
@@ -77,6 +78,7 @@ def test_fixture_loads_with_one_warning_naming_what_is_ignored(name: str, caplog
     assert sorted(named) == sorted(IGNORED[name])
 
 
+@pytest.mark.unit
 def test_litellm_settings_fallbacks_and_aliases_are_honoured() -> None:
     router = settings_from_dict(fixture("production"), ENV).router_settings
     assert router.fallbacks_for("primary") == ["backup"]
@@ -86,6 +88,7 @@ def test_litellm_settings_fallbacks_and_aliases_are_honoured() -> None:
     assert router.listed_aliases() == ["gpt-4"] and router.num_retries == 0 and router.timeout == 20
 
 
+@pytest.mark.integration
 def test_fallback_from_litellm_settings_serves_a_broken_group(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -100,6 +103,7 @@ def test_fallback_from_litellm_settings_serves_a_broken_group(
     assert client.models.retrieve("gpt-4").id == "gpt-4"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "message, kind",
     [
@@ -119,6 +123,7 @@ def test_refusals_fall_back_only_by_their_kind(message: str, kind: str | None) -
     assert fallback_kind(errors.for_status(503, message)) == "fallbacks"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "section, error",
     [
@@ -142,6 +147,7 @@ def test_typos_and_unknown_models_are_one_line_errors(section: dict[str, Any], e
     assert error in str(caught.value) and "\n" not in str(caught.value)
 
 
+@pytest.mark.unit
 def test_bad_provider_prefix_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = gateway_config("http://127.0.0.1:1")
     config["model_list"][0]["litellm_params"]["model"] = "openia/gpt-4o"
@@ -152,6 +158,7 @@ def test_bad_provider_prefix_is_a_one_line_error(tmp_path: Path, capsys: pytest.
     assert "openia/gpt-4o" in err and "provider" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.integration
 def test_liveliness_is_litellms_spelling_of_liveness(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -159,6 +166,7 @@ def test_liveliness_is_litellms_spelling_of_liveness(
     assert httpx.get(f"{server.url}/health/liveliness").json() == {"status": "ok"}
 
 
+@pytest.mark.unit
 def test_fixture_files_load_from_disk(tmp_path: Path) -> None:
     path = tmp_path / "observability.yaml"
     path.write_text(yaml.safe_dump(fixture("observability")))
@@ -166,6 +174,7 @@ def test_fixture_files_load_from_disk(tmp_path: Path) -> None:
     assert settings.trustgate.telemetry.service_name == "assistant-gateway"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("passthrough", [True, False], ids=["passthrough", "litellm"])
 @pytest.mark.parametrize("refusal", ["too-long", "filtered"])
 def test_a_refusal_of_its_kind_falls_back_over_the_wire(

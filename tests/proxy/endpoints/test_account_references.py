@@ -111,6 +111,7 @@ def server(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThrea
     return start_gateway(config)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("endpoint, param, fields", CASES, ids=IDS)
 def test_refused_for_a_key_not_allowed_them(
     endpoint: str, param: str, fields: dict[str, Any], server: ServerThread, fake_upstream: FakeUpstream
@@ -127,6 +128,7 @@ def test_refused_for_a_key_not_allowed_them(
     assert fake_upstream.requests == []
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("endpoint, param, fields", CASES, ids=IDS)
 def test_forwarded_for_a_key_allowed_them(
     endpoint: str, param: str, fields: dict[str, Any], server: ServerThread, fake_upstream: FakeUpstream
@@ -136,6 +138,7 @@ def test_forwarded_for_a_key_allowed_them(
     assert [{name: sent.get(name) for name in fields} for sent in fake_upstream.requests] == [fields]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "endpoint, fields",
     [
@@ -156,6 +159,7 @@ def test_the_same_fields_without_a_reference_pass(
     assert len(fake_upstream.requests) == 1
 
 
+@pytest.mark.unit
 def test_every_listed_field_is_tested() -> None:
     """Each entry of the list, not only each parameter: several entries share ``tools`` or ``input``."""
     tested = {

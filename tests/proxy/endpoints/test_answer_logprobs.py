@@ -20,6 +20,8 @@ from tests.proxy.logprob_replies import lp_absent_because, lp_config, visible_lo
 from tests.proxy.scored_gateway import AUTH, AskingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 
 @dataclass(frozen=True)
 class Endpoint:

@@ -66,6 +66,7 @@ def user_calls(fake: FakeUpstream) -> list[dict[str, Any]]:
     return [r for r in fake.requests if not r["messages"][-1]["content"].startswith("check:")]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_the_gateway_learns_to_ask_with_top_logprobs(
     llama_like: ServerThread, fake_upstream: FakeUpstream, stream: bool
@@ -80,6 +81,7 @@ def test_the_gateway_learns_to_ask_with_top_logprobs(
     assert visible_logprobs(first) == visible_logprobs(later) == []  # the client asked for none
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 def test_a_client_that_asked_for_logprobs_gets_no_alternatives_it_did_not_ask(
     llama_like: ServerThread, fake_upstream: FakeUpstream, stream: bool
@@ -94,6 +96,7 @@ def test_a_client_that_asked_for_logprobs_gets_no_alternatives_it_did_not_ask(
     assert all(isinstance(entry["logprob"], float) for entry in entries)
 
 
+@pytest.mark.integration
 def test_a_client_that_asked_for_alternatives_gets_them_untouched(
     llama_like: ServerThread, fake_upstream: FakeUpstream
 ) -> None:
@@ -102,6 +105,7 @@ def test_a_client_that_asked_for_alternatives_gets_them_untouched(
     assert all(len(entry["top_logprobs"]) == 3 for entry in reply["choices"][0]["logprobs"]["content"])
 
 
+@pytest.mark.integration
 def test_an_upstream_that_gives_them_for_logprobs_alone_is_never_sent_top_logprobs(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -115,6 +119,7 @@ def test_an_upstream_that_gives_them_for_logprobs_alone_is_never_sent_top_logpro
     assert all("top_logprobs" not in r for r in user_calls(fake_upstream))
 
 
+@pytest.mark.integration
 def test_the_embedded_server_is_asked_with_top_logprobs_from_the_first_call(fake_upstream: FakeUpstream) -> None:
     """The local upstream the gateway starts is llama.cpp's: its very first scored answer has log-probabilities."""
     fake_upstream.logprobs_need_top = True
@@ -139,6 +144,7 @@ def test_the_embedded_server_is_asked_with_top_logprobs_from_the_first_call(fake
     assert completion.reply.first is not None and completion.reply.first.chosen_logprobs()
 
 
+@pytest.mark.integration
 def test_a_call_that_could_not_ask_says_so(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -159,6 +165,7 @@ def test_a_call_that_could_not_ask_says_so(
     assert lp_absent_because(record) == "not_asked"
 
 
+@pytest.mark.unit
 def test_what_a_deployment_answered_is_remembered() -> None:
     """Learnt once either way: a deployment that needed top_logprobs keeps it, one that did not is not watched."""
     asking = LogprobAsking()

@@ -32,6 +32,8 @@ from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.scored_gateway import AskingScorer, scoring_config
 
+pytestmark = pytest.mark.integration
+
 T = TypeVar("T")
 SYNC = {"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-mode": "sync"}
 

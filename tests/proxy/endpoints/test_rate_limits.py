@@ -31,6 +31,7 @@ class Clock:
         return self.now
 
 
+@pytest.mark.unit
 def test_rpm_tpm_and_parallel_limits_in_process() -> None:
     clock = Clock()
     limiter = Limiter(MemoryCounters(clock=clock), clock=clock)
@@ -80,6 +81,7 @@ def ask(server: ServerThread, content: str = "hi") -> httpx.Response:
     )
 
 
+@pytest.mark.integration
 def test_rpm_is_shared_by_two_replicas_on_one_redis(
     fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -97,6 +99,7 @@ def test_rpm_is_shared_by_two_replicas_on_one_redis(
     assert len(fake_upstream.requests) == 3
 
 
+@pytest.mark.integration
 def test_parallel_requests_are_held_across_replicas(
     fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -115,6 +118,7 @@ def test_parallel_requests_are_held_across_replicas(
     assert ask(second).status_code == 200  # the slot was given back
 
 
+@pytest.mark.integration
 def test_deployment_rpm_is_a_429_with_retry_after(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -130,6 +134,7 @@ def test_deployment_rpm_is_a_429_with_retry_after(
     assert second.json()["error"]["code"] == "deployment_rate_limited" and len(fake_upstream.requests) == 1
 
 
+@pytest.mark.integration
 def test_deployment_tpm_counts_reported_usage(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:

@@ -12,6 +12,8 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 CHAT = {"model": "fake", "messages": [{"role": "user", "content": "hi"}]}
 

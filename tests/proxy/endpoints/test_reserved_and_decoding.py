@@ -24,6 +24,8 @@ from proxy.endpoints.taps import ResponsesTap, TextCompletionTap
 from proxy.upstream.content_decoding import DecodedTooLarge, UnsupportedEncoding, decoder_for
 from tests.hostile_upstream import bomb
 
+pytestmark = pytest.mark.unit
+
 LIMIT = 1_000_000
 
 

@@ -19,6 +19,8 @@ from proxy.endpoints.request import parse_chat_request, parse_endpoint_request
 from proxy.endpoints.sdk_params import CLIENT_STEERING, FORWARDED, REFUSED, Endpoint
 from proxy.server.errors import InvalidRequest
 
+pytestmark = pytest.mark.unit
+
 # The SDK's body parameters per endpoint; ``stream`` lives in the streaming variants, not the base.
 SDK_TYPES: dict[Endpoint, tuple[type, bool]] = {
     "chat": (chat_create_params.CompletionCreateParamsBase, True),

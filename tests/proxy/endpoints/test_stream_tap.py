@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import orjson
+import pytest
 
 from proxy.endpoints.pipeline import _plain_stream
 from proxy.endpoints.taps import ChatTap as SseTap
@@ -15,6 +16,8 @@ from proxy.server.event_stream import FinalEvents
 from proxy.trust.service import Answer
 from proxy.upstream.completion import UpstreamStream
 from scoring.types import ComponentResult, TrustRecord
+
+pytestmark = pytest.mark.unit
 
 
 def event(payload: dict[str, object]) -> bytes:

@@ -17,6 +17,8 @@ from tests.fake_upstream import FakeUpstream
 from tests.proxy.metric_samples import samples
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 

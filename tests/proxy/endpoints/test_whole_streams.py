@@ -19,6 +19,8 @@ from tests.fake_upstream import FakeUpstream
 from tests.proxy.scored_gateway import AskingScorer
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 

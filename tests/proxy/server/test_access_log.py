@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from proxy.server.access_log import redact_query
@@ -18,12 +19,14 @@ from tests.fake_upstream import FakeUpstream
 from tests.redis_server import free_port
 
 
+@pytest.mark.unit
 def test_redact_query_keeps_the_path_and_plain_parameter_names() -> None:
     assert redact_query("/v1/models") == "/v1/models"
     assert redact_query("/v1/models?key=sk-1&limit=5") == "/v1/models?key=[redacted]&limit=[redacted]"
     assert redact_query("/x?sk-secret-as-a-name&a%20b=c") == "/x?[redacted]&[redacted]"
 
 
+@pytest.mark.integration
 def test_the_access_log_has_no_query_values_and_names_request_ids(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {

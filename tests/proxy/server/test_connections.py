@@ -36,6 +36,8 @@ from tests.proxy.metric_samples import samples
 from tests.redis_server import free_port
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 DEADLINES = {"header_timeout_s": 0.5, "body_timeout_s": 0.5, "keep_alive_s": 0.5}
 
 
@@ -250,7 +252,6 @@ def low_fd_gateway(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[tupl
     log.close()
 
 
-@pytest.mark.slow  # starts `trustgate serve` in its own process (about 20 s on 2 cores)
 def test_out_of_descriptors_is_counted_and_logged_rarely(low_fd_gateway: tuple[str, Path]) -> None:
     url, log_path = low_fd_gateway
     port = int(url.rsplit(":", 1)[1])

@@ -32,6 +32,8 @@ from tests.proxy.metric_samples import samples
 from tests.proxy.scored_gateway import AUTH, AskingScorer, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 PATHS = ["passthrough", "litellm"]
 SYNC = {"x-trustgate-mode": "sync"}
 DEAD = "http://127.0.0.1:9/v1"  # nothing listens: connection refused, a failure fallbacks apply to

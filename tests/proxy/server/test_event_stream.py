@@ -31,6 +31,7 @@ def _counted(server: ServerThread, status: str, mode: str = "stream") -> float:
     )
 
 
+@pytest.mark.integration
 def test_a_stream_is_an_event_stream_that_ends_with_done(gateway: ServerThread) -> None:
     body = {"model": "fake", "messages": [{"role": "user", "content": "a b c"}], "stream": True}
     response = httpx.post(f"{gateway.url}/v1/chat/completions", json=body, headers=AUTH)
@@ -41,6 +42,7 @@ def test_a_stream_is_an_event_stream_that_ends_with_done(gateway: ServerThread) 
     assert _counted(gateway, "200") == 1
 
 
+@pytest.mark.integration
 def test_a_client_leaving_mid_stream_is_counted_499_and_logs_no_error(
     gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -62,6 +64,7 @@ def test_a_client_leaving_mid_stream_is_counted_499_and_logs_no_error(
     assert after.status_code == 200 and after.text.endswith("data: [DONE]\n\n")
 
 
+@pytest.mark.integration
 def test_a_client_leaving_before_a_whole_reply_is_counted_499_and_the_next_request_is_served(
     gateway: ServerThread, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -107,6 +110,7 @@ class Server:
         return [(m["body"], m["more_body"]) for m in self.sent if m["type"] == "http.response.body"]
 
 
+@pytest.mark.unit
 def test_final_events_end_the_body_in_the_same_message_and_the_generator_still_finishes() -> None:
     """The end of the chunked body goes with the last events (one write), and a client that leaves once the
     response is whole does not cancel the generator's own ending (where the request is metered)."""
@@ -133,6 +137,7 @@ def test_final_events_end_the_body_in_the_same_message_and_the_generator_still_f
     assert finished == ["metered"]
 
 
+@pytest.mark.unit
 def test_a_client_leaving_mid_stream_cancels_the_generator_where_it_waits_and_the_response_ends_quietly() -> None:
     finished: list[str] = []
 
@@ -158,6 +163,7 @@ def test_a_client_leaving_mid_stream_cancels_the_generator_where_it_waits_and_th
     assert not still_cancelling
 
 
+@pytest.mark.unit
 def test_a_client_gone_before_the_stream_began_still_lets_the_generator_see_its_cancellation() -> None:
     """The server's send to a client already gone does not wait, so the generator starts and is cancelled at
     its first wait, where it meters the request (a 499), rather than never running at all."""
@@ -183,6 +189,7 @@ def test_a_client_gone_before_the_stream_began_still_lets_the_generator_see_its_
     assert server.bodies() == [(b"data: 1\n\n", True)]
 
 
+@pytest.mark.unit
 def test_a_stream_that_goes_on_after_its_final_events_is_a_bug_that_surfaces() -> None:
     async def chunks() -> AsyncIterator[bytes]:
         yield FinalEvents(b"data: [DONE]\n\n")

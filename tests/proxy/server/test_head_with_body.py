@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 import uvicorn
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
@@ -20,6 +21,8 @@ from uvicorn.server import ServerState
 
 from proxy.config.settings import ServerSettings
 from proxy.server.connections import guarded_protocol
+
+pytestmark = pytest.mark.unit
 
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 

@@ -21,6 +21,8 @@ from tests.fake_upstream import FakeUpstream
 from tests.fresh_interpreter import printed_by
 from tests.redis_server import RedisServer
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[3]
 HEAVY = ("spacy", "gensim", "torch", "sklearn", "matplotlib", "transformers")
 SCORING_OFF = {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}}

@@ -26,6 +26,8 @@ from tests.proxy.sampled_agreement import sc_config, scripted
 from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, scoring_config
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 ROUTER_LOGGER = "LiteLLM Router"
 ASKED_ID = "client-chosen-id.42"
 

@@ -14,10 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
 from tests.conftest import gateway_config
+
+pytestmark = pytest.mark.unit
 
 SNAPSHOT = Path(__file__).with_name("openapi_schema.json")
 

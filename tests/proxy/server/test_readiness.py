@@ -29,6 +29,7 @@ def with_health(config: dict[str, Any], **health: Any) -> dict[str, Any]:
     return config
 
 
+@pytest.mark.integration
 def test_anonymous_calls_probe_the_upstream_at_most_once_per_window(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -40,6 +41,7 @@ def test_anonymous_calls_probe_the_upstream_at_most_once_per_window(
     assert samples(server)[("trustgate_readiness_probes_total", frozenset())] == 1
 
 
+@pytest.mark.integration
 def test_the_probe_is_repeated_once_the_window_has_passed(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -52,6 +54,7 @@ def test_the_probe_is_repeated_once_the_window_has_passed(
     assert fake_upstream.model_listings == before + 1
 
 
+@pytest.mark.unit
 def test_the_cache_window_on_a_clock() -> None:
     now = [100.0]
     probes: list[float] = []
@@ -87,6 +90,7 @@ def two_groups_one_down(upstream_url: str) -> dict[str, Any]:
     return config
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mode, status", [(None, 200), ("any", 200), ("all", 503)])
 def test_one_of_two_model_groups_down(
     mode: str | None, status: int, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]

@@ -162,6 +162,7 @@ def _record(server: ServerThread, body: dict[str, Any]) -> dict[str, Any]:
     return dict(record.json())
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("bc", "fc"), [(BC_DETAILS, FC_DETAILS), (BC_UNSCORED, FC_NO_EVIDENCE)], ids=["scored", "unscored-and-no-evidence"]
 )
@@ -182,6 +183,7 @@ def test_closed_book_details_come_back_key_for_key(
     assert set(components["bc"]) == {"component", "value", "label", "details", "upstream_calls", "duration_s", "error"}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("details", [RAG_DETAILS, RAG_SKIPPED], ids=["judged", "skipped"])
 def test_rag_details_come_back_key_for_key(
     fake_upstream: FakeUpstream, details: dict[str, Any], start_gateway: Callable[..., ServerThread]
@@ -204,6 +206,7 @@ def test_rag_details_come_back_key_for_key(
     assert list(record["components"]["rag"]["details"]) == list(details)
 
 
+@pytest.mark.unit
 def test_the_typed_details_are_what_the_exporters_read() -> None:
     """A record read back from JSON gives each known component its model, and others a dict."""
     record = TrustRecord.model_validate(

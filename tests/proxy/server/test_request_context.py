@@ -12,6 +12,8 @@ from proxy.server.connections import DEPARTURE, Departure
 from proxy.server.errors import ClientDisconnected
 from proxy.server.request_context import unless_client_leaves
 
+pytestmark = pytest.mark.unit
+
 
 def _request(departure: Departure | None) -> Request:
     scope: dict[str, object] = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": []}

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.metric_samples import samples
 from tests.servers import ServerThread
+
+pytestmark = pytest.mark.integration
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 

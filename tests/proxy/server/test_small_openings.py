@@ -16,6 +16,7 @@ from tests.proxy.tenants import KEYS, bearer, chat, operator_config
 from tests.servers import ServerThread
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("query", ["", "?limit=5"])
 def test_a_trailing_slash_redirect_stays_on_the_gateway(gateway: ServerThread, query: str) -> None:
     response = httpx.get(
@@ -30,6 +31,7 @@ def test_a_trailing_slash_redirect_stays_on_the_gateway(gateway: ServerThread, q
     assert followed.status_code == 200 and followed.json()["object"] == "list"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "location, path",
     [
@@ -43,6 +45,7 @@ def test_same_origin_location(location: str, path: str) -> None:
     assert same_origin_location(location) == path
 
 
+@pytest.mark.integration
 def test_modes_are_read_in_any_case_within_the_policy(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -62,6 +65,7 @@ def test_modes_are_read_in_any_case_within_the_policy(
     assert chat(server, "sk-team-a", headers={"x-trustgate-mode": "loud"}).status_code == 400
 
 
+@pytest.mark.integration
 def test_anonymous_readiness_says_only_ready_or_not(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:

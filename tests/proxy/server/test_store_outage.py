@@ -19,6 +19,8 @@ from tests.proxy.scored_gateway import AskingScorer, chat, scoring_config, wait_
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 

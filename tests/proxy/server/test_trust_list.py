@@ -20,6 +20,8 @@ from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 from tests.stored_records import KEYS, stored, stored_in_redis
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

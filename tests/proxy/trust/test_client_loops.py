@@ -22,6 +22,8 @@ from tests.fake_upstream import FakeUpstream
 from tests.proxy.scored_gateway import AskingScorer, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 SYNC = {"x-trustgate-mode": "sync"}
 ASYNC = {"x-trustgate-mode": "async"}
 MESSAGES: list[Any] = [{"role": "user", "content": "loop me"}]

@@ -22,10 +22,13 @@ from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.scripted_models import QUESTION, model
 from tests.servers import ServerThread
 
-pytestmark = pytest.mark.skipif(
-    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-    reason="scoring assets not built: `make install` builds them",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 
 def scored(server: ServerThread) -> tuple[httpx.Headers, dict[str, Any]]:

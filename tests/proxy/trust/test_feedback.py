@@ -24,6 +24,8 @@ from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 from tests.stored_records import stored, stored_in_redis
 
+pytestmark = pytest.mark.integration
+
 KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}]
 STATUSES: tuple[TrustStatus, ...] = ("done", "failed", "pending", "skipped", "shed")
 

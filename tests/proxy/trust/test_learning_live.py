@@ -26,6 +26,8 @@ from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 LEARNING = {"refit_every": 10, "min_labels": 20}
 WORDS = "alpha bravo charlie delta echo foxtrot".split()

@@ -23,6 +23,8 @@ from tests.proxy.metric_samples import samples
 from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 
 class HangingScorer(Scorer):
     name = "fc"

@@ -33,6 +33,8 @@ from tests.proxy.trust.budget_window import in_one_window
 from tests.servers import ServerThread
 from tests.waiting import wait_until
 
+pytestmark = pytest.mark.integration
+
 
 def local_workers(parent: int) -> list[int]:
     """Pids of the local scoring workers whose parent is ``parent``."""

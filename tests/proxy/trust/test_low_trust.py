@@ -60,6 +60,7 @@ PATHS = ["passthrough", "litellm"]
 # --- config load -----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_an_action_with_async_scoring_is_refused_at_load() -> None:
     settings = config("http://127.0.0.1:9", "passthrough", action="block")
     settings["trustgate"]["scoring"]["mode"] = "async"
@@ -67,6 +68,7 @@ def test_an_action_with_async_scoring_is_refused_at_load() -> None:
         settings_from_dict(settings, {})
 
 
+@pytest.mark.unit
 def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
     settings = config("http://127.0.0.1:9", "passthrough", keys=[{"key": "sk-a", "name": "a"}])
     scoring = settings["trustgate"]["scoring"]
@@ -81,11 +83,13 @@ def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
     settings_from_dict(settings, {})
 
 
+@pytest.mark.unit
 def test_an_escalation_target_the_config_does_not_serve_is_refused() -> None:
     with pytest.raises(ConfigError, match="unknown model group `nowhere`"):
         settings_from_dict(config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="nowhere"), {})
 
 
+@pytest.mark.unit
 def test_an_escalation_a_key_may_not_make_is_refused_at_load() -> None:
     keys = [{"key": "sk-a", "name": "a", "models": ["cheap"]}]
     with pytest.raises(ConfigError, match="key `a` may not use `strong`"):
@@ -101,6 +105,7 @@ def test_an_escalation_a_key_may_not_make_is_refused_at_load() -> None:
 # --- block -----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -139,6 +144,7 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
     assert "x-trust-action" not in high.headers and high.headers["x-trust-score"] == "0.9000"
 
 
+@pytest.mark.integration
 def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -161,6 +167,7 @@ def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
         assert f'trustgate_client_overrides_refused_total{{requested="{mode}",setting="mode"}} 1.0' in metrics
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_block_on_legacy_completions(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -175,6 +182,7 @@ def test_block_on_legacy_completions(
     assert MESSAGE not in high.parse().choices[0].text and "x-trust-action" not in high.headers
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
     server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)
@@ -190,6 +198,7 @@ def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable
 # --- escalate --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_escalation_returns_the_better_answer_and_links_the_records(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -213,6 +222,7 @@ def test_escalation_returns_the_better_answer_and_links_the_records(
     assert second["escalated_from"] == first_id and second["model"] == "strong"
 
 
+@pytest.mark.integration
 def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -237,6 +247,7 @@ def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
     assert [request["messages"][-1]["content"] for request in fake_upstream.requests] == [LOW, LOW, LOW]
 
 
+@pytest.mark.integration
 def test_a_policy_for_one_model_group_acts_on_that_group_only(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -250,6 +261,7 @@ def test_a_policy_for_one_model_group_acts_on_that_group_only(
     assert "x-trust-action" not in strong.headers and strong.headers["x-trust-score"] == "0.1000"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -263,6 +275,7 @@ def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower
     assert len(fake_upstream.requests) == 2
 
 
+@pytest.mark.integration
 def test_prefer_escalated_returns_the_escalation_even_when_it_scores_lower(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -279,6 +292,7 @@ def test_prefer_escalated_returns_the_escalation_even_when_it_scores_lower(
     assert raw.headers["x-trust-action"] == "escalated" and raw.headers["x-trust-score"] == "0.0500"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_an_escalation_past_its_timeout_returns_the_first_answer(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -299,6 +313,7 @@ def test_an_escalation_past_its_timeout_returns_the_first_answer(
     assert 'trustgate_trust_actions_total{action="escalation_failed",model="cheap"} 1.0' in metrics
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_an_escalation_upstream_error_returns_the_first_answer(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -311,6 +326,7 @@ def test_an_escalation_upstream_error_returns_the_first_answer(
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
 
 
+@pytest.mark.integration
 def test_an_escalation_counts_on_the_keys_rate_limit(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -329,6 +345,7 @@ def test_an_escalation_counts_on_the_keys_rate_limit(
     assert len(fake_upstream.requests) == 1
 
 
+@pytest.mark.integration
 def test_the_tokens_of_both_calls_count_on_the_keys_tpm(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -355,6 +372,7 @@ def test_the_tokens_of_both_calls_count_on_the_keys_tpm(
     assert 'trustgate_user_upstream_tokens_total{key="a",kind="completion",model="strong"}' in metrics
 
 
+@pytest.mark.integration
 def test_the_escalation_target_itself_is_only_annotated(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -366,6 +384,7 @@ def test_the_escalation_target_itself_is_only_annotated(
     assert len(fake_upstream.requests) == 1
 
 
+@pytest.mark.integration
 def test_the_action_reaches_opentelemetry_and_the_console(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -421,6 +440,7 @@ def stream_chat(server: ServerThread, question: str, model: str = "cheap") -> tu
     return raw, chunks, text
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -440,6 +460,7 @@ def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
     assert [c for c in chunks if c.model_extra.get("trust")] == [chunks[-1]]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_escalates_a_low_stream(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -461,6 +482,7 @@ def test_hold_escalates_a_low_stream(
     assert fake_upstream.requests[0]["stream"] is True and not fake_upstream.requests[1].get("stream")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_returns_the_first_stream_when_the_escalation_fails(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -479,6 +501,7 @@ def test_hold_returns_the_first_stream_when_the_escalation_fails(
     assert all(chunk.choices for chunk in chunks)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_out_of_time(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -505,6 +528,7 @@ def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_
         assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_a_held_block_keeps_the_usage_a_client_asked_for(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -520,6 +544,7 @@ def test_a_held_block_keeps_the_usage_a_client_asked_for(
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_pass_streams_as_ever_and_only_annotates(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -536,6 +561,7 @@ def test_pass_streams_as_ever_and_only_annotates(
     assert wait_for_record(server, raw.headers["x-trust-id"]).get("action") is None
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_escalation_on_completions_and_responses(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -555,6 +581,7 @@ def test_escalation_on_completions_and_responses(
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_on_legacy_completions_blocks_and_escalates(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -574,6 +601,7 @@ def test_hold_on_legacy_completions_blocks_and_escalates(
         assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"]  # type: ignore[index]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_on_responses_streams_keeps_blocks_and_escalates(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
@@ -608,6 +636,7 @@ def test_hold_on_responses_streams_keeps_blocks_and_escalates(
             assert stream.get_final_response().output_text == expected
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("on", "action"), [("probability", "blocked"), ("score", None)])
 def test_a_policy_on_the_calibrated_probability(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path, on: str, action: str | None

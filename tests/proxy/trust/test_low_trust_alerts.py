@@ -97,6 +97,7 @@ def with_alerting(fake: FakeUpstream, **alerting: Any) -> dict[str, Any]:
     return settings
 
 
+@pytest.mark.integration
 def test_a_blocked_answer_arrives_as_alerts_with_labels_and_a_console_link(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], alertmanager: str
 ) -> None:
@@ -124,6 +125,7 @@ def test_a_blocked_answer_arrives_as_alerts_with_labels_and_a_console_link(
     assert metric(server, "sent") == 2 and metric(server, "failed") == 0
 
 
+@pytest.mark.unit
 def test_text_excerpts_only_when_asked() -> None:
     record = TrustRecord(
         id="trust-1",
@@ -144,6 +146,7 @@ def test_text_excerpts_only_when_asked() -> None:
     assert alert_for(record.model_copy(update={"label": "trusted"}), AlertmanagerSettings()) is None
 
 
+@pytest.mark.integration
 def test_alertmanager_down_leaves_requests_alone_and_counts_the_failures(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -198,6 +201,7 @@ async def push_one(url: str, **settings: Any) -> dict[str, float]:
     raise AssertionError("the push never ended")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("statuses", "attempts", "pushes", "outcome"),
     [
@@ -216,6 +220,7 @@ def test_a_push_is_retried_a_bounded_number_of_times(
     assert flaky.pushes == pushes
 
 
+@pytest.mark.integration
 def test_pushes_beyond_max_pending_are_dropped_and_counted() -> None:
     async def flood(url: str) -> tuple[float, float]:
         registry = CollectorRegistry()

@@ -22,10 +22,13 @@ from tests.proxy.trust.low_trust import config, record
 from tests.scripted_models import ANSWER, QUESTION, model
 from tests.servers import ServerThread
 
-pytestmark = pytest.mark.skipif(
-    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-    reason="scoring assets not built: `make install` builds them",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 
 def doubtful(messages: list[dict[str, Any]]) -> str:

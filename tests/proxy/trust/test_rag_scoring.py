@@ -18,6 +18,8 @@ from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.scoring.rag.judging import marker_judge
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 DOCUMENTS = [
     {"id": "d1", "title": "Alpha", "text": "The ALPHA fact holds."},
     {"id": "d2", "title": "Beta", "text": "The BETA fact holds."},

@@ -25,6 +25,8 @@ from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
 from tests.worker_events import RecordedEvents
 
+pytestmark = pytest.mark.integration
+
 DEPTH = ("trustgate_scoring_queue_depth", frozenset())
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 import redis
 
 from exporters import RedisRecordStore
@@ -25,6 +26,8 @@ from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
 from tests.worker_events import RecordedEvents
+
+pytestmark = pytest.mark.integration
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 

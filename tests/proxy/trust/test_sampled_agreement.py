@@ -27,6 +27,7 @@ def sc_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerT
     return start_gateway(sc_config(fake_upstream.url), scorers=None)  # type: ignore[attr-defined]
 
 
+@pytest.mark.integration
 def test_the_request_is_asked_again_at_its_own_temperature_and_the_agreement_exported(
     sc_gateway: ServerThread, fake_upstream: FakeUpstream
 ) -> None:
@@ -52,6 +53,7 @@ def test_the_request_is_asked_again_at_its_own_temperature_and_the_agreement_exp
     assert metric(sc_gateway, "trustgate_trust_score_count", model="fake", component="sc") == 1
 
 
+@pytest.mark.integration
 def test_a_greedy_request_is_sampled_at_the_upstreams_default_temperature(
     sc_gateway: ServerThread, fake_upstream: FakeUpstream
 ) -> None:
@@ -64,6 +66,7 @@ def test_a_greedy_request_is_sampled_at_the_upstreams_default_temperature(
     assert record(sc_gateway, response)["components"]["sc"]["details"]["temperature"] is None
 
 
+@pytest.mark.integration
 def test_the_same_answer_gets_the_same_samples(sc_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     """Seeds come from the answer, not the request id: a rerun (or `trustgate eval`) asks the same samples."""
     fake_upstream.responder = scripted("Paris", ["Paris"])
@@ -73,6 +76,7 @@ def test_the_same_answer_gets_the_same_samples(sc_gateway: ServerThread, fake_up
     assert len(seeds) == 6 and sorted(seeds[:3]) == sorted(seeds[3:])  # asked at once: in any order
 
 
+@pytest.mark.integration
 def test_samples_beyond_the_scoring_budget_are_not_asked(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -91,6 +95,7 @@ def test_samples_beyond_the_scoring_budget_are_not_asked(
     assert metric(server, "trustgate_scoring_calls_shed_total", model="fake", reason="call_budget") == 1
 
 
+@pytest.mark.integration
 def test_sampling_runs_by_default_and_can_be_turned_off(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -111,6 +116,7 @@ def test_sampling_runs_by_default_and_can_be_turned_off(
     assert len(fake_upstream.requests) == 1
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
@@ -134,6 +140,7 @@ def test_what_a_request_says_about_its_sampling(body: dict[str, Any], expected: 
     assert request_sampling(body) == expected
 
 
+@pytest.mark.integration
 def test_a_streamed_answer_is_sampled_alike(sc_gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = scripted("The capital of France is Paris.", ["Lyon."])
     with httpx.stream(

@@ -62,6 +62,7 @@ def chat(server: ServerThread, model: str, content: str) -> httpx.Response:
     )
 
 
+@pytest.mark.integration
 def test_a_model_over_its_call_budget_sheds_jobs_while_its_users_get_answers(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -94,6 +95,7 @@ def test_a_model_over_its_call_budget_sheds_jobs_while_its_users_get_answers(
     assert len(scoring_calls) == 2 + 4  # shed jobs called nothing upstream
 
 
+@pytest.mark.integration
 def test_a_job_that_runs_past_the_budget_has_its_further_calls_refused_and_counted(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -123,6 +125,7 @@ def _scoring_usage(fake: FakeUpstream) -> tuple[int, int]:
     return sum(u["prompt_tokens"] for u in usages), sum(u["completion_tokens"] for u in usages)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("passthrough", [True, False], ids=["passthrough", "litellm"])
 def test_scoring_tokens_are_counted_as_the_upstream_reported_them(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], passthrough: bool
@@ -146,6 +149,7 @@ def test_scoring_tokens_are_counted_as_the_upstream_reported_them(
     assert counted[("bc", "prompt")] == counted[("fc", "prompt")] > 0  # the two scorers asked alike
 
 
+@pytest.mark.integration
 def test_a_model_over_its_token_budget_sheds_jobs(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -171,6 +175,7 @@ def test_a_model_over_its_token_budget_sheds_jobs(
     assert metric(server, "trustgate_scoring_shed_jobs_total", model="a", reason="token_budget") == 2
 
 
+@pytest.mark.integration
 def test_the_budget_holds_on_the_worker_path(
     fake_upstream: FakeUpstream,
     redis_server: RedisServer,
@@ -215,6 +220,7 @@ def _answers(url: str) -> bool:
         return False
 
 
+@pytest.mark.unit
 def test_per_model_entries_override_the_default_key_by_key() -> None:
     budget = BudgetSettings.model_validate(
         {
@@ -232,6 +238,7 @@ def test_per_model_entries_override_the_default_key_by_key() -> None:
     assert BudgetSettings().for_model("any") == BudgetLimits()  # no budget unless the operator sets one
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("per_model", "message"),
     [
@@ -252,6 +259,7 @@ def test_a_budget_for_no_model_group_is_a_config_error(per_model: dict[str, Any]
     assert message in str(raised.value)
 
 
+@pytest.mark.unit
 def test_the_window_turning_restores_the_budget() -> None:
     now = [120.0]
     refused: list[tuple[str, str]] = []

@@ -6,11 +6,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 from scoring.queue import SHUTDOWN_ERROR
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.scored_gateway import AUTH, AskingScorer, chat, scoring_config
 from tests.servers import ServerThread
+
+pytestmark = pytest.mark.integration
 
 
 def test_jobs_queued_at_shutdown_are_scored_or_failed_never_lost(

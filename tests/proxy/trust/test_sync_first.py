@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import httpx
+import pytest
 
 from exporters import RedisRecordStore
 from scoring.redis_queue import RedisJobQueue, RedisStreamWorker, StreamKeys
@@ -24,6 +25,8 @@ from tests.proxy.scored_gateway import AUTH, AskingScorer, chat, scoring_config,
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 from tests.worker_events import RecordedEvents
+
+pytestmark = pytest.mark.integration
 
 OVERTAKEN = ("trustgate_scoring_async_overtaken_total", frozenset())
 

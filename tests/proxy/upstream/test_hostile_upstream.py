@@ -29,6 +29,8 @@ from tests.proxy.scored_gateway import AskingScorer
 from tests.proxy.upstream.both_paths import openai_error
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 PROMPT = "the secret plan for the quarter"
 SECRETS = {"openai": "sk-upstream-secret", "azure": "azure-upstream-secret", "anthropic": "sk-ant-upstream-secret"}

@@ -89,6 +89,7 @@ def slow_upstream(_second_server: tuple[FakeUpstream, ServerThread]) -> FakeUpst
 # --- os.environ/, environment_variables, ignored references -------------------------------------------------
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_environment_references_reach_both_upstream_paths(
     path: str,
@@ -119,6 +120,7 @@ def test_environment_references_reach_both_upstream_paths(
     ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_a_deployment_without_a_key_sends_its_providers_variable_as_litellm_does(
     path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
@@ -160,6 +162,7 @@ def test_a_deployment_without_a_key_sends_its_providers_variable_as_litellm_does
     assert named.secrets() == [MASTER, "sk-named"]  # a key the config names wins
 
 
+@pytest.mark.unit
 def test_environment_values_keep_their_types_and_only_credentials_are_secret(tmp_path: Path) -> None:
     settings = settings_from_dict(load(tmp_path, "env_references", upstream="http://127.0.0.1:5"), PROCESS_ENV)
     chat_deployment, assistant = settings.model_list
@@ -170,6 +173,7 @@ def test_environment_values_keep_their_types_and_only_credentials_are_secret(tmp
     assert settings.trustgate.scoring.per_key["batch-jobs"].mode == "off"
 
 
+@pytest.mark.unit
 def test_exported_variables_named_as_secrets_are_kept_secret() -> None:
     """A key set only to be exported (for litellm's own lookups) is scrubbed from error text like any key;
     an address or a number is not (scrubbing "600" would garble every message)."""
@@ -196,6 +200,7 @@ def test_exported_variables_named_as_secrets_are_kept_secret() -> None:
     assert "sk-only-exported" not in repr(settings) and "hf-only-exported" not in repr(settings)
 
 
+@pytest.mark.unit
 def test_an_unset_reference_in_a_key_read_is_a_one_line_error(tmp_path: Path) -> None:
     environ = {k: v for k, v in PROCESS_ENV.items() if k != "CHAT_KEY"}
     with pytest.raises(
@@ -206,6 +211,7 @@ def test_an_unset_reference_in_a_key_read_is_a_one_line_error(tmp_path: Path) ->
         settings_from_dict(load(tmp_path, "env_references", upstream="http://127.0.0.1:5"), environ)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("written", ["env", "config"])
 def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
     written: str, caplog: pytest.LogCaptureFixture
@@ -255,6 +261,7 @@ def test_references_that_decide_a_path_or_a_strategy_are_read_before_the_split(
     ]
 
 
+@pytest.mark.integration
 def test_serve_exports_environment_variables_for_litellms_own_lookups(
     fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
@@ -300,6 +307,7 @@ def test_serve_exports_environment_variables_for_litellms_own_lookups(
 # --- mode: off / on ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("written, read", [("off", "off"), ("on", "async"), ("false", "off"), ("sync", "sync")])
 def test_a_mode_reads_as_written(written: str, read: str, tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
@@ -315,6 +323,7 @@ trustgate:
     assert settings_from_dict(read_config(path), {}).trustgate.passthrough is False  # other booleans: LiteLLM's YAML
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "section, error",
     [
@@ -340,6 +349,7 @@ def test_a_wrong_mode_is_shown_as_written(section: str, error: str, tmp_path: Pa
 # --- routing ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "strategy, ignored",
     [
@@ -364,6 +374,7 @@ def test_only_unimplemented_strategies_are_named(
     assert warned(caplog) == [ignored]
 
 
+@pytest.mark.integration
 def test_weights_split_the_traffic(
     tmp_path: Path,
     fake_upstream: FakeUpstream,
@@ -389,6 +400,7 @@ def test_weights_split_the_traffic(
     assert abs(split["big-box"] / 1000 - 0.75) <= 0.05, split  # weight 3 of 4
 
 
+@pytest.mark.integration
 def test_litellms_router_honours_the_weights_on_the_litellm_path(
     tmp_path: Path,
     fake_upstream: FakeUpstream,
@@ -408,6 +420,7 @@ def test_litellms_router_honours_the_weights_on_the_litellm_path(
     assert abs(split["big-box"] / 300 - 0.75) <= 0.1, split  # 4 standard deviations at 300 requests
 
 
+@pytest.mark.integration
 def test_latency_based_routing_settles_on_the_fast_deployment(
     tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -422,6 +435,7 @@ def test_latency_based_routing_settles_on_the_fast_deployment(
     assert len(slow_upstream.requests) == 1 and len(fake_upstream.requests) == 19
 
 
+@pytest.mark.integration
 def test_least_busy_sends_most_requests_to_the_deployment_that_frees_up_first(
     tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -435,6 +449,7 @@ def test_least_busy_sends_most_requests_to_the_deployment_that_frees_up_first(
     assert len(slow_upstream.requests) < 0.2 * 80, (len(slow_upstream.requests), len(fake_upstream.requests))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_a_deployment_at_max_parallel_requests_is_a_429_until_a_call_ends(
     path: str,
@@ -475,6 +490,7 @@ def test_a_deployment_at_max_parallel_requests_is_a_429_until_a_call_ends(
     assert status == 200
 
 
+@pytest.mark.integration
 def test_a_full_deployment_is_passed_over_for_one_with_room(
     tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -488,6 +504,7 @@ def test_a_full_deployment_is_passed_over_for_one_with_room(
         assert sorted(r["model"] for r in slow_upstream.requests) == ["pair-a", "pair-b"]
 
 
+@pytest.mark.integration
 def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
     tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -502,6 +519,7 @@ def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
     assert len(slow_upstream.requests) <= 3, (len(slow_upstream.requests), len(fake_upstream.requests))
 
 
+@pytest.mark.integration
 def test_litellms_router_follows_least_busy_on_the_litellm_path(
     tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -515,6 +533,7 @@ def test_litellms_router_follows_least_busy_on_the_litellm_path(
     assert len(slow_upstream.requests) < 0.25 * 40, (len(slow_upstream.requests), len(fake_upstream.requests))
 
 
+@pytest.mark.unit
 def test_the_readmes_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> None:
     readme = (Path(__file__).parents[3] / "README.md").read_text()
     block = next(part.split("```", 1)[0] for part in readme.split("```yaml\n") if "batch-jobs: {mode: off" in part)

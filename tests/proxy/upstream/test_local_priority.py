@@ -66,6 +66,7 @@ def arrival_order(fake_upstream: FakeUpstream) -> list[str]:
 SLOT_HELD_MS = 500
 
 
+@pytest.mark.integration
 def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream) -> None:
     at_upstream = arrival_order(fake_upstream)
 
@@ -86,6 +87,7 @@ def test_a_user_call_overtakes_queued_scoring_calls(fake_upstream: FakeUpstream)
     assert at_upstream == ["scoring-0", "user", "scoring-1", "scoring-2", "scoring-3"]
 
 
+@pytest.mark.integration
 def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstream: FakeUpstream) -> None:
     at_upstream = arrival_order(fake_upstream)
 
@@ -112,6 +114,7 @@ def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstre
     assert at_upstream == ["async-0", "user", "sync", "async-1", "async-2"]
 
 
+@pytest.mark.integration
 def test_one_call_at_a_time_reaches_the_local_upstream(fake_upstream: FakeUpstream) -> None:
     inside = {"now": 0, "most": 0}
 
@@ -135,6 +138,7 @@ def test_one_call_at_a_time_reaches_the_local_upstream(fake_upstream: FakeUpstre
     assert inside["most"] == 1 and len(fake_upstream.requests) == 8
 
 
+@pytest.mark.integration
 def test_a_stream_holds_the_slot_until_it_is_closed(fake_upstream: FakeUpstream) -> None:
     async def scenario() -> None:
         async with local_client(fake_upstream) as client:
@@ -150,6 +154,7 @@ def test_a_stream_holds_the_slot_until_it_is_closed(fake_upstream: FakeUpstream)
     assert len(fake_upstream.requests) == 2
 
 
+@pytest.mark.unit
 def test_a_waiting_call_that_gives_up_leaves_no_trace() -> None:
     async def scenario() -> None:
         slots = PrioritySlots(1)
@@ -181,6 +186,7 @@ async def _empty_stream() -> UpstreamStream:
     return UpstreamStream(chunks=no_chunks(), close=close, model_group="local")
 
 
+@pytest.mark.unit
 def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
     """A client gone before its response body started never closes the stream; the slot must not be lost."""
 
@@ -194,6 +200,7 @@ def test_a_stream_never_read_frees_its_slot_when_collected() -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.unit
 def test_a_closed_stream_leaves_nothing_for_the_collector_to_do() -> None:
     """Closing releases the slot; collecting the closed stream later must not wake the event loop from outside
     (a ``call_soon_threadsafe`` per stream was a write to the loop's self-pipe and an extra turn)."""

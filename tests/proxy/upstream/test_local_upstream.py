@@ -11,6 +11,7 @@ from proxy.config.settings import LocalUpstreamSettings
 from proxy.upstream.local_model import LocalUpstreamError, llama_server_command, run_local_upstream
 
 
+@pytest.mark.unit
 def test_the_server_queues_requests_instead_of_interrupting_them() -> None:
     """llama-cpp-python's default (interrupt_requests true) ends a running stream with [DONE] on each new request."""
     command = llama_server_command(LocalUpstreamSettings(model_path="/models/m.gguf", threads=1))
@@ -19,6 +20,7 @@ def test_the_server_queues_requests_instead_of_interrupting_them() -> None:
     assert flags["--n_threads"] == flags["--n_threads_batch"] == "1"
 
 
+@pytest.mark.integration
 def test_a_foreign_process_on_the_port_is_refused_with_a_clear_error() -> None:
     """Its answers would pass for our server's: the gateway must not start against it."""
     with socket.socket() as taken:

@@ -13,6 +13,8 @@ from proxy.upstream.replies import MalformedReply, parse_chunk, parse_completion
 from scoring.types import Reply
 from tests.fake_upstream import NOT_A_COMPLETION
 
+pytestmark = pytest.mark.unit
+
 
 def completion(**choice: Any) -> dict[str, Any]:
     return {"id": "c", "object": "chat.completion", "choices": [{"index": 0, **choice}]}

@@ -18,6 +18,8 @@ from tests.e2e.gateway_process import GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.upstream.both_paths import PATHS, openai_error, path_config
 
+pytestmark = pytest.mark.integration
+
 BODY_BYTES = 50_000_000
 CAP_BYTES = 1_000_000
 NO_SCORERS = {name: {"enabled": False} for name in ("consistency", "factcheck", "rag", "logprob")}

@@ -24,6 +24,8 @@ from proxy.upstream.replies import (
     reported_usage,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_a_legacy_completion_answers_with_its_first_choice() -> None:
     reply = check_reply(

@@ -50,6 +50,7 @@ def failing(errors: list[UpstreamError]) -> Callable[[int], Any]:
     return call
 
 
+@pytest.mark.unit
 def test_backoff_grows_and_retry_after_is_honoured() -> None:
     waits: list[float] = []
     errors = [
@@ -61,6 +62,7 @@ def test_backoff_grows_and_retry_after_is_honoured() -> None:
     assert waits[0] == pytest.approx(0.1) and waits[1] == pytest.approx(0.2) and waits[2] == 0.7
 
 
+@pytest.mark.unit
 def test_retry_after_beyond_the_cap_is_not_waited_out() -> None:
     waits: list[float] = []
     with pytest.raises(UpstreamRateLimited) as caught:
@@ -70,6 +72,7 @@ def test_retry_after_beyond_the_cap_is_not_waited_out() -> None:
     assert waits == [] and caught.value.retry_after == 60
 
 
+@pytest.mark.unit
 def test_client_errors_are_not_retried() -> None:
     waits: list[float] = []
     with pytest.raises(UpstreamError):
@@ -77,6 +80,7 @@ def test_client_errors_are_not_retried() -> None:
     assert waits == []
 
 
+@pytest.mark.unit
 def test_retry_budget_is_a_share_of_calls_over_a_window() -> None:
     clock = Clock()
     budget = RetryBudget(ratio=0.5, minimum=1, window_s=10, clock=clock)
@@ -87,6 +91,7 @@ def test_retry_budget_is_a_share_of_calls_over_a_window() -> None:
     assert budget.try_retry() and not budget.try_retry()
 
 
+@pytest.mark.unit
 def test_a_last_try_that_fails_spends_no_retry_and_sheds_nothing() -> None:
     """Out of tries, a scoring call's failure is raised as it is: no retry is taken from the budget for a try
     that will not happen, and no shed is counted for it."""
@@ -110,6 +115,7 @@ def test_a_last_try_that_fails_spends_no_retry_and_sheds_nothing() -> None:
     assert str(caught.value) == "boom again" and waits == [pytest.approx(0.01)] and shed == []
 
 
+@pytest.mark.unit
 def test_scoring_is_shed_while_its_group_is_rate_limited() -> None:
     clock, shed = Clock(), []
     retries = RetryPolicy(
@@ -143,6 +149,7 @@ def test_scoring_is_shed_while_its_group_is_rate_limited() -> None:
     assert shed == [("g", "rate_limited")] and len(calls) == 4
 
 
+@pytest.mark.integration
 def test_scoring_retries_stop_when_the_budget_is_spent(fake_upstream: FakeUpstream) -> None:
     """Against the fake upstream: a user call is retried through a 429, a scoring call on an empty budget is not."""
     config = gateway_config(fake_upstream.url, router_settings={"num_retries": 2, "timeout": 5})  # type: ignore[attr-defined]
@@ -170,6 +177,7 @@ def test_scoring_retries_stop_when_the_budget_is_spent(fake_upstream: FakeUpstre
     assert shed == [("fake", "retry_budget")]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_429_retried_after_retry_after_on_both_paths(
     path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]

@@ -17,6 +17,8 @@ from proxy.config.settings import Deployment
 from proxy.server.errors import UpstreamError, UpstreamRateLimited
 from proxy.upstream.routing import GroupRouter
 
+pytestmark = pytest.mark.unit
+
 
 def group(*params: dict[str, Any], strategy: RoutingStrategy = "simple-shuffle") -> GroupRouter:
     deployments = [

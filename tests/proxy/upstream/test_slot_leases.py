@@ -16,6 +16,8 @@ from proxy.upstream.slot_leases import LeasedSlots, SlotLender
 from proxy.upstream.slots import Priority, PrioritySlots
 from scoring.local_transport import FrameKind, read_frame, write_frame
 
+pytestmark = pytest.mark.unit
+
 
 @asynccontextmanager
 async def lent(slots: PrioritySlots) -> AsyncIterator[tuple[LeasedSlots, SlotLender, Callable[[], None]]]:

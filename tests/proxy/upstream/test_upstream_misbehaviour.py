@@ -19,6 +19,8 @@ from tests.proxy.scored_gateway import AskingScorer
 from tests.proxy.upstream.both_paths import PATHS, openai_error, path_config
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 
 

@@ -13,6 +13,8 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 PATHS = ["passthrough", "litellm"]
 
 

@@ -15,6 +15,8 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 langchain_openai = pytest.importorskip("langchain_openai")
 openai_like = pytest.importorskip("llama_index.llms.openai_like")
 

@@ -23,6 +23,8 @@ from scoring.rag import RAG_FIELDS
 from tests.conftest import MASTER_KEY
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 FUZZ = settings(
     max_examples=200,

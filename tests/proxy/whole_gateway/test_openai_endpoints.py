@@ -23,6 +23,8 @@ from tests.fake_upstream import FakeUpstream
 from tests.proxy.scored_gateway import AskingScorer, scoring_config
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 SYNC = {"x-trustgate-mode": "sync"}
 # passthrough / litellm, and whether the upstream serves /responses itself

@@ -26,6 +26,8 @@ from tests.proxy.tenants import KEYS, bearer, chat, operator_config
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
+pytestmark = pytest.mark.integration
+
 
 def default_policy_redis_config(upstream_url: str, redis_url: str) -> dict[str, Any]:
     config = redis_config(upstream_url, redis_url)

@@ -81,6 +81,7 @@ def post(server: ServerThread, content: str = "Who built the first temple?", **e
     )
 
 
+@pytest.mark.integration
 def test_one_trace_from_the_request_to_its_evaluation_events(traced_gateway: ServerThread, recorded: Recorded) -> None:
     response = post(traced_gateway)
     completion_id, trust_id = response.json()["id"], response.headers["x-trust-id"]
@@ -113,6 +114,7 @@ def test_one_trace_from_the_request_to_its_evaluation_events(traced_gateway: Ser
     assert "gen_ai.evaluation.score.value" not in by_name["trustgate.trust_fc"]
 
 
+@pytest.mark.integration
 def test_without_a_traceparent_the_request_starts_its_own_trace(
     traced_gateway: ServerThread, recorded: Recorded
 ) -> None:
@@ -128,6 +130,7 @@ def test_without_a_traceparent_the_request_starts_its_own_trace(
     assert scoring.context.trace_id == request.context.trace_id
 
 
+@pytest.mark.integration
 def test_the_request_span_covers_the_whole_stream(traced_gateway: ServerThread, recorded: Recorded) -> None:
     with httpx.stream(
         "POST",
@@ -150,6 +153,7 @@ def test_the_request_span_covers_the_whole_stream(traced_gateway: ServerThread, 
     assert scoring.parent is not None and scoring.parent.span_id == request.context.span_id
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("content, status", [("[fail:503]", 503), ("[fail:400]", 400)])
 def test_upstream_errors_end_the_span_with_their_status(
     traced_gateway: ServerThread, recorded: Recorded, content: str, status: int
@@ -162,6 +166,7 @@ def test_upstream_errors_end_the_span_with_their_status(
     assert not recorded.finished("trustgate.score")
 
 
+@pytest.mark.integration
 def test_an_unexpected_500_still_ends_the_span(traced_gateway: ServerThread, recorded: Recorded) -> None:
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug")
@@ -174,6 +179,7 @@ def test_an_unexpected_500_still_ends_the_span(traced_gateway: ServerThread, rec
     assert request.status.status_code == StatusCode.ERROR
 
 
+@pytest.mark.integration
 def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded: Recorded) -> None:
     response = httpx.post(
         f"{traced_gateway.url}/v1/chat/completions",
@@ -186,6 +192,7 @@ def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded
     assert request.attributes["http.response.status_code"] == 401  # type: ignore[index]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_each_upstream_try_is_a_client_span_of_the_request(
     fake_upstream: FakeUpstream, recorded: Recorded, start_gateway: Callable[..., ServerThread], path: str
@@ -238,6 +245,7 @@ ENDPOINT_CALLS = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_a_try_is_attributed_to_the_deployment_that_answered_it(
     fake_upstream: FakeUpstream, recorded: Recorded, start_gateway: Callable[..., ServerThread], path: str
@@ -285,6 +293,7 @@ def test_a_try_is_attributed_to_the_deployment_that_answered_it(
     assert not [r for r in fake_upstream.requests if "metadata" in r or "litellm_metadata" in r]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("app_of", ["gateway", "plain FastAPI"])
 def test_fastapi_makes_no_spans_of_its_own(monkeypatch: pytest.MonkeyPatch, app_of: str) -> None:
     """With OpenTelemetry's global tracer provider configured (by ``opentelemetry-instrument``, say), FastAPI's

@@ -33,6 +33,7 @@ from tests.fake_upstream import FakeUpstream
 from .upstream_ask import Answerer, upstream_ask
 
 
+@pytest.mark.unit
 def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
     paths = asset_paths(ScoringSettings(data_dir=tmp_path))
     (paths.store).mkdir(parents=True)
@@ -42,6 +43,7 @@ def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
     assert paths.graph.read_text() == paths.vectors.read_text() == "kept" and not paths.manifest.exists()
 
 
+@pytest.mark.unit
 def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> None:
     settings = ScoringSettings(data_dir=tmp_path)
     with pytest.raises(FileNotFoundError, match=r"scoring.consistency.assets") as raised:
@@ -49,6 +51,7 @@ def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> Non
     assert raised.value.filename == str(asset_paths(settings).vectors)
 
 
+@pytest.mark.integration
 def test_tagging_and_training_on_a_small_corpus(nlp: Language, tmp_path: Path) -> None:
     corpus = tag_corpus(nlp, ["Florida is a state.", "Texas is a state too.", "Florida borders Georgia."])
     assert corpus.sentences[0] == ["Florida", "is", "a", "state"]  # punctuation dropped
@@ -59,6 +62,7 @@ def test_tagging_and_training_on_a_small_corpus(nlp: Language, tmp_path: Path) -
     assert {"Florida", "state", "Georgia"} <= set(vectors.index_to_key)
 
 
+@pytest.mark.unit
 def test_vocabulary_keeps_only_frequent_words(tmp_path: Path) -> None:
     corpus = TaggedCorpus([], {"state": Counter(NN=3), "rare": Counter(NN=1)})
     write_vocabulary(tmp_path / "v.tsv", corpus, min_count=2)
@@ -76,7 +80,7 @@ PLACE_ANSWER = (
 )
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_upstream: FakeUpstream) -> None:
     """The real build, then Table 7's answers scored on the built graph and vectors."""
     settings = ScoringSettings(data_dir=tmp_path_factory.mktemp("assets"), consistency=ConsistencySettings(seed=3))

@@ -12,9 +12,12 @@ import pytest
 
 from tests.fresh_interpreter import printed_by
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (the nli extra): nothing to keep out"
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None, reason="torch is not installed (the nli extra): nothing to keep out"
+    ),
+]
 
 
 def test_the_scorers_spacy_pipeline_parses_without_torch_and_torch_still_imports_after() -> None:

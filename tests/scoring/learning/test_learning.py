@@ -19,6 +19,8 @@ from scoring.learning.rule import LabelledAnswer, LearningRule
 from scoring.learning.store import FileFitStore
 from scoring.types import ComponentResult, Feedback, LPDetails, OVDetails, TrustRecord
 
+pytestmark = pytest.mark.unit
+
 
 def _answers(
     n: int,

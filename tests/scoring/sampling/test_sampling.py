@@ -30,6 +30,8 @@ from scoring.types import (
     UpstreamFailure,
 )
 
+pytestmark = pytest.mark.unit
+
 QUESTION = "What is the capital of France?"
 
 
