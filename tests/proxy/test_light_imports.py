@@ -23,7 +23,7 @@ from tests.redis_server import RedisServer
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("spacy", "gensim", "torch", "sklearn", "matplotlib", "transformers")
 SCORING_OFF = {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}}
 

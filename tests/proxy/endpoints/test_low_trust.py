@@ -27,7 +27,7 @@ from scoring.types import Scorer
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.scored_gateway import AskingScorer, wait_for_record
-from tests.proxy.trust.low_trust import HIGH, LOW, VerdictScorer, ask_chat, config, record, sdk
+from tests.proxy.endpoints.low_trust import HIGH, LOW, VerdictScorer, ask_chat, config, record, sdk
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}

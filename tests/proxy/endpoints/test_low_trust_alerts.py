@@ -28,7 +28,7 @@ from starlette.routing import Route
 from exporters.alertmanager import ALERT_NAME, AlertmanagerExporter, AlertmanagerSettings, alert_for
 from scoring.types import TrustRecord
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.trust.low_trust import HIGH, LOW, VerdictScorer, ask_chat, config
+from tests.proxy.endpoints.low_trust import HIGH, LOW, VerdictScorer, ask_chat, config
 from tests.redis_server import free_port
 from tests.servers import ServerThread
 

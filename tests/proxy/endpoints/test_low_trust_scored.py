@@ -18,7 +18,7 @@ import pytest
 from tests.built_assets import DATA_DIR
 from tests.conftest import sdk_client
 from tests.fake_upstream import FakeUpstream, last_user_text
-from tests.proxy.trust.low_trust import config, record
+from tests.proxy.endpoints.low_trust import config, record
 from tests.scripted_models import ANSWER, QUESTION, model
 from tests.servers import ServerThread
 
