@@ -30,6 +30,7 @@ from tests.fake_upstream import FakeUpstream
 from tests.proxy.metric_samples import samples
 from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, scoring_config
 from tests.servers import ServerThread
+from tests.waiting import wait_until
 
 TRACE_ID = 0x4BF92F3577B34DA6A3CE929D0E0E4736
 PARENT_ID = 0x00F067AA0BA902B7
@@ -44,6 +45,12 @@ class Recorded:
 
     def finished(self, name: str) -> list[ReadableSpan]:
         return [s for s in self.spans.get_finished_spans() if s.name == name]
+
+    def ended(self, name: str) -> list[ReadableSpan]:
+        """The finished spans of ``name`` once there is one: a streamed response's span ends in the server's
+        thread after the last event is written, which the client may read first."""
+        wait_until(lambda: bool(self.finished(name)), timeout=10)
+        return self.finished(name)
 
     def events(self) -> list[ReadableLogRecord]:
         return [r.log_record for r in self.logs.get_finished_logs()]  # type: ignore[attr-defined]
@@ -144,7 +151,7 @@ def test_the_request_span_covers_the_whole_stream(traced_gateway: ServerThread, 
         assert not recorded.finished("chat fake"), "the span ended before the stream did"
         rest = [line for line in lines if line.startswith("data:")]
     assert first and rest[-1] == "data: [DONE]"
-    (request,) = recorded.finished("chat fake")
+    (request,) = recorded.ended("chat fake")
     assert request.attributes["gen_ai.response.id"] == "chatcmpl-fake-stream"  # type: ignore[index]
     assert request.attributes["trustgate.stream"] is True  # type: ignore[index]
     assert request.attributes["http.response.status_code"] == 200  # type: ignore[index]
