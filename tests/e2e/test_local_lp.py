@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.built_assets import DATA_DIR
-from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess, serve_default_config
+from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess
 from tests.proxy.logprob_replies import visible_logprobs
 
 pytestmark = [
@@ -35,12 +35,6 @@ def readme_sync_curl() -> str:
     return found.group(1).replace("\\\n", " ")
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with serve_default_config(tmp_path_factory.mktemp("local-lp")) as running:
-        yield running
-
-
 def headers_and_body(curl_output: str) -> tuple[dict[str, str], dict[str, Any]]:
     """``curl -D -`` output: the last header block (lower-cased names) and the JSON body."""
     head, body = curl_output.replace("\r\n", "\n").rsplit("\n\n", 1)
@@ -48,18 +42,18 @@ def headers_and_body(curl_output: str) -> tuple[dict[str, str], dict[str, Any]]:
     return {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in lines)}, json.loads(body)
 
 
-def test_the_readme_first_sync_curl_returns_x_trust_lp(gateway: GatewayProcess) -> None:
-    command = readme_sync_curl().replace(README_URL, gateway.url)
+def test_the_readme_first_sync_curl_returns_x_trust_lp(default_gateway: GatewayProcess) -> None:
+    command = readme_sync_curl().replace(README_URL, default_gateway.url)
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300, check=True)
     headers, body = headers_and_body(done.stdout)
     assert headers["x-trust-status"] == "done", headers
     assert 0 < float(headers["x-trust-lp"]) <= 1
     assert body["choices"][0]["message"]["content"] and visible_logprobs(body) == []  # the client asked none
-    record = httpx.get(f"{gateway.url}/v1/trust/{headers['x-trust-id']}", headers=AUTH, timeout=10).json()
+    record = httpx.get(f"{default_gateway.url}/v1/trust/{headers['x-trust-id']}", headers=AUTH, timeout=10).json()
     assert record["components"]["lp"]["details"]["tokens"] > 0
 
 
-def test_a_sync_stream_and_a_legacy_completion_have_lp(gateway: GatewayProcess) -> None:
+def test_a_sync_stream_and_a_legacy_completion_have_lp(default_gateway: GatewayProcess) -> None:
     sync = {**AUTH, "x-trustgate-mode": "sync"}
     body = {
         "model": "local",
@@ -68,14 +62,16 @@ def test_a_sync_stream_and_a_legacy_completion_have_lp(gateway: GatewayProcess) 
         "temperature": 0,
         "stream": True,
     }
-    with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", json=body, headers=sync, timeout=300) as reply:
+    with httpx.stream(
+        "POST", f"{default_gateway.url}/v1/chat/completions", json=body, headers=sync, timeout=300
+    ) as reply:
         events = [json.loads(line[6:]) for line in reply.iter_lines() if line.startswith("data: {")]
     trust = next(event["trust"] for event in events if "trust" in event)
     assert trust["status"] == "done" and 0 < trust["components"]["lp"] <= 1
     assert visible_logprobs(events) == []
 
     completion = httpx.post(
-        f"{gateway.url}/v1/completions",
+        f"{default_gateway.url}/v1/completions",
         headers=sync,
         timeout=300,
         json={"model": "local", "prompt": "The capital of France is", "max_tokens": 16, "temperature": 0},
