@@ -30,9 +30,10 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def real_scorer_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
-    config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+@pytest.fixture(scope="module")
+def real_scorer_gateway(fake_upstream_url: str, start_module_gateway: Callable[..., ServerThread]) -> ServerThread:
+    """Shared by the module's tests, which only send it requests: its start loads the real scorers."""
+    config = gateway_config(fake_upstream_url)
     config["trustgate"] = {
         "scoring": {
             "data_dir": str(DATA_DIR),
@@ -41,7 +42,7 @@ def real_scorer_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[...
             "consistency": {"max_checks": 4, "seed": 7},
         }
     }
-    return start_gateway(config, scorers=None)  # None: the scorers the config enables
+    return start_module_gateway(config, scorers=None)  # None: the scorers the config enables
 
 
 def ask(server: ServerThread) -> httpx.Response:

@@ -4,8 +4,8 @@ A real gateway on the default scoring settings (every default scorer, the built
 assets) in front of the fake upstream, which plays a clearly consistent model
 (it picks its own answer in every Trust_BC check) or an inconsistent one (it
 never does); its judge finds support, and asked again it answers the same. The
-fake counts every call it gets (issue 32: at most 4 for a clearly consistent
-answer, which ``sc`` no longer samples).
+fake counts every call it gets (at most 4 for a clearly consistent answer,
+which ``sc`` does not sample).
 """
 
 from __future__ import annotations
@@ -56,19 +56,23 @@ def calls_by_component(record: dict[str, Any]) -> dict[str, int]:
     return {name: component["upstream_calls"] for name, component in record["components"].items()}
 
 
+@pytest.fixture(scope="module")
+def on_the_defaults(fake_upstream_url: str, start_module_gateway: Callable[..., ServerThread]) -> ServerThread:
+    """A gateway on the default scoring settings, shared by the tests that change none: each start loads every
+    default scorer."""
+    config = gateway_config(
+        fake_upstream_url, trustgate={"scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}}
+    )
+    return start_module_gateway(config, scorers=None)
+
+
 def test_a_clearly_consistent_answer_costs_four_calls_on_the_defaults(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+    fake_upstream: FakeUpstream, on_the_defaults: ServerThread
 ) -> None:
-    """Issue 32: at most 4. Trust_BC stops after 3 agreeing checks and Trust_FC's judge is 1 call; those 3
+    """At most 4. Trust_BC stops after 3 agreeing checks and Trust_FC's judge is 1 call; those 3
     checks all chose the answer itself, so ``sc`` asks no samples (it would add 3) and says why."""
     fake_upstream.responder = model(consistent=True)
-    config = gateway_config(
-        fake_upstream.url,
-        trustgate={  # type: ignore[attr-defined]
-            "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}
-        },
-    )
-    headers, record = scored(start_gateway(config, scorers=None))
+    headers, record = scored(on_the_defaults)
     assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 0, "ov": 0}
     assert upstream_calls(fake_upstream) == (4, 0)
     bc, sc = record["components"]["bc"], record["components"]["sc"]
@@ -80,16 +84,10 @@ def test_a_clearly_consistent_answer_costs_four_calls_on_the_defaults(
 
 
 def test_an_inconsistent_answer_still_gets_its_samples(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+    fake_upstream: FakeUpstream, on_the_defaults: ServerThread
 ) -> None:
     fake_upstream.responder = model(consistent=False)
-    config = gateway_config(
-        fake_upstream.url,
-        trustgate={  # type: ignore[attr-defined]
-            "scoring": {"data_dir": str(DATA_DIR), "allow_client_mode": "any"}
-        },
-    )
-    headers, record = scored(start_gateway(config, scorers=None))
+    headers, record = scored(on_the_defaults)
     assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
     assert upstream_calls(fake_upstream) == (7, 3)
     assert record["components"]["bc"]["label"] == "inconsistent"
