@@ -26,6 +26,7 @@ import httpx
 import yaml
 
 from scoring.consistency.oxigraph import oxigraph_binary
+from tests.built_assets import DATA_DIR, assets_built
 from tests.deploy.compose import interpolate, mounts
 from tests.deploy.image import Image
 from tests.deploy.promql import DEPLOY
@@ -54,15 +55,11 @@ __all__ = [
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 ASSETS_DIR = "/usr/local/share/trustgate"  # where the image builds the scoring assets
 ROOT = DEPLOY.parent
-ASSETS = ROOT / "var" / "trustgate"  # built by `make assets`: the image's command (`trustgate build-assets`)
+ASSETS = DATA_DIR  # built by `make assets`: the image's command (`trustgate build-assets`)
 K8S = DEPLOY / "k8s"
 BASE = K8S / "base"
 MASTER_KEY = "sk-role-test"
 START_TIMEOUT_S = 180  # loading spaCy, the vectors and the evidence index on a busy 2-core machine
-
-
-def assets_built() -> bool:
-    return (ASSETS / "factcheck" / "index").exists() and (ASSETS / "consistency" / "vectors.bin").exists()
 
 
 @dataclass(frozen=True)
