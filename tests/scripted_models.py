@@ -20,9 +20,7 @@ def scripted(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
     def respond(messages: list[dict[str, Any]]) -> str:
         prompt = last_user_text(messages)
         if prompt.startswith("INSTRUCTION: Please give answers"):
-            question = prompt.rsplit("Question:", 1)[1]
-            options = dict(re.findall(r"^([A-E])\) (.*)$", question, re.MULTILINE))
-            original = next(letter for letter, text in options.items() if text == ANSWER)
+            original = next(letter for letter, text in options(prompt).items() if text == ANSWER)
             return original if consistent else next(letter for letter in "ABCD" if letter != original)
         if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):
             return "support" if "Paris" in prompt.split("Question:")[0] else "neutral"
