@@ -26,8 +26,8 @@ from scoring.calibration import IsotonicCalibrator, save_calibration
 from scoring.types import Scorer
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.proxy.endpoints.low_trust import HIGH, LOW, VerdictScorer, ask_chat, config, record, sdk
+from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
