@@ -1,4 +1,5 @@
-"""ruff (its checks and its formatter) and mypy, as configured in pyproject.toml, run with the tests: a finding fails the suite."""
+"""ruff (its checks and its formatter) and mypy, as configured in pyproject.toml, run with the tests: a finding
+fails the suite."""
 
 from __future__ import annotations
 
