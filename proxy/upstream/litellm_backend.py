@@ -292,6 +292,33 @@ async def _closed(wrapper: Any) -> None:
             await close()
 
 
+_CALLBACK_LISTS = (
+    "callbacks",
+    "input_callback",
+    "service_callback",
+    "success_callback",
+    "failure_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
+
+
+def _unhook_router(litellm: Any, router: Any) -> None:
+    """Take a finished Router's callbacks out of litellm's module-wide lists.
+
+    litellm caps those lists at 100 entries and never empties them, so each reload or gateway in a process
+    would leave its Router's hooks behind until new Routers' routing strategies (latency, least busy) stopped
+    being told about calls. ``Router.discard`` unhooks the Router's own methods but not its strategy's
+    logger, which is the Router attribute that is a litellm ``CustomLogger``."""
+    router.discard()
+    strategy_loggers = [
+        value for value in vars(router).values() if isinstance(value, litellm.integrations.custom_logger.CustomLogger)
+    ]
+    for name in _CALLBACK_LISTS:
+        hooks = getattr(litellm, name)
+        hooks[:] = [hook for hook in hooks if not any(hook is logger for logger in strategy_loggers)]
+
+
 class LitellmBackend:
     def __init__(self, settings: GatewaySettings, groups: Iterable[str], errors: UpstreamErrors) -> None:
         self._litellm = _import_litellm()
@@ -390,6 +417,7 @@ class LitellmBackend:
         close = getattr(self._router, "aclose", None)
         if close is not None:
             await close()
+        _unhook_router(self._litellm, self._router)
         await _TRANSPORT.close_loop_pool()
 
 

@@ -191,7 +191,8 @@ def test_the_asked_group_answering_names_itself_and_no_fallback(
     assert raw.headers["x-trustgate-model-group"] == "fake" and "x-trustgate-fallback" not in raw.headers
     record = wait_for_record(server, raw.headers["x-trust-id"])
     assert (record["model"], record["asked_model"]) == ("fake", None)
-    assert not [key for key in samples(server) if key[0] == "trustgate_fallbacks_total"]
+    # The configured fallback's series is there from the start, at zero: a dashboard draws it before the first one.
+    assert [value for key, value in samples(server).items() if key[0] == "trustgate_fallbacks_total"] == [0.0]
 
 
 def test_fresh_request_ids_differ_after_a_fork_and_after_the_shared_generator_is_seeded() -> None:

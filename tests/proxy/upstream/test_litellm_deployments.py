@@ -9,6 +9,7 @@ deployment under each routing strategy, with ``max_parallel_requests``
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -23,6 +24,8 @@ import pytest
 import yaml
 
 from proxy.config.settings import ConfigError, read_config, settings_from_dict
+from proxy.upstream.errors import UpstreamErrors
+from proxy.upstream.litellm_backend import LitellmBackend, _import_litellm
 from tests.e2e.gateway_process import free_port, serve_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
@@ -544,3 +547,32 @@ def test_the_docs_scoring_example_loads_with_its_mode_off(tmp_path: Path) -> Non
     )
     scoring = settings_from_dict(read_config(path), {}).trustgate.scoring
     assert scoring.per_key["batch-jobs"].mode == "off" and scoring.per_key["batch-jobs"].allow_client_mode == "none"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "strategy", ["latency-based-routing", "least-busy", "usage-based-routing-v2", "simple-shuffle"]
+)
+def test_a_closed_litellm_backend_leaves_none_of_its_callbacks_in_litellm(tmp_path: Path, strategy: str) -> None:
+    """litellm keeps every Router's callbacks in module-wide lists capped at 100, so a backend that left its own
+    there (one per config reload, one per gateway in a process) would in the end stop routers' strategies from
+    seeing any latency or load."""
+    config = load(
+        tmp_path, "slow_and_fast", strategy=strategy, slow="http://127.0.0.1:9/v1", fast="http://127.0.0.1:9/v1"
+    )
+    settings = settings_from_dict(config, {})
+    litellm = _import_litellm()
+    lists = (
+        "callbacks",
+        "input_callback",
+        "success_callback",
+        "failure_callback",
+        "_async_success_callback",
+        "_async_failure_callback",
+        "service_callback",
+    )
+    before = {name: list(getattr(litellm, name)) for name in lists}
+    backend = LitellmBackend(settings, settings.model_groups(), UpstreamErrors([]))
+    assert any(getattr(litellm, name) != before[name] for name in lists)  # the Router did hook itself in
+    asyncio.run(backend.aclose())
+    assert {name: list(getattr(litellm, name)) for name in lists} == before
