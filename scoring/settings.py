@@ -275,6 +275,12 @@ class LowTrustPolicy(BaseModel):
     # higher: the escalated answer only if it scores at least as high as the first; escalated: it always.
     prefer: Literal["higher", "escalated"] | None = None
     escalation_timeout: float | None = Field(default=None, gt=0)
+    unknown: Literal["pass", "act"] | None = Field(
+        default=None,
+        description="What the action does with an answer labelled unknown: one whose model's labels show that its "
+        "scores carry no information (x-trust-informative: false). pass (the default): it is left alone, whatever "
+        "its value; act: its value is compared with `below` like any other score.",
+    )
 
 
 def _kind_list(value: Any) -> Any:
