@@ -100,17 +100,16 @@ class Standing:
 
     @property
     def reason(self) -> str:
-        """Why new records get the combination they get, as of the labels there are now."""
+        """Why new records get the combination they get: the last refit's reason, unless labels came since."""
         labels = _labels(self.labels)
         if not self.learns:
             return f"{labels}; learning from labels is off (trustgate.scoring.feedback.learn: false)"
-        if self.report is not None and self.report.combination == "fitted":
-            return self.report.reason
+        report = self.report
+        if report is not None and (report.combination == "fitted" or self.labels <= report.labels):
+            return report.reason
         if self.labels < self.min_labels:
             return f"{labels}; a fit needs {self.min_labels}"
-        if self.report is None or self.report.labels < self.min_labels:
-            return (
-                f"{labels}: enough for a fit, which the next refit tries (every {self.refit_every} new labels, "
-                "or trustgate calibrate)"
-            )
-        return self.report.reason
+        return (
+            f"{labels}: enough for a fit, which the next refit tries (every {self.refit_every} new labels, "
+            "or trustgate calibrate)"
+        )
