@@ -85,6 +85,8 @@ __all__ = [
 
 log = logging.getLogger("trustgate.assembly")
 
+RECORDS_FILE = "trust-records.sqlite3"  # under data_dir, where trustgate.store.path names no file
+
 
 def http_client() -> httpx.AsyncClient:
     # One pooled client for all upstream traffic; timeouts are set per request.
@@ -158,8 +160,8 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     redis = Redis.from_url(
         queue.redis_url,
         decode_responses=True,
-        socket_timeout=queue.redis_timeout,
-        socket_connect_timeout=queue.redis_timeout,
+        socket_timeout=queue.redis_timeout_s,
+        socket_connect_timeout=queue.redis_timeout_s,
         health_check_interval=10,
     )
     stack.push_async_callback(redis.aclose)
@@ -207,8 +209,8 @@ async def build_publisher(
         )
 
     store = SqliteRecordStore(
-        config.path,
-        max_age_s=config.max_age_days * 86400,
+        config.path or settings.trustgate.scoring.data_dir / RECORDS_FILE,
+        max_age_s=config.max_age_s,
         max_records=config.max_records,
         max_record_bytes=config.max_record_bytes,
         max_pending_writes=config.max_pending_writes,

@@ -59,7 +59,7 @@ from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
-from .settings import BudgetLimits, BudgetSettings, ScoringMode, ScoringSettings
+from .settings import BudgetLimits, BudgetSettings, Renamed, ScoringMode, ScoringSettings, require_order
 from .throttled_log import ThrottledLog
 from .types import (
     BASES,
@@ -156,6 +156,7 @@ __all__ = [
     "RedisFitStore",
     "RedisJobQueue",
     "RedisStreamWorker",
+    "Renamed",
     "Reply",
     "SamplingParams",
     "ScoreQuality",
@@ -197,6 +198,7 @@ __all__ = [
     "reap_stale_children",
     "redis_reachable",
     "register_child",
+    "require_order",
     "resolved_mode",
     "save_calibration",
     "scored_kinds",

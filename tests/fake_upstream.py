@@ -61,6 +61,7 @@ Responder = Callable[[list[dict[str, Any]]], str]
 def never(messages: list[dict[str, Any]]) -> bool:
     return False
 
+
 _DIRECTIVE = re.compile(
     r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
     r"|bad-chunk|unsized|tool-call|too-long|filtered)(?::([\w.-]+))?\]"

@@ -97,7 +97,7 @@ def scored(scorers: list[Scorer], learned: Reports | None = None, **settings: ob
     pipeline = ScoringPipeline(
         scorers,
         lambda model, purpose, lane: None,  # type: ignore[arg-type,return-value]
-        ScoringSettings.model_validate({"queue": {"scorer_timeout": 0.2}, **settings}),
+        ScoringSettings.model_validate({"queue": {"scorer_timeout_s": 0.2}, **settings}),
         combine=default_trust,
         learned=learned,  # type: ignore[arg-type]
     )

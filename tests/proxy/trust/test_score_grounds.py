@@ -71,7 +71,7 @@ def grounds_config(fake: FakeUpstream, path: str, fits: Path) -> dict[str, Any]:
         "scoring": {
             "mode": "sync",
             "combine": "paper",
-            "queue": {"scorer_timeout": 0.5},
+            "queue": {"scorer_timeout_s": 0.5},
             "feedback": {"fits_path": str(fits)},
             "on_low_trust": {"below": 0.5, "action": "block", "message": "Blocked."},
             "per_key": {"acts": {"on_low_trust": {"unknown": "act"}}},
