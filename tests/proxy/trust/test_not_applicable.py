@@ -84,7 +84,8 @@ def alert_sink() -> Any:
 
 
 def acting_config(fake: FakeUpstream, path: str, alerts: str | None = None, **scoring: Any) -> dict[str, Any]:
-    """Sync scoring with a policy that blocks every scored answer below 1.0, alerts to ``alerts``."""
+    """Sync scoring with a policy that blocks a scored answer below 0.5 (every one: the scorer says 0.1), alerts
+    to ``alerts``."""
     config = gateway_config(fake.url)  # type: ignore[attr-defined]
     config["trustgate"] = {
         "passthrough": path == "passthrough",
@@ -92,7 +93,7 @@ def acting_config(fake: FakeUpstream, path: str, alerts: str | None = None, **sc
             "mode": "sync",
             "allow_client_mode": "any",
             "combine": "paper",
-            "on_low_trust": {"below": 1.0, "action": "block", "message": "Blocked."},
+            "on_low_trust": {"below": 0.5, "action": "block", "message": "Blocked."},
             **scoring,
         },
         **({"alerting": {"alertmanager_url": alerts}} if alerts else {}),
