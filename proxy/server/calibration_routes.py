@@ -14,7 +14,7 @@ the shared figures.
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from scoring import CalibrationReport, Combination, LearnedFit, Standing, StoreUnavailable
 
@@ -36,15 +36,27 @@ class ModelCalibration(BaseModel):
     combination: Combination
     reason: str
     informative: bool | None  # None: too few labels of each kind to say (or no refit yet)
-    fit: LearnedFit | None
-    auroc: dict[str, float | None]
-    ece: dict[str, float | None]
-    fitted_at: float | None  # the last refit; None: none yet
-    refit_labels: int | None  # the labels the last refit read; None: none yet
+    # What the last refit measured; before any refit: no fit, no figures, no time, no count.
+    fit: LearnedFit | None = None
+    auroc: dict[str, float | None] = Field(default_factory=dict)
+    ece: dict[str, float | None] = Field(default_factory=dict)
+    fitted_at: float | None = None
+    refit_labels: int | None = None  # the labels it read
 
     @classmethod
     def of(cls, standing: Standing) -> ModelCalibration:
         report = standing.report
+        refit = (
+            {}
+            if report is None
+            else {
+                "fit": report.fit,
+                "auroc": report.auroc(),
+                "ece": report.ece(),
+                "fitted_at": report.fitted_at,
+                "refit_labels": report.labels,
+            }
+        )
         return cls(
             model=standing.model,
             labels=standing.labels,
@@ -52,11 +64,7 @@ class ModelCalibration(BaseModel):
             combination=standing.combination,
             reason=standing.reason,
             informative=standing.informative,
-            fit=report.fit if report is not None else None,
-            auroc=report.auroc() if report is not None else {},
-            ece=report.ece() if report is not None else {},
-            fitted_at=report.fitted_at if report is not None else None,
-            refit_labels=report.labels if report is not None else None,
+            **refit,
         )
 
 

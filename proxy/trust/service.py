@@ -48,6 +48,7 @@ from scoring import (
     ThrottledLog,
     TrustAction,
     TrustRecord,
+    TrustStatus,
     applicability_of,
     decide,
     describe,
@@ -112,6 +113,18 @@ class TrustPlan:
         if group == self.model:
             return self
         return replace(self, model=group, asked_model=self.asked_model or self.model)
+
+    def record(self, status: TrustStatus, **fields: Any) -> TrustRecord:
+        """A record of this plan's answer that needs no scoring job: its id, model, owner and correlation."""
+        return TrustRecord(
+            id=self.record_id,
+            status=status,
+            model=self.model,
+            owner=self.owner,
+            request_id=self.request_id,
+            asked_model=self.asked_model,
+            **fields,
+        )
 
     sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
 
@@ -311,15 +324,7 @@ class TrustService:
             return await self.settle(plan, await self.submit(plan, messages, answer))
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
-            return TrustRecord(
-                id=plan.record_id,
-                status="failed",
-                model=plan.model,
-                owner=plan.owner,
-                request_id=plan.request_id,
-                asked_model=plan.asked_model,
-                error=type(exc).__name__,
-            )
+            return plan.record("failed", error=type(exc).__name__)
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now.
@@ -335,18 +340,7 @@ class TrustService:
             return self._publish_later(self._not_applicable(plan, messages, answer, applicability))
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:  # no content: only tool calls, or nothing at all
-            return self._publish_later(
-                TrustRecord(
-                    id=plan.record_id,
-                    status="skipped",
-                    model=plan.model,
-                    owner=plan.owner,
-                    request_id=plan.request_id,
-                    asked_model=plan.asked_model,
-                    error=f"skipped: {reason}",
-                    applicability=applicability,
-                )
-            )
+            return self._publish_later(plan.record("skipped", error=f"skipped: {reason}", applicability=applicability))
         policy = JobPolicy(
             mode="sync" if plan.decision.mode == "sync" else "async",
             rag=plan.rag.labels if plan.rag is not None else None,
@@ -396,13 +390,8 @@ class TrustService:
         """The record of an answer of a kind that is not scored: its kind and why, the exchange for a reader to
         see, and ``lp`` where the answer came with log-probabilities (free: no upstream call)."""
         lp = logprob_component(answer.logprobs) if self._answer_logprobs and answer.logprobs else None
-        return TrustRecord(
-            id=plan.record_id,
-            status="not_applicable",
-            model=plan.model,
-            owner=plan.owner,
-            request_id=plan.request_id,
-            asked_model=plan.asked_model,
+        return plan.record(
+            "not_applicable",
             applicability=applicability,
             components={lp.component: lp} if lp is not None and lp.value is not None else {},
             question=last_question(messages),

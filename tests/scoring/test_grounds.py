@@ -24,6 +24,7 @@ from scoring.types import (
     TrustRecord,
     UpstreamFailure,
 )
+from tests.scoring.learning.reports import calibration_report
 
 pytestmark = pytest.mark.unit
 
@@ -81,16 +82,8 @@ class Reports:
 
 
 def report(*, informative: bool | None, fitted: bool = False) -> CalibrationReport:
-    return CalibrationReport(
-        model="m",
-        labels=60,
-        positives=30,
-        combination="fitted" if fitted else "default",
-        reason="r",
-        informative=informative,
-        fit=LearnedFit(id="fit_1", features=("bc",), weights=(4.0,), intercept=-2.0) if fitted else None,
-        fitted_at=1.0,
-    )
+    fit = LearnedFit(id="fit_1", features=("bc",), weights=(4.0,), intercept=-2.0) if fitted else None
+    return calibration_report("m", informative=informative, fit=fit)
 
 
 def scored(scorers: list[Scorer], learned: Reports | None = None, **settings: object) -> TrustRecord:

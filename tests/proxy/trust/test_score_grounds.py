@@ -22,6 +22,7 @@ from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_live_scoring import AskingScorer
+from tests.scoring.learning.reports import calibration_report
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.integration
@@ -51,16 +52,8 @@ class OverBudget(Scorer):
 
 
 def report(*, informative: bool | None, fitted: bool = False) -> CalibrationReport:
-    return CalibrationReport(
-        model="fake",
-        labels=60,
-        positives=30,
-        combination="fitted" if fitted else "default",
-        reason="test",
-        informative=informative,
-        fit=LearnedFit(id="fit_t", features=("bc",), weights=(4.0,), intercept=1.0) if fitted else None,
-        fitted_at=1.0,
-    )
+    fit = LearnedFit(id="fit_t", features=("bc",), weights=(4.0,), intercept=1.0) if fitted else None
+    return calibration_report("fake", informative=informative, fit=fit)
 
 
 def grounds_config(fake: FakeUpstream, path: str, fits: Path) -> dict[str, Any]:
