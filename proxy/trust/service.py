@@ -100,6 +100,7 @@ class TrustPlan:
     logprobs: LogprobsAsk = "not_asked"  # set by TrustService.upstream_body
     request_id: str | None = None  # the request's x-request-id, carried to the record
     asked_model: str | None = None  # the group the client asked for, when a fallback group answered
+    sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
     # The kinds of answer scored for the key on the model (scoring.policy.scored_kinds); None: triage is off (or the
     # request is not sampled), so no answer is triaged.
     score_kinds: frozenset[ContentKind] | None = None
@@ -125,8 +126,6 @@ class TrustPlan:
             asked_model=self.asked_model,
             **fields,
         )
-
-    sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
