@@ -11,7 +11,6 @@ come with every registry built here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import product
 from typing import TypeVar, get_args
@@ -133,14 +132,6 @@ class GatewayMetrics:
         """One answer triaged: its kind (scored or not), so that operators see their traffic's mix."""
         self.child(self.scoring_applicability, model, kind).inc()
 
-    def preinitialise_applicability(self, models: Iterable[str], kinds: Iterable[str]) -> None:
-        """Every model's series of every kind at zero from the start: a kind first seen later is a rise from 0,
-        which ``rate()`` and ``increase()`` see, rather than a series that appears out of nowhere."""
-        kinds = tuple(kinds)
-        for model in models:
-            for kind in kinds:
-                self.child(self.scoring_applicability, model, kind)
-
     def observe_record(self, record: TrustRecord) -> None:
         """A finished, shed, skipped or not-applicable answer: its outcome, scores, label and errors.
 
@@ -242,6 +233,8 @@ class GatewayMetrics:
             self.scoring_calls_shed.labels(model, reason)
         for action in get_args(TrustAction):
             self.trust_actions.labels(model, action)
+        for kind in labels.kinds:
+            self.scoring_applicability.labels(model, kind)
         for correct in ("true", "false"):
             self.feedback.labels(model, correct)
         for component in labels.components:

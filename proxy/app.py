@@ -149,7 +149,6 @@ def create_app(
                 has_scorers=has_scorers,
                 sample_secret=sampling_secret(settings.secrets()),
                 answer_logprobs=_scores_answer_logprobs(scoring, scorers),
-                models=list(settings.model_groups()),
             )
             await trust.start()
             stack.push_async_callback(trust.stop)

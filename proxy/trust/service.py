@@ -18,7 +18,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -26,7 +26,6 @@ from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import LabelCount, TrustSummary
 from scoring import (
-    ANSWER_KINDS,
     FEEDBACK_STATUSES,
     Applicability,
     ContentKind,
@@ -181,14 +180,10 @@ class TrustService:
         has_scorers: bool,
         sample_secret: bytes,
         answer_logprobs: bool = False,
-        models: Sequence[str] = (),
     ) -> None:
-        """``models``: the configured model groups, whose count of answers by kind starts at zero for every kind."""
         self._settings = settings
         self._answer_logprobs = answer_logprobs
         self._triage = _triage() if has_scorers and settings.applicability.enabled else None
-        if self._triage is not None:
-            metrics.preinitialise_applicability(models, ANSWER_KINDS)
         self._queue = queue
         self._publisher = publisher
         self._metrics = metrics

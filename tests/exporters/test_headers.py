@@ -7,7 +7,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from exporters import build_metrics, trust_event, trust_headers, trust_summary
+from exporters import ConfiguredLabels, build_metrics, trust_event, trust_headers, trust_summary
 from exporters.record_summary import SummaryRow, summarize
 from scoring import Applicability, ComponentResult, TrustRecord
 
@@ -68,8 +68,7 @@ def test_a_not_applicable_answer_has_a_kind_and_no_score_no_label_no_basis() -> 
 
 def test_not_applicable_answers_and_unknown_labels_stay_out_of_low_trust_rates() -> None:
     registry = CollectorRegistry()
-    metrics = build_metrics(registry)
-    metrics.preinitialise_applicability(["m"], ["factual", "creative"])
+    metrics = build_metrics(registry, ConfiguredLabels(models=("m",), kinds=("factual", "creative")))
     assert registry.get_sample_value("trustgate_scoring_applicability_total", {"model": "m", "kind": "creative"}) == 0
     poem = TrustRecord(
         id="p",
@@ -86,7 +85,7 @@ def test_not_applicable_answers_and_unknown_labels_stay_out_of_low_trust_rates()
     assert value("trustgate_scoring_jobs_total", {"model": "m", "status": "not_applicable"}) == 1
     assert value("trustgate_trust_score_count", {"model": "m", "component": "lp"}) is None  # not a trust score
     assert value("trustgate_trust_labels_total", {"model": "m", "label": "unknown"}) == 1
-    assert value("trustgate_low_trust_responses_total", {"model": "m"}) is None
+    assert value("trustgate_low_trust_responses_total", {"model": "m"}) == 0
 
     now = time.time()
     rows = [
