@@ -32,8 +32,8 @@ WORDS = "alpha bravo charlie delta echo foxtrot".split()
 
 
 def question(i: int) -> str:
-    """1 to 6 words: answers to questions of up to 3 words are labelled right."""
-    return " ".join(WORDS[: 1 + i % 6]) + f" {i}"
+    """A question of 1 to 6 words beside its frame: answers to those of up to 3 are labelled right."""
+    return "Who is " + " ".join(WORDS[: 1 + i % 6]) + f" {i}?"
 
 
 def right(i: int) -> bool:
@@ -65,9 +65,10 @@ def calibration(server: ServerThread) -> list[dict[str, Any]]:
 
 
 def wait_for_fit(server: ServerThread, labels: int, timeout: float = 60) -> dict[str, Any]:
+    """The model's entry once a refit has read ``labels`` labels (the listing counts them from the first)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        entries = [e for e in calibration(server) if e["model"] == "fake" and e["labels"] >= labels]
+        entries = [e for e in calibration(server) if e["model"] == "fake" and (e["refit_labels"] or 0) >= labels]
         if entries:
             return entries[0]
         time.sleep(0.1)
