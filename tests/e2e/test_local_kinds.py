@@ -3,17 +3,14 @@ a factual question, and answers a request for a poem ``not_applicable``, with no
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 import pytest
 
-from tests.e2e.gateway_process import GatewayProcess, serve_default_config
-from tests.e2e.test_quickstart import AUTH, final_record, scoring_calls
-from tests.e2e.test_trust_scores import DATA_DIR
+from tests.assets import DATA_DIR
+from tests.e2e.gateway_process import AUTH, GatewayProcess, scoring_calls
+from tests.e2e.sync_after_async import wait_all_final
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.e2e,
     pytest.mark.skipif(
         not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
@@ -24,12 +21,6 @@ pytestmark = [
 SYNC = {**AUTH, "x-trustgate-mode": "sync"}
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with serve_default_config(tmp_path_factory.mktemp("local-kinds")) as running:
-        yield running
-
-
 def ask(gateway: GatewayProcess, question: str) -> httpx.Response:
     body = {"model": "local", "messages": [{"role": "user", "content": question}], "max_tokens": 48, "temperature": 0}
     response = httpx.post(f"{gateway.url}/v1/chat/completions", headers=SYNC, json=body, timeout=300)
@@ -38,22 +29,24 @@ def ask(gateway: GatewayProcess, question: str) -> httpx.Response:
 
 
 def test_a_factual_question_is_scored_and_a_poem_is_not_applicable_with_no_scoring_call(
-    gateway: GatewayProcess,
+    default_gateway: GatewayProcess,
 ) -> None:
-    factual = ask(gateway, "What is the capital of France?")
+    factual = ask(default_gateway, "What is the capital of France?")
     assert factual.headers["x-trust-kind"] == "factual"
-    scored = final_record(gateway.url, factual.headers["x-trust-id"])  # done, or past sync_timeout on a busy machine
+    # done, or past sync_timeout_s on a busy machine: its scoring ends before the poem is asked
+    (scored,) = wait_all_final(default_gateway.url, [factual.headers["x-trust-id"]])
     assert scored["status"] == "done" and scored["basis"] == "default" and scored["score"] is not None
-    before = scoring_calls(gateway.url)
+    before = scoring_calls(default_gateway.url)
     assert before > 0  # the factual answer's re-asks went to the local model
 
-    poem = ask(gateway, "Write a haiku about autumn leaves.")
+    poem = ask(default_gateway, "Write a haiku about autumn leaves.")
     assert poem.json()["choices"][0]["message"]["content"].strip()
     assert (poem.headers["x-trust-status"], poem.headers["x-trust-kind"]) == ("not_applicable", "creative")
     assert "x-trust-score" not in poem.headers and "x-trust-label" not in poem.headers
-    assert scoring_calls(gateway.url) == before  # not one call to the local model for it
-    record = httpx.get(f"{gateway.url}/v1/trust/{poem.headers['x-trust-id']}", headers=AUTH, timeout=10).json()
+    assert scoring_calls(default_gateway.url) == before  # not one call to the local model for it
+    trust_id = poem.headers["x-trust-id"]
+    record = httpx.get(f"{default_gateway.url}/v1/trust/{trust_id}", headers=AUTH, timeout=10).json()
     assert record["status"] == "not_applicable" and record["applicability"]["kind"] == "creative"
     assert sum(component["upstream_calls"] for component in record["components"].values()) == 0
-    metrics = httpx.get(f"{gateway.url}/metrics", timeout=10).text
+    metrics = httpx.get(f"{default_gateway.url}/metrics", timeout=10).text
     assert 'trustgate_scoring_applicability_total{kind="creative",model="local"} 1.0' in metrics

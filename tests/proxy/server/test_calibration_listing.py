@@ -4,9 +4,8 @@ counted in the store, the default combination and why; the console's Calibration
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -15,24 +14,16 @@ from redis.asyncio import Redis
 import console
 from exporters import RedisRecordStore
 from scoring.types import RecordScope, TrustRecord
-from tests.conftest import MASTER_KEY, gateway_config
+from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer
-from tests.proxy.test_redis_scale_out import redis_config
-from tests.redis_server import RedisServer
+from tests.proxy.labels import calibration, label
+from tests.proxy.redis_gateway import redis_config
+from tests.proxy.scored_gateway import AUTH, AskingScorer
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.integration
 
-AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 STORES = ["sqlite", "redis"]
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
 
 
 def scored_record(server: ServerThread, redis_url: str | None, question: str) -> str:
@@ -61,19 +52,6 @@ def scored_record(server: ServerThread, redis_url: str | None, question: str) ->
     return record.id
 
 
-def label(server: ServerThread, record_id: str, correct: bool) -> None:
-    response = httpx.post(
-        f"{server.url}/v1/trust/{record_id}/feedback", headers=AUTH, json={"correct": correct}, timeout=10
-    )
-    assert response.status_code == 200, response.text
-
-
-def listing(server: ServerThread) -> list[dict[str, Any]]:
-    response = httpx.get(f"{server.url}/v1/trust/calibration", headers=AUTH, timeout=10)
-    assert response.status_code == 200, response.text
-    return list(response.json()["data"])
-
-
 @pytest.mark.parametrize("store", STORES)
 def test_a_model_is_listed_from_its_first_label_with_the_default_combination_and_why(
     fake_upstream: FakeUpstream,
@@ -87,10 +65,10 @@ def test_a_model_is_listed_from_its_first_label_with_the_default_combination_and
     scoring = config.setdefault("trustgate", {}).setdefault("scoring", {})
     scoring.update(allow_client_mode="any", data_dir=str(tmp_path / "data"), feedback={"min_labels": 50})
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.8)], mounts=[console.mount])
-    assert listing(server) == []  # no label yet: nothing to list
+    assert calibration(server) == []  # no label yet: nothing to list
 
     label(server, scored_record(server, redis_url, "Who built the first temple?"), True)
-    (entry,) = listing(server)
+    (entry,) = calibration(server)
     assert entry == {
         "model": "fake",
         "labels": 1,
@@ -107,7 +85,7 @@ def test_a_model_is_listed_from_its_first_label_with_the_default_combination_and
     second = scored_record(server, redis_url, "Who built the second temple?")
     label(server, second, False)
     label(server, second, False)  # a relabel replaces the label: still one labelled record
-    (entry,) = listing(server)
+    (entry,) = calibration(server)
     assert (entry["labels"], entry["positives"], entry["reason"]) == (2, 1, "2 labels; a fit needs 50")
 
     page = httpx.get(f"{server.url}/ui/partials/calibration", headers=AUTH, timeout=10)

@@ -14,7 +14,7 @@ import pytest
 from evaluation.triage_eval import load_triage_cases, packaged_set
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
-from tests.proxy.test_live_scoring import AskingScorer
+from tests.proxy.scored_gateway import AskingScorer
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.integration

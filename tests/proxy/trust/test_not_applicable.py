@@ -22,14 +22,13 @@ from starlette.routing import Route
 
 from scoring.logprob import LogprobScorer
 from scoring.types import Scorer
-from tests.conftest import MASTER_KEY, gateway_config
+from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
-from tests.proxy.test_live_scoring import AskingScorer, wait_for_record
+from tests.proxy.scored_gateway import AUTH, AskingScorer, wait_for_record
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.integration
 
-AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 SCORING_CALL = "check: "  # how AskingScorer's re-ask opens
 # A request and an answer of each kind that is not scored by default.
 NOT_SCORED = {

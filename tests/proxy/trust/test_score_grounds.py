@@ -21,13 +21,12 @@ from scoring.learning.store import FileFitStore
 from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer
+from tests.proxy.scored_gateway import AUTH, AskingScorer
 from tests.scoring.learning.reports import calibration_report
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.integration
 
-AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 QUESTION = "Who built the first temple?"
 SURFACES = ["chat", "chat stream", "responses", "responses stream"]
 
