@@ -8,7 +8,9 @@ whose hash has expired in between is skipped when read.
 
 A user's feedback is a field of its own beside the record's JSON (writing the
 record again keeps it), and its id sits in a sorted set per model group scored
-by when it was labelled: what the per-model fit reads, newest label first.
+by when it was labelled: what the per-model fit reads, newest label first. A
+set names the model groups that have such an index, so that counting every
+model's labels never scans the keyspace.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from scoring import (
 
 from .record_query import Position, RecordPage, RecordQuery, encode_cursor, record_matches
 from .record_size import stored_json, stored_record
-from .record_summary import MAX_SUMMARY_RECORDS, SummaryRow, TrustSummary, summarize
+from .record_summary import MAX_SUMMARY_RECORDS, LabelCount, SummaryRow, TrustSummary, summarize
 
 __all__ = ["RedisRecordStore", "record_key"]
 
@@ -65,6 +67,10 @@ class RedisRecordStore:
 
     def _labelled_key(self, model: str) -> str:
         return f"{self._prefix}:labelled:{model}"
+
+    @property
+    def _labelled_models_key(self) -> str:
+        return f"{self._prefix}:labelled-models"
 
     async def put(self, record: TrustRecord) -> None:
         key = record_key(self._prefix, record.id)
@@ -132,19 +138,37 @@ class RedisRecordStore:
         pipe.zremrangebyscore(index, "-inf", f"({labelled_at - self._ttl_s}")
         pipe.zremrangebyrank(index, 0, -self._max_records - 1)
         pipe.expire(index, self._ttl_s)
+        pipe.sadd(self._labelled_models_key, model)
+        pipe.expire(self._labelled_models_key, self._ttl_s)
+
+    async def _labels(self, model: str, limit: int) -> list[tuple[str | None, str | None]]:
+        """The model's labelled records' fields (record, feedback), newest label first; None where expired."""
+        ids = cast(list[str], await self._redis.zrevrange(self._labelled_key(model), 0, limit - 1))
+        found: list[tuple[str | None, str | None]] = []
+        for start in range(0, len(ids), _BATCH):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for record_id in ids[start : start + _BATCH]:
+                    pipe.hmget(record_key(self._prefix, record_id), _STORED)
+                found += [(raw, feedback) for raw, feedback in await pipe.execute()]
+        return found
+
+    async def label_counts(self) -> list[LabelCount]:
+        """Each labelled model's labels on records still stored (an id whose record expired is not counted)."""
+        counts = []
+        with redis_reachable():
+            models = sorted(cast(set[str], await self._redis.smembers(self._labelled_models_key)))
+            for model in models:
+                found = await self._labels(model, self._max_records)
+                labels = [Feedback.model_validate_json(feedback) for raw, feedback in found if raw and feedback]
+                if labels:
+                    counts.append(LabelCount(model, len(labels), sum(label.correct for label in labels)))
+        return counts
 
     async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
         """Newest label first; an id whose record has expired since is skipped."""
         with redis_reachable():
-            ids = cast(list[str], await self._redis.zrevrange(self._labelled_key(model), 0, limit - 1))
-            records: list[TrustRecord] = []
-            for start in range(0, len(ids), _BATCH):
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for record_id in ids[start : start + _BATCH]:
-                        pipe.hmget(record_key(self._prefix, record_id), _STORED)
-                    replies = await pipe.execute()
-                records += [stored_record(raw, feedback) for raw, feedback in replies if raw and feedback]
-        return records
+            found = await self._labels(model, limit)
+        return [stored_record(raw, feedback) for raw, feedback in found if raw and feedback]
 
     async def _newest_first(
         self,

@@ -10,6 +10,7 @@ they run. Nothing in ``scoring`` imports these names from here: its modules impo
 import graph has no cycle.
 """
 
+from .answer_kinds import ANSWER_KINDS, CONTENT_KINDS, AnswerKind, ContentKind
 from .assembly import (
     PAPER_VARIANTS,
     ScorerAssetsError,
@@ -30,21 +31,25 @@ from .calibration import (
 )
 from .children import die_with_parent, forget_child, reap_stale_children, register_child
 from .failures import describe
-from .jobs import scoring_job
+from .jobs import last_question, scoring_job
 from .lanes import Lane, SyncFirstQueue
 from .learning.features import features_of
 from .learning.learner import LabelSource, Learner
-from .learning.report import CalibrationReport, Combination, LearnedFit, ScoreQuality
+from .learning.report import CalibrationReport, Combination, LearnedFit, ScoreQuality, Standing
 from .learning.rule import LearningRule
 from .learning.store import FileFitStore, FitStore, RedisFitStore
+from .logprob import logprob_component
 from .pipeline import COMBINED, ScoringPipeline
 from .policy import (
     Decision,
     LowTrust,
+    Treatment,
+    applicability_of,
     decide,
     is_low_trust,
     low_trust,
     resolved_mode,
+    scored_kinds,
     scoring_reachable,
     skip_reason,
     trust_value,
@@ -57,8 +62,12 @@ from .redis_reachable import redis_reachable
 from .settings import BudgetLimits, BudgetSettings, Renamed, ScoringMode, ScoringSettings, require_order
 from .throttled_log import ThrottledLog
 from .types import (
+    BASES,
     FEEDBACK_STATUSES,
     MAX_FEEDBACK_COMMENT,
+    UNKNOWN_LABEL,
+    Applicability,
+    Basis,
     BCCheck,
     BCDetails,
     BudgetSpent,
@@ -72,6 +81,7 @@ from .types import (
     FeedbackRefused,
     JobPolicy,
     LPDetails,
+    MissingReason,
     OVDetails,
     RAGClaim,
     RAGDetails,
@@ -91,12 +101,19 @@ from .types import (
 )
 
 __all__ = [
+    "ANSWER_KINDS",
+    "BASES",
     "COMBINED",
+    "CONTENT_KINDS",
     "FEEDBACK_STATUSES",
     "MAX_FEEDBACK_COMMENT",
     "PAPER_VARIANTS",
+    "UNKNOWN_LABEL",
+    "AnswerKind",
+    "Applicability",
     "BCCheck",
     "BCDetails",
+    "Basis",
     "BudgetLimits",
     "BudgetSettings",
     "BudgetSpent",
@@ -107,6 +124,7 @@ __all__ = [
     "ClaimResult",
     "Combination",
     "ComponentResult",
+    "ContentKind",
     "Decision",
     "EVDetails",
     "EVStatement",
@@ -128,6 +146,7 @@ __all__ = [
     "LogisticCombination",
     "LowTrust",
     "MemoryJobQueue",
+    "MissingReason",
     "OVDetails",
     "PlattCalibrator",
     "Process",
@@ -151,14 +170,17 @@ __all__ = [
     "ScoringMode",
     "ScoringPipeline",
     "ScoringSettings",
+    "Standing",
     "StoreUnavailable",
     "SyncFirstQueue",
     "ThrottledLog",
+    "Treatment",
     "TrustAction",
     "TrustRecord",
     "TrustStatus",
     "UnreadableReply",
     "UpstreamFailure",
+    "applicability_of",
     "build_rag_scorer",
     "combiner_for",
     "decide",
@@ -169,7 +191,9 @@ __all__ = [
     "fitted_components",
     "forget_child",
     "is_low_trust",
+    "last_question",
     "load_calibration",
+    "logprob_component",
     "low_trust",
     "open_scorers",
     "prepare_rag_request",
@@ -181,6 +205,7 @@ __all__ = [
     "require_order",
     "resolved_mode",
     "save_calibration",
+    "scored_kinds",
     "scoring_configured",
     "scoring_job",
     "scoring_reachable",

@@ -438,6 +438,10 @@ class LowTrustPolicy(BaseModel):
     escalation_timeout_s: float | None = Field(default=None, gt=0)
     """Seconds the escalation's call and its scoring may take together; past them the first answer goes back
     marked ``escalation_failed``. None: the level below's (30 at the bottom)."""
+    unknown: Literal["pass", "act"] | None = None
+    """What the action does with an answer labelled unknown: one whose model's labels show its scores carry no
+    information (x-trust-informative: false). pass: it is left alone, whatever its value; act: its value is
+    compared with ``below`` like any other score. None: the level below's (pass at the bottom)."""
 
 
 def _kind_list(value: Any) -> Any:

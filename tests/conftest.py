@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from proxy import create_app, settings_from_dict
 from proxy.server.connections import server_options
-from tests.fake_upstream import FakeUpstream, echo
+from tests.fake_upstream import FakeUpstream, echo, never
 from tests.servers import ServerThread
 from tests.tiers import MisTiered, UnitGuard, tier_problem
 
@@ -105,6 +105,7 @@ def fake_upstream(_fake_server: tuple[FakeUpstream, ServerThread]) -> Iterator[F
     """The session's fake upstream, reset to its echo behaviour for each test."""
     fake, server = _fake_server
     fake.responder, fake.api_key, fake.delay_ms, fake.without_logprobs = echo, None, 0.0, False
+    fake.calls_tools = never
     fake.logprobs_need_top = False
     fake.token_ms = 0.0
     fake.responses_supported, fake.rate_limited, fake.retry_after = True, 0, None

@@ -22,7 +22,8 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [reset]         send half of the body, then drop the connection
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones ([bad-chunk:not-json]: an
                     event whose data is not JSON)
-    [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text
+    [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text (``calls_tools``: a
+                    call beside the responder's text, for the conversations it says yes to)
     [too-long:gpt-4o-mini]  refuse (400) a request for that model as too long for its context window
     [filtered:gpt-4o-mini]  refuse (400) a request for that model by its content policy
 
@@ -55,6 +56,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 Responder = Callable[[list[dict[str, Any]]], str]
+
+
+def never(messages: list[dict[str, Any]]) -> bool:
+    return False
+
 
 _DIRECTIVE = re.compile(
     r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
@@ -132,6 +138,8 @@ class FakeUpstream:
     responses_supported: bool = True
     rate_limited: int = 0  # the next this many requests get 429
     retry_after: str | None = None  # the Retry-After header of those 429s
+    # Whether a (non-streamed) chat answer calls a tool beside the responder's text (none when the text is empty).
+    calls_tools: Callable[[list[dict[str, Any]]], bool] = never
 
     def app(self) -> Starlette:
         return Starlette(
@@ -198,12 +206,12 @@ class FakeUpstream:
                 stream = _drip_after_first(stream, float(directives["drip"]))
             return StreamingResponse(stream, media_type="text/event-stream")
         completion = self._completion(body, text, logprobs)
-        if "tool-call" in directives:
+        if "tool-call" in directives or self.calls_tools(messages):
             for choice in completion["choices"]:
                 choice["finish_reason"] = "tool_calls"
                 choice["message"] = {
                     "role": "assistant",
-                    "content": None,
+                    "content": None if "tool-call" in directives else text or None,
                     "tool_calls": [
                         {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
                     ],

@@ -18,11 +18,13 @@ from tests.servers import ServerThread
 
 def redis_config(upstream_url: str, redis_url: str, **queue: Any) -> dict[str, Any]:
     config = gateway_config(upstream_url)
-    # Clients choose the mode here; Trust_OV is Table 3, whose values the tests check.
+    # Clients choose the mode here; Trust_OV is Table 3, whose values the tests check; every kind of answer is
+    # scored, whatever the fake upstream's echo reads as: these tests are about the queue, not triage.
     config["trustgate"] = {
         "scoring": {
             "allow_client_mode": "any",
             "combine": "paper",
+            "applicability": {"score_kinds": "all"},
             "queue": {
                 "backend": "redis",
                 "redis_url": redis_url,

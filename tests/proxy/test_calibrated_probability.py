@@ -55,7 +55,9 @@ def test_headers_record_and_trust_chunk_carry_the_calibrated_probability(
         base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, default_headers={"x-trustgate-mode": "sync"}
     )
     chunks = list(
-        client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}], stream=True)
+        client.chat.completions.create(
+            model="fake", messages=[{"role": "user", "content": "Who said hi?"}], stream=True
+        )
     )
     assert chunks[-1].model_extra["trust"]["probability"] == pytest.approx(0.28)  # type: ignore[index]
 

@@ -205,7 +205,7 @@ def test_sigterm_drains_through_the_worker_and_records_the_rest_failed(
     with serve_config(config, timeout=120) as served:
         [worker] = local_workers(served.process.pid)
         with concurrent.futures.ThreadPoolExecutor(10) as pool:
-            replies = list(pool.map(lambda i: chat_async(served.url, f"question {i}"), range(10)))
+            replies = list(pool.map(lambda i: chat_async(served.url, f"What is question {i}?"), range(10)))
         ids = [reply.headers["x-trust-id"] for reply in replies]
         served.process.send_signal(signal.SIGTERM)
         served.process.wait(60)  # uvicorn re-raises the signal once its shutdown is complete

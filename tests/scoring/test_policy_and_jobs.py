@@ -89,13 +89,14 @@ def test_scoring_is_reachable_when_some_key_on_some_model_can_get_a_scored_mode(
         ("", False, "empty"),
         ("   ", False, "empty"),
         (None, True, "tool_calls"),
-        ("I'm sorry, but I can't help with that.", False, "refusal"),
-        ("As an AI, I cannot know.", False, "refusal"),
-        ("I don't know.", False, "refusal"),
-        ("Sorry to hear it: the capital is Paris.", False, None),
+        ("", True, "tool_calls"),
+        ("The weather in London: 12°C.", True, None),  # content beside tool calls is content
+        # a refusal has content: triage tells a bare one (not_applicable) from one that goes on to answer
+        ("I'm sorry, but I can't help with that.", False, None),
+        ("I'm sorry, I can't be sure. Anyway: Linus Yale Jr. patented it in 1861.", False, None),
     ],
 )
-def test_skip_reasons(answer: str | None, tools: bool, reason: str | None) -> None:
+def test_only_an_answer_without_content_has_a_skip_reason(answer: str | None, tools: bool, reason: str | None) -> None:
     assert skip_reason(answer, has_tool_calls=tools) == reason
 
 

@@ -94,10 +94,13 @@ def events(body: bytes) -> list[Any]:
 
 def test_a_chat_request_is_answered_and_scored_in_sync_mode(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
     response = served(
-        CHAT, Given({"model": "fake", "messages": [{"role": "user", "content": "hi"}]}), fake_upstream, tmp_path
+        CHAT,
+        Given({"model": "fake", "messages": [{"role": "user", "content": "Who said hi?"}]}),
+        fake_upstream,
+        tmp_path,
     )
     assert response.status_code == 200
-    assert orjson.loads(response.body)["choices"][0]["message"]["content"] == "You said: hi"
+    assert orjson.loads(response.body)["choices"][0]["message"]["content"] == "You said: Who said hi?"
     assert response.headers["x-trustgate-model-group"] == "fake"
     assert response.headers["x-trust-status"] == "done" and response.headers["x-trust-score"]
     assert fake_upstream.requests[0]["model"] == "gpt-4o-mini"
@@ -107,11 +110,11 @@ def test_a_legacy_completions_stream_ends_with_the_trust_on_its_final_chunk(
     fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
     response = served(
-        COMPLETIONS, Given({"model": "fake", "prompt": "stream this", "stream": True}), fake_upstream, tmp_path
+        COMPLETIONS, Given({"model": "fake", "prompt": "Who streams this?", "stream": True}), fake_upstream, tmp_path
     )
     sent = events(response.body)
     assert sent[-1] == "[DONE]"
-    assert "".join(e["choices"][0]["text"] for e in sent[:-1] if e["choices"]) == "You said: stream this"
+    assert "".join(e["choices"][0]["text"] for e in sent[:-1] if e["choices"]) == "You said: Who streams this?"
     assert sent[-2]["trust"]["status"] == "done"
 
 

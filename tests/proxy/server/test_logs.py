@@ -155,7 +155,7 @@ def test_scoring_lines_carry_the_request_id_of_the_answer_they_score(
         reply = httpx.post(
             f"{server.url}/v1/chat/completions",
             headers={**AUTH, "x-request-id": ASKED_ID},
-            json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+            json={"model": "fake", "messages": [{"role": "user", "content": "Who says hello?"}]},
             timeout=30,
         )
         assert reply.status_code == 200 and reply.headers["x-trust-status"] == "done", reply.text

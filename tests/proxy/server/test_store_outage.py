@@ -64,7 +64,7 @@ def test_a_shed_record_is_found_while_its_write_waits(
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # the store's writer waits for this lock
     try:
-        responses = [chat(server, f"q{i}") for i in range(3)]
+        responses = [chat(server, f"Who is q{i}?") for i in range(3)]
         assert responses[-1].headers["x-trust-status"] == "shed"
         shed_id = responses[-1].headers["x-trust-id"]
         found = httpx.get(f"{server.url}/v1/trust/{shed_id}", headers=AUTH)
@@ -89,7 +89,7 @@ def test_a_store_that_cannot_keep_up_sheds_counts_and_warns_once(
     blocker.execute("BEGIN IMMEDIATE")  # the store's writer waits for this lock; the records pile up
     try:
         with caplog.at_level(logging.WARNING, logger="trustgate.assembly"):
-            assert all(chat(server, f"q{i}").status_code == 200 for i in range(6))
+            assert all(chat(server, f"Who is q{i}?").status_code == 200 for i in range(6))
             deadline = time.monotonic() + 10
             while samples(server).get(("trustgate_store_shed_writes_total", frozenset())) != 4:
                 assert time.monotonic() < deadline, samples(server).get(

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.integration
 
 SYNC = {"x-trustgate-mode": "sync"}
 ASYNC = {"x-trustgate-mode": "async"}
-MESSAGES: list[Any] = [{"role": "user", "content": "loop me"}]
+MESSAGES: list[Any] = [{"role": "user", "content": "Who loops?"}]
 
 
 @pytest.fixture(params=["passthrough", "litellm"])
@@ -65,10 +65,12 @@ def test_the_docs_snippet_reads_the_trust_from_the_sdk_objects(
     code = docs_snippet().replace("http://127.0.0.1:4000", server.url).replace("sk-trustgate-local", MASTER_KEY)
     exec(compile(f"from openai import OpenAI\n{code}", "live-scoring.md", "exec"), {})
     answer, chat_trust, responses_trust = capsys.readouterr().out.splitlines()
-    assert answer == "You said: Hi"
-    _, label, record_id = chat_trust.split()  # score, label and id, printed from chunk.model_extra["trust"]
+    assert answer == "You said: What is the capital of France?"
+    _, label, basis, record_id = chat_trust.split()  # score, label, basis, id: from chunk.model_extra["trust"]
     assert record_id.startswith("trust-") and label in ("trusted", "uncertain", "untrusted", "None")
+    assert basis == "default"  # no label has taught the model a fit
     assert "'status': 'done'" in responses_trust and "'id': 'trust-" in responses_trust
+    assert "'basis': 'default'" in responses_trust and "'kind': 'factual'" in responses_trust
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -82,7 +84,7 @@ def test_openai_chat_plain_loop_runs_to_the_end(gateway: ServerThread, mode: str
         for chunk in response.parse():
             chunks.append(chunk.choices[0].delta.content or "")  # a chunk without choices would raise IndexError here
             last = chunk
-    assert "".join(chunks) == "You said: loop me"
+    assert "".join(chunks) == "You said: Who loops?"
     trust = (last.model_extra or {}).get("trust")
     if mode == "async":
         assert trust is None  # async mode: nothing in-band, the record lands later
@@ -91,7 +93,7 @@ def test_openai_chat_plain_loop_runs_to_the_end(gateway: ServerThread, mode: str
     assert wait_for_record(gateway, trust_id)["status"] == "done"
 
     reply = client(gateway, headers).chat.completions.with_raw_response.create(model="fake", messages=MESSAGES)
-    assert reply.parse().choices[0].message.content == "You said: loop me"
+    assert reply.parse().choices[0].message.content == "You said: Who loops?"
     assert reply.headers["x-trust-status"] == ("done" if mode == "sync" else "pending")
 
 
@@ -107,7 +109,7 @@ def test_async_openai_client_loops_run_to_the_end(gateway: ServerThread, mode: s
             return text, last, reply.choices[0].message.content or ""
 
     text, last, whole = asyncio.run(run())
-    assert text == whole == "You said: loop me"
+    assert text == whole == "You said: Who loops?"
     assert ("trust" in (last.model_extra or {})) == (mode == "sync")
 
 
@@ -120,7 +122,7 @@ def test_include_usage_keeps_openais_usage_chunk_last(gateway: ServerThread) -> 
         )
     )
     *answer, final, usage = chunks
-    assert "".join(c.choices[0].delta.content or "" for c in [*answer, final]) == "You said: loop me"
+    assert "".join(c.choices[0].delta.content or "" for c in [*answer, final]) == "You said: Who loops?"
     assert final.choices[0].finish_reason == "stop" and (final.model_extra or {})["trust"]["status"] == "done"
     assert usage.choices == [] and usage.usage is not None and usage.usage.completion_tokens == 4
     assert "cost" not in (usage.usage.model_extra or {}) and "trust" not in (usage.model_extra or {})
@@ -128,14 +130,14 @@ def test_include_usage_keeps_openais_usage_chunk_last(gateway: ServerThread) -> 
 
 
 def test_openai_responses_loops_run_to_the_end(gateway: ServerThread) -> None:
-    events = list(client(gateway, SYNC).responses.create(model="fake", input="loop me", stream=True))
+    events = list(client(gateway, SYNC).responses.create(model="fake", input="Who loops?", stream=True))
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
-    assert text == "You said: loop me"
+    assert text == "You said: Who loops?"
     assert events[-1].type == "response.completed"
     assert (events[-1].response.model_extra or {})["trust"]["status"] == "done"
     usage = events[-1].response.usage
     assert usage is not None and "cost" not in (usage.model_extra or {})  # litellm adds one; OpenAI has none
-    whole = client(gateway, ASYNC).responses.create(model="fake", input="loop me")
+    whole = client(gateway, ASYNC).responses.create(model="fake", input="Who loops?")
     assert whole.output_text == text and whole.usage is not None and "cost" not in (whole.usage.model_extra or {})
 
 

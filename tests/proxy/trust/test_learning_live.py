@@ -21,6 +21,7 @@ import pytest
 
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
+from tests.proxy.labels import calibration, label
 from tests.proxy.redis_gateway import redis_config, start_ready_worker
 from tests.proxy.scored_gateway import AskingScorer, wait_for_record
 from tests.redis_server import RedisServer
@@ -34,8 +35,8 @@ WORDS = "alpha bravo charlie delta echo foxtrot".split()
 
 
 def question(i: int) -> str:
-    """1 to 6 words: answers to questions of up to 3 words are labelled right."""
-    return " ".join(WORDS[: 1 + i % 6]) + f" {i}"
+    """A question of 1 to 6 words beside its frame: answers to those of up to 3 are labelled right."""
+    return "Who is " + " ".join(WORDS[: 1 + i % 6]) + f" {i}?"
 
 
 def right(i: int) -> bool:
@@ -53,23 +54,11 @@ def ask(server: ServerThread, content: str) -> httpx.Response:
     return response
 
 
-def label(server: ServerThread, record_id: str, correct: bool) -> None:
-    response = httpx.post(
-        f"{server.url}/v1/trust/{record_id}/feedback", headers=AUTH, json={"correct": correct}, timeout=10
-    )
-    assert response.status_code == 200, response.text
-
-
-def calibration(server: ServerThread) -> list[dict[str, Any]]:
-    response = httpx.get(f"{server.url}/v1/trust/calibration", headers=AUTH, timeout=10)
-    assert response.status_code == 200, response.text
-    return list(response.json()["data"])
-
-
 def wait_for_fit(server: ServerThread, labels: int, timeout: float = 60) -> dict[str, Any]:
+    """The model's entry once a refit has read ``labels`` labels (the listing counts them from the first)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        entries = [e for e in calibration(server) if e["model"] == "fake" and e["labels"] >= labels]
+        entries = [e for e in calibration(server) if e["model"] == "fake" and (e["refit_labels"] or 0) >= labels]
         if entries:
             return entries[0]
         time.sleep(0.1)

@@ -110,10 +110,12 @@ def test_streaming_sync_puts_the_trust_on_the_final_chunk(scored_gateway: Server
         default_headers={"x-trustgate-mode": "sync"},
     )
     chunks = list(
-        client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "stream me"}], stream=True)
+        client.chat.completions.create(
+            model="fake", messages=[{"role": "user", "content": "Who streams me?"}], stream=True
+        )
     )
     text = "".join(c.choices[0].delta.content or "" for c in chunks)  # every chunk has a choice
-    assert text == "You said: stream me"
+    assert text == "You said: Who streams me?"
     trust = chunks[-1].model_extra["trust"]  # type: ignore[index]
     assert chunks[-1].choices[0].finish_reason == "stop"  # the upstream's own final chunk carries it
     assert trust["status"] == "done" and trust["components"] == {"bc": 0.9, "fc": 0.5, "ov": pytest.approx(0.58)}
@@ -122,7 +124,7 @@ def test_streaming_sync_puts_the_trust_on_the_final_chunk(scored_gateway: Server
         "POST",
         f"{scored_gateway.url}/v1/chat/completions",
         headers={**AUTH, "x-trustgate-mode": "sync"},
-        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "x"}]},
+        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "Who is x?"}]},
     ) as raw:
         events = [line for line in raw.iter_lines() if line.startswith("data: ")]
     assert '"trust"' in events[-2] and '"finish_reason":"stop"' in events[-2] and events[-1] == "data: [DONE]"
@@ -133,14 +135,14 @@ def test_streaming_async_scores_the_assembled_answer(scored_gateway: ServerThrea
         "POST",
         f"{scored_gateway.url}/v1/chat/completions",
         headers=AUTH,
-        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "a b"}]},
+        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "Who is a b?"}]},
     ) as raw:
         assert raw.headers["x-trust-status"] == "pending"
         events = [line for line in raw.iter_lines() if line.startswith("data: ")]
         record_id = raw.headers["x-trust-id"]
     assert not any('"trust"' in e for e in events) and events[-1] == "data: [DONE]"
     record = wait_for_record(scored_gateway, record_id)
-    assert record["components"]["bc"]["details"]["heard"] == "You said: check: You said: a b"
+    assert record["components"]["bc"]["details"]["heard"] == "You said: check: You said: Who is a b?"
 
 
 def test_sampling_is_deterministic_per_request_id(
@@ -171,15 +173,19 @@ def test_per_model_and_per_key_overrides(
     assert chat(server, headers={"authorization": "Bearer sk-team-a"}).headers["x-trust-status"] == "done"
 
 
-@pytest.mark.parametrize("reply, reason", [("", "empty"), ("I'm sorry, I can't help with that.", "refusal")])
-def test_answers_with_nothing_to_score_are_skipped(
-    scored_gateway: ServerThread, fake_upstream: FakeUpstream, reply: str, reason: str
+@pytest.mark.parametrize(
+    "reply, status, kind",
+    [("", "skipped", "empty"), ("I'm sorry, I can't help with that.", "not_applicable", "refusal")],
+)
+def test_answers_with_nothing_to_score_cost_no_scoring_call(
+    scored_gateway: ServerThread, fake_upstream: FakeUpstream, reply: str, status: str, kind: str
 ) -> None:
     fake_upstream.responder = lambda messages: reply
     response = chat(scored_gateway, headers={"x-trustgate-mode": "sync"})
-    assert response.headers["x-trust-status"] == "skipped"
+    assert (response.headers["x-trust-status"], response.headers["x-trust-kind"]) == (status, kind)
     record = wait_for_record(scored_gateway, response.headers["x-trust-id"])
-    assert record["status"] == "skipped" and record["error"] == f"skipped: {reason}"
+    assert record["status"] == status and record["applicability"]["kind"] == kind
+    assert record["error"] == ("skipped: empty" if status == "skipped" else None)
     assert len(fake_upstream.requests) == 1
 
 
@@ -188,9 +194,9 @@ def test_a_failing_scorer_never_changes_the_response(
     fake_upstream: FakeUpstream, broken: Any, start_gateway: Callable[..., ServerThread]
 ) -> None:
     server = start_gateway(scoring_config(fake_upstream.url), scorers=[AskingScorer("bc", 0.9), broken])  # type: ignore[attr-defined]
-    response = chat(server, "same body", headers={"x-trustgate-mode": "sync"})
+    response = chat(server, "Who has the same body?", headers={"x-trustgate-mode": "sync"})
     assert response.status_code == 200
-    assert response.json()["choices"][0]["message"]["content"] == "You said: same body"
+    assert response.json()["choices"][0]["message"]["content"] == "You said: Who has the same body?"
     record = wait_for_record(server, response.headers["x-trust-id"])
     hangs = isinstance(broken, HangingScorer)
     expected = "timeout" if hangs else "RuntimeError: evidence index exploded"
@@ -205,7 +211,7 @@ def test_flood_sheds_jobs_without_blocking_users(
 ) -> None:
     config = scoring_config(fake_upstream.url, queue={"max_size": 1, "concurrency": 1})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=1.0)])
-    responses = [chat(server, f"q{i}") for i in range(6)]
+    responses = [chat(server, f"Who is q{i}?") for i in range(6)]
     assert all(r.status_code == 200 for r in responses)
     statuses = [r.headers["x-trust-status"] for r in responses]
     assert statuses[:2] == ["pending", "pending"] and set(statuses[2:]) == {"shed"}

@@ -75,11 +75,13 @@ def test_a_model_over_its_call_budget_sheds_jobs_while_its_users_get_answers(
     )
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     in_one_window(15)
-    to_a = [chat(server, "a", f"question {i}") for i in range(5)]
-    to_b = [chat(server, "b", f"question {i}") for i in range(4)]
+    to_a = [chat(server, "a", f"What is question {i}?") for i in range(5)]
+    to_b = [chat(server, "b", f"What is question {i}?") for i in range(4)]
 
     assert [r.status_code for r in to_a + to_b] == [200] * 9  # user traffic is never limited by scoring's budget
-    assert [r.json()["choices"][0]["message"]["content"] for r in to_a] == [f"You said: question {i}" for i in range(5)]
+    assert [r.json()["choices"][0]["message"]["content"] for r in to_a] == [
+        f"You said: What is question {i}?" for i in range(5)
+    ]
     assert [r.headers["x-trust-status"] for r in to_a] == ["done", "done", "shed", "shed", "shed"]
     assert [r.headers["x-trust-status"] for r in to_b] == ["done"] * 4  # b is within its own budget
     shed = record(server, to_a[-1])
@@ -102,8 +104,8 @@ def test_a_job_that_runs_past_the_budget_has_its_further_calls_refused_and_count
     config = two_models(fake_upstream.url, {"per_model": {"a": {"calls_per_minute": 2}}})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[ThriceAskingScorer()])
     in_one_window(10)
-    first, second = chat(server, "a", "one"), chat(server, "a", "two")
-    other = chat(server, "b", "three")  # no budget for b
+    first, second = chat(server, "a", "Who is one?"), chat(server, "a", "Who is two?")
+    other = chat(server, "b", "Who is three?")  # no budget for b
 
     assert [r.status_code for r in (first, second, other)] == [200, 200, 200]
     started = record(server, first)
@@ -162,8 +164,8 @@ def test_a_model_over_its_token_budget_sheds_jobs(
     )
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     in_one_window(10)
-    to_a = [chat(server, "a", f"question {i}") for i in range(3)]
-    to_b = [chat(server, "b", f"question {i}") for i in range(3)]
+    to_a = [chat(server, "a", f"What is question {i}?") for i in range(3)]
+    to_b = [chat(server, "b", f"What is question {i}?") for i in range(3)]
 
     assert [r.status_code for r in to_a + to_b] == [200] * 6
     # The first call is made (no tokens spent yet); what it used puts a over its budget for the minute.
@@ -198,7 +200,7 @@ def test_the_budget_holds_on_the_worker_path(
             f"{gateway.url}/v1/chat/completions",
             timeout=30,
             headers={**AUTH, "x-trustgate-mode": "sync"},
-            json={"model": "fake", "messages": [{"role": "user", "content": f"q{i}"}]},
+            json={"model": "fake", "messages": [{"role": "user", "content": f"Who is q{i}?"}]},
         )
         for i in range(4)
     ]

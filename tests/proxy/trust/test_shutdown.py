@@ -23,7 +23,7 @@ def test_jobs_queued_at_shutdown_are_scored_or_failed_never_lost(
     config["trustgate"]["scoring"]["queue"].update({"concurrency": 1, "shutdown_grace_s": 0.8})
     config["trustgate"]["store"] = {"path": str(tmp_path / "records.sqlite3")}
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=0.3)])
-    ids = [chat(gateway, f"question {i}").headers["x-trust-id"] for i in range(10)]
+    ids = [chat(gateway, f"What is question {i}?").headers["x-trust-id"] for i in range(10)]
     gateway.stop()  # the lifespan's exit, as on SIGTERM
 
     restarted = start_gateway(config, scorers=[])

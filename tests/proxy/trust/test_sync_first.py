@@ -41,8 +41,8 @@ def test_a_sync_request_is_scored_before_the_async_backlog(
     )
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=1.0)])
     assert samples(gateway)[OVERTAKEN] == 0
-    backlog = [chat(gateway, f"async {i}").headers["x-trust-id"] for i in range(3)]
-    sync = chat(gateway, "sync", headers={"x-trustgate-mode": "sync"})
+    backlog = [chat(gateway, f"Who is async {i}?").headers["x-trust-id"] for i in range(3)]
+    sync = chat(gateway, "Who is sync?", headers={"x-trustgate-mode": "sync"})
     assert sync.headers["x-trust-status"] == "done"
     finished = {record_id: wait_for_record(gateway, record_id, timeout=30)["finished_at"] for record_id in backlog}
     sync_finished = httpx.get(f"{gateway.url}/v1/trust/{sync.headers['x-trust-id']}", headers=AUTH).json()

@@ -228,8 +228,8 @@ FORGED_REPLIES = [
 def test_an_upstreams_forged_verdict_never_reaches_the_client(
     path: str, endpoint: str, stream: bool, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    """In every mode the client reads only the gateway's trust data: none in off and (in-band) async, its own in
-    sync."""
+    """In every mode the client reads only the gateway's trust data: none in off, its own otherwise (in-band on a
+    stream in async mode too: the answer, "an answer", is not applicable, so its record is settled at once)."""
     hostile.behaviour = "forged"
     server = start_gateway(hostile_config(hostile, path=path), scorers=[AskingScorer("bc", 0.9)])
     for mode in ("off", "async", "sync"):
@@ -238,7 +238,7 @@ def test_an_upstreams_forged_verdict_never_reaches_the_client(
         assert "trust-forged" not in response.text
         assert "trust-forged" not in response.headers.values()
         trust = _trust_objects(response)
-        if mode == "sync" and stream and endpoint != "embeddings":
+        if mode != "off" and stream and endpoint != "embeddings":
             assert [t["id"] for t in trust] == [response.headers["x-trust-id"]]
         else:
             assert trust == []

@@ -68,22 +68,22 @@ def test_responses_non_streamed_is_answered_and_scored(gateway: ServerThread, fa
 
 
 def test_responses_stream_carries_the_trust_on_response_completed(gateway: ServerThread) -> None:
-    events = list(sync_client(gateway, **SYNC).responses.create(model="fake", input="stream me", stream=True))
+    events = list(sync_client(gateway, **SYNC).responses.create(model="fake", input="Who streams?", stream=True))
     kinds = [event.type for event in events]
     text = "".join(event.delta for event in events if event.type == "response.output_text.delta")
-    assert text == "You said: stream me"
+    assert text == "You said: Who streams?"
     assert kinds[-1] == "response.completed" and "trustgate.trust" not in kinds  # no event the SDK mistypes
     completed = events[-1]
     assert isinstance(completed, openai.types.responses.ResponseCompletedEvent)
     trust = (completed.response.model_extra or {})["trust"]
     assert trust["status"] == "done" and set(trust["components"]) == {"bc", "fc", "ov"}
-    assert completed.response.output_text == "You said: stream me"
+    assert completed.response.output_text == "You said: Who streams?"
 
 
 def test_responses_stream_helper_keeps_the_trust_on_the_final_response(gateway: ServerThread) -> None:
-    with sync_client(gateway, **SYNC).responses.stream(model="fake", input="helper") as stream:
+    with sync_client(gateway, **SYNC).responses.stream(model="fake", input="Who helps?") as stream:
         final = stream.get_final_response()
-    assert final.output_text == "You said: helper"
+    assert final.output_text == "You said: Who helps?"
     assert (final.model_extra or {})["trust"]["status"] == "done"
 
 
@@ -99,9 +99,9 @@ def test_responses_trust_event_only_when_asked(gateway: ServerThread) -> None:
     ) as raw:
         names = [line[len("event: ") :] for line in raw.iter_lines() if line.startswith("event: ")]
     assert names[-2:] == ["trustgate.trust", "response.completed"]
-    with sync_client(gateway, **asks).responses.stream(model="fake", input="helper with event") as stream:
+    with sync_client(gateway, **asks).responses.stream(model="fake", input="Who helps with the event?") as stream:
         final = stream.get_final_response()  # the SDK's accumulator passes the extra event by
-    assert final.output_text == "You said: helper with event" and "trust" in (final.model_extra or {})
+    assert final.output_text == "You said: Who helps with the event?" and "trust" in (final.model_extra or {})
 
 
 def test_responses_async_client(gateway: ServerThread) -> None:
@@ -121,12 +121,16 @@ def test_responses_async_client(gateway: ServerThread) -> None:
 
 def test_completions_scored_like_chat(gateway: ServerThread, fake_upstream: FakeUpstream) -> None:
     raw = sync_client(gateway, **SYNC).completions.with_raw_response.create(
-        model="fake", prompt="legacy hi", max_tokens=8
+        model="fake", prompt="Who wrote the legacy?", max_tokens=8
     )
-    assert raw.parse().choices[0].text == "You said: legacy hi"
+    assert raw.parse().choices[0].text == "You said: Who wrote the legacy?"
     assert raw.headers["x-trust-status"] == "done" and raw.headers["x-trust-bc"] == "0.9000"
-    chunks = list(sync_client(gateway, **SYNC).completions.create(model="fake", prompt="legacy stream", stream=True))
-    assert "".join(c.choices[0].text or "" for c in chunks) == "You said: legacy stream"  # a choice in every chunk
+    chunks = list(
+        sync_client(gateway, **SYNC).completions.create(model="fake", prompt="Who streams the legacy?", stream=True)
+    )
+    assert (
+        "".join(c.choices[0].text or "" for c in chunks) == "You said: Who streams the legacy?"
+    )  # a choice in every chunk
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert (chunks[-1].model_extra or {})["trust"]["status"] == "done"
 

@@ -129,7 +129,7 @@ def test_without_a_traceparent_the_request_starts_its_own_trace(
         f"{traced_gateway.url}/v1/chat/completions",
         headers=AUTH,
         timeout=20,
-        json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
+        json={"model": "fake", "messages": [{"role": "user", "content": "Who said hi?"}]},
     )
     (request,) = recorded.finished("chat fake")
     (scoring,) = recorded.finished("trustgate.score")
@@ -144,7 +144,7 @@ def test_the_request_span_covers_the_whole_stream(traced_gateway: ServerThread, 
         f"{traced_gateway.url}/v1/chat/completions",
         headers={**AUTH, "traceparent": TRACEPARENT},
         timeout=20,
-        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "stream it"}]},
+        json={"model": "fake", "stream": True, "messages": [{"role": "user", "content": "Who streams it?"}]},
     ) as response:
         lines = response.iter_lines()
         first = next(line for line in lines if line.startswith("data:"))
@@ -191,7 +191,7 @@ def test_a_rejected_request_is_traced_too(traced_gateway: ServerThread, recorded
     response = httpx.post(
         f"{traced_gateway.url}/v1/chat/completions",
         headers={"traceparent": TRACEPARENT},
-        json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
+        json={"model": "fake", "messages": [{"role": "user", "content": "Who said hi?"}]},
     )
     assert response.status_code == 401
     (request,) = recorded.finished("chat")  # never named: the model was not read before the 401
@@ -244,11 +244,11 @@ def test_each_upstream_try_is_a_client_span_of_the_request(
 
 # One request per endpoint, a stream among them: (path, body, the try's span operation).
 ENDPOINT_CALLS = [
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}, "chat"),
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stream": True}, "chat"),
-    ("/v1/completions", {"prompt": "hi"}, "text_completion"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Who said hi?"}]}, "chat"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Who said hi?"}], "stream": True}, "chat"),
+    ("/v1/completions", {"prompt": "Who said hi?"}, "text_completion"),
     ("/v1/embeddings", {"input": "hi"}, "embeddings"),
-    ("/v1/responses", {"input": "hi"}, "chat"),
+    ("/v1/responses", {"input": "Who said hi?"}, "chat"),
 ]
 
 
