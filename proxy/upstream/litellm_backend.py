@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -226,7 +227,8 @@ class _LitellmCalls:
         """litellm's stream objects as the SSE the endpoint's clients expect.
 
         Responses events are named (``event: response.output_text.delta``) and
-        have no ``[DONE]``; chat and text completion chunks end with ``[DONE]``.
+        have no ``[DONE]``; chat and text completion chunks end with ``[DONE]``, each
+        choice of theirs with every field OpenAI writes on it (``_whole_choices``).
         The upstream's connection is closed however the stream ends. A stream
         without a single event (an HTML page answered with 200, which litellm
         reads as no events) is a malformed reply, never an empty successful stream.
@@ -236,8 +238,10 @@ class _LitellmCalls:
             async for item in wrapper:
                 events += 1
                 payload = item.model_dump(mode="json", exclude_none=True, warnings=False)
-                name = str(payload.get("type", "message")) if endpoint == "responses" else None
-                yield sse_event(_without_cost(payload) if name else _openai_usage_chunk(payload), name=name)
+                if endpoint == "responses":
+                    yield sse_event(_without_cost(payload), name=str(payload.get("type", "message")))
+                else:
+                    yield sse_event(_whole_choices(_openai_usage_chunk(payload), endpoint))
         except Exception as exc:
             raise self.translate(exc, cap) from exc
         finally:
@@ -246,6 +250,26 @@ class _LitellmCalls:
             raise self._errors.malformed("the stream ended before its first event")
         if endpoint != "responses":
             yield DONE_EVENT
+
+
+# The fields OpenAI writes on every choice of a stream chunk, null or empty as they may be, with the value they
+# have when there is nothing in them. Clients' loops read them without a guard (``"".join(c.choices[0].text ...)``
+# fails on a missing ``text``), while litellm's chunks, dumped without their nulls (it sets many fields OpenAI
+# never sends), lose them: its last text completion chunk has a ``finish_reason`` and no ``text``.
+_CHOICE_FIELDS: dict[Endpoint, tuple[tuple[str, Any], ...]] = {
+    "chat": (("delta", {}), ("logprobs", None), ("finish_reason", None)),
+    "completions": (("text", ""), ("logprobs", None), ("finish_reason", None)),
+}
+
+
+def _whole_choices(payload: dict[str, Any], endpoint: Endpoint) -> dict[str, Any]:
+    """``payload`` (a chat or text completion chunk) with every field OpenAI writes on each of its choices."""
+    for choice in payload.get("choices") or ():
+        if isinstance(choice, dict):
+            for name, empty in _CHOICE_FIELDS[endpoint]:
+                if name not in choice:
+                    choice[name] = copy.copy(empty)
+    return payload
 
 
 def _openai_usage_chunk(payload: dict[str, Any]) -> dict[str, Any]:
