@@ -272,14 +272,26 @@ def test_a_200_whose_fields_are_all_null_is_a_502(
     assert error["code"] == "upstream_malformed_reply"
 
 
+NO_EVENTS = {"html-page": "html-stream", "json-of-nulls": "null-fields", "event-stream-without-events": "empty-stream"}
+
+
+@pytest.mark.parametrize("mode", ["off", "sync"])
+@pytest.mark.parametrize("behaviour", list(NO_EVENTS.values()), ids=list(NO_EVENTS))
 @pytest.mark.parametrize("endpoint", ["chat", "completions", "responses"])
 @pytest.mark.parametrize("path", PATHS)
-def test_a_stream_answered_with_an_html_page_is_a_502(
-    path: str, endpoint: str, hostile: HostileUpstream, start_gateway: Callable[..., ServerThread]
+def test_a_stream_answered_without_events_is_a_502(
+    path: str,
+    endpoint: str,
+    behaviour: str,
+    mode: str,
+    hostile: HostileUpstream,
+    start_gateway: Callable[..., ServerThread],
 ) -> None:
-    hostile.behaviour = "html-stream"
+    """An HTML page, a JSON object of nulls or an event stream with no event, answered to a stream: litellm
+    would read the last two as a stream with no chunks and make up a final chunk, a successful empty answer."""
+    hostile.behaviour = behaviour
     server = start_gateway(hostile_config(hostile, path=path))
-    response = call(server.url, endpoint, stream=True, mode="off")
+    response = call(server.url, endpoint, stream=True, mode=mode)
     error = openai_error(response, 502)
     assert error["code"] == "upstream_malformed_reply"
     assert not response.headers["content-type"].startswith("text/event-stream")
