@@ -1,6 +1,7 @@
 """The translating path: providers that do not speak OpenAI's wire format go through litellm's Router.
 
-This is the only module that imports litellm, and it does so lazily: a gateway
+This is the only module that calls litellm (``config.litellm_options`` reads its
+option names), and it imports it lazily (``base.litellm_module``): a gateway
 whose deployments are all OpenAI-compatible never pays litellm's import time
 and memory.
 
@@ -33,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import os
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -43,7 +43,7 @@ import httpx
 import orjson
 
 from ..base.errors import GatewayError
-from ..base.log_format import route_litellm_logs_to_root
+from ..base.litellm_module import imported_litellm
 from ..base.sdk_params import Endpoint
 from ..config.settings import ConfigError, Deployment, GatewaySettings
 from .completion import (
@@ -83,14 +83,7 @@ _ROUTER_CALLS: dict[Endpoint, str] = {
 
 
 def _import_litellm() -> Any:
-    # Without this, litellm fetches its model price map from the internet at import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    # Module settings, set once: no banner/debug text on stdout, no telemetry.
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    route_litellm_logs_to_root()  # one line per event, in the process's log format
+    litellm = imported_litellm()
     if litellm.aclient_session is None:
         # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
         litellm.aclient_session = httpx.AsyncClient(
