@@ -60,7 +60,7 @@ from .errors import UpstreamErrors
 from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 
-__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "router_pick"]
+__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "provider_address", "router_pick"]
 
 # litellm reads these request fields itself (``metadata`` and ``litellm_metadata`` steer its routing and
 # logging) and does not forward them, so a client's never reach it.
@@ -107,6 +107,16 @@ def _import_litellm() -> Any:
 def _guarded_transport(*args: Any, **kwargs: Any) -> CappedTransport:
     """litellm's transport factory, answered with the one transport every litellm call goes through."""
     return _TRANSPORT
+
+
+def provider_address(deployment: Deployment) -> str | None:
+    """Where litellm sends a deployment's calls when the deployment names no ``api_base``: its provider's own
+    address (``https://api.openai.com`` for ``openai/``); None where litellm cannot say without a call."""
+    try:
+        address = _import_litellm().get_api_base(model=deployment.provider_model, optional_params={})
+    except Exception:  # litellm raises assorted types for what it cannot place
+        return None
+    return str(address) if address else None
 
 
 def check_providers(deployments: Iterable[Deployment]) -> None:
