@@ -10,6 +10,7 @@ go through the process's one log handler (``log_format``).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 from .log_format import route_litellm_logs_to_root
@@ -26,6 +27,15 @@ def imported_litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
+    # litellm's Responses bridge puts a plain dict where its model declares ResponseAPIUsage, and pydantic says
+    # so when litellm dumps the model: nothing an operator can act on (the gateway reads the usage itself).
+    # pyproject's filterwarnings names it too, for the tests, where pytest's filters come first.
+    warnings.filterwarnings(
+        "ignore",
+        r"Pydantic serializer warnings.\s+PydanticSerializationUnexpectedValue\(Expected `ResponseAPIUsage`",
+        UserWarning,
+        "pydantic.main",
+    )
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     route_litellm_logs_to_root()  # one line per event, in the process's log format
