@@ -186,15 +186,13 @@ def split_config(raw: Mapping[str, Any], environment: Mapping[str, str]) -> Conf
     return split
 
 
-def _not_acted_on(
-    split: ConfigSplit, path: str, key: str, value: Any, section: str, given: Collection[str], note: str | None = None
-) -> None:
+def _not_acted_on(split: ConfigSplit, path: str, key: str, value: Any, section: str, given: Collection[str]) -> None:
     """Name a key TrustGate does not act on: as misspelt when it is close to a name, else as ignored."""
     misspelt = _misspelt(path, key, section, IMPLEMENTED[section], given)
     if misspelt is not None:
         split.misspelt.append(misspelt)
     else:
-        split.ignored.append(_ignored(path, value, note))
+        split.ignored.append(_ignored(path, value))
 
 
 def _peek(value: Any, environment: Mapping[str, str]) -> Any:
