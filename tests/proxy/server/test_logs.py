@@ -1,6 +1,7 @@
-"""The gateway's log as a collector reads it: one line per event, no colour codes, JSON on request
-(--log-format json or TRUSTGATE_LOG_FORMAT), and the request id on every line written while serving
-a request. The gateway runs as a real process; its litellm Router path serves the requests."""
+"""The gateway's log as a collector reads it: one line per event on either upstream path (litellm's lines
+in the gateway's format and level), no colour codes, JSON on request (--log-format json or
+TRUSTGATE_LOG_FORMAT), and the request id on every line written while serving a request. The gateway runs
+as a real process; its litellm Router path serves the requests."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import logging
 import os
 import subprocess
 import sys
-from collections import Counter
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,13 +23,12 @@ from proxy.base.request_ids import current_request_id
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.sampled_agreement import sc_config, scripted
-from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, scoring_config
+from tests.proxy.sampled_agreement import sc_config
+from tests.proxy.scored_gateway import AUTH, AskingScorer, RaisingScorer, scoring_config, wait_for_record
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.integration
 
-ROUTER_LOGGER = "LiteLLM Router"
 ASKED_ID = "client-chosen-id.42"
 
 
@@ -47,22 +47,22 @@ def litellm_config(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
     return path
 
 
-def _ask(gateway: GatewayProcess, request_id: str | None) -> None:
+def _ask(gateway: GatewayProcess, request_id: str | None, content: str = "hello", status: int = 200) -> None:
     headers = {"authorization": f"Bearer {MASTER_KEY}", **({"x-request-id": request_id} if request_id else {})}
     reply = httpx.post(
         f"{gateway.url}/v1/chat/completions",
         headers=headers,
         timeout=30,
-        json={"model": "fake", "messages": [{"role": "user", "content": "hello"}]},
+        json={"model": "fake", "messages": [{"role": "user", "content": content}]},
     )
-    assert reply.status_code == 200, reply.text
+    assert reply.status_code == status, reply.text
 
 
 def _served(config: Path, environ: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> list[str]:
-    """Every line the gateway wrote (stdout and stderr), having answered one request with an id and one
-    without, and then stopped."""
+    """Every line the gateway wrote (stdout and stderr), having answered one request with an id (its upstream
+    failing, so that it writes more than its access line) and one without, and then stopped."""
     with serve_config(config, environ=environ, args=args, timeout=120) as gateway:
-        _ask(gateway, ASKED_ID)
+        _ask(gateway, ASKED_ID, "hello [fail:500]", 500)
         _ask(gateway, None)
     gateway.process.wait(30)
     return [line.rstrip("\n") for line in gateway.output]
@@ -78,25 +78,76 @@ def test_json_logs_parse_line_by_line_and_carry_the_request_id(litellm_config: P
     events = [json.loads(line) for line in lines]  # every line, banner and uvicorn's included
     assert all({"time", "level", "logger", "message"} <= set(event) for event in events)
     asked = [e for e in events if e.get("request_id") == ASKED_ID]
-    assert {e["logger"] for e in asked} >= {ROUTER_LOGGER, "uvicorn.access"}, asked
+    assert {e["logger"] for e in asked} == {"trustgate.upstream", "uvicorn.access"}, asked
     others = {e["request_id"] for e in events if "request_id" in e} - {ASKED_ID}
     assert len(others) == 1, "the request without an id got one of its own"
     (other,) = others
-    assert {e["logger"] for e in events if e.get("request_id") == other} >= {ROUTER_LOGGER, "uvicorn.access"}
+    assert {e["logger"] for e in events if e.get("request_id") == other} == {"uvicorn.access"}
     assert not any("request_id" in e for e in events if "Started server process" in e["message"]), (
         "a line outside any request carries no id"
     )
     assert any(e["logger"] == "trustgate" and e["message"].startswith("TrustGate is ready on") for e in events)
 
 
-def test_each_litellm_line_appears_once_without_colour(litellm_config: Path) -> None:
-    lines = _served(litellm_config)
-    assert not any("\x1b" in line for line in lines), "ANSI escape codes in a log written to a pipe"
-    router = [line for line in lines if f" {ROUTER_LOGGER}: litellm.acompletion" in line]
-    assert len(router) == 2, "\n".join(lines)  # one Router line per request
-    assert all(line[:4].isdigit() for line in lines if "LiteLLM" in line), "a LiteLLM message split over lines"
-    assert Counter(router).most_common(1)[0][1] == 1
-    assert sum(f"request_id={ASKED_ID}" in line for line in router) == 1
+TRAFFIC: list[tuple[str, dict[str, Any]]] = [
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hello"}]}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hello"}], "stream": True}),
+    ("/v1/completions", {"prompt": "hello"}),
+    ("/v1/completions", {"prompt": "hello", "stream": True}),
+    ("/v1/responses", {"input": "hello"}),
+    ("/v1/responses", {"input": "hello", "stream": True}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hello [fail:500]"}]}),
+]
+
+
+def _events_logged(tmp_path: Path, upstream: str, path: str) -> list[str]:
+    """The lines a gateway on ``path`` writes for ``TRAFFIC``, each answer scored by sc (two re-asks in the
+    scoring worker), from its ready line on: each line's logger and message."""
+    config = sc_config(upstream, applicability={"enabled": False}, claims={"enabled": False})
+    config["trustgate"]["scoring"]["sc"].update(samples=2, skip_when_consistent=False)
+    config["trustgate"].update(
+        server={"port": free_port()},
+        store={"path": str(tmp_path / f"{path}.sqlite3")},
+        passthrough=path == "passthrough",
+    )
+    file = tmp_path / f"{path}.yaml"
+    file.write_text(yaml.safe_dump(config))
+    with serve_config(file, timeout=120, args=("--log-format", "json")) as gateway:  # no banner: log lines only
+        start = len(gateway.output)
+        ids = []
+        for route, body in TRAFFIC:
+            reply = httpx.post(f"{gateway.url}{route}", headers=AUTH, json={"model": "fake", **body}, timeout=60)
+            ids += [reply.headers["x-trust-id"]] if reply.status_code == 200 else []
+        for record_id in ids:  # the scoring worker's calls are this traffic's too
+            assert wait_for_record(gateway, record_id, timeout=60)["status"] == "done"  # type: ignore[arg-type]
+        # The worker wrote its lines before its records were done: once a later request's line is read, so are they.
+        httpx.get(f"{gateway.url}/health/liveness", timeout=10)
+        while not any('"GET /health/liveness' in line for line in gateway.output[start:]):
+            time.sleep(0.05)
+        logged = [line for line in gateway.output[start:] if '\\"GET /' not in line]  # the test's own reads
+    return [_event(line) for line in logged]
+
+
+def _event(line: str) -> str:
+    """A JSON log line as ``logger: message``; any other line (text printed past the log) as it is."""
+    try:
+        event = json.loads(line)
+    except json.JSONDecodeError:
+        return line.rstrip("\n")
+    return f"{event['logger']}: {event['message']}"
+
+
+def test_the_same_traffic_logs_one_line_per_event_on_both_paths(tmp_path: Path, fake_upstream: FakeUpstream) -> None:
+    """A request is its access line, an upstream failure its one line, on either path: none of litellm's lines
+    for each call (``completion() model=...``, the Router's ``200 OK``) are written at INFO."""
+    upstream = fake_upstream.url  # type: ignore[attr-defined]
+    passthrough = _events_logged(tmp_path, upstream, "passthrough")
+    litellm = _events_logged(tmp_path, upstream, "litellm")
+    assert len(litellm) == len(passthrough), "\n".join(["passthrough:", *passthrough, "litellm:", *litellm])
+    for lines in (passthrough, litellm):
+        assert sum(line.startswith("uvicorn.access: ") for line in lines) == len(TRAFFIC), lines
+        assert sum("upstream failure (500" in line for line in lines) == 1, lines
+        assert len(lines) == len(TRAFFIC) + 1, lines
 
 
 COLOURED = (
@@ -127,6 +178,28 @@ def test_colour_reaches_a_terminal_only() -> None:
     assert b"\x1b[32m 200 OK\x1b[0m" in _stderr_of(COLOURED, terminal=True)
     piped = _stderr_of(COLOURED, terminal=False)
     assert b"INFO lib: 200 OK" in piped and b"\x1b" not in piped
+
+
+def _litellm_lines(level: str) -> list[str]:
+    """What litellm's Router writes through the gateway's log, at the gateway's ``level``: an INFO line about a
+    call and a WARNING, both coloured as litellm colours them."""
+    code = (
+        "import logging; from proxy.base.log_format import configure_logging; "
+        f"configure_logging('text', level=logging.{level}); "
+        "from proxy.base.litellm_module import imported_litellm; imported_litellm(); "
+        "router = logging.getLogger('LiteLLM Router'); "
+        "router.info('litellm.acompletion(model=openai/m)\\x1b[32m 200 OK\\x1b[0m'); "
+        "router.warning('\\x1b[31mdeployment cooling down\\x1b[0m')"
+    )
+    return [line.split(" ", 2)[2] for line in _stderr_of(code, terminal=False).decode().splitlines()]
+
+
+def test_litellms_lines_are_the_gateways_own_once_each_its_info_at_debug() -> None:
+    assert _litellm_lines("INFO") == ["WARNING LiteLLM Router: deployment cooling down"]
+    assert [line for line in _litellm_lines("DEBUG") if "Router" in line] == [  # litellm's own DEBUG lines too
+        "DEBUG LiteLLM Router: litellm.acompletion(model=openai/m) 200 OK",
+        "WARNING LiteLLM Router: deployment cooling down",
+    ]
 
 
 class _RequestIdsSeen(logging.Handler):
@@ -166,15 +239,16 @@ def test_scoring_lines_carry_the_request_id_of_the_answer_they_score(
 
 
 def test_the_scoring_workers_lines_carry_the_request_id(tmp_path: Path, fake_upstream: FakeUpstream) -> None:
-    """By default scoring runs in a child process (``scoring.worker: child``): its litellm lines for sc's
-    re-asks name the request whose answer they score, as the gateway's line for the user's call does."""
+    """By default scoring runs in a child process (``scoring.worker: child``): its lines for sc's re-asks (which
+    fail here, so that it writes some) name the request whose answer they score."""
     config = sc_config(fake_upstream.url, mode="sync")  # type: ignore[attr-defined]
     config["trustgate"].update(
         server={"port": free_port()}, store={"path": str(tmp_path / "records.sqlite3")}, passthrough=False
     )
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    fake_upstream.responder = scripted("Paris", ["Paris"])
+    answers = iter(["Paris"])
+    fake_upstream.responder = lambda messages: next(answers)  # the user's call answered, every re-ask a 500
     with serve_config(path, environ={"TRUSTGATE_LOG_FORMAT": "json"}, timeout=120) as gateway:
         reply = httpx.post(
             f"{gateway.url}/v1/chat/completions",
@@ -182,15 +256,15 @@ def test_the_scoring_workers_lines_carry_the_request_id(tmp_path: Path, fake_ups
             headers={**AUTH, "x-trustgate-mode": "sync", "x-request-id": ASKED_ID},
             json={"model": "fake", "messages": [{"role": "user", "content": "Capital of France?"}]},
         )
-        assert reply.status_code == 200 and reply.headers["x-trust-status"] == "done", reply.text
+        assert reply.status_code == 200 and reply.headers["x-trust-status"] != "pending", reply.text
     gateway.process.wait(30)
-    router = [
+    failures = [
         event
         for event in map(json.loads, gateway.output)
-        if event["logger"] == ROUTER_LOGGER and event["message"].startswith("litellm.acompletion")
+        if event["logger"] == "trustgate.upstream" and event["message"].startswith("upstream failure (500")
     ]
-    assert len(router) == 4, router  # the user's call, then sc's three re-asks in the worker
-    assert [event.get("request_id") for event in router] == [ASKED_ID] * 4, router
+    assert failures, gateway.output  # written by the worker: the user's call succeeded
+    assert {event.get("request_id") for event in failures} == {ASKED_ID}, failures
 
 
 FAILING = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -13,11 +14,14 @@ import pytest
 
 from proxy.config.settings import HealthSettings
 from proxy.server.readiness import ReadinessCheck
+from proxy.upstream.probes import DeploymentProbe
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.metric_samples import samples
 from tests.proxy.scored_gateway import AUTH
 from tests.servers import ServerThread
+
+DOWN = "http://127.0.0.1:9/v1"  # the discard port, where nothing listens
 
 
 def readiness(server: ServerThread, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -59,9 +63,9 @@ def test_the_cache_window_on_a_clock() -> None:
     now = [100.0]
     probes: list[float] = []
 
-    async def probe() -> dict[str, str]:
+    async def probe() -> list[DeploymentProbe]:
         probes.append(now[0])
-        return {"a": "ok"}
+        return [DeploymentProbe("a", 0, "http://a", "up")]
 
     check = ReadinessCheck(probe, HealthSettings(readiness_cache_s=10), clock=lambda: now[0])
 
@@ -81,7 +85,7 @@ def two_groups_one_down(upstream_url: str) -> dict[str, Any]:
             "model_name": "down",
             "litellm_params": {
                 "model": "openai/gpt-4o-mini",
-                "api_base": "http://127.0.0.1:9/v1",
+                "api_base": DOWN,
                 "api_key": "x",
                 "timeout": 2,
             },
@@ -103,3 +107,47 @@ def test_one_of_two_model_groups_down(
     body = reply.json()
     assert body["models"] == {"fake": "ok", "down": "unreachable"}
     assert body["mode"] == (mode or "any") and body["status"] == ("ok" if status == 200 else "unavailable")
+
+
+@pytest.mark.integration
+def test_every_deployment_is_probed_at_start_and_one_nobody_answers_at_is_named_down_with_its_address(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A group stays ok while one of its deployments answers, and the other is still reported; a deployment
+    without an ``api_base`` is probed where litellm would call it (ollama's default, where nobody serves here)."""
+    caplog.set_level(logging.INFO, logger="trustgate.readiness")
+    config = two_groups_one_down(fake_upstream.url)  # type: ignore[attr-defined]
+    fake = config["model_list"][0]
+    config["model_list"].insert(1, {**fake, "litellm_params": {**fake["litellm_params"], "api_base": DOWN}})
+    config["model_list"].append({"model_name": "local", "litellm_params": {"model": "ollama/llama3"}})
+    config.setdefault("trustgate", {})["passthrough"] = False
+    server = start_gateway(config)
+    # No caller asked: the probe ran at start, and named each deployment nobody answers at.
+    wait_for(lambda: samples(server).get(("trustgate_readiness_probes_total", frozenset())) == 1)
+    wait_for(lambda: len(down_lines(caplog)) == 3)
+    assert sorted(down_lines(caplog)) == [
+        f"deployment down (model_list[2]) at {DOWN} is down: nobody answers (ConnectError)",
+        f"deployment fake (model_list[1]) at {DOWN} is down: nobody answers (ConnectError)",
+        "deployment local (model_list[3]) at http://localhost:11434 is down: nobody answers (ConnectError)",
+    ]
+    body = readiness(server, AUTH).json()
+    assert body["models"] == {"fake": "ok", "down": "unreachable", "local": "unreachable"}
+    assert [(d["model"], d["address"], d["state"]) for d in body["deployments"]] == [
+        ("fake", f"{fake_upstream.url}/v1", "up"),  # type: ignore[attr-defined]
+        ("fake", DOWN, "down"),
+        ("down", DOWN, "down"),
+        ("local", "http://localhost:11434", "down"),
+    ]
+    assert body["deployments"][1]["reason"] == "nobody answers (ConnectError)"
+    assert "deployments" not in readiness(server).json()  # a map of the deployment is the master key's only
+
+
+def down_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "trustgate.readiness" and "is down" in r.getMessage()]
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

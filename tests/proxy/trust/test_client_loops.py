@@ -172,3 +172,48 @@ def test_llamaindex_loops_run_to_the_end_with_trust_on(gateway: ServerThread) ->
     )
     message = llama_index_llms.ChatMessage(role="user", content="index chat")
     assert "".join(part.delta or "" for part in chat.stream_chat([message])) == "You said: index chat"
+
+
+# --- The plain loops of every endpoint, in every scoring mode --------------------------------------------------------
+
+# A mode's headers, and the policy it needs: "held" is sync scoring with a block policy that holds the stream whole
+# until its verdict (``streams: hold``), so the client gets the upstream's events replayed after scoring.
+MODES: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
+    "off": ({"x-trustgate-mode": "off"}, {}),
+    "async": (ASYNC, {}),
+    "sync": (SYNC, {}),
+    "held": (SYNC, {"mode": "sync", "on_low_trust": {"below": 0.1, "action": "block", "streams": "hold"}}),
+}
+
+
+@pytest.fixture(params=[(path, mode) for path in ("passthrough", "litellm") for mode in MODES], ids="-".join)
+def loop_client(
+    request: pytest.FixtureRequest, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> openai.OpenAI:
+    path, mode = request.param
+    headers, policy = MODES[mode]
+    config = scoring_config(fake_upstream.url, **policy)  # type: ignore[attr-defined]
+    config["trustgate"]["passthrough"] = path == "passthrough"
+    server = start_gateway(config, scorers=[AskingScorer("bc", 0.9), AskingScorer("fc", 0.5)])
+    return client(server, headers)
+
+
+def test_every_endpoints_plain_loop_reads_every_event(loop_client: openai.OpenAI) -> None:
+    """The loops as users write them, which read a field of every event without a guard: a completions chunk's
+    ``text`` (joined as str), a chat chunk's ``delta``; and the SDK's own stream helpers, which build the whole
+    answer from the events."""
+    chat = loop_client.chat.completions.create(model="fake", messages=MESSAGES, stream=True)
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chat) == "You said: loop me"
+    text = loop_client.completions.create(model="fake", prompt="loop me", stream=True)
+    assert "".join(chunk.choices[0].text for chunk in text) == "You said: loop me"
+    events = loop_client.responses.create(model="fake", input="loop me", stream=True)
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "You said: loop me"
+
+    with loop_client.chat.completions.stream(model="fake", messages=MESSAGES) as helper:
+        assert "".join(e.delta for e in helper if e.type == "content.delta") == "You said: loop me"
+        assert helper.get_final_completion().choices[0].message.content == "You said: loop me"
+    with loop_client.responses.stream(model="fake", input="loop me") as responses_helper:
+        assert "".join(e.delta for e in responses_helper if e.type == "response.output_text.delta") == (
+            "You said: loop me"
+        )
+        assert responses_helper.get_final_response().output_text == "You said: loop me"
