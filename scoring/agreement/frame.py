@@ -10,8 +10,9 @@ the relation and must be found in a statement that answers it: "first" in
 "the first President of the United States" is what keeps the third president
 from answering. The noun after "which"/"what" is required too ("which
 river"), except a year or an amount ("what year", "how many"); words that
-only ask for a name ("called") are not. A question without a subject
-or a relation gives no frame, and the check abstains.
+only ask for a name ("called") are not, nor those of a request to describe
+("Tell me about the Sun"). A question without a subject or a relation gives
+no frame, and the check abstains.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from .words import Lexicon, Word, words
 
 __all__ = ["Frame", "read_frame"]
 
-# Words that ask for a name rather than relate anything: "What is the name of ...", "... known as".
+# Words that ask for a name rather than relate anything: "What is the name of ...", "... known as"; and those of a
+# request to describe ("Tell me about the Sun", "What do you know about Mount Everest?"), which asks no relation.
 ASKING_WORDS = frozenset({"name", "named", "called", "known", "kind", "type", "sort", "one", "exactly", "actually"})
+ASKING_WORDS |= frozenset({"tell", "know", "describe", "explain", "summarise", "summarize"})
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "how"})
 YEAR_HEADS = frozenset({"year", "century", "decade"})
 HOW_MUCH = frozenset({"many", "much", "old", "long", "far", "tall", "big", "large", "high", "deep", "heavy", "wide"})
