@@ -6,6 +6,9 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from tests.servers import ServerThread
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -51,3 +54,21 @@ def chromium(profile: Path, width: int = 1280, height: int = 900) -> Iterator[ob
         yield driver
     finally:
         driver.quit()
+
+
+def wait_for(driver: Any, css: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    found: list[Any] = WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))
+    return found
+
+
+def log_in(driver: Any, server: ServerThread, key: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{server.url}/ui")
+    field = wait_for(driver, "#key")[0]
+    field.send_keys(key)
+    driver.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
+    wait_for(driver, "#overview-title")

@@ -25,7 +25,7 @@ import pytest
 import console
 from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
-from tests.console.browser import chromium, missing_browser
+from tests.console.browser import chromium, log_in, missing_browser, wait_for
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.servers import ServerThread
 
@@ -114,24 +114,6 @@ def screenshot(driver: Any, tmp_path: Path, name: str) -> None:
     if target:
         Path(target).mkdir(parents=True, exist_ok=True)
         shutil.copy(path, Path(target) / path.name)
-
-
-def wait_for(driver: Any, css: str) -> list[Any]:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    found: list[Any] = WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))
-    return found
-
-
-def log_in(driver: Any, server: ServerThread, key: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.get(f"{server.url}/ui")
-    field = wait_for(driver, "#key")[0]
-    field.send_keys(key)
-    driver.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
-    wait_for(driver, "#overview-title")
 
 
 def records_of(server: ServerThread, key: str) -> list[dict[str, Any]]:
