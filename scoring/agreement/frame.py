@@ -88,14 +88,17 @@ def _kind(content: Sequence[Word]) -> tuple[MentionKind | None, int | None]:
 def _subject_span(content: Sequence[Word]) -> tuple[int, int] | None:
     """The first and last index of the subject: the last name (two joined by "and" are one), else the closing
     content words."""
-    names = [m for m in mentions(content) if m.kind == "name"]
+    found = mentions(content)
+    names = [m for m in found if m.kind == "name"]
     if names:
         last = names[-1]
         first = last.first
         for earlier in reversed(names[:-1]):
             if earlier.last + 2 == first and content[earlier.last + 1].folded in AND_WORDS:
                 first = earlier.first
-        return first, last.last
+        # A number right after the name is part of it ("Apollo 11", "Boeing 747"), not something asked of it.
+        numbered = any(m.first == last.last + 1 and m.kind == "number" for m in found)
+        return first, last.last + 1 if numbered else last.last
     end = len(content) - 1
     while end >= 0 and content[end].folded in STOPWORDS:
         end -= 1

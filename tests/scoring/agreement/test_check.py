@@ -130,6 +130,7 @@ def test_another_name_the_evidence_gives_the_entity_agrees(lexicon: Lexicon) -> 
         ("In what year did the Berlin Wall fall?", "Berlin Wall", ("fall",), "year"),
         ("Which river flows through Paris?", "Paris", ("river", "flows"), None),
         ("How many moons does Mars have?", "Mars", ("moons",), "number"),
+        ("Who commanded Apollo 11?", "Apollo 11", ("commanded",), "name"),
     ],
 )
 def test_a_question_is_read_as_a_relation_of_a_subject(
@@ -153,7 +154,13 @@ def test_a_claim_required_to_state_the_relation_abstains_when_it_does_not(lexico
 
 
 @pytest.mark.parametrize(
-    "question", ["Tell me about the Sun.", "What do you know about Mount Everest?", "Describe the Eiffel Tower."]
+    "question",
+    [
+        "Tell me about the Sun.",
+        "What do you know about Mount Everest?",
+        "Describe the Eiffel Tower.",
+        "What was Apollo 11?",
+    ],
 )
 def test_a_request_to_describe_asks_no_relation(lexicon: Lexicon, question: str) -> None:
     assert read_frame(question, lexicon) is None
