@@ -18,6 +18,7 @@ from ..config.settings import GatewaySettings
 __all__ = ["Caller", "KeyRing"]
 
 MASTER = "master"  # the master key's caller name (config.RESERVED_KEY_NAMES keeps it from client keys)
+ANONYMOUS = "anonymous"  # every caller's name on a gateway run without keys (allow_unauthenticated)
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class KeyRing:
 
     def authenticate(self, authorization: str | None) -> Caller:
         if self.open:
-            return Caller("anonymous", None)
+            return Caller(ANONYMOUS, None)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationFailed(
