@@ -12,11 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from scoring.claims.selection import select_claims
-from scoring.types import (
-    Ask,
+from scoring import (
     ChecksClaims,
-    Claim,
     ComponentResult,
     EVDetails,
     EVStatement,
@@ -24,8 +21,9 @@ from scoring.types import (
     FCEvidence,
     Scorer,
     ScoringJob,
-    SplitsClaims,
 )
+from scoring.claims.selection import select_claims
+from scoring.types import Ask, Claim, SplitsClaims
 from tests.fake_upstream import last_user_text
 
 __all__ = ["ANSWER", "FALSE_CLAIM", "QUESTION", "claim_checkers", "claims_model"]
