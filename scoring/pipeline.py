@@ -7,7 +7,7 @@ record is "failed" only when no component produced a value. Every failure met
 traceback, rate-limited, and stays on the component for the error counter.
 
 A long answer is checked claim by claim (``scoring.claims``): the claim
-checkers (``ChecksClaims``: Trust_BC, Trust_FC) share a splitter, which the
+checkers (``ChecksClaims``: Trust_BC, Trust_FC, ``ev``) share a splitter, which the
 pipeline asks first; where it finds several claims, each checker scores every
 checked claim, each claim gets its own Trust_OV from its checks and the
 answer's own signals (``lp``, ``sc``), and the answer's Trust_OV is their soft
@@ -61,7 +61,7 @@ __all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline"]
 # (model group, purpose, the job's lane) -> Ask bound to that deployment; a sync job's calls go first (scoring.lanes)
 AskFactory = Callable[[str, str, Lane], Ask]
 Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a record's components -> Trust_OV
-COMBINED = frozenset({"bc", "fc", "lp", "sc"})  # the components Trust_OV is made of
+COMBINED = frozenset({"bc", "fc", "lp", "sc", "ev"})  # the components Trust_OV is made of
 
 log = logging.getLogger("trustgate.scoring")
 

@@ -254,13 +254,15 @@ class FactCheckSettings(BaseModel):
 
 
 class ClaimSettings(BaseModel):
-    """Long answers checked claim by claim (``scoring/claims/``): Trust_BC and Trust_FC per claim, Trust_OV
-    from the claims' scores, so that one false sentence makes the answer untrusted and is the one marked.
+    """Long answers checked claim by claim (``scoring/claims/``): Trust_BC, Trust_FC and evidence agreement
+    (``ev``) per claim, Trust_OV from the claims' scores, so that one false sentence makes the answer untrusted
+    and is the one marked.
 
     An answer of fewer than ``min_words`` words, or one whose split finds a single claim, is checked whole,
     exactly as without claims (same calls, same values). Otherwise each of the ``max_claims`` claims that say
-    the most (named entities, numbers, dates) costs ``checks_per_claim`` Trust_BC calls and one judge call;
-    ``sc`` and ``lp`` stay answer-level. Defaults and their measurement: docs/eval/claims.md.
+    the most (named entities, numbers, dates) costs ``checks_per_claim`` Trust_BC calls and one judge call
+    (``ev`` costs none); ``sc`` and ``lp`` stay answer-level. Defaults and their measurement:
+    docs/eval/claims.md.
     """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -668,7 +670,7 @@ class ScoringSettings(BaseModel):
     probability."""
     combine: Literal["default", "paper", "fitted"] = "default"
     """How Trust_OV is made: default (the prior shipped in scoring/default_combination.json over every one of
-    lp, bc, fc and sc present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC and
+    lp, bc, fc, sc and ev present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC and
     Trust_FC, graded: the paper's scale), or fitted (the logistic combination of ``trustgate eval run
     --calibration-method logistic``, read from ``calibration_path``). docs/eval/default-combination.md."""
     worker: Literal["child", "inline"] = "child"

@@ -432,8 +432,9 @@ class EVDetails(_Details):
 
     verdict: AgreementVerdict | None = None
     # agree / contradict, or why it abstained: no_frame (the question relates nothing to a subject), no_entity
-    # (the claim names no answer), denied (the claim denies the relation), silent (no statement in the
-    # evidence), conflicting (statements for and against, neither side twice the other)
+    # (the claim names no answer), unstated (a long answer's claim past its first that does not state the asked
+    # relation), denied (the claim denies the relation), silent (no statement in the evidence), conflicting
+    # (statements for and against, neither side twice the other)
     reason: str | None = None
     claim: str | None = None  # the claim checked, when it is not the whole answer
     subject: str | None = None
@@ -445,6 +446,11 @@ class EVDetails(_Details):
     statements: list[EVStatement] = Field(default_factory=list)
     agreeing: int = 0  # passages that name the entity in the relation
     contradicting: int = 0  # passages that firmly name another entity there
+    # An answer checked claim by claim: the claims this answer-level ev sums up, and the index (in the record's
+    # claims) of the one whose value it is, the lowest that did not abstain; ``claim`` is that claim's statement.
+    # Each claim's passages and statements are in its own components.
+    claims: int | None = None
+    claim_index: int | None = None
 
 
 class OVDetails(_Details):
