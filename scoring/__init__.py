@@ -39,8 +39,10 @@ from .learning.rule import LearningRule
 from .learning.store import FileFitStore, FitStore, RedisFitStore
 from .pipeline import COMBINED, ScoringPipeline
 from .policy import (
+    ConfiguredPolicy,
     Decision,
     LowTrust,
+    configured_policy,
     decide,
     is_low_trust,
     low_trust,
@@ -54,7 +56,15 @@ from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
-from .settings import BudgetLimits, BudgetSettings, Renamed, ScoringMode, ScoringSettings, require_order
+from .settings import (
+    BudgetLimits,
+    BudgetSettings,
+    PolicySettings,
+    Renamed,
+    ScoringMode,
+    ScoringSettings,
+    require_order,
+)
 from .throttled_log import ThrottledLog
 from .types import (
     FEEDBACK_STATUSES,
@@ -105,6 +115,7 @@ __all__ = [
     "ClaimResult",
     "Combination",
     "ComponentResult",
+    "ConfiguredPolicy",
     "Decision",
     "FCDetails",
     "Feedback",
@@ -126,6 +137,7 @@ __all__ = [
     "MemoryJobQueue",
     "OVDetails",
     "PlattCalibrator",
+    "PolicySettings",
     "Process",
     "RAGClaim",
     "RAGDetails",
@@ -157,6 +169,7 @@ __all__ = [
     "UpstreamFailure",
     "build_rag_scorer",
     "combiner_for",
+    "configured_policy",
     "decide",
     "default_combination",
     "describe",
