@@ -75,9 +75,9 @@ def _router(env: Environment) -> APIRouter:
     def render(template: str, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(template).render(**context), headers=SECURITY_HEADERS)
 
-    def caller_of(request: Request) -> Caller:
+    async def caller_of(request: Request) -> Caller:
         gateway: Gateway = request.app.state.gateway
-        return gateway.keys.authenticate(request.headers.get("authorization"))
+        return await gateway.keys.authenticate(request.headers.get("authorization"))
 
     @router.get("")
     @router.get("/calibration")
@@ -88,7 +88,7 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/overview")
     async def overview(request: Request) -> HTMLResponse:
-        caller = caller_of(request)
+        caller = await caller_of(request)
         window = parse_params(OverviewQuery, request.query_params).window
         now = time.time()
         summary = await summarize_records(
@@ -108,13 +108,13 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/calibration")
     async def calibration(request: Request) -> HTMLResponse:
-        reports = await calibration_reports(request.app.state.gateway, caller_of(request))  # master key only
+        reports = await calibration_reports(request.app.state.gateway, await caller_of(request))  # master key only
         charts = {r.model: (roc_curves(r.scores), reliability_dots(r.scores)) for r in reports}
         return render("calibration.html", reports=reports, charts=charts)
 
     @router.get("/partials/records")
     async def records(request: Request) -> HTMLResponse:
-        caller = caller_of(request)
+        caller = await caller_of(request)
         query = parse_params(RecordQuery, request.query_params)
         page = await list_records(request.app.state.gateway, caller, query)
         next_params = None
@@ -127,7 +127,7 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/records/{record_id}")
     async def record(request: Request, record_id: str) -> HTMLResponse:
-        caller = caller_of(request)
+        caller = await caller_of(request)
         found = await request.app.state.gateway.trust.lookup(record_id, caller.record_scope)
         if found is None:  # missing, or another key's: the same answer
             raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")

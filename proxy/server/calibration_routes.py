@@ -81,7 +81,7 @@ async def calibration_reports(gateway: Gateway, caller: Caller) -> list[Calibrat
 @router.get("/v1/trust/calibration")
 async def get_calibration(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     reports = await calibration_reports(gateway, caller)
     body = CalibrationList(data=[ModelCalibration.of(report) for report in reports])
     return Response(body.model_dump_json(), media_type="application/json")

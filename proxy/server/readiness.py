@@ -3,20 +3,20 @@
 ``/health/readiness`` answers without a key (orchestrators probe it), so it
 must not let anyone make the gateway call its upstreams at will: probes run
 at most once per ``readiness_cache_s``, and concurrent callers share one
-probe in flight. With several model groups, one unreachable group need not
+probe in flight (``CachedProbe``). With several model groups, one unreachable group need not
 take every replica out of service: ``readiness_mode: any`` (the default)
 keeps the gateway ready while at least one group answers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
 from ..config.settings import HealthSettings
+from .cached_probe import CachedProbe
 
 __all__ = ["ReadinessCheck", "ReadinessReport"]
 
@@ -42,18 +42,13 @@ class ReadinessCheck:
     ) -> None:
         self._probe = probe
         self._settings = settings
-        self._on_probe = on_probe
-        self._clock = clock
-        self._lock = asyncio.Lock()
-        self._cached: tuple[float, ReadinessReport] | None = None
+        self._cached = CachedProbe(self._judged, settings.readiness_cache_s, on_probe=on_probe, clock=clock)
 
     async def report(self) -> ReadinessReport:
-        async with self._lock:  # one probe at a time; callers queued behind it read its result
-            if self._cached is None or self._clock() - self._cached[0] >= self._settings.readiness_cache_s:
-                self._on_probe()
-                groups = await self._probe()
-                self._cached = (self._clock(), self._judge(groups))
-            return self._cached[1]
+        return await self._cached.result()
+
+    async def _judged(self) -> ReadinessReport:
+        return self._judge(await self._probe())
 
     def _judge(self, groups: GroupStates) -> ReadinessReport:
         # "unchecked" (a provider without an HTTP base to probe) counts as reachable, as it cannot be told apart.

@@ -77,7 +77,7 @@ async def label_record(gateway: Gateway, caller: Caller, record_id: str, feedbac
 @router.post("/v1/trust/{record_id}/feedback")
 async def post_feedback(record_id: str, request: Request) -> Response:
     gateway = gateway_of(request)
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     feedback = parse_feedback(await read_body(request, MAX_FEEDBACK_BODY), time.time())
     record = await label_record(gateway, caller, record_id, feedback)
     # As a read shows it: another key's blocked answer is not sent to an admin key other than the master key.
