@@ -18,10 +18,9 @@ import httpx
 import pytest
 import redis
 
-from scoring import ComponentResult, Scorer, ScoringJob
-from scoring.types import Ask
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
+from tests.proxy.server.scorers import FixedScorer
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
@@ -76,15 +75,6 @@ def chat(server: ServerThread, key: str, model: str = "fake", **headers: str) ->
         json={"model": model, "messages": [{"role": "user", "content": "What is the capital of France?"}]},
         timeout=30,
     )
-
-
-class FixedScorer(Scorer):
-    """A component of a fixed value, without an upstream call: whether a request is scored is what is tested."""
-
-    name = "bc"
-
-    async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
-        return ComponentResult(component=self.name, value=0.9, label="consistent")
 
 
 @pytest.fixture
