@@ -382,3 +382,20 @@ def test_a_gateway_that_scores_nothing_refuses_a_key_asked_to_score(
     refused = call(gateway, "POST", "/key/generate", json={"trust_policy": {"mode": "sync"}})
     assert refused.status_code == 400 and "loads no scorer" in refused.json()["error"]["message"]
     assert call(gateway, "POST", "/key/generate", json={"trust_policy": {"mode": "off"}}).status_code == 200
+
+
+def test_each_store_keeps_names_unique_and_its_size_bounded(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], store: StoreConfig
+) -> None:
+    config = store(keyed_config(fake_upstream.url, generated_keys={"max_keys": 2}))  # type: ignore[attr-defined]
+    gateway = start_gateway(config)
+    first = generate(gateway, {"key_alias": "first"})
+    taken = call(gateway, "POST", "/key/generate", json={"key_alias": "first"})
+    assert taken.status_code == 409 and taken.json()["error"]["code"] == "key_alias_taken"
+    generate(gateway, {})
+    full = call(gateway, "POST", "/key/generate", json={"key_alias": "third"})
+    assert full.status_code == 409 and full.json()["error"]["code"] == "key_limit_reached"
+    call(gateway, "POST", "/key/delete", json={"key_aliases": ["first"]})
+    again = generate(gateway, {"key_alias": "first"})
+    assert again["token"] != first["token"] and chat(gateway, again["key"]).status_code == 200
+    assert chat(gateway, first["key"]).status_code == 401, "a name given again is not the old key"
