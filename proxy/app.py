@@ -47,7 +47,7 @@ from .server.connections import BodyDeadline, quiet_accept_errors
 from .server.gateway import Gateway
 from .server.key_management import KeyManager
 from .server.key_routes import router as key_router
-from .server.key_store import KeyCache, KeyHash
+from .server.key_store import KeyCache, KeyHash, KeyTable
 from .server.model_info import router as model_info_router
 from .server.readiness import ReadinessCheck
 from .server.relative_redirects import RelativeRedirects
@@ -241,6 +241,7 @@ async def _key_ring(
     if not section.enabled or hasher is None:
         return KeyRing(settings), None
     table = await open_key_table(settings, redis, stack)
+    await _warn_of_taken_names(table, settings)
     lookups_failed = ThrottledLog(log, interval_s=30)
 
     def store_error(error: StoreUnavailable) -> None:
@@ -249,6 +250,22 @@ async def _key_ring(
 
     ring = KeyRing(settings, KeyCache(table, generated_caller, section.max_keys), hasher, on_store_error=store_error)
     return ring, KeyManager(table, hasher, settings, scoring_live=scoring_live)
+
+
+async def _warn_of_taken_names(table: KeyTable, settings: GatewaySettings) -> None:
+    """Name the keys made at run time whose names configured keys have taken since (they are refused)."""
+    configured = {key.name for key in settings.trustgate.keys}
+    try:
+        taken = sorted(key.name for key in await table.all() if key.name in configured)
+    except StoreUnavailable as exc:
+        log.warning("the key store could not be read at start-up: %s", exc)
+        return
+    if taken:
+        log.warning(
+            "keys made at run time are refused, their names being configured keys' now: %s (delete them with "
+            "trustgate keys delete --alias NAME)",
+            ", ".join(taken),
+        )
 
 
 def _add_cors(app: FastAPI, origins: list[str]) -> None:

@@ -109,6 +109,7 @@ class KeyRing:
             master = Caller(MASTER, None, admin=True, master=True)
             self._entries.append((settings.master_key.get_secret_value().encode(), master))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
+        self._configured = {caller.name for _, caller in self._entries}
         self._generated = generated if hasher is not None else None
         self._hasher = hasher
         self._on_store_error = on_store_error
@@ -158,6 +159,11 @@ class KeyRing:
             ) from None
         if found is None:
             return None
+        if found.caller.name in self._configured:  # a configured key took its name since: the name is that key's
+            raise AuthenticationFailed(
+                f"This key's name `{found.caller.name}` is now a configured key's: delete it and make another",
+                code="key_name_taken",
+            )
         if found.blocked:
             raise AuthenticationFailed("This key is blocked", code="key_blocked")
         if found.expires is not None and found.expires <= self._clock():

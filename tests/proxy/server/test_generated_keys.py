@@ -399,3 +399,22 @@ def test_each_store_keeps_names_unique_and_its_size_bounded(
     again = generate(gateway, {"key_alias": "first"})
     assert again["token"] != first["token"] and chat(gateway, again["key"]).status_code == 200
     assert chat(gateway, first["key"]).status_code == 401, "a name given again is not the old key"
+
+
+def test_a_name_a_configured_key_takes_later_is_that_keys(
+    fake_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = keyed_config(fake_upstream.url, store={"path": str(tmp_path / "store.sqlite3")})  # type: ignore[attr-defined]
+    first = start_gateway(config)
+    made = generate(first, {"key_alias": "later"})
+    first.stop()
+    config["trustgate"]["keys"].append({"key": "sk-later-config-key", "name": "later"})
+    second = start_gateway(config)
+    assert "configured keys' now: later" in caplog.text, "named at start-up"
+    refused = chat(second, made["key"])
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "key_name_taken"
+    assert chat(second, "sk-later-config-key").status_code == 200
+    assert call(second, "POST", "/key/delete", json={"key_aliases": ["later"]}).status_code == 200
