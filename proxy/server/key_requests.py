@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from scoring import PolicySettings
 
 from ..base.errors import InvalidRequest
+from .json_body import json_object
 from .key_store import StoredKey
 
 __all__ = [
@@ -262,12 +263,7 @@ Body = TypeVar("Body", bound=BaseModel)
 
 def parse_body(model: type[Body], raw: bytes) -> Body:
     """The body as ``model``; a 400 naming the first bad field otherwise."""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest("The body must be a JSON object", code="invalid_key_request") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest("The body must be a JSON object", code="invalid_key_request")
+    body = json_object(raw, "invalid_key_request")
     try:
         return model.model_validate(body)
     except ValidationError as exc:
