@@ -139,6 +139,8 @@ class KeyManager:
             for key in keys
             if (query.key_alias is None or key.key_alias == query.key_alias)
             and (query.key_hash is None or key.token == query.key_hash)
+            and (query.user_id is None or key.user_id == query.user_id)
+            and (query.team_id is None or key.team_id == query.team_id)
             and (query.status is None or key_status(key, now) == query.status)
             and (
                 query.expires is None

@@ -9,6 +9,9 @@ LiteLLM's own default), and refused with a 400 naming it otherwise, so that a
 script never believes a limit holds that is not enforced here. A field neither
 knows is a typo, refused likewise.
 
+``user_id`` and ``team_id`` are kept and shown as labels (``/key/list`` filters by them); there are no users or
+teams here, so they grant and bound nothing.
+
 TrustGate's own fields: ``trust_policy`` (a ``scoring.per_key`` entry of the
 key's own: mode, sample rate, sync wait, client policy, ``on_low_trust``,
 ``applicability``), ``admin`` (reads every key's records) and
@@ -52,8 +55,6 @@ MAX_LISTED = 1000  # models a key may name, keys one delete may name
 _ASK_NOTHING: dict[str, tuple[Any, ...]] = {
     **dict.fromkeys(
         (
-            "user_id",
-            "team_id",
             "agent_id",
             "organization_id",
             "project_id",
@@ -134,6 +135,8 @@ class _KeyFields(BaseModel):
     max_parallel_requests: int | None = Field(default=None, ge=1)
     metadata: dict[str, Any] | None = None
     blocked: bool | None = None
+    user_id: str | None = Field(default=None, max_length=MAX_ALIAS_CHARS)
+    team_id: str | None = Field(default=None, max_length=MAX_ALIAS_CHARS)
     admin: bool | None = None
     allow_account_references: bool | None = None
     trust_policy: PolicySettings | None = None
@@ -228,8 +231,8 @@ class KeyInfoQuery(BaseModel):
 class KeyListQuery(BaseModel):
     """``GET /key/list``'s query, as LiteLLM's: a page of keys' tokens (``return_full_object``: of whole keys).
 
-    Filters by what keys made here do not have (a user, a team, an organisation, a project, an agent, an
-    access group) match no key; ``deleted`` keys are not kept, so that status lists none.
+    Filters by what keys made here do not have (an organisation, a project, an agent, an access group) match
+    no key; ``deleted`` keys are not kept, so that status lists none.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -254,8 +257,8 @@ class KeyListQuery(BaseModel):
 
     @property
     def matches_nothing(self) -> bool:
-        owners = (self.user_id, self.team_id, self.organization_id, self.project_id, self.agent_id)
-        return self.status == "deleted" or any(owner is not None for owner in (*owners, self.access_group_id))
+        owners = (self.organization_id, self.project_id, self.agent_id, self.access_group_id)
+        return self.status == "deleted" or any(owner is not None for owner in owners)
 
 
 Body = TypeVar("Body", bound=BaseModel)
@@ -307,8 +310,8 @@ def key_info(key: StoredKey, now: float, *, with_token: bool) -> dict[str, Any]:
         "updated_at": _moment(key.updated_at),
         "created_by": key.created_by,
         "updated_by": key.updated_by,
-        "user_id": None,
-        "team_id": None,
+        "user_id": key.user_id,
+        "team_id": key.team_id,
         "name": key.name,
         "admin": key.admin,
         "allow_account_references": key.allow_account_references,

@@ -62,6 +62,8 @@ class StoredKey(BaseModel):
     max_parallel_requests: int | None = None
     metadata: dict[str, Any] = {}
     blocked: bool = False
+    user_id: str | None = None  # LiteLLM's labels, kept and shown: there are no users or teams here
+    team_id: str | None = None
     expires: float | None = None  # Unix seconds; None: never
     admin: bool = False
     allow_account_references: bool = False

@@ -157,6 +157,26 @@ def test_a_key_is_made_used_changed_listed_and_deleted(
     call(gateway, "POST", "/key/update", json={"key": token, "blocked": None})
     assert chat(gateway, key).status_code == 200, "an explicit null clears a field"
 
+    # LiteLLM's /key/update example, as its docstring writes it (its trailing comma aside)
+    documented = {
+        "key": key,
+        "key_alias": "team-a",
+        "user_id": "user-1234",
+        "team_id": "team-1234",
+        "max_budget": 100,
+        "metadata": {"any_key": "any-val"},
+    }
+    updated = call(gateway, "POST", "/key/update", json=documented)
+    assert updated.status_code == 200, updated.text
+    assert updated.json()["metadata"] == {"any_key": "any-val"}, "metadata is replaced whole, as LiteLLM does"
+    assert (updated.json()["user_id"], updated.json()["team_id"], updated.json()["max_budget"]) == (
+        "user-1234",
+        "team-1234",
+        100,
+    )
+    assert call(gateway, "GET", "/key/list", params={"team_id": "team-1234"}).json()["keys"] == [token]
+    assert call(gateway, "GET", "/key/list", params={"user_id": "someone-else"}).json()["keys"] == []
+
     info = call(gateway, "GET", "/key/info", params={"key": token})
     assert info.status_code == 200
     assert info.json()["key"] == token
@@ -247,7 +267,7 @@ def test_litellm_fields_that_ask_nothing_pass_and_the_others_are_refused(
 ) -> None:
     gateway = start_gateway(keyed_config(fake_upstream.url))  # type: ignore[attr-defined]
     for body, field in [
-        ({"team_id": "team-1"}, "team_id"),
+        ({"organization_id": "org-1"}, "organization_id"),
         ({"model_max_budget": {"fake": {"budget_limit": 1, "time_period": "1d"}}}, "model_max_budget"),
         ({"spend": 5}, "spend"),
         ({"key": "sk-chosen-by-the-client"}, "key"),
