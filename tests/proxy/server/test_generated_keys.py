@@ -438,3 +438,22 @@ def test_a_name_a_configured_key_takes_later_is_that_keys(
     assert refused.status_code == 401 and refused.json()["error"]["code"] == "key_name_taken"
     assert chat(second, "sk-later-config-key").status_code == 200
     assert call(second, "POST", "/key/delete", json={"key_aliases": ["later"]}).status_code == 200
+
+
+def test_a_key_store_that_cannot_answer_is_a_503_not_a_refusal(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], redis_server: RedisServer
+) -> None:
+    config = keyed_config(  # type: ignore[attr-defined]
+        fake_upstream.url,
+        scoring={"mode": "off", "queue": {"backend": "redis", "redis_url": redis_server.url, "redis_timeout_s": 1}},
+    )
+    gateway = start_gateway(config)
+    made = generate(gateway, {"key_alias": "stranded"})
+    redis_server.stop()
+    answer = chat(gateway, made["key"])
+    assert answer.status_code == 503 and answer.json()["error"]["code"] == "key_store_unavailable"
+    listing = call(gateway, "GET", "/key/list")
+    assert listing.status_code == 503 and listing.json()["error"]["code"] == "key_store_unavailable"
+    metrics = httpx.get(f"{gateway.url}/metrics", timeout=30).text
+    assert 'trustgate_store_errors_total{operation="key_lookup"} 1.0' in metrics
+    assert 'trustgate_store_errors_total{operation="keys"} 1.0' in metrics
