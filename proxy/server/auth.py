@@ -24,6 +24,7 @@ from .key_store import KeyCache, KeyHash, StoredKey
 __all__ = ["Caller", "GeneratedCaller", "KeyRing", "generated_caller"]
 
 MASTER = "master"  # the master key's caller name (config.RESERVED_KEY_NAMES keeps it from client keys)
+ANONYMOUS = "anonymous"  # every caller's name on a gateway run without keys (allow_unauthenticated)
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ class KeyRing:
 
     async def authenticate(self, authorization: str | None) -> Caller:
         if self.open:
-            return Caller("anonymous", None)
+            return Caller(ANONYMOUS, None)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationFailed(

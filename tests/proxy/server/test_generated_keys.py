@@ -77,13 +77,6 @@ def chat(server: ServerThread, key: str, model: str = "fake", **headers: str) ->
     )
 
 
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
-
-
 StoreConfig = Callable[[dict[str, Any]], dict[str, Any]]
 
 
