@@ -16,13 +16,23 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
+from redis.asyncio import Redis
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from exporters import Telemetry, build_metrics
+from exporters import GatewayMetrics, Telemetry, build_metrics
 from exporters.calibration_metrics import build_calibration_metrics
-from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
+from scoring import (
+    JobQueue,
+    MemoryJobQueue,
+    RedisJobQueue,
+    Scorer,
+    ScoringSettings,
+    StoreUnavailable,
+    ThrottledLog,
+    scoring_reachable,
+)
 
-from .assembly import build_learner, load_calibrator, open_parts
+from .assembly import build_learner, load_calibrator, open_key_table, open_parts
 from .base.errors import GatewayError, error_body
 from .base.log_format import configured_log_format
 from .base.request_ids import RequestIds, request_id_headers
@@ -31,10 +41,15 @@ from .endpoints.endpoint_routes import add_endpoint_routes
 from .endpoints.endpoint_routes import router as endpoint_router
 from .endpoints.request_meter import UNKNOWN
 from .metric_labels import configured_labels
-from .server.auth import KeyRing
+from .server.auth import KeyRing, generated_caller
+from .server.cached_probe import CachedProbe
 from .server.calibration_routes import router as calibration_router
 from .server.connections import BodyDeadline, quiet_accept_errors
 from .server.gateway import Gateway
+from .server.key_management import KeyManager
+from .server.key_routes import router as key_router
+from .server.key_store import KeyCache, KeyHash, KeyTable
+from .server.model_info import router as model_info_router
 from .server.readiness import ReadinessCheck
 from .server.relative_redirects import RelativeRedirects
 from .server.routes import router
@@ -159,9 +174,11 @@ def create_app(
                 on_probe=metrics.readiness_probes.inc,
             )
             await stack.enter_async_context(readiness.start())
+            scoring_live = has_scorers and (scorers is not None or scoring_reachable(scoring))
+            keys, key_manager = await _key_ring(settings, redis, metrics, scoring_live, stack)
             app.state.gateway = Gateway(
                 settings,
-                KeyRing(settings),
+                keys,
                 upstream,
                 metrics,
                 trust,
@@ -169,7 +186,9 @@ def create_app(
                 readiness,
                 limiter,
                 calibration_metrics,
+                CachedProbe(lambda: upstream.check_health(health.check_timeout_s), health.check_cache_s),
                 learning,
+                key_manager,
             )
             yield
 
@@ -187,6 +206,8 @@ def create_app(
     app.include_router(calibration_router)  # likewise "calibration"
     app.include_router(router)
     app.include_router(trust_feedback_router)
+    app.include_router(key_router)
+    app.include_router(model_info_router)
     app.include_router(endpoint_router)
     app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
     app.add_middleware(RelativeRedirects)
@@ -203,6 +224,50 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)
     return app
+
+
+async def _key_ring(
+    settings: GatewaySettings,
+    redis: Redis | None,
+    metrics: GatewayMetrics,
+    scoring_live: bool,
+    stack: contextlib.AsyncExitStack,
+) -> tuple[KeyRing, KeyManager | None]:
+    """The gateway's keys: the configured ones, and those made at run time where ``generated_keys`` is on and a
+    secret to hash them with exists (``hash_secret``, or the master key)."""
+    section = settings.trustgate.generated_keys
+    hasher = KeyHash.of(
+        section.hash_secret.get_secret_value() if section.hash_secret else None,
+        settings.master_key.get_secret_value() if settings.master_key else None,
+    )
+    if not section.enabled or hasher is None:
+        return KeyRing(settings), None
+    table = await open_key_table(settings, redis, stack)
+    await _warn_of_taken_names(table, settings)
+    lookups_failed = ThrottledLog(log, interval_s=30)
+
+    def store_error(error: StoreUnavailable) -> None:
+        metrics.store_errors.labels(operation="key_lookup").inc()
+        lookups_failed.warning("key-store", "a key made at run time could not be looked up: %s", error)
+
+    ring = KeyRing(settings, KeyCache(table, generated_caller, section.max_keys), hasher, on_store_error=store_error)
+    return ring, KeyManager(table, hasher, settings, scoring_live=scoring_live)
+
+
+async def _warn_of_taken_names(table: KeyTable, settings: GatewaySettings) -> None:
+    """Name the keys made at run time whose names configured keys have taken since (they are refused)."""
+    configured = {key.name for key in settings.trustgate.keys}
+    try:
+        taken = sorted(key.name for key in await table.all() if key.name in configured)
+    except StoreUnavailable as exc:
+        log.warning("the key store could not be read at start-up: %s", exc)
+        return
+    if taken:
+        log.warning(
+            "keys made at run time are refused, their names being configured keys' now: %s (delete them with "
+            "trustgate keys delete --alias NAME)",
+            ", ".join(taken),
+        )
 
 
 def _add_cors(app: FastAPI, origins: list[str]) -> None:

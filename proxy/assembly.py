@@ -57,6 +57,9 @@ from scoring import (
 
 from .base.limits import Counters, Limiter, MemoryCounters, RedisCounters
 from .config.settings import ConfigError, GatewaySettings
+from .server.key_store import KeyTable
+from .server.redis_keys import RedisKeyTable
+from .server.sqlite_keys import SqliteKeyTable
 from .trust.ask import UpstreamAsk
 from .trust.scoring_budget import ScoringBudget
 from .trust.service import traced
@@ -77,6 +80,7 @@ __all__ = [
     "build_telemetry",
     "http_client",
     "load_calibrator",
+    "open_key_table",
     "open_parts",
     "open_redis",
     "open_upstream_client",
@@ -166,6 +170,18 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     )
     stack.push_async_callback(redis.aclose)
     return redis
+
+
+async def open_key_table(settings: GatewaySettings, redis: Redis | None, stack: contextlib.AsyncExitStack) -> KeyTable:
+    """Where keys made at run time live: beside the trust records, in Redis when they are (every replica must
+    know a key at once), else in the record store's SQLite database."""
+    if redis is not None:
+        return RedisKeyTable(redis, settings.trustgate.scoring.queue.redis_prefix)
+    config = settings.trustgate.store
+    table = SqliteKeyTable(config.path or settings.trustgate.scoring.data_dir / RECORDS_FILE)
+    await table.open()
+    stack.push_async_callback(table.close)
+    return table
 
 
 def build_limiter(settings: GatewaySettings, queue_redis: Redis | None, stack: contextlib.AsyncExitStack) -> Limiter:

@@ -41,10 +41,12 @@ from .learning.store import FileFitStore, FitStore, RedisFitStore
 from .logprob import logprob_component
 from .pipeline import COMBINED, ScoringPipeline
 from .policy import (
+    ConfiguredPolicy,
     Decision,
     LowTrust,
     Treatment,
     applicability_of,
+    configured_policy,
     decide,
     is_low_trust,
     low_trust,
@@ -59,7 +61,15 @@ from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
-from .settings import BudgetLimits, BudgetSettings, Renamed, ScoringMode, ScoringSettings, require_order
+from .settings import (
+    BudgetLimits,
+    BudgetSettings,
+    PolicySettings,
+    Renamed,
+    ScoringMode,
+    ScoringSettings,
+    require_order,
+)
 from .throttled_log import ThrottledLog
 from .types import (
     BASES,
@@ -125,6 +135,7 @@ __all__ = [
     "ClaimResult",
     "Combination",
     "ComponentResult",
+    "ConfiguredPolicy",
     "ContentKind",
     "Decision",
     "EVDetails",
@@ -151,6 +162,7 @@ __all__ = [
     "MissingReason",
     "OVDetails",
     "PlattCalibrator",
+    "PolicySettings",
     "Process",
     "RAGClaim",
     "RAGDetails",
@@ -185,6 +197,7 @@ __all__ = [
     "applicability_of",
     "build_rag_scorer",
     "combiner_for",
+    "configured_policy",
     "decide",
     "default_combination",
     "describe",

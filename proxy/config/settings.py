@@ -45,6 +45,7 @@ __all__ = [
     "Deployment",
     "FallbackKind",
     "GatewaySettings",
+    "GeneratedKeySettings",
     "HealthSettings",
     "LimitSettings",
     "LocalUpstreamSettings",
@@ -276,6 +277,25 @@ class ApiKey(_Section):
     (``proxy.endpoints.account_refs``)."""
 
 
+class GeneratedKeySettings(_Section):
+    """Keys made at run time (``POST /key/generate``, ``trustgate keys``), beside the configured ones.
+
+    Kept in the gateway's store (the record store's SQLite database; Redis when the scoring queue is on Redis,
+    so that every replica knows them at once) as a keyed hash of the key, never the key.
+    """
+
+    enabled: bool = True
+    """Serve the ``/key/*`` endpoints (master key) and accept the keys they made; false: those endpoints are 404
+    and only configured keys authenticate."""
+    hash_secret: SecretStr | None = None
+    """The secret of the keyed hash (HMAC-SHA256) that stores keys; None: derived from ``master_key``. Every key
+    made so far is known by its hash, so changing it (or the master key it derives from) makes them all
+    unknown: set it (``os.environ/NAME``) to rotate the master key alone. Every replica needs the same."""
+    max_keys: int = Field(default=1000, ge=1, le=100_000)
+    """Keys kept at most; beyond, ``/key/generate`` is refused (409) until one is deleted. Each key's name is a
+    label value of the per-key metrics."""
+
+
 class ServerSettings(_Section):
     """The HTTP server: where it listens and how long a client may hold a connection
     (``proxy/server/connections.py``)."""
@@ -310,7 +330,8 @@ class ServerSettings(_Section):
 
 
 class HealthSettings(_Section):
-    """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready."""
+    """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready; and how
+    often ``/health`` may call them."""
 
     old_names: ClassVar[dict[str, Renamed]] = {
         "readiness_cache_seconds": Renamed("readiness_cache_s"),
@@ -324,6 +345,12 @@ class HealthSettings(_Section):
     """any: ready while at least one model group is reachable; all: every group must be."""
     readiness_probe_timeout_s: float = Field(default=2.0, gt=0)
     """Seconds one upstream probe may take."""
+    check_cache_s: float = Field(default=60.0, ge=0)
+    """Seconds a run of ``GET /health`` (LiteLLM's meaning: a one-token chat call to every deployment) is
+    answered again from its result: each run costs a call per deployment, so however often keys ask, the
+    upstreams are called at most once per this many seconds per replica."""
+    check_timeout_s: float = Field(default=10.0, gt=0)
+    """Seconds each deployment's call of a ``GET /health`` run may take; past them it is reported unhealthy."""
 
 
 class LocalUpstreamSettings(_Section):
@@ -464,6 +491,8 @@ class TrustGateSection(_Section):
     """The HTTP server."""
     keys: list[ApiKey] = Field(default_factory=list)
     """Client keys beside the master key, each with its own name, models and limits."""
+    generated_keys: GeneratedKeySettings = Field(default_factory=GeneratedKeySettings)
+    """Keys made at run time through ``/key/generate``, kept hashed in the gateway's store."""
     passthrough: bool = True
     """Forward requests to OpenAI-compatible deployments as bytes (the fast path); false: every deployment
     goes through litellm."""
@@ -610,6 +639,8 @@ class GatewaySettings(BaseModel):
         found = [k.key.get_secret_value() for k in self.trustgate.keys]
         if self.master_key:
             found.append(self.master_key.get_secret_value())
+        if self.trustgate.generated_keys.hash_secret is not None:
+            found.append(self.trustgate.generated_keys.hash_secret.get_secret_value())
         found += [secret for d in self.model_list for secret in d.secrets()]
         found += [
             value.get_secret_value()

@@ -203,7 +203,7 @@ async def _ask_again(
             completion_tokens=escalated.usage.completion_tokens,
         )
     await slot.done(escalated.usage.total if escalated.usage is not None else 0)
-    second_plan = gateway.trust.plan(model=group, key_name=caller.name, headers={}, body=b"")
+    second_plan = gateway.trust.plan(model=group, key_name=caller.name, key_policy=caller.policy, headers={}, body=b"")
     second_plan = replace(
         second_plan, traceparent=plan.traceparent, decision=replace(plan.decision, mode="sync", sampled=True)
     )

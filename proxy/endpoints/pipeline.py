@@ -123,7 +123,7 @@ async def serve(gateway: Gateway, spec: EndpointSpec, incoming: Incoming) -> Res
     meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(incoming.headers), spec.name)
     slot = None
     try:
-        caller = gateway.keys.authenticate(incoming.headers.get("authorization"))
+        caller = await gateway.keys.authenticate(incoming.headers.get("authorization"))
         meter.authenticated(caller.name)
         raw = await incoming.body(gateway.settings.trustgate.server.max_body_bytes)
         parsed = spec.parse(raw, caller.account_references)
@@ -176,6 +176,7 @@ def _planned(
     plan = gateway.trust.plan(
         model=group,
         key_name=caller.name,
+        key_policy=caller.policy,
         headers=headers,
         body=raw,
         rag=parsed.rag,

@@ -115,7 +115,7 @@ async def calibration_standings(gateway: Gateway, caller: Caller) -> list[Standi
 @router.get("/v1/trust/calibration")
 async def get_calibration(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     standings = await calibration_standings(gateway, caller)
     body = CalibrationList(data=[ModelCalibration.of(standing) for standing in standings])
     return Response(body.model_dump_json(), media_type="application/json")

@@ -15,8 +15,10 @@ from scoring.learning.learner import Learner
 from ..base.limits import Limiter
 from ..config.settings import GatewaySettings
 from ..trust.service import TrustService
-from ..upstream.client import UpstreamClient
+from ..upstream.client import DeploymentHealth, UpstreamClient
 from .auth import KeyRing
+from .cached_probe import CachedProbe
+from .key_management import KeyManager
 from .readiness import ReadinessCheck
 
 __all__ = ["Gateway"]
@@ -35,4 +37,6 @@ class Gateway:
     readiness: ReadinessCheck
     limits: Limiter
     calibration_metrics: CalibrationMetrics
+    health: CachedProbe[list[DeploymentHealth]]  # LiteLLM's /health: every deployment called, results reused
     learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)
+    key_manager: KeyManager | None = None  # None: no keys are made at run time (trustgate.generated_keys)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 
-import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
@@ -22,6 +21,7 @@ from scoring import Feedback, FeedbackRefused, TrustRecord
 from ..base.errors import InvalidRequest, NotFound
 from .auth import Caller
 from .gateway import Gateway
+from .json_body import json_object
 from .request_context import gateway_of, read_body
 
 __all__ = ["MAX_FEEDBACK_BODY", "label_record", "parse_feedback", "router"]
@@ -35,12 +35,7 @@ _SET_BY_GATEWAY = "labelled_at"
 
 def parse_feedback(raw: bytes, now: float) -> Feedback:
     """The label in a request body; a 400 naming the bad field. The gateway sets when it was labelled."""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest("The body must be a JSON object", code="invalid_feedback") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest("The body must be a JSON object", code="invalid_feedback")
+    body = json_object(raw, "invalid_feedback")
     if _SET_BY_GATEWAY in body:
         raise InvalidRequest(
             f"`{_SET_BY_GATEWAY}` is set by the gateway", param=_SET_BY_GATEWAY, code="invalid_feedback"
@@ -77,7 +72,7 @@ async def label_record(gateway: Gateway, caller: Caller, record_id: str, feedbac
 @router.post("/v1/trust/{record_id}/feedback")
 async def post_feedback(record_id: str, request: Request) -> Response:
     gateway = gateway_of(request)
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     feedback = parse_feedback(await read_body(request, MAX_FEEDBACK_BODY), time.time())
     record = await label_record(gateway, caller, record_id, feedback)
     # As a read shows it: another key's blocked answer is not sent to an admin key other than the master key.

@@ -35,6 +35,7 @@ from scoring import (
     JobPolicy,
     JobQueue,
     LowTrust,
+    PolicySettings,
     Process,
     RagRequest,
     RecordScope,
@@ -197,6 +198,12 @@ class TrustService:
         self._low_trust_policies: dict[tuple[str, str], LowTrust] = {}  # by (model group, key name)
         self._score_kinds: dict[tuple[str, str], frozenset[ContentKind] | None] = {}  # likewise
 
+    @property
+    def scores(self) -> bool:
+        """Whether this gateway's requests are decided at all (scorers run here or in workers); where not, every
+        request's mode is off."""
+        return self._has_scorers
+
     async def start(self) -> None:
         await self._queue.start()
 
@@ -215,7 +222,10 @@ class TrustService:
         rag: RagRequest | None = None,
         traceparent: str | None = None,
         request: Mapping[str, Any] | None = None,
+        key_policy: PolicySettings | None = None,
     ) -> TrustPlan:
+        """How the request is scored: ``key_name``'s policy on ``model`` (``key_policy``: the one a key made at run
+        time carries), within which the client's ``x-trustgate-mode`` may choose."""
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None:  # spelled as the client likes (SYNC, Off); the policy below still decides
             mode_header = mode_header.strip().lower()
@@ -232,7 +242,8 @@ class TrustService:
                 key_name=key_name,
                 request_key=lambda: self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""), body),
                 mode_header=cast("ScoringMode | None", mode_header),
-                on_low_trust=self._low_trust(model, key_name),
+                on_low_trust=self._low_trust(model, key_name, key_policy),
+                key_policy=key_policy,
             )
         if decision.refused_mode is not None:
             self._metrics.client_overrides_refused.labels(setting="mode", requested=decision.refused_mode).inc()
@@ -267,8 +278,11 @@ class TrustService:
             self._score_kinds[key] = scored_kinds(self._settings, model=model, key_name=key_name)
         return self._score_kinds[key]
 
-    def _low_trust(self, model: str, key_name: str) -> LowTrust:
-        """The key's ``on_low_trust`` policy on a model group, resolved once: the settings do not change."""
+    def _low_trust(self, model: str, key_name: str, key_policy: PolicySettings | None) -> LowTrust:
+        """The key's ``on_low_trust`` policy on a model group, resolved once for configured keys, whose settings do
+        not change; a key made at run time carries its own policy, which may, and is resolved each time."""
+        if key_policy is not None:
+            return low_trust(self._settings, model=model, key_name=key_name, key_policy=key_policy)
         policy = self._low_trust_policies.get((model, key_name))
         if policy is None:
             policy = self._low_trust_policies[(model, key_name)] = low_trust(

@@ -24,10 +24,12 @@ Which deployment of a pass-through group each try goes to is ``routing.GroupRout
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
@@ -41,7 +43,7 @@ from ..base.sdk_params import Endpoint
 from ..config.settings import Deployment, GatewaySettings
 from .completion import Completion, Forwarded, UpstreamStream
 from .errors import UpstreamErrors, fallback_kind
-from .litellm_backend import LitellmBackend, ResponsesBridge, provider_address, router_pick
+from .litellm_backend import LitellmBackend, ResponsesBridge, deployment_id, provider_address, router_pick
 from .logprobs import LogprobAsking, Where
 from .passthrough import PassthroughBackend
 from .probes import DeploymentProbe, probe_deployments
@@ -51,7 +53,7 @@ from .routing import GroupRouter
 from .slots import Priority, PrioritySlots
 from .taps import ChatTap
 
-__all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
+__all__ = ["DeploymentHealth", "ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
 
 T = TypeVar("T")
 
@@ -91,6 +93,20 @@ def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> Up
         on_end(bool(answer.text) and not answer.has_tool_calls, bool(answer.logprobs))
 
     return UpstreamStream(chunks=chunks(), close=stream.close, model_group=stream.model_group, first=stream.first)
+
+
+@dataclass(frozen=True)
+class DeploymentHealth:
+    """How one deployment answered a health check (``UpstreamClient.check_health``)."""
+
+    group: str
+    index: int  # its place among its group's deployments
+    deployment: Deployment
+    error: str | None  # None: it answered
+
+    @property
+    def model_id(self) -> str:
+        return deployment_id(self.group, self.index)
 
 
 class UpstreamClient:
@@ -442,6 +458,37 @@ class UpstreamClient:
                 raise UpstreamRateLimited(
                     f"{name} is at its {kind} limit ({limit})", code="deployment_rate_limited", retry_after=wait
                 )
+
+    async def check_health(self, timeout: float) -> list[DeploymentHealth]:
+        """Every deployment asked a one-token question, as LiteLLM's ``/health`` asks it: healthy when it answers.
+
+        Each call goes to its deployment itself (on either path), once, without
+        retries or fallbacks, behind users for the embedded model server, and
+        within ``timeout`` seconds. Not counted as user or scoring traffic.
+        """
+        body: dict[str, Any] = {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
+        litellm = self._litellm
+
+        async def ask(group: str, index: int, deployment: Deployment) -> DeploymentHealth:
+            try:
+                async with asyncio.timeout(timeout):
+                    if litellm is not None and group not in self._fast_groups:
+                        await litellm.complete_at(group, index, body)
+                    else:
+                        await self._in_slot(
+                            deployment, Priority.SCORING, lambda: self._passthrough.complete(deployment, body)
+                        )
+            except UpstreamError as exc:
+                return DeploymentHealth(group, index, deployment, exc.message)
+            except TimeoutError:
+                return DeploymentHealth(group, index, deployment, f"no answer within {timeout:g}s")
+            return DeploymentHealth(group, index, deployment, None)
+
+        return list(
+            await asyncio.gather(
+                *(ask(group, index, d) for group, ds in self._groups.items() for index, d in enumerate(ds))
+            )
+        )
 
     async def check_ready(self, timeout: float = 2.0) -> list[DeploymentProbe]:
         """Whether anybody answers at each deployment's address (``probes``), in ``model_list`` order."""

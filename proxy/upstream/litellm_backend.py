@@ -60,7 +60,15 @@ from .errors import UpstreamErrors
 from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 
-__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "provider_address", "router_pick"]
+__all__ = [
+    "LitellmBackend",
+    "ResponsesBridge",
+    "RouterPick",
+    "check_providers",
+    "deployment_id",
+    "provider_address",
+    "router_pick",
+]
 
 # litellm reads these request fields itself (``metadata`` and ``litellm_metadata`` steer its routing and
 # logging) and does not forward them, so a client's never reach it.
@@ -154,8 +162,9 @@ def router_pick() -> Iterator[RouterPick]:
         _PICK.reset(token)
 
 
-def _deployment_id(group: str, index: int) -> str:
-    """The ``model_info.id`` the Router knows a deployment by (unique: a group's name and a place)."""
+def deployment_id(group: str, index: int) -> str:
+    """The ``model_info.id`` a deployment is known by, to the Router and to clients of ``/model/info`` and
+    ``/health`` (unique: a group's name and a place)."""
     return f"{group}:{index}"
 
 
@@ -354,13 +363,13 @@ class LitellmBackend:
         groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
         # Each deployment by an id of its place, which the Router reports back for the call it routed.
         self._places = {
-            _deployment_id(name, index): index for name, ds in groups_here.items() for index in range(len(ds))
+            deployment_id(name, index): index for name, ds in groups_here.items() for index in range(len(ds))
         }
         model_list = [
             {
                 "model_name": name,
                 "litellm_params": d.litellm_params_plain(),
-                "model_info": {"id": _deployment_id(name, index)},
+                "model_info": {"id": deployment_id(name, index)},
             }
             for name, ds in groups_here.items()
             for index, d in enumerate(ds)
@@ -399,6 +408,13 @@ class LitellmBackend:
         completion: Completion = await self._calls.whole(
             self._call(group, body, "chat"), self._deadlines[group], group, "chat"
         )
+        return completion
+
+    async def complete_at(self, group: str, index: int, body: dict[str, Any]) -> Completion:
+        """A chat completion from ``group``'s ``index``-th deployment itself, whatever the Router would pick (the
+        Router routes a call named by a deployment's id to that deployment)."""
+        call = self._router.acompletion(**_client_fields(body), model=deployment_id(group, index))
+        completion: Completion = await self._calls.whole(call, self._deadlines[group], group, "chat")
         return completion
 
     async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint) -> Forwarded:
