@@ -11,13 +11,15 @@ come with every registry built here.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.metrics import MetricWrapperBase
 
-from scoring import ComponentResult, RAGDetails, TrustRecord
+from scoring import CallCost, ComponentResult, RAGDetails, TrustRecord
 
 __all__ = [
     "LATENCY_BUCKETS",
@@ -93,6 +95,8 @@ class GatewayMetrics:
     upstream_try_duration: Histogram
     trust_actions: Counter
     alert_pushes: Counter
+    spend: Counter
+    unpriced_answers: Counter
     child: LabelledChildren = field(default_factory=LabelledChildren)  # the series each request updates
 
     def observe_request(
@@ -129,6 +133,23 @@ class GatewayMetrics:
             self._observe_rag(model, rag.details)
         if "scoring_s" in record.timings:
             self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
+        if record.cost is not None:
+            for name, part in record.cost.by_component.items():
+                if part.usd:
+                    self.spend.labels(model=model, key=record.owner or "unknown", purpose=name).inc(part.usd)
+
+    def observe_answer_cost(self, *, model: str, key: str, cost: CallCost) -> None:
+        """What a user's answer cost: its dollars, or, where they are unknown, one more unpriced answer."""
+        if cost.usd is None:
+            self.child(self.unpriced_answers, model).inc()
+        elif cost.usd:
+            self.child(self.spend, model, key, "answer").inc(cost.usd)
+
+    def start_spend_at_zero(self, models: Iterable[str], keys: Iterable[str], purposes: Iterable[str]) -> None:
+        """Every configured model's spend series exist from the start, at 0, so that a share of them is a number
+        (not "no data") before the first priced answer."""
+        for model, key, purpose in itertools.product(models, keys, purposes):
+            self.spend.labels(model=model, key=key, purpose=purpose)
 
     def observe_scoring_usage(self, *, model: str, component: str, prompt_tokens: int, completion_tokens: int) -> None:
         """The tokens one scoring call used (as its upstream reported them): scoring's share of the bill."""
@@ -354,6 +375,22 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
             "Per-answer alerts pushed to Alertmanager, by outcome (sent; failed "
             "after its retries; dropped: too many pushes in flight).",
             ["outcome"],
+        ),
+        spend=Counter(
+            "spend",
+            "US dollars spent upstream, from each deployment's price and each call's usage, by the name of the key "
+            "that asked and purpose: the users' answers (answer) or the scoring of them, by component (bc, fc, sc, "
+            "rag). Answers and calls of unknown price are not in it (trustgate_unpriced_answers_total).",
+            ["model", "key", "purpose"],
+            namespace=NAMESPACE,
+            unit="usd",
+            registry=registry,
+        ),
+        unpriced_answers=counter(
+            "unpriced_answers",
+            "Users' answers whose cost is unknown: their deployment has no price (in its config or litellm's cost "
+            "map), or the upstream reported no usage (a stream that does not report it).",
+            ["model"],
         ),
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from fastapi import FastAPI, Request
@@ -18,7 +19,7 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from exporters import Telemetry, build_metrics
+from exporters import GatewayMetrics, SpendLedger, Telemetry, build_metrics
 from exporters.calibration_metrics import build_calibration_metrics
 from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
 
@@ -37,11 +38,13 @@ from .server.gateway import Gateway
 from .server.readiness import ReadinessCheck
 from .server.relative_redirects import RelativeRedirects
 from .server.routes import router
+from .server.spending import Spending
 from .server.trust_feedback import router as trust_feedback_router
 from .server.trust_list import router as trust_list_router
 from .trust.local_scoring import GatewayShares, local_scoring_worker
 from .trust.service import TrustService, sampling_secret
 from .upstream.litellm_backend import check_providers
+from .upstream.prices import PriceList
 
 __all__ = ["Gateway", "Mount", "create_app"]
 
@@ -59,6 +62,7 @@ def create_app(
     scorers: Sequence[Scorer] | None = None,
     telemetry: Telemetry | None = None,
     mounts: Sequence[Mount] = (),
+    clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
 
@@ -66,6 +70,7 @@ def create_app(
     objects of this process, which a local worker process could not use.
 
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
+    ``clock`` dates what the gateway spends, and so the keys' budget windows (tests move it on).
     """
     metrics = build_metrics(registry if registry is not None else CollectorRegistry())
     calibration_metrics = build_calibration_metrics(metrics.registry)
@@ -95,6 +100,7 @@ def create_app(
                 scorers=scorers,
                 telemetry=telemetry,
                 on_fallback_skipped=fallback_skipped,
+                clock=clock,
             )
             redis, limiter, tracing, upstream, publisher, fits = (
                 parts.redis,
@@ -157,9 +163,10 @@ def create_app(
                 health,
                 on_probe=metrics.readiness_probes.inc,
             )
+            keys = KeyRing(settings)
             app.state.gateway = Gateway(
                 settings,
-                KeyRing(settings),
+                keys,
                 upstream,
                 metrics,
                 trust,
@@ -167,6 +174,7 @@ def create_app(
                 readiness,
                 limiter,
                 calibration_metrics,
+                _spending(settings, parts.prices, parts.spend, metrics, keys),
                 learning,
             )
             yield
@@ -222,6 +230,30 @@ def _add_cors(app: FastAPI, origins: list[str]) -> None:
             allow_headers=["*"],
             expose_headers=["*"],
         )
+
+
+def _spending(
+    settings: GatewaySettings, prices: PriceList, ledger: SpendLedger, metrics: GatewayMetrics, keys: KeyRing
+) -> Spending:
+    """Answers priced and keys held to their budgets; the deployments without a price named once, and every
+    configured model's spend series started at 0."""
+    unpriced = prices.unpriced()
+    if unpriced:
+        log.info(
+            "no price known for %s: the spend of their answers and scoring calls is null (unknown) and counts in "
+            "no budget; set input_cost_per_token and output_cost_per_token in their litellm_params to price them",
+            ", ".join(unpriced),
+        )
+    scoring = settings.trustgate.scoring
+    components = {
+        "bc": scoring.consistency.enabled,
+        "fc": scoring.factcheck.enabled,
+        "sc": scoring.sc.enabled,
+        "rag": scoring.rag.enabled,
+    }
+    purposes = ["answer", *(name for name, enabled in components.items() if enabled)]
+    metrics.start_spend_at_zero(settings.model_groups(), keys.names, purposes)
+    return Spending(prices, ledger, metrics)
 
 
 def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:

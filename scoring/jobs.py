@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import JobPolicy, SamplingParams, ScoringJob
+from .types import CallCost, JobPolicy, SamplingParams, ScoringJob
 
 __all__ = ["message_text", "scoring_job"]
 
@@ -35,6 +35,7 @@ def scoring_job(
     request_id: str | None = None,
     asked_model: str | None = None,
     sampling: SamplingParams | None = None,
+    answer_cost: CallCost | None = None,
 ) -> ScoringJob:
     """The question is the last user message; everything before it is context."""
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
@@ -56,4 +57,5 @@ def scoring_job(
         request_id=request_id,
         asked_model=asked_model,
         sampling=sampling or SamplingParams(),
+        answer_cost=answer_cost,
     )

@@ -369,12 +369,26 @@ class QueueSettings(BaseModel):
 
 
 class BudgetLimits(BaseModel):
-    """What scoring may spend on one model group per minute (None: no limit); the user's own calls never count."""
+    """What scoring may spend on one model group (None: no limit); the user's own calls never count against it."""
 
     model_config = ConfigDict(extra="forbid")
 
     calls_per_minute: int | None = Field(default=None, ge=1)  # scorers' upstream calls (retries aside)
     tokens_per_minute: int | None = Field(default=None, ge=1)  # their prompt + completion tokens, as reported
+    max_spend_share: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="What scoring may spend on the group's answers, as a share of what those answers cost, over "
+        "the past hour (0.5: scoring at most half of the answers' bill). Past it, jobs are shed before they run "
+        "(shed_reason spend_share) until the answers' spend has grown or scoring's has aged out. Counted in dollars "
+        "from the deployments' prices: a group without a known price is never shed for it.",
+    )
+    max_spend_usd_per_hour: float | None = Field(
+        default=None,
+        ge=0.0,
+        description="What scoring may spend on the group's answers over the past hour, in US dollars. Past it, jobs "
+        "are shed before they run (shed_reason spend_per_hour).",
+    )
 
 
 class BudgetSettings(BudgetLimits):
@@ -382,7 +396,10 @@ class BudgetSettings(BudgetLimits):
 
     A key an entry leaves out is the default's; an entry's explicit ``null``
     lifts that limit for its group. Beyond a budget, jobs are shed before they
-    run and a running job's further calls are refused (``proxy.trust.scoring_budget``).
+    run; beyond a budget of calls or tokens, a running job's further calls are
+    refused too (``proxy.trust.scoring_budget``). The spend limits count what
+    the gateway and its workers recorded in the spend ledger (SQLite beside the
+    records, or Redis shared by every replica), so they hold across restarts.
     """
 
     per_model: dict[str, BudgetLimits] = Field(default_factory=dict)

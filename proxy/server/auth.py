@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from scoring import RecordScope
 
+from ..base.budgets import KeyBudget
 from ..base.errors import AuthenticationFailed, PermissionDenied
 from ..base.limits import KeyLimits
 from ..config.settings import GatewaySettings
@@ -29,6 +30,8 @@ class Caller:
     limits: KeyLimits = field(default_factory=KeyLimits)
     # may name objects in the operator's upstream account (proxy.endpoints.account_refs)
     account_references: bool = False
+    # US dollars its answers may cost per budget window (proxy.server.spending); None: no dollar budget
+    budget: KeyBudget | None = None
 
     def may_use(self, model: str) -> bool:
         return self.models is None or model in self.models
@@ -58,6 +61,7 @@ class KeyRing:
                     admin=k.admin,
                     limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests),
                     account_references=k.allow_account_references,
+                    budget=k.budget,
                 ),
             )
             for k in settings.trustgate.keys
@@ -66,6 +70,11 @@ class KeyRing:
             master = Caller(MASTER, None, admin=True, master=True)
             self._entries.append((settings.master_key.get_secret_value().encode(), master))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
+
+    @property
+    def names(self) -> list[str]:
+        """Every caller's name (what metrics and records know a key by)."""
+        return ["anonymous"] if self._open else [caller.name for _, caller in self._entries]
 
     @property
     def open(self) -> bool:

@@ -18,6 +18,7 @@ from ..trust.service import TrustService
 from ..upstream.client import UpstreamClient
 from .auth import KeyRing
 from .readiness import ReadinessCheck
+from .spending import Spending
 
 __all__ = ["Gateway"]
 
@@ -35,4 +36,5 @@ class Gateway:
     readiness: ReadinessCheck
     limits: Limiter
     calibration_metrics: CalibrationMetrics
+    spending: Spending
     learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)

@@ -26,6 +26,7 @@ from exporters.record_query import RecordPage, RecordQuery
 from exporters.record_summary import TrustSummary
 from scoring import (
     FEEDBACK_STATUSES,
+    CallCost,
     Decision,
     Feedback,
     FeedbackRefused,
@@ -34,6 +35,7 @@ from scoring import (
     LowTrust,
     Process,
     RagRequest,
+    RecordCost,
     RecordScope,
     SamplingParams,
     ScoringJob,
@@ -265,10 +267,14 @@ class TrustService:
             digest.update(len(part).to_bytes(8, "big") + part)
         return digest.hexdigest()
 
-    async def score(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
-        """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response."""
+    async def score(
+        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, cost: CallCost | None = None
+    ) -> TrustRecord:
+        """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response.
+
+        ``cost``: what the answer's call cost (None: not priced), carried to the record."""
         try:
-            return await self.settle(plan, await self.submit(plan, messages, answer))
+            return await self.settle(plan, await self.submit(plan, messages, answer, cost))
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
             return TrustRecord(
@@ -279,9 +285,12 @@ class TrustService:
                 request_id=plan.request_id,
                 asked_model=plan.asked_model,
                 error=type(exc).__name__,
+                cost=RecordCost.of(cost),
             )
 
-    async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
+    async def submit(
+        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, cost: CallCost | None = None
+    ) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:
@@ -294,6 +303,7 @@ class TrustService:
                     request_id=plan.request_id,
                     asked_model=plan.asked_model,
                     error=f"skipped: {reason}",
+                    cost=RecordCost.of(cost),
                 )
             )
         policy = JobPolicy(
@@ -316,6 +326,7 @@ class TrustService:
             request_id=plan.request_id,
             asked_model=plan.asked_model,
             sampling=plan.sampling,
+            answer_cost=cost,
         )
         outcome = await self._queue.submit(job)
         if outcome != "accepted":

@@ -29,7 +29,7 @@ import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 from opentelemetry.trace import NoOpTracerProvider, Tracer
@@ -73,6 +73,13 @@ def _host(api_base: str | None) -> str | None:
 
 def _where(deployment: Deployment) -> Where:
     return deployment.api_base, deployment.wire_model
+
+
+def _placed(result: T, deployment: int) -> T:
+    """``result`` as the answer of its group's ``deployment``-th entry, whose price it is priced at."""
+    if isinstance(result, Completion | Forwarded | UpstreamStream):
+        return cast("T", result.at(deployment))
+    return result
 
 
 def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> UpstreamStream:
@@ -424,7 +431,8 @@ class UpstreamClient:
                 self._on_try(group, label, succeeded, time.perf_counter() - started)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
-            return result
+            answered = pick.index if pick is not None and pick.index is not None else index
+            return _placed(result, answered)
 
         return await self._retries.run(group, attempt_at, for_scoring=for_scoring)
 

@@ -59,7 +59,7 @@ from .errors import UpstreamErrors
 from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 
-__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "router_pick"]
+__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "listed_price", "router_pick"]
 
 # litellm reads these request fields itself (``metadata`` and ``litellm_metadata`` steer its routing and
 # logging) and does not forward them, so a client's never reach it.
@@ -126,6 +126,21 @@ def check_providers(deployments: Iterable[Deployment]) -> None:
                 f"model_list: `{deployment.model_name}` names `{deployment.provider_model}`, whose "
                 "provider prefix litellm does not know (e.g. openai/, azure/, anthropic/)"
             ) from None
+
+
+def listed_price(deployment: Deployment) -> tuple[float, float] | None:
+    """The US dollars a prompt token and a completion token of ``deployment``'s model cost in litellm's own cost map
+    (``litellm.get_model_info``, the packaged map: ``LITELLM_LOCAL_MODEL_COST_MAP``); None for a model it does not
+    price. An embedding model's completion tokens cost nothing: it has none."""
+    litellm = _import_litellm()
+    try:
+        info = litellm.get_model_info(model=deployment.provider_model)
+    except Exception:  # litellm raises its own types (ModelNotMappedError, ...) for a model it does not know
+        return None
+    prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if prompt is None:
+        return None
+    return float(prompt), float(completion or 0.0)
 
 
 @dataclass
