@@ -13,6 +13,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -91,6 +92,8 @@ __all__ = [
 
 log = logging.getLogger("trustgate.assembly")
 
+RECORDS_FILE = "trust-records.sqlite3"  # under data_dir, where trustgate.store.path names no file
+
 
 def http_client() -> httpx.AsyncClient:
     # One pooled client for all upstream traffic; timeouts are set per request.
@@ -164,12 +167,17 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     redis = Redis.from_url(
         queue.redis_url,
         decode_responses=True,
-        socket_timeout=queue.redis_timeout,
-        socket_connect_timeout=queue.redis_timeout,
+        socket_timeout=queue.redis_timeout_s,
+        socket_connect_timeout=queue.redis_timeout_s,
         health_check_interval=10,
     )
     stack.push_async_callback(redis.aclose)
     return redis
+
+
+def records_path(settings: GatewaySettings) -> Path:
+    """The embedded store's SQLite file: the trust records, and beside them the spend ledger."""
+    return settings.trustgate.store.path or settings.trustgate.scoring.data_dir / RECORDS_FILE
 
 
 def limits_redis(
@@ -198,7 +206,7 @@ async def open_spend_ledger(
     if redis is not None:
         store = RedisSpendStore(redis, prefix=f"{settings.trustgate.scoring.queue.redis_prefix}:spend:")
     else:
-        sqlite = SqliteSpendStore(settings.trustgate.store.path)
+        sqlite = SqliteSpendStore(records_path(settings))
         await sqlite.open()
         stack.push_async_callback(sqlite.close)
         store = sqlite
@@ -247,8 +255,8 @@ async def build_publisher(
         )
 
     store = SqliteRecordStore(
-        config.path,
-        max_age_s=config.max_age_days * 86400,
+        records_path(settings),
+        max_age_s=config.max_age_s,
         max_records=config.max_records,
         max_record_bytes=config.max_record_bytes,
         max_pending_writes=config.max_pending_writes,

@@ -54,7 +54,7 @@ from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
-from .settings import BudgetLimits, BudgetSettings, ScoringMode, ScoringSettings
+from .settings import BudgetLimits, BudgetSettings, Renamed, ScoringMode, ScoringSettings, require_order
 from .throttled_log import ThrottledLog
 from .types import (
     FEEDBACK_STATUSES,
@@ -143,6 +143,7 @@ __all__ = [
     "RedisFitStore",
     "RedisJobQueue",
     "RedisStreamWorker",
+    "Renamed",
     "Reply",
     "SamplingParams",
     "ScoreQuality",
@@ -179,6 +180,7 @@ __all__ = [
     "reap_stale_children",
     "redis_reachable",
     "register_child",
+    "require_order",
     "resolved_mode",
     "save_calibration",
     "scoring_configured",

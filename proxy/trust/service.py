@@ -187,7 +187,7 @@ class TrustService:
                 f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER, code="invalid_trust_mode"
             )
         if not self._has_scorers:
-            decision = Decision(mode="off", sync_timeout=self._settings.sync_timeout, sampled=False)
+            decision = Decision(mode="off", sync_timeout_s=self._settings.sync_timeout_s, sampled=False)
         else:
             decision = decide(
                 self._settings,
@@ -345,7 +345,7 @@ class TrustService:
         """In sync mode, wait for the finished record up to the timeout; otherwise return it as is."""
         if record.status != "pending" or plan.decision.mode != "sync":
             return record
-        finished = await self._queue.wait(record.id, plan.decision.sync_timeout)
+        finished = await self._queue.wait(record.id, plan.decision.sync_timeout_s)
         if finished is None:
             self._metrics.observe_sync_timeout(plan.model)
             return record
