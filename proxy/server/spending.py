@@ -84,7 +84,7 @@ class Spending:
 
 def response_cost_headers(cost: CallCost) -> dict[str, str]:
     """The answer's cost header; none when its cost is unknown (no price, or no usage reported)."""
-    return {RESPONSE_COST_HEADER: repr(cost.usd)} if cost.usd is not None else {}
+    return {RESPONSE_COST_HEADER: format(cost.usd, ".12g")} if cost.usd is not None else {}
 
 
 def asking_for_usage(body: dict[str, Any], endpoint: Endpoint, priced: bool) -> tuple[dict[str, Any], bool]:
