@@ -571,13 +571,9 @@ class BudgetSettings(BudgetLimits):
 
     def for_model(self, model: str) -> BudgetLimits:
         override = self.per_model.get(model)
-        if override is None:
-            return BudgetLimits(calls_per_minute=self.calls_per_minute, tokens_per_minute=self.tokens_per_minute)
+        given = override.model_fields_set if override is not None else set()
         return BudgetLimits.model_validate(
-            {
-                name: getattr(override if name in override.model_fields_set else self, name)
-                for name in BudgetLimits.model_fields
-            }
+            {name: getattr(override if name in given else self, name) for name in BudgetLimits.model_fields}
         )
 
 
