@@ -107,6 +107,13 @@ class SpendLedger:
         view.asked = now
         return view.stored + _added(self._pending, subject, start) + _added(self._flushing, subject, start)
 
+    async def read(self, subject: str, since: float) -> Spent:
+        """A one-off read (a page showing spend): from the store now, with this process's unflushed spend; unlike
+        ``spent``, the span is not kept fresh afterwards."""
+        start = int(since // MINUTE * MINUTE)
+        stored = await self._store.spent(subject, start, self._clock())
+        return stored + _added(self._pending, subject, start) + _added(self._flushing, subject, start)
+
     async def start(self) -> None:
         self._loop = asyncio.create_task(self._flush_every_second(), name="spend-ledger")
 

@@ -18,9 +18,10 @@ well.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
-from exporters import GatewayMetrics, SpendLedger, key_subject
+from exporters import GatewayMetrics, SpendLedger, Spent, key_subject, model_subject
 from scoring import CallCost, StoreUnavailable
 
 from ..base.errors import BudgetExceeded, ServiceUnavailable
@@ -64,6 +65,10 @@ class Spending:
             f"Budget has been exceeded! Key {caller.name}: current cost {spent.answer_usd:.6g} USD, "
             f"max budget {budget.max_usd:g} USD{resets}"
         )
+
+    async def by_model(self, groups: Iterable[str], since: float) -> dict[str, Spent]:
+        """What each model group's answers and their scoring cost since ``since``, every key's (for the operator)."""
+        return {group: await self.ledger.read(model_subject(group), since) for group in groups}
 
     def price(self, group: str, deployment: int, usage: TokenUsage | None) -> CallCost:
         """What an answer of ``group``'s ``deployment``-th entry cost (``usd`` None: no price, or no usage)."""
