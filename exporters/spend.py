@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from scoring import StoreUnavailable, ThrottledLog, TrustRecord
+from scoring import StoreUnavailable, TrustRecord
 
 from .spend_store import MINUTE, SpendCharge, SpendPurpose, SpendStore, Spent
 
@@ -76,7 +76,7 @@ class SpendLedger:
         self._views: dict[tuple[str, int], _View] = {}
         self._lock = asyncio.Lock()
         self._loop: asyncio.Task[None] | None = None
-        self._errors = ThrottledLog(log, interval_s=30)
+        self._failing: set[str] = set()  # operations whose last try failed: logged once, until they work again
 
     def now(self) -> float:
         return self._clock()
@@ -143,6 +143,7 @@ class SpendLedger:
                     _merge(self._pending, taken)
                     self._failed("write", exc)
                     return
+                self._worked("write")
             await self._refresh()
             self._flushing = {}
 
@@ -157,13 +158,24 @@ class SpendLedger:
                 fresh[(subject, start)] = await self._store.spent(subject, start, now)
             except StoreUnavailable as exc:  # the span keeps its last figure
                 self._failed("read", exc)
+                return
+        if fresh:
+            self._worked("read")
         for span, stored in fresh.items():
             if span in self._views:
                 self._views[span].stored = stored
 
     def _failed(self, operation: str, exc: StoreUnavailable) -> None:
+        """Counted every time; logged when it starts failing, not every second while it does."""
         self._on_error(operation)
-        self._errors.warning(operation, "spend ledger %s failed (kept for the next flush): %s", operation, exc)
+        if operation not in self._failing:
+            self._failing.add(operation)
+            log.warning("spend ledger %s failed, retried every second until it works: %s", operation, exc)
+
+    def _worked(self, operation: str) -> None:
+        if operation in self._failing:
+            self._failing.discard(operation)
+            log.info("spend ledger %s works again", operation)
 
 
 def _added(local: Local, subject: str, start: int) -> Spent:

@@ -7,7 +7,7 @@ whole number and a unit — ``m`` minutes, ``h`` hours, ``d`` days, ``w`` weeks,
 LiteLLM's proxy resets a budget on calendar boundaries in UTC — a day at
 midnight, ``7d`` on Mondays, ``30d`` (monthly) on the 1st of the month — and
 so does a window here. Every other length is counted in whole lengths from
-the Unix epoch (UTC), months from January 1970, weeks from a Monday.
+the Unix epoch (UTC), months from the epoch's first month, weeks from its first Monday.
 
 A window is a function of the moment alone: every replica, and a gateway
 after a restart, agrees on the window a key is in without storing when it
@@ -33,7 +33,7 @@ Unit = Literal["s", "m", "h", "d", "w", "mo"]
 _SECONDS: dict[str, int] = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _WORDS = {"hourly": "1h", "daily": "24h", "weekly": "7d", "monthly": "30d"}
 _FORM = re.compile(r"(\d+)(mo|[smhdw])")
-_EPOCH_MONDAY = 4 * 86400  # 1970-01-05, the first Monday of the epoch
+_EPOCH_MONDAY = 4 * 86400  # the epoch began on a Thursday: its first Monday, four days on
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class BudgetPeriod:
 
 
 def _months(at: float, count: int) -> tuple[float, float]:
-    """Calendar months in UTC, ``count`` at a time from January 1970."""
+    """Calendar months in UTC, ``count`` at a time from the epoch's first month."""
     moment = datetime.fromtimestamp(at, UTC)
     index = (moment.year - 1970) * 12 + moment.month - 1
     first = index - index % count
