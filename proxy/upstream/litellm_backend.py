@@ -130,17 +130,19 @@ def check_providers(deployments: Iterable[Deployment]) -> None:
 
 def listed_price(deployment: Deployment) -> tuple[float, float] | None:
     """The US dollars a prompt token and a completion token of ``deployment``'s model cost in litellm's own cost map
-    (``litellm.get_model_info``, the packaged map: ``LITELLM_LOCAL_MODEL_COST_MAP``); None for a model it does not
-    price. An embedding model's completion tokens cost nothing: it has none."""
+    (the entry ``litellm.get_model_info`` finds for it, in the packaged map: ``LITELLM_LOCAL_MODEL_COST_MAP``); None
+    for a model the map has no price per token for. ``get_model_info`` answers 0 for what it cannot price (a model
+    it only guesses the family of, one priced per second): unknown is never 0 here, so its entry must say it. An
+    embedding model's completion tokens cost nothing: it has none."""
     litellm = _import_litellm()
     try:
-        info = litellm.get_model_info(model=deployment.provider_model)
+        key = litellm.get_model_info(model=deployment.provider_model).get("key")
     except Exception:  # litellm raises its own types (ModelNotMappedError, ...) for a model it does not know
         return None
-    prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-    if prompt is None:
+    entry = litellm.model_cost.get(key) if isinstance(key, str) else None
+    if not isinstance(entry, dict) or entry.get("input_cost_per_token") is None:
         return None
-    return float(prompt), float(completion or 0.0)
+    return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token") or 0.0)
 
 
 @dataclass

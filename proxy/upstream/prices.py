@@ -2,21 +2,34 @@
 
 A deployment's price is what its ``litellm_params`` say (``input_cost_per_token``
 and ``output_cost_per_token``, US dollars per token, as LiteLLM reads them);
-else what litellm's own cost map says of its model (``litellm_backend.listed_price``).
-The embedded model server runs on the operator's machine and has no list price:
-its deployment is priced only by its config, and litellm is not imported to
-find that out. A deployment with no known price prices its calls as ``None``,
-never 0, and is named in the start-up log (``unpriced``).
+else what litellm's own cost map says of its model. A deployment litellm
+serves is looked up with litellm's own API (``litellm_backend.listed_price``:
+litellm is loaded for it anyway). A pass-through deployment is looked up in
+the same map without importing litellm, whose import costs the gateway seconds
+of start-up, about 160 MB, and logging filters on every access-log line: the
+map litellm ships (``model_prices_and_context_window_backup.json``, the one
+``litellm.model_cost`` is read from under ``LITELLM_LOCAL_MODEL_COST_MAP``),
+by litellm's rule for an OpenAI-compatible provider's model (``packaged_price``;
+tests/proxy/upstream/test_prices.py holds the two to the same answers).
 
-An answer is priced by the deployment that gave it: a result of the upstream
-client says which of its group's entries that was (``Completion.deployment``).
+The embedded model server runs on the operator's machine and has no list price:
+its deployment is priced only by its config. A deployment with no known price
+prices its calls as ``None``, never 0, and is named in the start-up log
+(``unpriced``). An answer is priced by the deployment that gave it: a result of
+the upstream client says which of its group's entries that was
+(``Completion.deployment``).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+import json
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
 from scoring import CallCost
 
@@ -24,7 +37,12 @@ from ..config.settings import Deployment, GatewaySettings
 from .litellm_backend import listed_price
 from .replies import TokenUsage
 
-__all__ = ["DeploymentPrice", "PriceList"]
+__all__ = ["DeploymentPrice", "PriceList", "packaged_price"]
+
+log = logging.getLogger("trustgate.prices")
+
+# litellm's cost map, as it ships it (the file litellm loads under LITELLM_LOCAL_MODEL_COST_MAP).
+_COST_MAP_FILE = "model_prices_and_context_window_backup.json"
 
 PriceSource = Literal["config", "litellm"]
 
@@ -53,6 +71,8 @@ class PriceList:
         """The prices of ``settings``' deployments: configured, else litellm's (asked only where needed)."""
         local = settings.trustgate.local_upstream
         local_base = local.base_url if local.enabled else None
+        passthrough = settings.passthrough_groups()
+        cost_map = functools.cache(_packaged_cost_map)  # read once, and only if a deployment needs it
 
         def price(deployment: Deployment) -> DeploymentPrice | None:
             configured = deployment.configured_price
@@ -60,7 +80,10 @@ class PriceList:
                 return DeploymentPrice(*configured, source="config")
             if local_base is not None and deployment.api_base == local_base:
                 return None
-            found = listed_price(deployment)  # imports litellm: only for a deployment whose config names no price
+            if deployment.model_name in passthrough:
+                found = packaged_price(cost_map(), deployment.provider_model)
+            else:
+                found = listed_price(deployment)
             return DeploymentPrice(*found, source="litellm") if found is not None else None
 
         groups = settings.model_groups()
@@ -96,3 +119,34 @@ class PriceList:
             for index, entry in enumerate(entries)
             if entry is None
         ]
+
+
+def packaged_price(cost_map: Mapping[str, Any], provider_model: str) -> tuple[float, float] | None:
+    """The price litellm's map gives an OpenAI-compatible provider's model, as ``litellm.get_model_info`` finds
+    it: the entry of its whole name (``openai/o1-mini``), else of its name without the provider prefix whose
+    provider is that prefix (``gpt-4o-mini``, an ``openai`` entry); None for a model the map does not price."""
+    provider, _, name = provider_model.partition("/")
+    entry = cost_map.get(provider_model)
+    if entry is None:
+        candidate = cost_map.get(name)
+        entry = candidate if isinstance(candidate, dict) and candidate.get("litellm_provider") == provider else None
+    if not isinstance(entry, dict) or entry.get("input_cost_per_token") is None:
+        return None
+    return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token") or 0.0)
+
+
+def _packaged_cost_map() -> dict[str, Any]:
+    """litellm's packaged cost map, read from where litellm is installed (found without importing it)."""
+    spec = importlib.util.find_spec("litellm")
+    locations = spec.submodule_search_locations if spec is not None else None
+    path = Path(locations[0]) / _COST_MAP_FILE if locations else None
+    try:
+        if path is None:
+            raise OSError("litellm is not installed")
+        found: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning(
+            "litellm's cost map could not be read (%s): pass-through deployments are priced by config only", exc
+        )
+        return {}
+    return found

@@ -7,7 +7,8 @@ from typing import Any
 import litellm
 import pytest
 
-from proxy.config.settings import ConfigError, settings_from_dict
+from proxy.config.settings import ConfigError, Deployment, settings_from_dict
+from proxy.upstream.litellm_backend import listed_price
 from proxy.upstream.prices import DeploymentPrice, PriceList
 from proxy.upstream.replies import TokenUsage
 
@@ -76,3 +77,31 @@ def test_the_embedded_model_server_has_no_list_price_unless_configured() -> None
         local=True,
     )
     assert priced.price("local", 0) == DeploymentPrice(2e-8, 0.0, "config")
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "openai/gpt-4o-mini",
+        "openai/gpt-4o",
+        "openai/text-embedding-3-small",
+        "openai/o1-mini",  # litellm guesses a family and answers 0: no entry prices it
+        "openai/whisper-1",  # priced per second, not per token
+        "openai/gpt-3.5-turbo-instruct",  # an entry of another provider (text-completion-openai): not found
+        "openai/dall-e-3",
+        "openai/ft:gpt-4o-mini:org::abc",
+        "hosted_vllm/meta-llama/Llama-3-8B",
+        "lm_studio/qwen",
+    ],
+)
+def test_the_pass_through_path_prices_from_litellms_map_as_its_api_finds_the_entry(model: str) -> None:
+    """The pass-through path reads litellm's map without importing litellm; a deployment litellm serves is looked
+    up through its API: both find the same entry, and neither calls an unpriced model free."""
+    prices = _prices(_deployment("m", model))
+    found = prices.price("m", 0)
+    listed = listed_price(Deployment(model_name="m", litellm_params={"model": model}))
+    assert (None if found is None else (found.prompt_usd, found.completion_usd)) == listed
+    if model in ("openai/gpt-4o-mini", "openai/text-embedding-3-small"):
+        assert found is not None and found.source == "litellm"
+    if model in ("openai/o1-mini", "openai/whisper-1", "openai/dall-e-3"):
+        assert found is None
