@@ -145,7 +145,8 @@ async def serve(gateway: Gateway, spec: EndpointSpec, incoming: Incoming) -> Res
         slot = await gateway.limits.admit(caller.name, caller.limits)
         gateway.metrics.count_user_call(group)
         if parsed.stream and spec.tap is not None and plan is not None:  # an unscored endpoint never streams
-            body, hides_usage = asking_for_usage(body, spec.name, gateway.spending.prices.priced(group))
+            asks = gateway.spending.prices.priced(group) and gateway.upstream.streams_usage_when_asked(group, spec.name)
+            body, hides_usage = asking_for_usage(body, asks)
             tap = spec.tap(incoming.headers)
             if hides_usage:
                 tap.hiding_usage()

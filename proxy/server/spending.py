@@ -25,7 +25,6 @@ from exporters import GatewayMetrics, SpendLedger, Spent, key_subject, model_sub
 from scoring import CallCost, StoreUnavailable
 
 from ..base.errors import BudgetExceeded, ServiceUnavailable
-from ..base.sdk_params import Endpoint
 from ..upstream.prices import PriceList
 from ..upstream.replies import TokenUsage
 from .auth import Caller
@@ -92,15 +91,16 @@ def response_cost_headers(cost: CallCost) -> dict[str, str]:
     return {RESPONSE_COST_HEADER: format(cost.usd, ".12g")} if cost.usd is not None else {}
 
 
-def asking_for_usage(body: dict[str, Any], endpoint: Endpoint, priced: bool) -> tuple[dict[str, Any], bool]:
-    """A stream of a priced model group asked to report its usage; whether the gateway asked on its own.
+def asking_for_usage(body: dict[str, Any], ask: bool) -> tuple[dict[str, Any], bool]:
+    """A stream asked to report its usage (``ask``: its model group is priced, and its stream may be asked:
+    ``UpstreamClient.streams_usage_when_asked``); whether the gateway asked on its own.
 
     A chat or legacy completions stream reports its usage only when asked
     (``stream_options.include_usage``), and its answer can be priced only from
     it; the usage chunk the client did not ask for is then taken out of its
-    stream (``StreamTap.hiding_usage``). A Responses stream always reports it.
+    stream (``StreamTap.hiding_usage``).
     """
-    if not priced or endpoint not in ("chat", "completions") or not body.get("stream"):
+    if not ask or not body.get("stream"):
         return body, False
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):

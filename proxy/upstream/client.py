@@ -193,6 +193,18 @@ class UpstreamClient:
             return True
         return self._litellm is not None and endpoint != "completions" and self._litellm.gives_logprobs(group)
 
+    def streams_usage_when_asked(self, group: str, endpoint: Endpoint) -> bool:
+        """Whether a stream of ``endpoint`` from ``group`` may be asked to report its usage
+        (``stream_options.include_usage``) without changing what else it sends.
+
+        Chat streams may, on both paths. Legacy completions streams only on the
+        pass-through path: litellm's text-completion stream, asked for usage,
+        fails on a chunk without choices that carries no usage (an upstream's
+        first chunk of content-filter results, say), which it passes over
+        otherwise. A Responses stream reports its usage unasked.
+        """
+        return endpoint == "chat" or (endpoint == "completions" and group in self._fast_groups)
+
     @property
     def listed_names(self) -> list[str]:
         """What /v1/models lists: the groups and their visible aliases."""

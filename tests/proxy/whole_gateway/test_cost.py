@@ -160,6 +160,11 @@ CALLS: dict[str, tuple[str, dict[str, Any], tuple[int, int]]] = {
     ),
     "completions": ("/v1/completions", {"prompt": ASKED}, (1, 5)),
     "completions-stream": ("/v1/completions", {"prompt": ASKED, "stream": True}, (1, 5)),
+    "completions-stream-usage-asked": (
+        "/v1/completions",
+        {"prompt": ASKED, "stream": True, "stream_options": {"include_usage": True}},
+        (1, 5),
+    ),
     "responses": ("/v1/responses", {"input": ASKED}, (1, 5)),
     "responses-stream": ("/v1/responses", {"input": ASKED, "stream": True}, (1, 5)),
 }
@@ -176,14 +181,16 @@ def test_every_answer_is_priced_in_its_header_and_the_metrics(
         prompt = 3  # litellm asks a legacy completion as a chat call, whose prompt the fake counts in words
     response = _post(server, endpoint, body)
     assert response.status_code == 200, response.text
+    spent = _metric(server, "trustgate_spend_usd_total", model="fake", key="master", purpose="answer")
+    if path == "litellm" and call == "completions-stream":  # not asked for usage there: unknown, never 0
+        assert spent == 0 and _metric(server, "trustgate_unpriced_answers_total", model="fake") == 1
+        return
     expected = _usd(prompt, completion)
     if body.get("stream"):  # the headers left before the usage came: the cost is in the metrics (and a record)
         assert "x-trustgate-response-cost" not in response.headers
     else:
         assert float(response.headers["x-trustgate-response-cost"]) == pytest.approx(expected)
-    assert _metric(server, "trustgate_spend_usd_total", model="fake", key="master", purpose="answer") == (
-        pytest.approx(expected)
-    )
+    assert spent == pytest.approx(expected)
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -237,7 +244,7 @@ def test_an_answer_of_unknown_price_has_no_cost_never_zero(
     assert _metric(server, "trustgate_spend_usd_total", model="fake") == 0
 
 
-@pytest.mark.parametrize("call", ["chat", "chat-stream-usage-not-asked", "responses", "completions-stream"])
+@pytest.mark.parametrize("call", ["chat", "chat-stream-usage-not-asked", "responses", "completions-stream-usage-asked"])
 @pytest.mark.parametrize("path", list(PATHS))
 def test_a_scored_answers_record_has_its_cost_and_its_scorings_by_component(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], call: str, path: str
@@ -247,8 +254,6 @@ def test_a_scored_answers_record_has_its_cost_and_its_scorings_by_component(
         scorers=[AskOnce()],
     )
     endpoint, body, (prompt, completion) = CALLS[call]
-    if path == "litellm" and call == "completions-stream":
-        prompt = 1
     response = _post(server, endpoint, body)
     assert response.status_code == 200, response.text
     cost = _record(server, response.headers["x-trust-id"])["cost"]
@@ -422,3 +427,24 @@ def test_every_configured_models_spend_starts_at_zero(
         if sample.name == "trustgate_spend_usd_total" and sample.labels["model"] == "fake" and sample.value == 0
     }
     assert {("team", "answer"), ("master", "answer"), ("team", "bc"), ("master", "fc")} <= started
+
+
+# sc alone scores (no built assets needed), in the gateway's local scoring worker: its re-asks are the fake's.
+SC_ONLY = {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}}
+
+
+def test_the_local_scoring_workers_calls_are_priced_and_shed_on_spend_the_gateway_added(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    """The gateway adds each answer's cost to the ledger's SQLite file, its local worker each record's scoring cost:
+    the worker's metrics reach the gateway's, and its budget gate reads both."""
+    scoring = {"mode": "sync", "worker": "child", **SC_ONLY, "budget": {"max_spend_share": 0.5}}
+    server = start_gateway(_config(fake_upstream.url, scoring=scoring), scorers=None)  # type: ignore[attr-defined]
+    first = _chat(server)
+    assert first.headers["x-trust-status"] == "done", first.headers
+    cost = _record(server, first.headers["x-trust-id"])["cost"]
+    sc = cost["by_component"]["sc"]
+    assert sc["calls"] == 3 and sc["usd"] == pytest.approx(_usd(sc["prompt_tokens"], sc["completion_tokens"]))
+    assert _metric(server, "trustgate_spend_usd_total", model="fake", purpose="sc") == pytest.approx(sc["usd"])
+    second = _chat(server)
+    assert second.headers["x-trust-status"] == "shed" and _shed_reason(server, second) == "spend_share"
