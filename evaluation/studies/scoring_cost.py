@@ -127,7 +127,7 @@ async def _gateway(
         key = f"sk-cost-{secrets.token_hex(8)}"
         async with serve_app(capable_upstream(CapableModel(items, seed=0))) as scripted:
             deployment = {"model": "openai/gpt-4o-mini", "api_base": f"{scripted}/v1", "api_key": "none", "timeout": 60}
-            raw = {
+            raw: dict[str, Any] = {
                 "model_list": [{"model_name": "capable", "litellm_params": deployment}],
                 "general_settings": {"master_key": key},
             }
