@@ -7,7 +7,7 @@ import argparse
 import shlex
 from pathlib import Path
 
-from .datasets import CAPITALS_DATASET, DATASET_FILES
+from .datasets import BUILT_DATASETS, CAPITALS_DATASET, DATASET_FILES
 
 __all__ = ["add_eval_arguments", "command_line"]
 
@@ -69,8 +69,9 @@ def _run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--dataset",
         default="mixedqa",
-        choices=[*DATASET_FILES, CAPITALS_DATASET, "jsonl"],
-        help="capitals: built from packaged WordNet, a set the local demo model gets about half right",
+        choices=[*DATASET_FILES, *BUILT_DATASETS, "jsonl"],
+        help="capitals: built from packaged WordNet, a set the local demo model gets about half right; "
+        "shortfacts: chemical symbols, currencies and creators of works, from packaged WordNet and Wikipedia",
     )
     run.add_argument(
         "--mode",
@@ -146,7 +147,7 @@ def _claims_arguments(claims: argparse.ArgumentParser) -> None:
     claims.add_argument("--max-claims", type=_positive_int, help="claims.max_claims (default: the scoring default)")
     claims.add_argument("--checks-per-claim", type=_positive_int, help="claims.checks_per_claim (default: the default)")
     claims.add_argument("--whole", action="store_true", help="check every answer whole (claims.enabled: false)")
-    claims.add_argument("--out", type=Path, help="report folder (default: var/trustgate/eval/reports/claims-...)")
+    claims.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/claims-...)")
     claims.add_argument("--title", help="report title")
 
 

@@ -25,6 +25,7 @@ from .config.settings import (
     settings_from_dict,
     with_current_names,
 )
+from .metric_labels import configured_labels
 from .server.access_log import install_access_log_redaction
 from .server.auth import MASTER, Caller
 from .server.calibration_routes import calibration_reports
@@ -53,6 +54,7 @@ __all__ = [
     "ask_body",
     "calibration_reports",
     "configure_logging",
+    "configured_labels",
     "create_app",
     "default_config_path",
     "install_access_log_redaction",

@@ -31,6 +31,7 @@ from .config.settings import GatewaySettings
 from .endpoints.endpoint_routes import add_endpoint_routes
 from .endpoints.endpoint_routes import router as endpoint_router
 from .endpoints.request_meter import UNKNOWN
+from .metric_labels import configured_labels
 from .server.auth import KeyRing
 from .server.calibration_routes import router as calibration_router
 from .server.connections import BodyDeadline, quiet_accept_errors
@@ -72,7 +73,7 @@ def create_app(
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
     ``clock`` dates what the gateway spends, and so the keys' budget windows (tests move it on).
     """
-    metrics = build_metrics(registry if registry is not None else CollectorRegistry())
+    metrics = build_metrics(registry if registry is not None else CollectorRegistry(), configured_labels(settings))
     calibration_metrics = build_calibration_metrics(metrics.registry)
     scoring = settings.trustgate.scoring
     calibrator = load_calibrator(settings)
@@ -174,7 +175,7 @@ def create_app(
                 readiness,
                 limiter,
                 calibration_metrics,
-                _spending(settings, parts.prices, parts.spend, metrics, keys),
+                _spending(parts.prices, parts.spend, metrics),
                 learning,
             )
             yield
@@ -232,11 +233,8 @@ def _add_cors(app: FastAPI, origins: list[str]) -> None:
         )
 
 
-def _spending(
-    settings: GatewaySettings, prices: PriceList, ledger: SpendLedger, metrics: GatewayMetrics, keys: KeyRing
-) -> Spending:
-    """Answers priced and keys held to their budgets; the deployments without a price named once, and every
-    configured model's spend series started at 0."""
+def _spending(prices: PriceList, ledger: SpendLedger, metrics: GatewayMetrics) -> Spending:
+    """Answers priced and keys held to their budgets; the deployments without a price named once."""
     unpriced = prices.unpriced()
     if unpriced:
         log.info(
@@ -244,15 +242,6 @@ def _spending(
             "no budget; set input_cost_per_token and output_cost_per_token in their litellm_params to price them",
             ", ".join(unpriced),
         )
-    scoring = settings.trustgate.scoring
-    components = {
-        "bc": scoring.consistency.enabled,
-        "fc": scoring.factcheck.enabled,
-        "sc": scoring.sc.enabled,
-        "rag": scoring.rag.enabled,
-    }
-    purposes = ["answer", *(name for name, enabled in components.items() if enabled)]
-    metrics.start_spend_at_zero(settings.model_groups(), keys.names, purposes)
     return Spending(prices, ledger, metrics)
 
 

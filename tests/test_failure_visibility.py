@@ -87,6 +87,7 @@ async def _never_asked(messages: list[dict[str, Any]], **options: Any) -> Any:
     raise AssertionError("not asked")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("reason", ["timeout", "upstream", "parse", "internal", "knowledge_graph", "judge"])
 def test_each_failure_kind_is_logged_once_with_its_traceback_and_counted_every_time(
     reason: FailureReason, caplog: pytest.LogCaptureFixture
@@ -102,6 +103,7 @@ def test_each_failure_kind_is_logged_once_with_its_traceback_and_counted_every_t
     assert "failures" not in records[0].model_dump()["components"]["fc"]  # not part of the record's JSON
 
 
+@pytest.mark.unit
 def test_the_log_names_what_it_left_out_after_a_quiet_spell(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     failures = FailureLog(logging.getLogger("trustgate.test"), interval_s=60, clock=lambda: now[0])
@@ -115,6 +117,7 @@ def test_the_log_names_what_it_left_out_after_a_quiet_spell(caplog: pytest.LogCa
     assert lines[2].startswith("scorer fc failed (upstream)")
 
 
+@pytest.mark.unit
 def test_secrets_are_masked_in_what_is_logged() -> None:
     text = mask_secrets(f"redis://:hunter2@db:6379/0 Authorization: Bearer {SECRET} api_key=abc123 {SECRET}")
     assert "hunter2" not in text and SECRET not in text and "abc123" not in text
@@ -131,6 +134,7 @@ class _Upstream:
         raise self.outcome
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("outcome", "reason"),
     [
@@ -147,6 +151,7 @@ def test_the_gateways_ask_tells_scoring_why_it_failed(outcome: Exception, reason
     assert Failure.of(raised.value).reason == reason
 
 
+@pytest.mark.integration
 def test_redis_errors_in_wait_are_logged_once_and_counted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Redis down: a sync request's wait answers "pending" (None), and the operator hears of it."""
     operations: list[str] = []

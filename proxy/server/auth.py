@@ -19,6 +19,7 @@ from ..config.settings import GatewaySettings
 __all__ = ["Caller", "KeyRing"]
 
 MASTER = "master"  # the master key's caller name (config.RESERVED_KEY_NAMES keeps it from client keys)
+ANONYMOUS = "anonymous"  # every caller's name on a gateway run without keys (allow_unauthenticated)
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,6 @@ class KeyRing:
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
     @property
-    def names(self) -> list[str]:
-        """Every caller's name (what metrics and records know a key by)."""
-        return ["anonymous"] if self._open else [caller.name for _, caller in self._entries]
-
-    @property
     def open(self) -> bool:
         """Explicitly configured without keys: every caller is accepted (local development)."""
         return self._open
@@ -90,7 +86,7 @@ class KeyRing:
 
     def authenticate(self, authorization: str | None) -> Caller:
         if self.open:
-            return Caller("anonymous", None)
+            return Caller(ANONYMOUS, None)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationFailed(

@@ -393,7 +393,7 @@ class LitellmBackend:
     async def _picked(self, call: Callable[..., Awaitable[Any]], endpoint: Endpoint, arguments: dict[str, Any]) -> Any:
         """``call``, noting in the current ``RouterPick`` the deployment the Router chose: it writes the chosen
         deployment's ``model_info`` into the metadata dict it is handed (``metadata``; ``litellm_metadata``
-        for the Responses API), before the call succeeds or fails. tests/proxy/test_tracing.py checks that
+        for the Responses API), before the call succeeds or fails. tests/proxy/whole_gateway/test_tracing.py checks that
         against the deployments the upstream saw, on every endpoint."""
         chosen: dict[str, Any] = {}
         try:

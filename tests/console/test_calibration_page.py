@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 import console
 from scoring.learning.report import CalibrationReport, LearnedFit, ScoreQuality
@@ -14,6 +15,8 @@ from scoring.learning.store import FileFitStore
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
+
+pytestmark = pytest.mark.integration
 
 
 def _quality(area: float) -> ScoreQuality:

@@ -26,6 +26,8 @@ from proxy import default_config_path
 
 REPO = Path(__file__).resolve().parents[2]
 READY = "TrustGate is ready on "
+KEY = "sk-trustgate-local"  # the embedded default config's demo key
+AUTH = {"authorization": f"Bearer {KEY}"}
 
 
 def free_port() -> int:

@@ -24,20 +24,18 @@ import httpx
 import orjson
 import pytest
 
-from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_default_config
-from tests.e2e.test_trust_scores import DATA_DIR
-from tests.scoring.test_children import alive, wait_gone
+from tests.assets import DATA_DIR
+from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess, free_port, serve_default_config
+from tests.waiting import alive, wait_gone
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.e2e,
     pytest.mark.skipif(
         not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
         reason="scoring assets not built: `make install` builds them",
     ),
 ]
 
-KEY = "sk-trustgate-local"
-AUTH = {"authorization": f"Bearer {KEY}"}
 QUESTIONS = [
     "Who wrote Romeo and Juliet?",
     "What is the largest planet?",

@@ -8,6 +8,8 @@ from scoring.jobs import scoring_job
 from scoring.policy import decide, in_sample, scoring_reachable, skip_reason
 from scoring.settings import ScoringSettings
 
+pytestmark = pytest.mark.unit
+
 
 def test_sampling_rate_is_respected_and_stable() -> None:
     ids = [f"id-{i}" for i in range(4000)]
