@@ -83,9 +83,11 @@ def _sum(total: float | None, value: float | None) -> float | None:
 
 
 def _unsampled_cost(response: httpx.Response, tally: Tally) -> None:
-    """An answer scoring did not sample: its cost is only its header's."""
+    """An answer scoring did not sample has no record: its cost is its header's, its tokens its reply's usage."""
     header = response.headers.get("x-trustgate-response-cost")
     tally.answer_usd = _sum(tally.answer_usd, float(header) if header is not None else None)
+    usage = response.json().get("usage") or {}
+    tally.answer_tokens += int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
 
 
 async def _ask(client: httpx.AsyncClient, model: str, item: EvalItem, system: str | None, tally: Tally) -> None:
