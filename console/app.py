@@ -92,14 +92,18 @@ def _router(env: Environment) -> APIRouter:
         caller = await caller_of(request)
         window = parse_params(OverviewQuery, request.query_params).window
         now = time.time()
+        gateway: Gateway = request.app.state.gateway
+        since = now - WINDOWS_S[window]
         summary = await summarize_records(
-            request.app.state.gateway,
-            caller,
-            SummaryQuery.model_validate({"since": now - WINDOWS_S[window], "until": now, "buckets": RATE_BUCKETS}),
+            gateway, caller, SummaryQuery.model_validate({"since": since, "until": now, "buckets": RATE_BUCKETS})
         )
+        # Every key's spend: shown to a caller who reads every key's records
+        everyone = caller.record_scope.owner is None
+        spend = await gateway.spending.by_model(gateway.upstream.model_groups, since) if everyone else {}
         return render(
             "overview.html",
             summary=summary,
+            spend=spend,
             window=window,
             windows=list(WINDOWS_S),
             histograms={model: histogram(part.histogram) for model, part in summary.models.items()},

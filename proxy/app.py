@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from fastapi import FastAPI, Request
@@ -19,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from exporters import GatewayMetrics, Telemetry, build_metrics
+from exporters import GatewayMetrics, SpendLedger, Telemetry, build_metrics
 from exporters.calibration_metrics import build_calibration_metrics
 from scoring import (
     JobQueue,
@@ -53,11 +54,13 @@ from .server.model_info import router as model_info_router
 from .server.readiness import ReadinessCheck
 from .server.relative_redirects import RelativeRedirects
 from .server.routes import router
+from .server.spending import Spending
 from .server.trust_feedback import router as trust_feedback_router
 from .server.trust_list import router as trust_list_router
 from .trust.local_scoring import GatewayShares, local_scoring_worker
 from .trust.service import TrustService, sampling_secret
 from .upstream.litellm_backend import check_providers
+from .upstream.prices import PriceList
 
 __all__ = ["Gateway", "Mount", "create_app"]
 
@@ -75,6 +78,7 @@ def create_app(
     scorers: Sequence[Scorer] | None = None,
     telemetry: Telemetry | None = None,
     mounts: Sequence[Mount] = (),
+    clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
 
@@ -82,6 +86,7 @@ def create_app(
     objects of this process, which a local worker process could not use.
 
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
+    ``clock`` dates what the gateway spends, and so the keys' budget windows (tests move it on).
     """
     metrics = build_metrics(registry if registry is not None else CollectorRegistry(), configured_labels(settings))
     calibration_metrics = build_calibration_metrics(metrics.registry)
@@ -111,6 +116,7 @@ def create_app(
                 scorers=scorers,
                 telemetry=telemetry,
                 on_fallback_skipped=fallback_skipped,
+                clock=clock,
             )
             redis, limiter, tracing, upstream, publisher, fits = (
                 parts.redis,
@@ -187,6 +193,7 @@ def create_app(
                 limiter,
                 calibration_metrics,
                 CachedProbe(lambda: upstream.check_health(health.check_timeout_s), health.check_cache_s),
+                _spending(parts.prices, parts.spend, metrics),
                 learning,
                 key_manager,
             )
@@ -289,6 +296,18 @@ def _add_cors(app: FastAPI, origins: list[str]) -> None:
             allow_headers=["*"],
             expose_headers=["*"],
         )
+
+
+def _spending(prices: PriceList, ledger: SpendLedger, metrics: GatewayMetrics) -> Spending:
+    """Answers priced and keys held to their budgets; the deployments without a price named once."""
+    unpriced = prices.unpriced()
+    if unpriced:
+        log.info(
+            "no price known for %s: the spend of their answers and scoring calls is null (unknown) and counts in "
+            "no budget; set input_cost_per_token and output_cost_per_token in their litellm_params to price them",
+            ", ".join(unpriced),
+        )
+    return Spending(prices, ledger, metrics)
 
 
 def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:

@@ -562,7 +562,7 @@ class QueueSettings(BaseModel):
 
 
 class BudgetLimits(BaseModel):
-    """What scoring may spend on one model group per minute (None: no limit); the user's own calls never count."""
+    """What scoring may spend on one model group (None: no limit); the user's own calls never count against it."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -570,6 +570,14 @@ class BudgetLimits(BaseModel):
     """Scorers' upstream calls per minute (retries aside); None: no limit."""
     tokens_per_minute: int | None = Field(default=None, ge=1)
     """Their prompt and completion tokens per minute, as the upstream reports them; None: no limit."""
+    max_spend_share: float | None = Field(default=None, ge=0.0)
+    """What scoring may spend on the group's answers, as a share of what those answers cost, over the past hour
+    (0.5: scoring at most half the answers' bill). Past it, jobs are shed before they run (``shed_reason``
+    ``spend_share``) until the answers' spend has grown or scoring's has aged out. Counted in US dollars from the
+    deployments' prices: a group whose scoring has no known price is never shed for it. None: no limit."""
+    max_spend_usd_per_hour: float | None = Field(default=None, ge=0.0)
+    """What scoring may spend on the group's answers over the past hour, in US dollars. Past it, jobs are shed
+    before they run (``shed_reason`` ``spend_per_hour``). None: no limit."""
 
 
 class BudgetSettings(BudgetLimits):
@@ -577,7 +585,10 @@ class BudgetSettings(BudgetLimits):
 
     A key an entry leaves out is the default's; an entry's explicit ``null``
     lifts that limit for its group. Beyond a budget, jobs are shed before they
-    run and a running job's further calls are refused (``proxy.trust.scoring_budget``).
+    run; beyond a budget of calls or tokens, a running job's further calls are
+    refused too (``proxy.trust.scoring_budget``). The spend limits count what
+    the gateway and its workers recorded in the spend ledger (SQLite beside the
+    records, or Redis shared by every replica), so they hold across restarts.
     """
 
     per_model: dict[str, BudgetLimits] = Field(default_factory=dict)
@@ -585,13 +596,9 @@ class BudgetSettings(BudgetLimits):
 
     def for_model(self, model: str) -> BudgetLimits:
         override = self.per_model.get(model)
-        if override is None:
-            return BudgetLimits(calls_per_minute=self.calls_per_minute, tokens_per_minute=self.tokens_per_minute)
+        given = override.model_fields_set if override is not None else set()
         return BudgetLimits.model_validate(
-            {
-                name: getattr(override if name in override.model_fields_set else self, name)
-                for name in BudgetLimits.model_fields
-            }
+            {name: getattr(override if name in given else self, name) for name in BudgetLimits.model_fields}
         )
 
 

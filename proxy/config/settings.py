@@ -28,6 +28,7 @@ from exporters.alertmanager import AlertmanagerSettings
 from scoring import Renamed, ScoringSettings, require_order
 from scoring.settings import CONFIG_DIR, ConfigPath
 
+from ..base.budgets import BudgetPeriod, KeyBudget, key_budget
 from .litellm_config import (
     ENV_PREFIX,
     RoutingStrategy,
@@ -68,7 +69,9 @@ _SECRET_PARAM = re.compile(r"(^|_)(key|credentials?)$|secret|password|(^|_)(acce
 _SECRET_VARIABLE = re.compile(f"{_SECRET_PARAM.pattern}|(^|_)token$")
 # Deployment keys that are numbers; a value read from the environment arrives as text.
 _INT_PARAMS = ("rpm", "tpm", "max_parallel_requests")
-_FLOAT_PARAMS = ("timeout", "stream_timeout", "weight")
+_FLOAT_PARAMS = ("timeout", "stream_timeout", "weight", "input_cost_per_token", "output_cost_per_token")
+# A deployment's price per token in US dollars, as LiteLLM reads it from litellm_params (proxy.upstream.prices).
+_PRICE_PARAMS = ("input_cost_per_token", "output_cost_per_token")
 
 
 class ConfigError(ValueError):
@@ -104,8 +107,9 @@ class Deployment(BaseModel):
                         typed[name] = kind(typed[name])
                     except (TypeError, ValueError):
                         raise ValueError(f"litellm_params.{name} must be a number, not {typed[name]!r}") from None
-        if typed.get("weight") is not None and typed["weight"] < 0:
-            raise ValueError("litellm_params.weight must be 0 or more")
+        for name in ("weight", *_PRICE_PARAMS):
+            if typed.get(name) is not None and typed[name] < 0:
+                raise ValueError(f"litellm_params.{name} must be 0 or more")
         if typed.get("max_parallel_requests") is not None and typed["max_parallel_requests"] < 1:
             raise ValueError("litellm_params.max_parallel_requests must be 1 or more")
         return typed
@@ -138,6 +142,16 @@ class Deployment(BaseModel):
 
     def secrets(self) -> list[str]:
         return [v.get_secret_value() for v in self.litellm_params.values() if isinstance(v, SecretStr)]
+
+    @property
+    def configured_price(self) -> tuple[float, float] | None:
+        """The US dollars one prompt token and one completion token cost, as ``litellm_params`` say them
+        (``input_cost_per_token``, ``output_cost_per_token``, as LiteLLM reads them; one left out costs 0, as an
+        embedding model's completion tokens); None when they say neither."""
+        prompt, completion = (self.litellm_params.get(name) for name in _PRICE_PARAMS)
+        if prompt is None and completion is None:
+            return None
+        return float(prompt or 0.0), float(completion or 0.0)
 
     @property
     def rpm(self) -> int | None:
@@ -275,6 +289,36 @@ class ApiKey(_Section):
     """May name objects in the operator's upstream account (stored responses, files, vector stores,
     ``store: true``): every key shares that account, so only a key trusted with all of it
     (``proxy.endpoints.account_refs``)."""
+    max_budget: float | None = Field(default=None, ge=0)
+    """US dollars the key's answers may cost per budget window (LiteLLM's ``max_budget``): once they have cost it,
+    the key's requests get 400 with the code ``budget_exceeded`` until the window ends. Counted from the
+    deployments' prices (an answer of unknown price counts nothing), the same on every replica sharing a Redis,
+    and kept across restarts. Scoring's calls are not counted here: ``scoring.budget`` bounds those. None: no
+    budget."""
+    budget_duration: str | None = None
+    """How long a budget window lasts, as LiteLLM writes it: a whole number and a unit (``30m``, ``1h``, ``1d``,
+    ``7d``, ``2w``, ``30d``, ``1mo``; seconds in whole minutes), or ``hourly``, ``daily``, ``weekly``,
+    ``monthly``. Windows follow the calendar in UTC, as LiteLLM's resets do: a day from midnight, ``7d`` from
+    Monday, ``30d`` and months from the 1st; other lengths count whole lengths from the Unix epoch. Needs
+    ``max_budget``. None: the budget never resets (what the spend ledger keeps: 800 days)."""
+
+    @field_validator("budget_duration")
+    @classmethod
+    def _a_budget_period(cls, value: str | None) -> str | None:
+        if value is not None:
+            BudgetPeriod.parse(value)
+        return value
+
+    @model_validator(mode="after")
+    def _duration_of_a_budget(self) -> ApiKey:
+        if self.budget_duration is not None and self.max_budget is None:
+            raise ValueError("budget_duration needs a max_budget: it says when that budget starts again")
+        return self
+
+    @property
+    def budget(self) -> KeyBudget | None:
+        """The key's dollar budget, None when it has none."""
+        return key_budget(self.max_budget, self.budget_duration)
 
 
 class GeneratedKeySettings(_Section):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from scoring import PolicySettings, RecordScope, StoreUnavailable
 
+from ..base.budgets import KeyBudget, key_budget
 from ..base.errors import AuthenticationFailed, PermissionDenied, ServiceUnavailable
 from ..base.limits import KeyLimits
 from ..config.settings import GatewaySettings
@@ -38,6 +39,8 @@ class Caller:
     account_references: bool = False
     # a key made at run time carries its own scoring policy, over the config's levels (scoring.policy)
     policy: PolicySettings | None = None
+    # US dollars its answers may cost per budget window (proxy.server.spending); None: no dollar budget
+    budget: KeyBudget | None = None
 
     def may_use(self, model: str) -> bool:
         return self.models is None or model in self.models
@@ -75,6 +78,7 @@ def generated_caller(key: StoredKey) -> GeneratedCaller:
             limits=KeyLimits(key.rpm_limit, key.tpm_limit, key.max_parallel_requests),
             account_references=key.allow_account_references,
             policy=key.trust_policy,
+            budget=key_budget(key.max_budget, key.budget_duration),
         ),
         key.expires,
         key.blocked,
@@ -102,6 +106,7 @@ class KeyRing:
                     admin=k.admin,
                     limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests),
                     account_references=k.allow_account_references,
+                    budget=k.budget,
                 ),
             )
             for k in settings.trustgate.keys

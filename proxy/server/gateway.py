@@ -20,6 +20,7 @@ from .auth import KeyRing
 from .cached_probe import CachedProbe
 from .key_management import KeyManager
 from .readiness import ReadinessCheck
+from .spending import Spending
 
 __all__ = ["Gateway"]
 
@@ -38,5 +39,6 @@ class Gateway:
     limits: Limiter
     calibration_metrics: CalibrationMetrics
     health: CachedProbe[list[DeploymentHealth]]  # LiteLLM's /health: every deployment called, results reused
+    spending: Spending
     learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)
     key_manager: KeyManager | None = None  # None: no keys are made at run time (trustgate.generated_keys)

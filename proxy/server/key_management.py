@@ -23,6 +23,7 @@ from typing import Any
 
 from scoring import PolicySettings, require_order
 
+from ..base.budgets import key_budget
 from ..base.durations import DurationError, ends_after
 from ..base.errors import InvalidRequest, NotFound
 from ..config.low_trust_config import low_trust_problem
@@ -231,6 +232,10 @@ class KeyManager:
                 param="budget_duration",
                 code="invalid_key_request",
             )
+        try:
+            key_budget(key.max_budget, key.budget_duration)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc), param="budget_duration", code="invalid_key_request") from None
         if key.trust_policy is not None:
             self._check_policy(key.name, key.models, key.trust_policy)
 

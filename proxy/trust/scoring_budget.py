@@ -19,6 +19,15 @@ and is never refused for it.
   absorbs it, as a RAG judge absorbs a failed verdict — and the record keeps
   what the other components found.
 
+- A job whose model group's scoring spent, over the past hour, its share of
+  what the group's answers cost (``max_spend_share``), or its dollars
+  (``max_spend_usd_per_hour``), is shed before it runs: ``shed_reason``
+  ``spend_share`` / ``spend_per_hour``. Spend is the spend ledger's
+  (``exporters.spend``): answers as the gateways served them, scoring as the
+  records were published, a second behind at most on another process. A
+  group whose answers have no known price spends nothing known, and is never
+  shed for its share.
+
 A call counts when it is made (its retries are bounded by the retry budget,
 ``proxy.upstream.retries``, not counted again); its tokens count when its answer comes
 back with ``usage``, against the group that answered. The token budget is
@@ -32,6 +41,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
+from exporters import SpendLedger, model_subject
 from scoring import BudgetLimits, BudgetSettings, BudgetSpent, Process, ScoringJob, TrustRecord
 
 from ..base.limits import Limiter
@@ -39,7 +49,8 @@ from ..upstream.retries import OnScoringShed
 
 __all__ = ["BudgetReason", "ScoringBudget"]
 
-BudgetReason = Literal["call_budget", "token_budget"]
+BudgetReason = Literal["call_budget", "token_budget", "spend_share", "spend_per_hour"]
+SPEND_WINDOW_S = 3600.0  # the spend limits' rolling window: the past hour
 
 # The limiter's counter kinds: distinct from the per-key and per-deployment ones.
 _CALLS, _TOKENS = "scoring_calls", "scoring_tokens"
@@ -47,10 +58,16 @@ _CALLS, _TOKENS = "scoring_calls", "scoring_tokens"
 
 class ScoringBudget:
     def __init__(
-        self, settings: BudgetSettings, limiter: Limiter, *, on_call_refused: OnScoringShed = lambda group, reason: None
+        self,
+        settings: BudgetSettings,
+        limiter: Limiter,
+        spend: SpendLedger,
+        *,
+        on_call_refused: OnScoringShed = lambda group, reason: None,
     ) -> None:
         self._settings = settings
         self._limiter = limiter
+        self._spend = spend
         self._on_call_refused = on_call_refused
 
     def limits_for(self, model: str) -> BudgetLimits:
@@ -69,6 +86,21 @@ class ScoringBudget:
             and await self._limiter.used_up(_TOKENS, model, limits.tokens_per_minute) is not None
         ):
             return "token_budget"
+        return await self._spent_dollars(model, limits)
+
+    async def _spent_dollars(self, model: str, limits: BudgetLimits) -> BudgetReason | None:
+        """Which of ``model``'s spend limits scoring has reached over the past hour, if one."""
+        if limits.max_spend_share is None and limits.max_spend_usd_per_hour is None:
+            return None
+        spent = await self._spend.spent(model_subject(model), self._spend.now() - SPEND_WINDOW_S)
+        if limits.max_spend_usd_per_hour is not None and spent.scoring_usd >= limits.max_spend_usd_per_hour:
+            return "spend_per_hour"
+        if (
+            limits.max_spend_share is not None
+            and spent.scoring_usd > 0
+            and spent.scoring_usd >= limits.max_spend_share * spent.answer_usd
+        ):
+            return "spend_share"
         return None
 
     async def take_call(self, model: str) -> None:
@@ -113,5 +145,12 @@ class ScoringBudget:
 
 
 def _describe(model: str, reason: BudgetReason, limits: BudgetLimits) -> str:
-    what = f"{limits.calls_per_minute} calls" if reason == "call_budget" else f"{limits.tokens_per_minute} tokens"
-    return f"the scoring budget of model `{model}` ({what} per minute) is spent"
+    if reason == "call_budget":
+        what = f"{limits.calls_per_minute} calls per minute"
+    elif reason == "token_budget":
+        what = f"{limits.tokens_per_minute} tokens per minute"
+    elif reason == "spend_share":
+        what = f"{limits.max_spend_share:g} of what its answers cost over the past hour"
+    else:
+        what = f"{limits.max_spend_usd_per_hour:g} USD over the past hour"
+    return f"the scoring budget of model `{model}` ({what}) is spent"

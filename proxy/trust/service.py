@@ -28,6 +28,7 @@ from exporters.record_summary import LabelCount, TrustSummary
 from scoring import (
     FEEDBACK_STATUSES,
     Applicability,
+    CallCost,
     ContentKind,
     Decision,
     Feedback,
@@ -38,6 +39,7 @@ from scoring import (
     PolicySettings,
     Process,
     RagRequest,
+    RecordCost,
     RecordScope,
     SamplingParams,
     ScoringJob,
@@ -326,15 +328,21 @@ class TrustService:
             digest.update(len(part).to_bytes(8, "big") + part)
         return digest.hexdigest()
 
-    async def score(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
-        """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response."""
+    async def score(
+        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, cost: CallCost | None = None
+    ) -> TrustRecord:
+        """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response.
+
+        ``cost``: what the answer's call cost (None: not priced), carried to the record."""
         try:
-            return await self.settle(plan, await self.submit(plan, messages, answer))
+            return await self.settle(plan, await self.submit(plan, messages, answer, cost))
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
-            return plan.record("failed", error=type(exc).__name__)
+            return plan.record("failed", error=type(exc).__name__, cost=RecordCost.of(cost))
 
-    async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
+    async def submit(
+        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, cost: CallCost | None = None
+    ) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now.
 
         Triage runs first, here in the serving process (a fraction of a
@@ -342,13 +350,18 @@ class TrustService:
         not score is recorded ``not_applicable`` at once, with no job, no queue
         slot and no scoring call, so even an async response says so. A request
         with documents is not triaged: its RAG scorers read the documents.
+        ``cost``: what the answer's call cost (None: not priced), carried to the record.
         """
         applicability = self._triaged(plan, messages, answer)
         if applicability is not None and applicability_of(applicability.kind, plan.score_kinds) == "not_applicable":
-            return self._publish_later(self._not_applicable(plan, messages, answer, applicability))
+            return self._publish_later(self._not_applicable(plan, messages, answer, applicability, cost))
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:  # no content: only tool calls, or nothing at all
-            return self._publish_later(plan.record("skipped", error=f"skipped: {reason}", applicability=applicability))
+            return self._publish_later(
+                plan.record(
+                    "skipped", error=f"skipped: {reason}", applicability=applicability, cost=RecordCost.of(cost)
+                )
+            )
         policy = JobPolicy(
             mode="sync" if plan.decision.mode == "sync" else "async",
             rag=plan.rag.labels if plan.rag is not None else None,
@@ -370,6 +383,7 @@ class TrustService:
             asked_model=plan.asked_model,
             sampling=plan.sampling,
             applicability=applicability,
+            answer_cost=cost,
         )
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
@@ -393,7 +407,12 @@ class TrustService:
         return applicability
 
     def _not_applicable(
-        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, applicability: Applicability
+        self,
+        plan: TrustPlan,
+        messages: list[dict[str, Any]],
+        answer: Answer,
+        applicability: Applicability,
+        cost: CallCost | None,
     ) -> TrustRecord:
         """The record of an answer of a kind that is not scored: its kind and why, the exchange for a reader to
         see, and ``lp`` where the answer came with log-probabilities (free: no upstream call)."""
@@ -405,6 +424,7 @@ class TrustService:
             question=last_question(messages),
             answer=answer.text,
             finished_at=time.time(),
+            cost=RecordCost.of(cost),
         )
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:

@@ -30,7 +30,7 @@ import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 from opentelemetry.trace import NoOpTracerProvider, Tracer
@@ -75,6 +75,13 @@ def _host(api_base: str | None) -> str | None:
 
 def _where(deployment: Deployment) -> Where:
     return deployment.api_base, deployment.wire_model
+
+
+def _placed(result: T, deployment: int) -> T:
+    """``result`` as the answer of its group's ``deployment``-th entry, whose price it is priced at."""
+    if isinstance(result, Completion | Forwarded | UpstreamStream):
+        return cast("T", result.at(deployment))
+    return result
 
 
 def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> UpstreamStream:
@@ -202,6 +209,18 @@ class UpstreamClient:
         if group in self._fast_groups:
             return True
         return self._litellm is not None and endpoint != "completions" and self._litellm.gives_logprobs(group)
+
+    def streams_usage_when_asked(self, group: str, endpoint: Endpoint) -> bool:
+        """Whether a stream of ``endpoint`` from ``group`` may be asked to report its usage
+        (``stream_options.include_usage``) without changing what else it sends.
+
+        Chat streams may, on both paths. Legacy completions streams only on the
+        pass-through path: litellm's text-completion stream, asked for usage,
+        fails on a chunk without choices that carries no usage (an upstream's
+        first chunk of content-filter results, say), which it passes over
+        otherwise. A Responses stream reports its usage unasked.
+        """
+        return endpoint == "chat" or (endpoint == "completions" and group in self._fast_groups)
 
     @property
     def listed_names(self) -> list[str]:
@@ -441,7 +460,8 @@ class UpstreamClient:
                 self._on_try(group, label, succeeded, time.perf_counter() - started)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
-            return result
+            answered = pick.index if pick is not None and pick.index is not None else index
+            return _placed(result, answered)
 
         return await self._retries.run(group, attempt_at, for_scoring=for_scoring)
 

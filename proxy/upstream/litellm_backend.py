@@ -66,6 +66,7 @@ __all__ = [
     "RouterPick",
     "check_providers",
     "deployment_id",
+    "listed_price",
     "provider_address",
     "router_pick",
 ]
@@ -138,6 +139,23 @@ def check_providers(deployments: Iterable[Deployment]) -> None:
                 f"model_list: `{deployment.model_name}` names `{deployment.provider_model}`, whose "
                 "provider prefix litellm does not know (e.g. openai/, azure/, anthropic/)"
             ) from None
+
+
+def listed_price(deployment: Deployment) -> tuple[float, float] | None:
+    """The US dollars a prompt token and a completion token of ``deployment``'s model cost in litellm's own cost map
+    (the entry ``litellm.get_model_info`` finds for it, in the packaged map: ``LITELLM_LOCAL_MODEL_COST_MAP``); None
+    for a model the map has no price per token for. ``get_model_info`` answers 0 for what it cannot price (a model
+    it only guesses the family of, one priced per second): unknown is never 0 here, so its entry must say it. An
+    embedding model's completion tokens cost nothing: it has none."""
+    litellm = _import_litellm()
+    try:
+        key = litellm.get_model_info(model=deployment.provider_model).get("key")
+    except Exception:  # litellm raises its own types (ModelNotMappedError, ...) for a model it does not know
+        return None
+    entry = litellm.model_cost.get(key) if isinstance(key, str) else None
+    if not isinstance(entry, dict) or entry.get("input_cost_per_token") is None:
+        return None
+    return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token") or 0.0)
 
 
 @dataclass
