@@ -260,7 +260,9 @@ class _Pool:
 
     def _killed_for_cpu_time(self) -> bool:
         workers = self.workers()
-        gone = multiprocessing.connection.wait([w.sentinel for w in workers], timeout=0)
+        # The executor can hear of the death (its result pipe closed) a moment before the dead worker's sentinel
+        # is ready on a busy machine; the break was a death, so wait a bounded moment for it rather than read none.
+        gone = multiprocessing.connection.wait([w.sentinel for w in workers], timeout=1.0)
         for worker in workers:
             if worker.sentinel in gone:
                 worker.join(1.0)  # exited: reaped at once, so its exit code can be read

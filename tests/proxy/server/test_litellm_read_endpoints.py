@@ -115,7 +115,12 @@ def test_model_info_lists_each_deployment_with_its_limits_and_trust_policy(
     assert info["id"] == "fake:0" and info["mode"] == "chat"
     assert (info["input_cost_per_token"], info["output_cost_per_token"]) == (None, None), "unknown: null, never 0"
     assert (info["rpm"], info["tpm"], info["max_parallel_requests"]) == (10, None, None)
-    assert info["scoring_budget"] == {"calls_per_minute": 60, "tokens_per_minute": None}
+    assert info["scoring_budget"] == {
+        "calls_per_minute": 60,
+        "tokens_per_minute": None,
+        "max_spend_share": None,
+        "max_spend_usd_per_hour": None,
+    }
     assert info["trust_policy"]["mode"] == "async" and info["trust_policy"]["sample_rate"] == 0.5
     assert info["trust_policy"]["on_low_trust"]["below"] == 0.4 and info["trust_policy"]["score_kinds"] == ["factual"]
     assert down["model_info"]["id"] == "down:0"

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.integration
 PROMPT_USD, COMPLETION_USD = 0.001, 0.002  # per token: the fake deployment's configured price
 PATHS = {"passthrough": True, "litellm": False}
 TEAM_KEY = "sk-team-secret-9"
-ASKED = "one two three"  # the fake echoes it: "You said: one two three", 5 words
+ASKED = "Who wrote Hamlet?"  # a question triage scores; the fake echoes it: "You said: Who wrote Hamlet?", 5 words
 
 
 def _usd(prompt_tokens: int, completion_tokens: int) -> float:
