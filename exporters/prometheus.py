@@ -89,6 +89,7 @@ class GatewayMetrics:
     scoring_upstream_tokens: Counter
     user_upstream_tokens: Counter
     feedback: Counter
+    feedback_refused: Counter
     upstream_tries: Counter
     upstream_try_duration: Histogram
     trust_actions: Counter
@@ -343,6 +344,12 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
             "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
             "whether the answer was correct (true, false).",
             ["model", "correct"],
+        ),
+        feedback_refused=counter(
+            "feedback_refused",
+            "Labels refused because their key sent more than trustgate.scoring.feedback.labels_per_minute "
+            "(answered 429), by key name.",
+            ["key"],
         ),
         trust_actions=counter(
             "trust_actions",

@@ -21,6 +21,7 @@ _COLUMNS = {
     "q_score": "REAL GENERATED ALWAYS AS (json_extract(record, '$.score')) VIRTUAL",
     "q_error": "INTEGER GENERATED ALWAYS AS (json_extract(record, '$.error') IS NOT NULL) VIRTUAL",
     "q_labelled_at": "REAL GENERATED ALWAYS AS (json_extract(feedback, '$.labelled_at')) VIRTUAL",
+    "q_labelled_by": "TEXT GENERATED ALWAYS AS (json_extract(feedback, '$.by')) VIRTUAL",
 }
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS trust_records_page ON trust_records (created_at, id)",
@@ -104,10 +105,14 @@ def summary_statement(owner: str | None, since: float, until: float, limit: int)
     )
 
 
-def labelled_statement(model: str, limit: int) -> tuple[str, list[Any]]:
-    """A model's records that carry feedback, newest label first, over the partial index of labels."""
+def labelled_statement(model: str, limit: int, by: frozenset[str] | None = None) -> tuple[str, list[Any]]:
+    """A model's records that carry feedback (given by one of ``by``, when given), newest label first, over the
+    partial index of labels."""
+    names = sorted(by) if by is not None else []
+    among = f" AND q_labelled_by IN ({','.join('?' * len(names))})" if by is not None else ""
     return (
-        "SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL "
-        "ORDER BY q_labelled_at DESC LIMIT ?",
-        [model, limit],
+        "SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL"
+        + among
+        + " ORDER BY q_labelled_at DESC LIMIT ?",
+        [model, *names, limit],
     )

@@ -17,6 +17,7 @@ from .base.errors import NotFound
 from .base.log_format import LOG_FORMATS, LogFormat, configure_logging
 from .config.settings import (
     ENV_PREFIX,
+    MASTER_NAME,
     ConfigError,
     GatewaySettings,
     default_config_path,
@@ -24,7 +25,7 @@ from .config.settings import (
     settings_from_dict,
 )
 from .server.access_log import install_access_log_redaction
-from .server.auth import MASTER, Caller
+from .server.auth import Caller
 from .server.calibration_routes import calibration_reports
 from .server.connections import raise_descriptor_limit, server_options
 from .server.gateway import Gateway
@@ -37,7 +38,7 @@ from .upstream.replies import parse_completion
 __all__ = [
     "ENV_PREFIX",
     "LOG_FORMATS",
-    "MASTER",
+    "MASTER_NAME",
     "Caller",
     "ConfigError",
     "Gateway",

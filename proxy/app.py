@@ -19,10 +19,10 @@ from prometheus_client import CollectorRegistry
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from exporters import Telemetry, build_metrics
-from exporters.calibration_metrics import build_calibration_metrics
-from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, Scorer, ScoringSettings, ThrottledLog
+from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
+from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, RefitOutcome, Scorer, ScoringSettings, ThrottledLog
 
-from .assembly import build_learner, load_calibrator, open_parts
+from .assembly import build_teachers, load_calibrator, open_parts
 from .base.errors import GatewayError, error_body
 from .base.log_format import configured_log_format
 from .base.request_ids import RequestIds, request_id_headers
@@ -40,6 +40,7 @@ from .server.routes import router
 from .server.trust_feedback import router as trust_feedback_router
 from .server.trust_list import router as trust_list_router
 from .trust.local_scoring import GatewayShares, local_scoring_worker
+from .trust.refits import Refits
 from .trust.service import TrustService, sampling_secret
 from .upstream.litellm_backend import check_providers
 
@@ -104,11 +105,7 @@ def create_app(
                 parts.publisher,
                 parts.fits,
             )
-            learning = (
-                None
-                if fits is None
-                else build_learner(settings, publisher.store, fits, calibrator, calibration_metrics, stack)
-            )
+            refits = None if fits is None else _refits(settings, calibration_metrics, stack)
             queue: JobQueue
             has_scorers = parts.has_scorers
             if redis is not None:  # workers score; this process only needs to know whether anything will
@@ -167,7 +164,8 @@ def create_app(
                 readiness,
                 limiter,
                 calibration_metrics,
-                learning,
+                fits,
+                refits,
             )
             yield
 
@@ -201,6 +199,25 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)
     return app
+
+
+def _refits(settings: GatewaySettings, metrics: CalibrationMetrics, stack: contextlib.AsyncExitStack) -> Refits:
+    """The gateway's refits, each in a process of its own; what they store is counted and set on the gauges."""
+
+    def made(outcome: RefitOutcome) -> None:
+        metrics.observe(outcome.report)
+        if outcome.held is not None:
+            metrics.fits_held.labels(model=outcome.report.model).inc()
+
+    refits = Refits(
+        settings,
+        build_teachers(settings),
+        configured_log_format(),
+        on_outcome=made,
+        on_failure=metrics.refit_failures.inc,
+    )
+    stack.push_async_callback(refits.stop)
+    return refits
 
 
 def _add_cors(app: FastAPI, origins: list[str]) -> None:

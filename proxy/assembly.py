@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -29,28 +29,25 @@ from exporters import (
     export_choice,
 )
 from exporters.alertmanager import AlertmanagerExporter, AlertmanagerSettings
-from exporters.calibration_metrics import CalibrationMetrics
 from scoring import (
     COMBINED,
     CalibrationError,
     Calibrator,
-    FileFitStore,
     FitStore,
-    LabelSource,
-    Learner,
-    LearningRule,
     Process,
     RedisFitStore,
     Scorer,
     ScorerAssetsError,
     ScoringPipeline,
     ScoringSettings,
+    SqliteFitStore,
+    Teachers,
     ThrottledLog,
     combiner_for,
-    default_combination,
     fitted_components,
     load_calibration,
     open_scorers,
+    own_fit_allowed,
     scoring_configured,
     scoring_reachable,
 )
@@ -69,11 +66,12 @@ __all__ = [
     "Parts",
     "Role",
     "build_fit_store",
-    "build_learner",
     "build_limiter",
     "build_processor",
     "build_publisher",
+    "build_record_store",
     "build_scorers",
+    "build_teachers",
     "build_telemetry",
     "http_client",
     "load_calibrator",
@@ -180,21 +178,7 @@ async def build_publisher(
     settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None, stack: contextlib.AsyncExitStack
 ) -> RecordPublisher:
     """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite."""
-    queue = settings.trustgate.scoring.queue
-    config = settings.trustgate.store
     alerts = await build_alerts(settings.trustgate.alerting, metrics, stack)
-    if redis is not None:
-        return RecordPublisher(
-            RedisRecordStore(
-                redis,
-                prefix=queue.redis_prefix,
-                ttl_s=queue.record_ttl_s,
-                max_record_bytes=config.max_record_bytes,
-                max_records=config.max_records,
-            ),
-            metrics,
-            alerts,
-        )
     shed_log = ThrottledLog(log)
 
     def shed() -> None:
@@ -203,20 +187,42 @@ async def build_publisher(
             "store-shed",
             "trust store write queue full (%d records waiting): new records are not "
             "stored (trustgate_store_shed_writes_total counts them)",
-            config.max_pending_writes,
+            settings.trustgate.store.max_pending_writes,
         )
 
+    return RecordPublisher(await build_record_store(settings, redis, stack, on_shed=shed), metrics, alerts)
+
+
+async def build_record_store(
+    settings: GatewaySettings,
+    redis: Redis | None,
+    stack: contextlib.AsyncExitStack,
+    *,
+    on_shed: Callable[[], None] = lambda: None,
+) -> RedisRecordStore | SqliteRecordStore:
+    """The record store, opened and closed by ``stack``: in Redis when jobs go there, else the embedded SQLite
+    (``on_shed``: a write shed because its queue was full)."""
+    queue = settings.trustgate.scoring.queue
+    config = settings.trustgate.store
+    if redis is not None:
+        return RedisRecordStore(
+            redis,
+            prefix=queue.redis_prefix,
+            ttl_s=queue.record_ttl_s,
+            max_record_bytes=config.max_record_bytes,
+            max_records=config.max_records,
+        )
     store = SqliteRecordStore(
         config.path,
         max_age_s=config.max_age_days * 86400,
         max_records=config.max_records,
         max_record_bytes=config.max_record_bytes,
         max_pending_writes=config.max_pending_writes,
-        on_shed=shed,
+        on_shed=on_shed,
     )
     await store.open()
     stack.push_async_callback(store.close)
-    return RecordPublisher(store, metrics, alerts)
+    return store
 
 
 async def build_alerts(
@@ -279,46 +285,30 @@ async def build_processor(
     return budget.gate(traced(pipeline, telemetry)), pipeline.has_scorers
 
 
-def build_fit_store(settings: GatewaySettings, redis: Redis | None) -> FitStore | None:
-    """Where learned fits live: beside the records (Redis, shared by replicas and workers; else under data_dir).
-
-    None when learning is off (``trustgate.scoring.feedback.learn: false``).
-    """
+def build_fit_store(
+    settings: GatewaySettings, redis: Redis | None, stack: contextlib.AsyncExitStack
+) -> FitStore | None:
+    """Where learned fits live: beside the labels they come from (in Redis with the records, shared by replicas
+    and workers; else in the SQLite record store's own database). None when learning is off
+    (``trustgate.scoring.feedback.learn: false``)."""
     scoring = settings.trustgate.scoring
     if not scoring.feedback.learn:
         return None
     if redis is not None:
         return RedisFitStore(redis, prefix=scoring.queue.redis_prefix)
-    return FileFitStore(scoring.feedback.fits_path or scoring.data_dir / "learning" / "calibration.json")
+    fits = SqliteFitStore(settings.trustgate.store.path)
+    stack.push_async_callback(fits.close)
+    return fits
 
 
-def build_learner(
-    settings: GatewaySettings,
-    records: LabelSource,
-    fits: FitStore,
-    calibrator: Calibrator | None,
-    metrics: CalibrationMetrics,
-    stack: contextlib.AsyncExitStack,
-) -> Learner:
-    """The refits of a gateway (or of ``trustgate calibrate``), judged against the configured combination."""
+def build_teachers(settings: GatewaySettings) -> Teachers:
+    """Whose labels teach which fit: the config's labellers, and the keys that may have a fit of their own."""
     scoring = settings.trustgate.scoring
-    feedback = scoring.feedback
-    try:
-        default = default_combination(scoring, calibrator)
-    except ScorerAssetsError as exc:
-        raise ConfigError(str(exc)) from exc
-    learner = Learner(
-        records,
-        fits,
-        LearningRule(min_labels=feedback.min_labels),
-        refit_every=feedback.refit_every,
-        max_labels=feedback.max_labels,
-        default=default,
-        on_report=metrics.observe,
-        on_failure=metrics.refit_failures.inc,
-    )
-    stack.push_async_callback(learner.stop)
-    return learner
+
+    def own_fit(model: str, key: str) -> bool:
+        return own_fit_allowed(scoring, model=model, key_name=key)
+
+    return Teachers(settings.labellers(), own_fit)
 
 
 def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Scorer]) -> None:
@@ -431,7 +421,7 @@ async def open_parts(
         local_slots=local_slots,
     )
     publisher = await build_publisher(settings, metrics, redis, stack)
-    fits = build_fit_store(settings, redis)
+    fits = build_fit_store(settings, redis, stack)
     if role == "gateway" and (redis is not None or scores_in_child(settings, redis, scorers, telemetry)):
         has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
         return Parts(redis, limiter, tracing, upstream, publisher, fits, None, has_scorers or unreachable)

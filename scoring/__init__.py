@@ -33,10 +33,12 @@ from .failures import describe
 from .jobs import scoring_job
 from .lanes import Lane, SyncFirstQueue
 from .learning.features import features_of
-from .learning.learner import LabelSource, Learner
-from .learning.report import CalibrationReport, Combination, LearnedFit, ScoreQuality
+from .learning.guard import HeldFitMismatch, accept_held
+from .learning.refit import LabelSource, RefitOutcome, Refitter
+from .learning.report import CalibrationReport, Combination, HeldFit, LearnedFit, ScoreQuality
 from .learning.rule import LearningRule
-from .learning.store import FileFitStore, FitStore, RedisFitStore
+from .learning.store import FitStore, RedisFitStore, SqliteFitStore
+from .learning.teachers import FitKey, Teachers
 from .pipeline import COMBINED, ScoringPipeline
 from .policy import (
     Decision,
@@ -44,6 +46,7 @@ from .policy import (
     decide,
     is_low_trust,
     low_trust,
+    own_fit_allowed,
     resolved_mode,
     scoring_reachable,
     skip_reason,
@@ -54,7 +57,7 @@ from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
-from .settings import BudgetLimits, BudgetSettings, ScoringMode, ScoringSettings
+from .settings import BudgetLimits, BudgetSettings, FeedbackScope, ScoringMode, ScoringSettings
 from .throttled_log import ThrottledLog
 from .types import (
     FEEDBACK_STATUSES,
@@ -69,6 +72,7 @@ from .types import (
     Feedback,
     FeedbackRefused,
     JobPolicy,
+    Labelled,
     LPDetails,
     OVDetails,
     RAGClaim,
@@ -109,17 +113,20 @@ __all__ = [
     "FCDetails",
     "Feedback",
     "FeedbackRefused",
-    "FileFitStore",
+    "FeedbackScope",
+    "FitKey",
     "FitStore",
+    "HeldFit",
+    "HeldFitMismatch",
     "InvalidRagField",
     "IsotonicCalibrator",
     "JobPolicy",
     "JobQueue",
     "LPDetails",
     "LabelSource",
+    "Labelled",
     "Lane",
     "LearnedFit",
-    "Learner",
     "LearningRule",
     "LogisticCombination",
     "LowTrust",
@@ -137,6 +144,8 @@ __all__ = [
     "RedisFitStore",
     "RedisJobQueue",
     "RedisStreamWorker",
+    "RefitOutcome",
+    "Refitter",
     "Reply",
     "SamplingParams",
     "ScoreQuality",
@@ -146,14 +155,17 @@ __all__ = [
     "ScoringMode",
     "ScoringPipeline",
     "ScoringSettings",
+    "SqliteFitStore",
     "StoreUnavailable",
     "SyncFirstQueue",
+    "Teachers",
     "ThrottledLog",
     "TrustAction",
     "TrustRecord",
     "TrustStatus",
     "UnreadableReply",
     "UpstreamFailure",
+    "accept_held",
     "build_rag_scorer",
     "combiner_for",
     "decide",
@@ -167,6 +179,7 @@ __all__ = [
     "load_calibration",
     "low_trust",
     "open_scorers",
+    "own_fit_allowed",
     "prepare_rag_request",
     "private_file",
     "rag_report",

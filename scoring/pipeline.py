@@ -30,7 +30,7 @@ from .claims.selection import whole_answer
 from .failures import FailureLog, describe
 from .lanes import Lane, lane_of
 from .learning.apply import learned_overall
-from .policy import TOO_LONG, within_limits
+from .policy import TOO_LONG, own_fit_allowed, within_limits
 from .settings import ScoringSettings
 from .types import (
     Ask,
@@ -320,15 +320,20 @@ class ScoringPipeline:
             return None
         return self._calibrator.probability(result.value)
 
-    async def _report(self, model: str) -> tuple[CalibrationReport | None, list[Failure]]:
-        """The model's calibration report; None (the default combination) when the fit store cannot answer.
-
-        That failure is logged here and counted with Trust_OV's failures.
+    async def _report(self, job: ScoringJob) -> tuple[CalibrationReport | None, list[Failure]]:
+        """The calibration report of the fit the job's record gets: its key's own fit (``feedback.scope: key``,
+        where ``own_fit_allowed``), else its model's shared one; None (the default combination) when the fit store
+        cannot answer. That failure is logged here and counted with Trust_OV's failures.
         """
         if self._learned is None:
             return None, []
         try:
-            return await self._learned.get(model), []
+            owner = job.owner
+            if owner is not None and own_fit_allowed(self._settings, model=job.model, key_name=owner):
+                own = await self._learned.get(job.model, owner)
+                if own is not None and own.combination == "fitted":
+                    return own, []
+            return await self._learned.get(job.model), []
         except Exception as exc:  # the default combination still scores
             failure = Failure.of(exc)
             self._failure_log.report("learned combination", failure.reason, exc)
@@ -364,7 +369,7 @@ class ScoringPipeline:
         scored = [r for r in results if r.value is not None]
         claim_scores: list[ComponentResult] = []
         if self._combine is not None and components.keys() & COMBINED:
-            report, failures = await self._report(job.model)
+            report, failures = await self._report(job)
             claim_scores = [self._combine(claim_inputs(components, own)) for own in _per_claim(checks)]
             default = (
                 overall_of_claims(claim_scores, _checked(claims), self._settings.claims.softmin_temperature)

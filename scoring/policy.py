@@ -30,6 +30,7 @@ __all__ = [
     "in_sample",
     "is_low_trust",
     "low_trust",
+    "own_fit_allowed",
     "resolved_mode",
     "scored_kinds",
     "scoring_reachable",
@@ -96,6 +97,12 @@ def low_trust(settings: ScoringSettings, *, model: str, key_name: str | None) ->
                 **{name: getattr(level, name) for name in level.model_fields_set if getattr(level, name) is not None},
             )
     return resolved
+
+
+def own_fit_allowed(settings: ScoringSettings, *, model: str, key_name: str) -> bool:
+    """Whether a key's labels may teach, and its records use, a fit of its own on ``model``
+    (``feedback.scope: key``): never where a low-trust policy acts on its answers, which that fit would decide."""
+    return settings.feedback.scope == "key" and not low_trust(settings, model=model, key_name=key_name).acts
 
 
 def resolved_mode(settings: ScoringSettings, *, model: str, key_name: str | None) -> ScoringMode:

@@ -25,6 +25,7 @@ __all__ = [
     "ConsistencySettings",
     "CpuSettings",
     "FactCheckSettings",
+    "FeedbackScope",
     "FeedbackSettings",
     "InputLimits",
     "LogprobSettings",
@@ -232,12 +233,20 @@ class RagSettings(BaseModel):
     judge_concurrency: int = Field(default=4, ge=1, le=64)
 
 
+FeedbackScope = Literal["model", "key"]
+
+
 class FeedbackSettings(BaseModel):
     """Learning each model's Trust_OV from its labelled records (``scoring.learning``).
 
-    Every ``refit_every`` new labels of a model group the gateway refits it, off
-    the event loop; the fit scores new records once it has ``min_labels`` labels
-    and beats the default combination's cross-validated AUROC on them.
+    Labels teach a model's shared fit only when the master key or a key marked
+    ``labeller`` gave them (``scoring.learning.teachers``). Every ``refit_every``
+    records newly labelled by them (a relabel does not count) the gateway refits
+    the model in a process of its own, niced and bounded in CPU time; the fit
+    scores new records once it has ``min_labels`` labels, beats the default
+    combination's cross-validated AUROC on them, and passes the refit guard
+    (``scoring.learning.guard``): a fit that flips a component's sign, or ranks
+    the labelled answers against the one in use, is held for the operator.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -246,9 +255,41 @@ class FeedbackSettings(BaseModel):
     refit_every: int = Field(default=25, ge=1, le=100_000)
     min_labels: int = Field(default=50, ge=10, le=100_000)
     max_labels: int = Field(default=10_000, ge=10, le=100_000)  # the newest labels a refit reads
-    # The embedded store's fits (one JSON file); None: <data_dir>/learning/calibration.json. With the Redis
-    # backend the fits live in Redis, shared by every gateway and worker.
-    fits_path: Path | None = None
+    scope: FeedbackScope = Field(
+        default="model",
+        description="What the labels of keys that are not labellers teach. model: nothing (they are kept and "
+        "shown, and only the master key's and labellers' labels teach a model's one shared fit). key: a fit of that "
+        "key's own, from its labels on its own records, used for its own records only, and never for a key whose "
+        "answers an on_low_trust policy blocks or escalates.",
+    )
+    labels_per_minute: int | None = Field(
+        default=60,
+        ge=1,
+        description="Labels one key may send per minute (each key counted apart, the master key included); past it, "
+        "POST /v1/trust/{id}/feedback answers 429 with retry-after. null: no limit.",
+    )
+    guard_min_agreement: float = Field(
+        default=-0.25,
+        ge=-1.0,
+        le=1.0,
+        description="The refit guard: a new fit whose scores have a rank correlation (Spearman) below this with the "
+        "combination in use, on the labelled answers both have seen, is held for the operator rather than served. "
+        "A fit that gives a component (bc, fc, sc, lp and their means) a weight of the other sign than the one in "
+        "use (the default combination's are positive) is held whatever this says.",
+    )
+    refit_timeout_s: float = Field(
+        default=300.0, gt=0, description="Seconds a refit process may run before it is stopped (its fit not stored)."
+    )
+    max_refit_cpu_s: float = Field(
+        default=120.0,
+        ge=1.0,
+        description="CPU seconds a refit process may use; past it the kernel stops it and the fit in use stays.",
+    )
+    fits_path: Path | None = Field(
+        default=None,
+        description="No longer read: a store's fits live beside its labels (in the SQLite store's own database, or "
+        "in Redis). A config that still sets it is read with a warning.",
+    )
 
 
 LowTrustAction = Literal["annotate", "block", "escalate"]

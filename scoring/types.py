@@ -48,6 +48,7 @@ __all__ = [
     "FeedbackRefused",
     "JobPolicy",
     "LPDetails",
+    "Labelled",
     "OVDetails",
     "RAGCitationCheck",
     "RAGClaim",
@@ -653,6 +654,10 @@ class Feedback(BaseModel):
     score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
     comment: str | None = Field(default=None, max_length=MAX_FEEDBACK_COMMENT)
     labelled_at: float  # Unix seconds, set by the gateway when the label arrived
+    # The name of the key that gave the label (never the key), set by the gateway: whether a label teaches a fit
+    # is decided from it when the fit is made (``scoring.learning.teachers``). None on labels kept before the
+    # gateway recorded who gave them: they teach nothing, since nobody can say who gave them.
+    by: str | None = None
 
 
 class FeedbackRefused(Exception):
@@ -714,6 +719,15 @@ class TrustRecord(BaseModel):
     @property
     def upstream_calls(self) -> int:
         return sum(c.upstream_calls for c in self.components.values())
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A record as a store labelled it, and the label it carried before (None: its first label), so that a
+    relabel is told from a new label: only a record's first label from a teacher counts toward a refit."""
+
+    record: TrustRecord
+    previous: Feedback | None
 
 
 @dataclass(frozen=True)

@@ -228,7 +228,8 @@ class _Section(BaseModel):
 
 
 # Names the gateway gives callers itself; a client key named so would read their records.
-RESERVED_KEY_NAMES = ("master", "anonymous")
+MASTER_NAME, ANONYMOUS_NAME = "master", "anonymous"
+RESERVED_KEY_NAMES = (MASTER_NAME, ANONYMOUS_NAME)
 
 
 class ApiKey(_Section):
@@ -241,6 +242,13 @@ class ApiKey(_Section):
     name: str = Field(min_length=1)
     models: list[str] | None = None
     admin: bool = False
+    labeller: bool = Field(
+        default=False,
+        description="Its labels (POST /v1/trust/{id}/feedback) teach the models' shared learned Trust_OV, as the "
+        "master key's do. Other keys' labels are kept and shown, and teach nothing shared "
+        "(trustgate.scoring.feedback.scope). Admin keys are no labellers unless marked: reading every record is "
+        "not being trusted to say which answers were right.",
+    )
     # LiteLLM's per-key limits (proxy.endpoints.limits), shared by replicas through Redis when there is one.
     rpm: int | None = Field(default=None, ge=1)
     tpm: int | None = Field(default=None, ge=1)
@@ -480,6 +488,14 @@ class GatewaySettings(BaseModel):
             (d.model_name, self.trustgate.passthrough and d.is_openai_compatible) for d in self.model_list
         )
 
+    def labellers(self) -> frozenset[str]:
+        """The names of the callers whose labels teach the models' shared fits: the master key, the keys marked
+        ``labeller`` and, on an open gateway (no key at all, every caller anonymous), its one caller."""
+        names = {MASTER_NAME, *(key.name for key in self.trustgate.keys if key.labeller)}
+        if self.trustgate.allow_unauthenticated and not self.trustgate.keys and self.master_key is None:
+            names.add(ANONYMOUS_NAME)
+        return frozenset(names)
+
     def secrets(self) -> list[str]:
         """Every configured secret, so that error text can be scrubbed of them."""
         found = [k.key.get_secret_value() for k in self.trustgate.keys]
@@ -539,6 +555,11 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
         raise ConfigError(str(exc)) from exc
     if ignored:
         log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(map(str, ignored)))
+    if settings.trustgate.scoring.feedback.fits_path is not None:
+        log.warning(
+            "trustgate.scoring.feedback.fits_path is no longer read: a store's learned fits live beside its labels "
+            "(in the record store's own database, or in Redis); remove it from the config"
+        )
     return settings
 
 

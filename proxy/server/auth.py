@@ -13,11 +13,9 @@ from scoring import RecordScope
 
 from ..base.errors import AuthenticationFailed, PermissionDenied
 from ..base.limits import KeyLimits
-from ..config.settings import GatewaySettings
+from ..config.settings import ANONYMOUS_NAME, MASTER_NAME, GatewaySettings
 
 __all__ = ["Caller", "KeyRing"]
-
-MASTER = "master"  # the master key's caller name (config.RESERVED_KEY_NAMES keeps it from client keys)
 
 
 @dataclass(frozen=True)
@@ -26,6 +24,7 @@ class Caller:
     models: frozenset[str] | None  # None: every model
     admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
     master: bool = False  # the master key itself: the operator's endpoints (GET /v1/trust/calibration)
+    labeller: bool = False  # its labels teach the models' shared fits (the master key, keys marked labeller)
     limits: KeyLimits = field(default_factory=KeyLimits)
     # may name objects in the operator's upstream account (proxy.endpoints.account_refs)
     account_references: bool = False
@@ -56,6 +55,7 @@ class KeyRing:
                     k.name,
                     frozenset(k.models) if k.models is not None else None,
                     admin=k.admin,
+                    labeller=k.labeller,
                     limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests),
                     account_references=k.allow_account_references,
                 ),
@@ -63,7 +63,7 @@ class KeyRing:
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            master = Caller(MASTER, None, admin=True, master=True)
+            master = Caller(MASTER_NAME, None, admin=True, master=True, labeller=True)
             self._entries.append((settings.master_key.get_secret_value().encode(), master))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
@@ -81,7 +81,7 @@ class KeyRing:
 
     def authenticate(self, authorization: str | None) -> Caller:
         if self.open:
-            return Caller("anonymous", None)
+            return Caller(ANONYMOUS_NAME, None, labeller=True)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationFailed(

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 from exporters import GatewayMetrics, Telemetry
 from exporters.calibration_metrics import CalibrationMetrics
-from scoring.learning.learner import Learner
+from scoring import FitStore
 
 from ..base.limits import Limiter
 from ..config.settings import GatewaySettings
+from ..trust.refits import Refits
 from ..trust.service import TrustService
 from ..upstream.client import UpstreamClient
 from .auth import KeyRing
@@ -35,4 +36,6 @@ class Gateway:
     readiness: ReadinessCheck
     limits: Limiter
     calibration_metrics: CalibrationMetrics
-    learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)
+    # None: the gateway does not learn from feedback (feedback.learn: false)
+    fits: FitStore | None = None  # the learned fits, beside the records they were learned from
+    refits: Refits | None = None  # counts labels and runs refits in a process of their own

@@ -31,6 +31,7 @@ from scoring import (
     FeedbackRefused,
     JobPolicy,
     JobQueue,
+    Labelled,
     LowTrust,
     Process,
     RagRequest,
@@ -368,8 +369,9 @@ class TrustService:
             found = await self._publisher.store.get(record_id, scope=scope)
         return scope.shown(found) if found is not None else None
 
-    async def label(self, record_id: str, feedback: Feedback, scope: RecordScope) -> TrustRecord | None:
-        """Keep a user's label on a record ``scope`` may read; None when there is none it may read (a 404).
+    async def label(self, record_id: str, feedback: Feedback, scope: RecordScope) -> Labelled | None:
+        """Keep a user's label on a record ``scope`` may read, with the label it replaced; None when there is
+        none it may read (a 404).
 
         Raises FeedbackRefused, storing nothing, for a record that takes no label: one still being scored
         (which may not be in the store yet) or one never scored. Each label is counted.
@@ -380,10 +382,10 @@ class TrustService:
         if current.status not in FEEDBACK_STATUSES:
             raise FeedbackRefused(current.status)
         with self._store_read("feedback"):
-            record = await self._publisher.store.set_feedback(record_id, feedback, scope=scope)
-        if record is not None:
-            self._metrics.observe_feedback(record)
-        return record
+            labelled = await self._publisher.store.set_feedback(record_id, feedback, scope=scope)
+        if labelled is not None:
+            self._metrics.observe_feedback(labelled.record)
+        return labelled
 
     async def list_records(self, query: RecordQuery, scope: RecordScope) -> RecordPage:
         """A page of the stored records ``scope`` may read (a pending one is listed once it is stored)."""

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CalibrationReport", "Combination", "LearnedFit", "ScoreQuality"]
+__all__ = ["CalibrationReport", "Combination", "HeldFit", "LearnedFit", "ScoreQuality"]
 
 Combination = Literal["default", "fitted"]
 
@@ -49,12 +49,24 @@ class ScoreQuality(BaseModel):
     reliability: list[tuple[float, float, int]] = Field(default_factory=list)  # (mean score, accuracy, count)
 
 
+class HeldFit(BaseModel):
+    """A refit's report the refit guard held back (``scoring.learning.guard``): not served until the operator
+    accepts it (``POST /v1/trust/calibration/accept``, ``trustgate calibrate --accept``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str  # why it was held, in words
+    report: CalibrationReport
+
+
 class CalibrationReport(BaseModel):
     """What a model's labels say, and which combination its new records get."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str
+    # None: the model's shared fit, from the labellers' labels; a key's name: that key's own (feedback.scope: key)
+    key: str | None = None
     labels: int
     positives: int  # labelled correct
     combination: Combination
@@ -63,9 +75,13 @@ class CalibrationReport(BaseModel):
     fit: LearnedFit | None = None  # set when combination is "fitted"
     scores: dict[str, ScoreQuality] = Field(default_factory=dict)  # "ov" (the default), "fitted", "bc", "lp", ...
     fitted_at: float
+    held: HeldFit | None = None  # a newer fit, held for the operator; this report stays in use meanwhile
 
     def auroc(self) -> dict[str, float | None]:
         return {name: quality.auroc for name, quality in self.scores.items()}
 
     def ece(self) -> dict[str, float | None]:
         return {name: quality.ece for name, quality in self.scores.items()}
+
+
+HeldFit.model_rebuild()  # it holds a CalibrationReport, defined after it

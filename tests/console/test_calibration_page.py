@@ -10,7 +10,7 @@ import httpx
 
 import console
 from scoring.learning.report import CalibrationReport, LearnedFit, ScoreQuality
-from scoring.learning.store import FileFitStore
+from scoring.learning.store import SqliteFitStore
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
@@ -55,14 +55,17 @@ def _reports() -> list[CalibrationReport]:
 def test_the_calibration_page_shows_each_model_and_flags_noise(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
 ) -> None:
-    fits = tmp_path / "fits.json"
-    for report in _reports():
-        asyncio.run(FileFitStore(fits).put(report))
+    records = tmp_path / "records.sqlite3"  # the fits live in the record store's own database
+
+    async def keep() -> None:
+        fits = SqliteFitStore(records)
+        for report in _reports():
+            await fits.put(report)
+        await fits.close()
+
+    asyncio.run(keep())
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {
-        "keys": [{"key": "sk-admin", "name": "ops", "admin": True}],
-        "scoring": {"feedback": {"fits_path": str(fits)}},
-    }
+    config["trustgate"] = {"keys": [{"key": "sk-admin", "name": "ops", "admin": True}], "store": {"path": str(records)}}
     gateway = start_gateway(config, mounts=[console.mount])
     assert httpx.get(f"{gateway.url}/ui/calibration").status_code == 200  # the shell, no data
     page = httpx.get(f"{gateway.url}/ui/partials/calibration", headers={"authorization": f"Bearer {MASTER_KEY}"})
