@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 from .answer_kinds import CONTENT_KINDS, AnswerKind, ContentKind
-from .settings import ClientModePolicy, InputLimits, LowTrustAction, LowTrustPolicy, ScoringMode, ScoringSettings
+from .settings import (
+    ClientModePolicy,
+    InputLimits,
+    LowTrustAction,
+    LowTrustPolicy,
+    NotApplicableAction,
+    ScoringMode,
+    ScoringSettings,
+    UnscoredAction,
+)
 from .types import ScoringJob, TrustRecord
 
 __all__ = [
@@ -24,12 +33,15 @@ __all__ = [
     "Applicability",
     "Decision",
     "LowTrust",
+    "Outcome",
     "applicability_of",
     "client_may_choose",
     "decide",
     "in_sample",
     "is_low_trust",
+    "is_unscored",
     "low_trust",
+    "outcome",
     "own_fit_allowed",
     "resolved_mode",
     "scored_kinds",
@@ -66,10 +78,25 @@ class LowTrust:
     streams: Literal["pass", "hold"] = "pass"
     prefer: Literal["higher", "escalated"] = "higher"
     escalation_timeout: float = 30.0
+    unscored: UnscoredAction = "pass"
+    not_applicable: NotApplicableAction = "pass"
 
     @property
     def acts(self) -> bool:
-        return self.action != "annotate"
+        """Whether the policy may change what a client gets: its verdict must exist before the response leaves."""
+        return self.action != "annotate" or self.unscored != "pass" or self.not_applicable != "pass"
+
+    @property
+    def blocks(self) -> bool:
+        """Whether some answer may be blocked: such a policy holds streams unless told to pass them."""
+        return "block" in (self.action, self.unscored, self.not_applicable)
+
+
+# What an acting policy does with one answer, from the mildest: it goes out, it is asked again elsewhere, it is
+# replaced by the policy's message.
+Outcome = Literal["pass", "escalate", "block"]
+_SEVERITY: tuple[Outcome, ...] = ("pass", "escalate", "block")
+_LOW_OUTCOME: dict[LowTrustAction, Outcome] = {"annotate": "pass", "block": "block", "escalate": "escalate"}
 
 
 @dataclass(frozen=True)
@@ -82,7 +109,12 @@ class Decision:
 
 
 def low_trust(settings: ScoringSettings, *, model: str, key_name: str | None) -> LowTrust:
-    """``on_low_trust`` field by field: per-key > per-model > global > LowTrust's defaults."""
+    """``on_low_trust`` field by field: per-key > per-model > global > LowTrust's defaults.
+
+    Two defaults follow the resolved action rather than a fixed value, so that a block holds unless the operator
+    opts out: ``unscored`` is ``block`` for a block policy (else ``pass``), and ``streams`` is ``hold`` for a
+    policy that may block anything (else ``pass``).
+    """
     resolved = LowTrust()
     levels: list[LowTrustPolicy | None] = [settings.on_low_trust]
     levels += [
@@ -90,12 +122,16 @@ def low_trust(settings: ScoringSettings, *, model: str, key_name: str | None) ->
         for override in (settings.per_model.get(model), settings.per_key.get(key_name or ""))
         if override is not None
     ]
+    given: set[str] = set()
     for level in levels:
         if level is not None:
-            resolved = replace(
-                resolved,
-                **{name: getattr(level, name) for name in level.model_fields_set if getattr(level, name) is not None},
-            )
+            fields = {name: getattr(level, name) for name in level.model_fields_set if getattr(level, name) is not None}
+            resolved = replace(resolved, **fields)
+            given |= set(fields)
+    if "unscored" not in given and resolved.action == "block":
+        resolved = replace(resolved, unscored="block")
+    if "streams" not in given and resolved.blocks:
+        resolved = replace(resolved, streams="hold")
     return resolved
 
 
@@ -156,9 +192,34 @@ def trust_value(record: TrustRecord, on: Literal["score", "probability"]) -> flo
 
 
 def is_low_trust(policy: LowTrust, record: TrustRecord) -> bool:
-    """A record whose value is below the policy's bound; one without a value (pending, skipped) is never acted on."""
+    """A record whose value is below the policy's bound (one without a value is unscored, not low: ``outcome``)."""
     value = trust_value(record, policy.on)
     return value is not None and value < policy.below
+
+
+def is_unscored(policy: LowTrust, record: TrustRecord) -> bool:
+    """An answer with no value for the policy to compare, for any reason: skipped (too long, a refusal, only
+    tool calls, nothing to score), pending past the sync wait, shed, failed; or, for a policy ``on:
+    probability``, a score without a calibrated probability. Not applicable answers are not unscored."""
+    return record.status != "not_applicable" and trust_value(record, policy.on) is None
+
+
+def outcome(policy: LowTrust, record: TrustRecord, *, tool_calls: bool = False) -> Outcome:
+    """What ``policy`` does with an answer whose record is ``record``.
+
+    Not applicable: its ``not_applicable`` rule. No value: its ``unscored`` rule. Below ``below``: its action.
+    An answer with tool calls has its content scored, but the calls' arguments are not (``skip_reason``): the
+    stricter of its content's outcome and the ``unscored`` rule applies to it.
+    """
+    if record.status == "not_applicable":
+        decided: Outcome = policy.not_applicable
+    elif is_unscored(policy, record):
+        decided = policy.unscored
+    else:
+        decided = _LOW_OUTCOME[policy.action] if is_low_trust(policy, record) else "pass"
+    if tool_calls and _SEVERITY.index(policy.unscored) > _SEVERITY.index(decided):
+        decided = policy.unscored
+    return decided
 
 
 def in_sample(request_key: str, rate: float) -> bool:
@@ -212,7 +273,9 @@ def decide(
             mode = mode_header
         else:
             refused = mode_header
-    sampled = mode != "off" and rate > 0.0 and (rate >= 1.0 or in_sample(request_key(), rate))
+    # A policy that acts on unscored answers scores every answer: one left out of the sample would be unscored.
+    every = rate >= 1.0 or on_low_trust.unscored != "pass"
+    sampled = mode != "off" and (every or (rate > 0.0 and in_sample(request_key(), rate)))
     return Decision(mode=mode, sync_timeout=timeout, sampled=sampled, refused_mode=refused, on_low_trust=on_low_trust)
 
 
@@ -238,15 +301,26 @@ def scoring_reachable(settings: ScoringSettings) -> bool:
     )
 
 
-def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:
-    """Why an answer has nothing to score, or None when it should be scored."""
-    if has_tool_calls:
-        return "tool_calls"
+def skip_reason(answer: str | None, *, has_tool_calls: bool, messages: Sequence[Mapping[str, Any]] = ()) -> str | None:
+    """Why an answer has nothing to score, or None when it should be scored.
+
+    Content beside tool calls is scored; the calls' arguments are not (they are addressed to a tool), so an
+    answer of tool calls alone is skipped, and an acting policy's ``unscored`` rule decides it (``outcome``).
+    A refusal is skipped only when it says nothing else: triage reads the whole answer, so one that declines
+    and then answers anyway ("I'm sorry, but I can't ... Anyway: ...") is scored.
+    """
     if answer is None or not answer.strip():
-        return "empty"
-    if _REFUSAL.match(answer):
+        return "tool_calls" if has_tool_calls else "empty"
+    if _REFUSAL.match(answer) and _only_declines(answer, messages):
         return "refusal"
     return None
+
+
+def _only_declines(answer: str, messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Triage's reading of an answer that opens like a refusal: it declines and says nothing else."""
+    from .triage import Exchange, triage  # compiled when an answer first opens like a refusal
+
+    return triage(Exchange.from_messages(messages, answer)).kind == "refusal"
 
 
 def within_limits(job: ScoringJob, limits: InputLimits) -> ScoringJob | None:

@@ -31,12 +31,14 @@ __all__ = [
     "LogprobSettings",
     "LowTrustAction",
     "LowTrustPolicy",
+    "NotApplicableAction",
     "PolicySettings",
     "QueueSettings",
     "RagSettings",
     "SamplingSettings",
     "ScoringMode",
     "ScoringSettings",
+    "UnscoredAction",
 ]
 
 ScoringMode = Literal["sync", "async", "off"]
@@ -293,6 +295,8 @@ class FeedbackSettings(BaseModel):
 
 
 LowTrustAction = Literal["annotate", "block", "escalate"]
+UnscoredAction = Literal["pass", "block", "escalate"]
+NotApplicableAction = Literal["pass", "block"]
 
 
 class LowTrustPolicy(BaseModel):
@@ -312,10 +316,25 @@ class LowTrustPolicy(BaseModel):
     action: LowTrustAction | None = None
     message: str | None = Field(default=None, min_length=1, max_length=2000)
     escalate_to: str | None = None  # a model group (action: escalate)
+    # hold: a stream is read whole and acted on before the client gets a byte; pass: streams as ever, only
+    # annotated. Left out: the level below's; at the bottom, hold for a policy that blocks, else pass.
     streams: Literal["pass", "hold"] | None = None
     # higher: the escalated answer only if it scores at least as high as the first; escalated: it always.
     prefer: Literal["higher", "escalated"] | None = None
     escalation_timeout: float | None = Field(default=None, gt=0)
+    unscored: UnscoredAction | None = Field(
+        default=None,
+        description="What happens to an answer the policy covers that has no score to compare: skipped (too long, "
+        "a refusal, tool calls, nothing to score), pending past sync_timeout, shed (queue full, budget spent) or "
+        "failed. pass: it goes out as it is; block: the client gets `message`; escalate: it is asked again of "
+        "escalate_to. Left out: the level below's; at the bottom, block for a block policy, else pass.",
+    )
+    not_applicable: NotApplicableAction | None = Field(
+        default=None,
+        description="What happens to an answer triage found not applicable (a poem, code, small talk: no claim to "
+        "check). pass: it goes out as it is (an answer that is not applicable is no scoring failure); block: the "
+        "client gets `message`. Left out: the level below's; pass at the bottom.",
+    )
 
 
 def _kind_list(value: Any) -> Any:

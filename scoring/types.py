@@ -75,7 +75,8 @@ __all__ = [
     "UpstreamFailure",
 ]
 
-TrustStatus = Literal["pending", "done", "failed", "shed", "skipped"]
+# not_applicable: triage found nothing to check in the answer (a poem, code, small talk); no score, no label.
+TrustStatus = Literal["pending", "done", "failed", "shed", "skipped", "not_applicable"]
 # What an ``on_low_trust`` policy did with the answer: blocked (the client got the policy's message), escalated
 # (the client got the escalation's answer), kept (escalated, but this first answer scored higher and was
 # returned), escalation_failed (the escalation timed out or failed: this answer was returned).

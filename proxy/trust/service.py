@@ -17,7 +17,7 @@ import hashlib
 import logging
 import os
 import secrets
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -284,7 +284,7 @@ class TrustService:
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now."""
-        reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
+        reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls, messages=messages)
         if reason is not None:
             return self._publish_later(
                 TrustRecord(
@@ -343,15 +343,35 @@ class TrustService:
 
     def mark(self, record: TrustRecord, action: TrustAction | None, **links: str) -> TrustRecord:
         """The record as a low-trust policy acted on it (``action``, counted; None: only linked to another):
-        stored again in the background so that its readers see the action and the escalation's link; a
-        record still pending is not stored again."""
-        marked = record.model_copy(update={"action": action or record.action, **links})
+        stored again in the background so that its readers see the action and the escalation's link. A record
+        still pending (its answer went out past the sync wait) gets them once it is scored: its worker's
+        record would otherwise replace the one that says what was done."""
+        update = {"action": action or record.action, **links}
+        marked = record.model_copy(update=update)
         if action is not None:
             self._metrics.trust_actions.labels(model=record.model or "unknown", action=action).inc()
             self._publisher.alert(marked)
         if record.status != "pending":
             self._put_later(marked)
+        else:
+            self._in_background(self._mark_when_scored(record.id, update))
         return marked
+
+    async def _mark_when_scored(self, record_id: str, update: dict[str, Any]) -> None:
+        """Store the action on a pending record once its job finishes (for up to twice the scorers' timeout;
+        one that finished meanwhile is read from the store)."""
+        finished = await self._queue.wait(record_id, 2 * self._settings.queue.scorer_timeout)
+        if finished is None:
+            with contextlib.suppress(StoreUnavailable):
+                finished = await self._publisher.store.get(record_id, scope=RecordScope.everyone())
+        if finished is None or finished.status == "pending":
+            self._store_log.warning(
+                "unmarked",
+                "trust record %s was not scored in time to carry the action taken on its answer",
+                record_id,
+            )
+            return
+        await self._put_quietly(finished.model_copy(update=update))
 
     async def queue_depth(self) -> int:
         """Jobs waiting to be scored: this process's queue, or the Redis stream's backlog."""
@@ -409,19 +429,21 @@ class TrustService:
                 "The trust record store is unavailable; retry later", code="trust_store_unavailable"
             ) from None
 
-    def _publish_later(self, record: TrustRecord) -> TrustRecord:
-        self._unstored[record.id] = record
-        task = asyncio.create_task(self._publish_quietly(record))
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` beside the request; ``stop`` waits for it."""
+        task = asyncio.create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _publish_later(self, record: TrustRecord) -> TrustRecord:
+        self._unstored[record.id] = record
+        self._in_background(self._publish_quietly(record))
         return record
 
     def _put_later(self, record: TrustRecord) -> None:
         """Store a record again (already published, so not counted twice); readers find it meanwhile."""
         self._unstored[record.id] = record
-        task = asyncio.create_task(self._put_quietly(record))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._in_background(self._put_quietly(record))
 
     async def _put_quietly(self, record: TrustRecord) -> None:
         try:

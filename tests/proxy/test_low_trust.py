@@ -573,7 +573,8 @@ def test_a_held_block_keeps_the_usage_a_client_asked_for(
 def test_pass_streams_as_ever_and_only_annotates(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
 ) -> None:
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)  # streams: pass
+    # streams: pass, asked for (a block policy holds streams by default): the stream goes out as it comes
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="pass")
     raw = sdk(server).chat.completions.with_raw_response.create(
         model="cheap", messages=[{"role": "user", "content": LOW}], stream=True
     )

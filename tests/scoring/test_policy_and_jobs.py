@@ -84,14 +84,20 @@ def test_scoring_is_reachable_when_some_key_on_some_model_can_get_a_scored_mode(
         ("", False, "empty"),
         ("   ", False, "empty"),
         (None, True, "tool_calls"),
+        ("", True, "tool_calls"),
+        ("The capital of France is Lyon.", True, None),  # content beside tool calls is scored
         ("I'm sorry, but I can't help with that.", False, "refusal"),
         ("As an AI, I cannot know.", False, "refusal"),
         ("I don't know.", False, "refusal"),
         ("Sorry to hear it: the capital is Paris.", False, None),
+        # a refusal that goes on to answer is an answer: triage reads the whole of it
+        ("I'm sorry, but I can't help with that. Anyway: the capital of Australia is Sydney.", False, None),
+        ("I'm sorry, I can't answer that. However, Canberra became the capital in 1913.", False, None),
     ],
 )
 def test_skip_reasons(answer: str | None, tools: bool, reason: str | None) -> None:
-    assert skip_reason(answer, has_tool_calls=tools) == reason
+    messages = [{"role": "user", "content": "What is the capital of Australia?"}]
+    assert skip_reason(answer, has_tool_calls=tools, messages=messages) == reason
 
 
 def test_job_takes_the_last_user_message_as_question() -> None:
