@@ -47,7 +47,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	@touch $@
 
 # Knowledge graph, word vectors and evidence index, built from the packaged data;
-# each builder skips what is already up to date.
+# each builder skips what is already up to date. They go to the config's data_dir: by default
+# $TRUSTGATE_DATA_DIR, else ~/.local/share/trustgate, where `make serve` reads them.
 assets: $(VENV)/.installed
 	@echo "[5/5] Scoring assets: knowledge graph, word vectors, evidence index (about 2 minutes the first time)"
 	@$(TIMED) $(BIN)/trustgate build-assets $(if $(CONFIG),--config $(CONFIG))

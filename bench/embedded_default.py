@@ -14,7 +14,7 @@ ports only. Phases, one after the other, each on ten short factual questions:
    from the request to the final record;
 3. sync right after async: five async requests at once, then ten
    sync ones one after the other; how many come back ``done`` within
-   ``sync_timeout`` (sync jobs go ahead of the async backlog), and whether the
+   ``sync_timeout_s`` (sync jobs go ahead of the async backlog), and whether the
    async jobs are all scored afterwards (delayed, never dropped);
 4. user latency, scoring off vs on: the same questions with ``x-trustgate-mode:
    off`` while nothing else runs, then while a backlog of scoring jobs keeps the
@@ -191,7 +191,7 @@ def report(figures: dict[str, Any]) -> str:
         f"| async request → final record | {len(records['rows'])} | "
         f"{len(record_seconds)} `done` | {summary(record_seconds or [float('nan')])} |",
         f"| sync request right after 5 async ones → response | {len(first['sync'])} | {first['done']} of "
-        f"{len(first['sync'])} `done` within `sync_timeout` (target ≥ 9); the 5 async records then: "
+        f"{len(first['sync'])} `done` within `sync_timeout_s` (target ≥ 9); the 5 async records then: "
         f"{', '.join(first['async_statuses'])}, final {first['async_drain_s']:.0f} s after the last sync reply; "
         f"{first['overtaken']:.0f} async passes counted | {summary([r['seconds'] for r in first['sync']])} |",
         f"| user request, scoring off (idle model) | {len(idle)} | | {summary(idle)} |",

@@ -66,7 +66,7 @@ class FixedScorer(Scorer):
 
 def _config(upstream: str, store: Path, policy: dict[str, Any] | None) -> dict[str, Any]:
     params = {"model": "openai/gpt-4o-mini", "api_base": f"{upstream}/v1", "api_key": "sk-upstream", "timeout": 30}
-    scoring: dict[str, Any] = {"mode": "sync", "sync_timeout": 30}
+    scoring: dict[str, Any] = {"mode": "sync", "sync_timeout_s": 30}
     if policy is not None:
         scoring["on_low_trust"] = policy
     return {

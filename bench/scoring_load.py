@@ -36,12 +36,13 @@ import httpx
 import redis
 
 from bench.harness.load import closed_loop, request_call
-from bench.harness.processes import REPO, ServerProcess, free_port, running
+from bench.harness.processes import ServerProcess, free_port, running
 from bench.harness.servers import GROUP, MASTER_KEY, Target, fake_upstream, model_list, write_yaml
+from scoring.settings import ScoringSettings
 from tests.redis_server import RedisServer
 
 COMMAND = ".venv/bin/python -m bench.scoring_load"
-DATA_DIR = REPO / "var" / "trustgate"
+DATA_DIR = ScoringSettings().data_dir  # the default data directory, where `make install` built the assets
 TRUSTGATE = Path(sys.executable).with_name("trustgate")
 
 

@@ -15,7 +15,7 @@ import types
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, SecretStr
@@ -134,6 +134,8 @@ def undocumented(root: type[BaseModel] = GatewaySettings) -> list[str]:
 
 def _type_text(annotation: Any, titles: dict[type[BaseModel], Section]) -> str:
     origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:  # a type with validators attached (ConfigPath): the type it validates
+        return _type_text(args[0], titles)
     if origin is Literal:
         return "one of " + ", ".join(f"`{json.dumps(value)}`" for value in args)
     if origin in (Union, types.UnionType):

@@ -55,7 +55,7 @@ def eval_scoring_settings(settings: GatewaySettings, args: argparse.Namespace) -
     consistency = bc.model_copy(update={key: value for key, value in overrides.items() if value is not None})
     judge = getattr(args, "fc_judge", None)
     factcheck = scoring.factcheck.model_copy(update={"judge_procedure": judge}) if judge else scoring.factcheck
-    queue = scoring.queue.model_copy(update={"scorer_timeout": SCORER_TIMEOUT_S})
+    queue = scoring.queue.model_copy(update={"scorer_timeout_s": SCORER_TIMEOUT_S})
     return scoring.model_copy(update={"consistency": consistency, "factcheck": factcheck, "queue": queue})
 
 

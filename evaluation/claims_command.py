@@ -66,8 +66,8 @@ def _config(upstream: str, out: Path, args: argparse.Namespace) -> dict[str, Any
     key = f"sk-claims-{secrets.token_hex(8)}"
     scoring: dict[str, Any] = {
         "allow_client_mode": "any",
-        "sync_timeout": 300,
-        "queue": {"scorer_timeout": 290},
+        "sync_timeout_s": 300,
+        "queue": {"scorer_timeout_s": 290},
         "feedback": {"learn": False},
         "claims": {"enabled": not args.whole},
     }

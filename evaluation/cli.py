@@ -134,7 +134,7 @@ def _replay_arguments(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("--seed", type=int, default=0, help="seed of the bootstrap and of the scripted model")
     replay.add_argument("--config", type=Path, help="gateway YAML config (default: the embedded local-model config)")
     replay.add_argument("--model", help="model group under evaluation (default: the config's first)")
-    replay.add_argument("--out", type=Path, help="report folder (default: var/trustgate/eval/reports/replay-...)")
+    replay.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/replay-...)")
     replay.add_argument("--title", help="report title")
     replay.add_argument("--note", action="append", default=[], help="a line for the report (repeatable)")
 

@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import yaml
 from prometheus_client import CollectorRegistry
 
 from proxy import (
@@ -24,13 +23,16 @@ from proxy import (
     default_config_path,
     load_settings,
     open_upstream_client,
+    read_config,
     settings_from_dict,
+    with_current_names,
 )
 
 from .asking import Complete
 from .serving import free_port, serve_app
 
 __all__ = [
+    "config_file",
     "embedded_settings_on_own_port",
     "gateway_config",
     "gateway_settings",
@@ -40,17 +42,21 @@ __all__ = [
 ]
 
 
+def config_file(config: Path | None) -> Path:
+    """``config``, else the embedded local-model config's file."""
+    return config or default_config_path()
+
+
 def gateway_settings(config: Path | None) -> GatewaySettings:
     """The gateway's settings from ``config`` (default: the embedded local-model config)."""
-    return load_settings(config or default_config_path())
+    return load_settings(config_file(config))
 
 
 def gateway_config(config: Path | None) -> dict[str, Any]:
-    """The raw config mapping (default: the embedded one), for a caller that adjusts it before serving it."""
-    raw = yaml.safe_load((config or default_config_path()).read_text(encoding="utf-8"))
-    if not isinstance(raw, dict):
-        raise ValueError(f"config {config} must be a YAML mapping")
-    return raw
+    """The raw config mapping (default: the embedded one), for a caller that adjusts it before serving it: its
+    renamed options under their current names, so that an adjustment cannot give one option twice."""
+    path = config_file(config)
+    return with_current_names(read_config(path), path)
 
 
 def own_local_port(raw: dict[str, Any]) -> None:
@@ -74,9 +80,12 @@ def embedded_settings_on_own_port() -> GatewaySettings:
 
 
 @contextlib.asynccontextmanager
-async def serve_gateway(raw: dict[str, Any]) -> AsyncIterator[tuple[str, GatewaySettings]]:
-    """A real gateway for ``raw`` on a free loopback port: its URL and settings while the block runs."""
-    settings = settings_from_dict(raw)
+async def serve_gateway(raw: dict[str, Any], source: Path | None = None) -> AsyncIterator[tuple[str, GatewaySettings]]:
+    """A real gateway for ``raw`` on a free loopback port: its URL and settings while the block runs.
+
+    ``source``: the file ``raw`` was read from, whose folder its relative paths are relative to.
+    """
+    settings = settings_from_dict(raw, source=source)
     async with serve_app(create_app(settings, registry=CollectorRegistry())) as url:
         yield url, settings
 

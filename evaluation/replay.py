@@ -28,7 +28,7 @@ from .matching import gold_match
 
 __all__ = ["ReplayAnswer", "ReplayOutcome", "ReplaySpec", "replay"]
 
-RECORD_TIMEOUT_S = 900.0  # a sync request that outlived sync_timeout leaves a pending record to wait for
+RECORD_TIMEOUT_S = 900.0  # a sync request that outlived sync_timeout_s leaves a pending record to wait for
 REFIT_TIMEOUT_S = 600.0
 
 

@@ -25,7 +25,7 @@ import httpx
 from .assembly import git_commit, now_utc, strict_json
 from .cli import command_line
 from .datasets import EvalItem, load_items, sample_questions
-from .gateway import gateway_config, own_local_port, serve_gateway
+from .gateway import config_file, gateway_config, gateway_settings, own_local_port, serve_gateway
 from .metrics import auroc, bootstrap_ci, expected_calibration_error
 from .progress import progress_bar
 from .replay import ReplayAnswer, ReplayOutcome, ReplaySpec, replay
@@ -73,8 +73,8 @@ def _fresh_gateway(raw: dict[str, Any], args: argparse.Namespace, out: Path) -> 
         "labels_per_minute": None,
     }
     scoring["allow_client_mode"] = "any"
-    scoring["sync_timeout"] = max(float(scoring.get("sync_timeout") or 0), 300.0)
-    scoring.setdefault("queue", {})["scorer_timeout"] = 290.0
+    scoring["sync_timeout_s"] = max(float(scoring.get("sync_timeout_s") or 0), 300.0)
+    scoring.setdefault("queue", {})["scorer_timeout_s"] = 290.0
     _components(raw, args.components.split(","))
     own_local_port(raw)
     if args.max_checks:
@@ -106,8 +106,9 @@ async def _gateway(args: argparse.Namespace, items: list[EvalItem], out: Path) -
             async with serve_gateway(_fresh_gateway(raw, args, out)) as (url, _):
                 yield url, "capable", key
         return
-    raw = _fresh_gateway(gateway_config(args.config), args, out)
-    async with serve_gateway(raw) as (url, settings):
+    source = config_file(args.config)
+    raw = _fresh_gateway(gateway_config(source), args, out)
+    async with serve_gateway(raw, source) as (url, settings):
         if settings.master_key is None:
             raise SystemExit("trustgate eval replay needs a master_key in the config (feedback and calibration)")
         model = args.model or next(iter(settings.model_groups()))
@@ -206,7 +207,8 @@ def eval_replay(args: argparse.Namespace) -> int:
     items = sample_questions(
         load_items(args.dataset, "answer", data_dir=args.data_dir, path=args.file), args.limit, args.sample_seed
     )
-    out = args.out or Path("var/trustgate/eval/reports") / f"replay-{args.upstream}-{int(time.time())}"
+    reports = gateway_settings(args.config).trustgate.scoring.data_dir / "eval" / "reports"
+    out = args.out or reports / f"replay-{args.upstream}-{int(time.time())}"
     out.mkdir(parents=True, exist_ok=True)
     # a fresh gateway: no earlier label, nor fit (the fits live in the record store)
     for stale in ("records.sqlite3", "records.sqlite3-wal", "records.sqlite3-shm"):

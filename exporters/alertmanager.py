@@ -33,19 +33,26 @@ ALERT_NAME = "TrustGateLowTrustAnswer"
 class AlertmanagerSettings(BaseModel):
     """``trustgate.alerting``: where per-answer alerts go (None: nowhere) and how hard to try."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     alertmanager_url: str | None = Field(default=None, pattern=r"^https?://")
-    # Where the console is, for the alert's link to its record ("" : a path relative to the gateway).
+    """Alertmanager's base URL, whose v2 API the alerts are posted to; None: no alerts."""
     console_url: str = ""
-    include_text: bool = False  # question and answer excerpts in the annotations
+    """Where the console is, for the alert's link to its record ("": a path relative to the gateway)."""
+    include_text: bool = False
+    """Put question and answer excerpts in the annotations."""
     excerpt_chars: int = Field(default=200, ge=10, le=2000)
-    timeout_s: float = Field(default=2.0, gt=0)  # one attempt
+    """The longest excerpt, in characters, cut with a visible "…"."""
+    timeout_s: float = Field(default=2.0, gt=0)
+    """Seconds one attempt may take."""
     max_attempts: int = Field(default=3, ge=1, le=10)
-    backoff_s: float = Field(default=0.5, ge=0)  # before the second attempt, doubled for each further one
-    max_pending: int = Field(default=1000, ge=1)  # pushes in flight; beyond it an alert is dropped (counted)
-    # An answer's alert ends after this long (it is an event, not a condition that clears).
+    """Attempts per alert before it is counted as failed."""
+    backoff_s: float = Field(default=0.5, ge=0)
+    """Seconds before the second attempt, doubled for each further one."""
+    max_pending: int = Field(default=1000, ge=1)
+    """Pushes in flight; beyond them an alert is dropped (counted)."""
     resolve_after_s: float = Field(default=3600.0, gt=0)
+    """Seconds after which an answer's alert ends (it is an event, not a condition that clears)."""
 
 
 def _excerpt(text: str | None, limit: int) -> str:

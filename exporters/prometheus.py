@@ -153,7 +153,7 @@ class GatewayMetrics:
             self.feedback.labels(model=record.model or "unknown", correct=str(record.feedback.correct).lower()).inc()
 
     def observe_sync_timeout(self, model: str) -> None:
-        """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout``."""
+        """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout_s``."""
         self.sync_timeouts.labels(model=model).inc()
 
     def _observe_failures(self, model: str, component: ComponentResult) -> None:
@@ -298,7 +298,7 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
         ),
         sync_timeouts=counter(
             "scoring_sync_timeouts",
-            "Sync-mode responses sent with a pending trust record because scoring took longer than sync_timeout.",
+            "Sync-mode responses sent with a pending trust record because scoring took longer than sync_timeout_s.",
             ["model"],
         ),
         scoring_calls_shed=counter(

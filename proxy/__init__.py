@@ -22,7 +22,9 @@ from .config.settings import (
     GatewaySettings,
     default_config_path,
     load_settings,
+    read_config,
     settings_from_dict,
+    with_current_names,
 )
 from .server.access_log import install_access_log_redaction
 from .server.auth import Caller
@@ -64,8 +66,10 @@ __all__ = [
     "parse_completion",
     "parse_params",
     "raise_descriptor_limit",
+    "read_config",
     "reply_from_completion",
     "server_options",
     "settings_from_dict",
     "summarize_records",
+    "with_current_names",
 ]

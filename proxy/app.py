@@ -150,7 +150,7 @@ def create_app(
             stack.push_async_callback(trust.stop)
             health = settings.trustgate.health
             readiness = ReadinessCheck(
-                lambda: upstream.check_ready(health.readiness_probe_timeout),
+                lambda: upstream.check_ready(health.readiness_probe_timeout_s),
                 health,
                 on_probe=metrics.readiness_probes.inc,
             )

@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import httpx
@@ -78,10 +79,18 @@ __all__ = [
     "open_parts",
     "open_redis",
     "open_upstream_client",
+    "records_path",
     "scores_in_child",
 ]
 
 log = logging.getLogger("trustgate.assembly")
+
+RECORDS_FILE = "trust-records.sqlite3"  # under data_dir, where trustgate.store.path names no file
+
+
+def records_path(settings: GatewaySettings) -> Path:
+    """The embedded record store's database (its learned fits live in it too)."""
+    return settings.trustgate.store.path or settings.trustgate.scoring.data_dir / RECORDS_FILE
 
 
 def http_client() -> httpx.AsyncClient:
@@ -156,8 +165,8 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     redis = Redis.from_url(
         queue.redis_url,
         decode_responses=True,
-        socket_timeout=queue.redis_timeout,
-        socket_connect_timeout=queue.redis_timeout,
+        socket_timeout=queue.redis_timeout_s,
+        socket_connect_timeout=queue.redis_timeout_s,
         health_check_interval=10,
     )
     stack.push_async_callback(redis.aclose)
@@ -213,8 +222,8 @@ async def build_record_store(
             max_records=config.max_records,
         )
     store = SqliteRecordStore(
-        config.path,
-        max_age_s=config.max_age_days * 86400,
+        records_path(settings),
+        max_age_s=config.max_age_s,
         max_records=config.max_records,
         max_record_bytes=config.max_record_bytes,
         max_pending_writes=config.max_pending_writes,
@@ -296,7 +305,7 @@ def build_fit_store(
         return None
     if redis is not None:
         return RedisFitStore(redis, prefix=scoring.queue.redis_prefix)
-    fits = SqliteFitStore(settings.trustgate.store.path)
+    fits = SqliteFitStore(records_path(settings))
     stack.push_async_callback(fits.close)
     return fits
 

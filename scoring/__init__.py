@@ -60,7 +60,7 @@ from .queue import JobQueue, MemoryJobQueue, Process
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
-from .settings import BudgetLimits, BudgetSettings, FeedbackScope, ScoringMode, ScoringSettings
+from .settings import BudgetLimits, BudgetSettings, FeedbackScope, Renamed, ScoringMode, ScoringSettings, require_order
 from .throttled_log import ThrottledLog
 from .types import (
     FEEDBACK_STATUSES,
@@ -150,6 +150,7 @@ __all__ = [
     "RedisStreamWorker",
     "RefitOutcome",
     "Refitter",
+    "Renamed",
     "Reply",
     "SamplingParams",
     "ScoreQuality",
@@ -192,6 +193,7 @@ __all__ = [
     "reap_stale_children",
     "redis_reachable",
     "register_child",
+    "require_order",
     "resolved_mode",
     "save_calibration",
     "scoring_configured",

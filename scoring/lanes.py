@@ -1,6 +1,6 @@
 """Sync first: a sync request's scoring job goes ahead of queued async jobs.
 
-A client in sync mode waits for its own answer's score, up to ``sync_timeout``;
+A client in sync mode waits for its own answer's score, up to ``sync_timeout_s``;
 a client in async mode reads it later. Taken in arrival order, a burst of
 async jobs would make every sync waiter behind it time out. So jobs travel in
 two lanes: a worker always takes the oldest sync job first, and async jobs only

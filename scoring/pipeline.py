@@ -139,7 +139,7 @@ class ScoringPipeline:
             else scorer.score(job, ask)
         )
         try:
-            result = await asyncio.wait_for(scoring, self._settings.queue.scorer_timeout)
+            result = await asyncio.wait_for(scoring, self._settings.queue.scorer_timeout_s)
         except TimeoutError as exc:
             result = ComponentResult(
                 component=scorer.name,
@@ -181,7 +181,9 @@ class ScoringPipeline:
         started = time.perf_counter()
         ask = self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job))
         try:
-            results = await asyncio.wait_for(scorer.score_claims(job, claims, ask), self._settings.queue.scorer_timeout)
+            results = await asyncio.wait_for(
+                scorer.score_claims(job, claims, ask), self._settings.queue.scorer_timeout_s
+            )
         except Exception as exc:  # a scorer's failure is recorded, never propagated to the user
             error = "timeout" if isinstance(exc, TimeoutError) else describe(exc)[:500]
             duration = time.perf_counter() - started
@@ -236,7 +238,7 @@ class ScoringPipeline:
         if splitter is None:
             return [], []
         try:
-            return await asyncio.wait_for(splitter.split(job), self._settings.queue.scorer_timeout), []
+            return await asyncio.wait_for(splitter.split(job), self._settings.queue.scorer_timeout_s), []
         except Exception as exc:  # the answer is then checked whole, as without claims
             failure = Failure.of(exc)
             self._failure_log.report("claims", failure.reason, exc)

@@ -77,7 +77,7 @@ class LowTrust:
     escalate_to: str | None = None
     streams: Literal["pass", "hold"] = "pass"
     prefer: Literal["higher", "escalated"] = "higher"
-    escalation_timeout: float = 30.0
+    escalation_timeout_s: float = 30.0
     unscored: UnscoredAction = "pass"
     not_applicable: NotApplicableAction = "pass"
 
@@ -102,7 +102,7 @@ _LOW_OUTCOME: dict[LowTrustAction, Outcome] = {"annotate": "pass", "block": "blo
 @dataclass(frozen=True)
 class Decision:
     mode: ScoringMode
-    sync_timeout: float
+    sync_timeout_s: float
     sampled: bool
     refused_mode: ScoringMode | None = None  # a client's mode the policy did not allow (ignored, to be counted)
     on_low_trust: LowTrust = LowTrust()
@@ -254,14 +254,14 @@ def decide(
     mode is sampled at a rate between 0 and 1. ``on_low_trust``: the key's policy on the model when the caller
     has it resolved already (``low_trust``).
     """
-    mode, rate, timeout = settings.mode, settings.sample_rate, settings.sync_timeout
+    mode, rate, timeout = settings.mode, settings.sample_rate, settings.sync_timeout_s
     policy = settings.allow_client_mode
     for override in (settings.per_model.get(model), settings.per_key.get(key_name)):
         if override is None:
             continue
         mode = override.mode or mode
         rate = override.sample_rate if override.sample_rate is not None else rate
-        timeout = override.sync_timeout or timeout
+        timeout = override.sync_timeout_s or timeout
         policy = override.allow_client_mode or policy
     if on_low_trust is None:
         on_low_trust = low_trust(settings, model=model, key_name=key_name)
@@ -276,7 +276,7 @@ def decide(
     # A policy that acts on unscored answers scores every answer: one left out of the sample would be unscored.
     every = rate >= 1.0 or on_low_trust.unscored != "pass"
     sampled = mode != "off" and (every or (rate > 0.0 and in_sample(request_key(), rate)))
-    return Decision(mode=mode, sync_timeout=timeout, sampled=sampled, refused_mode=refused, on_low_trust=on_low_trust)
+    return Decision(mode=mode, sync_timeout_s=timeout, sampled=sampled, refused_mode=refused, on_low_trust=on_low_trust)
 
 
 def scoring_reachable(settings: ScoringSettings) -> bool:

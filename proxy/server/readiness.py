@@ -2,7 +2,7 @@
 
 ``/health/readiness`` answers without a key (orchestrators probe it), so it
 must not let anyone make the gateway call its upstreams at will: probes run
-at most once per ``readiness_cache_seconds``, and concurrent callers share one
+at most once per ``readiness_cache_s``, and concurrent callers share one
 probe in flight. With several model groups, one unreachable group need not
 take every replica out of service: ``readiness_mode: any`` (the default)
 keeps the gateway ready while at least one group answers.
@@ -49,7 +49,7 @@ class ReadinessCheck:
 
     async def report(self) -> ReadinessReport:
         async with self._lock:  # one probe at a time; callers queued behind it read its result
-            if self._cached is None or self._clock() - self._cached[0] >= self._settings.readiness_cache_seconds:
+            if self._cached is None or self._clock() - self._cached[0] >= self._settings.readiness_cache_s:
                 self._on_probe()
                 groups = await self._probe()
                 self._cached = (self._clock(), self._judge(groups))

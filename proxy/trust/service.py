@@ -186,7 +186,7 @@ class TrustService:
                 f"{MODE_HEADER} must be one of {', '.join(_MODES)}", param=MODE_HEADER, code="invalid_trust_mode"
             )
         if not self._has_scorers:
-            decision = Decision(mode="off", sync_timeout=self._settings.sync_timeout, sampled=False)
+            decision = Decision(mode="off", sync_timeout_s=self._settings.sync_timeout_s, sampled=False)
         else:
             decision = decide(
                 self._settings,
@@ -335,7 +335,7 @@ class TrustService:
         """In sync mode, wait for the finished record up to the timeout; otherwise return it as is."""
         if record.status != "pending" or plan.decision.mode != "sync":
             return record
-        finished = await self._queue.wait(record.id, plan.decision.sync_timeout)
+        finished = await self._queue.wait(record.id, plan.decision.sync_timeout_s)
         if finished is None:
             self._metrics.observe_sync_timeout(plan.model)
             return record
@@ -360,7 +360,7 @@ class TrustService:
     async def _mark_when_scored(self, record_id: str, update: dict[str, Any]) -> None:
         """Store the action on a pending record once its job finishes (for up to twice the scorers' timeout;
         one that finished meanwhile is read from the store)."""
-        finished = await self._queue.wait(record_id, 2 * self._settings.queue.scorer_timeout)
+        finished = await self._queue.wait(record_id, 2 * self._settings.queue.scorer_timeout_s)
         if finished is None:
             with contextlib.suppress(StoreUnavailable):
                 finished = await self._publisher.store.get(record_id, scope=RecordScope.everyone())

@@ -124,7 +124,7 @@ async def run_local_upstream(settings: LocalUpstreamSettings) -> AsyncIterator[s
     )
     register_child(process.pid, command)
     try:
-        await _wait_until_serving(process, f"{base_url}/models", time.monotonic() + settings.startup_timeout)
+        await _wait_until_serving(process, f"{base_url}/models", time.monotonic() + settings.startup_timeout_s)
         yield base_url
     finally:
         process.terminate()

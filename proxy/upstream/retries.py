@@ -1,10 +1,10 @@
 """Retries of upstream calls: exponential backoff with jitter, ``Retry-After`` honoured up to a cap.
 
 User calls retry what LiteLLM would retry (408, 429, 5xx, unreachable) up to
-``router_settings.num_retries`` times, waiting ``backoff_initial · 2ⁿ`` plus
-jitter (at most ``backoff_max``), or what the upstream asked for in
+``router_settings.num_retries`` times, waiting ``backoff_initial_s · 2ⁿ`` plus
+``jitter_s`` (at most ``backoff_max_s``), or what the upstream asked for in
 ``Retry-After`` when it did — and not at all when it asked for longer than
-``retry_after_cap``: then its 429 goes back to the client, ``Retry-After`` and all.
+``retry_after_cap_s``: then its 429 goes back to the client, ``Retry-After`` and all.
 
 Scoring calls must never amplify an upstream's trouble, so they also obey:
 
@@ -94,7 +94,7 @@ class RetryPolicy:
         self._min_wait = router.retry_after  # LiteLLM's: the least time between two tries
         self._settings = settings
         self._budget = RetryBudget(
-            settings.scoring_retry_ratio, settings.scoring_min_retries, settings.scoring_budget_window, clock
+            settings.scoring_retry_ratio, settings.scoring_min_retries, settings.scoring_budget_window_s, clock
         )
         self._on_scoring_shed = on_scoring_shed
         self._clock = clock
@@ -121,7 +121,7 @@ class RetryPolicy:
     def _worth_retrying(self, group: str, exc: UpstreamError, for_scoring: bool) -> bool:
         if not exc.retryable:
             return False
-        if exc.retry_after is not None and exc.retry_after > self._settings.retry_after_cap:
+        if exc.retry_after is not None and exc.retry_after > self._settings.retry_after_cap_s:
             return False  # longer than we will hold a request: the client gets the 429 and its Retry-After
         if for_scoring and not self._budget.try_retry():
             self._on_scoring_shed(group, "retry_budget")
@@ -130,18 +130,18 @@ class RetryPolicy:
 
     def _wait(self, exc: UpstreamError, attempt: int) -> float:
         """The wait after try ``attempt`` (0: the first) failed with ``exc``: its ``Retry-After``, else the
-        backoff step ``backoff_initial · 2^attempt`` plus up to ``jitter``, at most ``backoff_max`` — never
+        backoff step ``backoff_initial_s · 2^attempt`` plus up to ``jitter_s``, at most ``backoff_max_s`` — never
         under ``router_settings.retry_after``."""
         if exc.retry_after is not None:
             wait = exc.retry_after
         else:
-            step = self._settings.backoff_initial * 2**attempt + random.uniform(0, self._settings.jitter)
-            wait = min(step, self._settings.backoff_max)
+            step = self._settings.backoff_initial_s * 2**attempt + random.uniform(0, self._settings.jitter_s)
+            wait = min(step, self._settings.backoff_max_s)
         return max(wait, self._min_wait)
 
     def _note_rate_limited(self, group: str, exc: UpstreamRateLimited) -> None:
-        pause = exc.retry_after if exc.retry_after is not None else self._settings.backoff_initial
-        until = self._clock() + min(pause, self._settings.retry_after_cap)
+        pause = exc.retry_after if exc.retry_after is not None else self._settings.backoff_initial_s
+        until = self._clock() + min(pause, self._settings.retry_after_cap_s)
         self._limited_until[group] = max(until, self._limited_until.get(group, 0.0))
 
     def _admit_scoring(self, group: str) -> None:

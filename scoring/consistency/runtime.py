@@ -59,7 +59,7 @@ def make_generator(
     nlp: Language, embeddings: WordEmbeddings | None, endpoint: str | None, settings: ConsistencySettings
 ) -> DistractorGenerator:
     graph = (
-        KnowledgeGraph(endpoint, PROFILES[settings.graph_profile], timeout=settings.sparql_timeout)
+        KnowledgeGraph(endpoint, PROFILES[settings.graph_profile], timeout=settings.sparql_timeout_s)
         if endpoint
         else None
     )

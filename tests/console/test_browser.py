@@ -23,12 +23,12 @@ import httpx
 import pytest
 
 import console
+from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.console.browser import chromium, missing_browser
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.servers import ServerThread
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 TRUSTED_QUESTION = "What is the capital of France?"
 UNTRUSTED_QUESTION = "Which city is the capital of France?"
 ANSWER = "Paris is the capital of France."

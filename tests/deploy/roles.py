@@ -26,6 +26,7 @@ import httpx
 import yaml
 
 from scoring.consistency.oxigraph import oxigraph_binary
+from tests.assets import DATA_DIR, assets_built
 from tests.deploy.compose import interpolate, mounts
 from tests.deploy.image import Image
 from tests.deploy.promql import DEPLOY
@@ -47,11 +48,7 @@ __all__ = [
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 ASSETS_DIR = "/usr/local/share/trustgate"  # where the image builds the scoring assets
 ROOT = DEPLOY.parent
-ASSETS = ROOT / "var" / "trustgate"  # built by `make assets`: the image's command (`trustgate build-assets`)
-
-
-def assets_built() -> bool:
-    return (ASSETS / "factcheck" / "index").exists() and (ASSETS / "consistency" / "vectors.bin").exists()
+ASSETS = DATA_DIR  # built by `make assets`: the image's command (`trustgate build-assets`)
 
 
 @dataclass(frozen=True)

@@ -170,8 +170,9 @@ def test_build_assets_data_dir_overrides_the_config(monkeypatch: pytest.MonkeyPa
     assert cli.main(["build-assets", "--data-dir", str(tmp_path / "assets")]) == 0
     assert built == [tmp_path / "assets"] * 2
     built.clear()
+    monkeypatch.setenv("TRUSTGATE_DATA_DIR", str(tmp_path / "default"))
     assert cli.main(["build-assets"]) == 0
-    assert built == [Path("var/trustgate")] * 2  # the default config's data_dir
+    assert built == [tmp_path / "default"] * 2  # the default config names none: the default data directory
 
 
 def test_build_assets_makes_the_configs_data_dir_private_but_not_an_images(

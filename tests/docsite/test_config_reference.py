@@ -75,7 +75,7 @@ def test_a_row_gives_the_type_its_bounds_and_the_default() -> None:
     markdown = reference_markdown()
     assert _row(markdown, "trustgate.scoring.queue.max_size")[1:3] == ["integer, ≥ 1", "`1000`"]
     assert _row(markdown, "trustgate.scoring.mode")[1:3] == ['one of `"sync"`, `"async"`, `"off"`', '`"async"`']
-    assert _row(markdown, "trustgate.store.path")[1:3] == ["path", '`"var/trustgate/trust-records.sqlite3"`']
+    assert _row(markdown, "trustgate.store.path")[1:3] == ["path or null", "`null`"]
     assert _row(markdown, "general_settings.master_key")[1:3] == ["secret string or null", "`null`"]
     assert _row(markdown, "model_list")[1:3] == ["list of [section](#model_list)", "required"]
     assert _row(markdown, "trustgate.alerting.alertmanager_url")[1] == "string or null, matching `^https?://`"

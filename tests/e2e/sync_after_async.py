@@ -3,7 +3,7 @@
 Five async requests arrive at once, and their scoring jobs queue; then ten sync
 requests, one after the other, each waiting for its own answer's score. With
 sync first (``scoring.lanes``, ``proxy.upstream.slots``) each sync job goes ahead of the
-async backlog, so its client gets ``done`` within ``sync_timeout`` rather than
+async backlog, so its client gets ``done`` within ``sync_timeout_s`` rather than
 ``pending``. Shared by the end-to-end test and ``bench.embedded_default``.
 """
 
@@ -42,7 +42,7 @@ SYNC_QUESTIONS = [
 @dataclass(frozen=True)
 class SyncReply:
     question: str
-    status: str  # x-trust-status: done, or pending when sync_timeout passed first
+    status: str  # x-trust-status: done, or pending when sync_timeout_s passed first
     seconds: float
     record_id: str
 

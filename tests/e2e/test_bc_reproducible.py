@@ -62,7 +62,7 @@ def config(fake_upstream: FakeUpstream, tmp_path: Path) -> Path:
     settings["trustgate"] = {
         "server": {"port": free_port()},
         "store": {"path": str(tmp_path / "records.sqlite3")},
-        "scoring": {"data_dir": str(DATA_DIR), "mode": "sync", "sync_timeout": 120, "factcheck": {"enabled": False}},
+        "scoring": {"data_dir": str(DATA_DIR), "mode": "sync", "sync_timeout_s": 120, "factcheck": {"enabled": False}},
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(settings))

@@ -82,7 +82,7 @@ def test_real_model_gets_real_trust_scores(start_gateway: Callable[..., ServerTh
     scoring = {
         "data_dir": str(DATA_DIR),
         "mode": "sync",
-        "sync_timeout": 240,
+        "sync_timeout_s": 240,
         "combine": "paper",
         "consistency": {"max_checks": 3, "seed": 1},
         "calibration_path": str(calibration),

@@ -95,7 +95,7 @@ def test_the_readme_quickstart_runs_and_streams_stay_whole_under_scoring(gateway
     assert namespace["answer"].strip()
     assert namespace["streamed"] == namespace["answer"]
     scored = namespace["scored"]
-    # Whether the score beats sync_timeout on a shared 2-core machine is bench.embedded_default's question
+    # Whether the score beats sync_timeout_s on a shared 2-core machine is bench.embedded_default's question
     # (9 of 10 is its target); here the score must arrive: in the headers, or in the record soon after.
     if scored.headers["x-trust-status"] == "done":
         assert 0.0 <= float(scored.headers["x-trust-score"]) <= 1.0

@@ -2,7 +2,7 @@
 
 A real ``trustgate serve`` on the default config (llama.cpp with SmolLM2, the
 real scorers, one model slot). Five async requests, then ten sync ones: at
-least nine come back ``done`` within ``sync_timeout`` (``pending`` otherwise),
+least nine come back ``done`` within ``sync_timeout_s`` (``pending`` otherwise),
 the async jobs are all scored in the end (the first sync job before the last of
 them), and the passing is counted.
 """

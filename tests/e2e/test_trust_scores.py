@@ -17,11 +17,11 @@ import httpx
 import pytest
 
 from proxy import load_settings
+from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.servers import ServerThread
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 ANSWER = "Paris is the capital of France."
 
 pytestmark = pytest.mark.skipif(

@@ -10,9 +10,8 @@ import pytest
 
 from evaluation.datasets import EvalItem
 from evaluation.scripted_upstream import CapableModel
+from tests.assets import DATA_DIR
 from tests.trustgate_command import main
-
-DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 
 
 def _items() -> list[EvalItem]:

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.servers import ServerThread
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "var" / "trustgate"
 QUESTION = "What is the capital of France?"
 ANSWER = "Paris is the capital of France."
 

@@ -86,7 +86,7 @@ def hostile_config(
         "general_settings": {"master_key": MASTER_KEY},
         "trustgate": {
             "passthrough": path == "passthrough",
-            "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any"},
+            "scoring": {"queue": {"scorer_timeout_s": 1.0}, "allow_client_mode": "any"},
             **trustgate,
         },
     }

@@ -292,7 +292,7 @@ def test_serve_exports_environment_variables_for_litellms_own_lookups(
     assert fake_upstream.headers[-1]["authorization"] == "Bearer sk-set-by-the-config"
     assert "sk-set-by-the-config" not in "".join(gateway.output)
     assert [line.split("trustgate.config: ", 1)[1] for line in gateway.output if "trustgate.config: " in line] == [
-        "LiteLLM settings TrustGate does not implement, ignored: "
+        f"config {path}: LiteLLM settings TrustGate does not implement, ignored: "
         "router_settings.redis_host (os.environ/TRUSTGATE_TEST_UNSET not read)\n"
     ]
 

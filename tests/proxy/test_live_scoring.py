@@ -44,6 +44,23 @@ class AskingScorer(Scorer):
         )
 
 
+class FollowingScorer(AskingScorer):
+    """Starts once ``after``'s result is in (``RunsAfter``) and is never spared by it: with it, a job's scorers
+    run one after the other, and the job outlasts a sync wait that each of them ends within."""
+
+    def __init__(self, name: str, value: float, after: str, delay: float = 0.0) -> None:
+        super().__init__(name, value, delay)
+        self.after = after
+
+    def spared(self, earlier: ComponentResult) -> ComponentResult | None:
+        return None
+
+
+def one_after_the_other(delay: float) -> list[Scorer]:
+    """Trust_BC (0.3), then a component the paper's combination leaves out: each takes ``delay`` and more."""
+    return [AskingScorer("bc", 0.3, delay=delay), FollowingScorer("sc", 0.9, after="bc", delay=delay)]
+
+
 class RaisingScorer(Scorer):
     name = "fc"
 
@@ -65,7 +82,7 @@ def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     out by hand (the default combination: tests/scoring/test_default_combination.py)."""
     config = gateway_config(upstream_url)
     config["trustgate"] = {
-        "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
+        "scoring": {"queue": {"scorer_timeout_s": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
     }
     return config
 
@@ -129,9 +146,11 @@ def test_sync_mode_waits_and_carries_the_scores(scored_gateway: ServerThread) ->
 def test_sync_timeout_returns_pending_and_the_score_lands_later(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
+    """Each scorer ends within scorer_timeout_s (1 s), below the sync wait (1.1 s); the second starts when the
+    first is in, so the job takes 1.2 s at least and the response leaves before its record."""
     server = start_gateway(
-        scoring_config(fake_upstream.url, mode="sync", sync_timeout=0.2),  # type: ignore[attr-defined]
-        scorers=[AskingScorer("bc", 0.3, delay=0.6)],
+        scoring_config(fake_upstream.url, mode="sync", sync_timeout_s=1.1),  # type: ignore[attr-defined]
+        scorers=one_after_the_other(0.6),
     )
     response = chat(server)
     assert response.headers["x-trust-status"] == "pending"

@@ -105,7 +105,7 @@ def test_the_workers_calls_count_on_the_gateways_rate_limits(
     """One deployment rpm for the user's calls (the gateway) and the scorers' (the worker): not one each."""
     config = sc_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["litellm_params"]["rpm"] = 3
-    config["trustgate"]["retries"] = {"retry_after_cap": 0.5}
+    config["trustgate"]["retries"] = {"retry_after_cap_s": 0.5}
     gateway = start_gateway(config, scorers=None)
     fake_upstream.responder = scripted("Paris", ["Paris"])
     _in_one_window(15)

@@ -63,7 +63,13 @@ def config(
         "passthrough": path == "passthrough",
         "keys": keys or [],
         # Table 3 passes the one component's value through: the scores below are the scorer's
-        "scoring": {"mode": "sync", "sync_timeout": 5, "combine": "paper", "on_low_trust": {"below": 0.4, **policy}},
+        "scoring": {
+            "mode": "sync",
+            "sync_timeout_s": 5,
+            "queue": {"scorer_timeout_s": 4},
+            "combine": "paper",
+            "on_low_trust": {"below": 0.4, **policy},
+        },
     }
     return base
 
@@ -339,7 +345,7 @@ def test_an_escalation_past_its_timeout_returns_the_first_answer(
         VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}),
         action="escalate",
         escalate_to="strong",
-        escalation_timeout=0.5,
+        escalation_timeout_s=0.5,
     )
     raw = ask_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalation_failed" and raw.headers["x-trust-score"] == "0.1000"
@@ -534,7 +540,7 @@ def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_
 ) -> None:
     cases = (
         (VerdictScorer({"strong": 0.05}), {}, "kept"),
-        (VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), {"escalation_timeout": 0.5}, "escalation_failed"),
+        (VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), {"escalation_timeout_s": 0.5}, "escalation_failed"),
     )
     for scorer, timeout, action in cases:
         server = start(

@@ -120,7 +120,7 @@ def test_deployment_rpm_is_a_429_with_retry_after(
 ) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["litellm_params"]["rpm"] = 1
-    config["trustgate"] = {"retries": {"retry_after_cap": 0.5}}
+    config["trustgate"] = {"retries": {"retry_after_cap_s": 0.5}}
     server = start_gateway(config)
     auth = {"authorization": f"Bearer {config['general_settings']['master_key']}"}
     body = {"model": "fake", "messages": [{"role": "user", "content": "x"}]}
@@ -135,7 +135,7 @@ def test_deployment_tpm_counts_reported_usage(
 ) -> None:
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["model_list"][0]["litellm_params"]["tpm"] = 5  # one echo answer uses more than that
-    config["trustgate"] = {"retries": {"retry_after_cap": 0.5}}
+    config["trustgate"] = {"retries": {"retry_after_cap_s": 0.5}}
     server = start_gateway(config)
     auth = {"authorization": f"Bearer {config['general_settings']['master_key']}"}
     body = {"model": "fake", "messages": [{"role": "user", "content": "one two three"}]}

@@ -42,7 +42,7 @@ def test_anonymous_calls_probe_the_upstream_at_most_once_per_window(
 def test_the_probe_is_repeated_once_the_window_has_passed(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    config = with_health(gateway_config(fake_upstream.url), readiness_cache_seconds=0.5)  # type: ignore[attr-defined]
+    config = with_health(gateway_config(fake_upstream.url), readiness_cache_s=0.5)  # type: ignore[attr-defined]
     server = start_gateway(config)
     readiness(server)
     time.sleep(0.6)
@@ -59,7 +59,7 @@ def test_the_cache_window_on_a_clock() -> None:
         probes.append(now[0])
         return {"a": "ok"}
 
-    check = ReadinessCheck(probe, HealthSettings(readiness_cache_seconds=10), clock=lambda: now[0])
+    check = ReadinessCheck(probe, HealthSettings(readiness_cache_s=10), clock=lambda: now[0])
 
     async def scenario() -> None:
         for at in (100.0, 105.0, 109.9, 110.0, 115.0, 120.5):

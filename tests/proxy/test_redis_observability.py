@@ -17,7 +17,7 @@ from scoring.request_context import current_request_id
 from scoring.settings import QueueSettings
 from scoring.types import ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, scoring_config
+from tests.proxy.test_live_scoring import AskingScorer, one_after_the_other, scoring_config
 from tests.proxy.test_live_scoring import chat as memory_chat
 from tests.proxy.test_redis_scale_out import (  # noqa: F401  (fixtures)
     RecordedEvents,
@@ -120,7 +120,7 @@ def test_worker_metrics_and_probes(
     start_gateway: Callable[..., ServerThread],
     start_worker: Callable[..., subprocess.Popen[bytes]],  # noqa: F811
 ) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout=0.5)  # type: ignore[attr-defined]
+    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout_s=0.5)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     for i in range(3):
         chat(gateway, f"before the worker {i}")
@@ -142,7 +142,7 @@ def test_worker_metrics_and_probes(
 
 def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServer) -> None:  # noqa: F811
     settings = QueueSettings(
-        backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2, concurrency=1
+        backend="redis", redis_url=redis_server.url, claim_idle_s=0.1, max_attempts=2, concurrency=1
     )
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
@@ -178,12 +178,12 @@ def test_retries_reclaims_and_dead_letters_are_reported(redis_server: RedisServe
     assert events.reclaimed == 2 and events.in_flight == 0
 
 
-@pytest.mark.parametrize("timeout_s, expected", [(0.2, 1.0), (5.0, None)])
+@pytest.mark.parametrize("timeout_s, expected", [(1.1, 1.0), (5.0, None)])
 def test_sync_responses_that_outlast_the_timeout_are_counted(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], timeout_s: float, expected: float | None
 ) -> None:
-    config = scoring_config(fake_upstream.url, mode="sync", sync_timeout=timeout_s)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=0.6)])
+    config = scoring_config(fake_upstream.url, mode="sync", sync_timeout_s=timeout_s)  # type: ignore[attr-defined]
+    gateway = start_gateway(config, scorers=one_after_the_other(0.6))  # 1.2 s at least, each within 1 s
     status = memory_chat(gateway).headers["x-trust-status"]
     assert status == ("pending" if expected else "done")
     assert (

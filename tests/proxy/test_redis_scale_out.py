@@ -49,9 +49,9 @@ def redis_config(upstream_url: str, redis_url: str, **queue: Any) -> dict[str, A
             "queue": {
                 "backend": "redis",
                 "redis_url": redis_url,
-                "claim_idle_ms": 1000,
+                "claim_idle_s": 1.0,
                 "concurrency": 1,
-                "scorer_timeout": 10,
+                "scorer_timeout_s": 10,
                 **queue,
             },
         }
@@ -251,7 +251,7 @@ class RecordedEvents:
 
 def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: RedisServer) -> None:
     settings = QueueSettings(
-        backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2, concurrency=2
+        backend="redis", redis_url=redis_server.url, claim_idle_s=0.1, max_attempts=2, concurrency=2
     )
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
@@ -308,7 +308,7 @@ def test_redis_restart_degrades_scoring_but_never_user_traffic(
     start_worker: Callable[..., subprocess.Popen[bytes]],
     tmp_path: Path,
 ) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout=0.5)  # type: ignore[attr-defined]
+    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout_s=0.5)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
     start_worker(config)
     assert chat(gateway, "before", mode="sync").headers["x-trust-status"] == "done"

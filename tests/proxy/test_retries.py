@@ -21,7 +21,7 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
-QUICK = {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0}
+QUICK = {"backoff_initial_s": 0.01, "backoff_max_s": 0.02, "jitter_s": 0.0}
 
 
 class Clock:
@@ -57,7 +57,9 @@ def test_backoff_grows_and_retry_after_is_honoured() -> None:
         UpstreamError("boom", status_code=503),
         UpstreamRateLimited("slow down", retry_after=0.7),
     ]
-    assert asyncio.run(policy(Clock(), waits, backoff_initial=0.1, backoff_max=10).run("g", failing(errors))) == "ok"
+    assert (
+        asyncio.run(policy(Clock(), waits, backoff_initial_s=0.1, backoff_max_s=10).run("g", failing(errors))) == "ok"
+    )
     assert waits[0] == pytest.approx(0.1) and waits[1] == pytest.approx(0.2) and waits[2] == 0.7
 
 
@@ -65,7 +67,7 @@ def test_retry_after_beyond_the_cap_is_not_waited_out() -> None:
     waits: list[float] = []
     with pytest.raises(UpstreamRateLimited) as caught:
         asyncio.run(
-            policy(Clock(), waits, retry_after_cap=5).run("g", failing([UpstreamRateLimited("x", retry_after=60)]))
+            policy(Clock(), waits, retry_after_cap_s=5).run("g", failing([UpstreamRateLimited("x", retry_after=60)]))
         )
     assert waits == [] and caught.value.retry_after == 60
 
@@ -175,7 +177,7 @@ def test_429_retried_after_retry_after_on_both_paths(
     path: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
     config = gateway_config(fake_upstream.url, router_settings={"num_retries": 2, "timeout": 5})  # type: ignore[attr-defined]
-    config["trustgate"] = {"passthrough": path == "passthrough", "retries": {**QUICK, "retry_after_cap": 1}}
+    config["trustgate"] = {"passthrough": path == "passthrough", "retries": {**QUICK, "retry_after_cap_s": 1}}
     server = start_gateway(config)
     client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0)
     fake_upstream.rate_limited, fake_upstream.retry_after = 2, "0.05"

@@ -26,11 +26,11 @@ QUESTION = "What is the capital of France?"
 def sc_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     """Only sc scores (no assets needed): bc, fc and lp off; Trust_OV the default combination.
 
-    Its scorer deadline is 30 s, not ``scoring_config``'s 1 s (meant for scorers that hang): sc runs in the
-    child scoring worker, whose first job pays that process's first calls, and these tests are about sc's
-    verdicts and calls, not its time (on a slow machine one can run past 1 s).
+    Its scorer deadline is the default one (25 s), not ``scoring_config``'s 1 s (meant for scorers that hang):
+    sc runs in the child scoring worker, whose first job pays that process's first calls, and these tests are
+    about sc's verdicts and calls, not its time (on a slow machine one can run past 1 s).
     """
-    scoring.setdefault("queue", {"scorer_timeout": 30})
+    scoring.setdefault("queue", {})
     return scoring_config(
         upstream_url,
         consistency={"enabled": False},

@@ -48,7 +48,7 @@ def two_models(upstream_url: str, budget: dict[str, Any], **trustgate: Any) -> d
     config = gateway_config(upstream_url)
     deployment = config["model_list"][0]
     config["model_list"] = [{**deployment, "model_name": name} for name in ("a", "b")]
-    config["trustgate"] = {"scoring": {"mode": "sync", "queue": {"scorer_timeout": 5}, "budget": budget}, **trustgate}
+    config["trustgate"] = {"scoring": {"mode": "sync", "queue": {"scorer_timeout_s": 5}, "budget": budget}, **trustgate}
     return config
 
 

@@ -33,7 +33,7 @@ def test_redis_down_makes_record_lookups_503(
         redis_config(
             fake_upstream.url,
             redis_server.url,  # type: ignore[attr-defined]
-            redis_timeout=0.5,
+            redis_timeout_s=0.5,
         )
     )
     assert httpx.get(f"{gateway.url}/v1/trust/trust-missing", headers=AUTH).status_code == 404

@@ -33,8 +33,8 @@ def test_a_sync_request_is_scored_before_the_async_backlog(
 ) -> None:
     config = scoring_config(
         fake_upstream.url,
-        sync_timeout=30,  # type: ignore[attr-defined]
-        queue={"concurrency": 1, "scorer_timeout": 10},
+        sync_timeout_s=30,  # type: ignore[attr-defined]
+        queue={"concurrency": 1, "scorer_timeout_s": 10},
     )
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9, delay=1.0)])
     assert samples(gateway)[OVERTAKEN] == 0
@@ -107,7 +107,7 @@ def test_a_redis_worker_takes_sync_jobs_first_and_the_bound_spans_both_lanes(red
 
 
 def test_a_sync_job_whose_worker_died_is_reclaimed_first(redis_server: RedisServer) -> None:  # noqa: F811
-    settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1, claim_idle_ms=100)
+    settings = QueueSettings(backend="redis", redis_url=redis_server.url, concurrency=1, claim_idle_s=0.1)
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
     order: list[str] = []

@@ -211,7 +211,7 @@ def test_each_upstream_try_is_a_client_span_of_the_request(
     )
     config["router_settings"].update(num_retries=1, fallbacks=[{"primary": ["fake"]}])
     config["trustgate"] = {
-        "retries": {"backoff_initial": 0.01, "backoff_max": 0.02, "jitter": 0.0},
+        "retries": {"backoff_initial_s": 0.01, "backoff_max_s": 0.02, "jitter_s": 0.0},
         "passthrough": path == "passthrough",
     }
     server = start_gateway(config, telemetry=recorded.telemetry)

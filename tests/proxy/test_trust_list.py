@@ -187,7 +187,7 @@ def test_redis_down_makes_listings_503(
     redis_server = RedisServer(tmp_path).start()
     section = {
         "keys": KEYS,
-        "scoring": {"queue": {"backend": "redis", "redis_url": redis_server.url, "redis_timeout": 0.5}},
+        "scoring": {"queue": {"backend": "redis", "redis_url": redis_server.url, "redis_timeout_s": 0.5}},
     }
     gateway = start_gateway(gateway_config(fake_upstream.url, trustgate=section))  # type: ignore[attr-defined]
     assert get(gateway, "/v1/trust").json()["data"] == []

@@ -204,7 +204,9 @@ def test_a_scoring_call_answered_with_garbage_fails_the_component(
     path: str, kind: str, fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
     server = start_gateway(
-        path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
+        path_config(
+            fake_upstream, path, scoring={"mode": "sync", "sync_timeout_s": 10, "queue": {"scorer_timeout_s": 8}}
+        ),
         scorers=[MalformedReplyScorer(kind)],
     )
     response = chat(server, "who?")
@@ -230,7 +232,9 @@ def test_a_malformed_stream_chunk_never_cuts_a_scored_stream(
     """
     directive, forwarded = BAD_CHUNKS[kind]
     server = start_gateway(
-        path_config(fake_upstream, path, scoring={"mode": "sync", "sync_timeout": 10}),
+        path_config(
+            fake_upstream, path, scoring={"mode": "sync", "sync_timeout_s": 10, "queue": {"scorer_timeout_s": 8}}
+        ),
         scorers=[AskingScorer("bc", 0.9)],
     )
     events = stream_events(server, f"{directive} one two")  # read to its end: a cut body would raise here

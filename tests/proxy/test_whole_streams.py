@@ -48,7 +48,7 @@ def gateway(
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
     config["trustgate"] = {
         "passthrough": request.param == "passthrough",
-        "scoring": {"mode": "off", "queue": {"scorer_timeout": 1.0}},
+        "scoring": {"mode": "off", "queue": {"scorer_timeout_s": 1.0}},
     }
     return start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
 
@@ -69,7 +69,7 @@ def test_nothing_follows_done_when_the_upstream_breaks_after_it(
 ) -> None:
     """On the pass-through path the gateway sees the bytes after ``[DONE]``; litellm ends its stream at ``[DONE]``."""
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {"scoring": {"mode": "off", "queue": {"scorer_timeout": 1.0}}}
+    config["trustgate"] = {"scoring": {"mode": "off", "queue": {"scorer_timeout_s": 1.0}}}
     server = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     events = stream_events(server, "[done-then-reset] one two three", mode)
     assert "[DONE]" not in events

@@ -194,8 +194,8 @@ def test_a_worker_killed_mid_job_fails_that_component_and_the_next_job_is_scored
     data_dir: Path, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
     hanging = HangingGraph()
-    settings = settings_for(data_dir, sparql_timeout=60.0, mode="binary", max_checks=2)
-    cpu_recipe = recipe(data_dir, hanging.url, sparql_timeout=60.0, mode="binary", max_checks=2)
+    settings = settings_for(data_dir, sparql_timeout_s=60.0, mode="binary", max_checks=2)
+    cpu_recipe = recipe(data_dir, hanging.url, sparql_timeout_s=60.0, mode="binary", max_checks=2)
     question, answer = CASES[0]
     fake_upstream.responder = Answerer(answer, lambda n: "original")
 
@@ -234,7 +234,9 @@ def test_shutdown_kills_a_worker_still_busy_after_the_grace_period(
     hanging = HangingGraph()
 
     async def scenario() -> tuple[BaseException | None, multiprocessing.process.BaseProcess]:
-        async with open_cpu_work(recipe(data_dir, hanging.url, sparql_timeout=600.0), CpuSettings(processes=1)) as cpu:
+        async with open_cpu_work(
+            recipe(data_dir, hanging.url, sparql_timeout_s=600.0), CpuSettings(processes=1)
+        ) as cpu:
             stuck = asyncio.create_task(draw_distractors(cpu, *CASES[0], 30, random.Random(1)))
             assert await asyncio.to_thread(hanging.asked.wait, 60)
             [worker] = multiprocessing.active_children()

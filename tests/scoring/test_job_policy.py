@@ -70,7 +70,7 @@ def test_malformed_labels_in_a_job_are_refused_not_read_as_not_given(labels: Any
 
 
 def test_a_stream_entry_with_malformed_labels_is_dead_lettered_never_scored(redis_server: RedisServer) -> None:
-    settings = QueueSettings(backend="redis", redis_url=redis_server.url, claim_idle_ms=100, max_attempts=2)
+    settings = QueueSettings(backend="redis", redis_url=redis_server.url, claim_idle_s=0.1, max_attempts=2)
     keys = StreamKeys(settings.redis_prefix)
     events = RecordedEvents()
     scored: list[ScoringJob] = []

@@ -25,12 +25,15 @@ def test_configured_modes_are_read_in_any_case() -> None:
 
 def test_header_beats_key_beats_model_beats_default() -> None:
     settings = ScoringSettings(
-        mode="async", per_model={"m": {"mode": "off", "sync_timeout": 3}}, per_key={"k": {"mode": "sync"}}
+        mode="async",
+        per_model={"m": {"mode": "off", "sync_timeout_s": 3}},
+        per_key={"k": {"mode": "sync"}},
+        queue={"scorer_timeout_s": 2},
     )
     assert decide(settings, model="other", key_name="x", request_key=lambda: "r", mode_header=None).mode == "async"
     assert decide(settings, model="m", key_name="x", request_key=lambda: "r", mode_header=None).mode == "off"
     by_key = decide(settings, model="m", key_name="k", request_key=lambda: "r", mode_header=None)
-    assert (by_key.mode, by_key.sync_timeout, by_key.sampled) == ("sync", 3, True)
+    assert (by_key.mode, by_key.sync_timeout_s, by_key.sampled) == ("sync", 3, True)
     assert decide(settings, model="m", key_name="k", request_key=lambda: "r", mode_header="off").sampled is False
 
 

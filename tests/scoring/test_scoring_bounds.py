@@ -49,7 +49,7 @@ def config_file(folder: Path, data: Path, endpoint: str, upstream_url: str) -> P
             "scoring": {
                 "data_dir": str(data),
                 "mode": "sync",
-                "sync_timeout": 120,
+                "sync_timeout_s": 120,
                 "cpu": {"processes": 1},
                 "consistency": {"sparql_endpoint": endpoint, "seed": 1, "max_checks": 2},
                 "factcheck": {"default_corpora": []},
