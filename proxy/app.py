@@ -133,6 +133,7 @@ def create_app(
                     publish,
                     max_size=scoring.queue.max_size,
                     concurrency=scoring.queue.concurrency,
+                    key_share=scoring.queue.key_share,
                     grace_s=scoring.queue.shutdown_grace_s,
                     on_depth=metrics.scoring_queue_depth.set,
                     on_overtaken=metrics.scoring_async_overtaken.inc,

@@ -46,6 +46,7 @@ from scoring import (
     ThrottledLog,
     combiner_for,
     fitted_components,
+    lane_of,
     load_calibration,
     open_scorers,
     own_fit_allowed,
@@ -285,7 +286,9 @@ async def build_processor(
     )
     pipeline = ScoringPipeline(
         active,
-        lambda model, purpose, lane: UpstreamAsk(upstream, metrics, model, purpose, budget=budget, lane=lane),
+        lambda model, purpose, job: UpstreamAsk(
+            upstream, metrics, model, purpose, budget=budget, lane=lane_of(job), owner=job.owner
+        ),
         scoring,
         combine=combine,
         calibrator=calibrator,

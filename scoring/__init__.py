@@ -31,7 +31,7 @@ from .calibration import (
 from .children import die_with_parent, forget_child, reap_stale_children, register_child
 from .failures import describe
 from .jobs import scoring_job
-from .lanes import Lane, SyncFirstQueue
+from .lanes import Lane, SyncFirstQueue, lane_of
 from .learning.features import features_of
 from .learning.guard import HeldFitMismatch, accept_held
 from .learning.refit import LabelSource, RefitOutcome, Refitter
@@ -56,7 +56,7 @@ from .policy import (
     trust_value,
 )
 from .private_files import private_file
-from .queue import JobQueue, MemoryJobQueue, Process
+from .queue import JobQueue, MemoryJobQueue, Process, SubmitResult, key_cap
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
@@ -87,6 +87,7 @@ from .types import (
     SamplingParams,
     Scorer,
     ScoringJob,
+    ShedReason,
     StoreUnavailable,
     TrustAction,
     TrustRecord,
@@ -160,8 +161,10 @@ __all__ = [
     "ScoringMode",
     "ScoringPipeline",
     "ScoringSettings",
+    "ShedReason",
     "SqliteFitStore",
     "StoreUnavailable",
+    "SubmitResult",
     "SyncFirstQueue",
     "Teachers",
     "ThrottledLog",
@@ -182,6 +185,8 @@ __all__ = [
     "forget_child",
     "is_low_trust",
     "is_unscored",
+    "key_cap",
+    "lane_of",
     "load_calibration",
     "low_trust",
     "open_scorers",

@@ -28,7 +28,6 @@ from .calibration import component_names, fitted_components
 from .claims.aggregate import answer_component, claim_inputs, overall_of_claims
 from .claims.selection import whole_answer
 from .failures import FailureLog, describe
-from .lanes import Lane, lane_of
 from .learning.apply import learned_overall
 from .policy import TOO_LONG, own_fit_allowed, within_limits
 from .settings import ScoringSettings
@@ -57,8 +56,9 @@ if TYPE_CHECKING:
 
 __all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
 
-# (model group, purpose, the job's lane) -> Ask bound to that deployment; a sync job's calls go first (scoring.lanes)
-AskFactory = Callable[[str, str, Lane], Ask]
+# (model group, purpose, the job) -> Ask bound to that deployment, for that job: a sync job's calls go first
+# (scoring.lanes), and its key's share of the scoring budget pays for them
+AskFactory = Callable[[str, str, ScoringJob], Ask]
 Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a record's components -> Trust_OV
 COMBINED = frozenset({"bc", "fc", "lp", "sc"})  # the components Trust_OV is made of
 
@@ -132,7 +132,7 @@ class ScoringPipeline:
     ) -> ComponentResult:
         """One scorer's result, never its exception; ``tell`` goes to a scorer that ``TellsEarly``."""
         started = time.perf_counter()
-        ask = self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job))
+        ask = self._ask_for(self._target_model(scorer, job), scorer.name, job)
         scoring = (
             scorer.score_telling(job, ask, tell)
             if tell is not None and isinstance(scorer, TellsEarly)
@@ -179,7 +179,7 @@ class ScoringPipeline:
         the lowest claim's (``claims/aggregate.py``). A raise or timeout is every claim's error."""
         assert isinstance(scorer, ChecksClaims)
         started = time.perf_counter()
-        ask = self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job))
+        ask = self._ask_for(self._target_model(scorer, job), scorer.name, job)
         try:
             results = await asyncio.wait_for(
                 scorer.score_claims(job, claims, ask), self._settings.queue.scorer_timeout_s

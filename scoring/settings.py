@@ -554,6 +554,10 @@ class QueueSettings(BaseModel):
     max_size: int = Field(default=1000, ge=1)
     """The backlog's bound (memory: queued jobs; redis: approximate stream length); beyond it new jobs are
     shed, never old ones dropped."""
+    key_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    """The share of ``max_size`` one key's jobs may hold (waiting, and on Redis also in a worker's hands); past
+    it that key's new jobs are shed (``shed_reason: key_share``), never another key's. 1: no share, the first
+    to come may fill the queue."""
     concurrency: int = Field(default=4, ge=1, le=256)
     """Jobs scored at once, per process."""
     scorer_timeout_s: float = Field(default=25.0, gt=0)
@@ -600,6 +604,10 @@ class BudgetSettings(BudgetLimits):
 
     per_model: dict[str, BudgetLimits] = Field(default_factory=dict)
     """Limits by model group (not alias), each over these; an explicit null lifts that limit there."""
+    key_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    """The share of a model group's budget (calls and tokens per minute) the jobs of one key may spend; past it
+    that key's jobs are shed and their further calls refused (``shed_reason``: key_call_budget,
+    key_token_budget), while other keys spend the rest. 1: no share, the first to come may spend it all."""
 
     def for_model(self, model: str) -> BudgetLimits:
         override = self.per_model.get(model)

@@ -82,8 +82,12 @@ TrustStatus = Literal["pending", "done", "failed", "shed", "skipped", "not_appli
 # returned), escalation_failed (the escalation timed out or failed: this answer was returned).
 TrustAction = Literal["blocked", "escalated", "kept", "escalation_failed"]
 # Why a job was shed, not scored: the bounded label of trustgate_scoring_shed_jobs_total. queue_full and
-# queue_unavailable: at hand-off; call_budget and token_budget: the model group's scoring budget was spent.
-ShedReason = Literal["queue_full", "queue_unavailable", "call_budget", "token_budget"]
+# queue_unavailable: at hand-off; key_share: its key held its share of the queue already; call_budget and
+# token_budget: the model group's scoring budget was spent; key_call_budget and key_token_budget: its key's share
+# of that budget was.
+ShedReason = Literal[
+    "queue_full", "queue_unavailable", "key_share", "call_budget", "token_budget", "key_call_budget", "key_token_budget"
+]
 FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge's verdict on an answer
 # Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
 # worker: a scoring CPU worker process died mid-job; cpu_time: the job used more than its CPU time (scoring.cpu_pool).

@@ -41,7 +41,9 @@ from scoring import (
     ScoringMode,
     ScoringPipeline,
     ScoringSettings,
+    ShedReason,
     StoreUnavailable,
+    SubmitResult,
     ThrottledLog,
     TrustAction,
     TrustRecord,
@@ -78,6 +80,14 @@ _LOGPROBS_ABSENT = {
     "asked": "upstream_returned_none",
     "not_asked": "not_asked",
     "provider_gives_none": "provider_gives_none",
+}
+
+
+# A job the queue did not accept: its record's shed reason and error.
+_NOT_ACCEPTED: dict[SubmitResult, tuple[ShedReason, str]] = {
+    "shed": ("queue_full", "scoring queue full"),
+    "key_share": ("key_share", "this key holds its share of the scoring queue (queue.key_share)"),
+    "unavailable": ("queue_unavailable", "scoring queue unavailable"),
 }
 
 
@@ -320,15 +330,8 @@ class TrustService:
         )
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
-            full = outcome == "shed"
-            return self._publish_later(
-                TrustRecord.for_job(
-                    job,
-                    "shed",
-                    shed_reason="queue_full" if full else "queue_unavailable",
-                    error="scoring queue full" if full else "scoring queue unavailable",
-                )
-            )
+            reason, error = _NOT_ACCEPTED[outcome]
+            return self._publish_later(TrustRecord.for_job(job, "shed", shed_reason=reason, error=error))
         return TrustRecord.for_job(job, "pending")
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:
