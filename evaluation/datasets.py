@@ -1,8 +1,9 @@
 """Readers for the labeled evaluation sets, into one item shape. I/O at the edge, nothing else.
 
 The files stay where they are (``../shared/eval/`` by default, or a path the
-user gives); the project never copies them. One set is built rather than read:
-``capitals``, from packaged WordNet (see ``read_capitals``). Each reader turns a file into
+user gives); the project never copies them. Two sets are built rather than read:
+``capitals``, from packaged WordNet (see ``read_capitals``), and ``shortfacts``, from
+packaged WordNet and Wikipedia summaries (see ``short_facts``). Each reader turns a file into
 ``EvalItem``s: a question, its gold answers, and, for sets that come with
 answers to score, the answer, its correctness label and where that label came
 from ("human" for annotators' judgements, "reference" for answers that are
@@ -22,7 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
+from .items import DatasetError, EvalItem
+from .short_facts import SHORT_FACTS_DATASET, read_short_facts
+
 __all__ = [
+    "BUILT_DATASETS",
     "CAPITALS_DATASET",
     "DATASET_FILES",
     "MIXEDQA_MODELS",
@@ -53,26 +58,6 @@ DATASET_FILES = {
 MIXEDQA_MODELS = ("flan", "llama", "gpt")  # FLAN-T5-XL, LLaMA-7B, GPT-3.5-Turbo in the paper
 # The question is one line; some answers run over several (with further "A:" lines of their own).
 _JUDGE_PROMPT = re.compile(r"^Q: (?P<question>[^\n]*)\nA: (?P<answer>.*)\nTrue:$", re.DOTALL)
-
-
-class DatasetError(ValueError):
-    """A dataset file is missing, malformed, or cannot serve the requested mode."""
-
-
-@dataclass(frozen=True)
-class EvalItem:
-    """One question, and for given-answer sets the answer to score with its label."""
-
-    dataset: str
-    id: str  # unique within the dataset, stable across runs
-    question_id: str  # items sharing a question (several answers to it) share this
-    question: str
-    gold: tuple[str, ...] = ()
-    answer: str | None = None
-    label: int | None = None  # 1 correct, 0 incorrect
-    label_source: str | None = None  # "human" | "reference"
-    answerer: str | None = None  # who wrote ``answer`` (MixedQA: flan / llama / gpt)
-    group: str | None = None  # a sub-collection, e.g. MixedQA's source dataset
 
 
 @dataclass(frozen=True)
@@ -276,6 +261,8 @@ def read_generic_jsonl(path: Path, *, given: bool = False) -> list[EvalItem]:
 # capital of <that synset's first lemma>?", with the capital's own lemmas as gold answers (descriptive
 # ones such as "capital of Afghanistan" dropped). Item ids are the capital's synset offset.
 CAPITALS_DATASET = "capitals"
+# The sets built from packaged data rather than read from a file (``path``: their WordNet folder).
+BUILT_DATASETS = (CAPITALS_DATASET, SHORT_FACTS_DATASET)
 
 
 def _lemmas(fields: list[str]) -> tuple[str, ...]:
@@ -357,16 +344,16 @@ def load_items(
     answers_from: Sequence[str] = (),
 ) -> list[EvalItem]:
     """The items of ``dataset`` for ``mode``: "answer" (questions only) or "given" (labeled answers)."""
-    if dataset == CAPITALS_DATASET:
+    if dataset in BUILT_DATASETS:
         if mode == "given":
-            raise DatasetError("capitals has questions only: use mode 'answer'")
-        return read_capitals(path)
+            raise DatasetError(f"{dataset} has questions only: use mode 'answer'")
+        return read_capitals(path) if dataset == CAPITALS_DATASET else read_short_facts(path)
     if dataset == "jsonl":
         if path is None:
             raise DatasetError("the jsonl dataset needs a file path")
         return read_generic_jsonl(path, given=mode == "given")
     if dataset not in DATASET_FILES:
-        known = ", ".join([*DATASET_FILES, CAPITALS_DATASET, "jsonl"])
+        known = ", ".join([*DATASET_FILES, *BUILT_DATASETS, "jsonl"])
         raise DatasetError(f"unknown dataset {dataset!r}; known: {known}")
     file = path or (data_dir or default_data_dir()) / DATASET_FILES[dataset]
     given = mode == "given"

@@ -119,6 +119,7 @@ SIGNALS: tuple[Signal, ...] = (
     Signal("lp", "lp (geometric-mean token probability)", True, None, lambda o: o.value("lp")),
     Signal("lp_min", "lp (least likely token's probability)", True, None, lambda o: _lp(o).min_probability),
     Signal("sc", "sc (sampled-answer agreement)", True, None, lambda o: o.value("sc")),
+    Signal("ev", "ev (evidence agreement; abstentions left out)", True, None, lambda o: o.value("ev")),
     Signal("ov_table3", "Trust_OV (Table 3)", True, "ov", lambda o: ov.table3 if (ov := _both_scored(o)) else None),
     Signal("ov_graded", "Trust_OV (graded)", True, None, lambda o: ov.graded if (ov := _both_scored(o)) else None),
     Signal(

@@ -17,7 +17,7 @@ from .assembly import cache_and_report_paths, eval_scoring_settings, git_commit,
 from .cache import EvalCache
 from .cli import command_line
 from .datasets import (
-    CAPITALS_DATASET,
+    BUILT_DATASETS,
     DATASET_FILES,
     EvalItem,
     capitals_file,
@@ -165,8 +165,8 @@ def _describe(
 ) -> dict[str, Any]:
     deployments = ", ".join(d.provider_model for d in settings.model_groups()[spec.model])
     dataset_file = args.file or (
-        capitals_file()
-        if args.dataset == CAPITALS_DATASET
+        capitals_file()  # the built sets' WordNet (shortfacts also reads the packaged Wikipedia summaries)
+        if args.dataset in BUILT_DATASETS
         else (args.data_dir or default_data_dir()) / DATASET_FILES.get(args.dataset, "")
     )
     described: dict[str, Any] = {
@@ -193,6 +193,9 @@ def _describe(
             f"{scoring.factcheck.judge_procedure}"
             + ("; fc_text: the paper's text judge" if "fc_text" in spec.components else "")
         )
+    if "ev" in spec.components:
+        ev = scoring.agreement
+        described["evidence agreement"] = f"top_k {ev.top_k}, entity_top_k {ev.entity_top_k}, no upstream call"
     described["bootstrap"] = f"{args.bootstrap} resamples, seed {args.seed}"
     return described
 

@@ -216,6 +216,7 @@ class Evaluator:
             "fc": self.settings.factcheck,
             "lp": self.settings.logprob,
             "sc": self.settings.sc,
+            "ev": self.settings.agreement,
         }[PAPER_VARIANTS.get(name, name)]
         code = _source_digest(type(scorer).__module__)
         # A claim checker's result also follows how the answer is split (scoring.claims): its settings and code.

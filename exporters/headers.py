@@ -55,13 +55,14 @@ def _informative(record: TrustRecord) -> dict[str, str | None]:
 
 def trust_headers(record: TrustRecord) -> dict[str, str]:
     headers = {"x-trust-id": record.id, "x-trust-status": record.status}
-    bc, fc, lp, sc = (record.components.get(name) for name in ("bc", "fc", "lp", "sc"))
+    bc, fc, lp, sc, ev = (record.components.get(name) for name in ("bc", "fc", "lp", "sc", "ev"))
     values = {
         "x-trust-score": _fmt(record.score),
         "x-trust-bc": _fmt(bc.value if bc else None),
         "x-trust-fc": _fmt(fc.value if fc else None),
         "x-trust-lp": _fmt(lp.value if lp else None),
         "x-trust-sc": _fmt(sc.value if sc else None),
+        "x-trust-ev": _fmt(ev.value if ev else None),
         "x-trust-label": record.label,
         "x-trust-probability": _fmt(record.probability),
         **_rag_headers(record),

@@ -47,6 +47,7 @@ COMPONENT_NAMES = {
     "ov": "trustgate.trust_ov",
     "lp": "trustgate.trust_lp",
     "sc": "trustgate.trust_sc",
+    "ev": "trustgate.trust_ev",
     "rag": "trustgate.rag_trust",
 }
 TRUST_ID = "trustgate.trust.id"  # the trust record's id; gen_ai.response.id is the completion's

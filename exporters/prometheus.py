@@ -205,7 +205,7 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
         ),
         trust_score=histogram(
             "trust_score",
-            "Trust scores of scored responses, per component (bc, fc, lp, sc, ov).",
+            "Trust scores of scored responses, per component (bc, fc, lp, sc, ev, ov).",
             ["model", "component"],
             SCORE_BUCKETS,
         ),

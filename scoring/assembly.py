@@ -61,6 +61,7 @@ def enabled_components(settings: ScoringSettings) -> tuple[str, ...]:
         "rag": settings.rag.enabled,
         "lp": settings.logprob.enabled,
         "sc": settings.sc.enabled,
+        "ev": settings.agreement.enabled,
     }
     return tuple(name for name, on in enabled.items() if on)
 
@@ -73,8 +74,9 @@ def scoring_configured(settings: ScoringSettings) -> bool:
 async def _open_cpu_work(
     settings: ScoringSettings, families: Collection[str], stack: contextlib.AsyncExitStack
 ) -> CpuWork:
-    """Where Trust_BC's and Trust_FC's CPU work runs, each registering its part with the pool, loaded there (and
-    the embedded graph served for BC); the claim parser beside them when answers are checked claim by claim."""
+    """Where Trust_BC's, Trust_FC's and the evidence agreement check's CPU work runs, each registering its part
+    with the pool, loaded there (and the embedded graph served for BC); the claim parser beside them when
+    answers are checked claim by claim."""
     from .cpu_pool import CpuRecipe, PartLoader, open_cpu_work
 
     loaders: dict[str, PartLoader] = {}
@@ -93,6 +95,10 @@ async def _open_cpu_work(
             from .claims.cpu_part import CLAIM_PARSER, claim_parser_loader
 
             loaders[CLAIM_PARSER.name] = claim_parser_loader(settings.consistency.spacy_model)
+        if "ev" in families:
+            from .agreement.cpu_part import AGREEMENT, agreement_loader
+
+            loaders[AGREEMENT.name] = agreement_loader(settings)
         return await stack.enter_async_context(open_cpu_work(CpuRecipe(loaders), settings.cpu))
     except FileNotFoundError as exc:
         raise ScorerAssetsError(f"Trust_BC assets are missing ({exc.filename}): {ASSETS_HINT}") from exc
@@ -121,6 +127,14 @@ def _consistency(
     return {"bc": bc, "bc_paper": ConsistencyScorer(paper, cpu)}
 
 
+def _no_evidence(settings: ScoringSettings, missing_evidence: MissingEvidence, scorer: str) -> None:
+    """A scorer that reads the evidence index finds none: an error, or a warning that it is off."""
+    message = f"no evidence index under {settings.data_dir}: {ASSETS_HINT}"
+    if missing_evidence == "raise":
+        raise ScorerAssetsError(message)
+    log.warning("%s; %s is off", message, scorer)
+
+
 def _factcheck(
     settings: ScoringSettings,
     cpu: CpuWork,
@@ -133,15 +147,23 @@ def _factcheck(
     from .factcheck.scorer import FactCheckScorer
 
     if not cpu.has(EVIDENCE):
-        message = f"no evidence index under {settings.data_dir}: {ASSETS_HINT}"
-        if missing_evidence == "raise":
-            raise ScorerAssetsError(message)
-        log.warning("%s; Trust_FC is off", message)
+        _no_evidence(settings, missing_evidence, "Trust_FC")
         return {}
     scorers: dict[str, Scorer] = {"fc": FactCheckScorer(cpu, settings.factcheck, splitter)}
     if "fc_text" in wanted:
         scorers["fc_text"] = FactCheckScorer(cpu, settings.factcheck.model_copy(update={"judge_procedure": "text"}))
     return scorers
+
+
+def _agreement(settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence) -> dict[str, Scorer]:
+    """``ev``, over Trust_FC's evidence index; absent (with a warning) or an error without one, as Trust_FC."""
+    from .agreement.cpu_part import AGREEMENT
+    from .agreement.scorer import EvidenceAgreementScorer
+
+    if not cpu.has(AGREEMENT):
+        _no_evidence(settings, missing_evidence, "evidence agreement")
+        return {}
+    return {"ev": EvidenceAgreementScorer(cpu, settings.agreement)}
 
 
 def _open_logprob() -> Scorer:
@@ -169,7 +191,7 @@ async def open_scorers(
     components: Collection[str] | None = None,
     missing_evidence: MissingEvidence = "warn",
 ) -> dict[str, Scorer]:
-    """The scorers by name ("bc", "fc", "rag", "lp", "sc"): ``components``, or those the settings enable.
+    """The scorers by name ("bc", "fc", "rag", "lp", "sc", "ev"): ``components``, or those the settings enable.
 
     ``components`` may also name ``PAPER_VARIANTS`` (``trustgate eval``); each
     comes with the scorer it varies, which is opened too but returned only when
@@ -179,7 +201,8 @@ async def open_scorers(
     ``scoring.cpu``) live on ``stack``. A
     missing evidence index turns Trust_FC off with a warning (a gateway still
     serves) or, with ``missing_evidence="raise"``, is an error (an evaluation
-    that asked for Trust_FC measures nothing without it). Missing Trust_BC
+    that asked for Trust_FC measures nothing without it); the same goes for the evidence agreement check,
+    which reads that index. Missing Trust_BC
     assets and an NLI model that cannot be loaded raise ``ScorerAssetsError``.
     """
     wanted = enabled_components(settings) if components is None else tuple(components)
@@ -190,13 +213,15 @@ async def open_scorers(
 
     scorers: dict[str, Scorer] = {}
     try:
-        if families & {"bc", "fc"}:
+        if families & {"bc", "fc", "ev"}:
             cpu = await _open_cpu_work(settings, families, stack)
             splitter = _claim_splitter(settings, cpu)
             if "bc" in families:
                 scorers.update(_consistency(settings, cpu, wanted, splitter))
             if "fc" in families:
                 scorers.update(_factcheck(settings, cpu, missing_evidence, wanted, splitter))
+            if "ev" in families:
+                scorers.update(_agreement(settings, cpu, missing_evidence))
         if "rag" in families:
             scorers["rag"] = _open_rag(settings)
         if "lp" in families:

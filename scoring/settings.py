@@ -21,6 +21,7 @@ __all__ = [
     "BC_PRESETS",
     "CONFIG_DIR",
     "DATA_DIR_VARIABLE",
+    "AgreementSettings",
     "ApplicabilityPolicy",
     "ApplicabilitySettings",
     "BCPreset",
@@ -278,6 +279,24 @@ class ClaimSettings(BaseModel):
     softmin_temperature: float = Field(default=0.1, ge=0.0, le=1.0)
     """How the claims' scores fold into Trust_OV: a mean weighted by exp(-score / t), near the lowest claim's
     score for a small t; 0: exactly the lowest."""
+
+
+class AgreementSettings(BaseModel):
+    """``ev``: evidence agreement. The evidence retrieved for the question (Trust_FC's index: the packaged
+    corpora and the users' own) is read on CPU, with no upstream call: does it name the answer's entity in the
+    relation the question asks, another entity of that kind, or nothing usable (then it abstains, no value)?
+    scoring/agreement/; figures: docs/eval/evidence-agreement.md.
+    """
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    enabled: bool = True
+    """Run the evidence agreement check; false: ``ev`` is left out of every record."""
+    top_k: int = Field(default=10, ge=1, le=100)
+    """Passages retrieved for the question alone."""
+    entity_top_k: int = Field(default=10, ge=0, le=100)
+    """Passages retrieved for the question and the answer's entity together, read beside those: they find the
+    entity's own entry ("Yangon, Rangoon: the capital of Myanmar") and the other names it goes by. 0: none."""
 
 
 class LogprobSettings(BaseModel):
@@ -736,6 +755,8 @@ class ScoringSettings(BaseModel):
     """``sc``: agreement of sampled answers."""
     claims: ClaimSettings = Field(default_factory=ClaimSettings)
     """Long answers checked claim by claim."""
+    agreement: AgreementSettings = Field(default_factory=AgreementSettings)
+    """``ev``: evidence agreement, read on CPU from the evidence for the question."""
 
     @model_validator(mode="after")
     def _labels_in_order(self) -> ScoringSettings:

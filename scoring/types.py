@@ -30,6 +30,7 @@ __all__ = [
     "FEEDBACK_STATUSES",
     "MAX_FEEDBACK_COMMENT",
     "SC_CLEARLY_CONSISTENT",
+    "AgreementVerdict",
     "Ask",
     "BCCheck",
     "BCDetails",
@@ -39,6 +40,8 @@ __all__ = [
     "ClaimResult",
     "ComponentDetails",
     "ComponentResult",
+    "EVDetails",
+    "EVStatement",
     "FCDetails",
     "FCEvidence",
     "FactLabel",
@@ -381,6 +384,40 @@ class FCDetails(_Details):
     claim: int | None = None
 
 
+AgreementVerdict = Literal["agree", "contradict", "abstain"]  # the evidence agreement check's verdict
+
+
+class EVStatement(BaseModel):
+    """A clause of the evidence that relates the question's subject, and what it says fills the relation."""
+
+    evidence_id: str
+    text: str  # the clause, cut at a few hundred characters
+    filler: str  # what the clause says fills the relation ("Canberra")
+    agrees: bool  # the filler is the answer's entity (under a name the evidence gives it)
+    strong: bool  # firm enough to contradict on its own (the whole relation said, the subject named, close by)
+
+
+class EVDetails(_Details):
+    """Evidence agreement ("ev"): the question read as a relation of a subject, the answer's entity, and what the
+    evidence retrieved for the question says fills that relation."""
+
+    verdict: AgreementVerdict | None = None
+    # agree / contradict, or why it abstained: no_frame (the question relates nothing to a subject), no_entity
+    # (the claim names no answer), denied (the claim denies the relation), silent (no statement in the
+    # evidence), conflicting (statements for and against, neither side twice the other)
+    reason: str | None = None
+    claim: str | None = None  # the claim checked, when it is not the whole answer
+    subject: str | None = None
+    relation: list[str] = Field(default_factory=list)
+    entity: str | None = None  # the answer's entity compared with the evidence
+    entity_forms: list[str] = Field(default_factory=list)  # the names the evidence gives it (folded)
+    queries: list[str] = Field(default_factory=list)  # what was searched: the question, then with the entity
+    evidence: list[FCEvidence] = Field(default_factory=list)  # the passages read
+    statements: list[EVStatement] = Field(default_factory=list)
+    agreeing: int = 0  # passages that name the entity in the relation
+    contradicting: int = 0  # passages that firmly name another entity there
+
+
 class OVDetails(_Details):
     """Trust_OV ("ov"): which components it combines and, with both, the Table 3 cell and graded value."""
 
@@ -520,8 +557,9 @@ DETAILS_BY_COMPONENT: dict[str, type[_Details]] = {
     "rag": RAGDetails,
     "lp": LPDetails,
     "sc": SCDetails,
+    "ev": EVDetails,
 }
-ComponentDetails = dict[str, Any] | BCDetails | FCDetails | OVDetails | RAGDetails | LPDetails | SCDetails
+ComponentDetails = dict[str, Any] | BCDetails | FCDetails | OVDetails | RAGDetails | LPDetails | SCDetails | EVDetails
 
 
 class ComponentResult(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from evaluation.datasets import (
     read_truthfulqa_mc,
     sample_questions,
 )
+from evaluation.short_facts import read_short_facts
 
 DATA = default_data_dir()
 real_files = pytest.mark.skipif(
@@ -138,3 +140,40 @@ def test_the_packaged_wordnet_gives_well_over_a_hundred_capitals() -> None:
     items = load_items("capitals", "answer")
     assert len(items) >= 120 and len({i.question for i in items}) == len(items)
     assert ("What is the capital of France?", "Paris") in {(i.question, i.gold[0]) for i in items}
+
+
+SHORT_FACTS_WORDNET = (
+    "14638799 27 n 03 gold 0 Au 0 atomic_number_79 0 000 | a soft yellow malleable metallic element  \n"
+    "14644654 27 n 03 iodine 0 I 0 atomic_number_53 0 000 | a nonmetallic element  \n"
+    "13700064 23 n 02 Kenyan_shilling 0 shilling 0 000 | the basic unit of money in Kenya; equal to 100 cents  \n"
+    "13664448 23 n 01 inti 0 000 | the basic unit of money in Peru  \n"
+)
+SHORT_FACTS_SUMMARIES = {
+    "Moby-Dick": {"title": "Moby-Dick", "extract": "...", "description": "1851 novel by Herman Melville"},
+    "Vertigo (film)": {"title": "Vertigo (film)", "extract": "...", "description": "1958 film by Alfred Hitchcock"},
+    "Symphony No. 9 (Beethoven)": {
+        "title": "Symphony No. 9 (Beethoven)",
+        "extract": "...",
+        "description": "1824 symphony by Ludwig van Beethoven",
+    },
+    "Utopia (book)": {"title": "Utopia (book)", "extract": "...", "description": "1516 book by Thomas More"},
+}
+
+
+def test_short_facts_are_built_from_wordnet_and_the_summaries(tmp_path: Path) -> None:
+    (tmp_path / "data.noun").write_text("  1 license header line\n" + SHORT_FACTS_WORDNET, encoding="utf-8")
+    summaries = tmp_path / "summaries.json"
+    summaries.write_text(json.dumps(SHORT_FACTS_SUMMARIES), encoding="utf-8")
+    items = read_short_facts(tmp_path, summaries)
+    # Iodine's symbol is a word too, Peru's inti was replaced, Beethoven's title does not say which symphony, and
+    # "More" is a common word: none of them is asked or accepted.
+    assert [(i.group, i.question, i.gold) for i in items] == [
+        ("symbol", "What is the chemical symbol for gold?", ("Au",)),
+        ("currency", "What is the currency of Kenya?", ("Kenyan shilling", "shilling")),
+        ("creator", "Who wrote Moby-Dick?", ("Herman Melville", "Melville")),
+        ("creator", "Who directed Vertigo?", ("Alfred Hitchcock", "Hitchcock")),
+        ("creator", "Who wrote Utopia?", ("Thomas More",)),
+    ]
+    assert len({i.id for i in items}) == len(items)
+    with pytest.raises(DatasetError, match="questions only"):
+        load_items("shortfacts", "given", path=tmp_path)

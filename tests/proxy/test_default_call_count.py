@@ -89,7 +89,7 @@ def test_a_clearly_consistent_answer_costs_four_calls_on_the_defaults(
         },
     )
     headers, record = scored(start_gateway(config, scorers=None))
-    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 0, "ov": 0}
+    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 0, "ev": 0, "ov": 0}
     assert upstream_calls(fake_upstream) == (4, 0)
     bc, sc = record["components"]["bc"], record["components"]["sc"]
     assert (bc["value"], bc["label"], bc["details"]["stop_reason"]) == (1.0, "consistent", "settled")
@@ -110,7 +110,7 @@ def test_an_inconsistent_answer_still_gets_its_samples(
         },
     )
     headers, record = scored(start_gateway(config, scorers=None))
-    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
+    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ev": 0, "ov": 0}
     assert upstream_calls(fake_upstream) == (7, 3)
     assert record["components"]["bc"]["label"] == "inconsistent"
     sc = record["components"]["sc"]
@@ -129,7 +129,7 @@ def test_with_the_switch_off_every_answer_is_sampled(
         },
     )
     _, record = scored(start_gateway(config, scorers=None))
-    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ov": 0}
+    assert calls_by_component(record) == {"bc": 3, "fc": 1, "lp": 0, "sc": 3, "ev": 0, "ov": 0}
     assert upstream_calls(fake_upstream) == (7, 3)
     assert record["components"]["sc"]["value"] == 1.0
 
