@@ -22,7 +22,9 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [reset]         send half of the body, then drop the connection
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones ([bad-chunk:not-json]: an
                     event whose data is not JSON)
-    [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text
+    [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text; [tool-call:answer]: the
+                    text as the call's argument ``answer``, no content; [tool-call:beside]: the text as content,
+                    the call beside it
     [too-long:gpt-4o-mini]  refuse (400) a request for that model as too long for its context window
     [filtered:gpt-4o-mini]  refuse (400) a request for that model by its content policy
 
@@ -199,13 +201,15 @@ class FakeUpstream:
             return StreamingResponse(stream, media_type="text/event-stream")
         completion = self._completion(body, text, logprobs)
         if "tool-call" in directives:
+            how = directives["tool-call"]
+            arguments = orjson.dumps({"answer": text}).decode() if how == "answer" else "{}"
             for choice in completion["choices"]:
                 choice["finish_reason"] = "tool_calls"
                 choice["message"] = {
                     "role": "assistant",
-                    "content": None,
+                    "content": text if how == "beside" else None,
                     "tool_calls": [
-                        {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+                        {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
                     ],
                 }
         if self.record:

@@ -259,7 +259,11 @@ class LocalScoringWorker:
         process.stdin.close()
         reader, writer = await asyncio.open_connection(sock=sock)
         child = _Child(process, reader, writer, self._shared)
-        failure = await self._await_ready(child)
+        try:
+            failure = await self._await_ready(child)
+        except BaseException:  # cancelled while it starts (the gateway stopping): its connection goes with it
+            writer.close()
+            raise
         if failure is None:
             return child, ""
         writer.close()
