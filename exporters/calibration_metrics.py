@@ -55,6 +55,7 @@ class CalibrationMetrics:
     informative: Gauge
     fitted: Gauge
     held: Gauge
+    refits: Counter
     refit_failures: Counter
     fits_held: Counter
 
@@ -105,6 +106,14 @@ def build_calibration_metrics(registry: CollectorRegistry) -> CalibrationMetrics
             "1 while a new fit of the model waits for the operator: the refit guard held it (it flips a "
             "component's sign, or ranks the labelled answers against the combination in use); else 0.",
             ["model"],
+        ),
+        refits=Counter(
+            "calibration_refits",
+            "Refits this gateway made of a model's shared learned Trust_OV (each from the labels of the keys "
+            "trusted to label), whether their fit was served or held.",
+            ["model"],
+            namespace=NAMESPACE,
+            registry=registry,
         ),
         refit_failures=Counter(
             "refit_failures",

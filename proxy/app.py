@@ -207,6 +207,9 @@ def _refits(settings: GatewaySettings, metrics: CalibrationMetrics, stack: conte
 
     def made(outcome: RefitOutcome) -> None:
         metrics.observe(outcome.report)
+        if outcome.report.key is not None:  # a key's own fit (feedback.scope: key): no model's figure
+            return
+        metrics.refits.labels(model=outcome.report.model).inc()
         if outcome.held is not None:
             metrics.fits_held.labels(model=outcome.report.model).inc()
 
