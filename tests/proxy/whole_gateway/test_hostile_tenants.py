@@ -234,3 +234,31 @@ def test_a_gateway_with_its_own_record_store_never_serves_another_stores_fit(
     report, _ = wait_for_report(one, labels=10)
     assert report["labels"] == 10
     assert calibration(two) == []  # its store has no label, so it has no fit
+
+
+WORDS = "alpha bravo charlie delta echo foxtrot".split()
+
+
+def test_under_scope_key_a_keys_labels_teach_a_fit_of_its_own_for_its_own_records_only(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
+) -> None:
+    """Team A's answers are right when short: its own fit learns that (length is no component: no sign to keep).
+    Team B, whose answers a policy blocks, teaches nothing: a fit of its own could let them through."""
+    config = learning_config(fake_upstream.url, tmp_path, scope="key", refit_every=20)  # type: ignore[attr-defined]
+    server = start_gateway(config, scorers=[VerdictScorer({"fake": 0.8})])  # one Trust_BC for every answer
+    for i in range(20):
+        words = 1 + i % 6
+        answer = ask(server, "sk-team-a", " ".join(WORDS[:words]) + f" {i}")
+        assert label(server, "sk-team-a", answer.headers["x-trust-id"], words <= 3).status_code == 200
+        blocked_key = ask(server, "sk-team-b", f"{HIGH} ({i})")
+        assert label(server, "sk-team-b", blocked_key.headers["x-trust-id"], i % 2 == 0).status_code == 200
+    deadline = time.monotonic() + 90
+    while not (own := [e for e in calibration(server) if e["key"] == "team-a"]):
+        assert time.monotonic() < deadline, calibration(server)
+        time.sleep(0.1)
+    assert own[0]["combination"] == "fitted" and own[0]["fit"]["features"] == ["length"], own
+    assert [e["key"] for e in calibration(server)] == ["team-a"]  # no shared fit, none of team B's
+    short = ask(server, "sk-team-a", "alpha").headers["x-trust-id"]
+    learned = wait_for_record(server, short)["components"]["ov"]["details"]
+    assert learned["method"] == "learned" and learned["fit_id"] == own[0]["fit"]["id"]
+    assert team_b_verdicts(server)[0] == ("0.8000", None)  # team B's records keep the default
