@@ -62,8 +62,8 @@ def _components(raw: dict[str, Any], components: list[str]) -> None:
 
 
 def _fresh_gateway(raw: dict[str, Any], args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """``raw`` with this run's own store (its fits live in it), the learning rule asked for, labels sent as fast as
-    the run makes them, and a patient sync wait."""
+    """``raw`` with this run's own store (its fits live in it), the learning rule asked for, labels sent and
+    refits made as fast as the run makes them, and a patient sync wait."""
     section = raw.setdefault("trustgate", {})
     section["store"] = {**(section.get("store") or {}), "path": str(out / "records.sqlite3")}
     scoring = section.setdefault("scoring", {})
@@ -71,6 +71,7 @@ def _fresh_gateway(raw: dict[str, Any], args: argparse.Namespace, out: Path) -> 
         "refit_every": args.refit_every,
         "min_labels": args.min_labels,
         "labels_per_minute": None,
+        "min_refit_interval_s": 0,
     }
     scoring["allow_client_mode"] = "any"
     scoring["sync_timeout_s"] = max(float(scoring.get("sync_timeout_s") or 0), 300.0)

@@ -409,6 +409,9 @@ class FeedbackSettings(BaseModel):
     combination in use, on the labelled answers both have seen, is held for the operator rather than served. A
     fit that gives a component (bc, fc, sc, lp, their per-claim means, the log-probability figures) a weight of
     the other sign than the combination in use (the default's are positive) is held whatever this says."""
+    min_refit_interval_s: float = Field(default=30.0, ge=0.0)
+    """Seconds between two refits of one fit at least: labels that come in meanwhile wait for the next, which
+    reads them all, so that a storm of labels costs one refit per interval. 0: a refit as soon as one is due."""
     refit_timeout_s: float = Field(default=300.0, gt=0)
     """Seconds a refit process may run; past them it is stopped, its fits not stored, and the fits in use stay."""
     max_refit_cpu_s: float = Field(default=120.0, ge=1.0)

@@ -12,7 +12,9 @@ So a refit never shows in the latency of the process that serves users: the
 thousands of records it reads and the fit it makes are another process's CPU,
 niced (``scoring.cpu.nice``), held to ``feedback.max_refit_cpu_s`` of CPU
 time (the kernel stops it past that) and ``feedback.refit_timeout_s`` of
-time, and dying with the gateway. The serving process writes the order (the
+time, and dying with the gateway. A fit is refitted at most once per
+``feedback.min_refit_interval_s``: a storm of labels waits for the next
+refit, which reads them all, so it costs one refit per interval. The serving process writes the order (the
 settings, secrets included, go on the child's stdin, never a command line or
 a file) and reads one line per fit back. A refit that fails, or a process
 that dies or overruns, keeps the fit in use, logged and counted
@@ -26,8 +28,10 @@ import asyncio
 import collections
 import contextlib
 import logging
+import math
 import pickle
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -87,6 +91,7 @@ class Refits:
         self._on_failure = on_failure
         self._new_labels: collections.Counter[FitKey] = collections.Counter()
         self._queued: dict[FitKey, None] = {}  # an ordered set of the fits waiting for a refit
+        self._last: dict[FitKey, float] = {}  # when each fit's last refit started (monotonic)
         self._task: asyncio.Task[None] | None = None
 
     def note_label(self, labelled: Labelled) -> None:
@@ -101,10 +106,21 @@ class Refits:
             if self._task is None or self._task.done():
                 self._task = asyncio.create_task(self._drain(), name="trustgate-refits")
 
+    def _due(self) -> tuple[tuple[FitKey, ...], float]:
+        """The queued fits whose interval since their last refit has passed, and how long until the next is."""
+        now, interval = time.monotonic(), self._feedback.min_refit_interval_s
+        waits = {fit: self._last.get(fit, -math.inf) + interval - now for fit in self._queued}
+        return tuple(fit for fit, wait in waits.items() if wait <= 0), min(waits.values(), default=0.0)
+
     async def _drain(self) -> None:
         while self._queued:
-            fits = tuple(self._queued)
-            self._queued.clear()
+            fits, wait = self._due()
+            if not fits:
+                await asyncio.sleep(wait)
+                continue
+            for fit in fits:
+                del self._queued[fit]
+                self._last[fit] = time.monotonic()
             try:
                 lines = await self._run(fits)
             except Exception as exc:  # the process could not run: every fit it was to make keeps the one in use

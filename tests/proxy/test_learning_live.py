@@ -27,7 +27,7 @@ from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
-LEARNING = {"refit_every": 10, "min_labels": 20}
+LEARNING = {"refit_every": 10, "min_labels": 20, "min_refit_interval_s": 0}  # each refit as soon as due
 WORDS = "alpha bravo charlie delta echo foxtrot".split()
 
 
