@@ -43,7 +43,7 @@ class RaisingScorer(Scorer):
 
 def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     """An operator who lets clients choose the scoring mode (the default only lets them lower it:
-    tests/proxy/whole_gateway/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the
+    tests/proxy/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the
     tests work out by hand (the default combination: tests/scoring/test_default_combination.py)."""
     config = gateway_config(upstream_url)
     config["trustgate"] = {
