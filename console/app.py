@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pydantic import BaseModel, ConfigDict
@@ -35,7 +35,7 @@ from proxy import (
 )
 from scoring import FEEDBACK_STATUSES, MAX_FEEDBACK_COMMENT
 
-from .charts import histogram, rate_line, reliability_dots, roc_curves
+from .charts import histogram, rate_line, reliability_chart, roc_chart
 from .explain import explain
 from .format import register_filters
 
@@ -43,6 +43,7 @@ __all__ = ["mount"]
 
 PACKAGE = Path(__file__).resolve().parent
 WINDOWS_S = {"1h": 3600, "6h": 6 * 3600, "24h": 24 * 3600, "7d": 7 * 24 * 3600}
+RATE_BUCKETS = 24  # the low-trust rate's steps over the window: an hour each over a day
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
     "frame-ancestors 'none'; form-action 'self'",
@@ -94,7 +95,7 @@ def _router(env: Environment) -> APIRouter:
         summary = await summarize_records(
             request.app.state.gateway,
             caller,
-            SummaryQuery.model_validate({"since": now - WINDOWS_S[window], "until": now, "buckets": 24}),
+            SummaryQuery.model_validate({"since": now - WINDOWS_S[window], "until": now, "buckets": RATE_BUCKETS}),
         )
         return render(
             "overview.html",
@@ -102,14 +103,14 @@ def _router(env: Environment) -> APIRouter:
             window=window,
             windows=list(WINDOWS_S),
             histograms={model: histogram(part.histogram) for model, part in summary.models.items()},
-            line=rate_line(summary.low_trust),
+            line=rate_line(summary.low_trust, summary.since, summary.until),
             caller=caller,
         )
 
     @router.get("/partials/calibration")
     async def calibration(request: Request) -> HTMLResponse:
         reports = await calibration_reports(request.app.state.gateway, caller_of(request))  # master key only
-        charts = {r.model: (roc_curves(r.scores), reliability_dots(r.scores)) for r in reports}
+        charts = {r.model: (roc_chart(r.scores), reliability_chart(r.scores)) for r in reports}
         return render("calibration.html", reports=reports, charts=charts)
 
     @router.get("/partials/records")
@@ -142,7 +143,14 @@ def _router(env: Environment) -> APIRouter:
     return router
 
 
+async def favicon() -> FileResponse:
+    """The console's icon where browsers look by default: the shell names its own, but a browser asks
+    ``/favicon.ico`` of any page without one (a fragment opened on its own, the gateway's JSON)."""
+    return FileResponse(PACKAGE / "static" / "favicon.ico", media_type="image/x-icon")
+
+
 def mount(app: FastAPI) -> None:
-    """Serve the console at /ui on ``app`` (the gateway's ``mounts`` hook)."""
+    """Serve the console at /ui on ``app`` (the gateway's ``mounts`` hook), and its icon at /favicon.ico."""
     app.include_router(_router(_environment()))
+    app.add_api_route("/favicon.ico", favicon, include_in_schema=False)
     app.mount("/ui/static", StaticFiles(directory=PACKAGE / "static"), name="console-static")

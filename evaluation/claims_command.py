@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import secrets
 import statistics
 import time
@@ -26,6 +27,7 @@ from typing import Any
 import httpx
 
 from scoring import TrustRecord
+from scoring.settings import default_data_dir
 
 from .assembly import git_commit, now_utc, strict_json
 from .cli import command_line
@@ -197,7 +199,7 @@ async def _run(
 
 def eval_claims(args: argparse.Namespace) -> int:
     items = read_long_answers(args.file)
-    out = args.out or Path("var/trustgate/eval/reports") / f"claims-{int(time.time())}"
+    out = args.out or default_data_dir(os.environ) / "eval" / "reports" / f"claims-{int(time.time())}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "records.sqlite3").unlink(missing_ok=True)
     started = time.perf_counter()

@@ -147,7 +147,7 @@ def _claims_arguments(claims: argparse.ArgumentParser) -> None:
     claims.add_argument("--max-claims", type=_positive_int, help="claims.max_claims (default: the scoring default)")
     claims.add_argument("--checks-per-claim", type=_positive_int, help="claims.checks_per_claim (default: the default)")
     claims.add_argument("--whole", action="store_true", help="check every answer whole (claims.enabled: false)")
-    claims.add_argument("--out", type=Path, help="report folder (default: var/trustgate/eval/reports/claims-...)")
+    claims.add_argument("--out", type=Path, help="report folder (default: <data_dir>/eval/reports/claims-...)")
     claims.add_argument("--title", help="report title")
 
 

@@ -9,6 +9,7 @@ from .headers import (
     trust_headers,
     trust_summary,
 )
+from .metric_labels import ConfiguredLabels
 from .otel import RequestTrace, Telemetry, configure_telemetry, disabled_telemetry, place_upstream_span, upstream_span
 from .otel_export import ExportChoice, ExportConfigError, export_choice
 from .prometheus import (
@@ -25,6 +26,7 @@ __all__ = [
     "TRUST_EVENT",
     "TRUST_FIELD",
     "TRUST_HEADER_PREFIX",
+    "ConfiguredLabels",
     "ExportChoice",
     "ExportConfigError",
     "GatewayMetrics",

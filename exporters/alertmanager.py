@@ -16,6 +16,7 @@ import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from prometheus_client import Counter
@@ -23,11 +24,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from scoring import TrustRecord
 
-__all__ = ["ALERT_NAME", "AlertmanagerExporter", "AlertmanagerSettings", "alert_for"]
+__all__ = [
+    "ALERT_NAME",
+    "DEFAULT_RUNBOOKS_URL",
+    "AlertmanagerExporter",
+    "AlertmanagerSettings",
+    "alert_for",
+    "console_link",
+    "runbook_link",
+]
 
 log = logging.getLogger("trustgate.alertmanager")
 
 ALERT_NAME = "TrustGateLowTrustAnswer"
+# The runbooks page of the published docs site (docs/runbooks.md built by MkDocs, one section per alert).
+DEFAULT_RUNBOOKS_URL = "https://trustgate.readthedocs.io/en/latest/runbooks/"
 
 
 class AlertmanagerSettings(BaseModel):
@@ -38,7 +49,12 @@ class AlertmanagerSettings(BaseModel):
     alertmanager_url: str | None = Field(default=None, pattern=r"^https?://")
     """Alertmanager's base URL, whose v2 API the alerts are posted to; None: no alerts."""
     console_url: str = ""
-    """Where the console is, for the alert's link to its record ("": a path relative to the gateway)."""
+    """Where people open the gateway or its console (``https://gw.example.com`` or ``https://gw.example.com/ui``,
+    either works), for each alert's link to its record in the console; "" (the default) makes the link a path
+    relative to the gateway."""
+    runbooks_url: str = Field(default=DEFAULT_RUNBOOKS_URL, pattern=r"^https?://")
+    """The runbooks page each alert's ``runbook_url`` links into (its section is ``#trustgatelowtrustanswer``): the
+    published docs by default; set it where your copy of the docs (docs/runbooks.md) is served."""
     include_text: bool = False
     """Put question and answer excerpts in the annotations."""
     excerpt_chars: int = Field(default=200, ge=10, le=2000)
@@ -64,15 +80,28 @@ def _rfc3339(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
 
 
+def console_link(console_url: str, record_id: str) -> str:
+    """The console's page of a record, under ``console_url`` given as the gateway's address or the console's
+    own (``…/ui``), with or without a trailing slash: operators copy either from their browser."""
+    base = console_url.rstrip("/").removesuffix("/ui").rstrip("/")
+    return f"{base}/ui/records/{quote(record_id, safe='')}"
+
+
+def runbook_link(runbooks_url: str, alert_name: str) -> str:
+    """The alert's section of the runbooks page (MkDocs' anchor of its heading: the name in lower case)."""
+    return f"{runbooks_url.split('#', 1)[0]}#{alert_name.lower()}"
+
+
 def alert_for(record: TrustRecord, settings: AlertmanagerSettings) -> dict[str, Any] | None:
     """The record as one alert of Alertmanager's v2 API; None when it calls for none."""
     if record.label != "untrusted" and record.action is None:
         return None
-    link = f"{settings.console_url.rstrip('/')}/ui/records/{record.id}"
+    link = console_link(settings.console_url, record.id)
     annotations = {
         "summary": f"Low-trust answer from model {record.model or 'unknown'}"
         + (f" ({record.action})" if record.action else ""),
         "console_url": link,
+        "runbook_url": runbook_link(settings.runbooks_url, ALERT_NAME),
     }
     if record.score is not None:
         annotations["score"] = f"{record.score:.4f}"

@@ -12,16 +12,22 @@ come with every registry built here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeVar
+from itertools import product
+from typing import TypeVar, get_args
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.metrics import MetricWrapperBase
 
 from scoring import ComponentResult, RAGDetails, TrustRecord
+from scoring.types import FAILURE_REASONS, ShedReason, TrustAction, TrustStatus
+
+from .metric_labels import ConfiguredLabels
+from .record_query import TrustLabel
 
 __all__ = [
     "LATENCY_BUCKETS",
     "SCORE_BUCKETS",
+    "WORKER_OUTCOMES",
     "GatewayMetrics",
     "LabelledChildren",
     "WorkerMetrics",
@@ -32,6 +38,17 @@ __all__ = [
 NAMESPACE = "trustgate"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300)
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+# The closed label sets the series below start at zero with (``GatewayMetrics.start_at_zero``).
+MODES = ("unary", "stream")
+TOKEN_KINDS = ("prompt", "completion")
+TRY_OUTCOMES = ("success", "failure")
+ALERT_OUTCOMES = ("sent", "failed", "dropped")
+# A scoring job's outcomes as records count them: "pending" is never published as a record's end.
+JOB_STATUSES = tuple(status for status in get_args(TrustStatus) if status != "pending")
+WORKER_OUTCOMES = ("done", "duplicate", "retry", "dead_letter")  # scoring.redis_queue's JobOutcome
+# Why a scorer's call was not made: the upstream client's (rate_limited, retry_budget) and the scoring budget's.
+SCORING_CALL_SHED_REASONS = ("rate_limited", "retry_budget", "call_budget", "token_budget")
+RAG_METRICS = tuple(RAGDetails().metrics())
 
 
 M = TypeVar("M", bound=MetricWrapperBase)
@@ -156,6 +173,71 @@ class GatewayMetrics:
         """A sync-mode response that went out ``pending`` because scoring outlasted ``sync_timeout_s``."""
         self.sync_timeouts.labels(model=model).inc()
 
+    def start_at_zero(self, labels: ConfiguredLabels) -> None:
+        """Create, at zero, every series whose label values the config names (``metric_labels`` says why).
+
+        An HTTP status other than 200 and a model the config does not name
+        (``unknown``) still appear with their first event: they are not known
+        before it. So do the series labelled by a store or queue operation or
+        by a client's refused override, which no panel or alert reads. Per-key
+        series start for the groups each key may use.
+        """
+        for model in labels.models:
+            self._start_model(model, labels)
+        for key, model in labels.callers:
+            for mode, endpoint in self._served(labels):
+                self.requests.labels(model, "200", mode, endpoint, key)
+            for kind in TOKEN_KINDS:
+                self.user_upstream_tokens.labels(model, kind, key)
+        for model, deployment in labels.deployments:
+            self.upstream_try_duration.labels(model, deployment)
+            for outcome in TRY_OUTCOMES:
+                self.upstream_tries.labels(model, deployment, outcome)
+        for asked, answered in labels.fallbacks:
+            self.fallbacks.labels(asked, answered)
+            self.fallbacks_skipped.labels(asked, answered)
+        for outcome in ALERT_OUTCOMES:
+            self.alert_pushes.labels(outcome)
+
+    @staticmethod
+    def _served(labels: ConfiguredLabels) -> list[tuple[str, str]]:
+        """(mode, endpoint) of every kind of request the gateway answers."""
+        return [("unary", endpoint) for endpoint in labels.endpoints] + [
+            ("stream", endpoint) for endpoint in labels.streamed_endpoints
+        ]
+
+    def _start_model(self, model: str, labels: ConfiguredLabels) -> None:
+        for mode, endpoint in self._served(labels):
+            self.request_duration.labels(model, mode, endpoint)
+        for endpoint in labels.streamed_endpoints:
+            self.time_to_first_token.labels(model, endpoint)
+        for metric in (self.low_trust_responses, self.scoring_duration, self.dead_letters, self.sync_timeouts):
+            metric.labels(model)
+        for label in get_args(TrustLabel):
+            self.trust_labels.labels(model, label)
+        for status in JOB_STATUSES:
+            self.scoring_jobs.labels(model, status)
+        for reason in get_args(ShedReason):
+            self.scoring_shed_jobs.labels(model, reason)
+        for reason in SCORING_CALL_SHED_REASONS:
+            self.scoring_calls_shed.labels(model, reason)
+        for action in get_args(TrustAction):
+            self.trust_actions.labels(model, action)
+        for correct in ("true", "false"):
+            self.feedback.labels(model, correct)
+        for component in labels.components:
+            self.trust_score.labels(model, component)
+        for component, reason in product(labels.components, FAILURE_REASONS):
+            self.scorer_errors.labels(model, component, reason)
+        for purpose in ("user", *labels.scorers):
+            self.upstream_calls.labels(model, purpose)
+        for scorer, kind in product(labels.scorers, TOKEN_KINDS):
+            self.scoring_upstream_tokens.labels(model, scorer, kind)
+        if "rag" in labels.scorers:
+            self.rag_refusals.labels(model)
+            for name in RAG_METRICS:
+                self.rag_metric.labels(model, name)
+
     def _observe_failures(self, model: str, component: ComponentResult) -> None:
         """Each failure by its reason; an error that names none (a record built elsewhere) counts as internal."""
         reasons = [f.reason for f in component.failures]
@@ -172,7 +254,12 @@ class GatewayMetrics:
             self.rag_refusals.labels(model=model).inc()
 
 
-def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
+def build_metrics(registry: CollectorRegistry, labels: ConfiguredLabels | None = None) -> GatewayMetrics:
+    """The gateway's series on ``registry``, those ``labels`` name at zero.
+
+    A local scoring worker passes none: what it counts reaches the gateway's
+    series as gains (``metric_deltas``), and a zero gains nothing.
+    """
     ProcessCollector(registry=registry)
 
     def counter(name: str, doc: str, labels: list[str]) -> Counter:
@@ -181,7 +268,7 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
     def histogram(name: str, doc: str, labels: list[str], buckets: tuple[float, ...], unit: str = "") -> Histogram:
         return Histogram(name, doc, labels, namespace=NAMESPACE, unit=unit, buckets=buckets, registry=registry)
 
-    return GatewayMetrics(
+    metrics = GatewayMetrics(
         registry=registry,
         requests=counter(
             "requests",
@@ -363,6 +450,9 @@ def build_metrics(registry: CollectorRegistry) -> GatewayMetrics:
             ["outcome"],
         ),
     )
+    if labels is not None:
+        metrics.start_at_zero(labels)
+    return metrics
 
 
 @dataclass(frozen=True)
@@ -400,8 +490,8 @@ class WorkerMetrics:
 
 
 def build_worker_metrics(registry: CollectorRegistry, gateway: GatewayMetrics) -> WorkerMetrics:
-    """The worker's series, on the registry that already holds ``gateway``'s."""
-    return WorkerMetrics(
+    """The worker's series, on the registry that already holds ``gateway``'s, each outcome's at zero."""
+    metrics = WorkerMetrics(
         jobs=Counter(
             "worker_jobs",
             "Job deliveries a worker finished, by outcome (done, duplicate: already "
@@ -431,3 +521,7 @@ def build_worker_metrics(registry: CollectorRegistry, gateway: GatewayMetrics) -
         dead_letters=gateway.dead_letters,
         overtaken=gateway.scoring_async_overtaken,
     )
+    for outcome in WORKER_OUTCOMES:
+        metrics.jobs.labels(outcome)
+        metrics.job_duration.labels(outcome)
+    return metrics

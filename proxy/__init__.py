@@ -17,7 +17,6 @@ from .base.errors import NotFound
 from .base.log_format import LOG_FORMATS, LogFormat, configure_logging
 from .config.settings import (
     ENV_PREFIX,
-    MASTER_NAME,
     ConfigError,
     GatewaySettings,
     default_config_path,
@@ -26,8 +25,9 @@ from .config.settings import (
     settings_from_dict,
     with_current_names,
 )
+from .metric_labels import configured_labels
 from .server.access_log import install_access_log_redaction
-from .server.auth import Caller
+from .server.auth import MASTER, Caller
 from .server.calibration_routes import calibration_reports
 from .server.connections import raise_descriptor_limit, server_options
 from .server.gateway import Gateway
@@ -40,7 +40,7 @@ from .upstream.replies import parse_completion
 __all__ = [
     "ENV_PREFIX",
     "LOG_FORMATS",
-    "MASTER_NAME",
+    "MASTER",
     "Caller",
     "ConfigError",
     "Gateway",
@@ -54,6 +54,7 @@ __all__ = [
     "ask_body",
     "calibration_reports",
     "configure_logging",
+    "configured_labels",
     "create_app",
     "default_config_path",
     "install_access_log_redaction",

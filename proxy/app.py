@@ -30,6 +30,7 @@ from .config.settings import GatewaySettings
 from .endpoints.endpoint_routes import add_endpoint_routes
 from .endpoints.endpoint_routes import router as endpoint_router
 from .endpoints.request_meter import UNKNOWN
+from .metric_labels import configured_labels
 from .server.auth import KeyRing
 from .server.calibration_routes import router as calibration_router
 from .server.connections import BodyDeadline, quiet_accept_errors
@@ -68,7 +69,7 @@ def create_app(
 
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
     """
-    metrics = build_metrics(registry if registry is not None else CollectorRegistry())
+    metrics = build_metrics(registry if registry is not None else CollectorRegistry(), configured_labels(settings))
     calibration_metrics = build_calibration_metrics(metrics.registry)
     scoring = settings.trustgate.scoring
     calibrator = load_calibrator(settings)

@@ -13,14 +13,15 @@ import uvicorn
 class ServerThread:
     """uvicorn on 127.0.0.1:<free port>; ``url`` is ready once ``start()`` returns."""
 
-    def __init__(self, app: Any, *, lifespan: str = "on", **options: Any) -> None:
-        """``options`` go to ``uvicorn.Config`` (the gateway's: ``proxy.server.connections.server_options``)."""
+    def __init__(self, app: Any, *, lifespan: str = "on", port: int = 0, **options: Any) -> None:
+        """``options`` go to ``uvicorn.Config`` (the gateway's: ``proxy.server.connections.server_options``);
+        ``port`` 0 is any free one, another the address a config already names."""
         # IPPROTO_TCP, not 0: accepted connections inherit it, and asyncio turns Nagle's algorithm off
         # (TCP_NODELAY) only for sockets that say TCP; with it on, a response written as head then body
         # waited for the client's delayed ACK, 40 ms on every kept-alive request after the first.
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
+        self._socket.bind(("127.0.0.1", port))
         self.port = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, access_log=False, **options)

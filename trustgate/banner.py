@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from proxy import ENV_PREFIX, MASTER_NAME, GatewaySettings, default_config_path, load_settings
+from proxy import ENV_PREFIX, MASTER, GatewaySettings, default_config_path, load_settings
 from scoring import ScoringMode, decide
 
 __all__ = ["READY", "ready_banner", "ready_url"]
@@ -124,7 +124,7 @@ def _shown_mode(settings: GatewaySettings, model: str) -> ScoringMode:
     """What the commands get on ``model`` with the master key (or a key without an entry of its own), as
     ``decide`` has it: sync where the sync header is honoured, else the mode without it; ``off`` prints commands
     that read no trust header."""
-    scoring, key_name = settings.trustgate.scoring, MASTER_NAME if settings.master_key else ""
+    scoring, key_name = settings.trustgate.scoring, MASTER if settings.master_key else ""
     if decide(scoring, model=model, key_name=key_name, request_key=str, mode_header="sync").mode == "sync":
         return "sync"
     return decide(scoring, model=model, key_name=key_name, request_key=str, mode_header=None).mode

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics, build_worker_metrics
-from proxy import ConfigError, GatewaySettings, load_calibrator, open_parts
+from proxy import ConfigError, GatewaySettings, configured_labels, load_calibrator, open_parts
 from scoring import RedisStreamWorker, Scorer
 
 from .worker_http import serve_worker_http
@@ -55,7 +55,7 @@ async def run_worker(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
     registry = CollectorRegistry()
-    metrics = build_metrics(registry)
+    metrics = build_metrics(registry, configured_labels(settings))
     async with contextlib.AsyncExitStack() as stack:
         parts = await open_parts(settings, "worker", stack, metrics=metrics, calibrator=calibrator, scorers=scorers)
         assert parts.redis is not None and parts.process is not None  # the backend was checked above

@@ -13,9 +13,11 @@ from scoring import RecordScope
 
 from ..base.errors import AuthenticationFailed, PermissionDenied
 from ..base.limits import KeyLimits
-from ..config.settings import ANONYMOUS_NAME, MASTER_NAME, GatewaySettings
+from ..config.settings import ANONYMOUS_NAME as ANONYMOUS
+from ..config.settings import MASTER_NAME as MASTER
+from ..config.settings import GatewaySettings
 
-__all__ = ["Caller", "KeyRing"]
+__all__ = ["ANONYMOUS", "MASTER", "Caller", "KeyRing"]
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class KeyRing:
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            master = Caller(MASTER_NAME, None, admin=True, master=True, labeller=True)
+            master = Caller(MASTER, None, admin=True, master=True, labeller=True)
             self._entries.append((settings.master_key.get_secret_value().encode(), master))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
 
@@ -81,7 +83,7 @@ class KeyRing:
 
     def authenticate(self, authorization: str | None) -> Caller:
         if self.open:
-            return Caller(ANONYMOUS_NAME, None, labeller=True)
+            return Caller(ANONYMOUS, None, labeller=True)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationFailed(

@@ -7,14 +7,12 @@ the other it picks a distractor and the judge contradicts. A person logs in
 with a key, filters to `untrusted`, opens the record and reads every
 consistency check and the evidence; another key sees none of it.
 
-Set ``CONSOLE_SCREENSHOTS_DIR=docs/console`` to refresh the screenshots in the README and the docs.
+The screenshots in the README and the docs are taken by test_readable.py.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,39 +21,27 @@ import httpx
 import pytest
 
 import console
-from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
-from tests.console.browser import chromium, missing_browser
-from tests.fake_upstream import FakeUpstream, last_user_text
+from tests.console.browser import chromium, log_in, missing_browser, phone, wait_for
+from tests.console.scripted_model import (
+    ANSWER,
+    DATA_DIR,
+    TRUSTED_QUESTION,
+    UNTRUSTED_QUESTION,
+    ask,
+    assets_missing,
+    model_behaviour,
+)
+from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
 
-TRUSTED_QUESTION = "What is the capital of France?"
-UNTRUSTED_QUESTION = "Which city is the capital of France?"
-ANSWER = "Paris is the capital of France."
 KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}, {"key": "sk-carol", "name": "carol"}]
 TOOL_QUESTION = "Look up the capital of France. [tool-call]"  # the fake upstream answers with a tool call
 
 pytestmark = [
     pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser())),
-    pytest.mark.skipif(
-        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-        reason="scoring assets not built: `make install` builds them",
-    ),
+    pytest.mark.skipif(assets_missing(), reason="scoring assets not built: `make install` builds them"),
 ]
-
-
-def model_behaviour(messages: list[dict[str, Any]]) -> str:
-    """Consistent and supported for TRUSTED_QUESTION; a distractor and a contradiction for the other."""
-    prompt = last_user_text(messages)
-    honest = TRUSTED_QUESTION in prompt
-    if prompt.startswith("INSTRUCTION: Please give answers"):
-        question = prompt.rsplit("Question:", 1)[1]
-        options = dict(re.findall(r"^([A-E])\) (.*)$", question, re.MULTILINE))
-        original = next(letter for letter, text in options.items() if text == ANSWER)
-        return original if honest else next(letter for letter in "ABCD" if letter != original)
-    if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):
-        return "support" if honest else "contradict"
-    return ANSWER
 
 
 @pytest.fixture
@@ -79,20 +65,8 @@ def scored_console(fake_upstream: FakeUpstream, start_gateway: Callable[..., Ser
         ("sk-alice", UNTRUSTED_QUESTION),
         ("sk-bob", TRUSTED_QUESTION),
     ):
-        response = httpx.post(
-            f"{server.url}/v1/chat/completions",
-            headers={"authorization": f"Bearer {key}"},
-            json={"model": "fake", "messages": [{"role": "user", "content": question}]},
-            timeout=60,
-        )
-        assert response.headers["x-trust-status"] == "done"
-    response = httpx.post(
-        f"{server.url}/v1/chat/completions",
-        headers={"authorization": "Bearer sk-carol"},
-        json={"model": "fake", "messages": [{"role": "user", "content": TOOL_QUESTION}]},
-        timeout=60,
-    )
-    assert response.headers["x-trust-status"] == "skipped"
+        assert ask(server, key, question) == "done"
+    assert ask(server, "sk-carol", TOOL_QUESTION) == "skipped"
     return server
 
 
@@ -102,38 +76,6 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
 
 
-def screenshot(driver: Any, tmp_path: Path, name: str) -> None:
-    """The whole page (the window grown to its height, at most 3000 px), then the window as it was."""
-    path = tmp_path / f"{name}.png"
-    size = driver.get_window_size()
-    height = driver.execute_script("return document.documentElement.scrollHeight")
-    driver.set_window_size(size["width"], min(max(height + 140, size["height"]), 3000))
-    assert driver.save_screenshot(str(path))
-    driver.set_window_size(size["width"], size["height"])
-    target = os.environ.get("CONSOLE_SCREENSHOTS_DIR")
-    if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(target) / path.name)
-
-
-def wait_for(driver: Any, css: str) -> list[Any]:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    found: list[Any] = WebDriverWait(driver, 15).until(lambda d: d.find_elements(By.CSS_SELECTOR, css))
-    return found
-
-
-def log_in(driver: Any, server: ServerThread, key: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    driver.get(f"{server.url}/ui")
-    field = wait_for(driver, "#key")[0]
-    field.send_keys(key)
-    driver.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
-    wait_for(driver, "#overview-title")
-
-
 def records_of(server: ServerThread, key: str) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = httpx.get(
         f"{server.url}/v1/trust", headers={"authorization": f"Bearer {key}"}
@@ -141,9 +83,7 @@ def records_of(server: ServerThread, key: str) -> list[dict[str, Any]]:
     return records
 
 
-def test_a_person_finds_an_untrusted_answer_and_reads_why(
-    scored_console: ServerThread, browser: Any, tmp_path: Path
-) -> None:
+def test_a_person_finds_an_untrusted_answer_and_reads_why(scored_console: ServerThread, browser: Any) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -157,7 +97,6 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(
     log_in(browser, scored_console, "sk-alice")
     assert "sk-alice" not in browser.current_url and "sk-alice" not in browser.page_source
     assert browser.find_element(By.CSS_SELECTOR, ".counts").text.count("\n") >= 3
-    screenshot(browser, tmp_path, "overview")
 
     browser.find_element(By.CSS_SELECTOR, "nav a[data-view=records]").click()
     rows = wait_for(browser, "table.records tbody tr")
@@ -168,7 +107,6 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(
     rows = browser.find_elements(By.CSS_SELECTOR, "table.records tbody tr")
     assert [row.get_attribute("data-record") for row in rows] == [record["id"]]
     assert "label=untrusted" in browser.current_url and "untrusted" in rows[0].text
-    screenshot(browser, tmp_path, "records")
 
     rows[0].find_element(By.CSS_SELECTOR, "a").click()
     shown = wait_for(browser, "ol.checks > li.check")
@@ -201,14 +139,12 @@ def test_a_person_finds_an_untrusted_answer_and_reads_why(
     facts = browser.find_element(By.CSS_SELECTOR, "dl.facts").text
     assert "Waited in the queue" in facts and "Scoring took" in facts
     assert not re.search(r"\b[a-z]+_[a-z_]+\b", facts), f"a raw field name among the facts: {facts}"
-    screenshot(browser, tmp_path, "record")
 
     light = browser.execute_script("return getComputedStyle(document.body).backgroundColor")
     browser.execute_cdp_cmd(
         "Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
     )
     assert browser.execute_script("return getComputedStyle(document.body).backgroundColor") != light
-    screenshot(browser, tmp_path, "record-dark")
 
 
 def test_a_skipped_record_reads_as_not_scored_not_as_an_error(scored_console: ServerThread, browser: Any) -> None:
@@ -253,17 +189,9 @@ def test_another_key_sees_none_of_it(scored_console: ServerThread, browser: Any)
 
 
 def test_the_records_view_fits_a_phone(scored_console: ServerThread, tmp_path: Path) -> None:
-    with chromium(tmp_path / "phone", 390, 844) as phone:
-        # A phone's viewport (a desktop window does not shrink under 500 px): 390 CSS px, touch-sized.
-        phone.execute_cdp_cmd(
-            "Emulation.setDeviceMetricsOverride",  # type: ignore[attr-defined]
-            {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True},
-        )
-        log_in(phone, scored_console, "sk-alice")  # type: ignore[arg-type]
-        phone.get(f"{scored_console.url}/ui/records")  # type: ignore[attr-defined]
-        wait_for(phone, "table.records tbody tr")
-        assert phone.execute_script("return window.innerWidth") == 390  # type: ignore[attr-defined]
-        assert phone.execute_script(  # type: ignore[attr-defined]
-            "return document.documentElement.scrollWidth <= window.innerWidth"
-        )
-        screenshot(phone, tmp_path, "records-phone")
+    with phone(tmp_path / "phone") as driver:
+        log_in(driver, scored_console, "sk-alice")
+        driver.get(f"{scored_console.url}/ui/records")
+        wait_for(driver, "table.records tbody tr")
+        assert driver.execute_script("return window.innerWidth") == 390
+        assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")

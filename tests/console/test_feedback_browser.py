@@ -14,8 +14,7 @@ import pytest
 import console
 from scoring.types import TrustRecord
 from tests.conftest import gateway_config
-from tests.console.browser import chromium, missing_browser
-from tests.console.test_browser import log_in, wait_for
+from tests.console.browser import chromium, log_in, missing_browser, wait_for
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.test_trust_list import KEYS, stored
 from tests.servers import ServerThread

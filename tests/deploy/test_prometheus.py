@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from exporters.alertmanager import ALERT_NAME, DEFAULT_RUNBOOKS_URL
 from tests.deploy.compose import host_path
 from tests.deploy.conftest import RULES, RULES_TEST
 from tests.deploy.promql import DEPLOY, labels_of, metric_names, unknown_references
@@ -104,14 +105,25 @@ def _anchor(heading: str) -> str:
     return re.sub(r"[^a-z0-9 _-]", "", heading.strip().lower()).replace(" ", "-")
 
 
+# An alert's runbook link: the runbooks page Prometheus's external label names (the published one without it).
+RUNBOOK_BASE = f'{{{{ or $externalLabels.trustgate_runbooks_url "{DEFAULT_RUNBOOKS_URL}" }}}}'
+
+
 def test_every_alert_links_its_runbook_section(rules: dict[str, Any]) -> None:
+    """The sections are the rules' alerts and the gateway's own per-answer alert (exporters.alertmanager)."""
     headings = re.findall(r"^## (.+)$", RUNBOOKS.read_text(), re.MULTILINE)
     anchors = {_anchor(h): h for h in headings}
     for name, rule in _alerts(rules).items():
-        path, _, fragment = rule["annotations"]["runbook_url"].partition("#")
-        assert path == "docs/runbooks.md" and (DEPLOY.parent / path).is_file(), name
+        base, _, fragment = rule["annotations"]["runbook_url"].partition("#")
+        assert base == RUNBOOK_BASE, name
         assert anchors.get(fragment) == name, f"{name}: runbook_url #{fragment} is not its section"
-    assert set(anchors.values()) == set(_alerts(rules)), "a runbook section without an alert, or the reverse"
+    assert set(anchors.values()) == {*_alerts(rules), ALERT_NAME}, "a runbook section without an alert, or the reverse"
+
+
+def test_the_shipped_prometheus_links_the_published_runbooks() -> None:
+    """One default for the rules' links and the gateway's: the external label the shipped config sets."""
+    labels = yaml.safe_load(PROMETHEUS_YML.read_text())["global"]["external_labels"]
+    assert labels["trustgate_runbooks_url"] == DEFAULT_RUNBOOKS_URL
 
 
 def _recorded_expr(rules: dict[str, Any], record: str) -> str:

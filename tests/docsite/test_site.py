@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,21 +12,13 @@ import yaml
 
 from docsite.api_reference import openapi_schema
 from docsite.config_reference import options
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.docsite.build import ROOT, build_site
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    built = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    built = build_site(out)
     assert built.returncode == 0, built.stdout + built.stderr
     return out
 
