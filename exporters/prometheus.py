@@ -47,7 +47,14 @@ ALERT_OUTCOMES = ("sent", "failed", "dropped")
 JOB_STATUSES = tuple(status for status in get_args(TrustStatus) if status != "pending")
 WORKER_OUTCOMES = ("done", "duplicate", "retry", "dead_letter")  # scoring.redis_queue's JobOutcome
 # Why a scorer's call was not made: the upstream client's (rate_limited, retry_budget) and the scoring budget's.
-SCORING_CALL_SHED_REASONS = ("rate_limited", "retry_budget", "call_budget", "token_budget")
+SCORING_CALL_SHED_REASONS = (
+    "rate_limited",
+    "retry_budget",
+    "call_budget",
+    "token_budget",
+    "key_call_budget",
+    "key_token_budget",
+)
 RAG_METRICS = tuple(RAGDetails().metrics())
 
 
@@ -299,7 +306,9 @@ def build_metrics(registry: CollectorRegistry, labels: ConfiguredLabels | None =
         low_trust_responses=counter("low_trust_responses", "Scored responses labelled untrusted.", ["model"]),
         trust_labels=counter("trust_labels", "Scored responses by trust label.", ["model", "label"]),
         scoring_jobs=counter(
-            "scoring_jobs", "Answers handed to scoring, by outcome (done, failed, shed, skipped).", ["model", "status"]
+            "scoring_jobs",
+            "Answers handed to scoring, by outcome (done, failed, shed, skipped, not_applicable).",
+            ["model", "status"],
         ),
         scoring_duration=histogram(
             "scoring_duration",

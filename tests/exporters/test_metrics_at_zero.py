@@ -67,7 +67,8 @@ def test_the_known_label_values_start_at_zero() -> None:
     assert label_values(found, "trustgate_trust_score_count", "component") == {"bc", "rag", "ov"}
     assert label_values(found, "trustgate_upstream_calls_total", "purpose") == {"user", "bc", "rag"}
     assert label_values(found, "trustgate_trust_labels_total", "label") == {"trusted", "uncertain", "untrusted"}
-    assert label_values(found, "trustgate_scoring_jobs_total", "status") == {"done", "failed", "shed", "skipped"}
+    statuses = {"done", "failed", "shed", "skipped", "not_applicable"}
+    assert label_values(found, "trustgate_scoring_jobs_total", "status") == statuses
     assert label_values(found, "trustgate_rag_metric_count", "metric") == {
         "citation_recall",
         "citation_precision",
