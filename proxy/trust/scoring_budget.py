@@ -101,36 +101,22 @@ class ScoringBudget:
 
         The key's call is counted before the group's: a call its share refuses never counts on the group, so a
         key past its share cannot spend the other keys' part with calls it was refused."""
-        limits, mine = self.limits_for(model), self._key_limits(model)
-        reason: BudgetReason | None = None
-        if (
-            limits.tokens_per_minute is not None
-            and await self._limiter.used_up(_TOKENS, model, limits.tokens_per_minute) is not None
-        ):
-            reason = "token_budget"
-        elif (
-            mine.tokens_per_minute is not None
-            and await self._limiter.used_up(_KEY_TOKENS, _per_key(model, key), mine.tokens_per_minute) is not None
-        ):
-            reason = "key_token_budget"
-        elif (
-            limits.calls_per_minute is not None
-            and await self._limiter.used_up(_CALLS, model, limits.calls_per_minute) is not None
-        ):
-            reason = "call_budget"
-        elif (
-            mine.calls_per_minute is not None
-            and await self._limiter.count_one(_KEY_CALLS, _per_key(model, key), mine.calls_per_minute) is not None
-        ):
-            reason = "key_call_budget"
-        elif (
-            limits.calls_per_minute is not None
-            and await self._limiter.count_one(_CALLS, model, limits.calls_per_minute) is not None
-        ):
-            reason = "call_budget"
+        reason = await self.spent(model, key) or await self._count_call(model, key)
         if reason is not None:
             self._on_call_refused(model, reason)
             raise BudgetSpent(f"scoring call not made: {self._describe(model, reason)}")
+
+    async def _count_call(self, model: str, key: str | None) -> BudgetReason | None:
+        """Count the call on the key's share, then on the group's budget; the first it goes past, if one."""
+        limits, mine = self.limits_for(model), self._key_limits(model)
+        counted: list[tuple[BudgetReason, str, str, int | None]] = [
+            ("key_call_budget", _KEY_CALLS, _per_key(model, key), mine.calls_per_minute),
+            ("call_budget", _CALLS, model, limits.calls_per_minute),
+        ]
+        for reason, kind, name, limit in counted:
+            if limit is not None and await self._limiter.count_one(kind, name, limit) is not None:
+                return reason
+        return None
 
     async def add_tokens(self, model: str, tokens: int, key: str | None = None) -> None:
         """The tokens a scoring call to ``model`` used for the key named ``key``, when its group has a token budget."""
