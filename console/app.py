@@ -110,8 +110,8 @@ def _router(env: Environment) -> APIRouter:
     @router.get("/partials/calibration")
     async def calibration(request: Request) -> HTMLResponse:
         reports = await calibration_reports(request.app.state.gateway, caller_of(request))  # master key only
-        charts = {r.model: (roc_chart(r.scores), reliability_chart(r.scores)) for r in reports}
-        return render("calibration.html", reports=reports, charts=charts)
+        charts = [(roc_chart(r.scores), reliability_chart(r.scores)) for r in reports]
+        return render("calibration.html", reports=list(zip(reports, charts, strict=True)))
 
     @router.get("/partials/records")
     async def records(request: Request) -> HTMLResponse:

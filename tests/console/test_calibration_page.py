@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 
 import console
+from scoring.learning.guard import held_back
 from scoring.learning.report import CalibrationReport, LearnedFit, ScoreQuality
 from scoring.learning.store import SqliteFitStore
 from tests.conftest import MASTER_KEY, gateway_config
@@ -49,7 +50,10 @@ def _reports() -> list[CalibrationReport]:
         scores={"ov": _quality(0.5)},
         fitted_at=1.0,
     )
-    return [fitted, noise]
+    flipped = fitted.model_copy(
+        update={"fit": LearnedFit(id="fit_flipped", features=("bc",), weights=(-3.0,), intercept=1.0)}
+    )
+    return [fitted, held_back(flipped, noise, "it gives bc a negative weight")]
 
 
 def test_the_calibration_page_shows_each_model_and_flags_noise(
@@ -74,5 +78,7 @@ def test_the_calibration_page_shows_each_model_and_flags_noise(
     assert "fit_1" in capable and "bc +6.800, fc +2.400" in capable and 'class="roc fitted"' in capable
     assert "Not informative" not in capable
     assert "Not informative" in tiny and "x-trust-informative: false" in tiny
+    assert "A new fit is held" in tiny and "it gives bc a negative weight" in tiny and "--fit fit_flipped" in tiny
+    assert "is held" not in capable
     admin = httpx.get(f"{gateway.url}/ui/partials/calibration", headers={"authorization": "Bearer sk-admin"})
     assert admin.status_code == 403  # the master key only, as the API
