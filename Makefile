@@ -16,7 +16,7 @@ APT_PACKAGES := wordnet-base prometheus prometheus-alertmanager redis-server chr
 # `$(TIMED) command...`: run it, then print how long it took (and keep its exit status).
 TIMED := bash -c 'start=$$(date +%s); "$$@"; status=$$?; echo "      ... $$(( $$(date +%s) - start )) s"; exit $$status' --
 
-.PHONY: install assets serve test test-fast lint docs bench bench-store clean
+.PHONY: install assets serve test test-unit lint docs bench bench-store clean
 
 # Re-checked when the Makefile changes (APT_PACKAGES may have grown); dpkg -s skips what is there.
 $(VENV)/.apt: Makefile
@@ -58,11 +58,13 @@ install: $(VENV)/.installed assets
 serve: install
 	$(BIN)/trustgate serve $(if $(CONFIG),--config $(CONFIG))
 
+# The whole suite, every tier (docs/development.md): CI's command. It ends with its 25 slowest tests.
 test: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest --durations=25 $(PYTEST_ARGS)
 
-test-fast: install
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+# The unit tier alone: in-process tests, what a contributor runs on every change (a few minutes on 2 cores).
+test-unit: install
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m unit $(PYTEST_ARGS)
 
 # What CI checks besides the tests' behaviour (tests/test_lint.py runs the same), and what pre-commit runs.
 lint: $(VENV)/.installed

@@ -28,7 +28,7 @@ from proxy import (
     Gateway,
     NotFound,
     SummaryQuery,
-    calibration_reports,
+    calibration_standings,
     list_records,
     parse_params,
     summarize_records,
@@ -109,9 +109,12 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/calibration")
     async def calibration(request: Request) -> HTMLResponse:
-        reports = await calibration_reports(request.app.state.gateway, caller_of(request))  # master key only
-        charts = [(roc_chart(r.scores), reliability_chart(r.scores)) for r in reports]
-        return render("calibration.html", reports=list(zip(reports, charts, strict=True)))
+        standings = await calibration_standings(request.app.state.gateway, caller_of(request))  # master key only
+        charted = [
+            (s, None if s.report is None else (roc_chart(s.report.scores), reliability_chart(s.report.scores)))
+            for s in standings
+        ]
+        return render("calibration.html", standings=charted)
 
     @router.get("/partials/records")
     async def records(request: Request) -> HTMLResponse:

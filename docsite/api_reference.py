@@ -1,7 +1,7 @@
 """The API reference, read from the OpenAPI schema the gateway serves (``/openapi.json``).
 
 The schema comes from the app itself, built on the embedded default config (routes do not depend on
-the config: tests/proxy/test_openapi_schema.py holds the same schema as its snapshot), so a route
+the config: tests/proxy/server/test_openapi_schema.py holds the same schema as its snapshot), so a route
 added, renamed or given a parameter shows here at the next build.
 """
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from scoring import OVDetails, RAGDetails, TrustRecord
+from scoring import RAGDetails, TrustRecord
 
 __all__ = [
     "TRUST_EVENT",
@@ -43,20 +43,21 @@ def _rag_headers(record: TrustRecord) -> dict[str, str | None]:
     }
 
 
-def _uninformative(record: TrustRecord) -> bool:
-    """The model's labels show no score separating right from wrong answers (scoring.learning)."""
-    ov = record.components.get("ov")
-    return ov is not None and isinstance(ov.details, OVDetails) and ov.details.informative is False
-
-
-def _informative(record: TrustRecord) -> dict[str, str | None]:
-    return {"x-trust-informative": "false"} if _uninformative(record) else {}
+def _grounds(record: TrustRecord) -> dict[str, str | None]:
+    """What the score rests on: the components missing from it, its basis, what the model's labels say of it."""
+    informative = record.informative
+    return {
+        "x-trust-missing": ",".join(sorted(record.missing)) or None,
+        "x-trust-basis": record.basis,
+        "x-trust-informative": None if informative is None else str(informative).lower(),
+    }
 
 
 def trust_headers(record: TrustRecord) -> dict[str, str]:
     headers = {"x-trust-id": record.id, "x-trust-status": record.status}
     bc, fc, lp, sc, ev = (record.components.get(name) for name in ("bc", "fc", "lp", "sc", "ev"))
     values = {
+        "x-trust-kind": record.applicability.kind if record.applicability is not None else None,
         "x-trust-score": _fmt(record.score),
         "x-trust-bc": _fmt(bc.value if bc else None),
         "x-trust-fc": _fmt(fc.value if fc else None),
@@ -66,23 +67,31 @@ def trust_headers(record: TrustRecord) -> dict[str, str]:
         "x-trust-label": record.label,
         "x-trust-probability": _fmt(record.probability),
         **_rag_headers(record),
-        **_informative(record),
+        **_grounds(record),
     }
     headers.update({name: value for name, value in values.items() if value is not None})
     return headers
 
 
 def trust_summary(record: TrustRecord) -> dict[str, Any]:
-    """The compact form sent in-band: the full record is at GET /v1/trust/{id}."""
-    return {
+    """The compact form sent in-band: the full record is at GET /v1/trust/{id}.
+
+    ``applicability`` (kind and reason) where triage ran; ``basis``,
+    ``missing`` and ``informative`` where scoring ran, as the headers carry them.
+    """
+    summary: dict[str, Any] = {
         "id": record.id,
         "status": record.status,
         "score": record.score,
         "label": record.label,
         "probability": record.probability,
         "components": {name: c.value for name, c in record.components.items()},
-        **({"informative": False} if _uninformative(record) else {}),
     }
+    if record.applicability is not None:
+        summary["applicability"] = record.applicability.model_dump(mode="json")
+    if record.basis is not None or record.missing:
+        summary.update(basis=record.basis, missing=dict(record.missing), informative=record.informative)
+    return summary
 
 
 def trust_chunk(

@@ -8,7 +8,7 @@ remedy is to create each child up front with ``.labels(...)``, which needs
 every label value before the first request. The closed sets (trust labels,
 statuses, reasons, actions) are the exporters' and scoring's own; what
 depends on the config (model groups, keys, deployments, fallbacks, enabled
-scorers, endpoints) is read by whoever holds the settings and handed down in
+scorers, endpoints, whether answers are triaged) is read by whoever holds the settings and handed down in
 this one typed value, so that exporters never read the gateway's config.
 """
 
@@ -32,3 +32,4 @@ class ConfiguredLabels:
     scorers: tuple[str, ...] = ()  # the enabled scorers: the purposes of scoring's upstream calls
     deployments: tuple[tuple[str, str], ...] = ()  # (model group, deployment as `group:place`)
     fallbacks: tuple[tuple[str, str], ...] = ()  # (group asked, group that may answer instead)
+    kinds: tuple[str, ...] = ()  # the kinds triage tells apart, when it runs (``scoring.applicability``)

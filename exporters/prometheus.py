@@ -118,6 +118,7 @@ class GatewayMetrics:
     upstream_try_duration: Histogram
     trust_actions: Counter
     alert_pushes: Counter
+    scoring_applicability: Counter
     child: LabelledChildren = field(default_factory=LabelledChildren)  # the series each request updates
 
     def observe_request(
@@ -135,12 +136,22 @@ class GatewayMetrics:
         """One call made upstream for a user's answer (not for scoring)."""
         self.child(self.upstream_calls, model, "user").inc()
 
+    def observe_applicability(self, model: str, kind: str) -> None:
+        """One answer triaged: its kind (scored or not), so that operators see their traffic's mix."""
+        self.child(self.scoring_applicability, model, kind).inc()
+
     def observe_record(self, record: TrustRecord) -> None:
-        """A finished, shed or skipped scoring job: its outcome, scores, label and errors."""
+        """A finished, shed, skipped or not-applicable answer: its outcome, scores, label and errors.
+
+        A not-applicable answer is counted by outcome only: its free ``lp`` is
+        no trust score, and must not move the score histograms.
+        """
         model = record.model or "unknown"
         self.scoring_jobs.labels(model=model, status=record.status).inc()
         if record.status == "shed":
             self.scoring_shed_jobs.labels(model=model, reason=record.shed_reason or "unknown").inc()
+        if record.status == "not_applicable":
+            return
         for component in record.components.values():
             if component.value is not None:
                 self.trust_score.labels(model=model, component=component.component).observe(component.value)
@@ -230,6 +241,8 @@ class GatewayMetrics:
             self.scoring_calls_shed.labels(model, reason)
         for action in get_args(TrustAction):
             self.trust_actions.labels(model, action)
+        for kind in labels.kinds:
+            self.scoring_applicability.labels(model, kind)
         for correct in ("true", "false"):
             self.feedback.labels(model, correct)
         for component in labels.components:
@@ -304,7 +317,12 @@ def build_metrics(registry: CollectorRegistry, labels: ConfiguredLabels | None =
             SCORE_BUCKETS,
         ),
         low_trust_responses=counter("low_trust_responses", "Scored responses labelled untrusted.", ["model"]),
-        trust_labels=counter("trust_labels", "Scored responses by trust label.", ["model", "label"]),
+        trust_labels=counter(
+            "trust_labels",
+            "Scored responses by trust label (trusted, uncertain, untrusted; unknown: the model's labels show its "
+            "scores carry no information, so no verdict either way).",
+            ["model", "label"],
+        ),
         scoring_jobs=counter(
             "scoring_jobs",
             "Answers handed to scoring, by outcome (done, failed, shed, skipped, not_applicable).",
@@ -451,6 +469,13 @@ def build_metrics(registry: CollectorRegistry, labels: ConfiguredLabels | None =
             "trust_actions",
             "Answers a low-trust policy acted on, by action (blocked, escalated, kept, escalation_failed).",
             ["model", "action"],
+        ),
+        scoring_applicability=counter(
+            "scoring_applicability",
+            "Answers triaged before scoring, by kind (factual, creative, code, conversation, opinion, rewrite, "
+            "summary, math, refusal; tool_call and empty for answers without content): every triaged answer, "
+            "whether its kind is scored or not_applicable.",
+            ["model", "kind"],
         ),
         alert_pushes=counter(
             "alert_pushes",

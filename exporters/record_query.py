@@ -34,7 +34,7 @@ __all__ = [
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
-TrustLabel = Literal["trusted", "uncertain", "untrusted"]
+TrustLabel = Literal["trusted", "uncertain", "untrusted", "unknown"]
 # "score" is the record's overall score (Trust_OV, or the best available component).
 ScoreField = Literal["score", "bc", "fc", "ov", "rag"]
 

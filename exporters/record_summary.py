@@ -14,13 +14,13 @@ from typing import NamedTuple
 
 from pydantic import BaseModel, Field, computed_field
 
-from scoring import TrustRecord
+from scoring import UNKNOWN_LABEL, TrustRecord
 
-__all__ = ["MAX_SUMMARY_RECORDS", "SummaryRow", "TrustSummary", "summarize"]
+__all__ = ["MAX_SUMMARY_RECORDS", "LabelCount", "SummaryRow", "TrustSummary", "summarize"]
 
 MAX_SUMMARY_RECORDS = 50_000
 HISTOGRAM_BINS = 10
-NO_LABEL = "none"  # records without a score: pending, failed, shed, skipped
+NO_LABEL = "none"  # records without a score: pending, failed, shed, skipped, not_applicable
 
 
 class SummaryRow(NamedTuple):
@@ -34,6 +34,14 @@ class SummaryRow(NamedTuple):
         return cls(record.created_at, record.model, record.label, record.score)
 
 
+class LabelCount(NamedTuple):
+    """How many of a model group's records carry a user's label (feedback), and how many say correct."""
+
+    model: str
+    labels: int
+    correct: int
+
+
 class ModelSummary(BaseModel):
     total: int = 0
     by_label: dict[str, int] = Field(default_factory=dict)
@@ -43,7 +51,9 @@ class ModelSummary(BaseModel):
 
 class TimeBucket(BaseModel):
     start: float
-    scored: int  # records with a label
+    # records with a verdict: labelled trusted, uncertain or untrusted (an unknown label is no verdict, and a
+    # not_applicable answer has no label), so neither moves the untrusted share
+    scored: int
     untrusted: int
 
     @computed_field  # type: ignore[prop-decorator]
@@ -70,7 +80,8 @@ def _bin(score: float) -> int:
 def summarize(
     rows: Iterable[SummaryRow], *, since: float, until: float, buckets: int, truncated: bool = False
 ) -> TrustSummary:
-    """Counts by label and model, a score histogram per model, and the untrusted share per time bucket."""
+    """Counts by label and model, a score histogram per model, and the untrusted share per time bucket (of the
+    answers with a verdict)."""
     bucket_s = (until - since) / buckets
     by_label: Counter[str] = Counter()
     models: dict[str, ModelSummary] = defaultdict(ModelSummary)
@@ -85,7 +96,7 @@ def summarize(
         summary.by_label[label] = summary.by_label.get(label, 0) + 1
         if row.score is not None:
             summary.histogram[_bin(row.score)] += 1
-        if row.label is not None:
+        if row.label is not None and row.label != UNKNOWN_LABEL:
             index = min(buckets - 1, max(0, int((row.created_at - since) // bucket_s)))
             scored[index] += 1
             untrusted[index] += row.label == "untrusted"

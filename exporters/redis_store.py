@@ -8,7 +8,9 @@ whose hash has expired in between is skipped when read.
 
 A user's feedback is a field of its own beside the record's JSON (writing the
 record again keeps it), and its id sits in a sorted set per model group scored
-by when it was labelled: what the per-model fit reads, newest label first.
+by when it was labelled: what the per-model fit reads, newest label first. A
+set names the model groups that have such an index, so that counting every
+model's labels never scans the keyspace.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from scoring import (
 
 from .record_query import Position, RecordPage, RecordQuery, encode_cursor, record_matches
 from .record_size import stored_json, stored_record
-from .record_summary import MAX_SUMMARY_RECORDS, SummaryRow, TrustSummary, summarize
+from .record_summary import MAX_SUMMARY_RECORDS, LabelCount, SummaryRow, TrustSummary, summarize
 
 __all__ = ["RedisRecordStore", "record_key"]
 
@@ -66,6 +68,10 @@ class RedisRecordStore:
 
     def _labelled_key(self, model: str, by: str | None = None) -> str:
         return f"{self._prefix}:labelled:{model}" + ("" if by is None else f":by:{by}")
+
+    @property
+    def _labelled_models_key(self) -> str:
+        return f"{self._prefix}:labelled-models"
 
     async def put(self, record: TrustRecord) -> None:
         key = record_key(self._prefix, record.id)
@@ -131,7 +137,7 @@ class RedisRecordStore:
         """The model's label index, and its index of the labels one key gave (what a refit reads of its
         teachers: a record leaves its previous labeller's when another key relabels it), each trimmed like the
         time index: a label older than the TTL is on an expired record (a record is labelled after it was
-        written)."""
+        written); and the set of labelled models, which the calibration listing reads."""
         if previous is not None and previous.by and previous.by != feedback.by:
             pipe.zrem(self._labelled_key(model, previous.by), record_id)
         for index in (self._labelled_key(model), *([self._labelled_key(model, feedback.by)] if feedback.by else [])):
@@ -139,19 +145,37 @@ class RedisRecordStore:
             pipe.zremrangebyscore(index, "-inf", f"({feedback.labelled_at - self._ttl_s}")
             pipe.zremrangebyrank(index, 0, -self._max_records - 1)
             pipe.expire(index, self._ttl_s)
+        pipe.sadd(self._labelled_models_key, model)
+        pipe.expire(self._labelled_models_key, self._ttl_s)
+
+    async def _labels(self, model: str, limit: int, by: frozenset[str] | None) -> list[tuple[str | None, str | None]]:
+        """The model's labelled records' fields (record, feedback), newest label first; None where expired."""
+        ids = await self._labelled_ids(model, limit, by)
+        found: list[tuple[str | None, str | None]] = []
+        for start in range(0, len(ids), _BATCH):
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for record_id in ids[start : start + _BATCH]:
+                    pipe.hmget(record_key(self._prefix, record_id), _STORED)
+                found += [(raw, feedback) for raw, feedback in await pipe.execute()]
+        return found
+
+    async def label_counts(self) -> list[LabelCount]:
+        """Each labelled model's labels on records still stored (an id whose record expired is not counted)."""
+        counts = []
+        with redis_reachable():
+            models = sorted(cast(set[str], await self._redis.smembers(self._labelled_models_key)))
+            for model in models:
+                found = await self._labels(model, self._max_records, None)
+                labels = [Feedback.model_validate_json(feedback) for raw, feedback in found if raw and feedback]
+                if labels:
+                    counts.append(LabelCount(model, len(labels), sum(label.correct for label in labels)))
+        return counts
 
     async def labelled(self, model: str, limit: int = 10_000, *, by: frozenset[str] | None = None) -> list[TrustRecord]:
         """Newest label first; an id whose record has expired since is skipped."""
         with redis_reachable():
-            ids = await self._labelled_ids(model, limit, by)
-            records: list[TrustRecord] = []
-            for start in range(0, len(ids), _BATCH):
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for record_id in ids[start : start + _BATCH]:
-                        pipe.hmget(record_key(self._prefix, record_id), _STORED)
-                    replies = await pipe.execute()
-                records += [stored_record(raw, feedback) for raw, feedback in replies if raw and feedback]
-        return records
+            found = await self._labels(model, limit, by)
+        return [stored_record(raw, feedback) for raw, feedback in found if raw and feedback]
 
     async def _labelled_ids(self, model: str, limit: int, by: frozenset[str] | None) -> list[str]:
         """The newest ``limit`` labelled ids of ``model`` (given by one of ``by``), newest first."""

@@ -12,7 +12,7 @@ from typing import Any
 
 from .record_query import RecordQuery
 
-__all__ = ["add_query_columns", "labelled_statement", "list_statement", "summary_statement"]
+__all__ = ["LABEL_COUNTS", "add_query_columns", "labelled_statement", "list_statement", "summary_statement"]
 
 _COLUMNS = {
     "q_model": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.model')) VIRTUAL",
@@ -116,3 +116,10 @@ def labelled_statement(model: str, limit: int, by: frozenset[str] | None = None)
         + " ORDER BY q_labelled_at DESC LIMIT ?",
         [model, *names, limit],
     )
+
+
+# Each model's labelled records and how many were labelled correct, over the partial index of labels.
+LABEL_COUNTS = (
+    "SELECT q_model, COUNT(*), SUM(json_extract(feedback, '$.correct') = 1) FROM trust_records "
+    "WHERE q_labelled_at IS NOT NULL AND q_model IS NOT NULL GROUP BY q_model ORDER BY q_model"
+)

@@ -39,8 +39,8 @@ from scoring import (
 
 from .record_query import RecordPage, RecordQuery, encode_cursor
 from .record_size import stored_json, stored_record
-from .record_summary import MAX_SUMMARY_RECORDS, SummaryRow, TrustSummary, summarize
-from .sqlite_query import add_query_columns, labelled_statement, list_statement, summary_statement
+from .record_summary import MAX_SUMMARY_RECORDS, LabelCount, SummaryRow, TrustSummary, summarize
+from .sqlite_query import LABEL_COUNTS, add_query_columns, labelled_statement, list_statement, summary_statement
 
 __all__ = ["PRUNE_EXPIRED", "PRUNE_OLDEST", "RecordStore", "SqliteRecordStore", "StoreUnavailable"]
 
@@ -92,6 +92,10 @@ class RecordStore(Protocol):
     async def labelled(self, model: str, limit: int = 10_000, *, by: frozenset[str] | None = None) -> list[TrustRecord]:
         """A model group's records that carry feedback, newest label first, every owner's (server-internal);
         with ``by``, only those whose label one of these key names gave."""
+        ...
+
+    async def label_counts(self) -> list[LabelCount]:
+        """Every model group with a labelled record, by name: its labels and how many say correct (every owner's)."""
         ...
 
     async def close(self) -> None: ...
@@ -247,6 +251,12 @@ class SqliteRecordStore:
 
     async def labelled(self, model: str, limit: int = 10_000, *, by: frozenset[str] | None = None) -> list[TrustRecord]:
         return [stored_record(*row) for row in await self._read_rows(*labelled_statement(model, limit, by))]
+
+    async def label_counts(self) -> list[LabelCount]:
+        return [
+            LabelCount(model, labels, correct or 0)
+            for model, labels, correct in await self._read_rows(LABEL_COUNTS, [])
+        ]
 
     async def _read_rows(self, sql: str, args: list[Any]) -> list[Any]:
         """Rows of a query on the reader's connection; StoreUnavailable when SQLite fails."""

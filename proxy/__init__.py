@@ -28,7 +28,7 @@ from .config.settings import (
 from .metric_labels import configured_labels
 from .server.access_log import install_access_log_redaction
 from .server.auth import MASTER, Caller
-from .server.calibration_routes import calibration_reports
+from .server.calibration_routes import calibration_standings
 from .server.connections import raise_descriptor_limit, server_options
 from .server.gateway import Gateway
 from .server.trust_list import SummaryQuery, list_records, parse_params, summarize_records
@@ -52,7 +52,7 @@ __all__ = [
     "SummaryQuery",
     "UpstreamClient",
     "ask_body",
-    "calibration_reports",
+    "calibration_standings",
     "configure_logging",
     "configured_labels",
     "create_app",

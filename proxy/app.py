@@ -156,6 +156,7 @@ def create_app(
                 health,
                 on_probe=metrics.readiness_probes.inc,
             )
+            await stack.enter_async_context(readiness.start())
             app.state.gateway = Gateway(
                 settings,
                 KeyRing(settings),

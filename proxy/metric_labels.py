@@ -9,6 +9,7 @@ endpoints the gateway serves.
 from __future__ import annotations
 
 from exporters import ConfiguredLabels
+from scoring import ANSWER_KINDS, scoring_reachable
 from scoring.assembly import enabled_components
 from scoring.pipeline import COMBINED
 
@@ -34,7 +35,14 @@ def configured_labels(settings: GatewaySettings) -> ConfiguredLabels:
             (group, f"{group}:{place}") for group, entries in groups.items() for place in range(len(entries))
         ),
         fallbacks=_fallbacks(settings),
+        kinds=ANSWER_KINDS if _triages(settings) else (),
     )
+
+
+def _triages(settings: GatewaySettings) -> bool:
+    """Whether the gateway triages answers: it scores some, and triage is on."""
+    scoring = settings.trustgate.scoring
+    return scoring.applicability.enabled and scoring_reachable(scoring)
 
 
 def _callers(settings: GatewaySettings, groups: tuple[str, ...]) -> tuple[tuple[str, str], ...]:

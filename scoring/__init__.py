@@ -10,6 +10,7 @@ they run. Nothing in ``scoring`` imports these names from here: its modules impo
 import graph has no cycle.
 """
 
+from .answer_kinds import ANSWER_KINDS, CONTENT_KINDS, AnswerKind, ContentKind
 from .assembly import (
     PAPER_VARIANTS,
     ScorerAssetsError,
@@ -30,20 +31,23 @@ from .calibration import (
 )
 from .children import die_with_parent, forget_child, reap_stale_children, register_child
 from .failures import describe
-from .jobs import scoring_job
+from .jobs import last_question, scoring_job
 from .lanes import Lane, SyncFirstQueue, lane_of
 from .learning.features import features_of
 from .learning.guard import HeldFitMismatch, accept_held
 from .learning.refit import LabelSource, RefitOutcome, Refitter
-from .learning.report import CalibrationReport, Combination, HeldFit, LearnedFit, ScoreQuality
+from .learning.report import CalibrationReport, Combination, HeldFit, LearnedFit, ScoreQuality, Standing
 from .learning.rule import LearningRule
 from .learning.store import FitStore, RedisFitStore, SqliteFitStore
 from .learning.teachers import FitKey, Teachers
+from .logprob import logprob_component
 from .pipeline import COMBINED, ScoringPipeline
 from .policy import (
     Decision,
     LowTrust,
     Outcome,
+    Treatment,
+    applicability_of,
     decide,
     is_low_trust,
     is_unscored,
@@ -51,6 +55,7 @@ from .policy import (
     outcome,
     own_fit_allowed,
     resolved_mode,
+    scored_kinds,
     scoring_reachable,
     skip_reason,
     trust_value,
@@ -63,8 +68,12 @@ from .redis_reachable import redis_reachable
 from .settings import BudgetLimits, BudgetSettings, FeedbackScope, Renamed, ScoringMode, ScoringSettings, require_order
 from .throttled_log import ThrottledLog
 from .types import (
+    BASES,
     FEEDBACK_STATUSES,
     MAX_FEEDBACK_COMMENT,
+    UNKNOWN_LABEL,
+    Applicability,
+    Basis,
     BCCheck,
     BCDetails,
     BudgetSpent,
@@ -79,6 +88,7 @@ from .types import (
     JobPolicy,
     Labelled,
     LPDetails,
+    MissingReason,
     OVDetails,
     RAGClaim,
     RAGDetails,
@@ -99,12 +109,19 @@ from .types import (
 )
 
 __all__ = [
+    "ANSWER_KINDS",
+    "BASES",
     "COMBINED",
+    "CONTENT_KINDS",
     "FEEDBACK_STATUSES",
     "MAX_FEEDBACK_COMMENT",
     "PAPER_VARIANTS",
+    "UNKNOWN_LABEL",
+    "AnswerKind",
+    "Applicability",
     "BCCheck",
     "BCDetails",
+    "Basis",
     "BudgetLimits",
     "BudgetSettings",
     "BudgetSpent",
@@ -115,6 +132,7 @@ __all__ = [
     "ClaimResult",
     "Combination",
     "ComponentResult",
+    "ContentKind",
     "Decision",
     "EVDetails",
     "EVStatement",
@@ -139,6 +157,7 @@ __all__ = [
     "LogisticCombination",
     "LowTrust",
     "MemoryJobQueue",
+    "MissingReason",
     "OVDetails",
     "Outcome",
     "PlattCalibrator",
@@ -167,17 +186,20 @@ __all__ = [
     "ScoringSettings",
     "ShedReason",
     "SqliteFitStore",
+    "Standing",
     "StoreUnavailable",
     "SubmitResult",
     "SyncFirstQueue",
     "Teachers",
     "ThrottledLog",
+    "Treatment",
     "TrustAction",
     "TrustRecord",
     "TrustStatus",
     "UnreadableReply",
     "UpstreamFailure",
     "accept_held",
+    "applicability_of",
     "build_rag_scorer",
     "combiner_for",
     "decide",
@@ -191,7 +213,9 @@ __all__ = [
     "is_unscored",
     "key_cap",
     "lane_of",
+    "last_question",
     "load_calibration",
+    "logprob_component",
     "low_trust",
     "open_scorers",
     "outcome",
@@ -205,6 +229,7 @@ __all__ = [
     "require_order",
     "resolved_mode",
     "save_calibration",
+    "scored_kinds",
     "scoring_configured",
     "scoring_job",
     "scoring_reachable",

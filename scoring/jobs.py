@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import JobPolicy, SamplingParams, ScoringJob
+from .types import Applicability, JobPolicy, SamplingParams, ScoringJob
 
-__all__ = ["message_text", "scoring_job"]
+__all__ = ["last_question", "message_text", "scoring_job"]
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -18,6 +18,16 @@ def message_text(message: dict[str, Any]) -> str:
             if isinstance(part, dict) and part.get("type", "text") == "text"
         )
     return str(content or "")
+
+
+def _last_user(messages: list[dict[str, Any]]) -> int | None:
+    return max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+
+
+def last_question(messages: list[dict[str, Any]]) -> str:
+    """The text of the last user message: what an answer answers ("" when there is none)."""
+    last_user = _last_user(messages)
+    return message_text(messages[last_user]) if last_user is not None else ""
 
 
 def scoring_job(
@@ -35,10 +45,11 @@ def scoring_job(
     request_id: str | None = None,
     asked_model: str | None = None,
     sampling: SamplingParams | None = None,
+    applicability: Applicability | None = None,
 ) -> ScoringJob:
     """The question is the last user message; everything before it is context."""
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
-    question = message_text(messages[last_user]) if last_user is not None else ""
+    last_user = _last_user(messages)
+    question = last_question(messages)
     context = messages[:last_user] if last_user is not None else list(messages)
     return ScoringJob(
         id=job_id,
@@ -56,4 +67,5 @@ def scoring_job(
         request_id=request_id,
         asked_model=asked_model,
         sampling=sampling or SamplingParams(),
+        applicability=applicability,
     )

@@ -28,6 +28,7 @@ from .calibration import component_names, fitted_components
 from .claims.aggregate import answer_component, claim_inputs, overall_of_claims
 from .claims.selection import whole_answer
 from .failures import FailureLog, describe
+from .grounds import basis_of, informative_of, missing_of, trust_label
 from .learning.apply import learned_overall
 from .policy import TOO_LONG, own_fit_allowed, within_limits
 from .settings import ScoringSettings
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from .learning.report import CalibrationReport
     from .learning.store import FitStore
 
-__all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline", "trust_label"]
+__all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline"]
 
 # (model group, purpose, the job) -> Ask bound to that deployment, for that job: a sync job's calls go first
 # (scoring.lanes), and its key's share of the scoring budget pays for them
@@ -63,16 +64,6 @@ Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a recor
 COMBINED = frozenset({"bc", "fc", "lp", "sc"})  # the components Trust_OV is made of
 
 log = logging.getLogger("trustgate.scoring")
-
-
-def trust_label(score: float | None, settings: ScoringSettings) -> str | None:
-    if score is None:
-        return None
-    if score >= settings.trusted_threshold:
-        return "trusted"
-    if score < settings.untrusted_threshold:
-        return "untrusted"
-    return "uncertain"
 
 
 def _checked(claims: list[Claim]) -> list[int]:
@@ -251,6 +242,7 @@ class ScoringPipeline:
         checks: ClaimChecks,
         scores: list[ComponentResult],
         score: float | None,
+        informative: bool | None,
     ) -> list[ClaimResult]:
         """The record's claims: each with its own checks and score where the answer was checked by claim (those
         beyond max_claims listed unscored), else the answer whole as one claim with the answer's verdict."""
@@ -258,7 +250,7 @@ class ScoringPipeline:
             return []
         if not checks:
             whole = whole_answer(job.answer)
-            label = trust_label(score, self._settings)
+            label = trust_label(score, self._settings, informative=informative)
             return [ClaimResult(text=whole.text, start=whole.start, end=whole.end, score=score, label=label)]
         per_claim = _per_claim(checks)
         values: list[float | None] = [s.value for s in scores] if scores else [None] * len(per_claim)
@@ -274,7 +266,7 @@ class ScoringPipeline:
                     statement=claim.statement if claim.statement != claim.text else None,
                     checked=claim.selected,
                     score=value,
-                    label=trust_label(value, self._settings),
+                    label=trust_label(value, self._settings, informative=informative),
                     components=own,
                 )
             )
@@ -384,7 +376,8 @@ class ScoringPipeline:
             score = overall.value
         else:
             score = scored[0].value if scored else None
-        claim_results = self._claim_results(job, claims, checks, claim_scores, score)
+        informative = informative_of(components.get("ov"))
+        claim_results = self._claim_results(job, claims, checks, claim_scores, score, informative)
         errors = [f"{r.component}: {r.error}" for r in results if r.error]
         # failed: every scorer broke; skipped: they ran but found nothing to score (e.g. an unlabelled refusal)
         status: TrustStatus = "done" if scored else ("failed" if results and len(errors) == len(results) else "skipped")
@@ -394,7 +387,10 @@ class ScoringPipeline:
             status,
             components=components,
             score=score,
-            label=trust_label(score, self._settings),
+            label=trust_label(score, self._settings, informative=informative),
+            basis=basis_of(components.get("ov")) if score is not None else None,
+            informative=informative,
+            missing=missing_of(results),
             probability=self._probability_of(components),
             error="; ".join(errors) or None,
             finished_at=time.time(),

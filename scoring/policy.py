@@ -9,10 +9,9 @@ needs, and a client cannot raise the sample rate.
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 from .answer_kinds import CONTENT_KINDS, AnswerKind, ContentKind
 from .settings import (
@@ -25,15 +24,15 @@ from .settings import (
     ScoringSettings,
     UnscoredAction,
 )
-from .types import ScoringJob, TrustRecord
+from .types import UNKNOWN_LABEL, ScoringJob, TrustRecord
 
 __all__ = [
     "DEFAULT_BLOCK_MESSAGE",
     "TOO_LONG",
-    "Applicability",
     "Decision",
     "LowTrust",
     "Outcome",
+    "Treatment",
     "applicability_of",
     "client_may_choose",
     "decide",
@@ -55,13 +54,6 @@ DEFAULT_BLOCK_MESSAGE = "I can't give a reliable answer to that."
 
 TOO_LONG = "too_long"  # the skip reason of an answer longer than InputLimits.max_answer_chars
 
-# Answers that decline to answer carry no claim to check (Trust-Eval's refusal phrasing, abridged).
-_REFUSAL = re.compile(
-    r"^\s*(i('m| am) (sorry|unable|not able)|i can(no|')t (help|answer|assist|provide)|"
-    r"as an ai\b|i do not have (enough )?information|i don't know\b)",
-    re.IGNORECASE,
-)
-
 # Upstream calls and the user's wait, in order: sync costs both, async the calls, off nothing.
 _COST: dict[ScoringMode, int] = {"off": 0, "async": 1, "sync": 2}
 
@@ -80,6 +72,7 @@ class LowTrust:
     escalation_timeout_s: float = 30.0
     unscored: UnscoredAction = "pass"
     not_applicable: NotApplicableAction = "pass"
+    unknown: Literal["pass", "act"] = "pass"  # an answer labelled unknown (an uninformative model's): left alone
 
     @property
     def acts(self) -> bool:
@@ -171,10 +164,10 @@ def scored_kinds(settings: ScoringSettings, *, model: str, key_name: str | None)
 # What triage's verdict means for one answer: scored as usual; not_applicable (no score, no label, no upstream
 # scoring call; an acting policy's not_applicable rule decides it); unscored (no content to score: only tool calls,
 # or none; recorded as skipped, and an acting policy's rule for unscored answers decides it).
-Applicability = Literal["scored", "not_applicable", "unscored"]
+Treatment = Literal["scored", "not_applicable", "unscored"]
 
 
-def applicability_of(kind: AnswerKind, kinds: frozenset[ContentKind] | None) -> Applicability:
+def applicability_of(kind: AnswerKind, kinds: frozenset[ContentKind] | None) -> Treatment:
     """Whether an answer of triage's ``kind`` is scored under ``kinds`` (``scored_kinds``; None: every answer).
 
     Takes the kind rather than triage's verdict, so that deciding never loads triage's rules.
@@ -192,7 +185,11 @@ def trust_value(record: TrustRecord, on: Literal["score", "probability"]) -> flo
 
 
 def is_low_trust(policy: LowTrust, record: TrustRecord) -> bool:
-    """A record whose value is below the policy's bound (one without a value is unscored, not low: ``outcome``)."""
+    """A record whose value is below the policy's bound. One without a value is not low but unscored or not
+    applicable (``outcome`` gives it those rules); one labelled unknown (its model's scores are known to carry no
+    information) is never low unless the policy says ``unknown: act``."""
+    if record.label == UNKNOWN_LABEL and policy.unknown == "pass":
+        return False
     value = trust_value(record, policy.on)
     return value is not None and value < policy.below
 
@@ -301,26 +298,17 @@ def scoring_reachable(settings: ScoringSettings) -> bool:
     )
 
 
-def skip_reason(answer: str | None, *, has_tool_calls: bool, messages: Sequence[Mapping[str, Any]] = ()) -> str | None:
-    """Why an answer has nothing to score, or None when it should be scored.
+def skip_reason(answer: str | None, *, has_tool_calls: bool) -> str | None:
+    """Why an answer has no content to score (only tool calls, or nothing at all), or None when it has some.
 
-    Content beside tool calls is scored; the calls' arguments are not (they are addressed to a tool), so an
-    answer of tool calls alone is skipped, and an acting policy's ``unscored`` rule decides it (``outcome``).
-    A refusal is skipped only when it says nothing else: triage reads the whole answer, so one that declines
-    and then answers anyway ("I'm sorry, but I can't ... Anyway: ...") is scored.
+    Where triage does not run (it is off, or the request carried documents),
+    this is the only reason an answer is not scored: content beside tool calls
+    is scored, and so is a refusal (one that goes on to answer is an answer;
+    triage, when on, tells a bare one apart).
     """
-    if answer is None or not answer.strip():
-        return "tool_calls" if has_tool_calls else "empty"
-    if _REFUSAL.match(answer) and _only_declines(answer, messages):
-        return "refusal"
-    return None
-
-
-def _only_declines(answer: str, messages: Sequence[Mapping[str, Any]]) -> bool:
-    """Triage's reading of an answer that opens like a refusal: it declines and says nothing else."""
-    from .triage import Exchange, triage  # compiled when an answer first opens like a refusal
-
-    return triage(Exchange.from_messages(messages, answer)).kind == "refusal"
+    if answer is not None and answer.strip():
+        return None
+    return "tool_calls" if has_tool_calls else "empty"
 
 
 def within_limits(job: ScoringJob, limits: InputLimits) -> ScoringJob | None:

@@ -484,6 +484,11 @@ class LowTrustPolicy(BaseModel):
     """What happens to an answer triage found nothing to check in (a poem, code, small talk: status
     not_applicable). pass: it goes out as it is (an answer that is not applicable is no scoring failure);
     block: the client gets ``message``. None: the level below's (pass at the bottom)."""
+    unknown: Literal["pass", "act"] | None = None
+    """What the action does with an answer labelled unknown: one whose model's labels show its scores carry no
+    information (x-trust-informative: false). pass: it is left alone, whatever its value; act: its value is
+    compared with ``below`` like any other score. It has a value, so ``unscored`` is never its rule. None: the
+    level below's (pass at the bottom)."""
 
 
 def _kind_list(value: Any) -> Any:

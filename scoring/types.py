@@ -25,15 +25,21 @@ from pydantic import (
 )
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
+from .answer_kinds import AnswerKind
+
 __all__ = [
+    "BASES",
     "FAILURE_REASONS",
     "FEEDBACK_STATUSES",
     "MAX_FEEDBACK_COMMENT",
     "SC_CLEARLY_CONSISTENT",
+    "UNKNOWN_LABEL",
     "AgreementVerdict",
+    "Applicability",
     "Ask",
     "BCCheck",
     "BCDetails",
+    "Basis",
     "BudgetSpent",
     "ChecksClaims",
     "Claim",
@@ -52,6 +58,7 @@ __all__ = [
     "JobPolicy",
     "LPDetails",
     "Labelled",
+    "MissingReason",
     "OVDetails",
     "RAGCitationCheck",
     "RAGClaim",
@@ -78,8 +85,18 @@ __all__ = [
     "UpstreamFailure",
 ]
 
-# not_applicable: triage found nothing to check in the answer (a poem, code, small talk); no score, no label.
+# not_applicable: triage found nothing a trust score could check (a poem, code, "thanks"): no score, no label, no
+# upstream scoring call (scoring.triage; which kinds are scored is the operator's choice).
 TrustStatus = Literal["pending", "done", "failed", "shed", "skipped", "not_applicable"]
+# What a score rests on (x-trust-basis): default, a combination the gateway was given (the shipped prior, or the
+# paper's or a calibration file's as configured); learned, this model's own fit from its labels (scoring.learning).
+Basis = Literal["default", "learned"]
+BASES: tuple[Basis, ...] = get_args(Basis)
+# Why a component that should have run has no value (x-trust-missing): it ran out of time, it failed, or the model
+# group's scoring budget was spent before it could ask.
+MissingReason = Literal["timeout", "error", "budget"]
+# The label of a score whose model's labels show it carries no information: neither trusted nor untrusted.
+UNKNOWN_LABEL = "unknown"
 # What an ``on_low_trust`` policy did with the answer: blocked (the client got the policy's message), escalated
 # (the client got the escalation's answer), kept (escalated, but this first answer scored higher and was
 # returned), escalation_failed (the escalation timed out or failed: this answer was returned).
@@ -235,6 +252,20 @@ class JobPolicy(BaseModel):
     rag: RagLabels | None = None
 
 
+class Applicability(BaseModel):
+    """What triage said of an answer (``scoring.triage``): its kind, and why, in a sentence a person reads.
+
+    Carried by a scored answer's job to its record, and by a not-applicable or
+    unscored answer's record, so that every record says what kind of answer it
+    is about. Fields this version does not know are kept (records of other versions).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    kind: AnswerKind
+    reason: str
+
+
 class ScoringJob(BaseModel):
     id: str
     model: str
@@ -259,6 +290,9 @@ class ScoringJob(BaseModel):
     request_id: str | None = None
     asked_model: str | None = None
     sampling: SamplingParams = Field(default_factory=SamplingParams)
+    # What triage said of the answer, copied to the record; None where triage did not run (it is off, or the
+    # request carried documents).
+    applicability: Applicability | None = None
 
 
 class _Details(BaseModel):
@@ -721,7 +755,9 @@ class TrustRecord(BaseModel):
     components: dict[str, ComponentResult] = Field(default_factory=dict)
     score: float | None = None  # Trust_OV (or the best available component)
     probability: float | None = None  # calibrated, when a calibration file is loaded
-    label: str | None = None  # trusted / uncertain / untrusted
+    # trusted / uncertain / untrusted; unknown (UNKNOWN_LABEL) while the model's labels show its scores carry no
+    # information (``informative`` false): the score is still given, but it is no verdict either way.
+    label: str | None = None
     error: str | None = None
     shed_reason: ShedReason | None = None  # set on a "shed" record
     created_at: float = Field(default_factory=time.time)
@@ -744,6 +780,15 @@ class TrustRecord(BaseModel):
     # The answer's claims, each with its span in ``answer``, its score and label (scoring.claims); empty on
     # records written before claims were kept, and on records nothing was checked for.
     claims: list[ClaimResult] = Field(default_factory=list)
+    # What triage said of the answer: set on a scored record (its kind) as on a not_applicable or unscored one; None
+    # where triage did not run (off, a request with documents) and on records written before it did.
+    applicability: Applicability | None = None
+    # What the score rests on, set on every scored record: ``basis`` (the combination given, or this model's fit),
+    # ``informative`` (do this model's labels show its scores separate right from wrong answers? None: too few
+    # labels to say), and ``missing``: each component that should have run and has no value, with why.
+    basis: Basis | None = None
+    informative: bool | None = None
+    missing: dict[str, MissingReason] = Field(default_factory=dict)
 
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:
@@ -756,6 +801,7 @@ class TrustRecord(BaseModel):
             created_at=job.created_at,
             request_id=job.request_id,
             asked_model=job.asked_model,
+            applicability=job.applicability,
             **fields,
         )
 

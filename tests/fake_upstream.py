@@ -24,7 +24,8 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
                     event whose data is not JSON)
     [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text; [tool-call:answer]: the
                     text as the call's argument ``answer``, no content; [tool-call:beside]: the text as content,
-                    the call beside it
+                    the call beside it (``calls_tools``: a call beside the responder's text, for the
+                    conversations it says yes to)
     [too-long:gpt-4o-mini]  refuse (400) a request for that model as too long for its context window
     [filtered:gpt-4o-mini]  refuse (400) a request for that model by its content policy
 
@@ -57,6 +58,11 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 Responder = Callable[[list[dict[str, Any]]], str]
+
+
+def never(messages: list[dict[str, Any]]) -> bool:
+    return False
+
 
 _DIRECTIVE = re.compile(
     r"\[(fail|stall|stall-stream|reset-stream|done-then-reset|delay-ms|reply|drip|big|reset"
@@ -134,6 +140,8 @@ class FakeUpstream:
     responses_supported: bool = True
     rate_limited: int = 0  # the next this many requests get 429
     retry_after: str | None = None  # the Retry-After header of those 429s
+    # Whether a (non-streamed) chat answer calls a tool beside the responder's text (none when the text is empty).
+    calls_tools: Callable[[list[dict[str, Any]]], bool] = never
 
     def app(self) -> Starlette:
         return Starlette(
@@ -200,14 +208,14 @@ class FakeUpstream:
                 stream = _drip_after_first(stream, float(directives["drip"]))
             return StreamingResponse(stream, media_type="text/event-stream")
         completion = self._completion(body, text, logprobs)
-        if "tool-call" in directives:
-            how = directives["tool-call"]
+        how = directives.get("tool-call")
+        if how is not None or self.calls_tools(messages):
             arguments = orjson.dumps({"answer": text}).decode() if how == "answer" else "{}"
             for choice in completion["choices"]:
                 choice["finish_reason"] = "tool_calls"
                 choice["message"] = {
                     "role": "assistant",
-                    "content": text if how == "beside" else None,
+                    "content": (text if how == "beside" else None) if how is not None else text or None,
                     "tool_calls": [
                         {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
                     ],

@@ -19,6 +19,7 @@ one attacks the gateway: any POST, whatever the provider's path (OpenAI's
     null-fields            a 200 JSON object whose every field is null
     html-stream            a 200 ``text/html`` page, to a streamed request as to any other
     null-stream            a 200 ``text/event-stream`` whose events' fields are all null
+    empty-stream           a 200 ``text/event-stream`` with no event in it (a comment line only)
     cookie                 a valid answer that sets a cookie (``Set-Cookie: upstream-session=<n>``)
 
 A GET (a readiness probe's ``/models``) is answered a 200 JSON list; under
@@ -317,6 +318,8 @@ class HostileUpstream:
         if kind == "null-stream":
             nulls = dict.fromkeys(("id", "object", "created", "model", "choices", "type", "response"))
             return Response(_sse(nulls) * 2 + b"data: [DONE]\n\n", media_type="text/event-stream")
+        if kind == "empty-stream":
+            return Response(b": nothing to say\n\n", media_type="text/event-stream")
         if kind == "cookie":
             return Response(
                 _honest(request.url.path, streamed),

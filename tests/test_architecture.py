@@ -29,13 +29,24 @@ The pictures of these layers in docs/architecture.md are drawn from the same imp
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.import_graph import (
+    FILES,
+    MODULES,
+    PACKAGES,
+    ROOT,
+    Import,
+    absolute_module,
+    all_imports,
+    imports_of,
+    module_name,
+    package_of,
+)
+
+pytestmark = pytest.mark.unit
+
 # Each package, and the packages it may import besides itself.
 MAY_IMPORT: dict[str, set[str]] = {
     "scoring": set(),
@@ -45,7 +56,6 @@ MAY_IMPORT: dict[str, set[str]] = {
     "console": {"proxy", "scoring", "exporters"},
     "trustgate": {"proxy", "scoring", "exporters"},
 }
-PACKAGES = tuple(MAY_IMPORT)
 # proxy's rooms, lowest first: each may import the rooms before it, and none after it.
 PROXY_ROOMS = ("base", "config", "upstream", "trust", "server", "endpoints")
 ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
@@ -54,64 +64,11 @@ ARCHITECTURE_DOC = ROOT / "docs" / "architecture.md"
 SCORING_PUBLIC = {"scoring", "scoring.types", "scoring.private_files", "scoring.redis_reachable"}
 
 
-@dataclass(frozen=True)
-class Import:
-    module: str  # the importing module, dotted
-    target: str  # the imported module, dotted and absolute
-    line: int
-    top_level: bool  # executed when the module is imported (not inside a function)
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
-    if node.level == 0:
-        return node.module or ""
-    base = module.split(".") if is_package else module.split(".")[:-1]
-    base = base[: len(base) - (node.level - 1)]
-    return ".".join([*base, node.module] if node.module else base)
-
-
-def _imports(path: Path) -> Iterator[Import]:
-    module, is_package = _module_name(path), path.name == "__init__.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    nested = {
-        id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) for n in ast.walk(f)
-    }
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = _absolute(node, module, is_package)
-            # `from scoring import types` names the module scoring.types
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in _MODULES else base for alias in node.names]
-        else:
-            continue
-        for target in targets:
-            yield Import(module, target, node.lineno, id(node) not in nested)
-
-
-_FILES = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
-_MODULES = {_module_name(p) for p in _FILES}
-
-
-def _package(target: str) -> str:
-    return target.split(".")[0]
-
-
-def all_imports(*packages: str) -> list[Import]:
-    """Every import the packages' modules make (tests/test_declared_dependencies.py reads them too)."""
-    return [i for p in _FILES if _package(_module_name(p)) in packages for i in _imports(p)]
-
-
 def _graph() -> dict[str, set[str]]:
     """Each of the project's modules and the project's modules it imports (``import a.b.c`` counts as a.b.c)."""
-    graph: dict[str, set[str]] = {m: set() for m in _MODULES}
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
     for i in all_imports(*PACKAGES):
-        if i.target in _MODULES and i.target != i.module:
+        if i.target in MODULES and i.target != i.module:
             graph[i.module].add(i.target)
     return graph
 
@@ -136,11 +93,11 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_walker_sees_relative_nested_and_type_checking_imports() -> None:
     """The rules below are only as good as the walker: check it on modules whose imports are known."""
-    found = {(i.target, i.top_level) for i in _imports(ROOT / "trustgate" / "cli.py")}
+    found = {(i.target, i.top_level) for i in imports_of(ROOT / "trustgate" / "cli.py")}
     assert ("scoring", True) in found  # the package's public names
     assert ("trustgate.banner", True) in found  # `from .banner import ...`
     assert ("proxy.calibrate", False) in found  # inside the calibrate sub-command's handler
-    found = {(i.target, i.top_level) for i in _imports(ROOT / "scoring" / "assembly.py")}
+    found = {(i.target, i.top_level) for i in imports_of(ROOT / "scoring" / "assembly.py")}
     assert ("scoring.cpu_pool", True) in found  # under `if TYPE_CHECKING:`
     assert ("scoring.consistency.scorer", False) in found
 
@@ -151,17 +108,25 @@ def test_the_cycle_finder_finds_a_cycle_and_only_it() -> None:
     assert import_cycles({"a": {"b"}, "b": set()}) == []
 
 
+def test_every_package_has_its_rule() -> None:
+    assert set(MAY_IMPORT) == set(PACKAGES)
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_each_package_imports_only_the_layers_below_it(package: str) -> None:
     allowed = MAY_IMPORT[package] | {package}
-    wrong = [i for i in all_imports(package) if _package(i.target) in MAY_IMPORT and _package(i.target) not in allowed]
+    wrong = [
+        i for i in all_imports(package) if package_of(i.target) in MAY_IMPORT and package_of(i.target) not in allowed
+    ]
     assert wrong == []
 
 
 def test_nothing_imports_an_app_or_the_wiring() -> None:
     on_top = {"evaluation", "console", "trustgate"}
     wrong = [
-        i for i in all_imports(*PACKAGES) if _package(i.target) in on_top and _package(i.target) != _package(i.module)
+        i
+        for i in all_imports(*PACKAGES)
+        if package_of(i.target) in on_top and package_of(i.target) != package_of(i.module)
     ]
     assert wrong == []
 
@@ -170,7 +135,7 @@ def _public_name_sources(package: str) -> dict[str, str]:
     """Each name a package's ``__init__`` exports, and the module it comes from (dotted)."""
     path = ROOT / package / "__init__.py"
     return {
-        alias.asname or alias.name: _absolute(node, package, True)
+        alias.asname or alias.name: absolute_module(node, package, True)
         for node in ast.parse(path.read_text(encoding="utf-8")).body
         if isinstance(node, ast.ImportFrom)
         for alias in node.names
@@ -180,18 +145,20 @@ def _public_name_sources(package: str) -> dict[str, str]:
 def _names_taken(package: str, source: str) -> list[tuple[str, str]]:
     """(importing module, name) for every ``from <source> import name`` in ``package``."""
     taken = []
-    for path in _FILES:
-        module = _module_name(path)
-        if _package(module) != package:
+    for path in FILES:
+        module = module_name(path)
+        if package_of(module) != package:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and _absolute(node, module, path.name == "__init__.py") == source:
+            if isinstance(node, ast.ImportFrom) and absolute_module(node, module, path.name == "__init__.py") == source:
                 taken += [(module, alias.name) for alias in node.names]
     return taken
 
 
 def test_exporters_import_only_scorings_public_types() -> None:
-    wrong = [i for i in all_imports("exporters") if _package(i.target) == "scoring" and i.target not in SCORING_PUBLIC]
+    wrong = [
+        i for i in all_imports("exporters") if package_of(i.target) == "scoring" and i.target not in SCORING_PUBLIC
+    ]
     assert wrong == []
     # and of the names ``scoring`` exports, only those that come from those modules
     sources = _public_name_sources("scoring")
@@ -220,7 +187,7 @@ def _room(module: str) -> str:
 
 def room_imports() -> list[tuple[str, str, Import]]:
     """(importing room, imported room, the import) for every import of one proxy room by another."""
-    found = [(_room(i.module), _room(i.target), i) for i in all_imports("proxy") if _package(i.target) == "proxy"]
+    found = [(_room(i.module), _room(i.target), i) for i in all_imports("proxy") if package_of(i.target) == "proxy"]
     return [(source, target, i) for source, target, i in found if source != target]
 
 
@@ -260,9 +227,9 @@ def layer_diagrams() -> dict[str, str]:
     """The pictures docs/architecture.md shows, each a Mermaid flowchart drawn from the imports: the packages,
     and proxy's rooms (its root named after the modules that make it) under their order."""
     packages = {
-        (_package(i.module), _package(i.target))
+        (package_of(i.module), package_of(i.target))
         for i in all_imports(*PACKAGES)
-        if _package(i.target) in MAY_IMPORT and _package(i.target) != _package(i.module)
+        if package_of(i.target) in MAY_IMPORT and package_of(i.target) != package_of(i.module)
     }
     root = sorted(p.name for p in (ROOT / "proxy").glob("*.py") if p.name != "__init__.py")
     rooms = {(source, target) for source, target, _ in room_imports()}

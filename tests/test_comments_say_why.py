@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 # Not the project's own text (environments, caches, built assets), or records that may carry dates (docs/).
 SKIPPED_DIRS = {

@@ -89,6 +89,7 @@ async def _never_asked(messages: list[dict[str, Any]], **options: Any) -> Any:
     raise AssertionError("not asked")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("reason", ["timeout", "upstream", "parse", "internal", "knowledge_graph", "judge"])
 def test_each_failure_kind_is_logged_once_and_counted_every_time_a_bug_with_its_traceback(
     reason: FailureReason, caplog: pytest.LogCaptureFixture
@@ -107,6 +108,7 @@ def test_each_failure_kind_is_logged_once_and_counted_every_time_a_bug_with_its_
     assert "failures" not in records[0].model_dump()["components"]["fc"]  # not part of the record's JSON
 
 
+@pytest.mark.unit
 def test_an_expected_scorer_fault_is_one_line_with_the_request_id(caplog: pytest.LogCaptureFixture) -> None:
     """As the gateway's log format writes it: the line, the error's words, the request whose answer was scored."""
     written = io.StringIO()
@@ -124,6 +126,7 @@ def test_an_expected_scorer_fault_is_one_line_with_the_request_id(caplog: pytest
     assert "scorer fc failed (upstream): UpstreamFailure: upstream refused key" in line and SECRET not in line
 
 
+@pytest.mark.unit
 def test_the_log_names_what_it_left_out_after_a_quiet_spell(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
     failures = FailureLog(logging.getLogger("trustgate.test"), interval_s=60, clock=lambda: now[0])
@@ -137,6 +140,7 @@ def test_the_log_names_what_it_left_out_after_a_quiet_spell(caplog: pytest.LogCa
     assert lines[2].startswith("scorer fc failed (upstream)")
 
 
+@pytest.mark.unit
 def test_secrets_are_masked_in_what_is_logged() -> None:
     text = mask_secrets(f"redis://:hunter2@db:6379/0 Authorization: Bearer {SECRET} api_key=abc123 {SECRET}")
     assert "hunter2" not in text and SECRET not in text and "abc123" not in text
@@ -153,6 +157,7 @@ class _Upstream:
         raise self.outcome
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("outcome", "reason"),
     [
@@ -168,6 +173,7 @@ def test_the_gateways_ask_tells_scoring_why_it_failed(outcome: Exception, reason
     assert Failure.of(raised.value).reason == reason
 
 
+@pytest.mark.integration
 def test_redis_errors_in_wait_are_logged_once_and_counted(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Redis down: a sync request's wait answers "pending" (None), and the operator hears of it."""
     operations: list[str] = []

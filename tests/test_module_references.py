@@ -34,9 +34,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
 from proxy.config.settings import GatewaySettings
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("proxy", "scoring", "exporters", "console", "evaluation", "trustgate", "tests", "bench")

@@ -1,8 +1,9 @@
 """The lines ``trustgate serve`` prints once it listens: where it is, and two things to paste and try.
 
 A newcomer's first question after ``make serve`` is "is it up, and what do I
-type?": the banner answers with a ``curl`` that shows the trust headers and an
-OpenAI SDK snippet that reads them and the record URL. Each command runs as
+type?": the banner answers with a ``curl`` that shows the trust headers, what
+the first score rests on (the shipped prior, until labels teach the model a
+fit), and an OpenAI SDK snippet that reads them and the record URL. Each command runs as
 printed in bash: the key is the embedded default's demo key written out, or
 the environment variable the config reads it from (``os.environ/NAME``), in
 double quotes so that the shell expands it. A key written into an operator's
@@ -100,7 +101,11 @@ def ready_banner(settings: GatewaySettings, host: str, port: int, config_path: s
             f"  curl -s -D - {url}/v1/chat/completions{auth} \\",
             f"    -H 'content-type: application/json'{sync_header} \\",
             f"    -d '{body}'",
-            *([_HEADERS[shown], f"  curl -s {url}/v1/trust/TRUST_ID{auth}"] if shown != "off" else []),
+            *(
+                [_HEADERS[shown], f"  curl -s {url}/v1/trust/TRUST_ID{auth}", *_rests_on(settings)]
+                if shown != "off"
+                else []
+            ),
             "",
             "From Python (pip install openai):",
             *(["  import os"] if key and key.variable else []),
@@ -139,6 +144,20 @@ _HEADERS: dict[ScoringMode, str] = {
     "sync": "  -> headers x-trust-score, x-trust-label, x-trust-id; the whole record (TRUST_ID: that x-trust-id):",
     "async": "  -> headers x-trust-id, x-trust-status: pending; the whole record (TRUST_ID: that x-trust-id):",
 }
+
+
+def _rests_on(settings: GatewaySettings) -> list[str]:
+    """What the first scores rest on: the shipped prior, until the model's labels teach it a fit of its own."""
+    feedback = settings.trustgate.scoring.feedback
+    until = (
+        [
+            f"  It rests on x-trust-basis: default (the shipped prior) until {feedback.min_labels} labels",
+            "  (POST /v1/trust/TRUST_ID/feedback) teach this model a fit of its own (learned);",
+        ]
+        if feedback.learn
+        else ["  It rests on x-trust-basis: default (the shipped prior: learning from labels is off);"]
+    )
+    return [*until, "  x-trust-missing names any component that gave no value."]
 
 
 def _python_scored(model: str, messages: str, url: str, *, waits: bool) -> list[str]:

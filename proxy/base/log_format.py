@@ -4,7 +4,11 @@ Every logger writes through the root logger's one handler. uvicorn's loggers
 get there because the CLI passes uvicorn no logging config of its own; litellm's
 because ``route_litellm_logs_to_root`` takes off the handler litellm adds at
 import (it coloured each line with ANSI codes and, as its loggers also
-propagate, printed each Router line a second time). Text lines carry no colour,
+propagate, printed each Router line a second time). litellm writes two INFO
+lines for every upstream call (``completion() model=...``, then the Router's
+``200 OK`` or the exception), which the gateway's own lines already tell (the
+access line, the upstream failure): they are read as the gateway's DEBUG, so the
+litellm path logs one line per event as the pass-through path does. Text lines carry no colour,
 so a file or a collector reads them as written. JSON lines are one object per
 event (a traceback is a field, not more lines), for collectors that parse logs
 (Loki, Cloud Logging, Elasticsearch); both carry the request id of the request
@@ -99,6 +103,9 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO, stream: 
     handler.setFormatter(line_formatter(log_format, keep_colour=stream.isatty()))
     root.addHandler(handler)
     root.setLevel(level)
+    # A library's warning is an event like any other: one line in this format (the py.warnings logger), not
+    # the three lines Python writes on stderr (message, source line, code).
+    logging.captureWarnings(True)
 
 
 def configured_log_format() -> LogFormat:
@@ -108,10 +115,23 @@ def configured_log_format() -> LogFormat:
     return "json" if json_lines else "text"
 
 
+class _InfoAsDebug(logging.Filter):
+    """A library's INFO lines at DEBUG: kept where the process logs DEBUG, dropped where it logs INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
+
+
+_INFO_AS_DEBUG = _InfoAsDebug()
+
+
 def route_litellm_logs_to_root() -> None:
     """Take off litellm's own handlers (called right after importing litellm): its lines then reach the
-    root handler once, in this process's format. The handlers' filters (litellm's secret redaction) move
-    onto the loggers, so they still apply."""
+    root handler once, in this process's format, its INFO lines as DEBUG. The handlers' filters (litellm's
+    secret redaction) move onto the loggers, so they still apply."""
     for name in LITELLM_LOGGERS:
         logger = logging.getLogger(name)
         for handler in logger.handlers:
@@ -120,3 +140,5 @@ def route_litellm_logs_to_root() -> None:
                     logger.addFilter(log_filter)
         logger.handlers.clear()
         logger.propagate = True
+        if _INFO_AS_DEBUG not in logger.filters:
+            logger.addFilter(_INFO_AS_DEBUG)

@@ -2,7 +2,7 @@
 
 Every body parameter the installed ``openai`` package documents for an
 endpoint is either forwarded or refused here, by name, with the reason; a test
-(``tests/proxy/test_sdk_params.py``) fails when the SDK gains one that is in
+(``tests/proxy/endpoints/test_sdk_params.py``) fails when the SDK gains one that is in
 neither set, so the list cannot drift from the SDK unnoticed again.
 
 Parameters outside the SDK are refused, and some by name on every endpoint:

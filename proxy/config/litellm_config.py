@@ -12,15 +12,29 @@ up in the environment, so that a reference there splits as its value would.
 Deployment ``litellm_params`` are read whole on the litellm path (it hands
 them to litellm); on the pass-through path only the keys it acts on
 (``PASSTHROUGH_PARAMS``) are read and the rest are named too.
+
+A key that is neither TrustGate's nor one of LiteLLM's options
+(``litellm_options``, read from the installed litellm) but is close to one of
+them is a misspelling, named with the name it is close to. One close to a key
+TrustGate acts on, which the config leaves unset, is refused: ``api_bse`` would
+otherwise leave its deployment calling litellm's default address for its
+provider, and ``num_retrys`` the gateway retrying as it would without it. One
+close to a LiteLLM option is named in a warning. A key close to nothing is
+taken for an option of LiteLLM's that its lists do not name, and ignored as
+LiteLLM's other options are (handed to litellm, as LiteLLM's proxy does, among
+a deployment's parameters on the litellm path).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import difflib
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from pydantic import TypeAdapter, ValidationError
+
+from .litellm_options import litellm_names
 
 __all__ = [
     "ENV_PREFIX",
@@ -28,7 +42,9 @@ __all__ = [
     "OPENAI_COMPATIBLE_PREFIXES",
     "PASSTHROUGH_PARAMS",
     "ROUTING_STRATEGIES",
+    "ConfigSplit",
     "IgnoredKey",
+    "MisspeltKey",
     "RoutingStrategy",
     "is_openai_compatible",
     "merge_litellm_settings",
@@ -84,6 +100,59 @@ class IgnoredKey:
         return f"{self.path} ({'; '.join(notes)})" if notes else self.path
 
 
+@dataclass(frozen=True)
+class MisspeltKey:
+    """A key that is neither TrustGate's nor LiteLLM's, close to a name that is: most likely a typo of it."""
+
+    path: str
+    meant: str  # the name it is close to
+    refused: bool  # ``meant`` is a key TrustGate acts on, unset beside it: the config means what it does not say
+    ignored_option: bool = False  # ``meant`` is one of LiteLLM's options, which TrustGate ignores
+
+    def __str__(self) -> str:
+        where = f"{self.path}: unknown top-level key" if "." not in self.path else f"{self.path}: unknown key"
+        ignored = ", a LiteLLM option TrustGate ignores" if self.ignored_option else ""
+        return f"{where} (did you mean {self.meant}{ignored}?)"
+
+
+@dataclass
+class ConfigSplit:
+    """A LiteLLM config parted: what TrustGate reads, the LiteLLM keys it ignores and the misspelt keys."""
+
+    read: dict[str, Any] = field(default_factory=dict)
+    ignored: list[IgnoredKey] = field(default_factory=list)
+    misspelt: list[MisspeltKey] = field(default_factory=list)
+
+
+# How close a key must be to a name to be taken for a typo of it (difflib's ratio): a transposition in a
+# short name (``mdoel``) is 0.8. LiteLLM's lists hold hundreds of names, among which a provider's own
+# parameter would often be that close to another by chance (``top_k``, ``top_p``): the bar is higher there.
+_TYPO_OF_OURS = 0.8
+_TYPO_OF_LITELLMS = 0.85
+
+
+def _nearest(key: str, names: Iterable[str], cutoff: float) -> str | None:
+    found = difflib.get_close_matches(key, sorted(names), n=1, cutoff=cutoff)
+    return found[0] if found else None
+
+
+def _misspelt(
+    path: str, key: str, section: str, acted_on: Collection[str], given: Collection[str]
+) -> MisspeltKey | None:
+    """``key`` (of ``section``, among the ``given`` keys of its mapping) as a typo of a name; None when it is one of
+    LiteLLM's options, or close to no name. Only called for a key TrustGate does not act on."""
+    options = litellm_names(section)
+    if key in options:
+        return None
+    ours = _nearest(key, acted_on, _TYPO_OF_OURS)
+    if ours is not None:
+        return MisspeltKey(path, ours, refused=ours not in given)
+    theirs = _nearest(key, options, _TYPO_OF_LITELLMS)
+    if theirs is not None:
+        return MisspeltKey(path, theirs, refused=False, ignored_option=section != "litellm_params")
+    return None
+
+
 def is_openai_compatible(model: object, api_base: object) -> bool:
     """Whether a deployment speaks OpenAI's wire format at an address of its own (the pass-through path's)."""
     return bool(api_base) and isinstance(model, str) and model.startswith(OPENAI_COMPATIBLE_PREFIXES)
@@ -97,24 +166,33 @@ def passthrough_groups(deployments: Iterable[tuple[str, bool]]) -> set[str]:
     return {group for group, all_compatible in groups.items() if all_compatible}
 
 
-def split_config(raw: Mapping[str, Any], environment: Mapping[str, str]) -> tuple[dict[str, Any], list[IgnoredKey]]:
-    """The part of ``raw`` TrustGate reads, and the keys it ignores in file order; nothing is resolved yet.
+def split_config(raw: Mapping[str, Any], environment: Mapping[str, str]) -> ConfigSplit:
+    """The part of ``raw`` TrustGate reads, the keys it ignores and the misspelt ones, in file order; nothing is
+    resolved yet.
 
     ``environment`` (the process's, the config's ``environment_variables`` over it) is only looked at for
     the values that decide the split.
     """
-    read: dict[str, Any] = {}
-    ignored: list[IgnoredKey] = []
+    split = ConfigSplit()
     for key, value in raw.items():
         if key not in IMPLEMENTED[""]:
-            ignored.append(_ignored(str(key), value))
+            _not_acted_on(split, str(key), str(key), value, "", raw)
         elif key in IMPLEMENTED and isinstance(value, Mapping):
-            read[key] = _section(key, value, environment, ignored)
+            split.read[key] = _section(key, value, environment, split)
         elif key == "model_list" and isinstance(value, list):
-            read[key] = _model_list(value, raw.get("trustgate"), environment, ignored)
+            split.read[key] = _model_list(value, raw.get("trustgate"), environment, split)
         else:
-            read[key] = value
-    return read, ignored
+            split.read[key] = value
+    return split
+
+
+def _not_acted_on(split: ConfigSplit, path: str, key: str, value: Any, section: str, given: Collection[str]) -> None:
+    """Name a key TrustGate does not act on: as misspelt when it is close to a name, else as ignored."""
+    misspelt = _misspelt(path, key, section, IMPLEMENTED[section], given)
+    if misspelt is not None:
+        split.misspelt.append(misspelt)
+    else:
+        split.ignored.append(_ignored(path, value))
 
 
 def _peek(value: Any, environment: Mapping[str, str]) -> Any:
@@ -125,15 +203,15 @@ def _peek(value: Any, environment: Mapping[str, str]) -> Any:
 
 
 def _section(
-    name: str, section: Mapping[str, Any], environment: Mapping[str, str], ignored: list[IgnoredKey]
+    name: str, section: Mapping[str, Any], environment: Mapping[str, str], split: ConfigSplit
 ) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for key, value in section.items():
         path = f"{name}.{key}"
         if key not in IMPLEMENTED[name]:
-            ignored.append(_ignored(path, value))
+            _not_acted_on(split, path, str(key), value, name, section)
         elif key == "routing_strategy" and (note := _unfollowed_strategy(value, environment)):
-            ignored.append(IgnoredKey(path, note=note))
+            split.ignored.append(IgnoredKey(path, note=note))
         else:
             kept[key] = value
     return kept
@@ -162,9 +240,7 @@ def _passthrough_on(trustgate: Any, environment: Mapping[str, str]) -> bool:
         return True  # the settings refuse it, naming the key
 
 
-def _model_list(
-    entries: list[Any], trustgate: Any, environment: Mapping[str, str], ignored: list[IgnoredKey]
-) -> list[Any]:
+def _model_list(entries: list[Any], trustgate: Any, environment: Mapping[str, str], split: ConfigSplit) -> list[Any]:
     enabled = _passthrough_on(trustgate, environment)
     fast = passthrough_groups(
         (
@@ -185,18 +261,34 @@ def _model_list(
         read = {}
         for key, value in entry.items():
             if key not in IMPLEMENTED["model_list[]"]:
-                ignored.append(_ignored(f"model_list[{index}].{key}", value))
+                _not_acted_on(split, f"model_list[{index}].{key}", str(key), value, "model_list[]", entry)
             else:
                 read[key] = value
         params = read.get("litellm_params")
-        if str(read.get("model_name")) in fast and isinstance(params, Mapping):
-            for key, value in params.items():
-                if key not in PASSTHROUGH_PARAMS:
-                    ignored.append(
-                        _ignored(f"model_list[{index}].litellm_params.{key}", value, note="pass-through deployment")
-                    )
-            read["litellm_params"] = {k: v for k, v in params.items() if k in PASSTHROUGH_PARAMS}
+        if isinstance(params, Mapping):
+            passthrough = str(read.get("model_name")) in fast
+            read["litellm_params"] = _deployment_params(
+                params, f"model_list[{index}].litellm_params", passthrough, split
+            )
         kept.append(read)
+    return kept
+
+
+def _deployment_params(params: Mapping[str, Any], path: str, passthrough: bool, split: ConfigSplit) -> dict[str, Any]:
+    """The parameters of a deployment TrustGate reads: on the pass-through path those it acts on, on the litellm
+    path all but the refused misspellings (litellm takes the rest, as LiteLLM's proxy hands them over)."""
+    kept: dict[str, Any] = {}
+    for key, value in params.items():
+        if key in PASSTHROUGH_PARAMS:
+            kept[key] = value
+            continue
+        misspelt = _misspelt(f"{path}.{key}", str(key), "litellm_params", PASSTHROUGH_PARAMS, params)
+        if misspelt is not None:
+            split.misspelt.append(misspelt)
+        elif passthrough:
+            split.ignored.append(_ignored(f"{path}.{key}", value, note="pass-through deployment"))
+        if not passthrough and (misspelt is None or not misspelt.refused):
+            kept[key] = value
     return kept
 
 

@@ -13,12 +13,13 @@ addresses and numbers stay what they are.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
@@ -668,7 +669,11 @@ def settings_from_dict(
     """
     given = _environment_variables(raw.get("environment_variables"))
     environment = {**(os.environ if environ is None else environ), **given}  # the config's win
-    read, ignored = split_config(raw, environment)
+    split = split_config(raw, environment)
+    refused = [str(key) for key in split.misspelt if key.refused]
+    if refused:
+        raise ConfigError("; ".join(refused))
+    read = split.read
     read.pop("environment_variables", None)
     resolved = _resolve_env(read, environment, "config")
     _provider_keys(resolved.get("model_list"), environment)
@@ -685,9 +690,13 @@ def settings_from_dict(
         raise ConfigError(_one_line(exc)) from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    if ignored:
+    if split.misspelt:
+        log.warning("%s%s", _where(source), "; ".join(map(str, split.misspelt)))
+    if split.ignored:
         log.warning(
-            "%sLiteLLM settings TrustGate does not implement, ignored: %s", _where(source), ", ".join(map(str, ignored))
+            "%sLiteLLM settings TrustGate does not implement, ignored: %s",
+            _where(source),
+            ", ".join(map(str, split.ignored)),
         )
     if settings.trustgate.scoring.feedback.fits_path is not None:
         log.warning(
@@ -757,10 +766,35 @@ def _one_line(exc: ValidationError) -> str:
     path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
-        return f"{path}: unknown key"
+        return f"{path}: unknown key" + _suggestion(error["loc"])
     if error["type"] in _SHOWN_INPUT:
         message = f"{message}, not {error['input']!r}"
     return f"{path}: {message}" if path else message
+
+
+def _suggestion(loc: tuple[int | str, ...]) -> str:
+    """`` (did you mean <option>?)`` for an unknown key at ``loc`` close to an option beside it; else ""."""
+    models: list[type[BaseModel]] = [GatewaySettings]
+    for part in loc[:-1]:
+        inner = [
+            found
+            for model in models
+            if isinstance(part, str) and part in model.model_fields
+            for found in _models_in(model.model_fields[part].annotation)
+        ]
+        models = inner or models  # a list's index or a mapping's key: the items are of the models already found
+    options = {name for model in models for name in model.model_fields}
+    # A hint on a key refused anyway, so the bar is lower than for taking a LiteLLM key for a typo
+    # (``litellm_config``): a transposition in a four-letter name (``prot``) is 0.75.
+    meant = difflib.get_close_matches(str(loc[-1]), sorted(options), n=1, cutoff=0.7)
+    return f" (did you mean {meant[0]}?)" if meant else ""
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models an option's type holds: itself, or those of a list's, a mapping's or an optional's items."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for argument in get_args(annotation) for model in _models_in(argument)]
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -790,11 +824,25 @@ def read_config(path: str | Path) -> dict[str, Any]:
     """A config file as a mapping, read as ``_ConfigLoader`` reads YAML."""
     try:
         raw = yaml.load(Path(path).read_text(), Loader=_ConfigLoader)
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(_yaml_problem(path, exc)) from None
     except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+        raise ConfigError(f"cannot read config {path}: {' '.join(str(exc).split())}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"config {path} must be a YAML mapping")
     return raw
+
+
+def _yaml_problem(path: str | Path, exc: yaml.MarkedYAMLError) -> str:
+    """A YAML error in one line, at the file, line and column it was found, and what was open there.
+
+    PyYAML's own text takes six to eight lines and names the text it read, ``"<unicode string>"``, not the file.
+    """
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(path)
+    opened = exc.context_mark if exc.problem and exc.context else None
+    context = f" ({exc.context} at line {opened.line + 1})" if opened is not None else ""
+    return f"config {where}: {exc.problem or exc.context}{context}"
 
 
 def load_settings(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewaySettings:

@@ -306,14 +306,16 @@ async def _scored_stream(
     messages: list[dict[str, Any]],
     added: LogprobsAdded | None,
 ) -> AsyncIterator[bytes]:
-    """Forward events; once the answer is complete, score it and send the held-back end (sync: with the trust).
+    """Forward events; once the answer is complete, score it and send the held-back end, with the trust object
+    once the record is settled: in sync mode, and in async mode when it needs no scoring (a not_applicable answer,
+    one with nothing to score), so that the stream says so.
 
     With ``added`` the events lose the log-probabilities the gateway asked for (the tap has read them).
     """
     async for event in _forwarded(opened, tap):
         yield added.event(event) if added is not None else event
     record = await gateway.trust.score(plan, messages, tap.answer())
-    closing = tap.closing(record if plan.decision.mode == "sync" else None)
+    closing = tap.closing(record if plan.decision.mode == "sync" or record.status != "pending" else None)
     yield FinalEvents(added.event(closing) if added is not None else closing)
 
 

@@ -1,13 +1,15 @@
 """GET /v1/trust/calibration: what each model's labels say about its trust scores (the master key only).
 
-Per model group (and, under ``feedback.scope: key``, per key with a fit of its
-own): how many labels, which combination its new records get and why,
-cross-validated AUROC and ECE of Trust_OV and of each component and free
-signal, whether any score is informative at all, and a new fit the refit guard
-held for the operator, with why (``held``). The reports are those of the last
-refit (``scoring.learning``), read from the fit store beside the records;
-reading them also sets the calibration gauges, so every replica's ``/metrics``
-shows the shared figures.
+Per model group with a label, and under ``feedback.scope: key`` per key with
+a fit of its own: how many labels (now, in the record store), which combination its new
+records get and why, cross-validated AUROC and ECE of Trust_OV and of each
+component and free signal, whether any score is informative at all, and a new
+fit the refit guard held for the operator, with why (``held``). A model is
+listed from its first such label, before any refit: its records rest on the
+default combination, and the reason says how many labels a fit needs. The
+figures are those of the last refit (``scoring.learning``), read from the fit
+store beside the records; reading them also sets the calibration gauges, so
+every replica's ``/metrics`` shows the shared figures.
 
 POST /v1/trust/calibration/accept (the master key only): the operator accepts
 a held fit, naming the model, the key (for a key's own fit) and the fit's id,
@@ -18,16 +20,26 @@ from __future__ import annotations
 
 import orjson
 from fastapi import APIRouter, Request, Response
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from scoring import CalibrationReport, Combination, HeldFitMismatch, LearnedFit, StoreUnavailable, accept_held
+from scoring import (
+    CalibrationReport,
+    Combination,
+    FitKey,
+    HeldFit,
+    HeldFitMismatch,
+    LearnedFit,
+    Standing,
+    StoreUnavailable,
+    accept_held,
+)
 
 from ..base.errors import InvalidRequest, NotFound, PermissionDenied, ServiceUnavailable
 from .auth import Caller
 from .gateway import Gateway
 from .request_context import read_body
 
-__all__ = ["HeldCalibration", "ModelCalibration", "accept_fit", "calibration_reports", "router"]
+__all__ = ["HeldCalibration", "ModelCalibration", "accept_fit", "calibration_standings", "router"]
 
 router = APIRouter()
 
@@ -43,47 +55,56 @@ class HeldCalibration(BaseModel):
     auroc: dict[str, float | None]
     fitted_at: float
 
+    @classmethod
+    def of(cls, held: HeldFit) -> HeldCalibration:
+        report = held.report
+        return cls(
+            reason=held.reason, fit=report.fit, labels=report.labels, auroc=report.auroc(), fitted_at=report.fitted_at
+        )
+
 
 class ModelCalibration(BaseModel):
     """One model's entry: its labels (and how many say correct), the combination in use and why, fit and metrics."""
 
     model: str
-    key: str | None  # None: the model's shared fit; a key's name: that key's own (feedback.scope: key)
-    labels: int
+    key: str | None = None  # None: the model's shared fit; a key's name: that key's own (feedback.scope: key)
+    labels: int  # labelled records in the store now (a key's own fit: those its last refit read)
     positives: int
     combination: Combination
     reason: str
-    informative: bool | None  # None: too few labels of each kind to say
-    fit: LearnedFit | None
-    auroc: dict[str, float | None]
-    ece: dict[str, float | None]
-    fitted_at: float
-    held: HeldCalibration | None  # a new fit held for the operator, not served
+    informative: bool | None  # None: too few labels of each kind to say (or no refit yet)
+    # What the last refit measured; before any refit: no fit, no figures, no time, no count.
+    fit: LearnedFit | None = None
+    auroc: dict[str, float | None] = Field(default_factory=dict)
+    ece: dict[str, float | None] = Field(default_factory=dict)
+    fitted_at: float | None = None
+    refit_labels: int | None = None  # the labels it read
+    held: HeldCalibration | None = None  # a new fit held for the operator, not served
 
     @classmethod
-    def of(cls, report: CalibrationReport) -> ModelCalibration:
-        held = report.held
+    def of(cls, standing: Standing) -> ModelCalibration:
+        report = standing.report
+        refit = (
+            {}
+            if report is None
+            else {
+                "fit": report.fit,
+                "auroc": report.auroc(),
+                "ece": report.ece(),
+                "fitted_at": report.fitted_at,
+                "refit_labels": report.labels,
+                "held": None if report.held is None else HeldCalibration.of(report.held),
+            }
+        )
         return cls(
-            model=report.model,
-            key=report.key,
-            labels=report.labels,
-            positives=report.positives,
-            combination=report.combination,
-            reason=report.reason,
-            informative=report.informative,
-            fit=report.fit,
-            auroc=report.auroc(),
-            ece=report.ece(),
-            fitted_at=report.fitted_at,
-            held=None
-            if held is None
-            else HeldCalibration(
-                reason=held.reason,
-                fit=held.report.fit,
-                labels=held.report.labels,
-                auroc=held.report.auroc(),
-                fitted_at=held.report.fitted_at,
-            ),
+            model=standing.model,
+            key=standing.key,
+            labels=standing.labels,
+            positives=standing.positives,
+            combination=standing.combination,
+            reason=standing.reason,
+            informative=standing.informative,
+            **refit,
         )
 
 
@@ -97,18 +118,56 @@ def _require_operator(gateway: Gateway, caller: Caller) -> None:
         raise PermissionDenied("Only the master key may read the calibration of the models", code="master_key_required")
 
 
-async def calibration_reports(gateway: Gateway, caller: Caller) -> list[CalibrationReport]:
-    """Every model's last report (the console reads them through this too); 503 when the fit store cannot answer."""
-    _require_operator(gateway, caller)
+async def _reports(gateway: Gateway) -> dict[FitKey, CalibrationReport]:
+    """Every fit's last report; 503 when the fit store cannot answer."""
     if gateway.fits is None:
-        return []
+        return {}
     try:
         reports = await gateway.fits.all()
     except StoreUnavailable as exc:
         raise ServiceUnavailable("The fit store is unavailable; try again") from exc
     for report in reports:
         gateway.calibration_metrics.observe(report)
-    return reports
+    return {FitKey(report.model, report.key): report for report in reports}
+
+
+def _standing(gateway: Gateway, fit: FitKey, report: CalibrationReport | None, labels: int, positives: int) -> Standing:
+    feedback = gateway.settings.trustgate.scoring.feedback
+    return Standing(
+        model=fit.model,
+        key=fit.key,
+        labels=labels,
+        positives=positives,
+        report=report,
+        min_labels=feedback.min_labels,
+        refit_every=feedback.refit_every,
+        learns=gateway.fits is not None,
+    )
+
+
+async def calibration_standings(gateway: Gateway, caller: Caller) -> list[Standing]:
+    """Every model with a label or a report, by name, as it stands, each followed by its keys' own fits (the
+    console reads them through this too); 503 when the record store or the fit store cannot answer. A key's own
+    fit counts the labels its last refit read."""
+    _require_operator(gateway, caller)
+    reports = await _reports(gateway)
+    counts = {count.model: count for count in await gateway.trust.label_counts()}
+    standings = [
+        _standing(
+            gateway,
+            FitKey(model),
+            reports.get(FitKey(model)),
+            counts[model].labels if model in counts else 0,
+            counts[model].correct if model in counts else 0,
+        )
+        for model in counts.keys() | {fit.model for fit in reports if fit.key is None}
+    ]
+    standings += [
+        _standing(gateway, fit, report, report.labels, report.positives)
+        for fit, report in reports.items()
+        if fit.key is not None
+    ]
+    return sorted(standings, key=lambda standing: (standing.model, standing.key is not None, standing.key or ""))
 
 
 class AcceptFit(BaseModel):
@@ -150,13 +209,14 @@ async def post_accept(request: Request) -> Response:
             code="invalid_accept",
         ) from exc
     accepted = await accept_fit(gateway, caller, chosen)
-    return Response(ModelCalibration.of(accepted).model_dump_json(), media_type="application/json")
+    standing = _standing(gateway, FitKey(accepted.model, accepted.key), accepted, accepted.labels, accepted.positives)
+    return Response(ModelCalibration.of(standing).model_dump_json(), media_type="application/json")
 
 
 @router.get("/v1/trust/calibration")
 async def get_calibration(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
     caller = gateway.keys.authenticate(request.headers.get("authorization"))
-    reports = await calibration_reports(gateway, caller)
-    body = CalibrationList(data=[ModelCalibration.of(report) for report in reports])
+    standings = await calibration_standings(gateway, caller)
+    body = CalibrationList(data=[ModelCalibration.of(standing) for standing in standings])
     return Response(body.model_dump_json(), media_type="application/json")

@@ -52,14 +52,18 @@ async def liveness() -> dict[str, str]:
 async def readiness(request: Request) -> JSONResponse:
     """Open to probes without a key; upstream checks come from ReadinessCheck's cache, not from each call.
 
-    Anyone learns only ready or not: the model groups and their states are the
-    master key's to read, not a map of the deployment for whoever asks.
+    Anyone learns only ready or not: the model groups and their states, and each deployment's address and
+    state, are the master key's to read, not a map of the deployment for whoever asks.
     """
     gateway = gateway_of(request)
     report = await gateway.readiness.report()
     body: dict[str, Any] = {"status": "ok" if report.ready else "unavailable"}
     if gateway.keys.is_master(request.headers.get("authorization")):
-        body.update(mode=report.mode, models=report.groups, checked_at=report.checked_at)
+        deployments = [
+            {"model": d.model, "address": d.address, "state": d.state, **({"reason": d.reason} if d.reason else {})}
+            for d in report.deployments
+        ]
+        body.update(mode=report.mode, models=report.groups, deployments=deployments, checked_at=report.checked_at)
     return JSONResponse(body, status_code=200 if report.ready else 503)
 
 

@@ -17,15 +17,18 @@ import hashlib
 import logging
 import os
 import secrets
-from collections.abc import Coroutine, Iterable, Iterator, Mapping
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from exporters import GatewayMetrics, RecordPublisher, Telemetry
 from exporters.record_query import RecordPage, RecordQuery
-from exporters.record_summary import TrustSummary
+from exporters.record_summary import LabelCount, TrustSummary
 from scoring import (
     FEEDBACK_STATUSES,
+    Applicability,
+    ContentKind,
     Decision,
     Feedback,
     FeedbackRefused,
@@ -47,9 +50,14 @@ from scoring import (
     ThrottledLog,
     TrustAction,
     TrustRecord,
+    TrustStatus,
+    applicability_of,
     decide,
     describe,
+    last_question,
+    logprob_component,
     low_trust,
+    scored_kinds,
     scoring_job,
     skip_reason,
 )
@@ -68,7 +76,7 @@ log = logging.getLogger("trustgate.trust")
 MODE_HEADER = "x-trustgate-mode"
 _MODES = ("sync", "async", "off")
 # store_errors' operation label: its words
-_READS = {"get": "look-up", "list": "listing", "summary": "summary", "feedback": "label"}
+_READS = {"get": "look-up", "list": "listing", "summary": "summary", "feedback": "label", "labels": "label count"}
 
 
 # How the user's call was asked for the answer's log-probabilities: on it (by the gateway or the client), not
@@ -102,6 +110,10 @@ class TrustPlan:
     logprobs: LogprobsAsk = "not_asked"  # set by TrustService.upstream_body
     request_id: str | None = None  # the request's x-request-id, carried to the record
     asked_model: str | None = None  # the group the client asked for, when a fallback group answered
+    sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
+    # The kinds of answer scored for the key on the model (scoring.policy.scored_kinds); None: triage is off (or the
+    # request is not sampled), so no answer is triaged.
+    score_kinds: frozenset[ContentKind] | None = None
 
     def answered_by(self, group: str) -> TrustPlan:
         """The plan for the answer ``group`` gave: scored and booked as that group's, naming the one asked.
@@ -113,7 +125,17 @@ class TrustPlan:
             return self
         return replace(self, model=group, asked_model=self.asked_model or self.model)
 
-    sampling: SamplingParams | None = None  # how the request was sampled, for ``sc``'s re-asks
+    def record(self, status: TrustStatus, **fields: Any) -> TrustRecord:
+        """A record of this plan's answer that needs no scoring job: its id, model, owner and correlation."""
+        return TrustRecord(
+            id=self.record_id,
+            status=status,
+            model=self.model,
+            owner=self.owner,
+            request_id=self.request_id,
+            asked_model=self.asked_model,
+            **fields,
+        )
 
 
 def sampling_secret(secrets: Iterable[str]) -> bytes:
@@ -143,6 +165,21 @@ def traced(pipeline: ScoringPipeline, telemetry: Telemetry) -> Process:
     return process
 
 
+# Triage of one answer: the request's messages and the answer as the gateway has them, to what triage says of it.
+Triage = Callable[[list[dict[str, Any]], Answer], Applicability]
+
+
+def _triage() -> Triage:
+    """Triage's reader, its rules compiled now: only a gateway that triages pays for them (scoring.triage)."""
+    from scoring.triage import Exchange, triage
+
+    def read(messages: list[dict[str, Any]], answer: Answer) -> Applicability:
+        verdict = triage(Exchange.from_messages(messages, answer.text or "", has_tool_calls=answer.has_tool_calls))
+        return Applicability(kind=verdict.kind, reason=verdict.reason)
+
+    return read
+
+
 class TrustService:
     def __init__(
         self,
@@ -157,6 +194,7 @@ class TrustService:
     ) -> None:
         self._settings = settings
         self._answer_logprobs = answer_logprobs
+        self._triage = _triage() if has_scorers and settings.applicability.enabled else None
         self._queue = queue
         self._publisher = publisher
         self._metrics = metrics
@@ -168,6 +206,7 @@ class TrustService:
         # Records handed to a client and still on their way to the store: a look-up finds them here.
         self._unstored: dict[str, TrustRecord] = {}
         self._low_trust_policies: dict[tuple[str, str], LowTrust] = {}  # by (model group, key name)
+        self._score_kinds: dict[tuple[str, str], frozenset[ContentKind] | None] = {}  # likewise
 
     async def start(self) -> None:
         await self._queue.start()
@@ -229,7 +268,15 @@ class TrustService:
             traceparent=traceparent,
             request_id=headers.get(REQUEST_ID_HEADER),
             sampling=request_sampling(request) if request is not None and decision.sampled else None,
+            score_kinds=self._kinds(model, key_name) if decision.sampled else None,
         )
+
+    def _kinds(self, model: str, key_name: str) -> frozenset[ContentKind] | None:
+        """The kinds of answer scored for the key on a model group, resolved once: the settings do not change."""
+        key = (model, key_name)
+        if key not in self._score_kinds:
+            self._score_kinds[key] = scored_kinds(self._settings, model=model, key_name=key_name)
+        return self._score_kinds[key]
 
     def _low_trust(self, model: str, key_name: str) -> LowTrust:
         """The key's ``on_low_trust`` policy on a model group, resolved once: the settings do not change."""
@@ -282,31 +329,23 @@ class TrustService:
             return await self.settle(plan, await self.submit(plan, messages, answer))
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
-            return TrustRecord(
-                id=plan.record_id,
-                status="failed",
-                model=plan.model,
-                owner=plan.owner,
-                request_id=plan.request_id,
-                asked_model=plan.asked_model,
-                error=type(exc).__name__,
-            )
+            return plan.record("failed", error=type(exc).__name__)
 
     async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
-        """Hand a sampled request's answer to scoring; returns the record as it stands now."""
-        reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls, messages=messages)
-        if reason is not None:
-            return self._publish_later(
-                TrustRecord(
-                    id=plan.record_id,
-                    status="skipped",
-                    model=plan.model,
-                    owner=plan.owner,
-                    request_id=plan.request_id,
-                    asked_model=plan.asked_model,
-                    error=f"skipped: {reason}",
-                )
-            )
+        """Hand a sampled request's answer to scoring; returns the record as it stands now.
+
+        Triage runs first, here in the serving process (a fraction of a
+        millisecond, no upstream call): an answer of a kind the operator does
+        not score is recorded ``not_applicable`` at once, with no job, no queue
+        slot and no scoring call, so even an async response says so. A request
+        with documents is not triaged: its RAG scorers read the documents.
+        """
+        applicability = self._triaged(plan, messages, answer)
+        if applicability is not None and applicability_of(applicability.kind, plan.score_kinds) == "not_applicable":
+            return self._publish_later(self._not_applicable(plan, messages, answer, applicability))
+        reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
+        if reason is not None:  # no content: only tool calls, or nothing at all
+            return self._publish_later(plan.record("skipped", error=f"skipped: {reason}", applicability=applicability))
         policy = JobPolicy(
             mode="sync" if plan.decision.mode == "sync" else "async",
             rag=plan.rag.labels if plan.rag is not None else None,
@@ -327,12 +366,36 @@ class TrustService:
             request_id=plan.request_id,
             asked_model=plan.asked_model,
             sampling=plan.sampling,
+            applicability=applicability,
         )
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
             reason, error = _NOT_ACCEPTED[outcome]
             return self._publish_later(TrustRecord.for_job(job, "shed", shed_reason=reason, error=error))
         return TrustRecord.for_job(job, "pending")
+
+    def _triaged(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> Applicability | None:
+        """What triage says of the answer, counted by kind; None where triage does not run (off, or documents)."""
+        if self._triage is None or plan.score_kinds is None or plan.rag is not None:
+            return None
+        applicability = self._triage(messages, answer)
+        self._metrics.observe_applicability(plan.model, applicability.kind)
+        return applicability
+
+    def _not_applicable(
+        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, applicability: Applicability
+    ) -> TrustRecord:
+        """The record of an answer of a kind that is not scored: its kind and why, the exchange for a reader to
+        see, and ``lp`` where the answer came with log-probabilities (free: no upstream call)."""
+        lp = logprob_component(answer.logprobs) if self._answer_logprobs and answer.logprobs else None
+        return plan.record(
+            "not_applicable",
+            applicability=applicability,
+            components={lp.component: lp} if lp is not None and lp.value is not None else {},
+            question=last_question(messages),
+            answer=answer.text,
+            finished_at=time.time(),
+        )
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:
         """In sync mode, wait for the finished record up to the timeout; otherwise return it as is."""
@@ -419,6 +482,11 @@ class TrustService:
     async def summarize(self, scope: RecordScope, *, since: float, until: float, buckets: int) -> TrustSummary:
         with self._store_read("summary"):
             return await self._publisher.store.summary(scope=scope, since=since, until=until, buckets=buckets)
+
+    async def label_counts(self) -> list[LabelCount]:
+        """Every model group's labelled records in the store, and how many say correct (every key's)."""
+        with self._store_read("labels"):
+            return await self._publisher.store.label_counts()
 
     @contextlib.contextmanager
     def _store_read(self, operation: str) -> Iterator[None]:

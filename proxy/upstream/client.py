@@ -24,7 +24,6 @@ Which deployment of a pass-through group each try goes to is ``routing.GroupRout
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import time
@@ -42,9 +41,10 @@ from ..base.sdk_params import Endpoint
 from ..config.settings import Deployment, GatewaySettings
 from .completion import Completion, Forwarded, UpstreamStream
 from .errors import UpstreamErrors, fallback_kind
-from .litellm_backend import LitellmBackend, ResponsesBridge, router_pick
+from .litellm_backend import LitellmBackend, ResponsesBridge, provider_address, router_pick
 from .logprobs import LogprobAsking, Where
 from .passthrough import PassthroughBackend
+from .probes import DeploymentProbe, probe_deployments
 from .replies import reported_tokens
 from .retries import OnScoringShed, RetryPolicy
 from .routing import GroupRouter
@@ -109,6 +109,7 @@ class UpstreamClient:
         """``local_slots``: the embedded model server's slots when another process holds them (a local
         scoring worker borrows its gateway's, so that user calls still go first); by default its own."""
         self._groups = settings.model_groups()
+        self._deployments = settings.model_list
         self._on_try = on_try
         self._tracer = tracer or NoOpTracerProvider().get_tracer("trustgate")
         self._on_fallback_skipped = on_fallback_skipped
@@ -442,33 +443,13 @@ class UpstreamClient:
                     f"{name} is at its {kind} limit ({limit})", code="deployment_rate_limited", retry_after=wait
                 )
 
-    async def check_ready(self, timeout: float = 2.0) -> dict[str, str]:
-        """Per model group: "ok", "unreachable", or "unchecked" for litellm-only providers."""
+    async def check_ready(self, timeout: float = 2.0) -> list[DeploymentProbe]:
+        """Whether anybody answers at each deployment's address (``probes``), in ``model_list`` order."""
+        return await probe_deployments(self._http, self._deployments, self._address, timeout)
 
-        async def probe(deployments: list[Deployment]) -> str:
-            bases = [d for d in deployments if d.api_base]
-            if not bases:
-                return "unchecked"
-            for deployment in bases:
-                # The status is the answer: the listing is never read (it may drip for ever, or be compressed
-                # although identity was asked for and decode to gigabytes), and httpx follows no redirect.
-                headers = {"accept-encoding": "identity"}
-                if deployment.api_key is not None:
-                    headers["authorization"] = f"Bearer {deployment.api_key.get_secret_value()}"
-                try:
-                    async with self._http.stream(
-                        "GET", f"{deployment.api_base}/models", headers=headers, timeout=timeout
-                    ) as response:
-                        status = response.status_code
-                except httpx.HTTPError:
-                    continue
-                if status < 500:
-                    return "ok"
-            return "unreachable"
-
-        names = list(self._groups)
-        results = await asyncio.gather(*(probe(self._groups[n]) for n in names))
-        return dict(zip(names, results, strict=True))
+    @staticmethod
+    def _address(deployment: Deployment) -> str | None:
+        return deployment.api_base or provider_address(deployment)
 
     async def aclose(self) -> None:
         await self._passthrough.aclose()

@@ -1,6 +1,7 @@
 """The translating path: providers that do not speak OpenAI's wire format go through litellm's Router.
 
-This is the only module that imports litellm, and it does so lazily: a gateway
+This is the only module that calls litellm (``config.litellm_options`` reads its
+option names), and it imports it lazily (``base.litellm_module``): a gateway
 whose deployments are all OpenAI-compatible never pays litellm's import time
 and memory.
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
+import copy
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ import httpx
 import orjson
 
 from ..base.errors import GatewayError
-from ..base.log_format import route_litellm_logs_to_root
+from ..base.litellm_module import imported_litellm
 from ..base.sdk_params import Endpoint
 from ..config.settings import ConfigError, Deployment, GatewaySettings
 from .completion import (
@@ -59,7 +60,7 @@ from .errors import UpstreamErrors
 from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 
-__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "router_pick"]
+__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "provider_address", "router_pick"]
 
 # litellm reads these request fields itself (``metadata`` and ``litellm_metadata`` steer its routing and
 # logging) and does not forward them, so a client's never reach it.
@@ -82,14 +83,7 @@ _ROUTER_CALLS: dict[Endpoint, str] = {
 
 
 def _import_litellm() -> Any:
-    # Without this, litellm fetches its model price map from the internet at import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    # Module settings, set once: no banner/debug text on stdout, no telemetry.
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False
-    route_litellm_logs_to_root()  # one line per event, in the process's log format
+    litellm = imported_litellm()
     if litellm.aclient_session is None:
         # Redirects reach the transport, which refuses them or keeps them to their origin (``redirects``).
         litellm.aclient_session = httpx.AsyncClient(
@@ -113,6 +107,16 @@ def _import_litellm() -> Any:
 def _guarded_transport(*args: Any, **kwargs: Any) -> CappedTransport:
     """litellm's transport factory, answered with the one transport every litellm call goes through."""
     return _TRANSPORT
+
+
+def provider_address(deployment: Deployment) -> str | None:
+    """Where litellm sends a deployment's calls when the deployment names no ``api_base``: its provider's own
+    address (``https://api.openai.com`` for ``openai/``); None where litellm cannot say without a call."""
+    try:
+        address = _import_litellm().get_api_base(model=deployment.provider_model, optional_params={})
+    except Exception:  # litellm raises assorted types for what it cannot place
+        return None
+    return str(address) if address else None
 
 
 def check_providers(deployments: Iterable[Deployment]) -> None:
@@ -226,7 +230,8 @@ class _LitellmCalls:
         """litellm's stream objects as the SSE the endpoint's clients expect.
 
         Responses events are named (``event: response.output_text.delta``) and
-        have no ``[DONE]``; chat and text completion chunks end with ``[DONE]``.
+        have no ``[DONE]``; chat and text completion chunks end with ``[DONE]``, each
+        choice of theirs with every field OpenAI writes on it (``_whole_choices``).
         The upstream's connection is closed however the stream ends. A stream
         without a single event (an HTML page answered with 200, which litellm
         reads as no events) is a malformed reply, never an empty successful stream.
@@ -236,8 +241,10 @@ class _LitellmCalls:
             async for item in wrapper:
                 events += 1
                 payload = item.model_dump(mode="json", exclude_none=True, warnings=False)
-                name = str(payload.get("type", "message")) if endpoint == "responses" else None
-                yield sse_event(_without_cost(payload) if name else _openai_usage_chunk(payload), name=name)
+                if endpoint == "responses":
+                    yield sse_event(_without_cost(payload), name=str(payload.get("type", "message")))
+                else:
+                    yield sse_event(_whole_choices(_openai_usage_chunk(payload), endpoint))
         except Exception as exc:
             raise self.translate(exc, cap) from exc
         finally:
@@ -246,6 +253,26 @@ class _LitellmCalls:
             raise self._errors.malformed("the stream ended before its first event")
         if endpoint != "responses":
             yield DONE_EVENT
+
+
+# The fields OpenAI writes on every choice of a stream chunk, null or empty as they may be, with the value they
+# have when there is nothing in them. Clients' loops read them without a guard (``"".join(c.choices[0].text ...)``
+# fails on a missing ``text``), while litellm's chunks, dumped without their nulls (it sets many fields OpenAI
+# never sends), lose them: its last text completion chunk has a ``finish_reason`` and no ``text``.
+_CHOICE_FIELDS: dict[Endpoint, tuple[tuple[str, Any], ...]] = {
+    "chat": (("delta", {}), ("logprobs", None), ("finish_reason", None)),
+    "completions": (("text", ""), ("logprobs", None), ("finish_reason", None)),
+}
+
+
+def _whole_choices(payload: dict[str, Any], endpoint: Endpoint) -> dict[str, Any]:
+    """``payload`` (a chat or text completion chunk) with every field OpenAI writes on each of its choices."""
+    for choice in payload.get("choices") or ():
+        if isinstance(choice, dict):
+            for name, empty in _CHOICE_FIELDS[endpoint]:
+                if name not in choice:
+                    choice[name] = copy.copy(empty)
+    return payload
 
 
 def _openai_usage_chunk(payload: dict[str, Any]) -> dict[str, Any]:
@@ -290,6 +317,33 @@ async def _closed(wrapper: Any) -> None:
     if close is not None:
         with contextlib.suppress(Exception):
             await close()
+
+
+_CALLBACK_LISTS = (
+    "callbacks",
+    "input_callback",
+    "service_callback",
+    "success_callback",
+    "failure_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
+
+
+def _unhook_router(litellm: Any, router: Any) -> None:
+    """Take a finished Router's callbacks out of litellm's module-wide lists.
+
+    litellm caps those lists at 100 entries and never empties them, so each reload or gateway in a process
+    would leave its Router's hooks behind until new Routers' routing strategies (latency, least busy) stopped
+    being told about calls. ``Router.discard`` unhooks the Router's own methods but not its strategy's
+    logger, which is the Router attribute that is a litellm ``CustomLogger``."""
+    router.discard()
+    strategy_loggers = [
+        value for value in vars(router).values() if isinstance(value, litellm.integrations.custom_logger.CustomLogger)
+    ]
+    for name in _CALLBACK_LISTS:
+        hooks = getattr(litellm, name)
+        hooks[:] = [hook for hook in hooks if not any(hook is logger for logger in strategy_loggers)]
 
 
 class LitellmBackend:
@@ -376,7 +430,7 @@ class LitellmBackend:
     async def _picked(self, call: Callable[..., Awaitable[Any]], endpoint: Endpoint, arguments: dict[str, Any]) -> Any:
         """``call``, noting in the current ``RouterPick`` the deployment the Router chose: it writes the chosen
         deployment's ``model_info`` into the metadata dict it is handed (``metadata``; ``litellm_metadata``
-        for the Responses API), before the call succeeds or fails. tests/proxy/test_tracing.py checks that
+        for the Responses API), before the call succeeds or fails. tests/proxy/whole_gateway/test_tracing.py checks that
         against the deployments the upstream saw, on every endpoint."""
         chosen: dict[str, Any] = {}
         try:
@@ -390,6 +444,7 @@ class LitellmBackend:
         close = getattr(self._router, "aclose", None)
         if close is not None:
             await close()
+        _unhook_router(self._litellm, self._router)
         await _TRANSPORT.close_loop_pool()
 
 

@@ -20,10 +20,10 @@ compressed anyway is decoded with its *decoded* size bounded
 (``content_decoding``; an unknown coding is refused), and a redirect is
 refused or kept to its origin (``redirects``), a stream must come as one
 of the stream types providers use (an HTML page is not one) and, in the
-OpenAI or Anthropic wire format, open with an event of that format's shape
-(``replies.check_stream_start``: litellm reads a chunk of nulls as an empty,
-successful one), and an upstream's
-cookies are dropped before litellm's client could keep them. litellm builds the HTTP clients
+OpenAI or Anthropic wire format, as server-sent events that open with an
+event of that format's shape (``replies.check_stream_start``): litellm reads a
+chunk of nulls, a JSON body or a stream without events as an empty, successful
+answer. An upstream's cookies are dropped before litellm's client could keep them. litellm builds the HTTP clients
 of the providers it does not reach through the OpenAI SDK (``anthropic/``, ...)
 itself, with its own transport; ``litellm_backend`` has them built on this one.
 """
@@ -155,7 +155,8 @@ class _CappedBody(httpx.AsyncByteStream):
 
 
 class _CheckedStart(httpx.AsyncByteStream):
-    """An event stream held back until its first event is read and found of ``endpoint``'s shape, then as it is.
+    """An event stream held back until its first event is read and found of ``endpoint``'s shape, then as it is;
+    one that ends before its first event is malformed.
 
     What is held is already bounded by the cap (``_CappedBody`` beneath).
     """
@@ -184,8 +185,9 @@ class _CheckedStart(httpx.AsyncByteStream):
                 raise MalformedStream(str(exc)) from exc
             checked = True
             yield b"".join(held)
-        if not checked and held:  # no whole event: litellm's own reading says what that is
-            yield b"".join(held)
+        if not checked:  # litellm would read no event as an empty answer, and make up its final chunk
+            self._cap.malformed = "the stream ended before its first event"
+            raise MalformedStream(self._cap.malformed)
 
     async def aclose(self) -> None:
         await self._body.aclose()
@@ -233,7 +235,11 @@ class CappedTransport(httpx.AsyncBaseTransport):
         if target is not None:
             cap.followed.add(str(httpx.URL(target)))  # as httpx will write the request's url
         kind = media_type(response.headers.get("content-type"))
-        if cap.stream and response.is_success and kind not in _STREAM_TYPES:
+        wire_format = _wire_format(request.url.path)
+        # A known wire format streams only as server-sent events (as the pass-through path requires): litellm
+        # would read a JSON body answered to a stream as no events and make up a final chunk for it.
+        streams_as = _STREAM_TYPES if wire_format is None else {"text/event-stream"}
+        if cap.stream and response.is_success and kind not in streams_as:
             await response.aclose()
             cap.not_a_stream = kind
             raise NotAStream(f"a stream answered as {kind!r}")
@@ -254,8 +260,7 @@ class CappedTransport(httpx.AsyncBaseTransport):
             headers.pop("content-length", None)
         body = cast(httpx.AsyncByteStream, response.stream)  # what httpx's own transport answers with
         stream: httpx.AsyncByteStream = _CappedBody(body, cap, decoder)
-        wire_format = _wire_format(request.url.path)
-        if cap.stream and response.is_success and kind == "text/event-stream" and wire_format is not None:
+        if cap.stream and response.is_success and wire_format is not None:
             stream = _CheckedStart(stream, wire_format, cap)
         return httpx.Response(response.status_code, headers=headers, stream=stream, extensions=response.extensions)
 

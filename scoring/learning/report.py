@@ -1,20 +1,23 @@
 """A model's learned combination and what its labels say about every score: the seam between fit, store and API.
 
-One ``CalibrationReport`` per model group: written by a refit (the gateway's,
-or ``trustgate calibrate``), kept by a fit store (a file under data_dir, or
-Redis for replicas), read by the scoring pipeline (which combination a new
-record gets) and by ``GET /v1/trust/calibration``, Prometheus and the console.
+One ``CalibrationReport`` per fit (a model group's shared one, or a key's own):
+written by a refit (the gateway's, or ``trustgate calibrate``), kept by a fit
+store beside the labels it was learned from (the SQLite record store's
+database, or Redis for replicas), read by the scoring pipeline (which
+combination a new record gets) and by ``GET /v1/trust/calibration``,
+Prometheus and the console.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CalibrationReport", "Combination", "HeldFit", "LearnedFit", "ScoreQuality"]
+__all__ = ["CalibrationReport", "Combination", "HeldFit", "LearnedFit", "ScoreQuality", "Standing"]
 
 Combination = Literal["default", "fitted"]
 
@@ -85,3 +88,47 @@ class CalibrationReport(BaseModel):
 
 
 HeldFit.model_rebuild()  # it holds a CalibrationReport, defined after it
+
+
+def _labels(count: int) -> str:
+    return f"{count} label{'' if count == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A model's calibration as it stands: the labels its records carry now, and its last refit's report (None:
+    no refit yet). Listed from the first label, so that a user sees its scores rest on the default combination
+    and why, long before a refit has anything to say."""
+
+    model: str
+    labels: int  # labelled records in the record store now
+    positives: int  # of them, labelled correct
+    report: CalibrationReport | None
+    min_labels: int  # trustgate.scoring.feedback.min_labels
+    refit_every: int  # trustgate.scoring.feedback.refit_every
+    learns: bool = True  # trustgate.scoring.feedback.learn
+    key: str | None = None  # None: the model's shared fit; a key's name: that key's own (feedback.scope: key)
+
+    @property
+    def combination(self) -> Combination:
+        return self.report.combination if self.report is not None else "default"
+
+    @property
+    def informative(self) -> bool | None:
+        return self.report.informative if self.report is not None else None
+
+    @property
+    def reason(self) -> str:
+        """Why new records get the combination they get: the last refit's reason, unless labels came since."""
+        labels = _labels(self.labels)
+        if not self.learns:
+            return f"{labels}; learning from labels is off (trustgate.scoring.feedback.learn: false)"
+        report = self.report
+        if report is not None and (report.combination == "fitted" or self.labels <= report.labels):
+            return report.reason
+        if self.labels < self.min_labels:
+            return f"{labels}; a fit needs {self.min_labels}"
+        return (
+            f"{labels}: enough for a fit, which the next refit tries (every {self.refit_every} new labels, "
+            "or trustgate calibrate)"
+        )

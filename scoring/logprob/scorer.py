@@ -25,7 +25,36 @@ import time
 
 from ..types import Ask, ComponentResult, LPDetails, Scorer, ScoringJob
 
-__all__ = ["LogprobScorer"]
+__all__ = ["LogprobScorer", "logprob_component"]
+
+
+def logprob_component(answer_logprobs: list[float] | None) -> ComponentResult:
+    """``lp`` of an answer's token log-probabilities: a pure reading, so that an answer triage leaves unscored
+    (a poem, code) still gets it where it is read, with no job and no scorer."""
+    started = time.perf_counter()
+    logprobs = [lp for lp in answer_logprobs or () if math.isfinite(lp)]
+    if not logprobs:
+        return ComponentResult(
+            component=LogprobScorer.name,
+            label="unscored",
+            details=LPDetails(reason="no_logprobs"),
+            duration_s=time.perf_counter() - started,
+        )
+    mean, least = sum(logprobs) / len(logprobs), min(logprobs)
+    value = min(1.0, math.exp(mean))
+    return ComponentResult(
+        component=LogprobScorer.name,
+        value=value,
+        label=None,
+        details=LPDetails(
+            mean_logprob=mean,
+            min_logprob=least,
+            mean_probability=value,
+            min_probability=min(1.0, math.exp(least)),
+            tokens=len(logprobs),
+        ),
+        duration_s=time.perf_counter() - started,
+    )
 
 
 class LogprobScorer(Scorer):
@@ -35,27 +64,4 @@ class LogprobScorer(Scorer):
     needs_answer_logprobs = True
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
-        started = time.perf_counter()
-        logprobs = [lp for lp in job.answer_logprobs or () if math.isfinite(lp)]
-        if not logprobs:
-            return ComponentResult(
-                component=self.name,
-                label="unscored",
-                details=LPDetails(reason="no_logprobs"),
-                duration_s=time.perf_counter() - started,
-            )
-        mean, least = sum(logprobs) / len(logprobs), min(logprobs)
-        value = min(1.0, math.exp(mean))
-        return ComponentResult(
-            component=self.name,
-            value=value,
-            label=None,
-            details=LPDetails(
-                mean_logprob=mean,
-                min_logprob=least,
-                mean_probability=value,
-                min_probability=min(1.0, math.exp(least)),
-                tokens=len(logprobs),
-            ),
-            duration_s=time.perf_counter() - started,
-        )
+        return logprob_component(job.answer_logprobs)

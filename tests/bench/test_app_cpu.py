@@ -10,6 +10,8 @@ import pytest
 
 from bench.app_cpu import main
 
+pytestmark = pytest.mark.integration
+
 REPO = Path(__file__).resolve().parents[2]
 
 

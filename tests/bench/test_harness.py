@@ -10,6 +10,8 @@ from bench.harness.load import LoadResult, Options
 from bench.harness.tables import rounds_table
 from tests.fake_upstream import FakeUpstream
 
+pytestmark = pytest.mark.unit
+
 
 def _phase(target: str, requests: int, seconds: float, gateway_cpu_s: float = 0.0) -> LoadResult:
     return LoadResult(target, False, seconds, [0.01] * requests, 1, {"gateway": gateway_cpu_s})

@@ -12,6 +12,8 @@ from bench.harness.processes import BenchError, free_port, running
 from bench.harness.servers import Target, fake_upstream
 from bench.proxy_floor import bare_proxy, main
 
+pytestmark = pytest.mark.integration
+
 
 def test_the_bare_proxy_answers_whole_and_streamed_requests_through_the_upstream(tmp_path: Path) -> None:
     upstream_port, port = free_port(), free_port()

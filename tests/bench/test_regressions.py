@@ -34,11 +34,13 @@ def _worse(measured: dict[str, float]) -> list[str]:
     return [change.name for change in compare(COMMITTED, measured) if change.worse]
 
 
+@pytest.mark.unit
 def test_the_same_figures_are_nothing_worse() -> None:
     assert _worse(dict(COMMITTED)) == []
     assert "Nothing got worse by more than 10%" in report(COMMITTED, COMMITTED)
 
 
+@pytest.mark.unit
 def test_less_throughput_and_more_cpu_or_latency_past_ten_percent_are_worse() -> None:
     measured = {
         **COMMITTED,
@@ -59,6 +61,7 @@ def test_less_throughput_and_more_cpu_or_latency_past_ten_percent_are_worse() ->
     assert "| stream.gateway_cpu_ms_per_request | 1.700 | 2.690 | +58.2% | **worse** |" in text
 
 
+@pytest.mark.unit
 def test_within_ten_percent_or_better_is_not_worse() -> None:
     measured = {
         **COMMITTED,
@@ -70,6 +73,7 @@ def test_within_ten_percent_or_better_is_not_worse() -> None:
     assert _worse(measured) == []
 
 
+@pytest.mark.unit
 def test_a_latency_committed_as_zero_is_worse_once_it_rises() -> None:
     committed = {**COMMITTED, "non-stream.added_p50_ms": -0.2}
     assert [c.name for c in compare(committed, {**committed, "non-stream.added_p50_ms": 0.5}) if c.worse] == [
@@ -78,12 +82,14 @@ def test_a_latency_committed_as_zero_is_worse_once_it_rises() -> None:
     assert [c.name for c in compare(committed, {**committed, "non-stream.added_p50_ms": -0.5}) if c.worse] == []
 
 
+@pytest.mark.unit
 def test_a_figure_only_one_run_has_is_left_out() -> None:
     measured = {k: v for k, v in COMMITTED.items() if not k.startswith("stream.")}
     assert [c.name for c in compare(COMMITTED, measured)] == [k for k in FIGURES if k.startswith("non-stream.")]
     assert "this run becomes the baseline" in report({}, measured)
 
 
+@pytest.mark.unit
 def test_on_another_machine_only_the_cpu_relative_to_the_upstream_is_judged() -> None:
     """A host where everything took twice the CPU: the absolute figures and the throughput ratio (against a fixed
     upstream delay) move with it, the gateway's CPU over the upstream's does not."""
@@ -101,12 +107,14 @@ def test_on_another_machine_only_the_cpu_relative_to_the_upstream_is_judged() ->
     assert _worse({**slower, "stream.gateway_cpu_vs_upstream": 1.8}) == ["stream.gateway_cpu_vs_upstream"]
 
 
+@pytest.mark.unit
 def test_the_same_machine_within_ten_percent_judges_every_figure() -> None:
     measured = {**COMMITTED, "non-stream.upstream_cpu_ms_per_request": 0.65, "non-stream.added_p50_ms": 1.5}
     assert _worse(measured) == ["non-stream.added_p50_ms"]
     assert "other machine" not in report(COMMITTED, measured)
 
 
+@pytest.mark.unit
 def test_a_committed_run_without_the_upstreams_cpu_judges_every_figure() -> None:
     older = {k: v for k, v in COMMITTED.items() if "upstream_cpu" not in k and "vs_upstream" not in k}
     measured = {**COMMITTED, "non-stream.upstream_cpu_ms_per_request": 5.0, "stream.throughput_vs_direct": 0.5}
@@ -118,6 +126,7 @@ def _result(target: str, stream: bool, latency_s: float, requests: int, cpu: dic
     return LoadResult(target, stream, 10.0, [latency_s] * requests, 0, cpu)
 
 
+@pytest.mark.unit
 def test_a_runs_figures_are_read_against_the_direct_upstream() -> None:
     results = [
         _result("direct", False, 0.010, 1000, {"upstream": 0.6}),
@@ -150,6 +159,7 @@ def _git(repo: Path, *args: str) -> None:
     )
 
 
+@pytest.mark.integration
 def test_the_comparison_is_with_the_committed_file_not_an_uncommitted_run(tmp_path: Path) -> None:
     baseline = tmp_path / "bench" / "gateway_load.json"
     baseline.parent.mkdir()
@@ -164,6 +174,7 @@ def test_the_comparison_is_with_the_committed_file_not_an_uncommitted_run(tmp_pa
     assert json.loads(baseline.read_text())["figures"]["stream.added_p99_ms"] == 99.0
 
 
+@pytest.mark.integration
 def test_without_git_the_file_on_disk_is_the_baseline(tmp_path: Path) -> None:
     baseline = tmp_path / "bench" / "gateway_load.json"
     baseline.parent.mkdir()
@@ -172,6 +183,7 @@ def test_without_git_the_file_on_disk_is_the_baseline(tmp_path: Path) -> None:
     assert committed_figures(baseline, upstream=UPSTREAM) == COMMITTED
 
 
+@pytest.mark.integration
 def test_figures_taken_against_another_upstream_are_not_compared(tmp_path: Path) -> None:
     """A constant answer time and a varying one give ratios too far apart to call either a regression."""
     baseline = tmp_path / "bench" / "gateway_load.json"
@@ -183,6 +195,7 @@ def test_figures_taken_against_another_upstream_are_not_compared(tmp_path: Path)
     assert committed_figures(baseline, upstream=UPSTREAM) == {}
 
 
+@pytest.mark.integration
 def test_the_committed_baseline_holds_every_figure_of_make_benchs_upstream() -> None:
     defaults, _ = gateway_load._parse([])
     assert defaults.upstream_delay == UPSTREAM

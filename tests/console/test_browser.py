@@ -39,6 +39,7 @@ KEYS = [{"key": "sk-alice", "name": "alice"}, {"key": "sk-bob", "name": "bob"}, 
 TOOL_QUESTION = "Look up the capital of France. [tool-call]"  # the fake upstream answers with a tool call
 
 pytestmark = [
+    pytest.mark.browser,
     pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser())),
     pytest.mark.skipif(assets_missing(), reason="scoring assets not built: `make install` builds them"),
 ]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import pytest
 
 import console
 from scoring.learning.guard import held_back
@@ -15,6 +16,8 @@ from scoring.learning.store import SqliteFitStore
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
+
+pytestmark = pytest.mark.integration
 
 
 def _quality(area: float) -> ScoreQuality:

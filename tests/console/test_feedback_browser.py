@@ -16,10 +16,10 @@ from scoring.types import TrustRecord
 from tests.conftest import gateway_config
 from tests.console.browser import chromium, log_in, missing_browser, wait_for
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_trust_list import KEYS, stored
 from tests.servers import ServerThread
+from tests.stored_records import KEYS, stored
 
-pytestmark = pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(missing_browser() is not None, reason=str(missing_browser()))]
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ import pytest
 import console
 from trustgate import cli
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -6,9 +6,12 @@ import json
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+import pytest
 import yaml
 
 from exporters.record_query import RecordQuery
+
+pytestmark = pytest.mark.unit
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -14,8 +14,10 @@ import console
 from scoring.types import ComponentResult, TrustRecord
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_trust_list import KEYS, stored
 from tests.servers import ServerThread
+from tests.stored_records import KEYS, stored
+
+pytestmark = pytest.mark.integration
 
 QUESTION = "What is the capital of France? <script>alert(1)</script>"
 

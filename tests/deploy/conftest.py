@@ -12,8 +12,8 @@ import yaml
 
 from tests.deploy.promql import DEPLOY, exported_series, labels_of, metric_names
 from tests.deploy.roles import ASSETS, Stack
-from tests.e2e.test_trust_scores import scripted
 from tests.fake_upstream import FakeUpstream
+from tests.scripted_models import scripted
 
 RULES = DEPLOY / "prometheus" / "rules" / "trustgate.rules.yml"
 RULES_TEST = DEPLOY / "prometheus" / "rules" / "trustgate.rules.test.yml"

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 from tests.deploy.promql import DEPLOY
 
-__all__ = ["DOCKERFILE", "Image", "image", "instructions"]
+__all__ = ["DOCKERFILE", "PINNED_IMAGE", "Image", "image", "instructions"]
 
 DOCKERFILE = DEPLOY / "Dockerfile"
+# A released version, never a floating tag (latest, a bare major): image:MAJOR.MINOR[.PATCH][-suffix].
+PINNED_IMAGE = re.compile(r"[a-z0-9./-]+:v?\d+\.\d+(\.\d+)?(-[a-z0-9.-]+)?(@sha256:[0-9a-f]{64})?")
 
 
 def instructions() -> list[tuple[str, str]]:

@@ -31,11 +31,16 @@ from tests.deploy.compose import interpolate, mounts
 from tests.deploy.image import Image
 from tests.deploy.promql import DEPLOY
 from tests.redis_server import free_port
+from tests.scripted_models import ANSWER
 
 __all__ = [
     "ASSETS",
     "ASSETS_DIR",
+    "BASE",
     "CONFIG_PATH",
+    "K8S",
+    "MASTER_KEY",
+    "START_TIMEOUT_S",
     "Role",
     "RoleProcess",
     "Stack",
@@ -43,12 +48,18 @@ __all__ = [
     "compose_roles",
     "executable",
     "k8s_roles",
+    "scored_answer",
+    "start_oxigraph",
 ]
 
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 ASSETS_DIR = "/usr/local/share/trustgate"  # where the image builds the scoring assets
 ROOT = DEPLOY.parent
 ASSETS = DATA_DIR  # built by `make assets`: the image's command (`trustgate build-assets`)
+K8S = DEPLOY / "k8s"
+BASE = K8S / "base"
+MASTER_KEY = "sk-role-test"
+START_TIMEOUT_S = 180  # loading spaCy, the vectors and the evidence index on a busy 2-core machine
 
 
 @dataclass(frozen=True)
@@ -262,3 +273,38 @@ def executable(name: str) -> list[str]:
     found = shutil.which(name)
     assert found, f"{name} is not installed"
     return [found]
+
+
+def start_oxigraph(stack: Stack, role: Role) -> RoleProcess:
+    oxigraph = stack.start(role, service_port=7878)
+    oxigraph.wait_ready(60)
+    return oxigraph
+
+
+def scored_answer(gateway: RoleProcess) -> dict[str, Any]:
+    """Ask through the gateway as a client of the deployed config would (its default: async scoring), then read
+    the finished trust record from the result API."""
+    auth = {"authorization": f"Bearer {MASTER_KEY}"}
+    response = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        timeout=60,
+        headers=auth,
+        json={"model": "local", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == ANSWER
+    assert response.headers["x-trust-status"] == "pending"
+    deadline = time.monotonic() + 120
+    while (
+        record := httpx.get(f"{gateway.url}/v1/trust/{response.headers['x-trust-id']}", headers=auth, timeout=10).json()
+    )["status"] == "pending":
+        assert time.monotonic() < deadline, f"not scored in time:\n{gateway.tail()}"
+        time.sleep(0.2)
+    assert record["status"] == "done", record
+    bc, fc = record["components"]["bc"], record["components"]["fc"]
+    assert bc["details"]["binary"] == 1.0, "Trust_BC ran its consistency checks"
+    assert "knowledge_graph" in bc["details"]["distractor_sources"], "the oxigraph role serves the loaded graph"
+    assert not bc["details"]["source_errors"], bc["details"]["source_errors"]
+    assert fc["label"] == "support" and any(e["id"] == "wikipedia:Paris" for e in fc["details"]["evidence"])
+    assert record["score"] is not None and record["label"] == "trusted"
+    return record

@@ -30,6 +30,7 @@ def uncommented_alerting() -> dict[str, Any]:
     return raw
 
 
+@pytest.mark.unit
 def test_the_compose_alerting_section_points_at_the_compose_alertmanager(compose: dict[str, Any]) -> None:
     alerting = settings_from_dict(uncommented_alerting(), environ=ENV).trustgate.alerting
     url = urlsplit(alerting.alertmanager_url or "")
@@ -40,6 +41,7 @@ def test_the_compose_alerting_section_points_at_the_compose_alertmanager(compose
     assert urlsplit(alerting.console_url).port == int(gateway_port)
 
 
+@pytest.mark.integration
 def test_the_compose_alertmanager_routes_a_low_trust_answer_to_a_receiver() -> None:
     amtool = shutil.which("amtool")
     if amtool is None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,15 @@ import yaml
 from proxy.config.settings import settings_from_dict
 from scoring.settings import ScoringSettings
 from tests.deploy.compose import interpolate, mounts, unescaped_dollars
-from tests.deploy.image import image
+from tests.deploy.image import PINNED_IMAGE, image
 from tests.deploy.promql import DEPLOY
 from tests.deploy.roles import ASSETS_DIR
+
+pytestmark = pytest.mark.unit
 
 ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}
 CONFIG_PATH = "/etc/trustgate/config.yaml"
 TRUSTGATE_IMAGE_SERVICES = {"gateway", "local-llm", "oxigraph", "worker"}
-# A released version, never a floating tag (latest, a bare major): image:MAJOR.MINOR[.PATCH][-suffix].
-PINNED_IMAGE = re.compile(r"[a-z0-9./-]+:v?\d+\.\d+(\.\d+)?(-[a-z0-9.-]+)?(@sha256:[0-9a-f]{64})?")
 SERVICE_KEYS = {
     "build",
     "command",

@@ -23,8 +23,8 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.deploy.prometheus_server import PROMETHEUS, PrometheusServer, has_data, shipped_config
 from tests.deploy.promql import DEPLOY
 from tests.deploy.roles import ASSETS, assets_built
-from tests.e2e.test_trust_scores import scripted
 from tests.fake_upstream import FakeUpstream
+from tests.scripted_models import scripted
 from tests.servers import ServerThread
 
 pytestmark = [

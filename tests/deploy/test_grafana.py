@@ -14,6 +14,8 @@ import yaml
 from tests.deploy.compose import host_path, interpolate
 from tests.deploy.promql import DEPLOY, labels_of, metric_names, unknown_references
 
+pytestmark = pytest.mark.unit
+
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "trustgate.json"
 PROVISIONING = DEPLOY / "grafana" / "provisioning"
 ENV = {"TRUSTGATE_MASTER_KEY": "sk-test"}

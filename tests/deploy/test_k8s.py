@@ -16,11 +16,12 @@ import yaml
 from proxy.config.settings import settings_from_dict
 from scoring.settings import ScoringSettings
 from tests.deploy.conftest import RULES
-from tests.deploy.promql import DEPLOY, load_yaml_docs
-from tests.deploy.test_compose import PINNED_IMAGE
+from tests.deploy.image import PINNED_IMAGE
+from tests.deploy.promql import load_yaml_docs
+from tests.deploy.roles import BASE, K8S
 
-K8S = DEPLOY / "k8s"
-BASE = K8S / "base"
+pytestmark = pytest.mark.unit
+
 MONITORING = K8S / "monitoring"
 NAMESPACE = "trustgate"
 API_VERSIONS = {

@@ -16,14 +16,19 @@ import yaml
 
 from proxy.config.settings import settings_from_dict
 from tests.deploy.image import image
-from tests.deploy.roles import Stack, assets_built, k8s_roles
-from tests.deploy.test_k8s import BASE, K8S
-from tests.deploy.test_roles import (
+from tests.deploy.roles import (
+    BASE,
+    K8S,
     MASTER_KEY,
     START_TIMEOUT_S,
+    Stack,
+    assets_built,
+    k8s_roles,
     scored_answer,
     start_oxigraph,
 )
+
+pytestmark = pytest.mark.integration
 
 OVERLAYS = K8S / "overlays"
 RENDER_TIMEOUT_S = 60

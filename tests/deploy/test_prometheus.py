@@ -36,16 +36,19 @@ def _alerts(rules: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {rule["alert"]: rule for rule in _rules(rules) if "alert" in rule}
 
 
+@pytest.mark.integration
 def test_promtool_check_rules(promtool: str) -> None:
     result = _promtool(promtool, "check", "rules", RULES)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_promtool_test_rules(promtool: str) -> None:
     result = _promtool(promtool, "test", "rules", RULES_TEST.name, cwd=RULES_TEST.parent)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_promtool_check_config_with_the_mounted_rules(promtool: str, compose: dict[str, Any], tmp_path: Path) -> None:
     """prometheus.yml is valid, and its rule_files (container paths) find the rules through the compose mounts."""
     config = yaml.safe_load(PROMETHEUS_YML.read_text())
@@ -65,6 +68,7 @@ def test_promtool_check_config_with_the_mounted_rules(promtool: str, compose: di
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.unit
 def test_required_alerts_exist(rules: dict[str, Any]) -> None:
     alerts = _alerts(rules)
     read = {name: metric_names(rule["expr"]) for name, rule in alerts.items()}
@@ -109,6 +113,7 @@ def _anchor(heading: str) -> str:
 RUNBOOK_BASE = f'{{{{ or $externalLabels.trustgate_runbooks_url "{DEFAULT_RUNBOOKS_URL}" }}}}'
 
 
+@pytest.mark.unit
 def test_every_alert_links_its_runbook_section(rules: dict[str, Any]) -> None:
     """The sections are the rules' alerts and the gateway's own per-answer alert (exporters.alertmanager)."""
     headings = re.findall(r"^## (.+)$", RUNBOOKS.read_text(), re.MULTILINE)
@@ -120,6 +125,7 @@ def test_every_alert_links_its_runbook_section(rules: dict[str, Any]) -> None:
     assert set(anchors.values()) == {*_alerts(rules), ALERT_NAME}, "a runbook section without an alert, or the reverse"
 
 
+@pytest.mark.unit
 def test_the_shipped_prometheus_links_the_published_runbooks() -> None:
     """One default for the rules' links and the gateway's: the external label the shipped config sets."""
     labels = yaml.safe_load(PROMETHEUS_YML.read_text())["global"]["external_labels"]
@@ -130,6 +136,7 @@ def _recorded_expr(rules: dict[str, Any], record: str) -> str:
     return next(rule["expr"] for rule in _rules(rules) if rule.get("record") == record)
 
 
+@pytest.mark.unit
 def test_rules_read_only_exported_series(
     rules: dict[str, Any], exported: dict[str, frozenset[str]], recorded: dict[str, frozenset[str]]
 ) -> None:
@@ -146,6 +153,7 @@ def test_rules_read_only_exported_series(
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.unit
 def test_alert_annotations_use_labels_the_alert_has(
     rules: dict[str, Any], exported: dict[str, frozenset[str]], recorded: dict[str, frozenset[str]]
 ) -> None:
@@ -157,6 +165,7 @@ def test_alert_annotations_use_labels_the_alert_has(
                 assert label in available, f"{name} annotation uses {label}, not among {sorted(available)}"
 
 
+@pytest.mark.unit
 def test_every_alert_is_tested_firing_and_not_firing(rules: dict[str, Any]) -> None:
     cases = yaml.safe_load(RULES_TEST.read_text())
     assert cases["rule_files"] == [RULES.name]
@@ -169,6 +178,7 @@ def test_every_alert_is_tested_firing_and_not_firing(rules: dict[str, Any]) -> N
         assert alert in silent, f"{alert}: no test where it stays silent"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "job, service, port", [("trustgate-gateway", "gateway", 4000), ("trustgate-worker", "worker", 9400)]
 )
@@ -183,6 +193,7 @@ def test_scrape_jobs_find_the_compose_services(compose: dict[str, Any], job: str
     assert service == "gateway" or str(port) in exposed, f"{service} does not expose {port}"
 
 
+@pytest.mark.unit
 def test_prometheus_sends_alerts_to_the_compose_alertmanager(compose: dict[str, Any]) -> None:
     config = yaml.safe_load(PROMETHEUS_YML.read_text())
     (manager,) = config["alerting"]["alertmanagers"]
@@ -205,6 +216,7 @@ def amtool() -> str:
     return path
 
 
+@pytest.mark.integration
 def test_amtool_check_config(amtool: str) -> None:
     result = subprocess.run(
         [amtool, "check-config", str(ALERTMANAGER_YML)], capture_output=True, text=True, timeout=60, check=False
@@ -212,6 +224,7 @@ def test_amtool_check_config(amtool: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.integration
 def test_the_commented_slack_and_pagerduty_receivers_are_valid_too(amtool: str, tmp_path: Path) -> None:
     """Uncommenting the examples (as the file invites) must give a config Alertmanager accepts."""
     head, receivers = ALERTMANAGER_YML.read_text().split("\nreceivers:\n")

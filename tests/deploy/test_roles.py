@@ -22,29 +22,23 @@ from tests.deploy.image import image
 from tests.deploy.promql import DEPLOY, load_yaml_docs
 from tests.deploy.roles import (
     ASSETS_DIR,
+    MASTER_KEY,
+    START_TIMEOUT_S,
     Role,
     RoleProcess,
     Stack,
     assets_built,
     compose_roles,
     k8s_roles,
+    scored_answer,
+    start_oxigraph,
 )
-from tests.e2e.test_trust_scores import ANSWER
-
-MASTER_KEY = "sk-role-test"
-START_TIMEOUT_S = 180  # loading spaCy, the vectors and the evidence index on a busy 2-core machine
 
 pytestmark = pytest.mark.skipif(not assets_built(), reason="scoring assets not built: `make install` builds them")
 
 
 def compose_file() -> dict[str, Any]:
     return yaml.safe_load((DEPLOY / "docker-compose.yml").read_text())
-
-
-def start_oxigraph(stack: Stack, role: Role) -> RoleProcess:
-    oxigraph = stack.start(role, service_port=7878)
-    oxigraph.wait_ready(60)
-    return oxigraph
 
 
 def start_redis(stack: Stack, role: Role) -> None:
@@ -73,35 +67,7 @@ def start_worker(stack: Stack, role: Role) -> RoleProcess:
     return worker
 
 
-def scored_answer(gateway: RoleProcess) -> dict[str, Any]:
-    """Ask through the gateway as a client of the deployed config would (its default: async scoring), then read
-    the finished trust record from the result API."""
-    auth = {"authorization": f"Bearer {MASTER_KEY}"}
-    response = httpx.post(
-        f"{gateway.url}/v1/chat/completions",
-        timeout=60,
-        headers=auth,
-        json={"model": "local", "messages": [{"role": "user", "content": "What is the capital of France?"}]},
-    )
-    assert response.status_code == 200, response.text
-    assert response.json()["choices"][0]["message"]["content"] == ANSWER
-    assert response.headers["x-trust-status"] == "pending"
-    deadline = time.monotonic() + 120
-    while (
-        record := httpx.get(f"{gateway.url}/v1/trust/{response.headers['x-trust-id']}", headers=auth, timeout=10).json()
-    )["status"] == "pending":
-        assert time.monotonic() < deadline, f"not scored in time:\n{gateway.tail()}"
-        time.sleep(0.2)
-    assert record["status"] == "done", record
-    bc, fc = record["components"]["bc"], record["components"]["fc"]
-    assert bc["details"]["binary"] == 1.0, "Trust_BC ran its consistency checks"
-    assert "knowledge_graph" in bc["details"]["distractor_sources"], "the oxigraph role serves the loaded graph"
-    assert not bc["details"]["source_errors"], bc["details"]["source_errors"]
-    assert fc["label"] == "support" and any(e["id"] == "wikipedia:Paris" for e in fc["details"]["evidence"])
-    assert record["score"] is not None and record["label"] == "trusted"
-    return record
-
-
+@pytest.mark.integration
 def test_compose_default_stack_scores(stack: Stack) -> None:
     roles = compose_roles(compose_file(), {"TRUSTGATE_MASTER_KEY": MASTER_KEY}, image())
     start_oxigraph(stack, roles["oxigraph"])
@@ -110,6 +76,7 @@ def test_compose_default_stack_scores(stack: Stack) -> None:
     scored_answer(gateway)
 
 
+@pytest.mark.integration
 def test_compose_redis_profile_scores_in_a_worker(stack: Stack) -> None:
     environ = {"TRUSTGATE_MASTER_KEY": MASTER_KEY, "TRUSTGATE_CONFIG": "./config.redis.yaml"}
     roles = compose_roles(compose_file(), environ, image())
@@ -124,6 +91,7 @@ def test_compose_redis_profile_scores_in_a_worker(stack: Stack) -> None:
     assert record["components"]["bc"]["value"] is not None
 
 
+@pytest.mark.integration
 def test_kubernetes_manifests_score_in_a_worker(stack: Stack) -> None:
     objects = {
         (doc["kind"], doc["metadata"]["name"]): doc
@@ -141,6 +109,7 @@ def test_kubernetes_manifests_score_in_a_worker(stack: Stack) -> None:
     assert 'trustgate_worker_jobs_total{outcome="done"} 1.0' in httpx.get(f"{worker.url}/metrics", timeout=5).text
 
 
+@pytest.mark.unit
 def test_the_layout_serves_the_assets_the_image_builds() -> None:
     """The image builds the assets where every config reads them and where the oxigraph role serves them."""
     built = [run for run in image().runs if "trustgate build-assets" in run]

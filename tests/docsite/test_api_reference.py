@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from docsite.api_reference import api_markdown, openapi_schema
 from proxy import create_app, settings_from_dict
 from tests.conftest import gateway_config
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_schema_is_the_one_a_gateway_serves_whatever_its_config() -> None:

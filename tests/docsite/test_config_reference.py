@@ -13,6 +13,8 @@ import scoring.settings
 from docsite.config_reference import options, reference_markdown, sections, undocumented
 from exporters.alertmanager import AlertmanagerSettings
 
+pytestmark = pytest.mark.unit
+
 
 def test_every_option_has_a_description() -> None:
     """The reference's "meaning" column comes from ``FieldInfo.description``: an option without one is

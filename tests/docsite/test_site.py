@@ -14,6 +14,8 @@ from docsite.api_reference import openapi_schema
 from docsite.config_reference import options
 from tests.docsite.build import ROOT, build_site
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -20,12 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from proxy import default_config_path
 
 REPO = Path(__file__).resolve().parents[2]
 READY = "TrustGate is ready on "
+KEY = "sk-trustgate-local"  # the embedded default config's demo key
+AUTH = {"authorization": f"Bearer {KEY}"}
 
 
 def free_port() -> int:
@@ -143,3 +146,13 @@ def serve_config(
                 process.kill()
                 process.wait()
         reader.join(30)  # its output read to the end, and the pipe closed
+
+
+def scoring_calls(url: str) -> float:
+    """The upstream calls a running gateway's scorers have made so far (every purpose but the user's own)."""
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line
+    )

@@ -1,7 +1,7 @@
 """Sync requests sent right after a burst of async ones, on a running gateway: do they still get their score?
 
-Five async requests arrive at once, and their scoring jobs queue; then ten sync
-requests, one after the other, each waiting for its own answer's score. With
+Five async requests arrive at once, and their scoring jobs queue; then sync
+requests (ten unless told), one after the other, each waiting for its own answer's score. With
 sync first (``scoring.lanes``, ``proxy.upstream.slots``) each sync job goes ahead of the
 async backlog, so its client gets ``done`` within ``sync_timeout_s`` rather than
 ``pending``. Shared by the end-to-end test and ``bench.embedded_default``.
@@ -10,14 +10,15 @@ async backlog, so its client gets ``done`` within ``sync_timeout_s`` rather than
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-KEY = "sk-trustgate-local"  # the embedded default config's demo key
-AUTH = {"authorization": f"Bearer {KEY}"}
+from tests.e2e.gateway_process import AUTH
+
 ASYNC_QUESTIONS = [
     "Who invented the telephone?",
     "What is the capital of Italy?",
@@ -75,11 +76,11 @@ def ask(url: str, question: str, mode: str) -> tuple[httpx.Response, float]:
     return response, time.perf_counter() - started
 
 
-def sync_after_async(url: str) -> SyncAfterAsync:
+def sync_after_async(url: str, sync_questions: Sequence[str] = SYNC_QUESTIONS) -> SyncAfterAsync:
     with ThreadPoolExecutor(len(ASYNC_QUESTIONS)) as pool:
         backlog = list(pool.map(lambda q: ask(url, q, "async")[0].headers["x-trust-id"], ASYNC_QUESTIONS))
     replies = []
-    for question in SYNC_QUESTIONS:
+    for question in sync_questions:
         response, seconds = ask(url, question, "sync")
         replies.append(
             SyncReply(question, response.headers.get("x-trust-status", "none"), seconds, response.headers["x-trust-id"])

@@ -27,15 +27,18 @@ import pytest
 import yaml
 
 from scoring.types import ComponentResult
+from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_config
-from tests.e2e.test_trust_scores import DATA_DIR
 from tests.fake_upstream import FakeUpstream, last_user_text
 
-pytestmark = pytest.mark.skipif(
-    not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-    reason="scoring assets not built: `make install` builds them",
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 ANSWERS = {
     "What is the capital of France?": "Paris is the capital of France.",

@@ -1,6 +1,7 @@
 """``lp`` on the embedded default, end to end: the README's first sync ``curl`` against ``trustgate serve`` with
 the real llama.cpp server and SmolLM2 returns ``x-trust-lp``, and so do a sync stream and a legacy completion,
-while the client, which asked for no log-probabilities, sees none."""
+while the client, which asked for no log-probabilities, sees none. An answer whose score misses
+``sync_timeout_s`` (on a loaded machine) shows none, and its record has the ``lp`` the header would have had."""
 
 from __future__ import annotations
 
@@ -12,13 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.gateway_process import REPO, GatewayProcess, serve_default_config
-from tests.e2e.test_quickstart import AUTH
-from tests.e2e.test_trust_scores import DATA_DIR
-from tests.proxy.test_answer_logprobs import visible_logprobs
+from tests.assets import DATA_DIR
+from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess
+from tests.e2e.sync_after_async import wait_all_final
+from tests.proxy.logprob_replies import visible_logprobs
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.e2e,
     pytest.mark.skipif(
         not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
         reason="scoring assets not built: `make install` builds them",
@@ -36,12 +37,6 @@ def readme_sync_curl() -> str:
     return found.group(1).replace("\\\n", " ")
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    with serve_default_config(tmp_path_factory.mktemp("local-lp")) as running:
-        yield running
-
-
 def headers_and_body(curl_output: str) -> tuple[dict[str, str], dict[str, Any]]:
     """``curl -D -`` output: the last header block (lower-cased names) and the JSON body."""
     head, body = curl_output.replace("\r\n", "\n").rsplit("\n\n", 1)
@@ -49,18 +44,30 @@ def headers_and_body(curl_output: str) -> tuple[dict[str, str], dict[str, Any]]:
     return {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in lines)}, json.loads(body)
 
 
-def test_the_readme_first_sync_curl_returns_x_trust_lp(gateway: GatewayProcess) -> None:
-    command = readme_sync_curl().replace(README_URL, gateway.url)
+def scored_lp(url: str, status: str, trust_id: str, shown: str | float | None) -> dict[str, Any]:
+    """The answer's ``lp`` component from its record once scored; the value shown with the answer (a header or
+    the stream's trust object) when the score beat ``sync_timeout_s``, and none when it did not. Which of the two
+    a loaded 2-core machine gives is ``bench.embedded_default``'s question, not this test's."""
+    (record,) = wait_all_final(url, [trust_id])
+    assert record["status"] == "done", record
+    lp: dict[str, Any] = record["components"]["lp"]
+    if status == "done":
+        assert shown is not None and float(shown) == pytest.approx(lp["value"], abs=5e-5)
+    else:
+        assert status == "pending" and shown is None, (status, shown)
+    return lp
+
+
+def test_the_readme_first_sync_curl_returns_x_trust_lp(default_gateway: GatewayProcess) -> None:
+    command = readme_sync_curl().replace(README_URL, default_gateway.url)
     done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300, check=True)
     headers, body = headers_and_body(done.stdout)
-    assert headers["x-trust-status"] == "done", headers
-    assert 0 < float(headers["x-trust-lp"]) <= 1
     assert body["choices"][0]["message"]["content"] and visible_logprobs(body) == []  # the client asked none
-    record = httpx.get(f"{gateway.url}/v1/trust/{headers['x-trust-id']}", headers=AUTH, timeout=10).json()
-    assert record["components"]["lp"]["details"]["tokens"] > 0
+    lp = scored_lp(default_gateway.url, headers["x-trust-status"], headers["x-trust-id"], headers.get("x-trust-lp"))
+    assert 0 < lp["value"] <= 1 and lp["details"]["tokens"] > 0
 
 
-def test_a_sync_stream_and_a_legacy_completion_have_lp(gateway: GatewayProcess) -> None:
+def test_a_sync_stream_and_a_legacy_completion_have_lp(default_gateway: GatewayProcess) -> None:
     sync = {**AUTH, "x-trustgate-mode": "sync"}
     body = {
         "model": "local",
@@ -69,18 +76,23 @@ def test_a_sync_stream_and_a_legacy_completion_have_lp(gateway: GatewayProcess) 
         "temperature": 0,
         "stream": True,
     }
-    with httpx.stream("POST", f"{gateway.url}/v1/chat/completions", json=body, headers=sync, timeout=300) as reply:
+    with httpx.stream(
+        "POST", f"{default_gateway.url}/v1/chat/completions", json=body, headers=sync, timeout=300
+    ) as reply:
         events = [json.loads(line[6:]) for line in reply.iter_lines() if line.startswith("data: {")]
     trust = next(event["trust"] for event in events if "trust" in event)
-    assert trust["status"] == "done" and 0 < trust["components"]["lp"] <= 1
+    lp = scored_lp(default_gateway.url, trust["status"], trust["id"], trust["components"].get("lp"))
+    assert 0 < lp["value"] <= 1
     assert visible_logprobs(events) == []
 
     completion = httpx.post(
-        f"{gateway.url}/v1/completions",
+        f"{default_gateway.url}/v1/completions",
         headers=sync,
         timeout=300,
         json={"model": "local", "prompt": "The capital of France is", "max_tokens": 16, "temperature": 0},
     )
-    assert completion.status_code == 200 and completion.headers["x-trust-status"] == "done"
-    assert 0 < float(completion.headers["x-trust-lp"]) <= 1
+    assert completion.status_code == 200
+    headers = completion.headers
+    lp = scored_lp(default_gateway.url, headers["x-trust-status"], headers["x-trust-id"], headers.get("x-trust-lp"))
+    assert 0 < lp["value"] <= 1
     assert visible_logprobs(completion.json()) == []

@@ -18,11 +18,11 @@ from evaluation.fitting import fit_calibrator
 from proxy import default_config_path, load_settings
 from proxy.upstream.local_model import packaged_model_path
 from scoring.calibration import load_calibration, save_calibration
+from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY
-from tests.e2e.test_trust_scores import DATA_DIR
 from tests.servers import ServerThread
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 
 def free_port() -> int:

@@ -24,20 +24,18 @@ import httpx
 import orjson
 import pytest
 
-from tests.e2e.gateway_process import REPO, GatewayProcess, free_port, serve_default_config
-from tests.e2e.test_trust_scores import DATA_DIR
-from tests.scoring.test_children import alive, wait_gone
+from tests.assets import DATA_DIR
+from tests.e2e.gateway_process import AUTH, REPO, GatewayProcess, free_port, scoring_calls, serve_default_config
+from tests.waiting import alive, wait_gone
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.e2e,
     pytest.mark.skipif(
         not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
         reason="scoring assets not built: `make install` builds them",
     ),
 ]
 
-KEY = "sk-trustgate-local"
-AUTH = {"authorization": f"Bearer {KEY}"}
 QUESTIONS = [
     "Who wrote Romeo and Juliet?",
     "What is the largest planet?",
@@ -68,15 +66,6 @@ def stream_events(url: str, messages: list[dict[str, str]]) -> list[str]:
     with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, headers=AUTH, timeout=180) as response:
         assert response.status_code == 200
         return [line[len("data: ") :] for line in response.iter_lines() if line.startswith("data: ")]
-
-
-def scoring_calls(url: str) -> float:
-    text = httpx.get(f"{url}/metrics").text
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("trustgate_upstream_calls_total{") and 'purpose="user"' not in line
-    )
 
 
 def final_record(url: str, trust_id: str, timeout_s: float = 180.0) -> dict[str, Any]:

@@ -8,10 +8,8 @@ follow what it does. The assets are built by the README's install step.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -19,35 +17,23 @@ import pytest
 from proxy import load_settings
 from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
-from tests.fake_upstream import FakeUpstream, last_user_text
+from tests.fake_upstream import FakeUpstream
+from tests.scripted_models import ANSWER, scripted
 from tests.servers import ServerThread
 
-ANSWER = "Paris is the capital of France."
-
-pytestmark = pytest.mark.skipif(
-    not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
-    reason="scoring assets not built: `make install` builds them",
-)
-
-
-def scripted(consistent: bool) -> Callable[[list[dict[str, Any]]], str]:
-    def respond(messages: list[dict[str, Any]]) -> str:
-        prompt = last_user_text(messages)
-        if prompt.startswith("INSTRUCTION: Please give answers"):
-            question = prompt.rsplit("Question:", 1)[1]
-            options = dict(re.findall(r"^([A-E])\) (.*)$", question, re.MULTILINE))
-            original = next(letter for letter, text in options.items() if text == ANSWER)
-            return original if consistent else next(letter for letter in "ABCD" if letter != original)
-        if prompt.startswith("INSTRUCTION: Assess whether the provided evidence"):
-            return "support" if "Paris" in prompt.split("Question:")[0] else "neutral"
-        return ANSWER
-
-    return respond
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
+        reason="scoring assets not built: `make install` builds them",
+    ),
+]
 
 
-@pytest.fixture
-def real_scorer_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]) -> ServerThread:
-    config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
+@pytest.fixture(scope="module")
+def real_scorer_gateway(fake_upstream_url: str, start_module_gateway: Callable[..., ServerThread]) -> ServerThread:
+    """Shared by the module's tests, which only send it requests: its start loads the real scorers."""
+    config = gateway_config(fake_upstream_url)
     config["trustgate"] = {
         "scoring": {
             "data_dir": str(DATA_DIR),
@@ -56,7 +42,7 @@ def real_scorer_gateway(fake_upstream: FakeUpstream, start_gateway: Callable[...
             "consistency": {"max_checks": 4, "seed": 7},
         }
     }
-    return start_gateway(config, scorers=None)  # None: the scorers the config enables
+    return start_module_gateway(config, scorers=None)  # None: the scorers the config enables
 
 
 def ask(server: ServerThread) -> httpx.Response:

@@ -19,6 +19,8 @@ from scoring.calibration import (
     save_calibration,
 )
 
+pytestmark = pytest.mark.unit
+
 # Trust_OV-like scores: the six Table 3 cells, correct more often in the higher cells.
 RNG = np.random.default_rng(11)
 SCORES = RNG.choice([0.0, 0.2, 0.4, 0.6, 0.8, 1.0], 400)

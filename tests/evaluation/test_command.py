@@ -32,6 +32,7 @@ def write_config(path: Path, fake: FakeUpstream, settings: ScoringSettings) -> P
     return path
 
 
+@pytest.mark.integration
 def test_given_mode_report_with_calibration(
     fake_upstream: FakeUpstream, evidence_settings: ScoringSettings, tmp_path: Path
 ) -> None:
@@ -88,6 +89,7 @@ def test_given_mode_report_with_calibration(
     assert json.loads((out / "results.json").read_text())["run"]["results_reused"] == 12
 
 
+@pytest.mark.integration
 def test_truthfulqa_mc_from_the_copy_task(
     fake_upstream: FakeUpstream, tmp_path: Path, evidence_settings: ScoringSettings
 ) -> None:
@@ -133,6 +135,7 @@ def test_truthfulqa_mc_from_the_copy_task(
     assert "copy task" in (out / "report.md").read_text()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
@@ -149,6 +152,7 @@ def test_counts_below_one_are_refused_at_the_command_line(
     assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("config_seed", "arguments", "seed"),
     [

@@ -18,6 +18,8 @@ from evaluation.datasets import (
 )
 from evaluation.short_facts import read_short_facts
 
+pytestmark = pytest.mark.unit
+
 DATA = default_data_dir()
 real_files = pytest.mark.skipif(
     not all((DATA / name).is_file() for name in DATASET_FILES.values()),

@@ -13,6 +13,8 @@ from evaluation.prompts import (
     parse_confidence,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def test_normalisation() -> None:
     assert normalise_answer("  The Rudolf  Heß, (Nazi)! ") == "rudolf hess nazi"

@@ -22,6 +22,8 @@ from evaluation.metrics import (
     spearman,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def cases() -> list[tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(3)

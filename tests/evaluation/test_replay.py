@@ -28,6 +28,7 @@ def _items() -> list[EvalItem]:
     ]
 
 
+@pytest.mark.unit
 def test_the_scripted_model_is_consistent_and_judged_right_mostly_when_it_is_right() -> None:
     model = CapableModel(_items(), consistency_right=1.0, consistency_wrong=0.0, judge_accuracy=1.0)
     for i in range(40):
@@ -46,6 +47,7 @@ def test_the_scripted_model_is_consistent_and_judged_right_mostly_when_it_is_rig
     assert model.judge("INSTRUCTION: Assess whether the provided evidence\nQuestion: N/A\nAnswer: N/A\n") is None
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(
     not (DATA_DIR / "factcheck" / "index").exists() or not (DATA_DIR / "consistency" / "vectors.bin").exists(),
     reason="scoring assets not built: `make install` builds them",

@@ -24,6 +24,8 @@ from tests.fake_upstream import FakeUpstream
 
 from .scripted import ALBUMS, ScriptedModel
 
+pytestmark = pytest.mark.integration
+
 ITEMS = [
     EvalItem(dataset="albums", id=str(n), question_id=str(n), question=s.question, gold=(s.gold,))
     for n, s in enumerate(ALBUMS)

@@ -21,6 +21,7 @@ from scoring.triage import AnswerKind, Verdict
 from tests.trustgate_command import main
 
 
+@pytest.mark.unit
 def test_the_committed_set_is_handled_right_at_least_95_percent_of_the_time() -> None:
     cases = load_triage_cases(packaged_set("triage"))
     report = triage_report(run_triage(cases, repeat=1))
@@ -31,6 +32,7 @@ def test_the_committed_set_is_handled_right_at_least_95_percent_of_the_time() ->
     }  # fmt: skip
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", ["triage-holdout", "triage-holdout-2"])
 def test_the_held_out_sets_are_handled_right_at_least_90_percent_of_the_time(name: str) -> None:
     cases = load_triage_cases(packaged_set(name))
@@ -44,6 +46,7 @@ def _outcome(gold: AnswerKind, found: AnswerKind, seconds: float = 0.001) -> Tri
     return TriageOutcome(case, Verdict(kind=found, reason="r"), seconds)
 
 
+@pytest.mark.unit
 def test_precision_recall_and_accuracy_are_counted_from_the_verdicts() -> None:
     outcomes = [
         _outcome("factual", "factual"),
@@ -65,6 +68,7 @@ def test_precision_recall_and_accuracy_are_counted_from_the_verdicts() -> None:
     assert "**60.0%** (3 of 5)" in text and "| code | 1 |" in text  # gold code, triage factual
 
 
+@pytest.mark.unit
 def test_a_malformed_set_names_its_file_and_line(tmp_path: Path) -> None:
     good = {"id": "a", "messages": [{"role": "user", "content": "Hi"}], "answer": "Hello", "kind": "conversation"}
     bad_lines = {
@@ -81,6 +85,7 @@ def test_a_malformed_set_names_its_file_and_line(tmp_path: Path) -> None:
         load_triage_cases(tmp_path / "missing.jsonl")
 
 
+@pytest.mark.integration  # runs the command in a subprocess
 def test_the_command_prints_the_report_and_writes_its_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "mini.jsonl"
     rows = [

@@ -8,6 +8,8 @@ import pytest
 
 from evaluation.truthfulqa_mc import CandidateScore, candidate_score, mc_scores, repeat_prompt
 
+pytestmark = pytest.mark.unit
+
 
 def test_a_reproduced_candidate_sums_its_tokens() -> None:
     chosen = [("\n", -0.01), ("Nothing", -0.5), (" happens", -0.25), (".", -0.1), ("<end>", -0.2)]

@@ -81,6 +81,7 @@ def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Scenario], 
     return go
 
 
+@pytest.mark.integration
 def test_a_label_is_kept_with_its_time_and_read_back_everywhere(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await store.put(record("a"))
@@ -97,6 +98,7 @@ def test_a_label_is_kept_with_its_time_and_read_back_everywhere(run: Callable[[S
     run(scenario)
 
 
+@pytest.mark.integration
 def test_the_latest_label_wins_and_a_rewritten_record_keeps_it(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await store.put(record("a"))
@@ -112,6 +114,7 @@ def test_the_latest_label_wins_and_a_rewritten_record_keeps_it(run: Callable[[Sc
     run(scenario)
 
 
+@pytest.mark.integration
 def test_another_owner_or_an_unknown_id_labels_nothing(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await store.put(record("a", owner="alice"))
@@ -125,6 +128,7 @@ def test_another_owner_or_an_unknown_id_labels_nothing(run: Callable[[Scenario],
     run(scenario)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("status", ["pending", "skipped", "shed"])
 def test_a_record_that_was_not_scored_takes_no_label(run: Callable[[Scenario], None], status: TrustStatus) -> None:
     async def scenario(store: Store) -> None:
@@ -139,6 +143,7 @@ def test_a_record_that_was_not_scored_takes_no_label(run: Callable[[Scenario], N
     run(scenario)
 
 
+@pytest.mark.integration
 def test_a_failed_record_takes_a_label(run: Callable[[Scenario], None]) -> None:
     """Scoring failed part-way, but the answer went out: whether it was right is still worth knowing."""
 
@@ -150,6 +155,7 @@ def test_a_failed_record_takes_a_label(run: Callable[[Scenario], None]) -> None:
     run(scenario)
 
 
+@pytest.mark.integration
 def test_labelled_lists_one_models_labelled_records_newest_label_first(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         for record_id, owner, model in (
@@ -175,6 +181,7 @@ def test_labelled_lists_one_models_labelled_records_newest_label_first(run: Call
     run(scenario)
 
 
+@pytest.mark.integration
 def test_labelled_by_reads_the_labels_those_keys_gave_and_still_give(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         for record_id in "abcd":
@@ -192,6 +199,7 @@ def test_labelled_by_reads_the_labels_those_keys_gave_and_still_give(run: Callab
     run(scenario)
 
 
+@pytest.mark.integration
 def test_listing_filters_labelled_and_unlabelled(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         for i, record_id in enumerate(("a", "b", "c")):
@@ -208,6 +216,7 @@ def test_listing_filters_labelled_and_unlabelled(run: Callable[[Scenario], None]
     run(scenario)
 
 
+@pytest.mark.unit
 def test_feedback_is_validated() -> None:
     with pytest.raises(ValidationError):
         Feedback.model_validate({"correct": "true", "labelled_at": 1.0})
@@ -218,6 +227,7 @@ def test_feedback_is_validated() -> None:
     assert Feedback(correct=True, comment="x" * 1000, score=0.0, labelled_at=1.0).comment == "x" * 1000
 
 
+@pytest.mark.unit
 def test_an_sqlite_store_from_before_feedback_is_migrated(tmp_path: Path) -> None:
     """A store written by the previous version (no feedback column, records without the field) reads and labels."""
     path = tmp_path / "old.db"
@@ -241,6 +251,7 @@ def test_an_sqlite_store_from_before_feedback_is_migrated(tmp_path: Path) -> Non
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_redis_skips_a_labelled_record_that_expired(redis_server: RedisServer) -> None:
     async def scenario() -> None:
         redis = Redis.from_url(redis_server.url, decode_responses=True)

@@ -72,6 +72,7 @@ def _value(samples: Samples, name: str, **labels: str) -> float:
     return sum(value for sample, found, value in samples if sample == name and labels.items() <= found.items())
 
 
+@pytest.mark.integration
 def test_traffic_is_attributed_to_key_names_and_endpoints(teams: ServerThread) -> None:
     _traffic(teams)
     _, samples = _scrape(teams)
@@ -100,6 +101,7 @@ def test_traffic_is_attributed_to_key_names_and_endpoints(teams: ServerThread) -
     assert _value(samples, "process_cpu_seconds_total") > 0 and _value(samples, "process_resident_memory_bytes") > 0
 
 
+@pytest.mark.integration
 def test_label_values_stay_bounded_by_the_config(teams: ServerThread) -> None:
     """Made-up keys and model names, however many, add no label values: only configured names appear."""
     _traffic(teams)
@@ -122,6 +124,7 @@ def test_label_values_stay_bounded_by_the_config(teams: ServerThread) -> None:
     assert {(n, tuple(sorted(labels.items()))) for n, labels, _ in again if n.startswith("trustgate_")} == series
 
 
+@pytest.mark.integration
 def test_promtool_finds_the_exposition_clean(teams: ServerThread) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
@@ -135,6 +138,7 @@ def test_promtool_finds_the_exposition_clean(teams: ServerThread) -> None:
     assert checked.returncode == 0 and not (checked.stdout + checked.stderr).strip(), checked.stdout + checked.stderr
 
 
+@pytest.mark.unit
 def test_a_kept_child_is_the_series_labels_names() -> None:
     """``LabelledChildren`` hands back the very child ``labels()`` gives, so what it counts is that series."""
     registry = CollectorRegistry()

@@ -4,10 +4,13 @@ adds to what the gateway holds rather than resetting it."""
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from exporters import build_metrics
 from exporters.metric_deltas import DeltaSink, DeltaTracker, MetricDeltas
+
+pytestmark = pytest.mark.unit
 
 
 def values(registry: CollectorRegistry, *names: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -13,7 +13,7 @@ from exporters import ConfiguredLabels, build_metrics, build_worker_metrics
 from exporters.metric_deltas import DeltaSink, DeltaTracker
 from exporters.prometheus import WORKER_OUTCOMES
 from proxy import configured_labels, settings_from_dict
-from scoring import TrustRecord
+from scoring import ANSWER_KINDS, TrustRecord
 from scoring.redis_queue import JobOutcome
 from scoring.types import FAILURE_REASONS, ShedReason, TrustAction
 from tests.conftest import MASTER_KEY, gateway_config
@@ -29,6 +29,7 @@ LABELS = ConfiguredLabels(
     scorers=("bc", "rag"),
     deployments=(("a", "a:0"), ("b", "b:0"), ("b", "b:1")),
     fallbacks=(("a", "b"),),
+    kinds=("factual", "creative", "tool_call"),
 )
 Series = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -66,9 +67,20 @@ def test_the_known_label_values_start_at_zero() -> None:
     assert label_values(found, "trustgate_scorer_errors_total", "component") == {"bc", "rag", "ov"}
     assert label_values(found, "trustgate_trust_score_count", "component") == {"bc", "rag", "ov"}
     assert label_values(found, "trustgate_upstream_calls_total", "purpose") == {"user", "bc", "rag"}
-    assert label_values(found, "trustgate_trust_labels_total", "label") == {"trusted", "uncertain", "untrusted"}
-    statuses = {"done", "failed", "shed", "skipped", "not_applicable"}
-    assert label_values(found, "trustgate_scoring_jobs_total", "status") == statuses
+    assert label_values(found, "trustgate_trust_labels_total", "label") == {
+        "trusted",
+        "uncertain",
+        "untrusted",
+        "unknown",
+    }
+    assert label_values(found, "trustgate_scoring_jobs_total", "status") == {
+        "done",
+        "failed",
+        "shed",
+        "skipped",
+        "not_applicable",
+    }
+    assert label_values(found, "trustgate_scoring_applicability_total", "kind") == {"factual", "creative", "tool_call"}
     assert label_values(found, "trustgate_rag_metric_count", "metric") == {
         "citation_recall",
         "citation_precision",
@@ -145,6 +157,9 @@ def test_the_labels_a_config_names() -> None:
     assert labels.scorers == ("bc", "fc", "lp", "ev") and labels.components == ("bc", "fc", "lp", "ev", "ov")
     assert set(labels.endpoints) == {"chat", "completions", "responses", "embeddings"}
     assert "embeddings" not in labels.streamed_endpoints
+    assert labels.kinds == ANSWER_KINDS  # every kind triage tells apart, answers being triaged
+    config["trustgate"]["scoring"]["applicability"] = {"enabled": False}
+    assert configured_labels(settings_from_dict(config, {})).kinds == ()
 
     open_gateway = gateway_config("http://127.0.0.1:9", general_settings={}, trustgate={"allow_unauthenticated": True})
     assert configured_labels(settings_from_dict(open_gateway, {})).callers == (("anonymous", "fake"),)

@@ -158,9 +158,11 @@ def check_typed_and_unchanged(record: TrustRecord | None) -> None:
     ]
 
 
+@pytest.mark.unit
 def test_an_old_rag_record_reads_from_sqlite(tmp_path: Path) -> None:
     check_typed_and_unchanged(read_from_sqlite(tmp_path / "records.sqlite3"))
 
 
+@pytest.mark.integration
 def test_an_old_rag_record_reads_from_redis(redis_server: RedisServer) -> None:
     check_typed_and_unchanged(read_from_redis(redis_server))

@@ -14,6 +14,8 @@ from exporters import RequestTrace, Telemetry
 from exporters.otel import disabled_telemetry, upstream_span
 from scoring.types import ComponentResult, TrustRecord
 
+pytestmark = pytest.mark.unit
+
 
 def test_rag_component_emits_its_trust_eval_metrics() -> None:
     logs = InMemoryLogRecordExporter()

@@ -25,6 +25,7 @@ EVALUATION_EVENT = "gen_ai.evaluation.result"
 NO_GRPC = importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is None
 
 
+@pytest.mark.unit
 def test_the_variables_choose_and_the_config_overrides() -> None:
     assert not export_choice({}).enabled, "nothing asked for: no export"
     assert not export_choice({"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}).enabled
@@ -54,6 +55,7 @@ def test_the_variables_choose_and_the_config_overrides() -> None:
         export_choice({"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("environ", "configured", "named"),
     [
@@ -127,6 +129,7 @@ def _receivers() -> Iterator[object]:
     )
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("protocol", "receiver"), list(_receivers()))
 def test_a_real_receiver_gets_spans_and_evaluation_events(
     scored_config: Path, protocol: str, receiver: Receiver
@@ -158,6 +161,7 @@ def test_a_real_receiver_gets_spans_and_evaluation_events(
         assert all(r["deployment.environment.name"] == "staging" for r in resources)
 
 
+@pytest.mark.integration
 def test_the_console_exporters_print_spans_and_events(scored_config: Path) -> None:
     environ = {"OTEL_TRACES_EXPORTER": "console", "OTEL_LOGS_EXPORTER": "console"}
     with serve_config(scored_config, environ=environ, timeout=120) as gateway:

@@ -16,6 +16,8 @@ from evaluation.cache import EvalCache
 from exporters.store import SqliteRecordStore
 from scoring.types import TrustRecord
 
+pytestmark = pytest.mark.unit
+
 
 def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)

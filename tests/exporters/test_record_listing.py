@@ -122,6 +122,7 @@ def ids(*numbers: int) -> list[str]:
     return [f"r{i:05d}" for i in numbers]
 
 
+@pytest.mark.integration
 def test_pages_newest_first_without_repeats(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await fill(store, [record(i) for i in range(25)])
@@ -130,6 +131,7 @@ def test_pages_newest_first_without_repeats(run: Callable[[Scenario], None]) -> 
     run(scenario)
 
 
+@pytest.mark.integration
 def test_pages_are_stable_when_records_arrive_between_them(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await fill(store, [record(i) for i in range(10)])
@@ -142,6 +144,7 @@ def test_pages_are_stable_when_records_arrive_between_them(run: Callable[[Scenar
     run(scenario)
 
 
+@pytest.mark.integration
 def test_records_of_the_same_instant_are_neither_repeated_nor_lost(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await fill(store, [record(i, age_s=5.0) for i in range(7)] + [record(7, age_s=1.0)])
@@ -150,6 +153,7 @@ def test_records_of_the_same_instant_are_neither_repeated_nor_lost(run: Callable
     run(scenario)
 
 
+@pytest.mark.integration
 def test_each_filter(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await fill(
@@ -182,6 +186,7 @@ def test_each_filter(run: Callable[[Scenario], None]) -> None:
     run(scenario)
 
 
+@pytest.mark.integration
 def test_a_filtered_listing_pages_through_the_matches(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await fill(store, [record(i, label="untrusted" if i % 3 == 0 else "trusted") for i in range(30)])
@@ -192,6 +197,7 @@ def test_a_filtered_listing_pages_through_the_matches(run: Callable[[Scenario], 
     run(scenario)
 
 
+@pytest.mark.integration
 def test_an_owner_sees_only_its_records(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await fill(store, [record(i, owner="alice" if i % 2 else "bob") for i in range(10)])
@@ -205,6 +211,7 @@ def test_an_owner_sees_only_its_records(run: Callable[[Scenario], None]) -> None
     run(scenario)
 
 
+@pytest.mark.integration
 def test_summary_counts_labels_models_histogram_and_rate(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await fill(
@@ -227,6 +234,7 @@ def test_summary_counts_labels_models_histogram_and_rate(run: Callable[[Scenario
     run(scenario)
 
 
+@pytest.mark.unit
 def test_a_store_written_before_listings_gains_its_columns_on_open(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as db:  # the schema of a store from before listings (and before owners)
@@ -247,6 +255,7 @@ def test_a_store_written_before_listings_gains_its_columns_on_open(tmp_path: Pat
     asyncio.run(scenario())
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "params",
     [
@@ -268,6 +277,7 @@ def test_bad_filters_are_refused(params: dict[str, Any]) -> None:
         RecordQuery.model_validate(params)
 
 
+@pytest.mark.unit
 def test_a_cursor_names_a_position() -> None:
     query = RecordQuery(limit=2)
     assert query.after is None
@@ -275,6 +285,7 @@ def test_a_cursor_names_a_position() -> None:
         decode_cursor("WzEsMiwzXQ")  # [1,2,3]
 
 
+@pytest.mark.integration
 def test_a_redis_scan_stops_at_its_limit_and_the_cursor_goes_on(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -293,6 +304,7 @@ def test_a_redis_scan_stops_at_its_limit_and_the_cursor_goes_on(
     asyncio.run(scenario())
 
 
+@pytest.mark.integration
 def test_redis_index_is_bounded_by_max_records_and_skips_expired_records(redis_server: RedisServer) -> None:
     async def scenario() -> None:
         redis = Redis.from_url(redis_server.url, decode_responses=True)

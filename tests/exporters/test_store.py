@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from exporters.record_size import stored_json
 from exporters.store import PRUNE_EXPIRED, PRUNE_OLDEST, SqliteRecordStore
 from scoring.types import BCDetails, ComponentResult, RecordScope, TrustRecord
+
+pytestmark = pytest.mark.unit
 
 ALL = RecordScope.everyone()
 

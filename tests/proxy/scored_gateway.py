@@ -34,6 +34,23 @@ class AskingScorer(Scorer):
         )
 
 
+class FollowingScorer(AskingScorer):
+    """Starts once ``after``'s result is in (``RunsAfter``) and is never spared by it: with it, a job's scorers
+    run one after the other, and the job outlasts a sync wait that each of them ends within."""
+
+    def __init__(self, name: str, value: float, after: str, delay: float = 0.0) -> None:
+        super().__init__(name, value, delay)
+        self.after = after
+
+    def spared(self, earlier: ComponentResult) -> ComponentResult | None:
+        return None
+
+
+def one_after_the_other(delay: float) -> list[Scorer]:
+    """Trust_BC (0.3), then a component the paper's combination leaves out: each takes ``delay`` and more."""
+    return [AskingScorer("bc", 0.3, delay=delay), FollowingScorer("sc", 0.9, after="bc", delay=delay)]
+
+
 class RaisingScorer(Scorer):
     name = "fc"
 
@@ -43,11 +60,11 @@ class RaisingScorer(Scorer):
 
 def scoring_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     """An operator who lets clients choose the scoring mode (the default only lets them lower it:
-    tests/proxy/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the
+    tests/proxy/whole_gateway/test_tenant_isolation.py), with Trust_OV by the paper's Table 3, whose values the
     tests work out by hand (the default combination: tests/scoring/test_default_combination.py)."""
     config = gateway_config(upstream_url)
     config["trustgate"] = {
-        "scoring": {"queue": {"scorer_timeout": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
+        "scoring": {"queue": {"scorer_timeout_s": 1.0}, "allow_client_mode": "any", "combine": "paper", **scoring}
     }
     return config
 

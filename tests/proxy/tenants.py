@@ -19,7 +19,7 @@ KEYS = [
 def operator_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
     """Three client keys (one an admin) and the product's default policy: no allow_client_mode set."""
     config = gateway_config(upstream_url)
-    config["trustgate"] = {"keys": KEYS, "scoring": {"queue": {"scorer_timeout": 5.0}, **scoring}}
+    config["trustgate"] = {"keys": KEYS, "scoring": {"queue": {"scorer_timeout_s": 5.0}, **scoring}}
     return config
 
 

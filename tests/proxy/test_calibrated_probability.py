@@ -21,7 +21,7 @@ from scoring.settings import ScoringSettings
 from scoring.types import Ask, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AskingScorer, chat, scoring_config, wait_for_record
+from tests.proxy.scored_gateway import AskingScorer, chat, scoring_config, wait_for_record
 from tests.servers import ServerThread
 from trustgate.cli import main
 from trustgate.worker import run_worker
@@ -38,6 +38,7 @@ def calibration(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.integration
 def test_headers_record_and_trust_chunk_carry_the_calibrated_probability(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], calibration: Path
 ) -> None:
@@ -54,11 +55,14 @@ def test_headers_record_and_trust_chunk_carry_the_calibrated_probability(
         base_url=f"{server.url}/v1", api_key=MASTER_KEY, max_retries=0, default_headers={"x-trustgate-mode": "sync"}
     )
     chunks = list(
-        client.chat.completions.create(model="fake", messages=[{"role": "user", "content": "hi"}], stream=True)
+        client.chat.completions.create(
+            model="fake", messages=[{"role": "user", "content": "Who said hi?"}], stream=True
+        )
     )
     assert chunks[-1].model_extra["trust"]["probability"] == pytest.approx(0.28)  # type: ignore[index]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("fitted_with", "warned"), [("bc+fc", False), ("fc", True)])
 def test_a_calibration_fitted_on_other_scorers_is_logged_and_gives_no_probability(
     fake_upstream: FakeUpstream,
@@ -86,6 +90,7 @@ def test_a_calibration_fitted_on_other_scorers_is_logged_and_gives_no_probabilit
     assert not warned or "from fc, but this process scores with bc+fc" in mismatch[0]
 
 
+@pytest.mark.integration
 def test_without_a_calibration_the_probability_is_absent(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
@@ -106,6 +111,7 @@ class FixedScorer(Scorer):
         return ComponentResult(component=self.name, value=self.value)
 
 
+@pytest.mark.unit
 def test_a_record_without_the_calibrated_component_gets_no_probability() -> None:
     """A calibration fitted on Trust_OV says nothing about a RAG score: no number rather than a wrong one."""
     pipeline = ScoringPipeline(
@@ -125,6 +131,7 @@ class FailingScorer(Scorer):
         raise RuntimeError("upstream gone")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(("fitted_with", "probability"), [("bc+fc", None), ("fc", 0.1), (None, 0.1)])
 def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
     fitted_with: str | None, probability: float | None
@@ -144,6 +151,7 @@ def test_trust_ov_from_other_scorers_than_the_calibration_gets_no_probability(
     assert record.probability == (pytest.approx(probability) if probability is not None else None)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("content", ['{"format": "something-else"}', "not json", None])
 def test_a_bad_calibration_file_stops_the_start_with_a_config_error(
     tmp_path: Path, fake_upstream: FakeUpstream, content: str | None, capsys: pytest.CaptureFixture[str]
@@ -165,6 +173,7 @@ def test_a_bad_calibration_file_stops_the_start_with_a_config_error(
         asyncio.run(run_worker(settings_from_dict(config, {}), metrics_port=None))
 
 
+@pytest.mark.integration
 def test_a_fitted_trust_ov_is_the_logistic_fit_of_its_features_and_its_own_probability(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
 ) -> None:
@@ -185,6 +194,7 @@ def test_a_fitted_trust_ov_is_the_logistic_fit_of_its_features_and_its_own_proba
     assert record["score"] == pytest.approx(expected) and record["probability"] == pytest.approx(expected)
 
 
+@pytest.mark.unit
 def test_combine_fitted_needs_a_logistic_fit(tmp_path: Path) -> None:
     from scoring.assembly import ScorerAssetsError, combiner_for
 

@@ -10,43 +10,28 @@ What the litellm path's calls need is loaded at start-up, not by the first call.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
+from tests.fresh_interpreter import printed_by
 from tests.redis_server import RedisServer
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("spacy", "gensim", "torch", "sklearn", "matplotlib", "transformers")
 SCORING_OFF = {"consistency": {"enabled": False}, "factcheck": {"enabled": False}, "rag": {"enabled": False}}
 
 
-def _printed_by(code: str) -> Any:
-    """Run ``code`` in a fresh interpreter; the JSON of the last line it printed."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={"PATH": "/usr/bin:/bin", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"},
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def _loaded_after(code: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
     """The ``watched`` modules that ``code``, run in a fresh interpreter, left in ``sys.modules``."""
     return list(
-        _printed_by(
+        printed_by(
             textwrap.dedent(code)
             + textwrap.dedent(f"""
         import json, sys
@@ -114,7 +99,7 @@ def test_trustgate_help_loads_none_of_them() -> None:
 def test_the_first_litellm_call_imports_nothing_of_the_openai_sdk(fake_upstream: FakeUpstream) -> None:
     """The SDK's resource modules load with litellm at start-up (``litellm_backend``), not on the first call."""
     api_base = f"{fake_upstream.url}/v1"  # type: ignore[attr-defined]
-    imported_by_the_call = _printed_by(f"""
+    imported_by_the_call = printed_by(f"""
         import asyncio, json, sys
         from proxy.upstream.litellm_backend import check_providers
         check_providers([])  # the gateway's start-up imports and sets up litellm through here

@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 import signal
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,14 @@ from proxy.trust.local_scoring import WORKER_MODULE
 from scoring.queue import SHUTDOWN_ERROR
 from tests.e2e.gateway_process import GatewayProcess, free_port, serve_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_live_scoring import AUTH, wait_for_record
-from tests.proxy.test_sampled_agreement import ask, sc_config, scripted
-from tests.proxy.test_scoring_budget import _in_one_window, metric, record
+from tests.proxy.metric_samples import metric
+from tests.proxy.sampled_agreement import ask, sc_config, scripted
+from tests.proxy.scored_gateway import AUTH, record, wait_for_record
+from tests.proxy.trust.budget_window import in_one_window
 from tests.servers import ServerThread
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
 
 
 def local_workers(parent: int) -> list[int]:
@@ -47,15 +50,6 @@ def local_workers(parent: int) -> list[int]:
 
 def niceness(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])  # proc(5) field 19
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def chat_async(url: str, content: str) -> httpx.Response:
@@ -140,7 +134,7 @@ def test_the_workers_calls_count_on_the_gateways_rate_limits(
     config["trustgate"]["retries"] = {"retry_after_cap_s": 0.5}
     gateway = start_gateway(config, scorers=None)
     fake_upstream.responder = scripted("Paris", ["Paris"])
-    _in_one_window(15)
+    in_one_window(15)
     response = ask(gateway, temperature=0.5)
 
     assert response.status_code == 200 and response.headers["x-trust-status"] == "done"
@@ -243,7 +237,7 @@ def test_sigterm_drains_through_the_worker_and_records_the_rest_failed(
     with serve_config(config, timeout=120) as served:
         [worker] = local_workers(served.process.pid)
         with concurrent.futures.ThreadPoolExecutor(10) as pool:
-            replies = list(pool.map(lambda i: chat_async(served.url, f"question {i}"), range(10)))
+            replies = list(pool.map(lambda i: chat_async(served.url, f"What is question {i}?"), range(10)))
         ids = [reply.headers["x-trust-id"] for reply in replies]
         served.process.send_signal(signal.SIGTERM)
         served.process.wait(60)  # uvicorn re-raises the signal once its shutdown is complete

@@ -9,6 +9,8 @@ from scoring.answer_kinds import CONTENT_KINDS, ContentKind
 from scoring.policy import applicability_of, scored_kinds
 from scoring.settings import ApplicabilityPolicy, ApplicabilitySettings, PolicySettings, ScoringSettings
 
+pytestmark = pytest.mark.unit
+
 
 def kinds(*names: ContentKind) -> frozenset[ContentKind]:
     return frozenset(names)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from scoring.children import reap_stale_children, register_child, registry_dir
+from tests.waiting import alive, wait_gone
 
 PARENT = """
 import subprocess, sys, time
@@ -30,21 +31,6 @@ register_child(child.pid, argv)
 print(child.pid, flush=True)
 time.sleep(300)
 """
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def wait_gone(pid: int, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not alive(pid)
 
 
 @pytest.fixture
@@ -61,6 +47,7 @@ def start_parent(mode: str, environ: dict[str, str]) -> tuple[subprocess.Popen[s
         return parent, int(parent.stdout.readline())
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_a_child_dies_when_its_parent_is_sigkilled(temp_registry: dict[str, str]) -> None:
     parent, child = start_parent("signal", temp_registry)
@@ -70,6 +57,7 @@ def test_a_child_dies_when_its_parent_is_sigkilled(temp_registry: dict[str, str]
     assert wait_gone(child)
 
 
+@pytest.mark.integration
 def test_a_restart_kills_the_children_of_a_dead_parent(temp_registry: dict[str, str]) -> None:
     """Without the signal (another OS, or it did not fire) the orphan lives on until the next start reaps it."""
     parent, child = start_parent("no-signal", temp_registry)
@@ -89,6 +77,7 @@ def test_a_restart_kills_the_children_of_a_dead_parent(temp_registry: dict[str, 
         os.kill(live_child, signal.SIGKILL)
 
 
+@pytest.mark.integration
 def test_a_recycled_pid_is_never_killed(temp_registry: dict[str, str]) -> None:
     """A registry entry whose pid now belongs to another process (other start time) is only dropped."""
     bystander = subprocess.Popen(["sleep", "300"])
@@ -124,6 +113,7 @@ def plant(folder: Path, bystander: int, *, cmdline: str | None) -> Path:
     return entry
 
 
+@pytest.mark.integration
 def test_a_registry_others_can_write_to_is_never_read(temp_registry: dict[str, str]) -> None:
     """In a shared /tmp another user can make the directory first: a 0777 registry is not acted on."""
     bystander = subprocess.Popen(["sleep", "300"])
@@ -141,6 +131,7 @@ def test_a_registry_others_can_write_to_is_never_read(temp_registry: dict[str, s
         bystander.wait()
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("cmdline", ["oxigraph\0serve-read-only\0", None])
 def test_an_entry_naming_another_program_is_never_killed(temp_registry: dict[str, str], cmdline: str | None) -> None:
     """Same pid and start time, but not the command line registered (or none: an entry of an older format)."""
@@ -156,6 +147,7 @@ def test_an_entry_naming_another_program_is_never_killed(temp_registry: dict[str
         bystander.wait()
 
 
+@pytest.mark.unit
 def test_the_registry_directories_are_made_private(temp_registry: dict[str, str]) -> None:
     """Created 0700; an older gateway's 0755 directory (writable by no one else) is narrowed, not refused."""
     registry_dir().parent.mkdir(mode=0o755)
@@ -173,6 +165,7 @@ def cmdline_of(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().decode()
 
 
+@pytest.mark.integration
 @needs_root
 @pytest.mark.parametrize("owned", ["user-directory", "registry"])
 def test_a_registry_directory_of_another_user_is_never_read(temp_registry: dict[str, str], owned: str) -> None:
@@ -191,6 +184,7 @@ def test_a_registry_directory_of_another_user_is_never_read(temp_registry: dict[
         bystander.wait()
 
 
+@pytest.mark.integration
 @needs_root
 def test_an_entry_naming_another_users_process_is_never_killed(temp_registry: dict[str, str]) -> None:
     """Its pid, start time and command line all match, but the process is not this user's."""

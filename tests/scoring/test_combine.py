@@ -5,6 +5,8 @@ import pytest
 from scoring.combine import TABLE3, combine, graded_trust, table3_trust
 from scoring.types import ComponentResult
 
+pytestmark = pytest.mark.unit
+
 
 def bc(binary: int, graded: float | None = None) -> ComponentResult:
     graded = float(binary) if graded is None else graded

@@ -19,7 +19,6 @@ import resource
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -30,7 +29,6 @@ import yaml
 
 from scoring.children import reap_stale_children, registry_dir
 from scoring.consistency.cpu_part import DISTRACTORS, distractor_loader, draw_distractors
-from scoring.consistency.oxigraph import oxigraph_load
 from scoring.consistency.paths import asset_paths
 from scoring.consistency.scorer import ConsistencyScorer
 from scoring.cpu_pool import (
@@ -43,7 +41,6 @@ from scoring.cpu_pool import (
     _Pool,
     open_cpu_work,
 )
-from scoring.factcheck.assets import add_corpus
 from scoring.factcheck.cpu_part import EVIDENCE, evidence_loader, retrieve_evidence
 from scoring.pipeline import ScoringPipeline
 from scoring.settings import ConsistencySettings, CpuSettings, FactCheckSettings, ScoringSettings
@@ -51,12 +48,11 @@ from scoring.types import Failure, ScoringJob
 from tests.conftest import gateway_config
 from tests.e2e.gateway_process import GatewayProcess, serve_config
 from tests.fake_upstream import FakeUpstream
-from tests.proxy.test_local_worker import wait_until
-from tests.scoring.consistency.conftest import OxigraphThread
-from tests.scoring.consistency.fixtures import WORDS, make_vectors, write_test_graph
 from tests.scoring.consistency.upstream_ask import Answerer, upstream_ask
-from tests.scoring.factcheck.conftest import FACTS, write_jsonl
-from tests.scoring.test_children import alive, wait_gone
+from tests.scoring.cpu_inputs import long_answer
+from tests.waiting import alive, wait_gone, wait_until
+
+pytestmark = pytest.mark.integration
 
 CASES = [
     (
@@ -67,33 +63,6 @@ CASES = [
     ("When did all night long come out lionel richie?", "All night long came out in 1983"),  # numeric
     ("What is the capital of France?", "Paris is the capital of France"),  # evidence in the fact corpus
 ]
-
-
-def write_small_assets(data_dir: Path) -> None:
-    """The fixture vectors and vocabulary where the built ones live, and the fact corpus indexed."""
-    paths = asset_paths(ScoringSettings(data_dir=data_dir))
-    paths.root.mkdir(parents=True)
-    make_vectors().save_word2vec_format(str(paths.vectors), binary=True)
-    paths.vocabulary.write_text("".join(f"{word}\t{','.join(spec[3])}\t{spec[4]}\n" for word, spec in WORDS.items()))
-    settings = ScoringSettings(data_dir=data_dir, factcheck=FactCheckSettings(default_corpora=[]))
-    add_corpus(settings, write_jsonl(data_dir / "facts.jsonl", FACTS))
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("cpu-assets")
-    write_small_assets(folder)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The fixture graph over Oxigraph (its own server: this module's workers query it from other processes)."""
-    folder = tmp_path_factory.mktemp("cpu-graph")
-    write_test_graph(folder / "graph.nt")
-    oxigraph_load(folder / "store", folder / "graph.nt")
-    with OxigraphThread(folder / "store") as server:
-        yield server.url
 
 
 def settings_for(data_dir: Path, **consistency: Any) -> ScoringSettings:
@@ -347,12 +316,6 @@ def test_no_scoring_process_of_the_gateway_loads_torch(
         assert wait_until(lambda: all(_mapped(pid, "spacy") for pid in workers), timeout=60)  # both have loaded
         processes = [gateway.process.pid, *gateway.descendants()]
         assert [pid for pid in processes if _mapped(pid, "torch")] == []
-
-
-def long_answer(chars: int) -> str:
-    """An answer of about ``chars`` characters: real sentences for spaCy to parse, far longer than any check needs."""
-    sentence = "King Solomon built the first temple for god in jerusalem in the tenth century. "
-    return (sentence * (chars // len(sentence) + 1))[:chars]
 
 
 def test_a_job_past_its_cpu_time_fails_alone_and_the_worker_is_replaced(data_dir: Path, graph: str) -> None:

@@ -13,6 +13,8 @@ from scoring.pipeline import ScoringPipeline
 from scoring.settings import ScoringSettings
 from scoring.types import Ask, ComponentResult, LPDetails, Scorer, ScoringJob
 
+pytestmark = pytest.mark.unit
+
 PRIOR = PriorCombination(
     intercept=0.2,
     weights={"lp": 4.0, "bc": 2.0, "fc": 1.0, "sc": 3.0},

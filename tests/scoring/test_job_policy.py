@@ -17,8 +17,8 @@ from exporters import RedisRecordStore
 from scoring.redis_queue import RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
 from scoring.types import JobPolicy, RagLabels, RecordScope, ScoringJob, TrustRecord
-from tests.proxy.test_redis_scale_out import RecordedEvents
 from tests.redis_server import RedisServer
+from tests.worker_events import RecordedEvents
 
 
 def job_json(policy: Any) -> str:
@@ -42,6 +42,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server.stop()
 
 
+@pytest.mark.unit
 def test_a_job_written_before_the_typed_policy_reads_the_same() -> None:
     """The untyped shape an older gateway writes: a dict with the mode and, on a RAG request, the labels."""
     old = ScoringJob.model_validate_json(
@@ -52,6 +53,7 @@ def test_a_job_written_before_the_typed_policy_reads_the_same() -> None:
     assert ScoringJob.model_validate_json(old.model_dump_json()) == old
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "labels",
     [
@@ -69,6 +71,7 @@ def test_malformed_labels_in_a_job_are_refused_not_read_as_not_given(labels: Any
         ScoringJob.model_validate_json(job_json({"mode": "sync", "rag": labels}))
 
 
+@pytest.mark.integration
 def test_a_stream_entry_with_malformed_labels_is_dead_lettered_never_scored(redis_server: RedisServer) -> None:
     settings = QueueSettings(backend="redis", redis_url=redis_server.url, claim_idle_s=0.1, max_attempts=2)
     keys = StreamKeys(settings.redis_prefix)

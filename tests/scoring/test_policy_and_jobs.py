@@ -11,6 +11,8 @@ from scoring.policy import LowTrust, decide, in_sample, low_trust, outcome, scor
 from scoring.settings import ScoringSettings
 from scoring.types import TrustRecord
 
+pytestmark = pytest.mark.unit
+
 
 def test_sampling_rate_is_respected_and_stable() -> None:
     ids = [f"id-{i}" for i in range(4000)]
@@ -91,19 +93,14 @@ def test_scoring_is_reachable_when_some_key_on_some_model_can_get_a_scored_mode(
         ("   ", False, "empty"),
         (None, True, "tool_calls"),
         ("", True, "tool_calls"),
-        ("The capital of France is Lyon.", True, None),  # content beside tool calls is scored
-        ("I'm sorry, but I can't help with that.", False, "refusal"),
-        ("As an AI, I cannot know.", False, "refusal"),
-        ("I don't know.", False, "refusal"),
-        ("Sorry to hear it: the capital is Paris.", False, None),
-        # a refusal that goes on to answer is an answer: triage reads the whole of it
-        ("I'm sorry, but I can't help with that. Anyway: the capital of Australia is Sydney.", False, None),
-        ("I'm sorry, I can't answer that. However, Canberra became the capital in 1913.", False, None),
+        ("The weather in London: 12°C.", True, None),  # content beside tool calls is content
+        # a refusal has content: triage tells a bare one (not_applicable) from one that goes on to answer
+        ("I'm sorry, but I can't help with that.", False, None),
+        ("I'm sorry, I can't be sure. Anyway: Linus Yale Jr. patented it in 1861.", False, None),
     ],
 )
-def test_skip_reasons(answer: str | None, tools: bool, reason: str | None) -> None:
-    messages = [{"role": "user", "content": "What is the capital of Australia?"}]
-    assert skip_reason(answer, has_tool_calls=tools, messages=messages) == reason
+def test_only_an_answer_without_content_has_a_skip_reason(answer: str | None, tools: bool, reason: str | None) -> None:
+    assert skip_reason(answer, has_tool_calls=tools) == reason
 
 
 def test_job_takes_the_last_user_message_as_question() -> None:

@@ -26,7 +26,7 @@ from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import serve_config
 from tests.fake_upstream import FakeUpstream, last_user_text
 from tests.scoring.consistency.upstream_ask import shown_options
-from tests.scoring.test_cpu_pool import data_dir, graph, long_answer  # noqa: F401  (module fixtures: small assets, the graph)
+from tests.scoring.cpu_inputs import long_answer
 
 QUESTION = "Who built the first temple for god in jerusalem?"
 ANSWER = "King Solomon built the first temple for god in jerusalem"
@@ -90,10 +90,11 @@ def timed_score(url: str, question: str) -> tuple[float, httpx.Response]:
     return time.monotonic() - started, response
 
 
+@pytest.mark.integration
 def test_a_huge_answer_does_not_delay_another_users_sync_score(
     tmp_path: Path,
-    data_dir: Path,  # noqa: F811
-    graph: str,  # noqa: F811
+    data_dir: Path,
+    graph: str,
     fake_upstream: FakeUpstream,
 ) -> None:
     fake_upstream.responder = answers
@@ -114,6 +115,7 @@ def test_a_huge_answer_does_not_delay_another_users_sync_score(
     assert (record["status"], record["error"]) == ("skipped", "skipped: too_long")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "question, kept",
     [
@@ -127,6 +129,7 @@ def test_a_long_question_is_scored_on_its_end(question: str, kept: str) -> None:
     assert bounded is not None and bounded.question == kept and len(bounded.question) <= 200
 
 
+@pytest.mark.unit
 def test_an_answer_past_the_bound_is_not_scored() -> None:
     limits = InputLimits(max_answer_chars=100)
     assert within_limits(ScoringJob(id="j", model="m", question="q", answer="a" * 101), limits) is None
@@ -142,6 +145,7 @@ class RefusingScorer(Scorer):
         raise AssertionError("a too-long answer reached a scorer")
 
 
+@pytest.mark.unit
 def test_a_five_megabyte_answer_is_skipped_before_any_scorer_sees_it() -> None:
     """Unchecked, it would reach spaCy, fail with E088 and be logged as an internal failure."""
     pipeline = ScoringPipeline(

@@ -10,6 +10,8 @@ from scoring.lanes import SyncFirstQueue, lane_of
 from scoring.queue import MemoryJobQueue
 from scoring.types import ScoringJob, TrustRecord
 
+pytestmark = pytest.mark.unit
+
 
 def job(job_id: str, mode: str = "async") -> ScoringJob:
     return ScoringJob(id=job_id, model="m", question="q", answer="a", policy={"mode": mode})

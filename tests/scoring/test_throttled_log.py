@@ -8,6 +8,8 @@ import pytest
 
 from scoring.throttled_log import ThrottledLog
 
+pytestmark = pytest.mark.unit
+
 
 def test_a_repeated_event_is_logged_once_per_interval_and_says_what_it_left_out(
     caplog: pytest.LogCaptureFixture,

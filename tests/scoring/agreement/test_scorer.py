@@ -19,6 +19,8 @@ from scoring.settings import AgreementSettings, FactCheckSettings, ScoringSettin
 from scoring.types import ComponentResult, EVDetails, Reply, ScoringJob, TrustRecord
 from tests.scoring.agreement.conftest import PASSAGES
 
+pytestmark = pytest.mark.unit
+
 
 async def never_asked(messages: list[dict[str, Any]], **params: Any) -> Reply:
     raise AssertionError("the evidence agreement check made an upstream call")

@@ -27,6 +27,8 @@ from scoring.types import (
     TrustRecord,
 )
 
+pytestmark = pytest.mark.unit
+
 ANSWER = "Paris is the capital of France. It lies on the Thames. It is the seat of the French government."
 SENTENCES = ["Paris is the capital of France.", "It lies on the Thames.", "It is the seat of the French government."]
 FALSE = "Paris lies on the Thames."

@@ -11,6 +11,8 @@ from scoring.claims.cpu_part import ClaimParser
 from scoring.claims.selection import whole_answer
 from scoring.types import Claim
 
+pytestmark = pytest.mark.unit
+
 EIFFEL = "Tell me about the Eiffel Tower."
 MOON = "List three facts about the Moon."
 PLANETS = "Give me a numbered list of the three largest planets in the Solar System."

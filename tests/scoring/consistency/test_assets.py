@@ -1,4 +1,4 @@
-"""Asset building: idempotent steps, vector training, and (slow) the real build end to end."""
+"""Asset building: idempotent steps, vector training, and the real build's assets end to end."""
 
 from __future__ import annotations
 
@@ -28,11 +28,13 @@ from scoring.consistency.vectors_build import (
 from scoring.cpu_pool import CpuParts, InThreads
 from scoring.settings import ConsistencySettings, ScoringSettings
 from scoring.types import ScoringJob
+from tests.assets import DATA_DIR, assets_built
 from tests.fake_upstream import FakeUpstream
 
 from .upstream_ask import Answerer, upstream_ask
 
 
+@pytest.mark.unit
 def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
     paths = asset_paths(ScoringSettings(data_dir=tmp_path))
     (paths.store).mkdir(parents=True)
@@ -42,6 +44,7 @@ def test_present_assets_are_not_rebuilt(tmp_path: Path) -> None:
     assert paths.graph.read_text() == paths.vectors.read_text() == "kept" and not paths.manifest.exists()
 
 
+@pytest.mark.unit
 def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> None:
     settings = ScoringSettings(data_dir=tmp_path)
     with pytest.raises(FileNotFoundError, match=r"scoring.consistency.assets") as raised:
@@ -49,6 +52,7 @@ def test_missing_assets_name_the_command_that_builds_them(tmp_path: Path) -> Non
     assert raised.value.filename == str(asset_paths(settings).vectors)
 
 
+@pytest.mark.integration
 def test_tagging_and_training_on_a_small_corpus(nlp: Language, tmp_path: Path) -> None:
     corpus = tag_corpus(nlp, ["Florida is a state.", "Texas is a state too.", "Florida borders Georgia."])
     assert corpus.sentences[0] == ["Florida", "is", "a", "state"]  # punctuation dropped
@@ -59,6 +63,7 @@ def test_tagging_and_training_on_a_small_corpus(nlp: Language, tmp_path: Path) -
     assert {"Florida", "state", "Georgia"} <= set(vectors.index_to_key)
 
 
+@pytest.mark.unit
 def test_vocabulary_keeps_only_frequent_words(tmp_path: Path) -> None:
     corpus = TaggedCorpus([], {"state": Counter(NN=3), "rare": Counter(NN=1)})
     write_vocabulary(tmp_path / "v.tsv", corpus, min_count=2)
@@ -76,13 +81,17 @@ PLACE_ANSWER = (
 )
 
 
-@pytest.mark.slow
-def test_built_assets_end_to_end(tmp_path_factory: pytest.TempPathFactory, fake_upstream: FakeUpstream) -> None:
-    """The real build, then Table 7's answers scored on the built graph and vectors."""
-    settings = ScoringSettings(data_dir=tmp_path_factory.mktemp("assets"), consistency=ConsistencySettings(seed=3))
-    build_consistency_assets(settings)
+@pytest.mark.integration
+@pytest.mark.skipif(not assets_built(), reason="scoring assets not built: `make install` builds them")
+def test_built_assets_end_to_end(fake_upstream: FakeUpstream) -> None:
+    """The real build's graph and vectors, then Table 7's answers scored on them.
+
+    The assets are those ``make assets`` built from the packaged data (``make test`` installs first, so a fresh
+    checkout builds them from scratch); building a second copy here took minutes of the suite on 2 cores.
+    """
+    settings = ScoringSettings(data_dir=DATA_DIR, consistency=ConsistencySettings(seed=3))
     manifest = asset_paths(settings).manifest.read_text()
-    build_consistency_assets(settings)
+    build_consistency_assets(settings)  # complete: nothing is rebuilt
     assert asset_paths(settings).manifest.read_text() == manifest
 
     async def run() -> None:

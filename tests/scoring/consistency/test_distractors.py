@@ -57,6 +57,7 @@ def assert_priority_order(pool: DistractorPool) -> None:
     assert tiers == sorted(tiers)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("seed", range(5))
 def test_king_solomon_becomes_other_persons(generator: DistractorGenerator, seed: int) -> None:
     pool = generate(generator, SOLOMON, seed=seed)
@@ -71,6 +72,7 @@ def test_king_solomon_becomes_other_persons(generator: DistractorGenerator, seed
     assert_priority_order(pool)
 
 
+@pytest.mark.integration
 def test_kings_come_before_other_persons(generator: DistractorGenerator) -> None:
     pool = generate(generator, SOLOMON, num=4)
     assert {d.substitute for d in pool.distractors} <= {
@@ -84,6 +86,7 @@ def test_kings_come_before_other_persons(generator: DistractorGenerator) -> None
     }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("seed", range(5))
 def test_1983_becomes_other_years(generator: DistractorGenerator, seed: int) -> None:
     pool = generate(generator, RICHIE, seed=seed)
@@ -94,6 +97,7 @@ def test_1983_becomes_other_years(generator: DistractorGenerator, seed: int) -> 
         assert_one_substitution(RICHIE[1], distractor)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("seed", range(5))
 def test_florida_becomes_other_states_then_places(generator: DistractorGenerator, seed: int) -> None:
     few = generate(generator, FLORIDA, num=5, seed=seed)
@@ -107,6 +111,7 @@ def test_florida_becomes_other_states_then_places(generator: DistractorGenerator
     assert_priority_order(pool)
 
 
+@pytest.mark.integration
 def test_without_a_graph_entity_the_embedding_source_takes_over(generator: DistractorGenerator) -> None:
     case = (
         "who sings i just want to use your love tonight?",
@@ -121,6 +126,7 @@ def test_without_a_graph_entity_the_embedding_source_takes_over(generator: Distr
     assert_priority_order(pool)
 
 
+@pytest.mark.integration
 def test_words_use_embeddings_then_random_words_of_the_same_pos(generator: DistractorGenerator) -> None:
     case = ("who built the temple?", "The priests erected the temple.")
     pool = generate(generator, case, num=5)
@@ -129,6 +135,7 @@ def test_words_use_embeddings_then_random_words_of_the_same_pos(generator: Distr
     assert all(d.replaced == "priests" for d in pool.distractors)
 
 
+@pytest.mark.integration
 def test_a_dead_endpoint_is_recorded_and_skipped(nlp: Language, embeddings: WordEmbeddings) -> None:
     graph = KnowledgeGraph("http://127.0.0.1:9/query", PROFILES["local"], timeout=2)
     pool = DistractorGenerator(nlp, SubstituteSources(graph, embeddings, 2025)).generate(*FLORIDA, 10, random.Random(0))
@@ -137,6 +144,7 @@ def test_a_dead_endpoint_is_recorded_and_skipped(nlp: Language, embeddings: Word
     assert all(d.source != "knowledge_graph" for d in pool.distractors)
 
 
+@pytest.mark.unit
 def test_nothing_to_substitute_gives_an_empty_pool(nlp: Language, embeddings: WordEmbeddings) -> None:
     pool = DistractorGenerator(nlp, SubstituteSources(None, embeddings, 2025)).generate(
         "Is it?", "Yes.", 30, random.Random(0)
@@ -144,16 +152,19 @@ def test_nothing_to_substitute_gives_an_empty_pool(nlp: Language, embeddings: Wo
     assert pool.distractors == []
 
 
+@pytest.mark.integration
 def test_distractors_are_unique_and_never_the_answer(generator: DistractorGenerator) -> None:
     for case in (SOLOMON, RICHIE, FLORIDA):
         texts = [d.text.lower() for d in generate(generator, case).distractors]
         assert len(texts) == len(set(texts)) and case[1].lower() not in texts
 
 
+@pytest.mark.integration
 def test_same_seed_same_pool(generator: DistractorGenerator) -> None:
     assert generate(generator, SOLOMON, seed=7).distractors == generate(generator, SOLOMON, seed=7).distractors
 
 
+@pytest.mark.unit
 def test_each_check_draws_fresh_distractors_until_the_pool_runs_out() -> None:
     pool = [Distractor(f"d{i}", "x", f"y{i}", "embedding") for i in range(7)]
     deck = DistractorDeck(pool, random.Random(0))
@@ -163,11 +174,13 @@ def test_each_check_draws_fresh_distractors_until_the_pool_runs_out() -> None:
     assert third[0] == pool[6] and len(set(third)) == 3 and deck.reused
 
 
+@pytest.mark.unit
 def test_a_small_pool_gives_short_checks() -> None:
     deck = DistractorDeck([Distractor("d", "x", "y", "pos_random")], random.Random(0))
     assert len(deck.draw(3)) == 1 and len(deck.draw(3)) == 1 and deck.reused
 
 
+@pytest.mark.unit
 def test_substitutes_take_the_originals_case() -> None:
     target = Target("jerusalem", 3, 12, "entity", "GPE", "NNP", ("jerusalem",), False)
     assert realise("in jerusalem now", Candidate(target, "Athens", "knowledge_graph")) == "in athens now"

@@ -5,8 +5,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pytest
+
 from scoring.consistency.embedding import WordEmbeddings, near_duplicate, read_vocabulary, tag_fits
 from scoring.consistency.vectors_build import TaggedCorpus, write_vocabulary
+
+pytestmark = pytest.mark.unit
 
 
 def test_neighbours_drop_synonyms_containers_duplicates_and_other_pos(embeddings: WordEmbeddings) -> None:

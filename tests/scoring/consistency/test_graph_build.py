@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scoring.consistency.graph_build import (
     build_graph,
     description_head,
@@ -12,6 +14,8 @@ from scoring.consistency.graph_build import (
     write_ntriples,
 )
 from scoring.consistency.packaged import Article, parse_data_line
+
+pytestmark = pytest.mark.unit
 
 # Real lines from WordNet 3.0's data.noun (pointers trimmed), enough for Florida and Solomon.
 DATA_NOUN = """\

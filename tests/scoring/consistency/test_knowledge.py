@@ -31,6 +31,7 @@ def dbpedia(dbpedia_endpoint: str) -> KnowledgeGraph:
     return KnowledgeGraph(dbpedia_endpoint, PROFILES["dbpedia"], timeout=5)
 
 
+@pytest.mark.integration
 def test_linking_matches_labels_and_aliases_in_any_case(local: KnowledgeGraph) -> None:
     [florida] = local.link(["sunshine STATE"])
     assert florida.label == "Florida" and florida.form == "sunshine state"
@@ -40,6 +41,7 @@ def test_linking_matches_labels_and_aliases_in_any_case(local: KnowledgeGraph) -
     assert local.link(["Atlantis"]) == []
 
 
+@pytest.mark.integration
 def test_linking_prefers_the_entity_that_fits_spacys_label(local: KnowledgeGraph) -> None:
     both = local.link(["Paris"])
     assert [e.popularity for e in both] == [110.0, 3.0]  # most popular first
@@ -50,6 +52,7 @@ def test_linking_prefers_the_entity_that_fits_spacys_label(local: KnowledgeGraph
     assert compatible_with(both, "LANGUAGE") == both  # nothing fits: keep them all
 
 
+@pytest.mark.integration
 def test_same_type_entities_share_every_type_first(local: KnowledgeGraph) -> None:
     [solomon] = local.link(["Solomon"])
     for seed in range(20):
@@ -58,6 +61,7 @@ def test_same_type_entities_share_every_type_first(local: KnowledgeGraph) -> Non
         assert all(c.relaxed == 0 for c in found)
 
 
+@pytest.mark.integration
 def test_sampling_stays_among_the_popular(local: KnowledgeGraph) -> None:
     [solomon] = local.link(["Solomon"])
     seen = set()
@@ -66,6 +70,7 @@ def test_sampling_stays_among_the_popular(local: KnowledgeGraph) -> None:
     assert seen == {"Alexander the Great", "David", "Henry VIII", "Charlemagne"}  # the top 2 x 2
 
 
+@pytest.mark.integration
 def test_types_relax_from_the_most_specific_when_short(local: KnowledgeGraph) -> None:
     [solomon] = local.link(["Solomon"])
     found = local.same_type(solomon, 12, random.Random(0))
@@ -80,6 +85,7 @@ def test_types_relax_from_the_most_specific_when_short(local: KnowledgeGraph) ->
     assert "Florida" not in {c.label for c in found}
 
 
+@pytest.mark.unit
 def test_relaxation_levels_ask_for_leaf_types_only() -> None:
     types = [
         GraphType("u:obj", "object", 2),
@@ -91,6 +97,7 @@ def test_relaxation_levels_ask_for_leaf_types_only() -> None:
     assert relaxation_levels(types, 4) == [("u:king", "u:poet"), ("u:poet", "u:ruler"), ("u:person",)]
 
 
+@pytest.mark.integration
 def test_dbpedia_profile_follows_redirects_and_relaxes_ontology_types(dbpedia: KnowledgeGraph) -> None:
     [kobe] = compatible_with(dbpedia.link(["Kobe Bean Bryant"]), "PERSON")
     assert kobe.iri == "http://dbpedia.org/resource/Kobe_Bryant" and kobe.label == "Kobe Bryant"
@@ -100,17 +107,20 @@ def test_dbpedia_profile_follows_redirects_and_relaxes_ontology_types(dbpedia: K
     assert [(c.label, c.relaxed) for c in wider][2:] == [("Lionel Messi", 1), ("Ada Lovelace", 2)]
 
 
+@pytest.mark.integration
 def test_dbpedia_profile_links_exact_english_labels(dbpedia: KnowledgeGraph) -> None:
     assert [e.label for e in dbpedia.link(["Kobe"])] == ["Kobe"]
     assert dbpedia.link(["kobe bryant"]) == []  # DBpedia labels are case-sensitive
 
 
+@pytest.mark.integration
 def test_an_unreachable_endpoint_raises_a_knowledge_graph_error() -> None:
     graph = KnowledgeGraph("http://127.0.0.1:9/query", PROFILES["local"], timeout=2)
     with pytest.raises(KnowledgeGraphError):
         graph.link(["Florida"])
 
 
+@pytest.mark.unit
 def test_query_literals_and_iris_are_escaped() -> None:
     assert sparql_string('say "hi"\n', "en") == '"say \\"hi\\"\\n"@en'
     with pytest.raises(ValueError):

@@ -18,6 +18,8 @@ from scoring.consistency.mcq import (
     render_prompt,
 )
 
+pytestmark = pytest.mark.unit
+
 QUESTION = "which state was returned to spain after the revolutionary war?"
 ANSWER = "Florida was returned to spain after the revolutionary war."
 DISTRACTORS = [

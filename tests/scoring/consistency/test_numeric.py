@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from scoring.consistency.numeric import MONTHS, YEAR_SHIFT, is_numeric_token, numeric_substitutes
+
+pytestmark = pytest.mark.unit
 
 THIS_YEAR = 2025
 

@@ -19,6 +19,7 @@ def ask(url: str) -> int:
         return int(response.status)
 
 
+@pytest.mark.integration
 def test_serves_a_store_on_loopback_and_stops(tmp_path: Path) -> None:
     write_test_graph(tmp_path / "g.nt")
     oxigraph_load(tmp_path / "store", tmp_path / "g.nt")
@@ -34,6 +35,7 @@ def test_serves_a_store_on_loopback_and_stops(tmp_path: Path) -> None:
         ask(url)
 
 
+@pytest.mark.unit
 def test_a_missing_store_is_a_clear_error(tmp_path: Path) -> None:
     async def run() -> None:
         async with serve_oxigraph(tmp_path / "nothing"):
@@ -44,6 +46,7 @@ def test_a_missing_store_is_a_clear_error(tmp_path: Path) -> None:
     assert raised.value.filename == str(tmp_path / "nothing")
 
 
+@pytest.mark.integration
 def test_a_broken_graph_file_fails_to_load(tmp_path: Path) -> None:
     (tmp_path / "bad.nt").write_text("<urn:a> <urn:b> .\n")
     with pytest.raises(OxigraphError):

@@ -59,6 +59,7 @@ def draws(seed: int, question: str, answer: str) -> list[list[float]]:
     return [[rng.random() for _ in range(3)] for rng in check_rngs(seed, question, answer)]
 
 
+@pytest.mark.unit
 def test_the_generators_are_seeded_by_seed_question_and_answer_alone() -> None:
     assert draws(0, "q", "a") == draws(0, "q", "a")
     keys = [(0, "q", "a"), (1, "q", "a"), (0, "q?", "a"), (0, "q", "a."), (0, "q a", ""), (0, "q", " a")]
@@ -67,6 +68,7 @@ def test_the_generators_are_seeded_by_seed_question_and_answer_alone() -> None:
     assert pool != checks  # the pool's generator is not the checks'
 
 
+@pytest.mark.integration
 def test_a_rescored_answer_gets_the_same_checks_under_any_job_id(generator: DistractorGenerator) -> None:
     def score(job_id: str, **settings: Any) -> tuple[float | None, list[BCCheck]]:
         scorer = ConsistencyScorer(
@@ -100,6 +102,7 @@ def checks_in_child(store: Path, hash_seed: str) -> list[dict[str, Any]]:
     return found
 
 
+@pytest.mark.integration
 def test_processes_with_different_hash_seeds_build_the_same_checks(tmp_path: Path) -> None:
     """String hashing is salted per process (sets of strings iterate differently), and each process
     serves the graph from its own Oxigraph server: neither may change a check."""

@@ -23,6 +23,8 @@ from tests.fake_upstream import FakeUpstream
 
 from .upstream_ask import Answerer, ClientAsk, shown_options, upstream_ask
 
+pytestmark = pytest.mark.integration
+
 RICHIE = ("When did all night long come out lionel richie?", "All night long came out in 1983")
 FLORIDA = (
     "which state was returned to spain after the revolutionary war?",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from spacy.language import Language
 
 from scoring.consistency.selection import Levels, select_targets
+
+pytestmark = pytest.mark.unit
 
 THIS_YEAR = 2025
 

@@ -9,6 +9,8 @@ import pytest
 from scoring.consistency.stopping import StopRule, checks_before_possible_stop, decide_stop, graded_label, settled_label
 from scoring.settings import ConsistencySettings
 
+pytestmark = pytest.mark.unit
+
 
 def run(rule: StopRule, outcomes: list[bool]) -> tuple[int, str]:
     """Feed outcomes one at a time; returns how many checks ran and why it stopped."""

@@ -10,15 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.proxy.test_light_imports import _printed_by
+from tests.fresh_interpreter import printed_by
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None, reason="torch is not installed (the nli extra): nothing to keep out"
-)
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None, reason="torch is not installed (the nli extra): nothing to keep out"
+    ),
+]
 
 
 def test_the_scorers_spacy_pipeline_parses_without_torch_and_torch_still_imports_after() -> None:
-    printed = _printed_by("""
+    printed = printed_by("""
         import json, sys
         import scoring.consistency
         from scoring.consistency.runtime import load_nlp
@@ -40,7 +43,7 @@ def test_the_scorers_spacy_pipeline_parses_without_torch_and_torch_still_imports
 
 
 def test_thinc_loaded_before_is_left_as_it_is() -> None:
-    printed = _printed_by("""
+    printed = printed_by("""
         import json, sys
         import thinc.compat
         import scoring.consistency
@@ -53,7 +56,7 @@ def test_with_spacy_transformers_installed_thinc_keeps_torch(tmp_path: Path) -> 
     """Its pipelines run on torch through thinc: a stand-in package is enough for the check that finds it."""
     (tmp_path / "spacy_transformers").mkdir()
     (tmp_path / "spacy_transformers" / "__init__.py").write_text("")
-    printed = _printed_by(f"""
+    printed = printed_by(f"""
         import json, sys
         sys.path.insert(0, {str(tmp_path)!r})
         import scoring.consistency

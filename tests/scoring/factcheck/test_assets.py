@@ -18,6 +18,8 @@ from scoring.settings import FactCheckSettings, ScoringSettings
 
 from .conftest import FACTS, write_jsonl
 
+pytestmark = pytest.mark.unit
+
 # Facts whose answer is in a known summary of the packaged Wikipedia corpus.
 PACKAGED_FACTS = [
     ("What is the capital of France?", "Paris is the capital of France.", "wikipedia:Paris"),
@@ -113,7 +115,6 @@ def test_known_facts_retrieve_their_summary(
     assert passage_id in top_ids(wikipedia_index, question, answer)
 
 
-@pytest.mark.slow
 def test_the_default_assets_build_and_find_known_facts(tmp_path: Path) -> None:
     """The install-time build, as ``python -m scoring.factcheck.assets`` runs it: Wikipedia and WordNet."""
     main(["--data-dir", str(tmp_path)])

@@ -10,6 +10,8 @@ from scoring.factcheck.passages import Passage
 from scoring.factcheck.sources import wikipedia_passages, wikipedia_summaries_path
 from scoring.factcheck.text import QUERY_PART_CHARS, evidence_query, tokenize
 
+pytestmark = pytest.mark.unit
+
 PASSAGES = [
     Passage("t:paris", "Paris", "Paris is the capital of France."),
     Passage("t:lyon", "Lyon", "Lyon is a city in France."),

@@ -13,6 +13,8 @@ from scoring.factcheck.judge import (
     parse_judge_label,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("reply", "label"),

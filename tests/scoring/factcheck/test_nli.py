@@ -15,6 +15,8 @@ from scoring.factcheck.scorer import FactCheckScorer
 from scoring.settings import FactCheckSettings
 from scoring.types import Reply, ScoringJob
 
+pytestmark = pytest.mark.unit
+
 ID2LABEL = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
 
 

@@ -69,6 +69,7 @@ def judge_saying(reply: str, seen: list[str]) -> Callable[[list[dict[str, Any]]]
     return respond
 
 
+@pytest.mark.integration
 def test_supported_answer(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
     prompts: list[str] = []
     fake_upstream.responder = judge_saying("Support", prompts)
@@ -90,6 +91,7 @@ def test_supported_answer(fake_upstream: FakeUpstream, facts_index: EvidenceInde
     assert (sent["logprobs"], sent["top_logprobs"], sent["temperature"]) == (True, 5, 0.0)
 
 
+@pytest.mark.integration
 def test_contradicted_answer_in_a_sentence(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
     fake_upstream.responder = judge_saying("The evidence contradicts the answer.", [])
     result = fact_check(fake_upstream, facts_index, "What is the capital of France?", "Lyon is the capital.")
@@ -97,12 +99,14 @@ def test_contradicted_answer_in_a_sentence(fake_upstream: FakeUpstream, facts_in
     assert result.details.label_probs == {"support": 0.0, "contradict": 1.0, "neutral": 0.0}
 
 
+@pytest.mark.integration
 def test_a_junk_reply_is_neutral(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
     fake_upstream.responder = judge_saying("I like turtles", [])
     result = fact_check(fake_upstream, facts_index, "Which river flows through Cairo?", "The Nile.")
     assert (result.label, result.value) == ("neutral", 0.5)
 
 
+@pytest.mark.integration
 def test_no_evidence_is_neutral_without_asking_the_judge(
     fake_upstream: FakeUpstream, facts_index: EvidenceIndex
 ) -> None:
@@ -111,6 +115,7 @@ def test_no_evidence_is_neutral_without_asking_the_judge(
     assert result.details.evidence == [] and fake_upstream.requests == []
 
 
+@pytest.mark.integration
 def test_logprobs_can_be_turned_off(fake_upstream: FakeUpstream, facts_index: EvidenceIndex) -> None:
     fake_upstream.responder = judge_saying("support", [])
     result = fact_check(
@@ -124,18 +129,21 @@ def test_logprobs_can_be_turned_off(fake_upstream: FakeUpstream, facts_index: Ev
     assert (result.value, result.details.probs_from, len(result.details.evidence)) == (1.0, "label", 2)
 
 
+@pytest.mark.unit
 def test_the_judge_model_is_exposed_for_the_pipeline(facts_index: EvidenceIndex) -> None:
     cpu = InThreads(CpuParts(evidence=facts_index))
     assert FactCheckScorer(cpu, FactCheckSettings(judge_model="judge")).judge_model == "judge"
     assert FactCheckScorer(cpu, FactCheckSettings()).judge_model is None
 
 
+@pytest.mark.unit
 def test_rerank_is_not_a_setting() -> None:
     """Re-ranking was measured (bench/retrieval.py) and gained nothing, so it was left out."""
     with pytest.raises(ValueError, match="rerank"):
         FactCheckSettings(rerank=True)  # type: ignore[call-arg]
 
 
+@pytest.mark.integration
 def test_the_choice_judge_reads_yes_and_probes_its_habit_once(
     fake_upstream: FakeUpstream, facts_index: EvidenceIndex
 ) -> None:
@@ -173,6 +181,7 @@ def test_the_choice_judge_reads_yes_and_probes_its_habit_once(
     assert fake_upstream.requests[0]["top_logprobs"] == 20
 
 
+@pytest.mark.integration
 def test_the_choice_judge_without_logprobs_reads_the_reply(
     fake_upstream: FakeUpstream, facts_index: EvidenceIndex
 ) -> None:

@@ -14,6 +14,8 @@ from scoring.factcheck.sources import (
 
 from .conftest import write_jsonl
 
+pytestmark = pytest.mark.unit
+
 SATELLITE = (
     "00020103 00 s 02 outback(a) 0 remote 0 003 & 00019874 a 0000 + 05085165 n 0202 "
     "+ 08505110 n 0101 | inaccessible and sparsely populated;  \n"

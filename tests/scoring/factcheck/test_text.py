@@ -1,4 +1,8 @@
+import pytest
+
 from scoring.factcheck.text import evidence_query, split_passages, tokenize
+
+pytestmark = pytest.mark.unit
 
 
 def test_tokenize_folds_case_accents_and_plurals_and_drops_stop_words() -> None:

@@ -17,6 +17,8 @@ from scoring.rag.metrics import (
 )
 from scoring.rag.scorer import trust_value
 
+pytestmark = pytest.mark.unit
+
 
 def test_one_citation() -> None:
     supported = StatementCheck((1,), joint="support", grounding="support")

@@ -7,6 +7,8 @@ import pytest
 from scoring.rag.refusal import THRESHOLD, is_refusal_statement, normalize, partial_ratio, refusal_kind
 from scoring.rag.statements import split_statements
 
+pytestmark = pytest.mark.unit
+
 TRUST_EVAL_FLAG = normalize("I apologize, but I couldn't find an answer")
 
 

@@ -70,6 +70,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.integration
 def test_the_report_on_the_labelled_fixture(fake_upstream: FakeUpstream) -> None:
     fake_upstream.responder = marker_judge
     jobs = load_cases(CASES, "fake")
@@ -104,6 +105,7 @@ def details(**fields: Any) -> dict[str, Any]:
     return {**base, **fields}
 
 
+@pytest.mark.unit
 def test_without_labels_or_claims_those_metrics_are_none_not_zero() -> None:
     report = rag_report(
         [
@@ -118,6 +120,7 @@ def test_without_labels_or_claims_those_metrics_are_none_not_zero() -> None:
     assert report["trust_score"] == report["answered_citation_f1"] == 0.5
 
 
+@pytest.mark.unit
 def test_a_case_whose_judge_failed_is_left_out_of_that_metric_and_counted() -> None:
     report = rag_report([details(), details(citation_recall=None, judge_errors=["UpstreamUnavailable: down"])])
     assert (report["answered_citation_rec"], report["answered_citation_prec"], report["judge_failures"]) == (
@@ -127,6 +130,7 @@ def test_a_case_whose_judge_failed_is_left_out_of_that_metric_and_counted() -> N
     )
 
 
+@pytest.mark.integration
 def test_trustgate_eval_rag_writes_the_report_and_resumes_from_its_cache(
     fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -189,6 +193,7 @@ def test_trustgate_eval_rag_writes_the_report_and_resumes_from_its_cache(
     assert "bad.jsonl:1" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -206,6 +211,7 @@ def test_a_bad_case_line_is_named(tmp_path: Path, line: str, message: str) -> No
         load_cases(path, "fake")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -226,6 +232,7 @@ def test_a_file_that_holds_no_usable_cases_is_refused(tmp_path: Path, content: b
         load_cases(path, "fake")
 
 
+@pytest.mark.integration
 def test_eval_rag_says_so_when_the_judge_failed_on_every_case(
     fake_upstream: FakeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -257,6 +264,7 @@ def test_eval_rag_says_so_when_the_judge_failed_on_every_case(
     assert "failed on every case" in capsys.readouterr().err
 
 
+@pytest.mark.unit
 def test_eval_rag_with_an_nli_judge_whose_model_is_missing_exits_with_a_message(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

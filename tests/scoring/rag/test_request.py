@@ -18,6 +18,8 @@ from scoring.rag import (
 from scoring.rag.documents import documents_in_text
 from scoring.types import JobPolicy
 
+pytestmark = pytest.mark.unit
+
 TRUST_EVAL_PROMPT = """Instruction: Write an accurate answer using only the provided search results and cite them.
 
 Question: Which is the most rainy place on earth?

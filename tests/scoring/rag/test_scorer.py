@@ -17,6 +17,8 @@ from tests.fake_upstream import FakeUpstream
 
 from .judging import MARKER, marker_judge, with_gateway_ask
 
+pytestmark = pytest.mark.integration
+
 QUESTION = "What do the tower and the bridge have?"
 DOCUMENTS = [
     {"id": "d1", "title": "Tower", "text": "The tower has ALPHA on its top floor."},

@@ -6,6 +6,8 @@ import pytest
 
 from scoring.rag.statements import Statement, parse_citations, split_statements, strip_citations
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("text", "documents", "expected"),

@@ -9,6 +9,8 @@ import pytest
 
 from scoring.triage import Exchange, Verdict, triage
 
+pytestmark = pytest.mark.unit
+
 
 def verdict(question: str, answer: str, *earlier: str, tool_calls: bool = False) -> Verdict:
     return triage(Exchange(question, answer, tuple(earlier), tool_calls))

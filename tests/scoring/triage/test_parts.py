@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scoring.triage.claims import UserText, borrowed_share, find_claims, named_things, names_in_strings
 from scoring.triage.exchange import Exchange
 from scoring.triage.form import read_form, refusal_rest
 from scoring.triage.request import split_request
+
+pytestmark = pytest.mark.unit
 
 
 def test_quoted_text_code_and_the_body_under_an_instruction_are_supplied() -> None:
