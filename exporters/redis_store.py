@@ -159,14 +159,15 @@ class RedisRecordStore:
                 found += [(raw, feedback) for raw, feedback in await pipe.execute()]
         return found
 
-    async def label_counts(self) -> list[LabelCount]:
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
         """Each labelled model's labels on records still stored (an id whose record expired is not counted)."""
         counts = []
         with redis_reachable():
             models = sorted(cast(set[str], await self._redis.smembers(self._labelled_models_key)))
             for model in models:
-                found = await self._labels(model, self._max_records, None)
+                found = await self._labels(model, self._max_records, by)
                 labels = [Feedback.model_validate_json(feedback) for raw, feedback in found if raw and feedback]
+                labels = [label for label in labels if by is None or label.by in by]
                 if labels:
                     counts.append(LabelCount(model, len(labels), sum(label.correct for label in labels)))
         return counts

@@ -12,7 +12,7 @@ from typing import Any
 
 from .record_query import RecordQuery
 
-__all__ = ["LABEL_COUNTS", "add_query_columns", "labelled_statement", "list_statement", "summary_statement"]
+__all__ = ["add_query_columns", "label_counts_statement", "labelled_statement", "list_statement", "summary_statement"]
 
 _COLUMNS = {
     "q_model": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.model')) VIRTUAL",
@@ -105,11 +105,18 @@ def summary_statement(owner: str | None, since: float, until: float, limit: int)
     )
 
 
+def _labelled_by(by: frozenset[str] | None) -> tuple[str, list[str]]:
+    """The condition (and its arguments) that keeps labels one of ``by`` gave; none when ``by`` is None."""
+    if by is None:
+        return "", []
+    names = sorted(by)
+    return f" AND q_labelled_by IN ({','.join('?' * len(names))})", names
+
+
 def labelled_statement(model: str, limit: int, by: frozenset[str] | None = None) -> tuple[str, list[Any]]:
     """A model's records that carry feedback (given by one of ``by``, when given), newest label first, over the
     partial index of labels."""
-    names = sorted(by) if by is not None else []
-    among = f" AND q_labelled_by IN ({','.join('?' * len(names))})" if by is not None else ""
+    among, names = _labelled_by(by)
     return (
         "SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL"
         + among
@@ -118,8 +125,12 @@ def labelled_statement(model: str, limit: int, by: frozenset[str] | None = None)
     )
 
 
-# Each model's labelled records and how many were labelled correct, over the partial index of labels.
-LABEL_COUNTS = (
-    "SELECT q_model, COUNT(*), SUM(json_extract(feedback, '$.correct') = 1) FROM trust_records "
-    "WHERE q_labelled_at IS NOT NULL AND q_model IS NOT NULL GROUP BY q_model ORDER BY q_model"
-)
+def label_counts_statement(by: frozenset[str] | None = None) -> tuple[str, list[Any]]:
+    """Each model's labelled records (labelled by one of ``by``, when given) and how many were labelled correct,
+    over the partial index of labels."""
+    among, names = _labelled_by(by)
+    return (
+        "SELECT q_model, COUNT(*), SUM(json_extract(feedback, '$.correct') = 1) FROM trust_records "
+        "WHERE q_labelled_at IS NOT NULL AND q_model IS NOT NULL" + among + " GROUP BY q_model ORDER BY q_model",
+        names,
+    )

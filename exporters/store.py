@@ -40,7 +40,13 @@ from scoring import (
 from .record_query import RecordPage, RecordQuery, encode_cursor
 from .record_size import stored_json, stored_record
 from .record_summary import MAX_SUMMARY_RECORDS, LabelCount, SummaryRow, TrustSummary, summarize
-from .sqlite_query import LABEL_COUNTS, add_query_columns, labelled_statement, list_statement, summary_statement
+from .sqlite_query import (
+    add_query_columns,
+    label_counts_statement,
+    labelled_statement,
+    list_statement,
+    summary_statement,
+)
 
 __all__ = ["PRUNE_EXPIRED", "PRUNE_OLDEST", "RecordStore", "SqliteRecordStore", "StoreUnavailable"]
 
@@ -94,8 +100,9 @@ class RecordStore(Protocol):
         with ``by``, only those whose label one of these key names gave."""
         ...
 
-    async def label_counts(self) -> list[LabelCount]:
-        """Every model group with a labelled record, by name: its labels and how many say correct (every owner's)."""
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
+        """Every model group with a labelled record, by name: its labels and how many say correct (every owner's);
+        with ``by``, only the labels one of these key names gave."""
         ...
 
     async def close(self) -> None: ...
@@ -252,10 +259,10 @@ class SqliteRecordStore:
     async def labelled(self, model: str, limit: int = 10_000, *, by: frozenset[str] | None = None) -> list[TrustRecord]:
         return [stored_record(*row) for row in await self._read_rows(*labelled_statement(model, limit, by))]
 
-    async def label_counts(self) -> list[LabelCount]:
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
         return [
             LabelCount(model, labels, correct or 0)
-            for model, labels, correct in await self._read_rows(LABEL_COUNTS, [])
+            for model, labels, correct in await self._read_rows(*label_counts_statement(by))
         ]
 
     async def _read_rows(self, sql: str, args: list[Any]) -> list[Any]:

@@ -1,7 +1,8 @@
 """GET /v1/trust/calibration: what each model's labels say about its trust scores (the master key only).
 
-Per model group with a label, and under ``feedback.scope: key`` per key with
-a fit of its own: how many labels (now, in the record store), which combination its new
+Per model group with a label that teaches its shared fit (the master key's
+and the labellers'), and under ``feedback.scope: key`` per key with a fit of
+its own: how many labels (now, in the record store), which combination its new
 records get and why, cross-validated AUROC and ECE of Trust_OV and of each
 component and free signal, whether any score is informative at all, and a new
 fit the refit guard held for the operator, with why (``held``). A model is
@@ -68,7 +69,7 @@ class ModelCalibration(BaseModel):
 
     model: str
     key: str | None = None  # None: the model's shared fit; a key's name: that key's own (feedback.scope: key)
-    labels: int  # labelled records in the store now (a key's own fit: those its last refit read)
+    labels: int  # labelled records in the store now that teach this fit (a key's own: those its last refit read)
     positives: int
     combination: Combination
     reason: str
@@ -146,12 +147,17 @@ def _standing(gateway: Gateway, fit: FitKey, report: CalibrationReport | None, l
 
 
 async def calibration_standings(gateway: Gateway, caller: Caller) -> list[Standing]:
-    """Every model with a label or a report, by name, as it stands, each followed by its keys' own fits (the
-    console reads them through this too); 503 when the record store or the fit store cannot answer. A key's own
-    fit counts the labels its last refit read."""
+    """Every model with a label that teaches its shared fit, or a report, by name, as it stands, each followed by
+    its keys' own fits (the console reads them through this too); 503 when the record store or the fit store
+    cannot answer.
+
+    A shared fit counts only its teachers' labels (the master key's and the labellers'), so that labels another
+    key gave, which teach it nothing, never read as labels a refit will use. A key's own fit counts the labels
+    its last refit read.
+    """
     _require_operator(gateway, caller)
     reports = await _reports(gateway)
-    counts = {count.model: count for count in await gateway.trust.label_counts()}
+    counts = {count.model: count for count in await gateway.trust.label_counts(by=gateway.settings.labellers())}
     standings = [
         _standing(
             gateway,

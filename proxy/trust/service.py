@@ -483,10 +483,11 @@ class TrustService:
         with self._store_read("summary"):
             return await self._publisher.store.summary(scope=scope, since=since, until=until, buckets=buckets)
 
-    async def label_counts(self) -> list[LabelCount]:
-        """Every model group's labelled records in the store, and how many say correct (every key's)."""
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
+        """Every model group's labelled records in the store, and how many say correct (every key's; with ``by``,
+        those labelled by one of these names)."""
         with self._store_read("labels"):
-            return await self._publisher.store.label_counts()
+            return await self._publisher.store.label_counts(by=by)
 
     @contextlib.contextmanager
     def _store_read(self, operation: str) -> Iterator[None]:

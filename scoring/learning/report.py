@@ -101,7 +101,7 @@ class Standing:
     and why, long before a refit has anything to say."""
 
     model: str
-    labels: int  # labelled records in the record store now
+    labels: int  # labelled records in the record store now that teach this fit
     positives: int  # of them, labelled correct
     report: CalibrationReport | None
     min_labels: int  # trustgate.scoring.feedback.min_labels

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from exporters.record_query import RecordQuery
+from exporters.record_summary import LabelCount
 from exporters.redis_store import RedisRecordStore
 from exporters.store import SqliteRecordStore
 from scoring.types import Feedback, FeedbackRefused, RecordScope, TrustRecord, TrustStatus
@@ -195,6 +196,10 @@ def test_labelled_by_reads_the_labels_those_keys_gave_and_still_give(run: Callab
         assert [r.id for r in await store.labelled("m", by=frozenset({"alice"}))] == ["d", "b"]
         assert [r.id for r in await store.labelled("m", limit=1, by=frozenset({"master", "ops"}))] == ["c"]
         assert [r.id for r in await store.labelled("m")] == ["d", "c", "b", "a"]
+        assert await store.label_counts(by=frozenset({"master", "ops"})) == [LabelCount("m", 2, 2)]
+        assert await store.label_counts(by=frozenset({"alice"})) == [LabelCount("m", 2, 1)]
+        assert await store.label_counts(by=frozenset({"bob"})) == []
+        assert await store.label_counts() == [LabelCount("m", 4, 3)]
 
     run(scenario)
 
