@@ -1,8 +1,9 @@
 """What every score rests on, over real sockets on both upstream paths, whole and streamed, chat and Responses:
 the components missing from it and why, its basis, whether its model's scores are informative, and ``unknown``.
 
-The model's calibration report is written to the gateway's fit file between
-requests, as a refit (the gateway's, or ``trustgate calibrate``) writes it.
+The model's calibration report is written to the gateway's fit store (beside
+its records) between requests, as a refit (the gateway's, or ``trustgate
+calibrate``) writes it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from scoring.learning.report import CalibrationReport, LearnedFit
-from scoring.learning.store import FileFitStore
+from scoring.learning.store import SqliteFitStore
 from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
@@ -55,16 +56,16 @@ def report(*, informative: bool | None, fitted: bool = False) -> CalibrationRepo
     return calibration_report("fake", informative=informative, fit=fit)
 
 
-def grounds_config(fake: FakeUpstream, path: str, fits: Path) -> dict[str, Any]:
+def grounds_config(fake: FakeUpstream, path: str, records: Path) -> dict[str, Any]:
     config = gateway_config(fake.url)  # type: ignore[attr-defined]
     config["trustgate"] = {
         "passthrough": path == "passthrough",
         "keys": [{"key": "sk-acts", "name": "acts"}],
+        "store": {"path": str(records)},
         "scoring": {
             "mode": "sync",
             "combine": "paper",
             "queue": {"scorer_timeout_s": 0.5},
-            "feedback": {"fits_path": str(fits)},
             "on_low_trust": {"below": 0.5, "action": "block", "message": "Blocked."},
             "per_key": {"acts": {"on_low_trust": {"unknown": "act"}}},
         },
@@ -125,9 +126,9 @@ def grounds(server: ServerThread, surface: str, key: str = MASTER_KEY) -> dict[s
 def test_missing_basis_informative_and_unknown_on_every_surface(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path, path: str
 ) -> None:
-    fits = FileFitStore(tmp_path / "fits.json")
+    fits = SqliteFitStore(tmp_path / "records.sqlite3")
     server = start_gateway(
-        grounds_config(fake_upstream, path, tmp_path / "fits.json"),
+        grounds_config(fake_upstream, path, tmp_path / "records.sqlite3"),
         scorers=[AskingScorer("bc", 0.1), Hanging(), OverBudget()],
     )
     # No label yet: the shipped combination, nothing known of the model's scores; fc and sc missing, with why.
@@ -135,7 +136,7 @@ def test_missing_basis_informative_and_unknown_on_every_surface(
     for surface in SURFACES:
         found = grounds(server, surface)
         assert {name: found[name] for name in first} == first, surface
-        assert found["action"] == (None if "stream" in surface else "blocked"), surface  # streams: pass
+        assert found["action"] == "blocked", surface  # a block policy holds streams
 
     # The model's labels show its scores separate nothing: unknown, never trusted or untrusted, not acted on.
     asyncio.run(fits.put(report(informative=False)))
@@ -152,13 +153,14 @@ def test_missing_basis_informative_and_unknown_on_every_surface(
         found = grounds(server, surface)
         assert (found["basis"], found["informative"], found["missing"]) == ("learned", "true", "fc,sc"), surface
         assert (found["label"], found["action"]) == ("trusted", None), surface  # 1 / (1 + e^-(1 + 4 * 0.1))
+    asyncio.run(fits.close())
 
 
 def test_the_record_keeps_each_missing_components_reason(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
 ) -> None:
     server = start_gateway(
-        grounds_config(fake_upstream, "passthrough", tmp_path / "fits.json"),
+        grounds_config(fake_upstream, "passthrough", tmp_path / "records.sqlite3"),
         scorers=[AskingScorer("bc", 0.9), Hanging(), OverBudget()],
     )
     response = httpx.post(
