@@ -76,9 +76,9 @@ def _router(env: Environment) -> APIRouter:
     def render(template: str, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(template).render(**context), headers=SECURITY_HEADERS)
 
-    def caller_of(request: Request) -> Caller:
+    async def caller_of(request: Request) -> Caller:
         gateway: Gateway = request.app.state.gateway
-        return gateway.keys.authenticate(request.headers.get("authorization"))
+        return await gateway.keys.authenticate(request.headers.get("authorization"))
 
     @router.get("")
     @router.get("/calibration")
@@ -89,17 +89,21 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/overview")
     async def overview(request: Request) -> HTMLResponse:
-        caller = caller_of(request)
+        caller = await caller_of(request)
         window = parse_params(OverviewQuery, request.query_params).window
         now = time.time()
+        gateway: Gateway = request.app.state.gateway
+        since = now - WINDOWS_S[window]
         summary = await summarize_records(
-            request.app.state.gateway,
-            caller,
-            SummaryQuery.model_validate({"since": now - WINDOWS_S[window], "until": now, "buckets": RATE_BUCKETS}),
+            gateway, caller, SummaryQuery.model_validate({"since": since, "until": now, "buckets": RATE_BUCKETS})
         )
+        # Every key's spend: shown to a caller who reads every key's records
+        everyone = caller.record_scope.owner is None
+        spend = await gateway.spending.by_model(gateway.upstream.model_groups, since) if everyone else {}
         return render(
             "overview.html",
             summary=summary,
+            spend=spend,
             window=window,
             windows=list(WINDOWS_S),
             histograms={model: histogram(part.histogram) for model, part in summary.models.items()},
@@ -109,7 +113,7 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/calibration")
     async def calibration(request: Request) -> HTMLResponse:
-        standings = await calibration_standings(request.app.state.gateway, caller_of(request))  # master key only
+        standings = await calibration_standings(request.app.state.gateway, await caller_of(request))  # master key only
         charted = [
             (s, None if s.report is None else (roc_chart(s.report.scores), reliability_chart(s.report.scores)))
             for s in standings
@@ -118,7 +122,7 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/records")
     async def records(request: Request) -> HTMLResponse:
-        caller = caller_of(request)
+        caller = await caller_of(request)
         query = parse_params(RecordQuery, request.query_params)
         page = await list_records(request.app.state.gateway, caller, query)
         next_params = None
@@ -131,7 +135,7 @@ def _router(env: Environment) -> APIRouter:
 
     @router.get("/partials/records/{record_id}")
     async def record(request: Request, record_id: str) -> HTMLResponse:
-        caller = caller_of(request)
+        caller = await caller_of(request)
         found = await request.app.state.gateway.trust.lookup(record_id, caller.record_scope)
         if found is None:  # missing, or another key's: the same answer
             raise NotFound(f"No trust record with id `{record_id}`", param="id", code="trust_record_not_found")

@@ -10,6 +10,7 @@ component's summary with empty details, never an error page.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -18,8 +19,11 @@ from pydantic import BaseModel, ValidationError
 from scoring import (
     BCCheck,
     BCDetails,
+    ClaimResult,
     ComponentResult,
+    EVDetails,
     FCDetails,
+    FCEvidence,
     LPDetails,
     OVDetails,
     RAGDetails,
@@ -28,7 +32,9 @@ from scoring import (
 )
 
 __all__ = [
+    "AnswerPiece",
     "CheckRow",
+    "ClaimView",
     "ConsistencyView",
     "EvidenceRow",
     "FactCheckView",
@@ -42,6 +48,7 @@ __all__ = [
 D = TypeVar("D", bound=BaseModel)
 
 LETTERS = "ABCDE"
+CLAIM_CHECKS = ("bc", "fc", "ev")  # the checks a claim gets of its own
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,7 @@ class ConsistencyView:
     observed_agreement: float | None = None
     expected_agreement: float | None = None
     letter_prior: dict[str, float] = field(default_factory=dict)  # the model's own letter habit, by letter
+    lowest_claim: int | None = None  # checked claim by claim: the number of the claim whose value this is
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ class FactCheckView:
     judge_reply: str | None
     raw_probabilities: dict[str, float] = field(default_factory=dict)  # the choice judge's, before debiasing
     judge_prior: dict[str, float] = field(default_factory=dict)  # its answer to the content-free probe
+    lowest_claim: int | None = None  # checked claim by claim: the number of the claim whose verdict this is
 
 
 @dataclass(frozen=True)
@@ -174,6 +183,46 @@ class RagView:
 
 
 @dataclass(frozen=True)
+class AgreementRow:
+    """A clause of the evidence that ``ev`` read, what it says fills the relation, and whether that is the claim's."""
+
+    evidence_id: str
+    text: str
+    filler: str
+    agrees: bool
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    """One claim of the answer: its span and verdict, its own checks, and the evidence each read."""
+
+    number: int  # 1, 2, ... in answer order: its anchor on the page
+    text: str
+    start: int
+    end: int
+    statement: str | None  # what the checks read, where it is not the text (a pronoun resolved)
+    checked: bool
+    score: float | None
+    label: str | None
+    checks: list[Component]
+    evidence: list[EvidenceRow]  # Trust_FC's passages for this claim
+    judge_verdict: str | None
+    agreement_verdict: str | None  # ev's: agree, contradict, abstain
+    agreement_reason: str | None
+    agreement_entity: str | None
+    agreement_statements: list[AgreementRow]
+    agreement_evidence: list[EvidenceRow]  # the passages ev read
+
+
+@dataclass(frozen=True)
+class AnswerPiece:
+    """A stretch of the answer: inside one claim (highlighted by its verdict) or between claims."""
+
+    text: str
+    claim: ClaimView | None = None
+
+
+@dataclass(frozen=True)
 class RecordView:
     record: TrustRecord
     consistency: ConsistencyView | None = None
@@ -182,6 +231,8 @@ class RecordView:
     logprob: LogprobView | None = None
     rag: RagView | None = None
     others: list[Component] = field(default_factory=list)
+    claims: list[ClaimView] = field(default_factory=list)
+    answer_pieces: list[AnswerPiece] = field(default_factory=list)  # the answer, its claims marked
 
 
 def _details(result: ComponentResult, model: type[D]) -> D:
@@ -225,16 +276,16 @@ def _consistency(result: ComponentResult) -> ConsistencyView:
         observed_agreement=details.observed_agreement,
         expected_agreement=details.expected_agreement,
         letter_prior=dict(sorted((details.letter_prior or {}).items())),
+        lowest_claim=None if details.claim is None else details.claim + 1,
     )
 
 
 def _factcheck(result: ComponentResult) -> FactCheckView:
     details = _details(result, FCDetails)
-    evidence = [EvidenceRow(id=e.id, title=e.title, snippet=e.snippet, score=e.score) for e in details.evidence]
     return FactCheckView(
         summary=Component.of(result),
         query=details.query or None,
-        evidence=evidence,
+        evidence=_evidence_rows(details.evidence),
         judge=details.judge,
         verdict=details.label or result.label,
         probabilities=dict(details.label_probs),
@@ -242,6 +293,7 @@ def _factcheck(result: ComponentResult) -> FactCheckView:
         judge_reply=details.judge_reply,
         raw_probabilities=dict(details.raw_label_probs or {}),
         judge_prior=dict(details.judge_prior or {}),
+        lowest_claim=None if details.claim is None else details.claim + 1,
     )
 
 
@@ -307,10 +359,60 @@ def _rag(result: ComponentResult) -> RagView:
     )
 
 
+def _evidence_rows(passages: list[FCEvidence]) -> list[EvidenceRow]:
+    return [EvidenceRow(id=e.id, title=e.title, snippet=e.snippet, score=e.score) for e in passages]
+
+
+def _claim(number: int, claim: ClaimResult, answer_checks: Mapping[str, ComponentResult]) -> ClaimView:
+    """``answer_checks``: the record's components, the checks of a claim that is the answer whole (it has none of
+    its own)."""
+    own = claim.components or answer_checks
+    parts = {name: own[name] for name in CLAIM_CHECKS if name in own}
+    fc = _details(parts["fc"], FCDetails) if "fc" in parts else FCDetails()
+    ev = _details(parts["ev"], EVDetails) if "ev" in parts else EVDetails()
+    return ClaimView(
+        number=number,
+        text=claim.text,
+        start=claim.start,
+        end=claim.end,
+        statement=claim.statement,
+        checked=claim.checked,
+        score=claim.score,
+        label=claim.label,
+        checks=[Component.of(result) for result in parts.values()],
+        evidence=_evidence_rows(fc.evidence),
+        judge_verdict=fc.label or (parts["fc"].label if "fc" in parts else None),
+        agreement_verdict=ev.verdict,
+        agreement_reason=ev.reason,
+        agreement_entity=ev.entity,
+        agreement_statements=[AgreementRow(s.evidence_id, s.text, s.filler, s.agrees) for s in ev.statements],
+        agreement_evidence=_evidence_rows(ev.evidence),
+    )
+
+
+def answer_pieces(answer: str, claims: list[ClaimView]) -> list[AnswerPiece]:
+    """The answer cut at its claims' spans, each claim's stretch carrying the claim. A span that does not fit the
+    answer or overlaps an earlier one (a record of another version) is left unmarked: the claim is still listed."""
+    pieces: list[AnswerPiece] = []
+    at = 0
+    for claim in sorted(claims, key=lambda c: c.start):
+        if claim.start < at or claim.end > len(answer) or answer[claim.start : claim.end] != claim.text:
+            continue
+        if claim.start > at:
+            pieces.append(AnswerPiece(answer[at : claim.start]))
+        pieces.append(AnswerPiece(claim.text, claim))
+        at = claim.end
+    if at < len(answer):
+        pieces.append(AnswerPiece(answer[at:]))
+    return pieces
+
+
 def explain(record: TrustRecord) -> RecordView:
     """The record with each known component read into its view; unknown components keep their summary."""
     parts = record.components
     known = {"bc", "fc", "ov", "lp", "rag"}
+    whole = parts if len(record.claims) == 1 else {}
+    claims = [_claim(number, claim, whole) for number, claim in enumerate(record.claims, start=1)]
     return RecordView(
         record=record,
         consistency=_consistency(parts["bc"]) if "bc" in parts else None,
@@ -319,4 +421,6 @@ def explain(record: TrustRecord) -> RecordView:
         logprob=_logprob(parts["lp"]) if "lp" in parts else None,
         rag=_rag(parts["rag"]) if "rag" in parts else None,
         others=[Component.of(r) for name, r in parts.items() if name not in known],
+        claims=claims,
+        answer_pieces=answer_pieces(record.answer or "", claims),
     )

@@ -40,6 +40,13 @@ def percent(value: float | None) -> str:
     return MISSING if value is None else f"{value:.0%}"
 
 
+def usd(value: float | None) -> str:
+    """Dollars: cents for what is worth them, six decimals below a cent, where scoring's calls often cost."""
+    if value is None:
+        return MISSING
+    return f"${value:,.2f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
+
+
 def first_words(text: str | None, count: int = 12) -> str:
     if not text:
         return MISSING
@@ -82,6 +89,7 @@ def register_filters(env: Environment) -> None:
         clock=clock,
         figure=figure,
         percent=percent,
+        usd=usd,
         first_words=first_words,
         seconds=seconds,
         input_time=input_time,

@@ -147,6 +147,12 @@ def _prompt(body: dict[str, Any]) -> str:
     return ""
 
 
+def _prompt_words(body: dict[str, Any]) -> int:
+    """The usage a script reports for a prompt: a token per word of every message, so that what a request
+    costs grows with its prompt as a model's bill does (a check's worked examples, a judge's evidence)."""
+    return sum(len(str(message.get("content") or "").split()) for message in body.get("messages") or [])
+
+
 def capable_upstream(model: CapableModel) -> FastAPI:
     """The scripted capable model behind ``/v1/chat/completions`` (and ``/v1/models`` for readiness probes)."""
     return scripted_upstream(model)
@@ -171,7 +177,7 @@ def scripted_upstream(model: ScriptedModel) -> FastAPI:
         }
         if body.get("logprobs"):
             choice["logprobs"] = _logprobs(model, text, first, int(body.get("top_logprobs") or 1))
-        words = len(text.split())
+        words, prompt = len(text.split()), _prompt_words(body)
         return JSONResponse(
             {
                 "id": f"chatcmpl-{hashlib.sha1(text.encode()).hexdigest()[:12]}",
@@ -179,7 +185,7 @@ def scripted_upstream(model: ScriptedModel) -> FastAPI:
                 "created": int(time.time()),
                 "model": "capable",
                 "choices": [choice],
-                "usage": {"prompt_tokens": 10, "completion_tokens": words, "total_tokens": 10 + words},
+                "usage": {"prompt_tokens": prompt, "completion_tokens": words, "total_tokens": prompt + words},
             }
         )
 

@@ -20,6 +20,8 @@ from .prometheus import (
 )
 from .publish import RecordPublisher
 from .redis_store import RedisRecordStore
+from .spend import SpendLedger, key_subject, model_subject
+from .spend_store import RedisSpendStore, SpendStore, Spent, SqliteSpendStore
 from .store import RecordStore, SqliteRecordStore, StoreUnavailable
 
 __all__ = [
@@ -33,8 +35,13 @@ __all__ = [
     "RecordPublisher",
     "RecordStore",
     "RedisRecordStore",
+    "RedisSpendStore",
     "RequestTrace",
+    "SpendLedger",
+    "SpendStore",
+    "Spent",
     "SqliteRecordStore",
+    "SqliteSpendStore",
     "StoreUnavailable",
     "Telemetry",
     "WorkerMetrics",
@@ -43,6 +50,8 @@ __all__ = [
     "configure_telemetry",
     "disabled_telemetry",
     "export_choice",
+    "key_subject",
+    "model_subject",
     "place_upstream_span",
     "trust_chunk",
     "trust_event",

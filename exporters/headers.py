@@ -73,6 +73,25 @@ def trust_headers(record: TrustRecord) -> dict[str, str]:
     return headers
 
 
+def _claims(record: TrustRecord) -> dict[str, Any]:
+    """Each claim's span in the answer and its verdict, its own checks by value (their details are in the record)."""
+    if not record.claims:
+        return {}
+    return {
+        "claims": [
+            {
+                "text": claim.text,
+                "start": claim.start,
+                "end": claim.end,
+                "score": claim.score,
+                "label": claim.label,
+                "components": {name: result.value for name, result in claim.components.items()},
+            }
+            for claim in record.claims
+        ]
+    }
+
+
 def trust_summary(record: TrustRecord) -> dict[str, Any]:
     """The compact form sent in-band: the full record is at GET /v1/trust/{id}.
 
@@ -86,6 +105,7 @@ def trust_summary(record: TrustRecord) -> dict[str, Any]:
         "label": record.label,
         "probability": record.probability,
         "components": {name: c.value for name, c in record.components.items()},
+        **_claims(record),
     }
     if record.applicability is not None:
         summary["applicability"] = record.applicability.model_dump(mode="json")

@@ -18,7 +18,7 @@ from typing import TypeVar, get_args
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.metrics import MetricWrapperBase
 
-from scoring import ComponentResult, RAGDetails, TrustRecord
+from scoring import CallCost, ComponentResult, RAGDetails, TrustRecord
 from scoring.types import FAILURE_REASONS, ShedReason, TrustAction, TrustStatus
 
 from .metric_labels import ConfiguredLabels
@@ -119,6 +119,8 @@ class GatewayMetrics:
     trust_actions: Counter
     alert_pushes: Counter
     scoring_applicability: Counter
+    spend: Counter
+    unpriced_answers: Counter
     child: LabelledChildren = field(default_factory=LabelledChildren)  # the series each request updates
 
     def observe_request(
@@ -165,6 +167,17 @@ class GatewayMetrics:
             self._observe_rag(model, rag.details)
         if "scoring_s" in record.timings:
             self.scoring_duration.labels(model=model).observe(record.timings["scoring_s"])
+        if record.cost is not None:
+            for name, part in record.cost.by_component.items():
+                if part.usd:
+                    self.spend.labels(model=model, key=record.owner or "unknown", purpose=name).inc(part.usd)
+
+    def observe_answer_cost(self, *, model: str, key: str, cost: CallCost) -> None:
+        """What a user's answer cost: its dollars, or, where they are unknown, one more unpriced answer."""
+        if cost.usd is None:
+            self.child(self.unpriced_answers, model).inc()
+        elif cost.usd:
+            self.child(self.spend, model, key, "answer").inc(cost.usd)
 
     def observe_scoring_usage(self, *, model: str, component: str, prompt_tokens: int, completion_tokens: int) -> None:
         """The tokens one scoring call used (as its upstream reported them): scoring's share of the bill."""
@@ -207,6 +220,8 @@ class GatewayMetrics:
                 self.requests.labels(model, "200", mode, endpoint, key)
             for kind in TOKEN_KINDS:
                 self.user_upstream_tokens.labels(model, kind, key)
+            for purpose in ("answer", *labels.scorers):  # a share of spend is a number before the first answer
+                self.spend.labels(model, key, purpose)
         for model, deployment in labels.deployments:
             self.upstream_try_duration.labels(model, deployment)
             for outcome in TRY_OUTCOMES:
@@ -229,7 +244,13 @@ class GatewayMetrics:
             self.request_duration.labels(model, mode, endpoint)
         for endpoint in labels.streamed_endpoints:
             self.time_to_first_token.labels(model, endpoint)
-        for metric in (self.low_trust_responses, self.scoring_duration, self.dead_letters, self.sync_timeouts):
+        for metric in (
+            self.low_trust_responses,
+            self.scoring_duration,
+            self.dead_letters,
+            self.sync_timeouts,
+            self.unpriced_answers,
+        ):
             metric.labels(model)
         for label in get_args(TrustLabel):
             self.trust_labels.labels(model, label)
@@ -482,6 +503,22 @@ def build_metrics(registry: CollectorRegistry, labels: ConfiguredLabels | None =
             "Per-answer alerts pushed to Alertmanager, by outcome (sent; failed "
             "after its retries; dropped: too many pushes in flight).",
             ["outcome"],
+        ),
+        spend=Counter(
+            "spend",
+            "US dollars spent upstream, from each deployment's price and each call's usage, by the name of the key "
+            "that asked and purpose: the users' answers (answer) or the scoring of them, by component (bc, fc, sc, "
+            "rag). Answers and calls of unknown price are not in it (trustgate_unpriced_answers_total).",
+            ["model", "key", "purpose"],
+            namespace=NAMESPACE,
+            unit="usd",
+            registry=registry,
+        ),
+        unpriced_answers=counter(
+            "unpriced_answers",
+            "Users' answers whose cost is unknown: their deployment has no price (in its config or litellm's cost "
+            "map), or the upstream reported no usage (a stream that does not report it).",
+            ["model"],
         ),
     )
     if labels is not None:

@@ -10,19 +10,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from prometheus_client import CollectorRegistry
+from redis.asyncio import Redis
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from exporters import Telemetry, build_metrics
+from exporters import GatewayMetrics, SpendLedger, Telemetry, build_metrics
 from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
-from scoring import JobQueue, MemoryJobQueue, RedisJobQueue, RefitOutcome, Scorer, ScoringSettings, ThrottledLog
+from scoring import (
+    JobQueue,
+    MemoryJobQueue,
+    RedisJobQueue,
+    RefitOutcome,
+    Scorer,
+    ScoringSettings,
+    StoreUnavailable,
+    ThrottledLog,
+    scoring_reachable,
+)
 
-from .assembly import build_teachers, load_calibrator, open_parts
+from .assembly import build_teachers, load_calibrator, open_key_table, open_parts
 from .base.errors import GatewayError, error_body
 from .base.log_format import configured_log_format
 from .base.request_ids import RequestIds, request_id_headers
@@ -31,19 +43,26 @@ from .endpoints.endpoint_routes import add_endpoint_routes
 from .endpoints.endpoint_routes import router as endpoint_router
 from .endpoints.request_meter import UNKNOWN
 from .metric_labels import configured_labels
-from .server.auth import KeyRing
+from .server.auth import KeyRing, generated_caller
+from .server.cached_probe import CachedProbe
 from .server.calibration_routes import router as calibration_router
 from .server.connections import BodyDeadline, quiet_accept_errors
 from .server.gateway import Gateway
+from .server.key_management import KeyManager
+from .server.key_routes import router as key_router
+from .server.key_store import KeyCache, KeyHash, KeyTable
+from .server.model_info import router as model_info_router
 from .server.readiness import ReadinessCheck
 from .server.relative_redirects import RelativeRedirects
 from .server.routes import router
+from .server.spending import Spending
 from .server.trust_feedback import router as trust_feedback_router
 from .server.trust_list import router as trust_list_router
 from .trust.local_scoring import GatewayShares, local_scoring_worker
 from .trust.refits import Refits
 from .trust.service import TrustService, sampling_secret
 from .upstream.litellm_backend import check_providers
+from .upstream.prices import PriceList
 
 __all__ = ["Gateway", "Mount", "create_app"]
 
@@ -61,6 +80,7 @@ def create_app(
     scorers: Sequence[Scorer] | None = None,
     telemetry: Telemetry | None = None,
     mounts: Sequence[Mount] = (),
+    clock: Callable[[], float] = time.time,
 ) -> FastAPI:
     """Build the app; ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding).
 
@@ -68,6 +88,7 @@ def create_app(
     objects of this process, which a local worker process could not use.
 
     ``mounts`` add the routes of apps built on the gateway (the console), after the gateway's own.
+    ``clock`` dates what the gateway spends, and so the keys' budget windows (tests move it on).
     """
     metrics = build_metrics(registry if registry is not None else CollectorRegistry(), configured_labels(settings))
     calibration_metrics = build_calibration_metrics(metrics.registry)
@@ -97,6 +118,7 @@ def create_app(
                 scorers=scorers,
                 telemetry=telemetry,
                 on_fallback_skipped=fallback_skipped,
+                clock=clock,
             )
             redis, limiter, tracing, upstream, publisher, fits = (
                 parts.redis,
@@ -157,9 +179,11 @@ def create_app(
                 on_probe=metrics.readiness_probes.inc,
             )
             await stack.enter_async_context(readiness.start())
+            scoring_live = has_scorers and (scorers is not None or scoring_reachable(scoring))
+            keys, key_manager = await _key_ring(settings, redis, metrics, scoring_live, stack)
             app.state.gateway = Gateway(
                 settings,
-                KeyRing(settings),
+                keys,
                 upstream,
                 metrics,
                 trust,
@@ -167,8 +191,11 @@ def create_app(
                 readiness,
                 limiter,
                 calibration_metrics,
+                CachedProbe(lambda: upstream.check_health(health.check_timeout_s), health.check_cache_s),
+                _spending(parts.prices, parts.spend, metrics),
                 fits,
                 refits,
+                key_manager,
             )
             yield
 
@@ -186,6 +213,8 @@ def create_app(
     app.include_router(calibration_router)  # likewise "calibration"
     app.include_router(router)
     app.include_router(trust_feedback_router)
+    app.include_router(key_router)
+    app.include_router(model_info_router)
     app.include_router(endpoint_router)
     app.add_middleware(BodyDeadline, timeout_s=settings.trustgate.server.body_timeout_s)
     app.add_middleware(RelativeRedirects)
@@ -226,6 +255,50 @@ def _refits(settings: GatewaySettings, metrics: CalibrationMetrics, stack: conte
     return refits
 
 
+async def _key_ring(
+    settings: GatewaySettings,
+    redis: Redis | None,
+    metrics: GatewayMetrics,
+    scoring_live: bool,
+    stack: contextlib.AsyncExitStack,
+) -> tuple[KeyRing, KeyManager | None]:
+    """The gateway's keys: the configured ones, and those made at run time where ``generated_keys`` is on and a
+    secret to hash them with exists (``hash_secret``, or the master key)."""
+    section = settings.trustgate.generated_keys
+    hasher = KeyHash.of(
+        section.hash_secret.get_secret_value() if section.hash_secret else None,
+        settings.master_key.get_secret_value() if settings.master_key else None,
+    )
+    if not section.enabled or hasher is None:
+        return KeyRing(settings), None
+    table = await open_key_table(settings, redis, stack)
+    await _warn_of_taken_names(table, settings)
+    lookups_failed = ThrottledLog(log, interval_s=30)
+
+    def store_error(error: StoreUnavailable) -> None:
+        metrics.store_errors.labels(operation="key_lookup").inc()
+        lookups_failed.warning("key-store", "a key made at run time could not be looked up: %s", error)
+
+    ring = KeyRing(settings, KeyCache(table, generated_caller, section.max_keys), hasher, on_store_error=store_error)
+    return ring, KeyManager(table, hasher, settings, scoring_live=scoring_live)
+
+
+async def _warn_of_taken_names(table: KeyTable, settings: GatewaySettings) -> None:
+    """Name the keys made at run time whose names configured keys have taken since (they are refused)."""
+    configured = {key.name for key in settings.trustgate.keys}
+    try:
+        taken = sorted(key.name for key in await table.all() if key.name in configured)
+    except StoreUnavailable as exc:
+        log.warning("the key store could not be read at start-up: %s", exc)
+        return
+    if taken:
+        log.warning(
+            "keys made at run time are refused, their names being configured keys' now: %s (delete them with "
+            "trustgate keys delete --alias NAME)",
+            ", ".join(taken),
+        )
+
+
 def _add_cors(app: FastAPI, origins: list[str]) -> None:
     """Let browser pages from ``origins`` call the gateway; with none (the default), browsers are refused.
 
@@ -245,6 +318,18 @@ def _add_cors(app: FastAPI, origins: list[str]) -> None:
             allow_headers=["*"],
             expose_headers=["*"],
         )
+
+
+def _spending(prices: PriceList, ledger: SpendLedger, metrics: GatewayMetrics) -> Spending:
+    """Answers priced and keys held to their budgets; the deployments without a price named once."""
+    unpriced = prices.unpriced()
+    if unpriced:
+        log.info(
+            "no price known for %s: the spend of their answers and scoring calls is null (unknown) and counts in "
+            "no budget; set input_cost_per_token and output_cost_per_token in their litellm_params to price them",
+            ", ".join(unpriced),
+        )
+    return Spending(prices, ledger, metrics)
 
 
 def _scores_answer_logprobs(scoring: ScoringSettings, scorers: Sequence[Scorer] | None) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,11 @@ from exporters import (
     GatewayMetrics,
     RecordPublisher,
     RedisRecordStore,
+    RedisSpendStore,
+    SpendLedger,
+    SpendStore,
     SqliteRecordStore,
+    SqliteSpendStore,
     Telemetry,
     configure_telemetry,
     disabled_telemetry,
@@ -56,11 +61,15 @@ from scoring import (
 
 from .base.limits import Counters, Limiter, MemoryCounters, RedisCounters
 from .config.settings import ConfigError, GatewaySettings
+from .server.key_store import KeyTable
+from .server.redis_keys import RedisKeyTable
+from .server.sqlite_keys import SqliteKeyTable
 from .trust.ask import UpstreamAsk
 from .trust.scoring_budget import ScoringBudget
 from .trust.service import traced
 from .upstream.client import OnFallbackSkipped, OnTry, UpstreamClient
 from .upstream.local_model import run_local_upstream
+from .upstream.prices import PriceList
 from .upstream.retries import OnScoringShed
 from .upstream.slots import PrioritySlots
 
@@ -68,7 +77,6 @@ __all__ = [
     "Parts",
     "Role",
     "build_fit_store",
-    "build_limiter",
     "build_processor",
     "build_publisher",
     "build_record_store",
@@ -77,8 +85,10 @@ __all__ = [
     "build_telemetry",
     "http_client",
     "load_calibrator",
+    "open_key_table",
     "open_parts",
     "open_redis",
+    "open_spend_ledger",
     "open_upstream_client",
     "records_path",
     "scores_in_child",
@@ -87,11 +97,6 @@ __all__ = [
 log = logging.getLogger("trustgate.assembly")
 
 RECORDS_FILE = "trust-records.sqlite3"  # under data_dir, where trustgate.store.path names no file
-
-
-def records_path(settings: GatewaySettings) -> Path:
-    """The embedded record store's database (its learned fits live in it too)."""
-    return settings.trustgate.store.path or settings.trustgate.scoring.data_dir / RECORDS_FILE
 
 
 def http_client() -> httpx.AsyncClient:
@@ -174,20 +179,71 @@ async def open_redis(settings: GatewaySettings, stack: contextlib.AsyncExitStack
     return redis
 
 
-def build_limiter(settings: GatewaySettings, queue_redis: Redis | None, stack: contextlib.AsyncExitStack) -> Limiter:
-    """Rate-limit counters in Redis when the gateway has one (so replicas share them), else in this process."""
+async def open_key_table(settings: GatewaySettings, redis: Redis | None, stack: contextlib.AsyncExitStack) -> KeyTable:
+    """Where keys made at run time live: beside the trust records, in Redis when they are (every replica must
+    know a key at once), else in the record store's SQLite database."""
+    if redis is not None:
+        return RedisKeyTable(redis, settings.trustgate.scoring.queue.redis_prefix)
+    config = settings.trustgate.store
+    table = SqliteKeyTable(config.path or settings.trustgate.scoring.data_dir / RECORDS_FILE)
+    await table.open()
+    stack.push_async_callback(table.close)
+    return table
+
+
+def records_path(settings: GatewaySettings) -> Path:
+    """The embedded store's SQLite file: the trust records, and beside them the learned fits and the spend
+    ledger."""
+    return settings.trustgate.store.path or settings.trustgate.scoring.data_dir / RECORDS_FILE
+
+
+def limits_redis(
+    settings: GatewaySettings, queue_redis: Redis | None, stack: contextlib.AsyncExitStack
+) -> Redis | None:
+    """Where rate limits and spend are counted, so that replicas share them: ``limits.redis_url``, else the
+    queue's Redis; None: in this process (limits) and beside the records (spend)."""
     url = settings.trustgate.limits.redis_url
-    if url is not None:
-        redis = Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
-        stack.push_async_callback(redis.aclose)
-        return Limiter(RedisCounters(redis))
-    return Limiter(RedisCounters(queue_redis) if queue_redis is not None else MemoryCounters())
+    if url is None:
+        return queue_redis
+    redis = Redis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    stack.push_async_callback(redis.aclose)
+    return redis
+
+
+async def open_spend_ledger(
+    settings: GatewaySettings,
+    metrics: GatewayMetrics,
+    redis: Redis | None,
+    stack: contextlib.AsyncExitStack,
+    clock: Callable[[], float] = time.time,
+) -> SpendLedger:
+    """The process's spend ledger, flushing every second to Redis (``redis``: shared by every replica and worker)
+    or to the record store's SQLite database; flushed a last time when ``stack`` closes."""
+    store: SpendStore
+    if redis is not None:
+        store = RedisSpendStore(redis, prefix=f"{settings.trustgate.scoring.queue.redis_prefix}:spend:")
+    else:
+        sqlite = SqliteSpendStore(records_path(settings))
+        await sqlite.open()
+        stack.push_async_callback(sqlite.close)
+        store = sqlite
+    ledger = SpendLedger(
+        store, clock=clock, on_error=lambda operation: metrics.store_errors.labels(operation=f"spend_{operation}").inc()
+    )
+    await ledger.start()
+    stack.push_async_callback(ledger.close)
+    return ledger
 
 
 async def build_publisher(
-    settings: GatewaySettings, metrics: GatewayMetrics, redis: Redis | None, stack: contextlib.AsyncExitStack
+    settings: GatewaySettings,
+    metrics: GatewayMetrics,
+    redis: Redis | None,
+    stack: contextlib.AsyncExitStack,
+    spend: SpendLedger | None = None,
 ) -> RecordPublisher:
-    """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite."""
+    """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite; a record's
+    scoring cost to ``spend``."""
     alerts = await build_alerts(settings.trustgate.alerting, metrics, stack)
     shed_log = ThrottledLog(log)
 
@@ -200,7 +256,7 @@ async def build_publisher(
             settings.trustgate.store.max_pending_writes,
         )
 
-    return RecordPublisher(await build_record_store(settings, redis, stack, on_shed=shed), metrics, alerts)
+    return RecordPublisher(await build_record_store(settings, redis, stack, on_shed=shed), metrics, alerts, spend)
 
 
 async def build_record_store(
@@ -264,12 +320,15 @@ async def build_processor(
     calibrator: Calibrator | None,
     stack: contextlib.AsyncExitStack,
     limiter: Limiter,
+    spend: SpendLedger,
+    prices: PriceList,
     fits: FitStore | None = None,
 ) -> tuple[Process, bool]:
     """The job processor (scorers → record, calibrated, traced) and whether any scorer is active.
 
-    Jobs and their calls are held to the scoring budget, counted on ``limiter`` (shared through Redis
-    when it is, so a gateway and its workers spend one budget). ``fits``: each model's learned combination.
+    Jobs and their calls are held to the scoring budget, counted on ``limiter`` and ``spend`` (shared through
+    Redis when it is, so a gateway and its workers spend one budget); each call is priced from ``prices``.
+    ``fits``: each model's learned combination.
     """
     scoring = settings.trustgate.scoring
     active = list(scorers) if scorers is not None else await build_scorers(scoring, stack)
@@ -282,12 +341,13 @@ async def build_processor(
     budget = ScoringBudget(
         scoring.budget,
         limiter,
+        spend,
         on_call_refused=lambda group, reason: metrics.scoring_calls_shed.labels(model=group, reason=reason).inc(),
     )
     pipeline = ScoringPipeline(
         active,
         lambda model, purpose, job: UpstreamAsk(
-            upstream, metrics, model, purpose, budget=budget, lane=lane_of(job), owner=job.owner
+            upstream, metrics, model, purpose, prices=prices, budget=budget, lane=lane_of(job), owner=job.owner
         ),
         scoring,
         combine=combine,
@@ -360,6 +420,8 @@ class Parts:
 
     redis: Redis | None  # the queue's Redis (backend: redis), else None
     limiter: Limiter
+    spend: SpendLedger  # what this process spends, flushed where every replica and worker reads it
+    prices: PriceList  # each deployment's, found once
     telemetry: Telemetry
     upstream: UpstreamClient
     publisher: RecordPublisher
@@ -398,13 +460,15 @@ async def open_parts(
     on_fallback_skipped: OnFallbackSkipped = lambda group, fallback: None,
     local_slots: PrioritySlots | None = None,
     counters: Counters | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> Parts:
-    """Open the parts in their one order, each closed by ``stack``: Redis, the rate-limit counters (in Redis, a
-    gateway's and its workers' one scoring budget), telemetry, the upstream client, the record publisher, the
-    fit store and, where this process scores, the job processor.
+    """Open the parts in their one order, each closed by ``stack``: Redis, the rate-limit counters and the spend
+    ledger (in Redis, a gateway's and its workers' one scoring budget), telemetry, the upstream client, the record
+    publisher, the fit store and, where this process scores, the job processor.
 
     ``scorers`` and ``telemetry`` replace the configured ones (tests, embedding). A local worker borrows its
     gateway's model-server slots (``local_slots``) and rate-limit ``counters``, so both processes keep one count.
+    ``clock`` dates spend (tests move it to a budget's next window).
     """
     scoring = settings.trustgate.scoring
     # Scorers are configured, but the policy turns every request off: each is still decided (a refused header is
@@ -419,7 +483,12 @@ async def open_parts(
         )
         scorers = ()
     redis = await open_redis(settings, stack) if role != "local-worker" else None
-    limiter = Limiter(counters) if counters is not None else build_limiter(settings, redis, stack)
+    shared = limits_redis(settings, redis, stack)
+    if counters is None:
+        counters = RedisCounters(shared) if shared is not None else MemoryCounters()
+    limiter = Limiter(counters)
+    spend = await open_spend_ledger(settings, metrics, shared, stack, clock)
+    prices = PriceList.of(settings)
     tracing = telemetry or build_telemetry(settings, stack)
     upstream = await open_upstream_client(
         settings,
@@ -432,12 +501,14 @@ async def open_parts(
         on_scoring_shed=lambda group, why: metrics.scoring_calls_shed.labels(model=group, reason=why).inc(),
         local_slots=local_slots,
     )
-    publisher = await build_publisher(settings, metrics, redis, stack)
+    publisher = await build_publisher(settings, metrics, redis, stack, spend)
     fits = build_fit_store(settings, redis, stack)
     if role == "gateway" and (redis is not None or scores_in_child(settings, redis, scorers, telemetry)):
         has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
-        return Parts(redis, limiter, tracing, upstream, publisher, fits, None, has_scorers or unreachable)
+        return Parts(
+            redis, limiter, spend, prices, tracing, upstream, publisher, fits, None, has_scorers or unreachable
+        )
     process, has_scorers = await build_processor(
-        settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter, fits
+        settings, upstream, metrics, tracing, scorers, calibrator, stack, limiter, spend, prices, fits
     )
-    return Parts(redis, limiter, tracing, upstream, publisher, fits, process, has_scorers or unreachable)
+    return Parts(redis, limiter, spend, prices, tracing, upstream, publisher, fits, process, has_scorers or unreachable)

@@ -155,15 +155,18 @@ def _factcheck(
     return scorers
 
 
-def _agreement(settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence) -> dict[str, Scorer]:
-    """``ev``, over Trust_FC's evidence index; absent (with a warning) or an error without one, as Trust_FC."""
+def _agreement(
+    settings: ScoringSettings, cpu: CpuWork, missing_evidence: MissingEvidence, splitter: SplitsClaims | None
+) -> dict[str, Scorer]:
+    """``ev``, over Trust_FC's evidence index, claim by claim beside Trust_BC and Trust_FC; absent (with a
+    warning) or an error without an index, as Trust_FC."""
     from .agreement.cpu_part import AGREEMENT
     from .agreement.scorer import EvidenceAgreementScorer
 
     if not cpu.has(AGREEMENT):
         _no_evidence(settings, missing_evidence, "evidence agreement")
         return {}
-    return {"ev": EvidenceAgreementScorer(cpu, settings.agreement)}
+    return {"ev": EvidenceAgreementScorer(cpu, settings.agreement, splitter)}
 
 
 def _open_logprob() -> Scorer:
@@ -221,7 +224,7 @@ async def open_scorers(
             if "fc" in families:
                 scorers.update(_factcheck(settings, cpu, missing_evidence, wanted, splitter))
             if "ev" in families:
-                scorers.update(_agreement(settings, cpu, missing_evidence))
+                scorers.update(_agreement(settings, cpu, missing_evidence, splitter))
         if "rag" in families:
             scorers["rag"] = _open_rag(settings)
         if "lp" in families:

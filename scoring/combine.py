@@ -24,7 +24,8 @@ That is the ``paper`` preset. The ``default`` one (``default_trust``) is a
 prior shipped with the project (``default_combination.json``, fitted and
 measured by ``evaluation/studies/default_combination.py``, figures in
 docs/eval/default-combination.md): a logistic model of correctness over the
-values of whichever of lp, Trust_BC, Trust_FC and sc are present. Each term is
+values of whichever of lp, Trust_BC, Trust_FC, sc and evidence agreement (ev)
+are present. Each term is
 ``w·(value − centre)``; a component that is absent adds nothing, which is to
 read it at the centre (the mean of the labeled sets), so the score needs no
 particular component and uses every one there is. Its value is an estimated
@@ -240,7 +241,7 @@ class PriorCombination:
     """A logistic model over component values whose absent components add nothing (``default_trust``)."""
 
     intercept: float
-    weights: Mapping[str, float]  # by component ("lp", "bc", "fc", "sc")
+    weights: Mapping[str, float]  # by component ("lp", "bc", "fc", "sc", "ev")
     centres: Mapping[str, float]  # each component's mean on the sets the prior was fitted on
 
     def probability(self, values: Mapping[str, float]) -> float:
@@ -289,8 +290,8 @@ def _prior_value(name: str, components: Components) -> float | None:
 
 
 def default_trust(components: Components, prior: PriorCombination | None = None) -> ComponentResult:
-    """The ``default`` Trust_OV: the shipped prior over every one of lp, bc, fc and sc that has a value
-    (an sc spared as clearly consistent reads 1.0).
+    """The ``default`` Trust_OV: the shipped prior over every one of lp, bc, fc, sc and ev that has a value
+    (an sc spared as clearly consistent reads 1.0; an ev that abstained has none, and adds nothing).
 
     None (no value) only when none of them has one.
     """

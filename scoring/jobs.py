@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .types import Applicability, JobPolicy, SamplingParams, ScoringJob
+from .types import Applicability, CallCost, JobPolicy, SamplingParams, ScoringJob
 
 __all__ = ["last_question", "message_text", "scoring_job"]
 
@@ -46,6 +46,7 @@ def scoring_job(
     asked_model: str | None = None,
     sampling: SamplingParams | None = None,
     applicability: Applicability | None = None,
+    answer_cost: CallCost | None = None,
 ) -> ScoringJob:
     """The question is the last user message; everything before it is context."""
     last_user = _last_user(messages)
@@ -68,4 +69,5 @@ def scoring_job(
         asked_model=asked_model,
         sampling=sampling or SamplingParams(),
         applicability=applicability,
+        answer_cost=answer_cost,
     )

@@ -7,7 +7,7 @@ record is "failed" only when no component produced a value. Every failure met
 traceback, rate-limited, and stays on the component for the error counter.
 
 A long answer is checked claim by claim (``scoring.claims``): the claim
-checkers (``ChecksClaims``: Trust_BC, Trust_FC) share a splitter, which the
+checkers (``ChecksClaims``: Trust_BC, Trust_FC, ``ev``) share a splitter, which the
 pipeline asks first; where it finds several claims, each checker scores every
 checked claim, each claim gets its own Trust_OV from its checks and the
 answer's own signals (``lp``, ``sc``), and the answer's Trust_OV is their soft
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from .calibration import component_names, fitted_components
 from .claims.aggregate import answer_component, claim_inputs, overall_of_claims
 from .claims.selection import whole_answer
+from .cost import CostTally
 from .failures import FailureLog, describe
 from .grounds import basis_of, informative_of, missing_of, trust_label
 from .learning.apply import learned_overall
@@ -61,7 +62,7 @@ __all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline"]
 # (scoring.lanes), and its key's share of the scoring budget pays for them
 AskFactory = Callable[[str, str, ScoringJob], Ask]
 Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a record's components -> Trust_OV
-COMBINED = frozenset({"bc", "fc", "lp", "sc"})  # the components Trust_OV is made of
+COMBINED = frozenset({"bc", "fc", "lp", "sc", "ev"})  # the components Trust_OV is made of
 
 log = logging.getLogger("trustgate.scoring")
 
@@ -118,12 +119,16 @@ class ScoringPipeline:
         """The scorers re-ask the deployment that answered, except a judge configured elsewhere."""
         return scorer.judge_model or job.model
 
+    def _ask(self, scorer: Scorer, job: ScoringJob, tally: CostTally) -> Ask:
+        """The scorer's ``Ask`` for this job, its answered calls counted in the job's ``tally``."""
+        return tally.counted(scorer.name, self._ask_for(self._target_model(scorer, job), scorer.name, job))
+
     async def _run_one(
-        self, scorer: Scorer, job: ScoringJob, tell: Callable[[], None] | None = None
+        self, scorer: Scorer, job: ScoringJob, tally: CostTally, tell: Callable[[], None] | None = None
     ) -> ComponentResult:
         """One scorer's result, never its exception; ``tell`` goes to a scorer that ``TellsEarly``."""
         started = time.perf_counter()
-        ask = self._ask_for(self._target_model(scorer, job), scorer.name, job)
+        ask = self._ask(scorer, job, tally)
         scoring = (
             scorer.score_telling(job, ask, tell)
             if tell is not None and isinstance(scorer, TellsEarly)
@@ -154,6 +159,7 @@ class ScoringPipeline:
         scorer: Scorer,
         spared: Callable[[ComponentResult], ComponentResult | None],
         job: ScoringJob,
+        tally: CostTally,
         earlier: asyncio.Future[ComponentResult],
         told: asyncio.Future[None],
     ) -> ComponentResult:
@@ -161,16 +167,22 @@ class ScoringPipeline:
         as that one told it will not spare it (``TellsEarly``)."""
         await asyncio.wait((earlier, told), return_when=asyncio.FIRST_COMPLETED)
         instead = spared(earlier.result()) if earlier.done() else None
-        return instead if instead is not None else await self._run_one(scorer, job)
+        return instead if instead is not None else await self._run_one(scorer, job, tally)
 
     async def _run_claims(
-        self, scorer: Scorer, job: ScoringJob, claims: list[Claim], indexes: list[int], into: ClaimChecks
+        self,
+        scorer: Scorer,
+        job: ScoringJob,
+        tally: CostTally,
+        claims: list[Claim],
+        indexes: list[int],
+        into: ClaimChecks,
     ) -> ComponentResult:
         """A claim checker on every checked claim (``into`` gets each claim's result), as the answer's component:
         the lowest claim's (``claims/aggregate.py``). A raise or timeout is every claim's error."""
         assert isinstance(scorer, ChecksClaims)
         started = time.perf_counter()
-        ask = self._ask_for(self._target_model(scorer, job), scorer.name, job)
+        ask = self._ask(scorer, job, tally)
         try:
             results = await asyncio.wait_for(
                 scorer.score_claims(job, claims, ask), self._settings.queue.scorer_timeout_s
@@ -187,7 +199,12 @@ class ScoringPipeline:
         return result
 
     async def _run_all(
-        self, job: ScoringJob, scorers: list[Scorer], claims: list[Claim] | None = None, into: ClaimChecks | None = None
+        self,
+        job: ScoringJob,
+        scorers: list[Scorer],
+        tally: CostTally,
+        claims: list[Claim] | None = None,
+        into: ClaimChecks | None = None,
     ) -> list[ComponentResult]:
         """Every scorer at once, except one that reads another's result first (``RunsAfter``, when that one
         runs too): it starts once that result is in, or once that one tells it will not be spared. The
@@ -207,8 +224,8 @@ class ScoringPipeline:
 
         def run(scorer: Scorer) -> Awaitable[ComponentResult]:
             if claims and into is not None and isinstance(scorer, ChecksClaims):
-                return self._run_claims(scorer, job, [claims[i] for i in checked], checked, into)
-            return self._run_one(scorer, job, teller(scorer.name))
+                return self._run_claims(scorer, job, tally, [claims[i] for i in checked], checked, into)
+            return self._run_one(scorer, job, tally, teller(scorer.name))
 
         started = {s.name: asyncio.ensure_future(run(s)) for s in scorers if s.name not in waits}
         runs: list[Awaitable[ComponentResult]] = []
@@ -217,7 +234,7 @@ class ScoringPipeline:
                 runs.append(started[scorer.name])
             elif isinstance(scorer, RunsAfter):
                 after = waits[scorer.name]
-                runs.append(self._run_after(scorer, scorer.spared, job, started[after], told[after]))
+                runs.append(self._run_after(scorer, scorer.spared, job, tally, started[after], told[after]))
         return list(await asyncio.gather(*runs))
 
     async def _claims(self, job: ScoringJob, scorers: list[Scorer]) -> tuple[list[Claim], list[Failure]]:
@@ -357,7 +374,8 @@ class ScoringPipeline:
         scorers = self._applicable(job)
         claims, split_failures = await self._claims(job, scorers)
         checks: ClaimChecks = {}
-        results = await self._run_all(job, scorers, claims if _by_claim(claims) else None, checks)
+        tally = CostTally()
+        results = await self._run_all(job, scorers, tally, claims if _by_claim(claims) else None, checks)
         _count_with_claim_checkers(results, scorers, split_failures)
         components = {r.component: r for r in results}
         scored = [r for r in results if r.value is not None]
@@ -398,4 +416,5 @@ class ScoringPipeline:
             question=job.question,
             answer=job.answer,
             claims=claim_results,
+            cost=tally.record_cost(job.answer_cost),
         )

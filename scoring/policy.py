@@ -9,7 +9,7 @@ needs, and a client cannot raise the sample rate.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -20,6 +20,7 @@ from .settings import (
     LowTrustAction,
     LowTrustPolicy,
     NotApplicableAction,
+    PolicySettings,
     ScoringMode,
     ScoringSettings,
     UnscoredAction,
@@ -29,12 +30,14 @@ from .types import UNKNOWN_LABEL, ScoringJob, TrustRecord
 __all__ = [
     "DEFAULT_BLOCK_MESSAGE",
     "TOO_LONG",
+    "ConfiguredPolicy",
     "Decision",
     "LowTrust",
     "Outcome",
     "Treatment",
     "applicability_of",
     "client_may_choose",
+    "configured_policy",
     "decide",
     "in_sample",
     "is_low_trust",
@@ -101,8 +104,29 @@ class Decision:
     on_low_trust: LowTrust = LowTrust()
 
 
-def low_trust(settings: ScoringSettings, *, model: str, key_name: str | None) -> LowTrust:
-    """``on_low_trust`` field by field: per-key > per-model > global > LowTrust's defaults.
+@dataclass(frozen=True)
+class ConfiguredPolicy:
+    """When one key's requests to one model group are scored, every level resolved, before any client header."""
+
+    mode: ScoringMode
+    sample_rate: float
+    sync_timeout_s: float
+    allow_client_mode: ClientModePolicy
+
+
+def _overrides(
+    settings: ScoringSettings, model: str, key_name: str | None, key_policy: PolicySettings | None
+) -> list[PolicySettings]:
+    """The entries over the global policy, lowest first: the model group's, the key's ``per_key`` entry, and the
+    policy a key made at run time carries itself (``key_policy``), which the config cannot name."""
+    levels = (settings.per_model.get(model), settings.per_key.get(key_name or ""), key_policy)
+    return [level for level in levels if level is not None]
+
+
+def low_trust(
+    settings: ScoringSettings, *, model: str, key_name: str | None, key_policy: PolicySettings | None = None
+) -> LowTrust:
+    """``on_low_trust`` field by field: the key's own > per-key > per-model > global > LowTrust's defaults.
 
     Two defaults follow the resolved action rather than a fixed value, so that a block holds unless the operator
     opts out: ``unscored`` is ``block`` for a block policy (else ``pass``), and ``streams`` is ``hold`` for a
@@ -110,11 +134,7 @@ def low_trust(settings: ScoringSettings, *, model: str, key_name: str | None) ->
     """
     resolved = LowTrust()
     levels: list[LowTrustPolicy | None] = [settings.on_low_trust]
-    levels += [
-        override.on_low_trust
-        for override in (settings.per_model.get(model), settings.per_key.get(key_name or ""))
-        if override is not None
-    ]
+    levels += [override.on_low_trust for override in _overrides(settings, model, key_name, key_policy)]
     given: set[str] = set()
     for level in levels:
         if level is not None:
@@ -134,29 +154,41 @@ def own_fit_allowed(settings: ScoringSettings, *, model: str, key_name: str) -> 
     return settings.feedback.scope == "key" and not low_trust(settings, model=model, key_name=key_name).acts
 
 
-def resolved_mode(settings: ScoringSettings, *, model: str, key_name: str | None) -> ScoringMode:
+def resolved_mode(
+    settings: ScoringSettings, *, model: str, key_name: str | None, key_policy: PolicySettings | None = None
+) -> ScoringMode:
     """The configured mode of a model for a key, before any client header."""
-    mode = settings.mode
-    for override in (settings.per_model.get(model), settings.per_key.get(key_name or "")):
-        if override is not None and override.mode:
-            mode = override.mode
-    return mode
+    return configured_policy(settings, model=model, key_name=key_name, key_policy=key_policy).mode
 
 
-def scored_kinds(settings: ScoringSettings, *, model: str, key_name: str | None) -> frozenset[ContentKind] | None:
-    """The kinds of answer scored for ``key_name`` on ``model``: per-key > per-model > global ``score_kinds``.
+def configured_policy(
+    settings: ScoringSettings, *, model: str, key_name: str | None, key_policy: PolicySettings | None = None
+) -> ConfiguredPolicy:
+    """Mode, sample rate, sync wait and client policy of ``key_name`` on ``model``: the key's own > per-key >
+    per-model > global."""
+    mode, rate, timeout = settings.mode, settings.sample_rate, settings.sync_timeout_s
+    policy = settings.allow_client_mode
+    for override in _overrides(settings, model, key_name, key_policy):
+        mode = override.mode or mode
+        rate = override.sample_rate if override.sample_rate is not None else rate
+        timeout = override.sync_timeout_s or timeout
+        policy = override.allow_client_mode or policy
+    return ConfiguredPolicy(mode=mode, sample_rate=rate, sync_timeout_s=timeout, allow_client_mode=policy)
+
+
+def scored_kinds(
+    settings: ScoringSettings, *, model: str, key_name: str | None, key_policy: PolicySettings | None = None
+) -> frozenset[ContentKind] | None:
+    """The kinds of answer scored for ``key_name`` on ``model``: the key's own > per-key > per-model > global
+    ``score_kinds``.
 
     None: triage is off (``applicability.enabled: false``), and every answer is scored as today.
     """
     if not settings.applicability.enabled:
         return None
     kinds = settings.applicability.score_kinds
-    for override in (settings.per_model.get(model), settings.per_key.get(key_name or "")):
-        if (
-            override is not None
-            and override.applicability is not None
-            and override.applicability.score_kinds is not None
-        ):
+    for override in _overrides(settings, model, key_name, key_policy):
+        if override.applicability is not None and override.applicability.score_kinds is not None:
             kinds = override.applicability.score_kinds
     return frozenset(kinds)
 
@@ -244,24 +276,24 @@ def decide(
     request_key: Callable[[], str],
     mode_header: ScoringMode | None,
     on_low_trust: LowTrust | None = None,
+    key_policy: PolicySettings | None = None,
 ) -> Decision:
-    """Mode and sampling: per-key > per-model > global default; the header only within ``allow_client_mode``.
+    """Mode and sampling: the key's own > per-key > per-model > global default (``configured_policy``); the
+    header only within ``allow_client_mode``.
 
     ``request_key``: what the sample draw hashes (``in_sample``), asked for only when a request in a scored
     mode is sampled at a rate between 0 and 1. ``on_low_trust``: the key's policy on the model when the caller
-    has it resolved already (``low_trust``).
+    has it resolved already (``low_trust``). ``key_policy``: the policy a key made at run time carries.
     """
-    mode, rate, timeout = settings.mode, settings.sample_rate, settings.sync_timeout_s
-    policy = settings.allow_client_mode
-    for override in (settings.per_model.get(model), settings.per_key.get(key_name)):
-        if override is None:
-            continue
-        mode = override.mode or mode
-        rate = override.sample_rate if override.sample_rate is not None else rate
-        timeout = override.sync_timeout_s or timeout
-        policy = override.allow_client_mode or policy
+    configured = configured_policy(settings, model=model, key_name=key_name, key_policy=key_policy)
+    mode, rate, timeout, policy = (
+        configured.mode,
+        configured.sample_rate,
+        configured.sync_timeout_s,
+        configured.allow_client_mode,
+    )
     if on_low_trust is None:
-        on_low_trust = low_trust(settings, model=model, key_name=key_name)
+        on_low_trust = low_trust(settings, model=model, key_name=key_name, key_policy=key_policy)
     refused: ScoringMode | None = None
     if mode_header is not None:
         # A policy that blocks or escalates is the operator's guard: a client may not lower its mode out of it.
@@ -276,9 +308,9 @@ def decide(
     return Decision(mode=mode, sync_timeout_s=timeout, sampled=sampled, refused_mode=refused, on_low_trust=on_low_trust)
 
 
-def scoring_reachable(settings: ScoringSettings) -> bool:
+def scoring_reachable(settings: ScoringSettings, key_policies: Sequence[PolicySettings] = ()) -> bool:
     """Whether ``decide`` can score any request: some key on some model group is configured to score, or may
-    ask for it with ``x-trustgate-mode``.
+    ask for it with ``x-trustgate-mode``; ``key_policies``: those of keys made at run time, each tried as well.
 
     A gateway where no request can be scored (``scoring.mode: off`` and clients
     only allowed to lower it, the default) loads no scorer and starts no scoring
@@ -290,11 +322,16 @@ def scoring_reachable(settings: ScoringSettings) -> bool:
     absent = max([*settings.per_model, *settings.per_key], default="") + "\0"  # a name no entry has
     models, keys = [*settings.per_model, absent], [*settings.per_key, absent]
     headers: list[ScoringMode | None] = [None, "async", "sync"]
+    own: list[PolicySettings | None] = [None, *key_policies]
     return any(
-        decide(settings, model=model, key_name=key, request_key=lambda: absent, mode_header=header).mode != "off"
+        decide(
+            settings, model=model, key_name=key, request_key=lambda: absent, mode_header=header, key_policy=policy
+        ).mode
+        != "off"
         for model in models
         for key in keys
         for header in headers
+        for policy in own
     )
 
 

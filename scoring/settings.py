@@ -257,13 +257,15 @@ class FactCheckSettings(BaseModel):
 
 
 class ClaimSettings(BaseModel):
-    """Long answers checked claim by claim (``scoring/claims/``): Trust_BC and Trust_FC per claim, Trust_OV
-    from the claims' scores, so that one false sentence makes the answer untrusted and is the one marked.
+    """Long answers checked claim by claim (``scoring/claims/``): Trust_BC, Trust_FC and evidence agreement
+    (``ev``) per claim, Trust_OV from the claims' scores, so that one false sentence makes the answer untrusted
+    and is the one marked.
 
     An answer of fewer than ``min_words`` words, or one whose split finds a single claim, is checked whole,
     exactly as without claims (same calls, same values). Otherwise each of the ``max_claims`` claims that say
-    the most (named entities, numbers, dates) costs ``checks_per_claim`` Trust_BC calls and one judge call;
-    ``sc`` and ``lp`` stay answer-level. Defaults and their measurement: docs/eval/claims.md.
+    the most (named entities, numbers, dates) costs ``checks_per_claim`` Trust_BC calls and one judge call
+    (``ev`` costs none); ``sc`` and ``lp`` stay answer-level. Defaults and their measurement:
+    docs/eval/claims.md.
     """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -611,7 +613,7 @@ class QueueSettings(BaseModel):
 
 
 class BudgetLimits(BaseModel):
-    """What scoring may spend on one model group per minute (None: no limit); the user's own calls never count."""
+    """What scoring may spend on one model group (None: no limit); the user's own calls never count against it."""
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
@@ -619,6 +621,14 @@ class BudgetLimits(BaseModel):
     """Scorers' upstream calls per minute (retries aside); None: no limit."""
     tokens_per_minute: int | None = Field(default=None, ge=1)
     """Their prompt and completion tokens per minute, as the upstream reports them; None: no limit."""
+    max_spend_share: float | None = Field(default=None, ge=0.0)
+    """What scoring may spend on the group's answers, as a share of what those answers cost, over the past hour
+    (0.5: scoring at most half the answers' bill). Past it, jobs are shed before they run (``shed_reason``
+    ``spend_share``) until the answers' spend has grown or scoring's has aged out. Counted in US dollars from the
+    deployments' prices: a group whose scoring has no known price is never shed for it. None: no limit."""
+    max_spend_usd_per_hour: float | None = Field(default=None, ge=0.0)
+    """What scoring may spend on the group's answers over the past hour, in US dollars. Past it, jobs are shed
+    before they run (``shed_reason`` ``spend_per_hour``). None: no limit."""
 
 
 class BudgetSettings(BudgetLimits):
@@ -626,7 +636,10 @@ class BudgetSettings(BudgetLimits):
 
     A key an entry leaves out is the default's; an entry's explicit ``null``
     lifts that limit for its group. Beyond a budget, jobs are shed before they
-    run and a running job's further calls are refused (``proxy.trust.scoring_budget``).
+    run; beyond a budget of calls or tokens, a running job's further calls are
+    refused too (``proxy.trust.scoring_budget``). The spend limits count what
+    the gateway and its workers recorded in the spend ledger (SQLite beside the
+    records, or Redis shared by every replica), so they hold across restarts.
     """
 
     per_model: dict[str, BudgetLimits] = Field(default_factory=dict)
@@ -638,13 +651,9 @@ class BudgetSettings(BudgetLimits):
 
     def for_model(self, model: str) -> BudgetLimits:
         override = self.per_model.get(model)
-        if override is None:
-            return BudgetLimits(calls_per_minute=self.calls_per_minute, tokens_per_minute=self.tokens_per_minute)
+        given = override.model_fields_set if override is not None else set()
         return BudgetLimits.model_validate(
-            {
-                name: getattr(override if name in override.model_fields_set else self, name)
-                for name in BudgetLimits.model_fields
-            }
+            {name: getattr(override if name in given else self, name) for name in BudgetLimits.model_fields}
         )
 
 
@@ -723,7 +732,7 @@ class ScoringSettings(BaseModel):
     probability."""
     combine: Literal["default", "paper", "fitted"] = "default"
     """How Trust_OV is made: default (the prior shipped in scoring/default_combination.json over every one of
-    lp, bc, fc and sc present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC and
+    lp, bc, fc, sc and ev present: an estimated probability of a correct answer), paper (Table 3 over Trust_BC and
     Trust_FC, graded: the paper's scale), or fitted (the logistic combination of ``trustgate eval run
     --calibration-method logistic``, read from ``calibration_path``). docs/eval/default-combination.md."""
     worker: Literal["child", "inline"] = "child"

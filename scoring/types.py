@@ -9,7 +9,7 @@ a worker process and in tests.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
@@ -41,9 +41,11 @@ __all__ = [
     "BCDetails",
     "Basis",
     "BudgetSpent",
+    "CallCost",
     "ChecksClaims",
     "Claim",
     "ClaimResult",
+    "ComponentCost",
     "ComponentDetails",
     "ComponentResult",
     "EVDetails",
@@ -65,6 +67,7 @@ __all__ = [
     "RAGDetails",
     "RAGStatement",
     "RagLabels",
+    "RecordCost",
     "RecordScope",
     "Reply",
     "RunsAfter",
@@ -104,9 +107,18 @@ TrustAction = Literal["blocked", "escalated", "kept", "escalation_failed"]
 # Why a job was shed, not scored: the bounded label of trustgate_scoring_shed_jobs_total. queue_full and
 # queue_unavailable: at hand-off; key_share: its key held its share of the queue already; call_budget and
 # token_budget: the model group's scoring budget was spent; key_call_budget and key_token_budget: its key's share
-# of that budget was.
+# of that budget was; spend_share and spend_per_hour: what scoring spent on the group's answers this past hour
+# reached its share of what the answers cost, or its dollars per hour.
 ShedReason = Literal[
-    "queue_full", "queue_unavailable", "key_share", "call_budget", "token_budget", "key_call_budget", "key_token_budget"
+    "queue_full",
+    "queue_unavailable",
+    "key_share",
+    "call_budget",
+    "token_budget",
+    "key_call_budget",
+    "key_token_budget",
+    "spend_share",
+    "spend_per_hour",
 ]
 FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge's verdict on an answer
 # Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
@@ -166,6 +178,77 @@ class Failure:
         return f"Failure({self.reason!r}, {type(self.error).__name__})"
 
 
+class CallCost(BaseModel):
+    """What one upstream call cost: the tokens its upstream reported, and their price in US dollars.
+
+    ``usd`` is None when the price is not known: the deployment that answered has none (in its config or in
+    litellm's cost map), or the upstream reported no usage. An unknown price is never 0, so that no sum can
+    pass it off as free.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = Field(default=0, ge=0)
+    completion_tokens: int = Field(default=0, ge=0)
+    usd: float | None = Field(default=None, ge=0.0)
+
+    def plus(self, other: CallCost) -> CallCost:
+        """Both calls' cost: unknown when either's is."""
+        return CallCost(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            usd=None if self.usd is None or other.usd is None else self.usd + other.usd,
+        )
+
+
+class ComponentCost(BaseModel):
+    """What one component's upstream calls for a job cost, summed: ``usd`` None when any call's price was unknown."""
+
+    calls: int = 0  # the calls that answered (a call that failed or was refused is billed nothing known)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usd: float | None = 0.0
+
+    def plus(self, call: CallCost | None) -> ComponentCost:
+        """This cost and one more answered call's (None: a call whose cost nobody told)."""
+        known = call or CallCost()
+        return ComponentCost(
+            calls=self.calls + 1,
+            prompt_tokens=self.prompt_tokens + known.prompt_tokens,
+            completion_tokens=self.completion_tokens + known.completion_tokens,
+            usd=None if self.usd is None or known.usd is None else self.usd + known.usd,
+        )
+
+
+class RecordCost(BaseModel):
+    """What an answer and its scoring cost, in US dollars: the user's own call, and the scorers' calls per component.
+
+    A figure is None where a price was not known (never 0); ``scoring_usd`` is 0 for a job that made no call.
+    Fields this version does not know are kept (records of other versions).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    answer_usd: float | None = None
+    answer_tokens: int | None = None  # prompt and completion, as the upstream reported them; None: not reported
+    scoring_usd: float | None = 0.0
+    scoring_calls: int = 0
+    by_component: dict[str, ComponentCost] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, answer: CallCost | None, by_component: Mapping[str, ComponentCost] | None = None) -> RecordCost:
+        """The cost of an answer (None: its call's cost unknown) and of the scoring calls made for it."""
+        parts = dict(by_component or {})
+        spent = [part.usd for part in parts.values()]
+        return cls(
+            answer_usd=answer.usd if answer is not None else None,
+            answer_tokens=answer.prompt_tokens + answer.completion_tokens if answer is not None else None,
+            scoring_usd=None if None in spent else sum(usd for usd in spent if usd is not None),
+            scoring_calls=sum(part.calls for part in parts.values()),
+            by_component=parts,
+        )
+
+
 class Reply(BaseModel):
     """One upstream answer as a scorer needs it."""
 
@@ -173,6 +256,8 @@ class Reply(BaseModel):
     # Per generated token, its top alternatives as {token: logprob}; None when the
     # upstream returns no log-probabilities.
     top_logprobs: list[dict[str, float]] | None = None
+    # What the call cost, where the Ask knows (the gateway's does); None: not told, and so unknown.
+    cost: CallCost | None = None
 
 
 class Ask(Protocol):
@@ -293,6 +378,8 @@ class ScoringJob(BaseModel):
     # What triage said of the answer, copied to the record; None where triage did not run (it is off, or the
     # request carried documents).
     applicability: Applicability | None = None
+    # What the user's own call cost, copied to the record; None: a job made by something that does not price.
+    answer_cost: CallCost | None = None
 
 
 class _Details(BaseModel):
@@ -437,8 +524,9 @@ class EVDetails(_Details):
 
     verdict: AgreementVerdict | None = None
     # agree / contradict, or why it abstained: no_frame (the question relates nothing to a subject), no_entity
-    # (the claim names no answer), denied (the claim denies the relation), silent (no statement in the
-    # evidence), conflicting (statements for and against, neither side twice the other)
+    # (the claim names no answer), unstated (a long answer's claim past its first that does not state the asked
+    # relation), denied (the claim denies the relation), silent (no statement in the evidence), conflicting
+    # (statements for and against, neither side twice the other)
     reason: str | None = None
     claim: str | None = None  # the claim checked, when it is not the whole answer
     subject: str | None = None
@@ -450,6 +538,11 @@ class EVDetails(_Details):
     statements: list[EVStatement] = Field(default_factory=list)
     agreeing: int = 0  # passages that name the entity in the relation
     contradicting: int = 0  # passages that firmly name another entity there
+    # An answer checked claim by claim: the claims this answer-level ev sums up, and the index (in the record's
+    # claims) of the one whose value it is, the lowest that did not abstain; ``claim`` is that claim's statement.
+    # Each claim's passages and statements are in its own components.
+    claims: int | None = None
+    claim_index: int | None = None
 
 
 class OVDetails(_Details):
@@ -789,10 +882,14 @@ class TrustRecord(BaseModel):
     basis: Basis | None = None
     informative: bool | None = None
     missing: dict[str, MissingReason] = Field(default_factory=dict)
+    # What the answer and its scoring cost; None on records written before costs were kept.
+    cost: RecordCost | None = None
 
     @classmethod
     def for_job(cls, job: ScoringJob, status: TrustStatus, **fields: Any) -> TrustRecord:
-        """A record of ``job``: its id, model, owner, correlation and creation time carried over, so none is lost."""
+        """A record of ``job``: its id, model, owner, correlation, creation time and the answer's cost carried
+        over, so none is lost (``cost`` given: the scoring's too)."""
+        fields.setdefault("cost", RecordCost.of(job.answer_cost))
         return cls(
             id=job.id,
             status=status,

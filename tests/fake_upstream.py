@@ -378,6 +378,10 @@ class FakeUpstream:
                         }
                     )
                 yield _sse({**base, "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": "stop"}]})
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    words = len(text.split(" "))
+                    usage = {"prompt_tokens": 1, "completion_tokens": words, "total_tokens": 1 + words}
+                    yield _sse({**base, "choices": [], "usage": usage})
                 yield b"data: [DONE]\n\n"
 
             return StreamingResponse(chunks(), media_type="text/event-stream")

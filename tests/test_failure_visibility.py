@@ -24,6 +24,7 @@ from proxy.base.errors import UpstreamError, UpstreamUnavailable
 from proxy.base.log_format import line_formatter
 from proxy.trust.ask import UpstreamAsk
 from proxy.upstream.errors import MALFORMED_REPLY
+from proxy.upstream.prices import PriceList
 from proxy.upstream.slots import Priority
 from scoring.failures import FailureLog, mask_secrets
 from scoring.pipeline import ScoringPipeline
@@ -167,7 +168,8 @@ class _Upstream:
     ids=["unreachable", "malformed"],
 )
 def test_the_gateways_ask_tells_scoring_why_it_failed(outcome: Exception, reason: str) -> None:
-    ask = UpstreamAsk(_Upstream(outcome), build_metrics(CollectorRegistry()), "m", "bc")  # type: ignore[arg-type]
+    prices = PriceList({"m": [None]}, {"m": ["openai/m"]})
+    ask = UpstreamAsk(_Upstream(outcome), build_metrics(CollectorRegistry()), "m", "bc", prices=prices)  # type: ignore[arg-type]
     with pytest.raises((UpstreamFailure, UnreadableReply)) as raised:
         asyncio.run(ask([{"role": "user", "content": "q"}]))
     assert Failure.of(raised.value).reason == reason

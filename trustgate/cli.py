@@ -35,6 +35,7 @@ from proxy import (
 from scoring import ScoringSettings
 
 from .banner import READY, ready_banner, ready_url
+from .keys import KeysCommandError, add_keys_parser, run_keys
 from .worker import run_worker
 
 __all__ = ["main"]
@@ -192,6 +193,13 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _keys(args: argparse.Namespace) -> int:
+    try:
+        return run_keys(args, load_settings(_config_path(args)))
+    except KeysCommandError as exc:
+        raise UserError(str(exc)) from None
+
+
 def _scoring_settings(args: argparse.Namespace) -> ScoringSettings:
     return load_settings(_config_path(args)).trustgate.scoring
 
@@ -302,6 +310,9 @@ def _parser(app_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
     calibrate.add_argument("--fit", metavar="FIT_ID", help="with --accept: the held fit's id, as calibrate shows it")
     calibrate.add_argument("--key", help="with --accept: the key whose own fit it is (feedback.scope: key)")
     calibrate.set_defaults(handler=_calibrate)
+
+    add_keys_parser(commands, f"YAML config (the gateway's: its address and master key; default: ${CONFIG_VARIABLE})")
+    commands.choices["keys"].set_defaults(handler=_keys)
 
     assets = commands.add_parser("build-assets", help="build the knowledge graph, word vectors and evidence index")
     assets.add_argument("--config", help=f"YAML config (its trustgate.scoring.data_dir; default: ${CONFIG_VARIABLE})")

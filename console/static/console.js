@@ -83,6 +83,31 @@ document.addEventListener("click", (event) => {
   go(link.getAttribute("href"));
 });
 
+// A claim marked in the answer (or named by a component) opens its checks and evidence below, one click (or key)
+// away; its link moves no history, which would render the view again and close it.
+function openClaim(mark) {
+  const detail = document.getElementById("claim-" + mark.dataset.claim);
+  if (!detail) return;
+  detail.open = true;
+  detail.scrollIntoView({block: "nearest"});
+  detail.querySelector("summary").focus({preventScroll: true});
+}
+
+document.addEventListener("click", (event) => {
+  const mark = event.target.closest("[data-claim]");
+  if (!mark) return;
+  event.preventDefault();
+  openClaim(mark);
+});
+
+document.addEventListener("keydown", (event) => {
+  const mark = event.target.closest && event.target.closest("mark[data-claim]");
+  if (mark && (event.key === "Enter" || event.key === " ")) {
+    event.preventDefault();
+    openClaim(mark);
+  }
+});
+
 document.addEventListener("submit", (event) => {
   const form = event.target;
   event.preventDefault();

@@ -5,19 +5,23 @@ Run from the repository root (after ``make install``); docs/eval/default-combina
     # 1. per-answer component values of a `trustgate eval run` (its cache and its results.json), once per set
     .venv/bin/python -m evaluation.studies.default_combination extract --cache CACHE --results RUN/results.json \\
         --set capitals --out docs/eval/default-combination/items-capitals.json
+    # 1b. ev beside them (evaluation.studies.evidence_agreement extract; docs/eval/evidence-agreement.md)
     # 2. every candidate on every set; --write-prior writes the shipped prior (from the committed items: no model)
     .venv/bin/python -m evaluation.studies.default_combination report \\
-        --items docs/eval/default-combination/items-capitals.json docs/eval/default-combination/items-mixedqa.json \\
+        --items docs/eval/evidence-agreement/items-capitals.json docs/eval/evidence-agreement/items-mixedqa.json \\
+        docs/eval/evidence-agreement/items-shortfacts.json \\
         --json docs/eval/default-combination/results.json --write-prior scoring/default_combination.json
 
 Candidates (each a score per answer, AUROC of right vs wrong answers):
 
 * ``table3``: the paper's Table 3 cell of Trust_BC's binary verdict and the judge's label;
 * ``paper``: graded Table 3, ``combine: paper`` (``scoring.combine.paper_trust``);
-* ``mean``: the mean of the present components' calibrated probabilities (each of lp, bc, fc, sc mapped to
+* ``mean``: the mean of the present components' calibrated probabilities (each of lp, bc, fc, sc, ev mapped to
   P(correct) by its own logistic fit);
-* ``prior``: one logistic model over the present components' values, an absent one adding nothing
-  (``scoring.combine.PriorCombination``), and ``prior-no-sc``, the same without sc;
+* ``prior``: one logistic model over the present components' values (lp, bc, fc, sc and evidence agreement
+  ev), an absent one adding nothing (``scoring.combine.PriorCombination``); ``prior-no-sc`` and ``prior-no-ev``,
+  the same without sc or without ev; ``prior, ev withheld``, the prior with ev scoring every answer as if ev
+  had abstained on it (how it degrades where the evidence is silent);
 * the single components and the answer's length (shorter = trusted), as yardsticks.
 
 ``mean`` and ``prior`` are fitted on all sets pooled; the figures give each answer the score of a fit that
@@ -29,8 +33,9 @@ the time; each answer has a consistency rate (Beta(8, 2) when right, Beta(2, 3) 
 Trust_BC checks (5, each consistent with that probability) and its sc samples (3, each agreeing with that
 probability); its judge says support / neutral / contradict with probabilities 0.7 / 0.2 / 0.1 when right
 and 0.15 / 0.35 / 0.5 when wrong, with graded label probabilities; its mean token probability is
-Beta(12, 1.5) whatever the answer: confident and fluent, right or wrong. The components are the gateway's
-own result types and Trust_OV the gateway's own functions of them.
+Beta(12, 1.5) whatever the answer: confident and fluent, right or wrong. It has no ev: ev reads a corpus,
+not a model, and its verdicts are measured on real questions (docs/eval/evidence-agreement.md). The components
+are the gateway's own result types and Trust_OV the gateway's own functions of them.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import random
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +60,8 @@ from scoring.combine import PriorCombination, combine, default_trust
 from scoring.factcheck.judge import label_value
 from scoring.types import BCDetails, ComponentResult, FactLabel, FCDetails, LPDetails, OVDetails, SCDetails
 
-COMPONENTS = ("lp", "bc", "fc", "sc")
+COMPONENTS = ("lp", "bc", "fc", "sc", "ev")
+WITHOUT_EV = ("lp", "bc", "fc", "sc")
 FOLDS, SEED, C = 5, 0, 1.0
 CAPABLE_ANSWERS = 200
 WIDE_LP = (3.0, 1.5)  # mean 0.67, sd 0.2: the sensitivity check's token probabilities
@@ -98,6 +104,7 @@ def _item_from_scores(set_name: str, entry: dict[str, Any]) -> Item:
         "fc": scores.get("fc"),
         "lp": math.exp(mean_logprob) if mean_logprob is not None else None,
         "sc": None,
+        "ev": None,
     }
     return Item(
         set_name,
@@ -190,9 +197,10 @@ def fit_prior(items: Sequence[Item], names: Sequence[str]) -> PriorCombination:
     )
 
 
-def _prior_scores(fit: PriorCombination, items: Sequence[Item]) -> list[float]:
+def _prior_scores(fit: PriorCombination, items: Sequence[Item]) -> list[float | None]:
+    """The prior's score of each item; None where it has no component the prior reads (the gateway gives none)."""
     comps = [{n: ComponentResult(component=n, value=v) for n, v in i.values.items() if v is not None} for i in items]
-    return [float(default_trust(c, fit).value or 0.0) for c in comps]
+    return [default_trust(c, fit).value for c in comps]
 
 
 def fit_mean(items: Sequence[Item]) -> Callable[[Item], float | None]:
@@ -223,12 +231,20 @@ def cross_validated(
     return scores
 
 
-def _prior_fitter(names: Sequence[str]) -> Callable[[Sequence[Item]], Callable[[Item], float | None]]:
+def _prior_fitter(
+    names: Sequence[str], withheld: Sequence[str] = ()
+) -> Callable[[Sequence[Item]], Callable[[Item], float | None]]:
+    """A prior over ``names``, scoring each item with the ``withheld`` components absent (as if they abstained)."""
+
     def fit(train: Sequence[Item]) -> Callable[[Item], float | None]:
         prior = fit_prior(train, names)
-        return lambda item: _prior_scores(prior, [item])[0]
+        return lambda item: _prior_scores(prior, [_without(item, withheld)])[0]
 
     return fit
+
+
+def _without(item: Item, names: Sequence[str]) -> Item:
+    return replace(item, values={n: None if n in names else v for n, v in item.values.items()})
 
 
 def _row(name: str, scores: Sequence[float | None], items: Sequence[Item], probability: bool) -> dict[str, Any]:
@@ -267,6 +283,9 @@ COMPARED = (
     ("prior", "paper"),
     ("prior", "table3"),
     ("prior", "prior-no-sc"),
+    ("prior", "prior-no-ev"),
+    ("prior, ev withheld", "prior-no-ev"),
+    ("prior, ev withheld", "lp"),
     ("prior-no-sc", "paper"),
     ("mean", "paper"),
     ("mean", "prior"),
@@ -274,15 +293,74 @@ COMPARED = (
 )
 
 
+def load_items(paths: Sequence[Path]) -> list[Item]:
+    """The items of ``extract`` files (and of the evidence-agreement study's, whose rows say more: their question,
+    answer and ev's reason); a component a file does not know is absent."""
+    fields = set(Item.__dataclass_fields__)
+    items = []
+    for path in paths:
+        for row in json.loads(path.read_text(encoding="utf-8")):
+            item = Item(**{key: value for key, value in row.items() if key in fields})
+            item.values = {name: item.values.get(name) for name in COMPONENTS}
+            items.append(item)
+    return items
+
+
+BORROWED_CHECKS = ("bc", "fc", "sc")
+BORROWED_DRAWS = 200
+
+
+def borrowed_checks(items: Sequence[Item], prior: PriorCombination) -> dict[str, dict[str, Any]]:
+    """Sensitivity, not in any fit: each set recorded without Trust_BC, Trust_FC and sc (shortfacts: lp and ev only)
+    with those three drawn, per answer, from a real answer of the same label of a set that has them (capitals, the
+    same model's), ``BORROWED_DRAWS`` times: what the shipped prior does there once the calls the gateway would make
+    add their noise, against ``lp``."""
+
+    def full(item: Item) -> bool:
+        return all(item.values[name] is not None for name in BORROWED_CHECKS) and item.values["lp"] is not None
+
+    donors = [i for i in items if full(i) and i.set != "capable"]
+    lacking = sorted({i.set for i in items if all(i.values[n] is None for n in BORROWED_CHECKS)})
+    found: dict[str, dict[str, Any]] = {}
+    for set_name in lacking:
+        members = [i for i in items if i.set == set_name and i.values["lp"] is not None]
+        pools = {y: [d for d in donors if d.label == y] for y in (0, 1)}
+        if not members or not all(pools.values()):
+            continue
+        labels = [i.label for i in members]
+        rng = random.Random(SEED)
+        areas = []
+        for _ in range(BORROWED_DRAWS):
+            drawn = [
+                replace(i, values={**i.values, **{n: rng.choice(pools[i.label]).values[n] for n in BORROWED_CHECKS}})
+                for i in members
+            ]
+            areas.append(auroc([s or 0.0 for s in _prior_scores(prior, drawn)], labels))
+        lp = auroc([float(i.values["lp"] or 0.0) for i in members], labels)
+        low, high = np.percentile(areas, [2.5, 97.5])
+        found[set_name] = {
+            "from": "+".join(sorted({d.set for d in donors})),
+            "draws": BORROWED_DRAWS,
+            "prior": float(np.mean(areas)),
+            "low": float(low),
+            "high": float(high),
+            "lp": lp,
+            "prior below lp": float(np.mean([area < lp for area in areas])),
+        }
+    return found
+
+
 def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> None:
-    items = [Item(**row) for path in paths for row in json.loads(path.read_text(encoding="utf-8"))]
+    items = load_items(paths)
     items += capable_model(CAPABLE_ANSWERS, SEED)
     candidates: dict[str, tuple[Sequence[float | None], bool]] = {
         "table3": ([i.table3 for i in items], True),
         "paper": ([i.paper for i in items], True),
         "mean": (cross_validated(items, fit_mean), True),
         "prior": (cross_validated(items, _prior_fitter(COMPONENTS)), True),
-        "prior-no-sc": (cross_validated(items, _prior_fitter(("lp", "bc", "fc"))), True),
+        "prior-no-sc": (cross_validated(items, _prior_fitter(("lp", "bc", "fc", "ev"))), True),
+        "prior-no-ev": (cross_validated(items, _prior_fitter(WITHOUT_EV)), True),
+        "prior, ev withheld": (cross_validated(items, _prior_fitter(COMPONENTS, ("ev",))), True),
     }
     candidates.update({name: ([i.values[name] for i in items], name == "lp") for name in COMPONENTS})
     candidates["shorter"] = ([-float(i.words) for i in items], False)
@@ -314,6 +392,7 @@ def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> N
         _row("prior (shipped fit)", _prior_scores(shipped, wide), wide, True),
         *(_row(name, [i.values[name] for i in wide], wide, name == "lp") for name in COMPONENTS),
     ]
+    borrowed = borrowed_checks(items, shipped)
     for set_name, rows in tables.items():
         print(f"\n## {set_name}\n\n| score | n | correct | AUROC [95% CI] | ECE |\n|---|---|---|---|---|")
         for r in rows:
@@ -325,9 +404,20 @@ def report(paths: Sequence[Path], out: Path | None, prior_out: Path | None) -> N
         print(f"\n{set_name}: AUROC differences, paired bootstrap 95% interval")
         for pair, d in found.items():
             print(f"  {pair}: " + (f"{d['difference']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]" if d else "–"))
+    for set_name, found in borrowed.items():
+        print(
+            f"\n{set_name}, {', '.join(BORROWED_CHECKS)} drawn from {found['from']} answers of the same label "
+            f"({found['draws']} draws): prior {found['prior']:.3f} [{found['low']:.3f}, {found['high']:.3f}], "
+            f"lp {found['lp']:.3f}; prior below lp in {found['prior below lp']:.0%} of draws"
+        )
     print(f"\nshipped prior (all {len(items)} answers): {json.dumps(shipped.to_json())}")
     if out is not None:
-        summary = {"tables": tables, "differences": differences, "prior": shipped.to_json()}
+        summary = {
+            "tables": tables,
+            "differences": differences,
+            "borrowed checks": borrowed,
+            "prior": shipped.to_json(),
+        }
         out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     if prior_out is not None:
         sets = {i.set: sum(1 for j in items if j.set == i.set) for i in items}

@@ -14,16 +14,16 @@ Run from the repository root (after ``make install``)::
 
 ``extract`` reads the answers, their labels and, with ``--items``, their component values from an
 ``evaluation.studies.default_combination extract`` file (else from the run's results.json: Trust_BC's graded value,
-Trust_FC, lp and sc as reported), and adds ``ev`` from the gateway's own scorer over the index in ``--data-dir``. An
-abstaining ``ev`` is absent (None).
+Trust_FC, lp and sc as reported), and adds ``ev`` from the gateway's own scorer over the index in ``--data-dir``,
+run by the gateway's own pipeline (a long answer claim by claim, as the gateway checks it). An abstaining ``ev`` is
+absent (None).
 
 ``report`` gives, per set, each component's AUROC of right vs wrong answers (ev on the answers it covers, and with
 abstentions read as 0.5), and two default Trust_OVs fitted as ``evaluation.studies.default_combination`` fits the
 shipped prior (one logistic model over the components present, an absent one adding nothing; all sets pooled with
 its simulated capable model, which has no ev; 5-fold cross-validation stratified by set and label, seed 0):
 ``prior`` over lp, bc, fc and sc, and ``prior+ev`` over the five. The fit of ``prior+ev`` on every answer is
-printed: the refit this study proposes. It is not written anywhere: the shipped prior is
-``evaluation/studies/default_combination.py``'s to write.
+printed; the shipped prior is written by ``evaluation/studies/default_combination.py`` from the same items.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ from evaluation.studies.default_combination import (
     paired_difference,
 )
 from scoring.assembly import open_scorers
+from scoring.pipeline import ScoringPipeline
 from scoring.settings import CpuSettings, ScoringSettings
-from scoring.types import EVDetails
+from scoring.types import EVDetails, Reply, ScoringJob
 
 COMPONENTS = ("lp", "bc", "fc", "sc")
 WITH_EV = (*COMPONENTS, "ev")
@@ -61,15 +62,22 @@ def _values_from_scores(scores: dict[str, Any]) -> dict[str, float | None]:
     return {"lp": scores.get("lp"), "bc": scores.get("bc_graded"), "fc": scores.get("fc"), "sc": scores.get("sc")}
 
 
+async def _never_asked(messages: list[dict[str, Any]], **params: Any) -> Reply:
+    raise AssertionError("the evidence agreement check made an upstream call")
+
+
 async def _agreements(data_dir: Path, cases: Sequence[tuple[str, str]]) -> list[tuple[float | None, str | None]]:
-    """ev's value and reason for each (question, answer), from the gateway's scorer (in this process)."""
+    """ev's value and reason for each (question, answer), as the gateway's pipeline gives them (in this process): a
+    long answer checked claim by claim (its lowest claim that did not abstain), a short one whole."""
     settings = ScoringSettings(data_dir=data_dir, cpu=CpuSettings(processes=0))
     async with contextlib.AsyncExitStack() as stack:
         scorers = await open_scorers(settings, stack, components=["ev"], missing_evidence="raise")
+        pipeline = ScoringPipeline(list(scorers.values()), lambda model, purpose, lane: _never_asked, settings)
         found = []
-        for question, answer in cases:
-            result = await scorers["ev"].check(question, answer)  # type: ignore[attr-defined]
-            reason = result.details.reason if isinstance(result.details, EVDetails) else None
+        for n, (question, answer) in enumerate(cases):
+            record = await pipeline.run(ScoringJob(id=f"ev-{n}", model="study", question=question, answer=answer))
+            result = record.components["ev"]
+            reason = result.details.reason if isinstance(result.details, EVDetails) else result.label
             found.append((result.value, reason))
         return found
 
@@ -84,10 +92,11 @@ def extract(args: argparse.Namespace) -> None:
     agreements = asyncio.run(_agreements(data_dir, [(questions[e["id"]], e["answer"]) for e in entries]))
     rows = []
     for entry, (ev, reason) in zip(entries, agreements, strict=True):
-        values = dict(recorded[entry["id"]]["values"]) if recorded else _values_from_scores(entry["scores"])
+        known = recorded.get(entry["id"], {})
+        values = dict(known["values"]) if known else _values_from_scores(entry["scores"])
         values["ev"] = ev
         words = len(entry["answer"].split())
-        item = Item(set_name, entry["id"], int(entry["label"]), words, values, None, None)
+        item = Item(set_name, entry["id"], int(entry["label"]), words, values, known.get("table3"), known.get("paper"))
         rows.append({**asdict(item), "question": questions[entry["id"]], "answer": entry["answer"], "ev": reason})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -3,6 +3,7 @@
     GatewayError
     ├── RequestRejected
     │   ├── InvalidRequest          400 invalid_request_error
+    │   ├── BudgetExceeded          400 budget_exceeded (a key's max_budget spent, as LiteLLM's proxy says it)
     │   ├── AuthenticationFailed    401 authentication_error
     │   ├── PermissionDenied        403 permission_error
     │   ├── NotFound                404 not_found_error
@@ -28,6 +29,7 @@ from typing import Any, Literal
 
 __all__ = [
     "AuthenticationFailed",
+    "BudgetExceeded",
     "ClientDisconnected",
     "GatewayError",
     "InvalidRequest",
@@ -84,6 +86,16 @@ class RequestRejected(GatewayError):
 
 class InvalidRequest(RequestRejected):
     pass
+
+
+class BudgetExceeded(RequestRejected):
+    """The key has spent its ``max_budget`` in this budget window: 400 and ``budget_exceeded``, as LiteLLM's proxy
+    answers, so that clients written for it read the refusal alike."""
+
+    error_type = "budget_exceeded"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="budget_exceeded")
 
 
 class AuthenticationFailed(RequestRejected):

@@ -65,9 +65,21 @@ ROUTING_STRATEGIES: tuple[RoutingStrategy, ...] = get_args(RoutingStrategy)
 # the request bytes itself instead of paying litellm's per-call translation.
 OPENAI_COMPATIBLE_PREFIXES = ("openai/", "hosted_vllm/", "llamafile/", "lm_studio/")
 
-# The deployment keys the pass-through path acts on.
+# The deployment keys the pass-through path acts on (a deployment's price, on both paths: proxy.upstream.prices).
 PASSTHROUGH_PARAMS = frozenset(
-    {"model", "api_base", "api_key", "timeout", "stream_timeout", "rpm", "tpm", "weight", "max_parallel_requests"}
+    {
+        "model",
+        "api_base",
+        "api_key",
+        "timeout",
+        "stream_timeout",
+        "rpm",
+        "tpm",
+        "weight",
+        "max_parallel_requests",
+        "input_cost_per_token",
+        "output_cost_per_token",
+    }
 )
 
 # Per section, the keys TrustGate acts on.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from scoring import LowTrust, ScoringSettings, low_trust, resolved_mode
+from scoring import LowTrust, PolicySettings, ScoringSettings, low_trust, resolved_mode
 
 __all__ = ["low_trust_problem"]
 
@@ -24,31 +24,36 @@ def low_trust_problem(
     groups: Collection[str],
     aliases: Mapping[str, str],
     keys: Mapping[str, Collection[str] | None],
+    key_policies: Mapping[str, PolicySettings] | None = None,
+    where: str = "trustgate.scoring.on_low_trust",
 ) -> str | None:
     """The first reason the config's low-trust policy cannot be applied as written; None when it can.
 
     Given the config's parts, not ``GatewaySettings``, which calls it while it validates itself (so neither
     module imports the other back): its model groups, its aliases (alias → group) and each key's name with the
-    models it may use (None: all).
+    models it may use (None: all). ``key_policies``: the policies keys made at run time carry, by key name,
+    each over the config's levels as a request resolves it; ``where``: the policy's place, as the message names it.
     """
+    own = key_policies or {}
     # Who may ask: each configured key, and callers without a per-key entry (the master key, an open gateway).
     names: list[str | None] = [None, *keys, *(name for name in scoring.per_key if name not in keys)]
     for group in groups:
         for name in names:
-            policy = low_trust(scoring, model=group, key_name=name)
+            key_policy = own.get(name) if name is not None else None
+            policy = low_trust(scoring, model=group, key_name=name, key_policy=key_policy)
             if not policy.acts:
                 continue
             who = f"model `{group}`" + (f", key `{name}`" if name is not None else "")
             if policy.on == "score" and policy.below > scoring.trusted_threshold:
                 return (
-                    f"trustgate.scoring.on_low_trust.below ({policy.below:g}) for {who} must be at most "
+                    f"{where}.below ({policy.below:g}) for {who} must be at most "
                     f"trusted_threshold ({scoring.trusted_threshold:g}): action {policy.action} would act on answers "
                     "the gateway labels trusted"
                 )
-            mode = resolved_mode(scoring, model=group, key_name=name)
+            mode = resolved_mode(scoring, model=group, key_name=name, key_policy=key_policy)
             if mode == "async":  # off: nothing is scored, so nothing is acted on; that is no contradiction
                 return (
-                    f"trustgate.scoring.on_low_trust: {_acting(policy)} for {who} needs sync scoring "
+                    f"{where}: {_acting(policy)} for {who} needs sync scoring "
                     f"(the verdict must exist before the response leaves), but that scoring mode is {mode}"
                 )
             if "escalate" not in (policy.action, policy.unscored):
@@ -56,15 +61,15 @@ def low_trust_problem(
             target = policy.escalate_to
             if target is None:
                 escalates = "action escalate" if policy.action == "escalate" else "unscored: escalate"
-                return f"trustgate.scoring.on_low_trust: {escalates} for {who} needs escalate_to"
+                return f"{where}: {escalates} for {who} needs escalate_to"
             if target not in groups and target not in aliases:
-                return f"trustgate.scoring.on_low_trust.escalate_to: unknown model group `{target}` (for {who})"
+                return f"{where}.escalate_to: unknown model group `{target}` (for {who})"
             if aliases.get(target, target) == group:  # the target's own answers are annotated only
                 continue
             allowed = keys.get(name) if name is not None else None
             if allowed is not None and target not in allowed and aliases.get(target, target) not in allowed:
                 return (
-                    f"trustgate.scoring.on_low_trust.escalate_to: key `{name}` may not use `{target}` "
+                    f"{where}.escalate_to: key `{name}` may not use `{target}` "
                     f"(not in its models), so it cannot escalate model `{group}` there"
                 )
     return None

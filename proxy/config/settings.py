@@ -28,6 +28,7 @@ from exporters.alertmanager import AlertmanagerSettings
 from scoring import Renamed, ScoringSettings, require_order
 from scoring.settings import CONFIG_DIR, ConfigPath
 
+from ..base.budgets import BudgetPeriod, KeyBudget, key_budget
 from .litellm_config import (
     ENV_PREFIX,
     RoutingStrategy,
@@ -45,6 +46,7 @@ __all__ = [
     "Deployment",
     "FallbackKind",
     "GatewaySettings",
+    "GeneratedKeySettings",
     "HealthSettings",
     "LimitSettings",
     "LocalUpstreamSettings",
@@ -67,7 +69,9 @@ _SECRET_PARAM = re.compile(r"(^|_)(key|credentials?)$|secret|password|(^|_)(acce
 _SECRET_VARIABLE = re.compile(f"{_SECRET_PARAM.pattern}|(^|_)token$")
 # Deployment keys that are numbers; a value read from the environment arrives as text.
 _INT_PARAMS = ("rpm", "tpm", "max_parallel_requests")
-_FLOAT_PARAMS = ("timeout", "stream_timeout", "weight")
+_FLOAT_PARAMS = ("timeout", "stream_timeout", "weight", "input_cost_per_token", "output_cost_per_token")
+# A deployment's price per token in US dollars, as LiteLLM reads it from litellm_params (proxy.upstream.prices).
+_PRICE_PARAMS = ("input_cost_per_token", "output_cost_per_token")
 
 
 class ConfigError(ValueError):
@@ -103,8 +107,9 @@ class Deployment(BaseModel):
                         typed[name] = kind(typed[name])
                     except (TypeError, ValueError):
                         raise ValueError(f"litellm_params.{name} must be a number, not {typed[name]!r}") from None
-        if typed.get("weight") is not None and typed["weight"] < 0:
-            raise ValueError("litellm_params.weight must be 0 or more")
+        for name in ("weight", *_PRICE_PARAMS):
+            if typed.get(name) is not None and typed[name] < 0:
+                raise ValueError(f"litellm_params.{name} must be 0 or more")
         if typed.get("max_parallel_requests") is not None and typed["max_parallel_requests"] < 1:
             raise ValueError("litellm_params.max_parallel_requests must be 1 or more")
         return typed
@@ -137,6 +142,16 @@ class Deployment(BaseModel):
 
     def secrets(self) -> list[str]:
         return [v.get_secret_value() for v in self.litellm_params.values() if isinstance(v, SecretStr)]
+
+    @property
+    def configured_price(self) -> tuple[float, float] | None:
+        """The US dollars one prompt token and one completion token cost, as ``litellm_params`` say them
+        (``input_cost_per_token``, ``output_cost_per_token``, as LiteLLM reads them; one left out costs 0, as an
+        embedding model's completion tokens); None when they say neither."""
+        prompt, completion = (self.litellm_params.get(name) for name in _PRICE_PARAMS)
+        if prompt is None and completion is None:
+            return None
+        return float(prompt or 0.0), float(completion or 0.0)
 
     @property
     def rpm(self) -> int | None:
@@ -280,6 +295,55 @@ class ApiKey(_Section):
     """May name objects in the operator's upstream account (stored responses, files, vector stores,
     ``store: true``): every key shares that account, so only a key trusted with all of it
     (``proxy.endpoints.account_refs``)."""
+    max_budget: float | None = Field(default=None, ge=0)
+    """US dollars the key's answers may cost per budget window (LiteLLM's ``max_budget``): once they have cost it,
+    the key's requests get 400 with the code ``budget_exceeded`` until the window ends. Counted from the
+    deployments' prices (an answer of unknown price counts nothing), the same on every replica sharing a Redis,
+    and kept across restarts. Scoring's calls are not counted here: ``scoring.budget`` bounds those. None: no
+    budget."""
+    budget_duration: str | None = None
+    """How long a budget window lasts, as LiteLLM writes it: a whole number and a unit (``30m``, ``1h``, ``1d``,
+    ``7d``, ``2w``, ``30d``, ``1mo``; seconds in whole minutes), or ``hourly``, ``daily``, ``weekly``,
+    ``monthly``. Windows follow the calendar in UTC, as LiteLLM's resets do: a day from midnight, ``7d`` from
+    Monday, ``30d`` and months from the 1st; other lengths count whole lengths from the Unix epoch. Needs
+    ``max_budget``. None: the budget never resets (what the spend ledger keeps: 800 days)."""
+
+    @field_validator("budget_duration")
+    @classmethod
+    def _a_budget_period(cls, value: str | None) -> str | None:
+        if value is not None:
+            BudgetPeriod.parse(value)
+        return value
+
+    @model_validator(mode="after")
+    def _duration_of_a_budget(self) -> ApiKey:
+        if self.budget_duration is not None and self.max_budget is None:
+            raise ValueError("budget_duration needs a max_budget: it says when that budget starts again")
+        return self
+
+    @property
+    def budget(self) -> KeyBudget | None:
+        """The key's dollar budget, None when it has none."""
+        return key_budget(self.max_budget, self.budget_duration)
+
+
+class GeneratedKeySettings(_Section):
+    """Keys made at run time (``POST /key/generate``, ``trustgate keys``), beside the configured ones.
+
+    Kept in the gateway's store (the record store's SQLite database; Redis when the scoring queue is on Redis,
+    so that every replica knows them at once) as a keyed hash of the key, never the key.
+    """
+
+    enabled: bool = True
+    """Serve the ``/key/*`` endpoints (master key) and accept the keys they made; false: those endpoints are 404
+    and only configured keys authenticate."""
+    hash_secret: SecretStr | None = None
+    """The secret of the keyed hash (HMAC-SHA256) that stores keys; None: derived from ``master_key``. Every key
+    made so far is known by its hash, so changing it (or the master key it derives from) makes them all
+    unknown: set it (``os.environ/NAME``) to rotate the master key alone. Every replica needs the same."""
+    max_keys: int = Field(default=1000, ge=1, le=100_000)
+    """Keys kept at most; beyond, ``/key/generate`` is refused (409) until one is deleted. Each key's name is a
+    label value of the per-key metrics."""
 
 
 class ServerSettings(_Section):
@@ -316,7 +380,8 @@ class ServerSettings(_Section):
 
 
 class HealthSettings(_Section):
-    """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready."""
+    """``/health/readiness``: how often it may probe the upstreams, and when the gateway counts as ready; and how
+    often ``/health`` may call them."""
 
     old_names: ClassVar[dict[str, Renamed]] = {
         "readiness_cache_seconds": Renamed("readiness_cache_s"),
@@ -330,6 +395,12 @@ class HealthSettings(_Section):
     """any: ready while at least one model group is reachable; all: every group must be."""
     readiness_probe_timeout_s: float = Field(default=2.0, gt=0)
     """Seconds one upstream probe may take."""
+    check_cache_s: float = Field(default=60.0, ge=0)
+    """Seconds a run of ``GET /health`` (LiteLLM's meaning: a one-token chat call to every deployment) is
+    answered again from its result: each run costs a call per deployment, so however often keys ask, the
+    upstreams are called at most once per this many seconds per replica."""
+    check_timeout_s: float = Field(default=10.0, gt=0)
+    """Seconds each deployment's call of a ``GET /health`` run may take; past them it is reported unhealthy."""
 
 
 class LocalUpstreamSettings(_Section):
@@ -470,6 +541,8 @@ class TrustGateSection(_Section):
     """The HTTP server."""
     keys: list[ApiKey] = Field(default_factory=list)
     """Client keys beside the master key, each with its own name, models and limits."""
+    generated_keys: GeneratedKeySettings = Field(default_factory=GeneratedKeySettings)
+    """Keys made at run time through ``/key/generate``, kept hashed in the gateway's store."""
     passthrough: bool = True
     """Forward requests to OpenAI-compatible deployments as bytes (the fast path); false: every deployment
     goes through litellm."""
@@ -624,6 +697,8 @@ class GatewaySettings(BaseModel):
         found = [k.key.get_secret_value() for k in self.trustgate.keys]
         if self.master_key:
             found.append(self.master_key.get_secret_value())
+        if self.trustgate.generated_keys.hash_secret is not None:
+            found.append(self.trustgate.generated_keys.hash_secret.get_secret_value())
         found += [secret for d in self.model_list for secret in d.secrets()]
         found += [
             value.get_secret_value()

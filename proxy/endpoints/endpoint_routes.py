@@ -105,7 +105,7 @@ def add_endpoint_routes(app: FastAPI) -> None:
 @router.get("/models/{model_id:path}")
 async def retrieve_model(model_id: str, request: Request) -> JSONResponse:
     gateway = gateway_of(request)
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     if model_id not in gateway.upstream.listed_names or not (
         caller.may_use(model_id) or caller.may_use(gateway.upstream.require_group(model_id))
     ):

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from exporters import trust_headers
-from scoring import LowTrust, ThrottledLog, TrustAction, TrustRecord, outcome, trust_value
+from scoring import CallCost, LowTrust, ThrottledLog, TrustAction, TrustRecord, outcome, trust_value
 
 from ..base.errors import GatewayError
 from ..base.sdk_params import Endpoint
@@ -47,12 +47,13 @@ ESCALATED_TO_HEADER = "x-trust-escalated-to"
 
 @dataclass(frozen=True)
 class Asked:
-    """One upstream answer as the client would get it: its bytes, parsed body, scored answer and usage."""
+    """One upstream answer as the client would get it: its bytes, parsed body, scored answer, usage and cost."""
 
     raw: bytes
     data: dict[str, Any]
     answer: Answer
     usage: TokenUsage | None
+    cost: CallCost
 
 
 # Ask a model group (by name) the client's request again, as the route asks its first.
@@ -85,6 +86,8 @@ class Served:
     headers: dict[str, str]
     record: TrustRecord
     replaced: bool = False
+    # What the request's answers cost, when an escalation's answer added to the first's (None: the first's alone)
+    cost: CallCost | None = None
 
 
 def blocked_reply(endpoint: Endpoint, data: dict[str, Any], message: str) -> dict[str, Any]:
@@ -174,17 +177,18 @@ async def _escalate(
             target,
             type(exc).__name__ if isinstance(exc, TimeoutError) else exc,
         )
-        return _keep(gateway, plan, record, first, "escalation_failed")
+        return _keep(gateway, plan, record, first, "escalation_failed", None)
     first_value, second_value = trust_value(record, policy.on), trust_value(second, policy.on)
+    both = first.cost.plus(escalated.cost)  # the request cost both answers
     if second_value is None:  # the escalation's verdict did not come in time: nothing says it is better
-        return _keep(gateway, plan, record, first, "escalation_failed")
+        return _keep(gateway, plan, record, first, "escalation_failed", both)
     if policy.prefer == "higher" and first_value is not None and second_value < first_value:
         gateway.trust.mark(second, None, escalated_from=record.id)
-        return _keep(gateway, plan, record, first, "kept", escalated_to=second.id)
+        return _keep(gateway, plan, record, first, "kept", both, escalated_to=second.id)
     _mark(gateway, plan, record, "escalated", escalated_to=second.id)
     linked = gateway.trust.mark(second, None, escalated_from=record.id)
     headers = {**trust_headers(linked), ACTION_HEADER: "escalated", ESCALATED_FROM_HEADER: record.id}
-    return Served(escalated.raw, headers, linked, replaced=True)
+    return Served(escalated.raw, headers, linked, replaced=True, cost=both)
 
 
 async def _ask_again(
@@ -208,11 +212,12 @@ async def _ask_again(
             completion_tokens=escalated.usage.completion_tokens,
         )
     await slot.done(escalated.usage.total if escalated.usage is not None else 0)
-    second_plan = gateway.trust.plan(model=group, key_name=caller.name, headers={}, body=b"")
+    gateway.spending.charge(caller.name, group, escalated.cost)
+    second_plan = gateway.trust.plan(model=group, key_name=caller.name, key_policy=caller.policy, headers={}, body=b"")
     second_plan = replace(
         second_plan, traceparent=plan.traceparent, decision=replace(plan.decision, mode="sync", sampled=True)
     )
-    return escalated, await gateway.trust.score(second_plan, messages, escalated.answer)
+    return escalated, await gateway.trust.score(second_plan, messages, escalated.answer, escalated.cost)
 
 
 def _mark(gateway: Gateway, plan: TrustPlan, record: TrustRecord, action: TrustAction, **links: str) -> TrustRecord:
@@ -223,13 +228,21 @@ def _mark(gateway: Gateway, plan: TrustPlan, record: TrustRecord, action: TrustA
 
 
 def _keep(
-    gateway: Gateway, plan: TrustPlan, record: TrustRecord, first: Asked, action: TrustAction, **links: str
+    gateway: Gateway,
+    plan: TrustPlan,
+    record: TrustRecord,
+    first: Asked,
+    action: TrustAction,
+    cost: CallCost | None,
+    **links: str,
 ) -> Served:
+    """The first answer, its record marked with ``action``; ``cost`` what the request cost, when an escalation
+    came back and added to it."""
     marked = _mark(gateway, plan, record, action, **links)
     headers = _with_action(marked, action)
     if "escalated_to" in links:
         headers[ESCALATED_TO_HEADER] = links["escalated_to"]
-    return Served(first.raw, headers, marked)
+    return Served(first.raw, headers, marked, cost=cost)
 
 
 def _with_action(record: TrustRecord, action: TrustAction) -> dict[str, str]:

@@ -21,11 +21,12 @@ import orjson
 from fastapi.responses import StreamingResponse
 
 from exporters import TRUST_FIELD, trust_summary
-from scoring import TrustRecord
+from scoring import CallCost, TrustRecord
 
 from ..base.sdk_params import Endpoint
 from ..server.auth import Caller
 from ..server.gateway import Gateway
+from ..server.spending import response_cost_headers
 from ..trust.service import TrustPlan
 from ..upstream.completion import DONE_EVENT, UpstreamStream, sse_event
 from ..upstream.logprobs import LogprobsAdded
@@ -212,15 +213,17 @@ async def held_response(
     meter: RequestMeter,
     call: Call,
     added: LogprobsAdded | None,
+    cost: CallCost,
 ) -> StreamingResponse:
-    """Score the held answer, act on it, and answer with the chosen answer as a stream.
+    """Score the held answer, act on it, and answer with the chosen answer as a stream (``cost``: the held
+    answer's, in the headers: the stream is whole before they go).
 
     A kept answer is the upstream's events as they came; its final chunk (or a Responses stream's
     ``response.completed``), which the tap held back, carries the trust (``StreamTap.closing``)."""
     tap = held.tap
     answer = tap.answer()
-    record = await gateway.trust.score(plan, messages, answer)
-    first = Asked(b"", _answered(endpoint, tap, body), answer, tap.usage)
+    record = await gateway.trust.score(plan, messages, answer, cost)
+    first = Asked(b"", _answered(endpoint, tap, body), answer, tap.usage, cost)
     plain = {name: value for name, value in body.items() if name not in _STREAM_ONLY}
     served = await act_on(
         gateway, caller, plan, record, first, endpoint, messages, asker(gateway, plan, plain, endpoint, call)
@@ -237,7 +240,12 @@ async def held_response(
         sent = [*held.events, added.event(closing) if added is not None else closing]
     meter.traced.answered(tap.completion_id, plan.record_id)
     meter.end(200)
-    headers = {"cache-control": "no-cache", "x-accel-buffering": "no", **served.headers}
+    headers = {
+        "cache-control": "no-cache",
+        "x-accel-buffering": "no",
+        **served.headers,
+        **response_cost_headers(served.cost or cost),
+    }
     return StreamingResponse(_replay(sent), media_type="text/event-stream", headers=headers)
 
 

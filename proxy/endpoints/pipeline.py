@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 
 from fastapi import Response
 
+from scoring import CallCost
 from scoring.rag import RagRequest
 
 from ..base.errors import GatewayError
@@ -34,6 +35,7 @@ from ..base.sdk_params import Endpoint
 from ..server.auth import Caller
 from ..server.event_stream import EventStream, FinalEvents
 from ..server.gateway import Gateway
+from ..server.spending import asking_for_usage, response_cost_headers
 from ..trust.service import TrustPlan
 from ..upstream.client import ModelFilter, UpstreamClient
 from ..upstream.completion import UpstreamStream, sse_event
@@ -80,8 +82,19 @@ class Parsed:
     rag: RagRequest | None = None  # documents came with the request: RAG trust applies
 
 
-class Fetched(Protocol):
-    """A whole upstream reply (``completion.Completion``, ``completion.Forwarded``): bytes, JSON and model."""
+class Answered(Protocol):
+    """Where an answer came from: its model group, and which of the group's deployments (its price)."""
+
+    @property
+    def model_group(self) -> str: ...
+
+    @property
+    def deployment(self) -> int: ...
+
+
+class Fetched(Answered, Protocol):
+    """A whole upstream reply (``completion.Completion``, ``completion.Forwarded``): bytes, JSON, where it came
+    from."""
 
     @property
     def raw(self) -> bytes: ...
@@ -91,9 +104,6 @@ class Fetched(Protocol):
 
     @property
     def reply(self) -> WholeReply: ...
-
-    @property
-    def model_group(self) -> str: ...
 
 
 # A whole reply of the endpoint from a group: (upstream, group, body, the models the key may use).
@@ -123,21 +133,27 @@ async def serve(gateway: Gateway, spec: EndpointSpec, incoming: Incoming) -> Res
     meter = RequestMeter(gateway.metrics, gateway.telemetry.start_request(incoming.headers), spec.name)
     slot = None
     try:
-        caller = gateway.keys.authenticate(incoming.headers.get("authorization"))
+        caller = await gateway.keys.authenticate(incoming.headers.get("authorization"))
         meter.authenticated(caller.name)
         raw = await incoming.body(gateway.settings.trustgate.server.max_body_bytes)
         parsed = spec.parse(raw, caller.account_references)
         group = gateway.upstream.require_group(parsed.model)
         meter.named(group, parsed.stream)
         caller.require_model(parsed.model, group)
+        await gateway.spending.admit(caller)
         plan, body, added = _planned(gateway, spec, caller, group, incoming.headers, raw, parsed, meter)
         slot = await gateway.limits.admit(caller.name, caller.limits)
         gateway.metrics.count_user_call(group)
         if parsed.stream and spec.tap is not None and plan is not None:  # an unscored endpoint never streams
+            asks = gateway.spending.prices.priced(group) and gateway.upstream.streams_usage_when_asked(group, spec.name)
+            body, hides_usage = asking_for_usage(body, asks)
+            tap = spec.tap(incoming.headers)
+            if hides_usage:
+                tap.hiding_usage()
             opened = await gateway.upstream.open_stream(group, body, may_use=caller.may_use, endpoint=spec.name)
             if holds(plan, spec.name):  # streams: hold: read whole, scored and acted on before a byte goes out
-                held = await incoming.unless_client_leaves(read_whole(opened, spec.tap(incoming.headers), added))
-                await settle_usage(meter, slot, held.tap.usage)
+                held = await incoming.unless_client_leaves(read_whole(opened, tap, added))
+                cost = await settle_usage(gateway, meter, slot, opened, held.tap.usage)
                 return await held_response(
                     gateway,
                     caller,
@@ -149,10 +165,9 @@ async def serve(gateway: Gateway, spec: EndpointSpec, incoming: Incoming) -> Res
                     meter,
                     _call(gateway, caller, spec),
                     added,
+                    cost,
                 )
-            return stream_response(
-                gateway, opened, plan, parsed.messages, meter, spec.tap(incoming.headers), slot, added=added
-            )
+            return stream_response(gateway, opened, plan, parsed.messages, meter, tap, slot, added=added)
         fetched = await incoming.unless_client_leaves(spec.fetch(gateway.upstream, group, body, caller.may_use))
     except BaseException as exc:
         await failed_request(exc, slot, meter)
@@ -176,6 +191,7 @@ def _planned(
     plan = gateway.trust.plan(
         model=group,
         key_name=caller.name,
+        key_policy=caller.policy,
         headers=headers,
         body=raw,
         rag=parsed.rag,
@@ -202,14 +218,14 @@ async def _whole_response(
     """A whole reply, booked to the group that answered; scored and acted on when sampled."""
     headers = answered_by(gateway, meter, group, fetched.model_group)
     reply = fetched.reply
-    await settle_usage(meter, slot, reply.usage)
+    cost = await settle_usage(gateway, meter, slot, fetched, reply.usage)
     content = added.body(fetched.raw) if added is not None else fetched.raw
     record_id = None
     if plan is not None and plan.decision.sampled:
         plan = plan.answered_by(fetched.model_group)
         answer = Answer.from_reply(reply) if parsed.messages else Answer(text=None)
-        record = await gateway.trust.score(plan, parsed.messages, answer)
-        first = Asked(content, fetched.data, answer, reply.usage)
+        record = await gateway.trust.score(plan, parsed.messages, answer, cost)
+        first = Asked(content, fetched.data, answer, reply.usage, cost)
         served = await act_on(
             gateway,
             caller,
@@ -222,7 +238,9 @@ async def _whole_response(
         )
         content = served.content
         headers.update(served.headers)
+        cost = served.cost or cost
         record_id = plan.record_id
+    headers.update(response_cost_headers(cost))
     meter.traced.answered(reply.completion_id, record_id)
     meter.end(200)
     return Response(content, media_type="application/json", headers=headers)
@@ -247,17 +265,22 @@ def _call(gateway: Gateway, caller: Caller, spec: EndpointSpec) -> Call:
 
     async def call(group: str, body: dict[str, Any]) -> Asked:
         fetched = await spec.fetch(gateway.upstream, group, body, caller.may_use)
-        return Asked(fetched.raw, fetched.data, Answer.from_reply(fetched.reply), fetched.reply.usage)
+        usage = fetched.reply.usage
+        cost = gateway.spending.price(fetched.model_group, fetched.deployment, usage)
+        return Asked(fetched.raw, fetched.data, Answer.from_reply(fetched.reply), usage, cost)
 
     return call
 
 
-async def settle_usage(meter: RequestMeter, slot: Slot, usage: TokenUsage | None) -> None:
+async def settle_usage(
+    gateway: Gateway, meter: RequestMeter, slot: Slot, answered: Answered, usage: TokenUsage | None
+) -> CallCost:
     """An answer ended: its reported tokens count on the key's ``tpm`` and the user-traffic token counter
-    (beside scoring's), and the key's parallel slot is free again."""
+    (beside scoring's), the key's parallel slot is free again, and what it cost is charged to the key."""
     if usage is not None:
         meter.used(usage)
     await slot.done(usage.total if usage is not None else 0)
+    return gateway.spending.answered(meter.key, answered.model_group, answered.deployment, usage)
 
 
 async def failed_request(exc: BaseException, slot: Slot | None, meter: RequestMeter) -> None:
@@ -295,7 +318,7 @@ def stream_response(
         chunks = _scored_stream(gateway, opened, tap, plan, messages, added)
     else:
         chunks = _plain_stream(opened, tap.unscored())
-    return EventStream(_metered_stream(chunks, plan, tap, meter, slot), headers)
+    return EventStream(_metered_stream(gateway, chunks, opened, plan, tap, meter, slot), headers)
 
 
 async def _scored_stream(
@@ -314,7 +337,8 @@ async def _scored_stream(
     """
     async for event in _forwarded(opened, tap):
         yield added.event(event) if added is not None else event
-    record = await gateway.trust.score(plan, messages, tap.answer())
+    cost = gateway.spending.price(opened.model_group, opened.deployment, tap.usage)
+    record = await gateway.trust.score(plan, messages, tap.answer(), cost)
     closing = tap.closing(record if plan.decision.mode == "sync" or record.status != "pending" else None)
     yield FinalEvents(added.event(closing) if added is not None else closing)
 
@@ -363,10 +387,16 @@ async def _forwarded(opened: UpstreamStream, tap: StreamTap) -> AsyncIterator[by
 
 
 async def _metered_stream(
-    chunks: AsyncIterator[bytes], plan: TrustPlan, tap: StreamTap, meter: RequestMeter, slot: Slot
+    gateway: Gateway,
+    chunks: AsyncIterator[bytes],
+    opened: UpstreamStream,
+    plan: TrustPlan,
+    tap: StreamTap,
+    meter: RequestMeter,
+    slot: Slot,
 ) -> AsyncIterator[bytes]:
     """Forward the stream; a failure mid-stream becomes a final error event. The request span and the key's
-    parallel slot end here."""
+    parallel slot end here, and what the stream cost is charged."""
     status, error = 200, None
     try:
         async for chunk in chunks:
@@ -382,6 +412,6 @@ async def _metered_stream(
         )
         raise
     finally:
-        await settle_usage(meter, slot, tap.usage)
+        await settle_usage(gateway, meter, slot, opened, tap.usage)
         meter.traced.answered(tap.completion_id, plan.record_id if plan.decision.sampled else None)
         meter.end(status, error)

@@ -205,7 +205,7 @@ async def accept_fit(gateway: Gateway, caller: Caller, chosen: AcceptFit) -> Cal
 @router.post("/v1/trust/calibration/accept")
 async def post_accept(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     _require_operator(gateway, caller)
     try:
         chosen = AcceptFit.model_validate(orjson.loads(await read_body(request, MAX_ACCEPT_BODY)))
@@ -222,7 +222,7 @@ async def post_accept(request: Request) -> Response:
 @router.get("/v1/trust/calibration")
 async def get_calibration(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     standings = await calibration_standings(gateway, caller)
     body = CalibrationList(data=[ModelCalibration.of(standing) for standing in standings])
     return Response(body.model_dump_json(), media_type="application/json")

@@ -16,9 +16,12 @@ from ..base.limits import Limiter
 from ..config.settings import GatewaySettings
 from ..trust.refits import Refits
 from ..trust.service import TrustService
-from ..upstream.client import UpstreamClient
+from ..upstream.client import DeploymentHealth, UpstreamClient
 from .auth import KeyRing
+from .cached_probe import CachedProbe
+from .key_management import KeyManager
 from .readiness import ReadinessCheck
+from .spending import Spending
 
 __all__ = ["Gateway"]
 
@@ -36,6 +39,9 @@ class Gateway:
     readiness: ReadinessCheck
     limits: Limiter
     calibration_metrics: CalibrationMetrics
+    health: CachedProbe[list[DeploymentHealth]]  # LiteLLM's /health: every deployment called, results reused
+    spending: Spending
     # None: the gateway does not learn from feedback (feedback.learn: false)
     fits: FitStore | None = None  # the learned fits, beside the records they were learned from
     refits: Refits | None = None  # counts labels and runs refits in a process of their own
+    key_manager: KeyManager | None = None  # None: no keys are made at run time (trustgate.generated_keys)

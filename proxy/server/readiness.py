@@ -3,7 +3,7 @@
 ``/health/readiness`` answers without a key (orchestrators probe it), so it
 must not let anyone make the gateway call its upstreams at will: probes run
 at most once per ``readiness_cache_s``, and concurrent callers share one
-probe in flight. With several model groups, one unreachable group need not
+probe in flight (``CachedProbe``). With several model groups, one unreachable group need not
 take every replica out of service: ``readiness_mode: any`` (the default)
 keeps the gateway ready while at least one group answers.
 
@@ -25,6 +25,7 @@ from typing import Literal
 
 from ..config.settings import HealthSettings
 from ..upstream.probes import DeploymentProbe, ProbeState
+from .cached_probe import CachedProbe
 
 __all__ = ["ReadinessCheck", "ReadinessReport"]
 
@@ -65,20 +66,16 @@ class ReadinessCheck:
     ) -> None:
         self._probe = probe
         self._settings = settings
-        self._on_probe = on_probe
-        self._clock = clock
-        self._lock = asyncio.Lock()
-        self._cached: tuple[float, ReadinessReport] | None = None
+        self._cached = CachedProbe(self._judged, settings.readiness_cache_s, on_probe=on_probe, clock=clock)
         self._down: set[tuple[int, str | None]] = set()  # (place, address) of the deployments found down
 
     async def report(self) -> ReadinessReport:
-        async with self._lock:  # one probe at a time; callers queued behind it read its result
-            if self._cached is None or self._clock() - self._cached[0] >= self._settings.readiness_cache_s:
-                self._on_probe()
-                deployments = await self._probe()
-                self._log_changes(deployments)
-                self._cached = (self._clock(), self._judge(deployments))
-            return self._cached[1]
+        return await self._cached.result()
+
+    async def _judged(self) -> ReadinessReport:
+        deployments = await self._probe()
+        self._log_changes(deployments)
+        return self._judge(deployments)
 
     @contextlib.asynccontextmanager
     async def start(self) -> AsyncIterator[None]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 
-import orjson
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
@@ -27,6 +26,7 @@ from scoring import Feedback, FeedbackRefused, TrustRecord
 from ..base.errors import InvalidRequest, NotFound, RateLimited
 from .auth import Caller
 from .gateway import Gateway
+from .json_body import json_object
 from .request_context import gateway_of, read_body
 
 __all__ = ["MAX_FEEDBACK_BODY", "label_record", "parse_feedback", "router", "within_label_rate"]
@@ -42,12 +42,7 @@ _FEEDBACK_LIMIT = "feedback"  # the limiter's counter kind for labels, apart fro
 def parse_feedback(raw: bytes, now: float, by: str) -> Feedback:
     """The label in a request body; a 400 naming the bad field. The gateway sets when it was labelled and by
     which key (its name)."""
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequest("The body must be a JSON object", code="invalid_feedback") from exc
-    if not isinstance(body, dict):
-        raise InvalidRequest("The body must be a JSON object", code="invalid_feedback")
+    body = json_object(raw, "invalid_feedback")
     for field in _SET_BY_GATEWAY:
         if field in body:
             raise InvalidRequest(f"`{field}` is set by the gateway", param=field, code="invalid_feedback")
@@ -96,7 +91,7 @@ async def label_record(gateway: Gateway, caller: Caller, record_id: str, feedbac
 @router.post("/v1/trust/{record_id}/feedback")
 async def post_feedback(record_id: str, request: Request) -> Response:
     gateway = gateway_of(request)
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     await within_label_rate(gateway, caller)
     feedback = parse_feedback(await read_body(request, MAX_FEEDBACK_BODY), time.time(), caller.name)
     record = await label_record(gateway, caller, record_id, feedback)

@@ -99,7 +99,7 @@ class RecordList(BaseModel):
 @router.get("/v1/trust")
 async def get_trust_records(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     page = await list_records(gateway, caller, parse_params(RecordQuery, request.query_params))
     body = RecordList(data=page.data, has_more=page.next_cursor is not None, next_cursor=page.next_cursor)
     return Response(body.model_dump_json(), media_type="application/json")
@@ -108,6 +108,6 @@ async def get_trust_records(request: Request) -> Response:
 @router.get("/v1/trust/summary")
 async def get_trust_summary(request: Request) -> Response:
     gateway: Gateway = request.app.state.gateway
-    caller = gateway.keys.authenticate(request.headers.get("authorization"))
+    caller = await gateway.keys.authenticate(request.headers.get("authorization"))
     summary = await summarize_records(gateway, caller, parse_params(SummaryQuery, request.query_params))
     return Response(summary.model_dump_json(), media_type="application/json")

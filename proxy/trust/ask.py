@@ -5,6 +5,8 @@ timeouts and fallbacks; retries within scoring's budget, shed while the group
 is rate limited) and are counted by purpose, so dashboards can tell user calls
 from scoring calls; their tokens are counted too, and held to the group's
 scoring budget (``proxy.trust.scoring_budget``) when the operator set one.
+Each reply carries what its call cost (``Reply.cost``), priced by the
+deployment that answered, which the pipeline sums into the record's cost.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..base.errors import GatewayError
 from ..upstream.client import UpstreamClient
 from ..upstream.completion import Completion
 from ..upstream.errors import MALFORMED_REPLY
+from ..upstream.prices import PriceList
 from ..upstream.replies import ChatCompletion, parse_completion
 from ..upstream.slots import Priority
 from .scoring_budget import ScoringBudget
@@ -78,11 +81,13 @@ class UpstreamAsk:
         model: str,
         purpose: str,
         *,
+        prices: PriceList,
         budget: ScoringBudget | None = None,
         lane: Lane = "async",
         owner: str | None = None,
     ) -> None:
         self._upstream = upstream
+        self._prices = prices
         self._priority = scoring_priority(lane)
         self._owner = owner  # the name of the key whose answer is scored: its share of the budget pays
         self._metrics = metrics
@@ -117,7 +122,9 @@ class UpstreamAsk:
             unreadable = exc.code == MALFORMED_REPLY
             raise (UnreadableReply if unreadable else UpstreamFailure)(str(exc)) from exc
         await self._meter(completion)
-        return scoring_reply(completion.reply)
+        reply = scoring_reply(completion.reply)
+        cost = self._prices.cost(completion.model_group, completion.deployment, completion.reply.usage)
+        return reply.model_copy(update={"cost": cost})
 
     async def _meter(self, completion: Completion) -> None:
         """The call's tokens, on the bill of the group that answered (a fallback's, if one did)."""

@@ -19,12 +19,22 @@ and is never refused for it.
   absorbs it, as a RAG judge absorbs a failed verdict — and the record keeps
   what the other components found.
 
-The budget is shared fairly between keys: the jobs of one key (the name of
-the key whose answer they score) may spend ``budget.key_share`` of a group's
-calls and tokens per minute, counted apart; past that share its jobs are shed
-(``key_call_budget`` / ``key_token_budget``) and its running jobs' further
-calls refused, while the other keys spend the rest. One key spending its share
-sheds only its own jobs.
+- A job whose model group's scoring spent, over the past hour, its share of
+  what the group's answers cost (``max_spend_share``), or its dollars
+  (``max_spend_usd_per_hour``), is shed before it runs: ``shed_reason``
+  ``spend_share`` / ``spend_per_hour``. Spend is the spend ledger's
+  (``exporters.spend``): answers as the gateways served them, scoring as the
+  records were published, a second behind at most on another process. A
+  group whose answers have no known price spends nothing known, and is never
+  shed for its share.
+
+The calls and tokens are shared fairly between keys: the jobs of one key (the
+name of the key whose answer they score) may spend ``budget.key_share`` of a
+group's calls and tokens per minute, counted apart; past that share its jobs
+are shed (``key_call_budget`` / ``key_token_budget``) and its running jobs'
+further calls refused, while the other keys spend the rest. One key spending
+its share sheds only its own jobs. The spend limits are the group's as a
+whole: the ledger keeps a group's spend and a key's, not a key's on a group.
 
 A call counts when it is made (its retries are bounded by the retry budget,
 ``proxy.upstream.retries``, not counted again); its tokens count when its answer comes
@@ -39,6 +49,7 @@ from __future__ import annotations
 import time
 from typing import Literal
 
+from exporters import SpendLedger, model_subject
 from scoring import BudgetLimits, BudgetSettings, BudgetSpent, Process, ScoringJob, TrustRecord
 
 from ..base.limits import Limiter
@@ -46,7 +57,10 @@ from ..upstream.retries import OnScoringShed
 
 __all__ = ["BudgetReason", "ScoringBudget"]
 
-BudgetReason = Literal["call_budget", "token_budget", "key_call_budget", "key_token_budget"]
+BudgetReason = Literal[
+    "call_budget", "token_budget", "key_call_budget", "key_token_budget", "spend_share", "spend_per_hour"
+]
+SPEND_WINDOW_S = 3600.0  # the spend limits' rolling window: the past hour
 
 # The limiter's counter kinds: distinct from the per-key and per-deployment ones; a key's share of a group's
 # budget counts under kinds of its own, by "<group>:<key>".
@@ -60,10 +74,16 @@ def _share(limit: int | None, share: float) -> int | None:
 
 class ScoringBudget:
     def __init__(
-        self, settings: BudgetSettings, limiter: Limiter, *, on_call_refused: OnScoringShed = lambda group, reason: None
+        self,
+        settings: BudgetSettings,
+        limiter: Limiter,
+        spend: SpendLedger,
+        *,
+        on_call_refused: OnScoringShed = lambda group, reason: None,
     ) -> None:
         self._settings = settings
         self._limiter = limiter
+        self._spend = spend
         self._on_call_refused = on_call_refused
 
     def limits_for(self, model: str) -> BudgetLimits:
@@ -93,6 +113,21 @@ class ScoringBudget:
         for reason, kind, name, limit in checks:
             if limit is not None and await self._limiter.used_up(kind, name, limit) is not None:
                 return reason
+        return await self._spent_dollars(model, limits)
+
+    async def _spent_dollars(self, model: str, limits: BudgetLimits) -> BudgetReason | None:
+        """Which of ``model``'s spend limits scoring has reached over the past hour, if one."""
+        if limits.max_spend_share is None and limits.max_spend_usd_per_hour is None:
+            return None
+        spent = await self._spend.spent(model_subject(model), self._spend.now() - SPEND_WINDOW_S)
+        if limits.max_spend_usd_per_hour is not None and spent.scoring_usd >= limits.max_spend_usd_per_hour:
+            return "spend_per_hour"
+        if (
+            limits.max_spend_share is not None
+            and spent.scoring_usd > 0
+            and spent.scoring_usd >= limits.max_spend_share * spent.answer_usd
+        ):
+            return "spend_share"
         return None
 
     async def take_call(self, model: str, key: str | None = None) -> None:
@@ -144,11 +179,17 @@ class ScoringBudget:
 
     def _describe(self, model: str, reason: BudgetReason) -> str:
         limits = self._key_limits(model) if reason.startswith("key_") else self.limits_for(model)
-        calls = reason.endswith("call_budget")
-        what = f"{limits.calls_per_minute} calls" if calls else f"{limits.tokens_per_minute} tokens"
+        if reason.endswith("call_budget"):
+            what = f"{limits.calls_per_minute} calls per minute"
+        elif reason.endswith("token_budget"):
+            what = f"{limits.tokens_per_minute} tokens per minute"
+        elif reason == "spend_share":
+            what = f"{limits.max_spend_share:g} of what its answers cost over the past hour"
+        else:
+            what = f"{limits.max_spend_usd_per_hour:g} USD over the past hour"
         if reason.startswith("key_"):
-            return f"this key's share of the scoring budget of model `{model}` ({what} per minute) is spent"
-        return f"the scoring budget of model `{model}` ({what} per minute) is spent"
+            return f"this key's share of the scoring budget of model `{model}` ({what}) is spent"
+        return f"the scoring budget of model `{model}` ({what}) is spent"
 
 
 def _per_key(model: str, key: str | None) -> str:

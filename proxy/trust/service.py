@@ -28,6 +28,7 @@ from exporters.record_summary import LabelCount, TrustSummary
 from scoring import (
     FEEDBACK_STATUSES,
     Applicability,
+    CallCost,
     ContentKind,
     Decision,
     Feedback,
@@ -36,8 +37,10 @@ from scoring import (
     JobQueue,
     Labelled,
     LowTrust,
+    PolicySettings,
     Process,
     RagRequest,
+    RecordCost,
     RecordScope,
     SamplingParams,
     ScoringJob,
@@ -208,6 +211,12 @@ class TrustService:
         self._low_trust_policies: dict[tuple[str, str], LowTrust] = {}  # by (model group, key name)
         self._score_kinds: dict[tuple[str, str], frozenset[ContentKind] | None] = {}  # likewise
 
+    @property
+    def scores(self) -> bool:
+        """Whether this gateway's requests are decided at all (scorers run here or in workers); where not, every
+        request's mode is off."""
+        return self._has_scorers
+
     async def start(self) -> None:
         await self._queue.start()
 
@@ -226,7 +235,10 @@ class TrustService:
         rag: RagRequest | None = None,
         traceparent: str | None = None,
         request: Mapping[str, Any] | None = None,
+        key_policy: PolicySettings | None = None,
     ) -> TrustPlan:
+        """How the request is scored: ``key_name``'s policy on ``model`` (``key_policy``: the one a key made at run
+        time carries), within which the client's ``x-trustgate-mode`` may choose."""
         mode_header = headers.get(MODE_HEADER)
         if mode_header is not None:  # spelled as the client likes (SYNC, Off); the policy below still decides
             mode_header = mode_header.strip().lower()
@@ -243,7 +255,8 @@ class TrustService:
                 key_name=key_name,
                 request_key=lambda: self._sample_key(key_name, headers.get(REQUEST_ID_HEADER, ""), body),
                 mode_header=cast("ScoringMode | None", mode_header),
-                on_low_trust=self._low_trust(model, key_name),
+                on_low_trust=self._low_trust(model, key_name, key_policy),
+                key_policy=key_policy,
             )
         if decision.refused_mode is not None:
             self._metrics.client_overrides_refused.labels(setting="mode", requested=decision.refused_mode).inc()
@@ -278,8 +291,11 @@ class TrustService:
             self._score_kinds[key] = scored_kinds(self._settings, model=model, key_name=key_name)
         return self._score_kinds[key]
 
-    def _low_trust(self, model: str, key_name: str) -> LowTrust:
-        """The key's ``on_low_trust`` policy on a model group, resolved once: the settings do not change."""
+    def _low_trust(self, model: str, key_name: str, key_policy: PolicySettings | None) -> LowTrust:
+        """The key's ``on_low_trust`` policy on a model group, resolved once for configured keys, whose settings do
+        not change; a key made at run time carries its own policy, which may, and is resolved each time."""
+        if key_policy is not None:
+            return low_trust(self._settings, model=model, key_name=key_name, key_policy=key_policy)
         policy = self._low_trust_policies.get((model, key_name))
         if policy is None:
             policy = self._low_trust_policies[(model, key_name)] = low_trust(
@@ -323,15 +339,21 @@ class TrustService:
             digest.update(len(part).to_bytes(8, "big") + part)
         return digest.hexdigest()
 
-    async def score(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
-        """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response."""
+    async def score(
+        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, cost: CallCost | None = None
+    ) -> TrustRecord:
+        """Submit, and in sync mode wait; never raises, so scoring cannot break the user's response.
+
+        ``cost``: what the answer's call cost (None: not priced), carried to the record."""
         try:
-            return await self.settle(plan, await self.submit(plan, messages, answer))
+            return await self.settle(plan, await self.submit(plan, messages, answer, cost))
         except Exception as exc:
             log.exception("scoring hand-off failed for %s", plan.record_id)
-            return plan.record("failed", error=type(exc).__name__)
+            return plan.record("failed", error=type(exc).__name__, cost=RecordCost.of(cost))
 
-    async def submit(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> TrustRecord:
+    async def submit(
+        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, cost: CallCost | None = None
+    ) -> TrustRecord:
         """Hand a sampled request's answer to scoring; returns the record as it stands now.
 
         Triage runs first, here in the serving process (a fraction of a
@@ -339,13 +361,18 @@ class TrustService:
         not score is recorded ``not_applicable`` at once, with no job, no queue
         slot and no scoring call, so even an async response says so. A request
         with documents is not triaged: its RAG scorers read the documents.
+        ``cost``: what the answer's call cost (None: not priced), carried to the record.
         """
         applicability = self._triaged(plan, messages, answer)
         if applicability is not None and applicability_of(applicability.kind, plan.score_kinds) == "not_applicable":
-            return self._publish_later(self._not_applicable(plan, messages, answer, applicability))
+            return self._publish_later(self._not_applicable(plan, messages, answer, applicability, cost))
         reason = skip_reason(answer.text, has_tool_calls=answer.has_tool_calls)
         if reason is not None:  # no content: only tool calls, or nothing at all
-            return self._publish_later(plan.record("skipped", error=f"skipped: {reason}", applicability=applicability))
+            return self._publish_later(
+                plan.record(
+                    "skipped", error=f"skipped: {reason}", applicability=applicability, cost=RecordCost.of(cost)
+                )
+            )
         policy = JobPolicy(
             mode="sync" if plan.decision.mode == "sync" else "async",
             rag=plan.rag.labels if plan.rag is not None else None,
@@ -367,6 +394,7 @@ class TrustService:
             asked_model=plan.asked_model,
             sampling=plan.sampling,
             applicability=applicability,
+            answer_cost=cost,
         )
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
@@ -383,7 +411,12 @@ class TrustService:
         return applicability
 
     def _not_applicable(
-        self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer, applicability: Applicability
+        self,
+        plan: TrustPlan,
+        messages: list[dict[str, Any]],
+        answer: Answer,
+        applicability: Applicability,
+        cost: CallCost | None,
     ) -> TrustRecord:
         """The record of an answer of a kind that is not scored: its kind and why, the exchange for a reader to
         see, and ``lp`` where the answer came with log-probabilities (free: no upstream call)."""
@@ -395,6 +428,7 @@ class TrustService:
             question=last_question(messages),
             answer=answer.text,
             finished_at=time.time(),
+            cost=RecordCost.of(cost),
         )
 
     async def settle(self, plan: TrustPlan, record: TrustRecord) -> TrustRecord:

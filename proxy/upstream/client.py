@@ -24,11 +24,13 @@ Which deployment of a pass-through group each try goes to is ``routing.GroupRout
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import httpx
 from opentelemetry.trace import NoOpTracerProvider, Tracer
@@ -41,7 +43,7 @@ from ..base.sdk_params import Endpoint
 from ..config.settings import Deployment, GatewaySettings
 from .completion import Completion, Forwarded, UpstreamStream
 from .errors import UpstreamErrors, fallback_kind
-from .litellm_backend import LitellmBackend, ResponsesBridge, provider_address, router_pick
+from .litellm_backend import LitellmBackend, ResponsesBridge, deployment_id, provider_address, router_pick
 from .logprobs import LogprobAsking, Where
 from .passthrough import PassthroughBackend
 from .probes import DeploymentProbe, probe_deployments
@@ -51,7 +53,7 @@ from .routing import GroupRouter
 from .slots import Priority, PrioritySlots
 from .taps import ChatTap
 
-__all__ = ["ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
+__all__ = ["DeploymentHealth", "ModelFilter", "OnFallbackSkipped", "UpstreamClient"]
 
 T = TypeVar("T")
 
@@ -75,6 +77,13 @@ def _where(deployment: Deployment) -> Where:
     return deployment.api_base, deployment.wire_model
 
 
+def _placed(result: T, deployment: int) -> T:
+    """``result`` as the answer of its group's ``deployment``-th entry, whose price it is priced at."""
+    if isinstance(result, Completion | Forwarded | UpstreamStream):
+        return cast("T", result.at(deployment))
+    return result
+
+
 def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> UpstreamStream:
     """``stream`` as it was, read as it passes; once it ends, ``on_end(had text, had log-probabilities)``."""
     tap = ChatTap()
@@ -91,6 +100,20 @@ def _watched(stream: UpstreamStream, on_end: Callable[[bool, bool], None]) -> Up
         on_end(bool(answer.text) and not answer.has_tool_calls, bool(answer.logprobs))
 
     return UpstreamStream(chunks=chunks(), close=stream.close, model_group=stream.model_group, first=stream.first)
+
+
+@dataclass(frozen=True)
+class DeploymentHealth:
+    """How one deployment answered a health check (``UpstreamClient.check_health``)."""
+
+    group: str
+    index: int  # its place among its group's deployments
+    deployment: Deployment
+    error: str | None  # None: it answered
+
+    @property
+    def model_id(self) -> str:
+        return deployment_id(self.group, self.index)
 
 
 class UpstreamClient:
@@ -186,6 +209,18 @@ class UpstreamClient:
         if group in self._fast_groups:
             return True
         return self._litellm is not None and endpoint != "completions" and self._litellm.gives_logprobs(group)
+
+    def streams_usage_when_asked(self, group: str, endpoint: Endpoint) -> bool:
+        """Whether a stream of ``endpoint`` from ``group`` may be asked to report its usage
+        (``stream_options.include_usage``) without changing what else it sends.
+
+        Chat streams may, on both paths. Legacy completions streams only on the
+        pass-through path: litellm's text-completion stream, asked for usage,
+        fails on a chunk without choices that carries no usage (an upstream's
+        first chunk of content-filter results, say), which it passes over
+        otherwise. A Responses stream reports its usage unasked.
+        """
+        return endpoint == "chat" or (endpoint == "completions" and group in self._fast_groups)
 
     @property
     def listed_names(self) -> list[str]:
@@ -425,7 +460,8 @@ class UpstreamClient:
                 self._on_try(group, label, succeeded, time.perf_counter() - started)
             if deployment.tpm is not None and isinstance(result, (Completion, Forwarded)):
                 await self._limiter.add_tokens(name, reported_tokens(result.data))
-            return result
+            answered = pick.index if pick is not None and pick.index is not None else index
+            return _placed(result, answered)
 
         return await self._retries.run(group, attempt_at, for_scoring=for_scoring)
 
@@ -442,6 +478,37 @@ class UpstreamClient:
                 raise UpstreamRateLimited(
                     f"{name} is at its {kind} limit ({limit})", code="deployment_rate_limited", retry_after=wait
                 )
+
+    async def check_health(self, timeout: float) -> list[DeploymentHealth]:
+        """Every deployment asked a one-token question, as LiteLLM's ``/health`` asks it: healthy when it answers.
+
+        Each call goes to its deployment itself (on either path), once, without
+        retries or fallbacks, behind users for the embedded model server, and
+        within ``timeout`` seconds. Not counted as user or scoring traffic.
+        """
+        body: dict[str, Any] = {"messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
+        litellm = self._litellm
+
+        async def ask(group: str, index: int, deployment: Deployment) -> DeploymentHealth:
+            try:
+                async with asyncio.timeout(timeout):
+                    if litellm is not None and group not in self._fast_groups:
+                        await litellm.complete_at(group, index, body)
+                    else:
+                        await self._in_slot(
+                            deployment, Priority.SCORING, lambda: self._passthrough.complete(deployment, body)
+                        )
+            except UpstreamError as exc:
+                return DeploymentHealth(group, index, deployment, exc.message)
+            except TimeoutError:
+                return DeploymentHealth(group, index, deployment, f"no answer within {timeout:g}s")
+            return DeploymentHealth(group, index, deployment, None)
+
+        return list(
+            await asyncio.gather(
+                *(ask(group, index, d) for group, ds in self._groups.items() for index, d in enumerate(ds))
+            )
+        )
 
     async def check_ready(self, timeout: float = 2.0) -> list[DeploymentProbe]:
         """Whether anybody answers at each deployment's address (``probes``), in ``model_list`` order."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -51,6 +51,10 @@ class Completion:
     raw: bytes
     reply: ChatCompletion
     model_group: str
+    deployment: int = 0  # which of the group's entries in model_list answered (its price is the answer's)
+
+    def at(self, deployment: int) -> Completion:
+        return replace(self, deployment=deployment)
 
     @cached_property
     def data(self) -> dict[str, Any]:
@@ -87,6 +91,10 @@ class Forwarded:
     data: dict[str, Any]
     reply: WholeReply
     model_group: str
+    deployment: int = 0  # as a Completion's
+
+    def at(self, deployment: int) -> Forwarded:
+        return replace(self, deployment=deployment)
 
 
 def checked_forwarded(
@@ -121,6 +129,11 @@ class UpstreamStream:
     close: Callable[[], Awaitable[None]]
     model_group: str
     first: list[bytes] = field(default_factory=list)
+    deployment: int = 0  # as a Completion's
+
+    def at(self, deployment: int) -> UpstreamStream:
+        self.deployment = deployment
+        return self
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:

@@ -60,7 +60,16 @@ from .errors import UpstreamErrors
 from .redirects import MAX_REDIRECTS
 from .reply_cap import CappedTransport, ReplyCap, capped
 
-__all__ = ["LitellmBackend", "ResponsesBridge", "RouterPick", "check_providers", "provider_address", "router_pick"]
+__all__ = [
+    "LitellmBackend",
+    "ResponsesBridge",
+    "RouterPick",
+    "check_providers",
+    "deployment_id",
+    "listed_price",
+    "provider_address",
+    "router_pick",
+]
 
 # litellm reads these request fields itself (``metadata`` and ``litellm_metadata`` steer its routing and
 # logging) and does not forward them, so a client's never reach it.
@@ -132,6 +141,23 @@ def check_providers(deployments: Iterable[Deployment]) -> None:
             ) from None
 
 
+def listed_price(deployment: Deployment) -> tuple[float, float] | None:
+    """The US dollars a prompt token and a completion token of ``deployment``'s model cost in litellm's own cost map
+    (the entry ``litellm.get_model_info`` finds for it, in the packaged map: ``LITELLM_LOCAL_MODEL_COST_MAP``); None
+    for a model the map has no price per token for. ``get_model_info`` answers 0 for what it cannot price (a model
+    it only guesses the family of, one priced per second): unknown is never 0 here, so its entry must say it. An
+    embedding model's completion tokens cost nothing: it has none."""
+    litellm = _import_litellm()
+    try:
+        key = litellm.get_model_info(model=deployment.provider_model).get("key")
+    except Exception:  # litellm raises its own types (ModelNotMappedError, ...) for a model it does not know
+        return None
+    entry = litellm.model_cost.get(key) if isinstance(key, str) else None
+    if not isinstance(entry, dict) or entry.get("input_cost_per_token") is None:
+        return None
+    return float(entry["input_cost_per_token"]), float(entry.get("output_cost_per_token") or 0.0)
+
+
 @dataclass
 class RouterPick:
     """Which deployment of its group litellm's Router sent a call to (its place in the group's entries of
@@ -154,8 +180,9 @@ def router_pick() -> Iterator[RouterPick]:
         _PICK.reset(token)
 
 
-def _deployment_id(group: str, index: int) -> str:
-    """The ``model_info.id`` the Router knows a deployment by (unique: a group's name and a place)."""
+def deployment_id(group: str, index: int) -> str:
+    """The ``model_info.id`` a deployment is known by, to the Router and to clients of ``/model/info`` and
+    ``/health`` (unique: a group's name and a place)."""
     return f"{group}:{index}"
 
 
@@ -354,13 +381,13 @@ class LitellmBackend:
         groups_here = {name: ds for name, ds in settings.model_groups().items() if name in wanted}
         # Each deployment by an id of its place, which the Router reports back for the call it routed.
         self._places = {
-            _deployment_id(name, index): index for name, ds in groups_here.items() for index in range(len(ds))
+            deployment_id(name, index): index for name, ds in groups_here.items() for index in range(len(ds))
         }
         model_list = [
             {
                 "model_name": name,
                 "litellm_params": d.litellm_params_plain(),
-                "model_info": {"id": _deployment_id(name, index)},
+                "model_info": {"id": deployment_id(name, index)},
             }
             for name, ds in groups_here.items()
             for index, d in enumerate(ds)
@@ -399,6 +426,13 @@ class LitellmBackend:
         completion: Completion = await self._calls.whole(
             self._call(group, body, "chat"), self._deadlines[group], group, "chat"
         )
+        return completion
+
+    async def complete_at(self, group: str, index: int, body: dict[str, Any]) -> Completion:
+        """A chat completion from ``group``'s ``index``-th deployment itself, whatever the Router would pick (the
+        Router routes a call named by a deployment's id to that deployment)."""
+        call = self._router.acompletion(**_client_fields(body), model=deployment_id(group, index))
+        completion: Completion = await self._calls.whole(call, self._deadlines[group], group, "chat")
         return completion
 
     async def forward(self, group: str, body: dict[str, Any], endpoint: Endpoint) -> Forwarded:

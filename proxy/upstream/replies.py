@@ -312,11 +312,17 @@ class StreamChunk(_Lenient):
     id: str | None = None
     model: str | None = None
     usage: ReportedUsage = None  # the last chunk's, when the stream was asked to include usage
+    choices: list[Any] = Field(default_factory=list)  # each endpoint's chunk reads its own
 
     @property
     def finishes(self) -> bool:
         """Whether this is a final chunk: a choice has a ``finish_reason``."""
         return False
+
+    @property
+    def usage_only(self) -> bool:
+        """Whether this is the usage chunk ``stream_options.include_usage`` asks for: usage, and no choice."""
+        return self.usage is not None and not self.choices
 
     def answer_text(self) -> str:
         return ""

@@ -23,7 +23,9 @@ is read (the typed events of ``replies``) and what its end is:
 
 An event a tap does not read (a provider's own event, a malformed delta) is
 passed on and left out of the answer, so a tap can never cut the client's
-stream. Taps keep the answer's text, tool calls and token log-probabilities
+stream. The one event a tap drops is the usage chunk the gateway asked for on
+the client's behalf (``hiding_usage``: the answer is priced from it), so the
+client gets the stream it asked for. Taps keep the answer's text, tool calls and token log-probabilities
 (``lp``) and the usage the upstream reported (metering). A stream that breaks
 after its end was held ends in the error event instead (``pipeline``), its
 held tail unsent.
@@ -31,8 +33,10 @@ held tail unsent.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import Literal
 
 from exporters import TRUST_EVENT, trust_chunk, trust_event
 from scoring import TrustRecord
@@ -53,6 +57,11 @@ from .sse import EventReader, data_lines, events_in, with_trust
 __all__ = ["ChatTap", "ResponsesTap", "StreamTap", "TextCompletionTap"]
 
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+# A usage the upstream reported (an object), not the ``"usage": null`` OpenAI puts on every chunk of such a stream.
+_REPORTED_USAGE = re.compile(rb'"usage"\s*:\s*\{')
+
+# What becomes of an event: forwarded, held back as (part of) the stream's end, or dropped.
+Place = Literal["pass", "hold", "drop"]
 
 
 class StreamTap(ABC):
@@ -67,6 +76,7 @@ class StreamTap(ABC):
         self.completion_id = ""
         self.usage: TokenUsage | None = None  # what the upstream reported, once the stream has passed
         self._keeps_answer = True
+        self._hides_usage = False
 
     def unscored(self) -> StreamTap:
         """This tap reads no answer (its text, tool calls, log-probabilities): nothing will score the stream.
@@ -77,6 +87,12 @@ class StreamTap(ABC):
         CPU, on the way to the client (BENCHMARKS.md).
         """
         self._keeps_answer = False
+        return self
+
+    def hiding_usage(self) -> StreamTap:
+        """The gateway asked this stream for its usage (``stream_options.include_usage``), the client did not:
+        the usage chunk is read, and not forwarded."""
+        self._hides_usage = True
         return self
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
@@ -97,10 +113,11 @@ class StreamTap(ABC):
             kept = stripped_event(event) if may_name else event
             if kept is None:
                 continue
-            if self._holds(kept):
+            place = self._place(kept)
+            if place == "hold":
                 self._held.append(kept + b"\n\n")
-                continue
-            yield kept + b"\n\n"
+            elif place == "pass":
+                yield kept + b"\n\n"
 
     def rest(self) -> bytes:
         """What followed the last whole event (an upstream that ended mid-event), held to the same rule."""
@@ -130,8 +147,8 @@ class StreamTap(ABC):
         return None
 
     @abstractmethod
-    def _holds(self, event: bytes) -> bool:
-        """Read ``event`` into the answer; whether it is held back as (part of) the stream's end."""
+    def _place(self, event: bytes) -> Place:
+        """Read ``event`` into the answer; whether it passes, is held back as (part of) the stream's end, or goes."""
 
     @abstractmethod
     def closing(self, trust: TrustRecord | None) -> bytes:
@@ -163,7 +180,7 @@ class ChatTap(StreamTap):
         # Unscored, once the id is known, only the usage and [DONE] are read: a search or two for the piece, where
         # reading it event by event costs about 2 µs an event against 0.5 (BENCHMARKS.md). [DONE] is taken
         # off the end of a piece, where upstreams send it.
-        if self._keeps_answer or not self.completion_id or b'"usage"' in block:
+        if self._keeps_answer or not self.completion_id or _REPORTED_USAGE.search(block):
             return None
         ends_done = block == DONE_EVENT or block.endswith(b"\n\n" + DONE_EVENT)
         passing = block[: -len(DONE_EVENT)] if ends_done else block
@@ -172,22 +189,27 @@ class ChatTap(StreamTap):
         self.done = self.done or ends_done
         return passing
 
-    def _holds(self, event: bytes) -> bool:
+    def _place(self, event: bytes) -> Place:
         if not self._keeps_answer:  # unscored: no trust rides on the end, so nothing is held; an event is
-            for data in data_lines(event):  # parsed only for the stream's id (the first) and its usage
-                if not self.completion_id or b'"usage"' in data:
-                    self._read(data)
-            return False
-        finishes = False
-        for data in data_lines(event):
-            finishes = self._read(data) or finishes
-        return finishes or bool(self._held)
+            chunks = [  # parsed only for the stream's id (the first) and its usage
+                self._read(data) for data in data_lines(event) if not self.completion_id or _REPORTED_USAGE.search(data)
+            ]
+            return "drop" if self._hidden(chunks) else "pass"
+        chunks = [self._read(data) for data in data_lines(event)]
+        if self._hidden(chunks):
+            return "drop"
+        finishes = any(chunk is not None and chunk.finishes for chunk in chunks)
+        return "hold" if finishes or self._held else "pass"
 
-    def _read(self, data: bytes) -> bool:
-        """Read one ``data:`` payload into the answer; whether it is a final chunk (a choice has a finish_reason)."""
+    def _hidden(self, chunks: list[StreamChunk | None]) -> bool:
+        """Whether an event of these chunks is the usage chunk the client did not ask for."""
+        return self._hides_usage and any(chunk is not None and chunk.usage_only for chunk in chunks)
+
+    def _read(self, data: bytes) -> StreamChunk | None:
+        """Read one ``data:`` payload into the answer; the chunk it is (None: not one)."""
         chunk = parse_payload(data, self.chunk_model)
         if chunk is None:
-            return False
+            return None
         self.completion_id = self.completion_id or chunk.id or ""
         self.model = self.model or chunk.model or ""
         self.usage = chunk.usage or self.usage
@@ -196,7 +218,7 @@ class ChatTap(StreamTap):
                 self._text.append(text)
             self.tool_calls = self.tool_calls or chunk.calls_tools
             self._logprobs += chunk.answer_logprobs()
-        return chunk.finishes
+        return chunk
 
     def closing(self, trust: TrustRecord | None) -> bytes:
         """The held tail, ``trust`` (sync mode) on its final chunk, then ``[DONE]`` if the upstream sent it.
@@ -234,12 +256,12 @@ class ResponsesTap(StreamTap):
         self._trust_event = send_trust_event  # the client asked for the trustgate.trust event too
         self._sequence = 0
 
-    def _holds(self, event: bytes) -> bool:
+    def _place(self, event: bytes) -> Place:
         payload = next((p for p in map(_responses_event, data_lines(event)) if p is not None), None)
         if payload is None:
-            return False
+            return "pass"
         self._read(payload)
-        return payload.type in _TERMINAL
+        return "hold" if payload.type in _TERMINAL else "pass"
 
     def _read(self, payload: ResponsesEvent) -> None:
         if payload.sequence_number is not None:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # bm25s loads only where the index is loaded
     from ..factcheck.index import EvidenceIndex
     from ..settings import ScoringSettings
 
-__all__ = ["AGREEMENT", "AgreementFound", "AgreementReader", "agreement_loader", "find_agreement"]
+__all__ = ["AGREEMENT", "AgreementFound", "AgreementQuery", "AgreementReader", "agreement_loader", "find_agreement"]
 
 
 @dataclass(frozen=True)
@@ -70,26 +70,37 @@ def _search(reader: AgreementReader, query: str, k: int) -> list[Evidence]:
     return reader.index.search(tokenize(query), k) if k else []
 
 
-def _find(
-    reader: AgreementReader, question: str, claim: str, entity: str | None, top_k: int, entity_top_k: int
-) -> AgreementFound:
+@dataclass(frozen=True)
+class AgreementQuery:
+    """One check's inputs: the question, the claim, its entity where the caller knows it, and whether the claim
+    must state the asked relation to be read (a long answer's claims past its first, ``decide``)."""
+
+    question: str
+    claim: str
+    entity: str | None = None
+    relation_required: bool = False
+
+
+def _find(reader: AgreementReader, query: AgreementQuery, top_k: int, entity_top_k: int) -> AgreementFound:
+    question, claim, entity = query.question, query.claim, query.entity
+    found = claim_entity(question, claim, reader.lexicon, entity, relation_required=query.relation_required)
+    if found is None and query.relation_required:  # nothing to compare: no passage is worth reading
+        agreement = check_agreement(question, claim, [], reader.lexicon, entity, relation_required=True)
+        return AgreementFound(agreement, (), ())
     queries = [question]
     evidence = _search(reader, question, top_k)
-    found = claim_entity(question, claim, reader.lexicon, entity)
     if found is not None and entity_top_k:
         queries.append(f"{question} {found.text}")
         seen = {passage.id for passage in evidence}
         evidence += [p for p in _search(reader, queries[-1], entity_top_k) if p.id not in seen]
-    agreement = check_agreement(question, claim, evidence, reader.lexicon, entity)
+    agreement = check_agreement(
+        question, claim, evidence, reader.lexicon, entity, relation_required=query.relation_required
+    )
     return AgreementFound(agreement, tuple(evidence), tuple(queries))
 
 
-async def find_agreement(
-    cpu: CpuWork, question: str, claim: str, entity: str | None, top_k: int, entity_top_k: int
-) -> AgreementFound:
-    """The check of ``claim`` (answering ``question``; its entity given or read from it) against the evidence
-    retrieved for the question (``top_k`` passages) and for the question with the entity (``entity_top_k``)."""
-    work = functools.partial(
-        _find, question=question, claim=claim, entity=entity, top_k=top_k, entity_top_k=entity_top_k
-    )
-    return await cpu.run(AGREEMENT, work)
+async def find_agreement(cpu: CpuWork, query: AgreementQuery, top_k: int, entity_top_k: int) -> AgreementFound:
+    """The check of ``query.claim`` (answering ``query.question``; its entity given or read from it) against the
+    evidence retrieved for the question (``top_k`` passages) and for the question with the entity
+    (``entity_top_k``)."""
+    return await cpu.run(AGREEMENT, functools.partial(_find, query=query, top_k=top_k, entity_top_k=entity_top_k))

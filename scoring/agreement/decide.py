@@ -3,6 +3,9 @@
 The answer's entity is what fills the question's relation in the claim ("The
 capital of Australia is Sydney": Sydney), or, in a claim that does not repeat
 the relation ("Sydney."), its first mention that the question does not name.
+A claim read with ``relation_required`` (one of a long answer's, past its
+first: "It lies on the Seine" answers nothing about a capital) has an entity
+only where it states the relation, and abstains otherwise.
 Each evidence statement that answers the frame (``statements``) then agrees
 (its filler is the answer's entity, under any alias the evidence gives it) or
 contradicts (it names another entity of the same kind). Passages count once
@@ -12,8 +15,9 @@ per side:
 * both: the side with at least twice the other's passages wins, by their
   difference; otherwise the evidence is in conflict and the check abstains;
 * no statement (the evidence is silent on the question), no frame (the
-  question relates nothing to a subject), no entity in the claim, or a claim
-  that denies the relation: **abstain**.
+  question relates nothing to a subject), no entity in the claim, a claim
+  that denies the relation, or one required to state it that does not:
+  **abstain**.
 
 The value grows with the passages that decide: 0.75, 0.875, 0.94 … for one,
 two, three agreeing passages, and 0.25, 0.125, 0.06 … for contradicting ones.
@@ -39,7 +43,7 @@ __all__ = ["Agreement", "Reading", "Verdict", "answer_entity", "check_agreement"
 
 Verdict = Literal["agree", "contradict", "abstain"]
 # Why the check abstained, or what it found.
-Reason = Literal["agree", "contradict", "no_frame", "no_entity", "denied", "silent", "conflicting"]
+Reason = Literal["agree", "contradict", "no_frame", "no_entity", "unstated", "denied", "silent", "conflicting"]
 
 # Words a name may carry or drop and stay the same name ("Mexico City" / "Mexico", "Luxembourg-Ville").
 GENERIC_NAME_WORDS = frozenset({"the", "city", "town", "ville", "of", "saint", "st", "island", "islands", "state"})
@@ -111,10 +115,13 @@ def _claim_entity(reading: ClauseReading | None, clause: Sequence[Word], frame: 
     return None
 
 
-def answer_entity(frame: Frame, claim: str, lexicon: Lexicon) -> tuple[Mention | None, bool]:
+def answer_entity(
+    frame: Frame, claim: str, lexicon: Lexicon, *, relation_required: bool = False
+) -> tuple[Mention | None, bool]:
     """The claim's answer to the frame, and whether the claim denies the relation ("is not a specific place").
 
-    A clause holding the relation's words is read first; without one, the whole claim.
+    A clause holding the relation's words is read first; without one, the whole claim, unless
+    ``relation_required``: then a claim that does not state the relation has no answer.
     """
     for part in (clause for sentence in sentences(claim) for clause in _CLAIM_CLAUSE.split(sentence)):
         clause = words(part, lexicon)
@@ -126,6 +133,8 @@ def answer_entity(frame: Frame, claim: str, lexicon: Lexicon) -> tuple[Mention |
         found = _claim_entity(reading, clause, frame)
         if found is not None:
             return found, False
+    if relation_required:
+        return None, False
     return _claim_entity(None, words(claim, lexicon), frame), False
 
 
@@ -166,16 +175,20 @@ def _decide(agreeing: int, against: int) -> tuple[Verdict, float | None, Reason]
     return "abstain", None, "conflicting"
 
 
-def _entity(frame: Frame, claim: str, lexicon: Lexicon, entity: str | None) -> tuple[Mention | None, bool]:
+def _entity(
+    frame: Frame, claim: str, lexicon: Lexicon, entity: str | None, relation_required: bool
+) -> tuple[Mention | None, bool]:
     if entity is not None:
         return given_entity(entity, lexicon), False
-    return answer_entity(frame, claim, lexicon)
+    return answer_entity(frame, claim, lexicon, relation_required=relation_required)
 
 
-def claim_entity(question: str, claim: str, lexicon: Lexicon, entity: str | None = None) -> Mention | None:
+def claim_entity(
+    question: str, claim: str, lexicon: Lexicon, entity: str | None = None, *, relation_required: bool = False
+) -> Mention | None:
     """The entity the claim answers the question with (``entity`` where the caller knows it); None without one."""
     frame = read_frame(question, lexicon)
-    return None if frame is None else _entity(frame, claim, lexicon, entity)[0]
+    return None if frame is None else _entity(frame, claim, lexicon, entity, relation_required)[0]
 
 
 def check_agreement(
@@ -184,17 +197,21 @@ def check_agreement(
     evidence: Sequence[Evidence],
     lexicon: Lexicon,
     entity: str | None = None,
+    *,
+    relation_required: bool = False,
 ) -> Agreement:
     """Read ``evidence`` (retrieved for the question) against one claim of the answer to ``question``.
 
-    ``entity`` is the claim's answer entity where the caller knows it; otherwise it is read from the claim.
+    ``entity`` is the claim's answer entity where the caller knows it; otherwise it is read from the claim, in
+    a clause that states the asked relation only, with ``relation_required``.
     """
     frame = read_frame(question, lexicon)
     if frame is None:
         return Agreement("abstain", None, "no_frame")
-    found, denied = _entity(frame, claim, lexicon, entity)
+    found, denied = _entity(frame, claim, lexicon, entity, relation_required)
     if found is None:
-        return Agreement("abstain", None, "denied" if denied else "no_entity", frame)
+        reason: Reason = "denied" if denied else "unstated" if relation_required else "no_entity"
+        return Agreement("abstain", None, reason, frame)
     subject = " ".join(frame.subject_words)
     # The answer's own form is never the subject, though WordNet lists "Au" among gold's names.
     forms = _aliases({found.folded}, evidence) - {subject} if found.kind in {"name", "term"} else {found.folded}

@@ -10,8 +10,9 @@ the relation and must be found in a statement that answers it: "first" in
 "the first President of the United States" is what keeps the third president
 from answering. The noun after "which"/"what" is required too ("which
 river"), except a year or an amount ("what year", "how many"); words that
-only ask for a name ("called") are not. A question without a subject
-or a relation gives no frame, and the check abstains.
+only ask for a name ("called") are not, nor those of a request to describe
+("Tell me about the Sun"). A question without a subject or a relation gives
+no frame, and the check abstains.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from .words import Lexicon, Word, words
 
 __all__ = ["Frame", "read_frame"]
 
-# Words that ask for a name rather than relate anything: "What is the name of ...", "... known as".
+# Words that ask for a name rather than relate anything: "What is the name of ...", "... known as"; and those of a
+# request to describe ("Tell me about the Sun", "What do you know about Mount Everest?"), which asks no relation.
 ASKING_WORDS = frozenset({"name", "named", "called", "known", "kind", "type", "sort", "one", "exactly", "actually"})
+ASKING_WORDS |= frozenset({"tell", "know", "describe", "explain", "summarise", "summarize"})
 WH_WORDS = frozenset({"what", "which", "who", "whom", "whose", "when", "where", "how"})
 YEAR_HEADS = frozenset({"year", "century", "decade"})
 HOW_MUCH = frozenset({"many", "much", "old", "long", "far", "tall", "big", "large", "high", "deep", "heavy", "wide"})
@@ -85,14 +88,17 @@ def _kind(content: Sequence[Word]) -> tuple[MentionKind | None, int | None]:
 def _subject_span(content: Sequence[Word]) -> tuple[int, int] | None:
     """The first and last index of the subject: the last name (two joined by "and" are one), else the closing
     content words."""
-    names = [m for m in mentions(content) if m.kind == "name"]
+    found = mentions(content)
+    names = [m for m in found if m.kind == "name"]
     if names:
         last = names[-1]
         first = last.first
         for earlier in reversed(names[:-1]):
             if earlier.last + 2 == first and content[earlier.last + 1].folded in AND_WORDS:
                 first = earlier.first
-        return first, last.last
+        # A number right after the name is part of it ("Apollo 11", "Boeing 747"), not something asked of it.
+        numbered = any(m.first == last.last + 1 and m.kind == "number" for m in found)
+        return first, last.last + 1 if numbered else last.last
     end = len(content) - 1
     while end >= 0 and content[end].folded in STOPWORDS:
         end -= 1

@@ -7,18 +7,37 @@ short facts. Kept apart, a combination can weigh each by what it shows on a
 model (a strong judge, or a 135M one that calls nearly everything
 "neutral"), and an abstaining check leaves the judge's verdict as it was.
 
-``check(question, claim, entity)`` checks one claim, so that a claim splitter
-can run it per claim; ``score(job, ask)`` checks the whole answer as one claim.
+``check(question, claim, entity)`` checks one claim; ``score(job, ask)`` checks
+the whole answer as one claim; ``score_claims`` checks a long answer's claims
+(``ChecksClaims``), each statement as the pipeline's claim splitter resolved
+it. Of those, only the first may answer without stating the asked relation
+("Canberra. It is home to Parliament House."): a later claim that does not
+state it ("It lies on the Seine", for a question about a capital) says nothing
+the evidence for the question can check, and its first name read as the
+answer would be contradicted by evidence that is right about something else.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Sequence
 
 from ..cpu_pool import CpuWork
 from ..settings import AgreementSettings
-from ..types import Ask, ComponentResult, EVDetails, EVStatement, FCEvidence, Scorer, ScoringJob
-from .cpu_part import AgreementFound, find_agreement
+from ..types import (
+    Ask,
+    ChecksClaims,
+    Claim,
+    ComponentResult,
+    EVDetails,
+    EVStatement,
+    FCEvidence,
+    Scorer,
+    ScoringJob,
+    SplitsClaims,
+)
+from .cpu_part import AgreementFound, AgreementQuery, find_agreement
 
 __all__ = ["EvidenceAgreementScorer"]
 
@@ -60,30 +79,37 @@ def agreement_details(found: AgreementFound, claim: str | None) -> EVDetails:
     return details
 
 
-class EvidenceAgreementScorer(Scorer):
+class EvidenceAgreementScorer(Scorer, ChecksClaims):
     """``score(job, ask)`` -> the "ev" component: agree (value above 0.5), contradict (below), or abstain (no
     value, ``label`` "abstain", ``details.reason`` says why). ``ask`` is never called."""
 
     name = "ev"
 
-    def __init__(self, cpu: CpuWork, settings: AgreementSettings) -> None:
+    def __init__(self, cpu: CpuWork, settings: AgreementSettings, claim_splitter: SplitsClaims | None = None) -> None:
         self._cpu = cpu  # holds the index and the lexicon, in a worker process or a thread
         self._settings = settings
+        self.claim_splitter = claim_splitter
 
     async def check(self, question: str, claim: str, entity: str | None = None) -> ComponentResult:
         """One claim of an answer to ``question``; ``entity``: its answer entity, where the caller knows it."""
-        return await self._checked(question, claim, entity, recorded_claim=claim)
+        return await self._checked(AgreementQuery(question, claim, entity), recorded_claim=claim)
 
     async def score(self, job: ScoringJob, ask: Ask) -> ComponentResult:
-        return await self._checked(job.question, job.answer, None, recorded_claim=None)  # the record has the answer
+        query = AgreementQuery(job.question, job.answer)
+        return await self._checked(query, recorded_claim=None)  # the record has the answer
 
-    async def _checked(
-        self, question: str, claim: str, entity: str | None, recorded_claim: str | None
-    ) -> ComponentResult:
+    async def score_claims(self, job: ScoringJob, claims: Sequence[Claim], ask: Ask) -> list[ComponentResult]:
+        """Each claim's ev, all at once: its statement checked against the evidence for the question; past the
+        first claim, only a statement of the asked relation is read (the module docstring says why)."""
+        queries = [
+            AgreementQuery(job.question, claim.statement, relation_required=index > 0)
+            for index, claim in enumerate(claims)
+        ]
+        return list(await asyncio.gather(*(self._checked(q, recorded_claim=q.claim) for q in queries)))
+
+    async def _checked(self, query: AgreementQuery, recorded_claim: str | None) -> ComponentResult:
         started = time.perf_counter()
-        found = await find_agreement(
-            self._cpu, question, claim, entity, self._settings.top_k, self._settings.entity_top_k
-        )
+        found = await find_agreement(self._cpu, query, self._settings.top_k, self._settings.entity_top_k)
         return ComponentResult(
             component=self.name,
             value=found.agreement.value,

@@ -6,10 +6,13 @@ answer's Trust_OV folds the claims' scores with a soft minimum, a mean weighted 
 one false claim pulls the answer down to about its score, however many true ones stand beside it, while a
 small ``t`` still lets the other claims count a little against a check's noise (``t = 0``: the minimum).
 
-The answer-level Trust_BC and Trust_FC of such an answer are its lowest claim's, so that every reader of
-a record's components (headers, metrics, the learner) sees the verdict that decided the answer; they name
-that claim and carry only a summary (the claims' own details are in the record's claims), their calls
-summed over every claim.
+Each claim's own checks are Trust_BC, Trust_FC and evidence agreement (``ev``): a claim the evidence
+contradicts scores low whatever the judge said, and one on which ``ev`` abstains is combined without it.
+
+The answer-level Trust_BC, Trust_FC and ``ev`` of such an answer are its lowest claim's (for ``ev``, the
+lowest that did not abstain), so that every reader of a record's components (headers, metrics, the
+learner) sees the verdict that decided the answer; they name that claim and carry only a summary (the
+claims' own details are in the record's claims), their calls summed over every claim.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from ..types import BCDetails, ComponentResult, FCDetails, OVDetails
+from ..types import BCDetails, ComponentResult, EVDetails, FCDetails, OVDetails
 
 __all__ = ["answer_component", "claim_inputs", "lowest", "overall_of_claims", "softmin"]
 
@@ -72,9 +75,38 @@ def _fc_summary(results: Sequence[ComponentResult], index: int) -> FCDetails:
     )
 
 
-_SUMMARIES: dict[str, Callable[[Sequence[ComponentResult], int], BCDetails | FCDetails]] = {
+def _ev_summary(results: Sequence[ComponentResult], index: int) -> EVDetails:
+    worst = results[index].details
+    details = worst if isinstance(worst, EVDetails) else EVDetails()
+    return EVDetails(
+        verdict=details.verdict,
+        reason=details.reason,
+        claim=details.claim,
+        subject=details.subject,
+        relation=list(details.relation),
+        entity=details.entity,
+        entity_forms=list(details.entity_forms),
+        agreeing=details.agreeing,
+        contradicting=details.contradicting,
+        claims=len(results),
+    )
+
+
+def _ev_abstained(results: Sequence[ComponentResult]) -> EVDetails:
+    """Every claim abstained: why the first did (the one claim that may answer without stating the relation)."""
+    first = results[0].details if results else None
+    return EVDetails(
+        verdict="abstain", reason=first.reason if isinstance(first, EVDetails) else None, claims=len(results)
+    )
+
+
+# How an answer-level component says that no claim scored, where it has more to say than its error.
+_NONE_SCORED: dict[str, Callable[[Sequence[ComponentResult]], EVDetails]] = {"ev": _ev_abstained}
+
+_SUMMARIES: dict[str, Callable[[Sequence[ComponentResult], int], BCDetails | FCDetails | EVDetails]] = {
     "bc": _bc_summary,
     "fc": _fc_summary,
+    "ev": _ev_summary,
 }
 
 
@@ -87,9 +119,11 @@ def answer_component(name: str, results: Sequence[ComponentResult], claims: Sequ
     index = lowest(results)
     if index is None:
         errors = [r.error for r in results if r.error]
+        explain = _NONE_SCORED.get(name)
         return ComponentResult(
             component=name,
             label=next((r.label for r in results if r.label), None),
+            details=explain(results) if explain is not None and not errors else {},
             error=errors[0] if errors else None,
             upstream_calls=calls,
             duration_s=duration,
@@ -100,6 +134,8 @@ def answer_component(name: str, results: Sequence[ComponentResult], claims: Sequ
     details = summary(results, index) if summary is not None else {"claims": len(results), "claim": claims[index]}
     if isinstance(details, BCDetails | FCDetails):
         details.claim = claims[index]
+    elif isinstance(details, EVDetails):
+        details.claim_index = claims[index]
     return ComponentResult(
         component=name,
         value=worst.value,
@@ -113,7 +149,7 @@ def answer_component(name: str, results: Sequence[ComponentResult], claims: Sequ
 
 def claim_inputs(answer: Components, claim: Components) -> dict[str, ComponentResult]:
     """What one claim's Trust_OV reads: the answer's own signals, with the claim's checks in place of the
-    answer's (its Trust_BC and Trust_FC)."""
+    answer's (its Trust_BC, Trust_FC and ``ev``; an ``ev`` that abstained on the claim stays absent from it)."""
     return {**{name: result for name, result in answer.items() if name not in claim}, **claim}
 
 

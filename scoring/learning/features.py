@@ -9,11 +9,21 @@ pipeline (a job being scored) and the learner (labelled records read back from
 the store). A feature a record does not have is None, never a zero: the
 answer's log-probabilities may be missing, a scorer may have failed.
 
-An answer checked claim by claim has Trust_BC and Trust_FC of its lowest claim
-as its components; ``bc_mean`` and ``fc_mean`` average every checked claim's,
-and ``claims`` counts them, so a fit for a model whose judge is strong can lean
-on the judge across all the claims, not only the worst. An answer checked whole
-is its one claim: its means are its components' values and its count is 1.
+Evidence agreement (``ev``) abstains on most answers that are not short facts,
+and its abstention is a reading of its own, not a missing feature: ``ev`` reads
+an abstention as 0.5 (the evidence says nothing either way) and ``ev_spoke``
+says whether it agreed or contradicted (1) or abstained (0). Both are absent
+only where ``ev`` did not run or failed. So a fit on a model whose judge is
+weak can lean on the evidence where it speaks and on the rest where it does
+not, and a fit on a model whose judge is strong finds ``ev`` constant where it
+never speaks and leaves it out.
+
+An answer checked claim by claim has Trust_BC, Trust_FC and ``ev`` of its
+lowest claim as its components; ``bc_mean``, ``fc_mean`` and ``ev_mean``
+average every checked claim's, and ``claims`` counts them, so a fit for a
+model whose judge is strong can lean on the judge across all the claims, not
+only the worst. An answer checked whole is its one claim: its means are its
+components' values and its count is 1.
 """
 
 from __future__ import annotations
@@ -44,6 +54,32 @@ def _usable(result: ComponentResult | None) -> float | None:
     if result is None or result.error is not None or result.value is None:
         return None
     return float(result.value)
+
+
+def _evidence(result: ComponentResult | None) -> float | None:
+    """``ev``'s value, an abstention read as 0.5; None where it did not run or failed."""
+    if result is None or result.error is not None:
+        return None
+    return 0.5 if result.value is None else float(result.value)
+
+
+def _ev(scored: ScoredAnswer) -> float | None:
+    return _evidence(scored.components.get("ev"))
+
+
+def _ev_spoke(scored: ScoredAnswer) -> float | None:
+    """1 where ``ev`` agreed or contradicted, 0 where it abstained (on every claim, for one checked by claim)."""
+    result = scored.components.get("ev")
+    if result is None or result.error is not None:
+        return None
+    return 0.0 if result.value is None else 1.0
+
+
+def _ev_mean(scored: ScoredAnswer) -> float | None:
+    if not scored.claims:
+        return _ev(scored)
+    values = [value for claim in scored.claims if (value := _evidence(claim.get("ev"))) is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _value(name: str) -> Callable[[ScoredAnswer], float | None]:
@@ -90,14 +126,17 @@ FEATURES: dict[str, Callable[[ScoredAnswer], float | None]] = {
     "fc": _value("fc"),
     "sc": _value("sc"),
     "lp": _value("lp"),  # exp(mean token log-probability)
+    "ev": _ev,  # an abstention read as 0.5
     "lp_mean": _lp_detail("mean_logprob"),
     "lp_min": _lp_detail("min_logprob"),
     "length": _length,
     "bc_mean": _claims_mean("bc"),
     "fc_mean": _claims_mean("fc"),
+    "ev_mean": _ev_mean,
+    "ev_spoke": _ev_spoke,
     "claims": _claims,
 }
-COMPONENT_FEATURES = ("bc", "fc", "sc", "lp")  # those the gateway ships as scores in [0, 1]
+COMPONENT_FEATURES = ("bc", "fc", "sc", "lp", "ev")  # those the gateway ships as scores in [0, 1]
 
 
 def features_of(components: Components, answer: str | None, claims: Sequence[Components] = ()) -> FeatureVector:

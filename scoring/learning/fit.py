@@ -1,8 +1,9 @@
 """Learn a model's Trust_OV from its labelled answers, and judge it against the default honestly. Pure functions.
 
 The fit is a logistic regression on standardised features (Trust_BC, Trust_FC,
-``lp``, ``sc``, mean and least token log-probability, answer length: whatever
-the model's answers have), L2-regularised, with the features chosen by
+``lp``, ``sc``, evidence agreement and whether it spoke, the claims' means,
+mean and least token log-probability, answer length: whatever the model's
+answers have; ``features.py``), L2-regularised, with the features chosen by
 forward selection on cross-validated AUROC: the best single feature first, then
 one more only while it raises the cross-validated AUROC by ``min_gain``. A few
 dozen labels therefore give the best single feature, calibrated, rather than a

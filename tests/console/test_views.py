@@ -226,6 +226,21 @@ def test_overview_fragment_draws_the_window(console_gateway: ServerThread) -> No
     assert fragment(console_gateway, "overview?window=1y").status_code == 400
 
 
+def test_the_overview_shows_what_each_models_answers_and_their_scoring_cost(console_gateway: ServerThread) -> None:
+    """To a caller who reads every key's records: the spend is every key's (the model is priced by litellm's map)."""
+    answered = httpx.post(
+        f"{console_gateway.url}/v1/chat/completions",
+        headers={"authorization": "Bearer sk-alice"},
+        json={"model": "fake", "messages": [{"role": "user", "content": "one two three"}]},
+        timeout=20,
+    )
+    cost = float(answered.headers["x-trustgate-response-cost"])
+    page = fragment(console_gateway, "overview?window=1h", key=MASTER_KEY).text
+    assert "<h2>Spend</h2>" in page
+    assert f"<tr><td>fake</td><td>${cost:.6f}</td><td>$0.00</td>" in page and "<td>0%</td>" in page
+    assert "<h2>Spend</h2>" not in fragment(console_gateway, "overview?window=1h").text  # alice: her records only
+
+
 def test_a_record_of_the_debiased_choice_and_fitted_procedures_is_explained(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
 ) -> None:

@@ -32,6 +32,7 @@ REQUIRED_SERIES = {
     "scorer errors": "trustgate_scorer_errors_total",
     "scoring cost by purpose": "trustgate_upstream_calls_total",
     "scoring tokens": "trustgate_scoring_upstream_tokens_total",
+    "share of spend on trust": "trustgate_spend_usd_total",
     "user tokens beside them": "trustgate_user_upstream_tokens_total",
     "request rate": "trustgate_requests_total",
     "upstream tries by deployment": "trustgate_upstream_tries_total",

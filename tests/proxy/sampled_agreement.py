@@ -15,7 +15,7 @@ QUESTION = "What is the capital of France?"
 
 
 def sc_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
-    """Only sc scores (no assets needed): bc, fc and lp off; Trust_OV the default combination.
+    """Only sc scores (no assets needed): bc, fc, lp and ev off; Trust_OV the default combination.
 
     Its scorer deadline is the default one (25 s), not ``scoring_config``'s 1 s (meant for scorers that hang):
     sc runs in the child scoring worker, whose first job pays that process's first calls, and these tests are
@@ -27,6 +27,7 @@ def sc_config(upstream_url: str, **scoring: Any) -> dict[str, Any]:
         consistency={"enabled": False},
         factcheck={"enabled": False},
         logprob={"enabled": False},
+        agreement={"enabled": False},
         sc={"enabled": True, "samples": 3},
         combine="default",
         **scoring,

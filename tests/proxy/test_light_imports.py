@@ -77,6 +77,15 @@ def test_a_gateway_with_scoring_off_starts_without_them(tmp_path: Path) -> None:
     assert _loaded_after(_start_and_stop_gateway(config)) == []
 
 
+def test_a_pass_through_gateway_prices_its_deployments_without_importing_litellm(tmp_path: Path) -> None:
+    """Its deployment is priced from litellm's cost map (openai/gpt-4o-mini), read as a file: litellm's import costs
+    seconds of start-up and puts its logging filters on every access-log line."""
+    config = gateway_config(
+        "http://127.0.0.1:9", trustgate={"scoring": SCORING_OFF, "store": {"path": str(tmp_path / "records.sqlite3")}}
+    )
+    assert _loaded_after(_start_and_stop_gateway(config), ("litellm",)) == []
+
+
 def test_a_gateway_whose_redis_workers_score_starts_without_them(redis_url: str, tmp_path: Path) -> None:
     """The scorers are configured (workers load them), but the gateway itself only queues jobs."""
     config = gateway_config(

@@ -1,4 +1,4 @@
-"""The default Trust_OV: the shipped prior over whichever of lp, bc, fc and sc are present."""
+"""The default Trust_OV: the shipped prior over whichever of lp, bc, fc, sc and ev are present."""
 
 from __future__ import annotations
 
@@ -54,11 +54,26 @@ def test_no_component_no_score() -> None:
     assert result.value is None and result.details.source is None
 
 
-def test_the_shipped_prior_covers_the_four_components_and_gives_probabilities() -> None:
+def test_the_shipped_prior_covers_the_five_components_and_gives_probabilities() -> None:
     prior = default_prior()
-    assert set(prior.weights) == set(prior.centres) == {"lp", "bc", "fc", "sc"}
-    for values in ({"lp": 0.0, "bc": 0.0, "fc": 0.0, "sc": 0.0}, {"lp": 1.0, "bc": 1.0, "fc": 1.0, "sc": 1.0}, {}):
-        assert 0.0 < prior.probability(values) < 1.0
+    assert set(prior.weights) == set(prior.centres) == {"lp", "bc", "fc", "sc", "ev"}
+    for value in (0.0, 1.0):
+        assert 0.0 < prior.probability(dict.fromkeys(prior.weights, value)) < 1.0
+    assert 0.0 < prior.probability({}) < 1.0
+
+
+def test_the_shipped_prior_reads_evidence_agreement_and_an_abstention_as_nothing() -> None:
+    """On a small model's usual readings (its letter habit, a neutral judge), agreeing evidence makes the answer
+    trusted and contradicting evidence untrusted; an abstaining ev (no value) leaves the rest as they were."""
+    prior = default_prior()
+    small = {"lp": 0.65, "bc": 1 / 3, "fc": 0.5, "sc": 0.5}
+    agreed = default_trust(components(**small, ev=0.875), prior)
+    contradicted = default_trust(components(**small, ev=0.25), prior)
+    abstained = {**components(**small), "ev": ComponentResult(component="ev", label="abstain")}
+    assert agreed.value is not None and agreed.value >= 0.7
+    assert contradicted.value is not None and contradicted.value < 0.4
+    assert default_trust(abstained, prior).value == default_trust(components(**small), prior).value
+    assert agreed.details.source == "bc+ev+fc+lp+sc"  # type: ignore[union-attr]
 
 
 def test_a_prior_without_one_centre_per_weight_is_refused() -> None:

@@ -1,7 +1,8 @@
 """User traffic's tokens, as the upstream reported them: counted per model beside scoring's, and on a key's tpm.
 
 Streams count only when the upstream reports usage (``stream_options.include_usage``
-for chat; the Responses API's terminal event always carries it).
+for chat, which the gateway asks for itself of a model group it prices; the
+Responses API's terminal event always carries it).
 """
 
 from __future__ import annotations
@@ -88,14 +89,13 @@ def _reported(fake: FakeUpstream, call: str) -> tuple[int, int]:
 def test_a_stream_without_usage_counts_nothing(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    server = start_gateway(
-        gateway_config(
-            fake_upstream.url,  # type: ignore[attr-defined]
-            trustgate={"scoring": {"mode": "off"}},
-        )
-    )
+    """A model group without a price is not asked for usage the client did not ask for: none is reported."""
+    config = gateway_config(fake_upstream.url, trustgate={"scoring": {"mode": "off"}})  # type: ignore[attr-defined]
+    config["model_list"][0]["litellm_params"]["model"] = "openai/a-model-litellm-does-not-price"
+    server = start_gateway(config)
     path, body = CALLS["chat-stream"]
     assert post(server, path, {**body, "stream_options": None}).status_code == 200
+    assert fake_upstream.requests[-1].get("stream_options") is None
     assert user_tokens(server, "prompt") == user_tokens(server, "completion") == 0
 
 

@@ -11,11 +11,13 @@ import asyncio
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from exporters import SpendLedger, SqliteSpendStore
 from proxy.base.limits import Limiter, MemoryCounters
 from proxy.config.settings import ConfigError, settings_from_dict
 from proxy.trust.scoring_budget import ScoringBudget
@@ -266,12 +268,13 @@ def test_a_budget_for_no_model_group_is_a_config_error(per_model: dict[str, Any]
 
 
 @pytest.mark.unit
-def test_the_window_turning_restores_the_budget() -> None:
+def test_the_window_turning_restores_the_budget(tmp_path: Path) -> None:
     now = [120.0]
     refused: list[tuple[str, str]] = []
     budget = ScoringBudget(
         BudgetSettings(calls_per_minute=2, tokens_per_minute=100, key_share=1.0),
         Limiter(MemoryCounters(clock=lambda: now[0]), clock=lambda: now[0]),
+        SpendLedger(SqliteSpendStore(tmp_path / "spend.sqlite3")),  # no spend limit: never read
         on_call_refused=lambda group, reason: refused.append((group, reason)),
     )
 

@@ -26,6 +26,7 @@ from proxy.base.errors import UpstreamTimeout
 from proxy.trust.ask import UpstreamAsk
 from proxy.upstream.client import UpstreamClient
 from proxy.upstream.completion import UpstreamStream
+from proxy.upstream.prices import PriceList
 from proxy.upstream.slots import Priority, PrioritySlots
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
@@ -94,8 +95,9 @@ def test_a_sync_jobs_scoring_calls_overtake_async_jobs_but_not_users(fake_upstre
     async def scenario() -> None:
         async with local_client(fake_upstream) as client:
             metrics = build_metrics(CollectorRegistry())
-            for_async = UpstreamAsk(client, metrics, "fake", "bc", lane="async")
-            for_sync = UpstreamAsk(client, metrics, "fake", "bc", lane="sync")
+            prices = PriceList({"fake": [None]}, {"fake": ["openai/fake"]})
+            for_async = UpstreamAsk(client, metrics, "fake", "bc", prices=prices, lane="async")
+            for_sync = UpstreamAsk(client, metrics, "fake", "bc", prices=prices, lane="sync")
 
             def asked(ask: UpstreamAsk, text: str) -> asyncio.Task[Any]:
                 return asyncio.create_task(ask([{"role": "user", "content": text}]))

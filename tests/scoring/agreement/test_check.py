@@ -132,6 +132,7 @@ def test_another_name_the_evidence_gives_the_entity_agrees(lexicon: Lexicon) -> 
         ("In what year did the Berlin Wall fall?", "Berlin Wall", ("fall",), "year"),
         ("Which river flows through Paris?", "Paris", ("river", "flows"), None),
         ("How many moons does Mars have?", "Mars", ("moons",), "number"),
+        ("Who commanded Apollo 11?", "Apollo 11", ("commanded",), "name"),
     ],
 )
 def test_a_question_is_read_as_a_relation_of_a_subject(
@@ -140,3 +141,28 @@ def test_a_question_is_read_as_a_relation_of_a_subject(
     frame = read_frame(question, lexicon)
     assert frame is not None
     assert (frame.subject, frame.relation, frame.kind) == (subject, relation, kind)
+
+
+def test_a_claim_required_to_state_the_relation_abstains_when_it_does_not(lexicon: Lexicon) -> None:
+    question = "What is the capital of Australia?"
+    loose = check_agreement(question, "Sydney is a large port.", passages(*ALL), lexicon)
+    required = check_agreement(question, "Sydney is a large port.", passages(*ALL), lexicon, relation_required=True)
+    stated = check_agreement(
+        question, "Sydney is the capital of Australia.", passages(*ALL), lexicon, relation_required=True
+    )
+    assert (loose.verdict, loose.entity and loose.entity.text) == ("contradict", "Sydney")
+    assert (required.verdict, required.value, required.reason, required.readings) == ("abstain", None, "unstated", ())
+    assert (stated.verdict, stated.entity and stated.entity.text) == ("contradict", "Sydney")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Tell me about the Sun.",
+        "What do you know about Mount Everest?",
+        "Describe the Eiffel Tower.",
+        "What was Apollo 11?",
+    ],
+)
+def test_a_request_to_describe_asks_no_relation(lexicon: Lexicon, question: str) -> None:
+    assert read_frame(question, lexicon) is None

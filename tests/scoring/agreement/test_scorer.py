@@ -16,7 +16,7 @@ from scoring.agreement.words import Lexicon
 from scoring.cpu_pool import CpuParts, InThreads
 from scoring.factcheck.assets import add_corpus, load_evidence_index
 from scoring.settings import AgreementSettings, FactCheckSettings, ScoringSettings
-from scoring.types import ComponentResult, EVDetails, Reply, ScoringJob, TrustRecord
+from scoring.types import Claim, ComponentResult, EVDetails, Reply, ScoringJob, TrustRecord
 from tests.scoring.agreement.conftest import PASSAGES
 
 pytestmark = pytest.mark.unit
@@ -98,3 +98,36 @@ def test_its_value_is_a_header_only_when_it_did_not_abstain(scorer: EvidenceAgre
     silent = score(scorer, "What is the capital of Zorblaxia?", "Flimtown.")
     assert trust_headers(TrustRecord(id="t", status="done", components={"ev": agreeing}))["x-trust-ev"] == "0.7500"
     assert "x-trust-ev" not in trust_headers(TrustRecord(id="t", status="done", components={"ev": silent}))
+
+
+def claims_of(answer: str, statements: list[str]) -> list[Claim]:
+    """The answer's sentences as claims, each checked as its statement (a pronoun resolved by the splitter)."""
+    found, start = [], 0
+    for sentence, statement in zip(answer.split(". "), statements, strict=True):
+        text = sentence.rstrip(".") + "."
+        start = answer.index(text, start)
+        found.append(Claim(start, start + len(text), text, statement))
+    return found
+
+
+def test_each_claim_gets_its_own_check_and_only_the_first_may_answer_without_the_relation(
+    scorer: EvidenceAgreementScorer,
+) -> None:
+    answer = "Canberra. It lies in southeastern Australia. Sydney is the capital of Australia."
+    job = ScoringJob(id="job-1", model="m", question="What is the capital of Australia?", answer=answer)
+    claims = claims_of(
+        answer, ["Canberra.", "Canberra lies in southeastern Australia.", "Sydney is the capital of Australia."]
+    )
+    first, second, third = asyncio.run(scorer.score_claims(job, claims, never_asked))
+    assert [r.label for r in (first, second, third)] == ["agree", "abstain", "contradict"]
+    assert all(r.upstream_calls == 0 for r in (first, second, third))
+    details = [r.details for r in (first, second, third)]
+    assert all(isinstance(d, EVDetails) for d in details)
+    assert [d.claim for d in details] == [c.statement for c in claims]  # type: ignore[union-attr]
+    # the second names Canberra first, but says nothing of a capital: read as an answer, it would agree by chance
+    assert (second.value, details[1].reason, details[1].evidence) == (None, "unstated", [])  # type: ignore[union-attr]
+    assert details[2].entity == "Sydney"  # type: ignore[union-attr]
+
+
+def test_the_whole_answer_may_answer_without_the_relation_as_before(scorer: EvidenceAgreementScorer) -> None:
+    assert score(scorer, "What is the capital of Australia?", "Sydney. It is a large city.").label == "contradict"

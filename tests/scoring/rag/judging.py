@@ -22,6 +22,7 @@ from exporters import build_metrics
 from proxy import settings_from_dict
 from proxy.trust.ask import UpstreamAsk
 from proxy.upstream.client import UpstreamClient
+from proxy.upstream.prices import PriceList
 from scoring.types import Ask
 from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream, last_user_text
@@ -49,9 +50,13 @@ def with_gateway_ask(fake: FakeUpstream, scenario: Callable[[Ask], Awaitable[Any
 
     async def run() -> Any:
         async with httpx.AsyncClient() as http:
-            upstream = UpstreamClient(settings_from_dict(gateway_config(fake.url)), http)  # type: ignore[attr-defined]
+            settings = settings_from_dict(gateway_config(fake.url))  # type: ignore[attr-defined]
+            upstream = UpstreamClient(settings, http)
+            prices = PriceList.of(settings)
             try:
-                return await scenario(UpstreamAsk(upstream, build_metrics(CollectorRegistry()), "fake", "rag"))
+                return await scenario(
+                    UpstreamAsk(upstream, build_metrics(CollectorRegistry()), "fake", "rag", prices=prices)
+                )
             finally:
                 await upstream.aclose()
 
