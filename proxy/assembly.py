@@ -374,11 +374,14 @@ def build_fit_store(
 
 
 def build_teachers(settings: GatewaySettings) -> Teachers:
-    """Whose labels teach which fit: the config's labellers, and the keys that may have a fit of their own."""
+    """Whose labels teach which fit: the config's labellers, and the configured keys that may have a fit of their
+    own. A key made at run time never has one: the policy it carries is read where its requests are served, not
+    where fits are made, so nothing here could tell whether a policy acts on its answers."""
     scoring = settings.trustgate.scoring
+    configured = frozenset(key.name for key in settings.trustgate.keys)
 
     def own_fit(model: str, key: str) -> bool:
-        return own_fit_allowed(scoring, model=model, key_name=key)
+        return key in configured and own_fit_allowed(scoring, model=model, key_name=key)
 
     return Teachers(settings.labellers(), own_fit)
 
