@@ -69,13 +69,13 @@ def test_a_key_filling_the_memory_queue_sheds_only_its_own_jobs(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
     server = start_gateway(operator_config(fake_upstream.url, **shares()), scorers=[SlowScorer(delay=1.0)])  # type: ignore[attr-defined]
-    flood = [ask(server, "sk-team-a", f"question {i}") for i in range(6)]
+    flood = [ask(server, "sk-team-a", f"What is question {i}?") for i in range(6)]
     statuses = [r.headers["x-trust-status"] for r in flood]
     # one in the worker's hands (once it has taken it), two waiting (its share of 4), the rest shed: its own
     assert statuses[:2] == ["pending", "pending"] and statuses.count("shed") >= 3, statuses
     shed = [wait_for_record(server, r.headers["x-trust-id"]) for r in flood if r.headers["x-trust-status"] == "shed"]
     assert {record["shed_reason"] for record in shed} == {"key_share"}
-    other = ask(server, "sk-team-b", "my own question", mode="sync")  # the other key: scored, not shed
+    other = ask(server, "sk-team-b", "Who is my own question?", mode="sync")  # the other key: scored, not shed
     assert other.headers["x-trust-status"] == "done" and other.headers["x-trust-score"] == "0.9000"
     assert metric(server, "trustgate_scoring_shed_jobs_total", model="fake", reason="key_share") == len(shed)
     assert metric(server, "trustgate_scoring_shed_jobs_total", model="fake", reason="queue_full") == 0
@@ -113,16 +113,16 @@ def test_a_key_filling_the_redis_stream_sheds_only_its_own_jobs_until_a_worker_t
     queue = {"backend": "redis", "redis_url": redis_server.url, "claim_idle_s": 1.0}
     config = operator_config(fake_upstream.url, **shares(**queue))  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=None)  # workers score; none yet: every accepted job waits in the stream
-    flood = [ask(server, "sk-team-a", f"question {i}") for i in range(4)]
+    flood = [ask(server, "sk-team-a", f"What is question {i}?") for i in range(4)]
     assert [r.headers["x-trust-status"] for r in flood] == ["pending", "pending", "shed", "shed"]
-    other = ask(server, "sk-team-b", "my own question")
+    other = ask(server, "sk-team-b", "Who is my own question?")
     assert other.headers["x-trust-status"] == "pending"  # accepted: the stream had room for it
     assert redis_server.client().hgetall("trustgate:jobs:per-key") == {"team-a": "2", "team-b": "1"}
     worker(config)  # it scores the jobs; each acknowledged one leaves its key's count
     for response in (*flood[:2], other):
         assert wait_for_record(server, response.headers["x-trust-id"], timeout=60)["status"] == "done"
     assert wait_until(lambda: redis_server.client().hget("trustgate:jobs:per-key", "team-a") == "0")
-    assert ask(server, "sk-team-a", "one more").headers["x-trust-status"] == "pending"
+    assert ask(server, "sk-team-a", "What is one more?").headers["x-trust-status"] == "pending"
 
 
 def test_a_key_spending_its_share_of_the_budget_sheds_only_its_own_jobs(
@@ -131,11 +131,11 @@ def test_a_key_spending_its_share_of_the_budget_sheds_only_its_own_jobs(
     scoring = {"mode": "sync", "combine": "paper", "budget": {"calls_per_minute": 4, "key_share": 0.5}}
     server = start_gateway(operator_config(fake_upstream.url, **scoring), scorers=[SlowScorer()])  # type: ignore[attr-defined]
     in_one_window(15)
-    spender = [ask(server, "sk-team-a", f"question {i}", mode="sync") for i in range(4)]
+    spender = [ask(server, "sk-team-a", f"What is question {i}?", mode="sync") for i in range(4)]
     assert [r.headers["x-trust-status"] for r in spender] == ["done", "done", "shed", "shed"]
     shed = wait_for_record(server, spender[-1].headers["x-trust-id"])
     assert shed["shed_reason"] == "key_call_budget" and "this key's share" in shed["error"]
-    others = [ask(server, "sk-team-b", f"mine {i}", mode="sync") for i in range(2)]
+    others = [ask(server, "sk-team-b", f"What is mine {i}?", mode="sync") for i in range(2)]
     assert [r.headers["x-trust-status"] for r in others] == ["done", "done"]  # the other half is theirs
     assert metric(server, "trustgate_scoring_shed_jobs_total", model="fake", reason="key_call_budget") == 2
     assert metric(server, "trustgate_scoring_shed_jobs_total", model="fake", reason="call_budget") == 0

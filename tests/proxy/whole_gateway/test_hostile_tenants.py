@@ -105,7 +105,11 @@ def wait_for_report(server: ServerThread, labels: int, timeout: float = 90) -> t
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         seen |= refit_processes()
-        entries = [e for e in calibration(server) if e["model"] == "fake" and e["labels"] >= labels]
+        entries = [
+            e
+            for e in calibration(server)
+            if (e["model"], e["key"]) == ("fake", None) and (e["refit_labels"] or 0) >= labels
+        ]
         if entries:
             return entries[0], seen
         time.sleep(0.05)
@@ -128,7 +132,7 @@ def test_a_team_keys_labels_and_relabels_leave_the_other_tenants_scores_and_bloc
     assert team_b_verdicts(server) == BEFORE
     poisoned = []
     for i in range(13):  # team A labels its own answers the wrong way round
-        good, low = ask(server, "sk-team-a", f"{HIGH} ({i})"), ask(server, "sk-team-a", f"{LOW} ({i})")
+        good, low = ask(server, "sk-team-a", f"({i}) {HIGH}"), ask(server, "sk-team-a", f"({i}) {LOW}")
         assert label(server, "sk-team-a", good.headers["x-trust-id"], False).status_code == 200
         assert label(server, "sk-team-a", low.headers["x-trust-id"], True).status_code == 200
         poisoned.append(good.headers["x-trust-id"])
@@ -136,10 +140,11 @@ def test_a_team_keys_labels_and_relabels_leave_the_other_tenants_scores_and_bloc
         assert label(server, "sk-team-a", poisoned[0], i % 2 == 0).status_code == 200
     kept = httpx.get(f"{server.url}/v1/trust/{poisoned[0]}", headers=auth("sk-team-a"), timeout=10).json()
     assert kept["feedback"]["by"] == "team-a" and kept["feedback"]["correct"] is True  # kept, and shown
+    assert calibration(server) == []  # they teach the shared fit nothing, so it lists none of them as its labels
 
     # The labeller's labels bring the next refit: it reads only theirs, ten, and keeps the default combination.
     for i in range(10):
-        right = ask(server, "sk-curator", f"{HIGH} [{i}]" if i % 2 else f"{LOW} [{i}]")
+        right = ask(server, "sk-curator", f"[{i}] {HIGH}" if i % 2 else f"[{i}] {LOW}")
         assert label(server, "sk-curator", right.headers["x-trust-id"], i % 2 == 1).status_code == 200
     report, _ = wait_for_report(server, labels=10)
     assert (report["labels"], report["combination"]) == (10, "default")
@@ -153,7 +158,7 @@ def test_a_relabel_replaces_the_label_and_never_brings_a_refit_nearer(
 ) -> None:
     config = learning_config(fake_upstream.url, tmp_path, refit_every=5)  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[VerdictScorer()])
-    ids = [ask(server, MASTER_KEY, f"{HIGH} ({i})").headers["x-trust-id"] for i in range(5)]
+    ids = [ask(server, MASTER_KEY, f"({i}) {HIGH}").headers["x-trust-id"] for i in range(5)]
     for record_id in ids[:4]:
         assert label(server, MASTER_KEY, record_id, True).status_code == 200
     for i in range(25):
@@ -194,7 +199,7 @@ def test_a_labellers_fit_that_flips_a_components_sign_is_held_until_the_operator
     config = learning_config(fake_upstream.url, tmp_path, refit_every=20)  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=[VerdictScorer()])
     for i in range(10):  # a labeller's mistake: every label the wrong way round
-        good, low = ask(server, "sk-curator", f"{HIGH} ({i})"), ask(server, "sk-curator", f"{LOW} ({i})")
+        good, low = ask(server, "sk-curator", f"({i}) {HIGH}"), ask(server, "sk-curator", f"({i}) {LOW}")
         assert label(server, "sk-curator", good.headers["x-trust-id"], False).status_code == 200
         assert label(server, "sk-curator", low.headers["x-trust-id"], True).status_code == 200
     report, refitters = wait_for_report(server, labels=20)
@@ -229,7 +234,7 @@ def test_a_gateway_with_its_own_record_store_never_serves_another_stores_fit(
     one = start_gateway(learning_config(fake_upstream.url, tmp_path, "one.sqlite3"), scorers=[VerdictScorer()])  # type: ignore[attr-defined]
     two = start_gateway(learning_config(fake_upstream.url, tmp_path, "two.sqlite3"), scorers=[VerdictScorer()])  # type: ignore[attr-defined]
     for i in range(10):
-        answer = ask(one, MASTER_KEY, f"{HIGH} ({i})" if i % 2 else f"{LOW} ({i})")
+        answer = ask(one, MASTER_KEY, f"({i}) {HIGH}" if i % 2 else f"({i}) {LOW}")
         assert label(one, MASTER_KEY, answer.headers["x-trust-id"], i % 2 == 1).status_code == 200
     report, _ = wait_for_report(one, labels=10)
     assert report["labels"] == 10
@@ -248,9 +253,9 @@ def test_under_scope_key_a_keys_labels_teach_a_fit_of_its_own_for_its_own_record
     server = start_gateway(config, scorers=[VerdictScorer({"fake": 0.8})])  # one Trust_BC for every answer
     for i in range(20):
         words = 1 + i % 6
-        answer = ask(server, "sk-team-a", " ".join(WORDS[:words]) + f" {i}")
+        answer = ask(server, "sk-team-a", "Who is " + " ".join(WORDS[:words]) + f" {i}?")
         assert label(server, "sk-team-a", answer.headers["x-trust-id"], words <= 3).status_code == 200
-        blocked_key = ask(server, "sk-team-b", f"{HIGH} ({i})")
+        blocked_key = ask(server, "sk-team-b", f"({i}) {HIGH}")
         assert label(server, "sk-team-b", blocked_key.headers["x-trust-id"], i % 2 == 0).status_code == 200
     deadline = time.monotonic() + 90
     while not (own := [e for e in calibration(server) if e["key"] == "team-a"]):
@@ -258,7 +263,7 @@ def test_under_scope_key_a_keys_labels_teach_a_fit_of_its_own_for_its_own_record
         time.sleep(0.1)
     assert own[0]["combination"] == "fitted" and own[0]["fit"]["features"] == ["length"], own
     assert [e["key"] for e in calibration(server)] == ["team-a"]  # no shared fit, none of team B's
-    short = ask(server, "sk-team-a", "alpha").headers["x-trust-id"]
+    short = ask(server, "sk-team-a", "Who is alpha?").headers["x-trust-id"]
     learned = wait_for_record(server, short)["components"]["ov"]["details"]
     assert learned["method"] == "learned" and learned["fit_id"] == own[0]["fit"]["id"]
     assert team_b_verdicts(server)[0] == ("0.8000", None)  # team B's records keep the default
