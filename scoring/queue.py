@@ -116,12 +116,11 @@ class MemoryJobQueue:
             return "unavailable"
         if job.id in self._pending:
             return "accepted"  # idempotent per id
+        if self._jobs.full():  # full first, as the Redis queue checks: a key alone at a whole share fills the queue
+            return "shed"
         if self._jobs.waiting_for(job.owner) >= self._per_key:
             return "key_share"
-        try:
-            self._jobs.put_nowait(job)
-        except asyncio.QueueFull:
-            return "shed"
+        self._jobs.put_nowait(job)
         self._pending[job.id] = TrustRecord.for_job(job, "pending")
         self._done[job.id] = asyncio.get_running_loop().create_future()
         self._on_depth(self._jobs.qsize())
