@@ -66,17 +66,23 @@ def grounds_config(fake: FakeUpstream, path: str, records: Path) -> dict[str, An
             "mode": "sync",
             "combine": "paper",
             "queue": {"scorer_timeout_s": 0.5},
-            "on_low_trust": {"below": 0.5, "action": "block", "message": "Blocked."},
+            # streams pass: each stream's trust event is read as it comes (a block policy's held streams are tried in
+            # tests/proxy/endpoints/test_blocks_hold.py)
+            "on_low_trust": {"below": 0.5, "action": "block", "message": "Blocked.", "streams": "pass"},
             "per_key": {"acts": {"on_low_trust": {"unknown": "act"}}},
         },
     }
     return config
 
 
-def _stream(server: ServerThread, endpoint: str, body: dict[str, Any], headers: dict[str, str]) -> list[dict[str, Any]]:
+def _stream(
+    server: ServerThread, endpoint: str, body: dict[str, Any], headers: dict[str, str]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The stream's events, and the action its headers say (a held stream is acted on before it is sent)."""
     with httpx.stream("POST", f"{server.url}{endpoint}", headers=headers, json=body, timeout=20) as response:
         assert response.status_code == 200
-        return [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        return events, response.headers.get("x-trust-action")
 
 
 def _from_headers(response: httpx.Response) -> dict[str, Any]:
@@ -92,7 +98,7 @@ def _from_headers(response: httpx.Response) -> dict[str, Any]:
     }
 
 
-def _from_trust(trust: dict[str, Any]) -> dict[str, Any]:
+def _from_trust(trust: dict[str, Any], action: str | None) -> dict[str, Any]:
     informative = trust.get("informative")
     return {
         "label": trust["label"],
@@ -100,7 +106,7 @@ def _from_trust(trust: dict[str, Any]) -> dict[str, Any]:
         "missing": ",".join(sorted(trust.get("missing", {}))) or None,
         "informative": None if informative is None else str(informative).lower(),
         "kind": trust["applicability"]["kind"],
-        "action": None,
+        "action": action,
     }
 
 
@@ -114,12 +120,13 @@ def grounds(server: ServerThread, surface: str, key: str = MASTER_KEY) -> dict[s
     if surface == "responses":
         return _from_headers(httpx.post(f"{server.url}/v1/responses", headers=headers, json=responses, timeout=20))
     if surface == "chat stream":
-        return _from_trust(_stream(server, "/v1/chat/completions", {**chat, "stream": True}, headers)[-1]["trust"])
-    events = _stream(server, "/v1/responses", {**responses, "stream": True}, headers)
+        chunks, action = _stream(server, "/v1/chat/completions", {**chat, "stream": True}, headers)
+        return _from_trust(chunks[-1]["trust"], action)
+    events, action = _stream(server, "/v1/responses", {**responses, "stream": True}, headers)
     trust = next(event for event in events if event["type"] == "trustgate.trust")["trust"]
     completed = next(event for event in events if event["type"] == "response.completed")
     assert completed["response"]["trust"] == trust
-    return _from_trust(trust)
+    return _from_trust(trust, action)
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
@@ -136,7 +143,7 @@ def test_missing_basis_informative_and_unknown_on_every_surface(
     for surface in SURFACES:
         found = grounds(server, surface)
         assert {name: found[name] for name in first} == first, surface
-        assert found["action"] == "blocked", surface  # a block policy holds streams
+        assert found["action"] == (None if "stream" in surface else "blocked"), surface  # streams: pass
 
     # The model's labels show its scores separate nothing: unknown, never trusted or untrusted, not acted on.
     asyncio.run(fits.put(report(informative=False)))
