@@ -58,7 +58,10 @@ class Target:
 
 
 def model_list(upstream_port: int) -> list[dict[str, object]]:
-    """The one deployment both gateways get: model group ``fake`` → the fake upstream."""
+    """The one deployment both gateways get: model group ``fake`` → the fake upstream.
+
+    It has a price, so that each gateway prices every answer and keeps its spend on the measured path, as a
+    deployment of a listed model does (an unpriced one skips the ledger)."""
     return [
         {
             "model_name": GROUP,
@@ -67,6 +70,8 @@ def model_list(upstream_port: int) -> list[dict[str, object]]:
                 "api_base": f"http://127.0.0.1:{upstream_port}/v1",
                 "api_key": UPSTREAM_KEY,
                 "timeout": 30,
+                "input_cost_per_token": 0.00000015,
+                "output_cost_per_token": 0.0000006,
             },
         }
     ]

@@ -203,17 +203,17 @@ def test_every_endpoints_plain_loop_reads_every_event(loop_client: openai.OpenAI
     ``text`` (joined as str), a chat chunk's ``delta``; and the SDK's own stream helpers, which build the whole
     answer from the events."""
     chat = loop_client.chat.completions.create(model="fake", messages=MESSAGES, stream=True)
-    assert "".join(chunk.choices[0].delta.content or "" for chunk in chat) == "You said: loop me"
-    text = loop_client.completions.create(model="fake", prompt="loop me", stream=True)
-    assert "".join(chunk.choices[0].text for chunk in text) == "You said: loop me"
-    events = loop_client.responses.create(model="fake", input="loop me", stream=True)
-    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "You said: loop me"
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chat) == "You said: Who loops?"
+    text = loop_client.completions.create(model="fake", prompt="Who loops?", stream=True)
+    assert "".join(chunk.choices[0].text for chunk in text) == "You said: Who loops?"
+    events = loop_client.responses.create(model="fake", input="Who loops?", stream=True)
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "You said: Who loops?"
 
     with loop_client.chat.completions.stream(model="fake", messages=MESSAGES) as helper:
-        assert "".join(e.delta for e in helper if e.type == "content.delta") == "You said: loop me"
-        assert helper.get_final_completion().choices[0].message.content == "You said: loop me"
-    with loop_client.responses.stream(model="fake", input="loop me") as responses_helper:
+        assert "".join(e.delta for e in helper if e.type == "content.delta") == "You said: Who loops?"
+        assert helper.get_final_completion().choices[0].message.content == "You said: Who loops?"
+    with loop_client.responses.stream(model="fake", input="Who loops?") as responses_helper:
         assert "".join(e.delta for e in responses_helper if e.type == "response.output_text.delta") == (
-            "You said: loop me"
+            "You said: Who loops?"
         )
-        assert responses_helper.get_final_response().output_text == "You said: loop me"
+        assert responses_helper.get_final_response().output_text == "You said: Who loops?"
