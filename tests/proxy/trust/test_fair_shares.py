@@ -82,13 +82,6 @@ def test_a_key_filling_the_memory_queue_sheds_only_its_own_jobs(
 
 
 @pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def worker(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], None]]:
     """Starts one ``trustgate worker`` (tests.redis_worker's test scorer) on a config, stopped at the end."""
     started: list[subprocess.Popen[bytes]] = []
