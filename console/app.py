@@ -114,12 +114,11 @@ def _router(env: Environment) -> APIRouter:
     @router.get("/partials/calibration")
     async def calibration(request: Request) -> HTMLResponse:
         standings = await calibration_standings(request.app.state.gateway, await caller_of(request))  # master key only
-        charts = {
-            s.model: (roc_chart(s.report.scores), reliability_chart(s.report.scores))
+        charted = [
+            (s, None if s.report is None else (roc_chart(s.report.scores), reliability_chart(s.report.scores)))
             for s in standings
-            if s.report is not None
-        }
-        return render("calibration.html", standings=standings, charts=charts)
+        ]
+        return render("calibration.html", standings=charted)
 
     @router.get("/partials/records")
     async def records(request: Request) -> HTMLResponse:

@@ -62,14 +62,16 @@ def _components(raw: dict[str, Any], components: list[str]) -> None:
 
 
 def _fresh_gateway(raw: dict[str, Any], args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    """``raw`` with this run's own store and fit file, the learning rule asked for, and a patient sync wait."""
+    """``raw`` with this run's own store (its fits live in it), the learning rule asked for, labels sent and
+    refits made as fast as the run makes them, and a patient sync wait."""
     section = raw.setdefault("trustgate", {})
     section["store"] = {**(section.get("store") or {}), "path": str(out / "records.sqlite3")}
     scoring = section.setdefault("scoring", {})
     scoring["feedback"] = {
         "refit_every": args.refit_every,
         "min_labels": args.min_labels,
-        "fits_path": str(out / "fits.json"),
+        "labels_per_minute": None,
+        "min_refit_interval_s": 0,
     }
     scoring["allow_client_mode"] = "any"
     scoring["sync_timeout_s"] = max(float(scoring.get("sync_timeout_s") or 0), 300.0)
@@ -209,7 +211,8 @@ def eval_replay(args: argparse.Namespace) -> int:
     reports = gateway_settings(args.config).trustgate.scoring.data_dir / "eval" / "reports"
     out = args.out or reports / f"replay-{args.upstream}-{int(time.time())}"
     out.mkdir(parents=True, exist_ok=True)
-    for stale in ("records.sqlite3", "fits.json"):  # a fresh gateway: no earlier label or fit
+    # a fresh gateway: no earlier label, nor fit (the fits live in the record store)
+    for stale in ("records.sqlite3", "records.sqlite3-wal", "records.sqlite3-shm"):
         (out / stale).unlink(missing_ok=True)
     started = time.perf_counter()
     outcome, model = asyncio.run(_run(args, items, out))

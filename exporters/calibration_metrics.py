@@ -34,6 +34,8 @@ class CalibrationFigures(Protocol):
     @property
     def model(self) -> str: ...
     @property
+    def key(self) -> str | None: ...
+    @property
     def labels(self) -> int: ...
     @property
     def combination(self) -> str: ...
@@ -41,6 +43,8 @@ class CalibrationFigures(Protocol):
     def informative(self) -> bool | None: ...
     @property
     def scores(self) -> Mapping[str, ScoreFigures]: ...
+    @property
+    def held(self) -> object | None: ...
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,20 @@ class CalibrationMetrics:
     ece: Gauge
     informative: Gauge
     fitted: Gauge
+    held: Gauge
+    refits: Counter
     refit_failures: Counter
+    fits_held: Counter
 
     def observe(self, report: CalibrationFigures) -> None:
+        """A model's shared fit's figures (a key's own fit, ``feedback.scope: key``, is not a model's)."""
+        if report.key is not None:
+            return
         self.labels.labels(model=report.model).set(report.labels)
         if report.informative is not None:
             self.informative.labels(model=report.model).set(int(report.informative))
         self.fitted.labels(model=report.model).set(int(report.combination == "fitted"))
+        self.held.labels(model=report.model).set(int(report.held is not None))
         for score, quality in report.scores.items():
             if quality.auroc is not None:
                 self.auroc.labels(model=report.model, score=score).set(quality.auroc)
@@ -90,9 +101,30 @@ def build_calibration_metrics(registry: CollectorRegistry) -> CalibrationMetrics
             "1 when the model's new records get its learned Trust_OV, 0 when the default combination.",
             ["model"],
         ),
+        held=gauge(
+            "calibration_held",
+            "1 while a new fit of the model waits for the operator: the refit guard held it (it flips a "
+            "component's sign, or ranks the labelled answers against the combination in use); else 0.",
+            ["model"],
+        ),
+        refits=Counter(
+            "calibration_refits",
+            "Refits this gateway made of a model's shared learned Trust_OV (each from the labels of the keys "
+            "trusted to label), whether their fit was served or held.",
+            ["model"],
+            namespace=NAMESPACE,
+            registry=registry,
+        ),
         refit_failures=Counter(
             "refit_failures",
             "Refits of a model's learned Trust_OV that failed (the previous combination stayed).",
+            namespace=NAMESPACE,
+            registry=registry,
+        ),
+        fits_held=Counter(
+            "calibration_fits_held",
+            "New fits the refit guard held for the operator instead of serving them, by model.",
+            ["model"],
             namespace=NAMESPACE,
             registry=registry,
         ),

@@ -47,7 +47,14 @@ ALERT_OUTCOMES = ("sent", "failed", "dropped")
 JOB_STATUSES = tuple(status for status in get_args(TrustStatus) if status != "pending")
 WORKER_OUTCOMES = ("done", "duplicate", "retry", "dead_letter")  # scoring.redis_queue's JobOutcome
 # Why a scorer's call was not made: the upstream client's (rate_limited, retry_budget) and the scoring budget's.
-SCORING_CALL_SHED_REASONS = ("rate_limited", "retry_budget", "call_budget", "token_budget")
+SCORING_CALL_SHED_REASONS = (
+    "rate_limited",
+    "retry_budget",
+    "call_budget",
+    "token_budget",
+    "key_call_budget",
+    "key_token_budget",
+)
 RAG_METRICS = tuple(RAGDetails().metrics())
 
 
@@ -106,6 +113,7 @@ class GatewayMetrics:
     scoring_upstream_tokens: Counter
     user_upstream_tokens: Counter
     feedback: Counter
+    feedback_refused: Counter
     upstream_tries: Counter
     upstream_try_duration: Histogram
     trust_actions: Counter
@@ -471,6 +479,12 @@ def build_metrics(registry: CollectorRegistry, labels: ConfiguredLabels | None =
             "Labels users sent for scored answers (POST /v1/trust/{id}/feedback), by "
             "whether the answer was correct (true, false).",
             ["model", "correct"],
+        ),
+        feedback_refused=counter(
+            "feedback_refused",
+            "Labels refused because their key sent more than trustgate.scoring.feedback.labels_per_minute "
+            "(answered 429), by key name.",
+            ["key"],
         ),
         trust_actions=counter(
             "trust_actions",

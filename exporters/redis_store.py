@@ -27,6 +27,7 @@ from scoring import (
     FEEDBACK_STATUSES,
     Feedback,
     FeedbackRefused,
+    Labelled,
     RecordScope,
     StoreUnavailable,
     TrustRecord,
@@ -65,8 +66,8 @@ class RedisRecordStore:
     def _index_key(self, owner: str | None) -> str:
         return f"{self._prefix}:records-by-time" + ("" if owner is None else f":owner:{owner}")
 
-    def _labelled_key(self, model: str) -> str:
-        return f"{self._prefix}:labelled:{model}"
+    def _labelled_key(self, model: str, by: str | None = None) -> str:
+        return f"{self._prefix}:labelled:{model}" + ("" if by is None else f":by:{by}")
 
     @property
     def _labelled_models_key(self) -> str:
@@ -104,7 +105,7 @@ class RedisRecordStore:
         record = stored_record(raw, feedback)
         return record if scope.allows(record) else None
 
-    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> TrustRecord | None:
+    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> Labelled | None:
         """Label the record if ``scope`` may read it, in a transaction that fails should the record change
         (or expire) between the check and the write; it is then read and checked again."""
         key = record_key(self._prefix, record_id)
@@ -112,8 +113,8 @@ class RedisRecordStore:
             for _ in range(_FEEDBACK_TRIES):
                 async with self._redis.pipeline(transaction=True) as pipe:
                     await pipe.watch(key)
-                    raw = await pipe.hget(key, "record")
-                    record = TrustRecord.model_validate_json(raw) if raw else None
+                    raw, before = await pipe.hmget(key, _STORED)
+                    record = stored_record(raw, before) if raw else None
                     if record is None or not scope.allows(record):
                         return None
                     if record.status not in FEEDBACK_STATUSES:
@@ -121,29 +122,35 @@ class RedisRecordStore:
                     pipe.multi()
                     pipe.hset(key, "feedback", feedback.model_dump_json())
                     if record.model is not None:
-                        self._index_labelled(pipe, record.model, record_id, feedback.labelled_at)
+                        self._index_labelled(pipe, record.model, feedback, record_id, record.feedback)
                     try:
                         await pipe.execute()
                     except WatchError:
                         continue
-                    record.feedback = feedback
-                    return record
+                    previous, record.feedback = record.feedback, feedback
+                    return Labelled(record, previous)
         raise StoreUnavailable(f"trust record kept changing while labelled ({_FEEDBACK_TRIES} tries)")
 
-    def _index_labelled(self, pipe: Pipeline, model: str, record_id: str, labelled_at: float) -> None:
-        """The model's label index, trimmed like the time index: a label older than the TTL is on an expired
-        record (a record is labelled after it was written)."""
-        index = self._labelled_key(model)
-        pipe.zadd(index, {record_id: labelled_at})
-        pipe.zremrangebyscore(index, "-inf", f"({labelled_at - self._ttl_s}")
-        pipe.zremrangebyrank(index, 0, -self._max_records - 1)
-        pipe.expire(index, self._ttl_s)
+    def _index_labelled(
+        self, pipe: Pipeline, model: str, feedback: Feedback, record_id: str, previous: Feedback | None
+    ) -> None:
+        """The model's label index, and its index of the labels one key gave (what a refit reads of its
+        teachers: a record leaves its previous labeller's when another key relabels it), each trimmed like the
+        time index: a label older than the TTL is on an expired record (a record is labelled after it was
+        written); and the set of labelled models, which the calibration listing reads."""
+        if previous is not None and previous.by and previous.by != feedback.by:
+            pipe.zrem(self._labelled_key(model, previous.by), record_id)
+        for index in (self._labelled_key(model), *([self._labelled_key(model, feedback.by)] if feedback.by else [])):
+            pipe.zadd(index, {record_id: feedback.labelled_at})
+            pipe.zremrangebyscore(index, "-inf", f"({feedback.labelled_at - self._ttl_s}")
+            pipe.zremrangebyrank(index, 0, -self._max_records - 1)
+            pipe.expire(index, self._ttl_s)
         pipe.sadd(self._labelled_models_key, model)
         pipe.expire(self._labelled_models_key, self._ttl_s)
 
-    async def _labels(self, model: str, limit: int) -> list[tuple[str | None, str | None]]:
+    async def _labels(self, model: str, limit: int, by: frozenset[str] | None) -> list[tuple[str | None, str | None]]:
         """The model's labelled records' fields (record, feedback), newest label first; None where expired."""
-        ids = cast(list[str], await self._redis.zrevrange(self._labelled_key(model), 0, limit - 1))
+        ids = await self._labelled_ids(model, limit, by)
         found: list[tuple[str | None, str | None]] = []
         for start in range(0, len(ids), _BATCH):
             async with self._redis.pipeline(transaction=False) as pipe:
@@ -152,23 +159,35 @@ class RedisRecordStore:
                 found += [(raw, feedback) for raw, feedback in await pipe.execute()]
         return found
 
-    async def label_counts(self) -> list[LabelCount]:
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
         """Each labelled model's labels on records still stored (an id whose record expired is not counted)."""
         counts = []
         with redis_reachable():
             models = sorted(cast(set[str], await self._redis.smembers(self._labelled_models_key)))
             for model in models:
-                found = await self._labels(model, self._max_records)
+                found = await self._labels(model, self._max_records, by)
                 labels = [Feedback.model_validate_json(feedback) for raw, feedback in found if raw and feedback]
+                labels = [label for label in labels if by is None or label.by in by]
                 if labels:
                     counts.append(LabelCount(model, len(labels), sum(label.correct for label in labels)))
         return counts
 
-    async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
+    async def labelled(self, model: str, limit: int = 10_000, *, by: frozenset[str] | None = None) -> list[TrustRecord]:
         """Newest label first; an id whose record has expired since is skipped."""
         with redis_reachable():
-            found = await self._labels(model, limit)
+            found = await self._labels(model, limit, by)
         return [stored_record(raw, feedback) for raw, feedback in found if raw and feedback]
+
+    async def _labelled_ids(self, model: str, limit: int, by: frozenset[str] | None) -> list[str]:
+        """The newest ``limit`` labelled ids of ``model`` (given by one of ``by``), newest first."""
+        if by is None:
+            return cast(list[str], await self._redis.zrevrange(self._labelled_key(model), 0, limit - 1))
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for name in sorted(by):
+                pipe.zrevrange(self._labelled_key(model, name), 0, limit - 1, withscores=True)
+            replies = cast(list[list[tuple[str, float]]], await pipe.execute())  # decode_responses
+        newest = sorted({(at, record_id) for reply in replies for record_id, at in reply}, reverse=True)
+        return list(dict.fromkeys(record_id for _, record_id in newest))[:limit]
 
     async def _newest_first(
         self,

@@ -12,7 +12,7 @@ from typing import Any
 
 from .record_query import RecordQuery
 
-__all__ = ["LABEL_COUNTS", "add_query_columns", "labelled_statement", "list_statement", "summary_statement"]
+__all__ = ["add_query_columns", "label_counts_statement", "labelled_statement", "list_statement", "summary_statement"]
 
 _COLUMNS = {
     "q_model": "TEXT GENERATED ALWAYS AS (json_extract(record, '$.model')) VIRTUAL",
@@ -21,6 +21,7 @@ _COLUMNS = {
     "q_score": "REAL GENERATED ALWAYS AS (json_extract(record, '$.score')) VIRTUAL",
     "q_error": "INTEGER GENERATED ALWAYS AS (json_extract(record, '$.error') IS NOT NULL) VIRTUAL",
     "q_labelled_at": "REAL GENERATED ALWAYS AS (json_extract(feedback, '$.labelled_at')) VIRTUAL",
+    "q_labelled_by": "TEXT GENERATED ALWAYS AS (json_extract(feedback, '$.by')) VIRTUAL",
 }
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS trust_records_page ON trust_records (created_at, id)",
@@ -104,17 +105,32 @@ def summary_statement(owner: str | None, since: float, until: float, limit: int)
     )
 
 
-def labelled_statement(model: str, limit: int) -> tuple[str, list[Any]]:
-    """A model's records that carry feedback, newest label first, over the partial index of labels."""
+def _labelled_by(by: frozenset[str] | None) -> tuple[str, list[str]]:
+    """The condition (and its arguments) that keeps labels one of ``by`` gave; none when ``by`` is None."""
+    if by is None:
+        return "", []
+    names = sorted(by)
+    return f" AND q_labelled_by IN ({','.join('?' * len(names))})", names
+
+
+def labelled_statement(model: str, limit: int, by: frozenset[str] | None = None) -> tuple[str, list[Any]]:
+    """A model's records that carry feedback (given by one of ``by``, when given), newest label first, over the
+    partial index of labels."""
+    among, names = _labelled_by(by)
     return (
-        "SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL "
-        "ORDER BY q_labelled_at DESC LIMIT ?",
-        [model, limit],
+        "SELECT record, feedback FROM trust_records WHERE q_model = ? AND q_labelled_at IS NOT NULL"
+        + among
+        + " ORDER BY q_labelled_at DESC LIMIT ?",
+        [model, *names, limit],
     )
 
 
-# Each model's labelled records and how many were labelled correct, over the partial index of labels.
-LABEL_COUNTS = (
-    "SELECT q_model, COUNT(*), SUM(json_extract(feedback, '$.correct') = 1) FROM trust_records "
-    "WHERE q_labelled_at IS NOT NULL AND q_model IS NOT NULL GROUP BY q_model ORDER BY q_model"
-)
+def label_counts_statement(by: frozenset[str] | None = None) -> tuple[str, list[Any]]:
+    """Each model's labelled records (labelled by one of ``by``, when given) and how many were labelled correct,
+    over the partial index of labels."""
+    among, names = _labelled_by(by)
+    return (
+        "SELECT q_model, COUNT(*), SUM(json_extract(feedback, '$.correct') = 1) FROM trust_records "
+        "WHERE q_labelled_at IS NOT NULL AND q_model IS NOT NULL" + among + " GROUP BY q_model ORDER BY q_model",
+        names,
+    )

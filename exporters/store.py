@@ -30,6 +30,7 @@ from scoring import (
     FEEDBACK_STATUSES,
     Feedback,
     FeedbackRefused,
+    Labelled,
     RecordScope,
     StoreUnavailable,
     TrustRecord,
@@ -39,7 +40,13 @@ from scoring import (
 from .record_query import RecordPage, RecordQuery, encode_cursor
 from .record_size import stored_json, stored_record
 from .record_summary import MAX_SUMMARY_RECORDS, LabelCount, SummaryRow, TrustSummary, summarize
-from .sqlite_query import LABEL_COUNTS, add_query_columns, labelled_statement, list_statement, summary_statement
+from .sqlite_query import (
+    add_query_columns,
+    label_counts_statement,
+    labelled_statement,
+    list_statement,
+    summary_statement,
+)
 
 __all__ = ["PRUNE_EXPIRED", "PRUNE_OLDEST", "RecordStore", "SqliteRecordStore", "StoreUnavailable"]
 
@@ -80,19 +87,22 @@ class RecordStore(Protocol):
     async def list_records(self, query: RecordQuery, *, scope: RecordScope) -> RecordPage: ...
     async def summary(self, *, scope: RecordScope, since: float, until: float, buckets: int) -> TrustSummary: ...
 
-    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> TrustRecord | None:
-        """Label a record ``scope`` may read; None when it may not or there is none (alike, as for ``get``).
+    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> Labelled | None:
+        """Label a record ``scope`` may read, replacing its label; None when it may not or there is none (alike,
+        as for ``get``). The record as labelled comes back with the label it carried before.
 
         Raises FeedbackRefused for a record whose status takes no label (FEEDBACK_STATUSES), storing nothing.
         """
         ...
 
-    async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
-        """A model group's records that carry feedback, newest label first, every owner's (server-internal)."""
+    async def labelled(self, model: str, limit: int = 10_000, *, by: frozenset[str] | None = None) -> list[TrustRecord]:
+        """A model group's records that carry feedback, newest label first, every owner's (server-internal);
+        with ``by``, only those whose label one of these key names gave."""
         ...
 
-    async def label_counts(self) -> list[LabelCount]:
-        """Every model group with a labelled record, by name: its labels and how many say correct (every owner's)."""
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
+        """Every model group with a labelled record, by name: its labels and how many say correct (every owner's);
+        with ``by``, only the labels one of these key names gave."""
         ...
 
     async def close(self) -> None: ...
@@ -224,35 +234,35 @@ class SqliteRecordStore:
         rows = await self._read_rows(*_by_id(record_id, scope))
         return stored_record(*rows[0]) if rows else None
 
-    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> TrustRecord | None:
+    async def set_feedback(self, record_id: str, feedback: Feedback, *, scope: RecordScope) -> Labelled | None:
         """Label the record on the writer's connection, so the check and the write see the same row."""
 
-        def label() -> TrustRecord | None:
+        def label() -> Labelled | None:
             db = self._write_db
             assert db is not None, "open() the store first"
             row = db.execute(*_by_id(record_id, scope)).fetchone()
             if row is None:
                 return None
-            record = stored_record(row[0], None)
+            record = stored_record(*row)
             if record.status not in FEEDBACK_STATUSES:
                 raise FeedbackRefused(record.status)
             with db:
                 db.execute(_SET_FEEDBACK, (feedback.model_dump_json(), record_id))
-            record.feedback = feedback
-            return record
+            previous, record.feedback = record.feedback, feedback
+            return Labelled(record, previous)
 
         try:
             return await asyncio.get_running_loop().run_in_executor(self._writer, label)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"trust store write failed: {exc}") from exc
 
-    async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
-        return [stored_record(*row) for row in await self._read_rows(*labelled_statement(model, limit))]
+    async def labelled(self, model: str, limit: int = 10_000, *, by: frozenset[str] | None = None) -> list[TrustRecord]:
+        return [stored_record(*row) for row in await self._read_rows(*labelled_statement(model, limit, by))]
 
-    async def label_counts(self) -> list[LabelCount]:
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
         return [
             LabelCount(model, labels, correct or 0)
-            for model, labels, correct in await self._read_rows(LABEL_COUNTS, [])
+            for model, labels, correct in await self._read_rows(*label_counts_statement(by))
         ]
 
     async def _read_rows(self, sql: str, args: list[Any]) -> list[Any]:

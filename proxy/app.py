@@ -21,11 +21,12 @@ from redis.asyncio import Redis
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from exporters import GatewayMetrics, SpendLedger, Telemetry, build_metrics
-from exporters.calibration_metrics import build_calibration_metrics
+from exporters.calibration_metrics import CalibrationMetrics, build_calibration_metrics
 from scoring import (
     JobQueue,
     MemoryJobQueue,
     RedisJobQueue,
+    RefitOutcome,
     Scorer,
     ScoringSettings,
     StoreUnavailable,
@@ -33,7 +34,7 @@ from scoring import (
     scoring_reachable,
 )
 
-from .assembly import build_learner, load_calibrator, open_key_table, open_parts
+from .assembly import build_teachers, load_calibrator, open_key_table, open_parts
 from .base.errors import GatewayError, error_body
 from .base.log_format import configured_log_format
 from .base.request_ids import RequestIds, request_id_headers
@@ -58,6 +59,7 @@ from .server.spending import Spending
 from .server.trust_feedback import router as trust_feedback_router
 from .server.trust_list import router as trust_list_router
 from .trust.local_scoring import GatewayShares, local_scoring_worker
+from .trust.refits import Refits
 from .trust.service import TrustService, sampling_secret
 from .upstream.litellm_backend import check_providers
 from .upstream.prices import PriceList
@@ -126,11 +128,7 @@ def create_app(
                 parts.publisher,
                 parts.fits,
             )
-            learning = (
-                None
-                if fits is None
-                else build_learner(settings, publisher.store, fits, calibrator, calibration_metrics, stack)
-            )
+            refits = None if fits is None else _refits(settings, calibration_metrics, stack)
             queue: JobQueue
             has_scorers = parts.has_scorers
             if redis is not None:  # workers score; this process only needs to know whether anything will
@@ -158,6 +156,7 @@ def create_app(
                     publish,
                     max_size=scoring.queue.max_size,
                     concurrency=scoring.queue.concurrency,
+                    key_share=scoring.queue.key_share,
                     grace_s=scoring.queue.shutdown_grace_s,
                     on_depth=metrics.scoring_queue_depth.set,
                     on_overtaken=metrics.scoring_async_overtaken.inc,
@@ -194,7 +193,8 @@ def create_app(
                 calibration_metrics,
                 CachedProbe(lambda: upstream.check_health(health.check_timeout_s), health.check_cache_s),
                 _spending(parts.prices, parts.spend, metrics),
-                learning,
+                fits,
+                refits,
                 key_manager,
             )
             yield
@@ -231,6 +231,28 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _unexpected_error)
     return app
+
+
+def _refits(settings: GatewaySettings, metrics: CalibrationMetrics, stack: contextlib.AsyncExitStack) -> Refits:
+    """The gateway's refits, each in a process of its own; what they store is counted and set on the gauges."""
+
+    def made(outcome: RefitOutcome) -> None:
+        metrics.observe(outcome.report)
+        if outcome.report.key is not None:  # a key's own fit (feedback.scope: key): no model's figure
+            return
+        metrics.refits.labels(model=outcome.report.model).inc()
+        if outcome.held is not None:
+            metrics.fits_held.labels(model=outcome.report.model).inc()
+
+    refits = Refits(
+        settings,
+        build_teachers(settings),
+        configured_log_format(),
+        on_outcome=made,
+        on_failure=metrics.refit_failures.inc,
+    )
+    stack.push_async_callback(refits.stop)
+    return refits
 
 
 async def _key_ring(

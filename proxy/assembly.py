@@ -35,28 +35,26 @@ from exporters import (
     export_choice,
 )
 from exporters.alertmanager import AlertmanagerExporter, AlertmanagerSettings
-from exporters.calibration_metrics import CalibrationMetrics
 from scoring import (
     COMBINED,
     CalibrationError,
     Calibrator,
-    FileFitStore,
     FitStore,
-    LabelSource,
-    Learner,
-    LearningRule,
     Process,
     RedisFitStore,
     Scorer,
     ScorerAssetsError,
     ScoringPipeline,
     ScoringSettings,
+    SqliteFitStore,
+    Teachers,
     ThrottledLog,
     combiner_for,
-    default_combination,
     fitted_components,
+    lane_of,
     load_calibration,
     open_scorers,
+    own_fit_allowed,
     scoring_configured,
     scoring_reachable,
 )
@@ -79,10 +77,11 @@ __all__ = [
     "Parts",
     "Role",
     "build_fit_store",
-    "build_learner",
     "build_processor",
     "build_publisher",
+    "build_record_store",
     "build_scorers",
+    "build_teachers",
     "build_telemetry",
     "http_client",
     "load_calibrator",
@@ -91,6 +90,7 @@ __all__ = [
     "open_redis",
     "open_spend_ledger",
     "open_upstream_client",
+    "records_path",
     "scores_in_child",
 ]
 
@@ -192,7 +192,8 @@ async def open_key_table(settings: GatewaySettings, redis: Redis | None, stack: 
 
 
 def records_path(settings: GatewaySettings) -> Path:
-    """The embedded store's SQLite file: the trust records, and beside them the spend ledger."""
+    """The embedded store's SQLite file: the trust records, and beside them the learned fits and the spend
+    ledger."""
     return settings.trustgate.store.path or settings.trustgate.scoring.data_dir / RECORDS_FILE
 
 
@@ -243,22 +244,7 @@ async def build_publisher(
 ) -> RecordPublisher:
     """Records go to Redis when jobs do (every replica must see them), else to the embedded SQLite; a record's
     scoring cost to ``spend``."""
-    queue = settings.trustgate.scoring.queue
-    config = settings.trustgate.store
     alerts = await build_alerts(settings.trustgate.alerting, metrics, stack)
-    if redis is not None:
-        return RecordPublisher(
-            RedisRecordStore(
-                redis,
-                prefix=queue.redis_prefix,
-                ttl_s=queue.record_ttl_s,
-                max_record_bytes=config.max_record_bytes,
-                max_records=config.max_records,
-            ),
-            metrics,
-            alerts,
-            spend,
-        )
     shed_log = ThrottledLog(log)
 
     def shed() -> None:
@@ -267,20 +253,42 @@ async def build_publisher(
             "store-shed",
             "trust store write queue full (%d records waiting): new records are not "
             "stored (trustgate_store_shed_writes_total counts them)",
-            config.max_pending_writes,
+            settings.trustgate.store.max_pending_writes,
         )
 
+    return RecordPublisher(await build_record_store(settings, redis, stack, on_shed=shed), metrics, alerts, spend)
+
+
+async def build_record_store(
+    settings: GatewaySettings,
+    redis: Redis | None,
+    stack: contextlib.AsyncExitStack,
+    *,
+    on_shed: Callable[[], None] = lambda: None,
+) -> RedisRecordStore | SqliteRecordStore:
+    """The record store, opened and closed by ``stack``: in Redis when jobs go there, else the embedded SQLite
+    (``on_shed``: a write shed because its queue was full)."""
+    queue = settings.trustgate.scoring.queue
+    config = settings.trustgate.store
+    if redis is not None:
+        return RedisRecordStore(
+            redis,
+            prefix=queue.redis_prefix,
+            ttl_s=queue.record_ttl_s,
+            max_record_bytes=config.max_record_bytes,
+            max_records=config.max_records,
+        )
     store = SqliteRecordStore(
         records_path(settings),
         max_age_s=config.max_age_s,
         max_records=config.max_records,
         max_record_bytes=config.max_record_bytes,
         max_pending_writes=config.max_pending_writes,
-        on_shed=shed,
+        on_shed=on_shed,
     )
     await store.open()
     stack.push_async_callback(store.close)
-    return RecordPublisher(store, metrics, alerts, spend)
+    return store
 
 
 async def build_alerts(
@@ -338,8 +346,8 @@ async def build_processor(
     )
     pipeline = ScoringPipeline(
         active,
-        lambda model, purpose, lane: UpstreamAsk(
-            upstream, metrics, model, purpose, prices=prices, budget=budget, lane=lane
+        lambda model, purpose, job: UpstreamAsk(
+            upstream, metrics, model, purpose, prices=prices, budget=budget, lane=lane_of(job), owner=job.owner
         ),
         scoring,
         combine=combine,
@@ -349,46 +357,33 @@ async def build_processor(
     return budget.gate(traced(pipeline, telemetry)), pipeline.has_scorers
 
 
-def build_fit_store(settings: GatewaySettings, redis: Redis | None) -> FitStore | None:
-    """Where learned fits live: beside the records (Redis, shared by replicas and workers; else under data_dir).
-
-    None when learning is off (``trustgate.scoring.feedback.learn: false``).
-    """
+def build_fit_store(
+    settings: GatewaySettings, redis: Redis | None, stack: contextlib.AsyncExitStack
+) -> FitStore | None:
+    """Where learned fits live: beside the labels they come from (in Redis with the records, shared by replicas
+    and workers; else in the SQLite record store's own database). None when learning is off
+    (``trustgate.scoring.feedback.learn: false``)."""
     scoring = settings.trustgate.scoring
     if not scoring.feedback.learn:
         return None
     if redis is not None:
         return RedisFitStore(redis, prefix=scoring.queue.redis_prefix)
-    return FileFitStore(scoring.feedback.fits_path or scoring.data_dir / "learning" / "calibration.json")
+    fits = SqliteFitStore(records_path(settings))
+    stack.push_async_callback(fits.close)
+    return fits
 
 
-def build_learner(
-    settings: GatewaySettings,
-    records: LabelSource,
-    fits: FitStore,
-    calibrator: Calibrator | None,
-    metrics: CalibrationMetrics,
-    stack: contextlib.AsyncExitStack,
-) -> Learner:
-    """The refits of a gateway (or of ``trustgate calibrate``), judged against the configured combination."""
+def build_teachers(settings: GatewaySettings) -> Teachers:
+    """Whose labels teach which fit: the config's labellers, and the configured keys that may have a fit of their
+    own. A key made at run time never has one: the policy it carries is read where its requests are served, not
+    where fits are made, so nothing here could tell whether a policy acts on its answers."""
     scoring = settings.trustgate.scoring
-    feedback = scoring.feedback
-    try:
-        default = default_combination(scoring, calibrator)
-    except ScorerAssetsError as exc:
-        raise ConfigError(str(exc)) from exc
-    learner = Learner(
-        records,
-        fits,
-        LearningRule(min_labels=feedback.min_labels),
-        refit_every=feedback.refit_every,
-        max_labels=feedback.max_labels,
-        default=default,
-        on_report=metrics.observe,
-        on_failure=metrics.refit_failures.inc,
-    )
-    stack.push_async_callback(learner.stop)
-    return learner
+    configured = frozenset(key.name for key in settings.trustgate.keys)
+
+    def own_fit(model: str, key: str) -> bool:
+        return key in configured and own_fit_allowed(scoring, model=model, key_name=key)
+
+    return Teachers(settings.labellers(), own_fit)
 
 
 def _warn_if_fitted_on_other_scorers(calibrator: Calibrator, active: Sequence[Scorer]) -> None:
@@ -510,7 +505,7 @@ async def open_parts(
         local_slots=local_slots,
     )
     publisher = await build_publisher(settings, metrics, redis, stack, spend)
-    fits = build_fit_store(settings, redis)
+    fits = build_fit_store(settings, redis, stack)
     if role == "gateway" and (redis is not None or scores_in_child(settings, redis, scorers, telemetry)):
         has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
         return Parts(

@@ -32,24 +32,30 @@ from .calibration import (
 from .children import die_with_parent, forget_child, reap_stale_children, register_child
 from .failures import describe
 from .jobs import last_question, scoring_job
-from .lanes import Lane, SyncFirstQueue
+from .lanes import Lane, SyncFirstQueue, lane_of
 from .learning.features import features_of
-from .learning.learner import LabelSource, Learner
-from .learning.report import CalibrationReport, Combination, LearnedFit, ScoreQuality, Standing
+from .learning.guard import HeldFitMismatch, accept_held
+from .learning.refit import LabelSource, RefitOutcome, Refitter
+from .learning.report import CalibrationReport, Combination, HeldFit, LearnedFit, ScoreQuality, Standing
 from .learning.rule import LearningRule
-from .learning.store import FileFitStore, FitStore, RedisFitStore
+from .learning.store import FitStore, RedisFitStore, SqliteFitStore
+from .learning.teachers import FitKey, Teachers
 from .logprob import logprob_component
 from .pipeline import COMBINED, ScoringPipeline
 from .policy import (
     ConfiguredPolicy,
     Decision,
     LowTrust,
+    Outcome,
     Treatment,
     applicability_of,
     configured_policy,
     decide,
     is_low_trust,
+    is_unscored,
     low_trust,
+    outcome,
+    own_fit_allowed,
     resolved_mode,
     scored_kinds,
     scoring_reachable,
@@ -57,13 +63,14 @@ from .policy import (
     trust_value,
 )
 from .private_files import private_file
-from .queue import JobQueue, MemoryJobQueue, Process
+from .queue import JobQueue, MemoryJobQueue, Process, SubmitResult, key_cap
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
 from .redis_reachable import redis_reachable
 from .settings import (
     BudgetLimits,
     BudgetSettings,
+    FeedbackScope,
     PolicySettings,
     Renamed,
     ScoringMode,
@@ -93,6 +100,7 @@ from .types import (
     Feedback,
     FeedbackRefused,
     JobPolicy,
+    Labelled,
     LPDetails,
     MissingReason,
     OVDetails,
@@ -106,6 +114,7 @@ from .types import (
     SamplingParams,
     Scorer,
     ScoringJob,
+    ShedReason,
     StoreUnavailable,
     TrustAction,
     TrustRecord,
@@ -149,23 +158,27 @@ __all__ = [
     "FCEvidence",
     "Feedback",
     "FeedbackRefused",
-    "FileFitStore",
+    "FeedbackScope",
+    "FitKey",
     "FitStore",
+    "HeldFit",
+    "HeldFitMismatch",
     "InvalidRagField",
     "IsotonicCalibrator",
     "JobPolicy",
     "JobQueue",
     "LPDetails",
     "LabelSource",
+    "Labelled",
     "Lane",
     "LearnedFit",
-    "Learner",
     "LearningRule",
     "LogisticCombination",
     "LowTrust",
     "MemoryJobQueue",
     "MissingReason",
     "OVDetails",
+    "Outcome",
     "PlattCalibrator",
     "PolicySettings",
     "Process",
@@ -180,6 +193,8 @@ __all__ = [
     "RedisFitStore",
     "RedisJobQueue",
     "RedisStreamWorker",
+    "RefitOutcome",
+    "Refitter",
     "Renamed",
     "Reply",
     "SamplingParams",
@@ -190,9 +205,13 @@ __all__ = [
     "ScoringMode",
     "ScoringPipeline",
     "ScoringSettings",
+    "ShedReason",
+    "SqliteFitStore",
     "Standing",
     "StoreUnavailable",
+    "SubmitResult",
     "SyncFirstQueue",
+    "Teachers",
     "ThrottledLog",
     "Treatment",
     "TrustAction",
@@ -200,6 +219,7 @@ __all__ = [
     "TrustStatus",
     "UnreadableReply",
     "UpstreamFailure",
+    "accept_held",
     "applicability_of",
     "build_rag_scorer",
     "combiner_for",
@@ -212,11 +232,16 @@ __all__ = [
     "fitted_components",
     "forget_child",
     "is_low_trust",
+    "is_unscored",
+    "key_cap",
+    "lane_of",
     "last_question",
     "load_calibration",
     "logprob_component",
     "low_trust",
     "open_scorers",
+    "outcome",
+    "own_fit_allowed",
     "prepare_rag_request",
     "private_file",
     "rag_report",

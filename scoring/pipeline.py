@@ -30,9 +30,8 @@ from .claims.selection import whole_answer
 from .cost import CostTally
 from .failures import FailureLog, describe
 from .grounds import basis_of, informative_of, missing_of, trust_label
-from .lanes import Lane, lane_of
 from .learning.apply import learned_overall
-from .policy import TOO_LONG, within_limits
+from .policy import TOO_LONG, own_fit_allowed, within_limits
 from .settings import ScoringSettings
 from .types import (
     Ask,
@@ -59,8 +58,9 @@ if TYPE_CHECKING:
 
 __all__ = ["COMBINED", "AskFactory", "Combiner", "ScoringPipeline"]
 
-# (model group, purpose, the job's lane) -> Ask bound to that deployment; a sync job's calls go first (scoring.lanes)
-AskFactory = Callable[[str, str, Lane], Ask]
+# (model group, purpose, the job) -> Ask bound to that deployment, for that job: a sync job's calls go first
+# (scoring.lanes), and its key's share of the scoring budget pays for them
+AskFactory = Callable[[str, str, ScoringJob], Ask]
 Combiner = Callable[[Mapping[str, ComponentResult]], ComponentResult]  # a record's components -> Trust_OV
 COMBINED = frozenset({"bc", "fc", "lp", "sc", "ev"})  # the components Trust_OV is made of
 
@@ -121,7 +121,7 @@ class ScoringPipeline:
 
     def _ask(self, scorer: Scorer, job: ScoringJob, tally: CostTally) -> Ask:
         """The scorer's ``Ask`` for this job, its answered calls counted in the job's ``tally``."""
-        return tally.counted(scorer.name, self._ask_for(self._target_model(scorer, job), scorer.name, lane_of(job)))
+        return tally.counted(scorer.name, self._ask_for(self._target_model(scorer, job), scorer.name, job))
 
     async def _run_one(
         self, scorer: Scorer, job: ScoringJob, tally: CostTally, tell: Callable[[], None] | None = None
@@ -331,15 +331,20 @@ class ScoringPipeline:
             return None
         return self._calibrator.probability(result.value)
 
-    async def _report(self, model: str) -> tuple[CalibrationReport | None, list[Failure]]:
-        """The model's calibration report; None (the default combination) when the fit store cannot answer.
-
-        That failure is logged here and counted with Trust_OV's failures.
+    async def _report(self, job: ScoringJob) -> tuple[CalibrationReport | None, list[Failure]]:
+        """The calibration report of the fit the job's record gets: its key's own fit (``feedback.scope: key``,
+        where ``own_fit_allowed``), else its model's shared one; None (the default combination) when the fit store
+        cannot answer. That failure is logged here and counted with Trust_OV's failures.
         """
         if self._learned is None:
             return None, []
         try:
-            return await self._learned.get(model), []
+            owner = job.owner
+            if owner is not None and own_fit_allowed(self._settings, model=job.model, key_name=owner):
+                own = await self._learned.get(job.model, owner)
+                if own is not None and own.combination == "fitted":
+                    return own, []
+            return await self._learned.get(job.model), []
         except Exception as exc:  # the default combination still scores
             failure = Failure.of(exc)
             self._failure_log.report("learned combination", failure.reason, exc)
@@ -376,7 +381,7 @@ class ScoringPipeline:
         scored = [r for r in results if r.value is not None]
         claim_scores: list[ComponentResult] = []
         if self._combine is not None and components.keys() & COMBINED:
-            report, failures = await self._report(job.model)
+            report, failures = await self._report(job)
             claim_scores = [self._combine(claim_inputs(components, own)) for own in _per_claim(checks)]
             default = (
                 overall_of_claims(claim_scores, _checked(claims), self._settings.claims.softmin_temperature)

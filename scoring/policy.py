@@ -19,9 +19,11 @@ from .settings import (
     InputLimits,
     LowTrustAction,
     LowTrustPolicy,
+    NotApplicableAction,
     PolicySettings,
     ScoringMode,
     ScoringSettings,
+    UnscoredAction,
 )
 from .types import UNKNOWN_LABEL, ScoringJob, TrustRecord
 
@@ -31,6 +33,7 @@ __all__ = [
     "ConfiguredPolicy",
     "Decision",
     "LowTrust",
+    "Outcome",
     "Treatment",
     "applicability_of",
     "client_may_choose",
@@ -38,7 +41,10 @@ __all__ = [
     "decide",
     "in_sample",
     "is_low_trust",
+    "is_unscored",
     "low_trust",
+    "outcome",
+    "own_fit_allowed",
     "resolved_mode",
     "scored_kinds",
     "scoring_reachable",
@@ -67,11 +73,26 @@ class LowTrust:
     streams: Literal["pass", "hold"] = "pass"
     prefer: Literal["higher", "escalated"] = "higher"
     escalation_timeout_s: float = 30.0
+    unscored: UnscoredAction = "pass"
+    not_applicable: NotApplicableAction = "pass"
     unknown: Literal["pass", "act"] = "pass"  # an answer labelled unknown (an uninformative model's): left alone
 
     @property
     def acts(self) -> bool:
-        return self.action != "annotate"
+        """Whether the policy may change what a client gets: its verdict must exist before the response leaves."""
+        return self.action != "annotate" or self.unscored != "pass" or self.not_applicable != "pass"
+
+    @property
+    def blocks(self) -> bool:
+        """Whether some answer may be blocked: such a policy holds streams unless told to pass them."""
+        return "block" in (self.action, self.unscored, self.not_applicable)
+
+
+# What an acting policy does with one answer, from the mildest: it goes out, it is asked again elsewhere, it is
+# replaced by the policy's message.
+Outcome = Literal["pass", "escalate", "block"]
+_SEVERITY: tuple[Outcome, ...] = ("pass", "escalate", "block")
+_LOW_OUTCOME: dict[LowTrustAction, Outcome] = {"annotate": "pass", "block": "block", "escalate": "escalate"}
 
 
 @dataclass(frozen=True)
@@ -105,17 +126,32 @@ def _overrides(
 def low_trust(
     settings: ScoringSettings, *, model: str, key_name: str | None, key_policy: PolicySettings | None = None
 ) -> LowTrust:
-    """``on_low_trust`` field by field: the key's own > per-key > per-model > global > LowTrust's defaults."""
+    """``on_low_trust`` field by field: the key's own > per-key > per-model > global > LowTrust's defaults.
+
+    Two defaults follow the resolved action rather than a fixed value, so that a block holds unless the operator
+    opts out: ``unscored`` is ``block`` for a block policy (else ``pass``), and ``streams`` is ``hold`` for a
+    policy that may block anything (else ``pass``).
+    """
     resolved = LowTrust()
     levels: list[LowTrustPolicy | None] = [settings.on_low_trust]
     levels += [override.on_low_trust for override in _overrides(settings, model, key_name, key_policy)]
+    given: set[str] = set()
     for level in levels:
         if level is not None:
-            resolved = replace(
-                resolved,
-                **{name: getattr(level, name) for name in level.model_fields_set if getattr(level, name) is not None},
-            )
+            fields = {name: getattr(level, name) for name in level.model_fields_set if getattr(level, name) is not None}
+            resolved = replace(resolved, **fields)
+            given |= set(fields)
+    if "unscored" not in given and resolved.action == "block":
+        resolved = replace(resolved, unscored="block")
+    if "streams" not in given and resolved.blocks:
+        resolved = replace(resolved, streams="hold")
     return resolved
+
+
+def own_fit_allowed(settings: ScoringSettings, *, model: str, key_name: str) -> bool:
+    """Whether a key's labels may teach, and its records use, a fit of its own on ``model``
+    (``feedback.scope: key``): never where a low-trust policy acts on its answers, which that fit would decide."""
+    return settings.feedback.scope == "key" and not low_trust(settings, model=model, key_name=key_name).acts
 
 
 def resolved_mode(
@@ -181,13 +217,38 @@ def trust_value(record: TrustRecord, on: Literal["score", "probability"]) -> flo
 
 
 def is_low_trust(policy: LowTrust, record: TrustRecord) -> bool:
-    """A record whose value is below the policy's bound; one without a value (pending, skipped, not_applicable) is
-    never acted on, nor one labelled unknown (its model's scores are known to carry no information) unless the
-    policy says ``unknown: act``."""
+    """A record whose value is below the policy's bound. One without a value is not low but unscored or not
+    applicable (``outcome`` gives it those rules); one labelled unknown (its model's scores are known to carry no
+    information) is never low unless the policy says ``unknown: act``."""
     if record.label == UNKNOWN_LABEL and policy.unknown == "pass":
         return False
     value = trust_value(record, policy.on)
     return value is not None and value < policy.below
+
+
+def is_unscored(policy: LowTrust, record: TrustRecord) -> bool:
+    """An answer with no value for the policy to compare, for any reason: skipped (too long, a refusal, only
+    tool calls, nothing to score), pending past the sync wait, shed, failed; or, for a policy ``on:
+    probability``, a score without a calibrated probability. Not applicable answers are not unscored."""
+    return record.status != "not_applicable" and trust_value(record, policy.on) is None
+
+
+def outcome(policy: LowTrust, record: TrustRecord, *, tool_calls: bool = False) -> Outcome:
+    """What ``policy`` does with an answer whose record is ``record``.
+
+    Not applicable: its ``not_applicable`` rule. No value: its ``unscored`` rule. Below ``below``: its action.
+    An answer with tool calls has its content scored, but the calls' arguments are not (``skip_reason``): the
+    stricter of its content's outcome and the ``unscored`` rule applies to it.
+    """
+    if record.status == "not_applicable":
+        decided: Outcome = policy.not_applicable
+    elif is_unscored(policy, record):
+        decided = policy.unscored
+    else:
+        decided = _LOW_OUTCOME[policy.action] if is_low_trust(policy, record) else "pass"
+    if tool_calls and _SEVERITY.index(policy.unscored) > _SEVERITY.index(decided):
+        decided = policy.unscored
+    return decided
 
 
 def in_sample(request_key: str, rate: float) -> bool:
@@ -241,7 +302,9 @@ def decide(
             mode = mode_header
         else:
             refused = mode_header
-    sampled = mode != "off" and rate > 0.0 and (rate >= 1.0 or in_sample(request_key(), rate))
+    # A policy that acts on unscored answers scores every answer: one left out of the sample would be unscored.
+    every = rate >= 1.0 or on_low_trust.unscored != "pass"
+    sampled = mode != "off" and (every or (rate > 0.0 and in_sample(request_key(), rate)))
     return Decision(mode=mode, sync_timeout_s=timeout, sampled=sampled, refused_mode=refused, on_low_trust=on_low_trust)
 
 

@@ -54,15 +54,22 @@ def private_directory(path: Path) -> Path:
 
 
 def private_file(path: Path) -> Path:
-    """Make sure ``path`` exists as a 0600 file in a private directory, before anything writes to it."""
+    """Make sure ``path`` exists as a 0600 file in a private directory, before anything writes to it.
+
+    A file that exists is read and tightened by its path, never opened: closing a descriptor on a file drops
+    every POSIX lock this process holds on it, and SQLite's connections keep theirs that way. Several stores
+    share the record store's database (fits, spend, keys); one opening it later must not take the locks of
+    those already open, or another process's connection, finding itself the last, deletes the write-ahead log
+    they still write to, and never sees their writes again.
+    """
     private_directory(path.parent)
-    descriptor = os.open(path, os.O_CREAT | os.O_WRONLY, FILE_MODE)
     try:
-        mode = stat.S_IMODE(os.fstat(descriptor).st_mode)
-        if mode != FILE_MODE:
-            if mode & 0o077:
-                log.warning("%s was open to other users (mode %o, from an older trustgate?); now 0600", path, mode)
-            os.fchmod(descriptor, FILE_MODE)
-    finally:
-        os.close(descriptor)
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:  # nothing has it open yet: created here, with the mode the umask lets through
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, FILE_MODE))
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    if mode != FILE_MODE:
+        if mode & 0o077:
+            log.warning("%s was open to other users (mode %o, from an older trustgate?); now 0600", path, mode)
+        os.chmod(path, FILE_MODE)
     return path

@@ -1,7 +1,9 @@
 """The in-process scoring queue: bounded, a fixed number of concurrent jobs, never blocking the caller.
 
-``submit`` either accepts a job at once or sheds it (the queue is full); the
-user's response never waits on it. Sync jobs are taken before queued async ones
+``submit`` either accepts a job at once or sheds it (the queue is full, or the
+job's key holds its share of it already, ``queue.key_share``: one key filling
+the queue sheds only its own jobs); the user's response never waits on it. Sync
+jobs are taken before queued async ones, the keys taking turns within each lane
 (``scoring.lanes``), and one more worker than ``concurrency`` scores only sync
 jobs: a sync job starts at once even while every other worker holds an async one.
 Finished records go to ``publish`` (store, metrics, traces — wired by the app),
@@ -22,15 +24,21 @@ from .lanes import SyncFirstQueue
 from .request_context import working_for
 from .types import ScoringJob, TrustRecord
 
-__all__ = ["SHUTDOWN_ERROR", "JobQueue", "MemoryJobQueue", "Process", "Publish", "SubmitResult"]
+__all__ = ["SHUTDOWN_ERROR", "JobQueue", "MemoryJobQueue", "Process", "Publish", "SubmitResult", "key_cap"]
 
 log = logging.getLogger("trustgate.scoring")
 
 Process = Callable[[ScoringJob], Awaitable[TrustRecord]]
 Publish = Callable[[TrustRecord], Awaitable[None]]
-# "unavailable": the queue's backend could not be reached; the job is dropped like a shed one.
-SubmitResult = Literal["accepted", "shed", "unavailable"]
+# "shed": the queue is full; "key_share": the job's key holds its share of the queue already; "unavailable": the
+# queue's backend could not be reached. A job not accepted is dropped, its record shed.
+SubmitResult = Literal["accepted", "shed", "key_share", "unavailable"]
 SHUTDOWN_ERROR = "gateway shut down before scoring"
+
+
+def key_cap(max_size: int, key_share: float) -> int:
+    """The jobs one key may hold of a queue of ``max_size``: its share, and at least one."""
+    return max(1, int(max_size * key_share))
 
 
 class JobQueue(Protocol):
@@ -52,6 +60,7 @@ class MemoryJobQueue:
         *,
         max_size: int,
         concurrency: int,
+        key_share: float = 1.0,
         grace_s: float = 0.0,
         on_depth: Callable[[int], None] = lambda depth: None,
         on_overtaken: Callable[[int], None] = lambda count: None,
@@ -59,6 +68,7 @@ class MemoryJobQueue:
         self._process = process
         self._publish = publish
         self._jobs = SyncFirstQueue(max_size, on_overtaken=on_overtaken)
+        self._per_key = key_cap(max_size, key_share)
         self._concurrency = concurrency
         self._grace_s = grace_s
         self._on_depth = on_depth
@@ -106,10 +116,11 @@ class MemoryJobQueue:
             return "unavailable"
         if job.id in self._pending:
             return "accepted"  # idempotent per id
-        try:
-            self._jobs.put_nowait(job)
-        except asyncio.QueueFull:
+        if self._jobs.full():  # full first, as the Redis queue checks: a key alone at a whole share fills the queue
             return "shed"
+        if self._jobs.waiting_for(job.owner) >= self._per_key:
+            return "key_share"
+        self._jobs.put_nowait(job)
         self._pending[job.id] = TrustRecord.for_job(job, "pending")
         self._done[job.id] = asyncio.get_running_loop().create_future()
         self._on_depth(self._jobs.qsize())

@@ -7,6 +7,11 @@ more than ``max_attempts`` times goes to a dead-letter stream with its last
 error. Scoring is idempotent per id: a job whose record is already final is
 acknowledged without being scored again.
 
+The bound is shared fairly: a key whose entries (waiting, or in a worker's
+hands) make up its share of ``max_size`` already (``queue.key_share``) has its
+new jobs shed, never another key's; a hash beside the streams counts each
+key's entries, added with the entry and taken off as it is acknowledged.
+
 The backlog (``stream_backlog``) is what the consumer group has yet to finish:
 entries never delivered (the group's lag) plus entries delivered and not yet
 acknowledged (its pending count). Gateways and workers export it as the queue
@@ -38,7 +43,7 @@ from redis.typing import EncodableT, FieldT
 
 from .failures import FailureLog, describe
 from .lanes import LANES, Lane, lane_of
-from .queue import Process, Publish, SubmitResult
+from .queue import Process, Publish, SubmitResult, key_cap
 from .request_context import working_for
 from .settings import QueueSettings
 from .types import RecordScope, ScoringJob, StoreUnavailable, TrustRecord
@@ -55,13 +60,20 @@ FINAL_STATUSES = ("done", "failed", "skipped", "shed")
 JobOutcome = Literal["done", "duplicate", "retry", "dead_letter"]
 
 # Backpressure, atomically: full streams shed the new job rather than trimming
-# (and so losing) an old one. Acknowledged entries are deleted, so the lengths are
-# the backlog plus the jobs in hand. KEYS[1]: the job's lane's stream; KEYS[2]: the other.
+# (and so losing) an old one, and so does a key holding its share of them already
+# (queue.key_share): one key filling the queue sheds only its own jobs. Acknowledged
+# entries are deleted, so the lengths are the backlog plus the jobs in hand; the hash
+# KEYS[3] counts each key's entries alike (a worker takes one off as it acknowledges).
+# KEYS[1]: the job's lane's stream; KEYS[2]: the other. ARGV: max_size, the job, its key, the key's cap.
+# Returns 1: appended; 0: the queue is full; 2: the key holds its share.
 _APPEND_UNLESS_FULL = """
 if redis.call('XLEN', KEYS[1]) + redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[1]) then return 0 end
+if tonumber(redis.call('HGET', KEYS[3], ARGV[3]) or '0') >= tonumber(ARGV[4]) then return 2 end
 redis.call('XADD', KEYS[1], '*', 'job', ARGV[2])
+redis.call('HINCRBY', KEYS[3], ARGV[3], 1)
 return 1
 """
+_APPENDED: dict[int, SubmitResult] = {1: "accepted", 0: "shed", 2: "key_share"}
 # A stream entry as a worker holds it: the stream it came from, its id, its fields.
 Entry = tuple[str, str, dict[str, str]]
 # How long a worker with every slot taken waits for a sync entry before looking at its slots again.
@@ -136,6 +148,11 @@ class StreamKeys:
     def errors(self) -> str:
         return f"{self.prefix}:job-errors"
 
+    @property
+    def per_key(self) -> str:
+        """The hash of each key's entries in the streams (``queue.key_share``)."""
+        return f"{self.prefix}:jobs:per-key"
+
     def done(self, job_id: str) -> str:
         return f"{self.prefix}:done:{job_id}"
 
@@ -190,6 +207,7 @@ class RedisJobQueue:
         self._settings = settings
         self._keys = StreamKeys(settings.redis_prefix)
         self._append = redis.register_script(_APPEND_UNLESS_FULL)
+        self._per_key = key_cap(settings.max_size, settings.key_share)
         self._on_error = on_error  # counts Redis errors by operation ("submit", "wait")
         self._failures = FailureLog(log)
 
@@ -209,13 +227,13 @@ class RedisJobQueue:
             await self._records.put(TrustRecord.for_job(job, "pending"))
             own = self._keys.stream_of(lane_of(job))
             appended = await self._append(
-                keys=[own, *(s for s in self._keys.streams if s != own)],
-                args=[self._settings.max_size, job.model_dump_json()],
+                keys=[own, *(s for s in self._keys.streams if s != own), self._keys.per_key],
+                args=[self._settings.max_size, job.model_dump_json(), job.owner or "", self._per_key],
             )
         except RedisError as exc:
             self._failed("submit", exc)
             return "unavailable"
-        return "accepted" if appended else "shed"
+        return _APPENDED[int(appended)]
 
     async def pending(self, job_id: str) -> TrustRecord | None:
         """Records live in Redis for every replica; the store answers for pending ones too."""
@@ -420,7 +438,7 @@ class RedisStreamWorker:
         try:
             existing = await self._records.get(job.id, scope=RecordScope.everyone())
             if existing is not None and existing.status in FINAL_STATUSES:
-                await self._ack(stream, entry_id)  # a retried delivery of a job already scored
+                await self._ack(stream, entry_id, owner=job.owner or "")  # a retried delivery of a job already scored
                 return "duplicate"
             attempts = await self._deliveries(stream, entry_id)
             if attempts > self._settings.max_attempts:
@@ -428,7 +446,7 @@ class RedisStreamWorker:
                 return "dead_letter"
             record = await self._process(job)
             await self._publish(record)
-            await self._ack(stream, entry_id, job.id)
+            await self._ack(stream, entry_id, job.id, owner=job.owner or "")
             return "done"
         except asyncio.CancelledError:
             raise
@@ -438,10 +456,14 @@ class RedisStreamWorker:
                 await self._redis.hset(self._keys.errors, job.id, f"{type(exc).__name__}: {exc}"[:500])
             return "retry"
 
-    async def _ack(self, stream: str, entry_id: str, job_id: str | None = None) -> None:
+    async def _ack(self, stream: str, entry_id: str, job_id: str | None = None, *, owner: str | None = None) -> None:
+        """Acknowledge and delete the entry (its key holds one entry less; ``owner`` None: an entry no gateway
+        appended, which no key's count holds); ``job_id``: wake whoever waits for its record."""
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.xack(stream, self._keys.group, entry_id)
             pipe.xdel(stream, entry_id)
+            if owner is not None:
+                pipe.hincrby(self._keys.per_key, owner, -1)
             if job_id is not None:
                 pipe.rpush(self._keys.done(job_id), "1")
                 pipe.expire(self._keys.done(job_id), 300)
@@ -458,7 +480,7 @@ class RedisStreamWorker:
             TrustRecord.for_job(job, "failed", error=f"dead-lettered after {attempts - 1} attempts: {error}")
         )
         self._events.dead_lettered(job.model)
-        await self._ack(stream, entry_id, job.id)
+        await self._ack(stream, entry_id, job.id, owner=job.owner or "")
 
     async def _dead_letter(self, entry_id: str, fields: dict[str, str], error: str, *, attempts: int) -> None:
         entry: dict[FieldT, EncodableT] = dict(fields.items())

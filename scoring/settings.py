@@ -33,11 +33,13 @@ __all__ = [
     "ConsistencySettings",
     "CpuSettings",
     "FactCheckSettings",
+    "FeedbackScope",
     "FeedbackSettings",
     "InputLimits",
     "LogprobSettings",
     "LowTrustAction",
     "LowTrustPolicy",
+    "NotApplicableAction",
     "PolicySettings",
     "QueueSettings",
     "RagSettings",
@@ -45,6 +47,7 @@ __all__ = [
     "SamplingSettings",
     "ScoringMode",
     "ScoringSettings",
+    "UnscoredAction",
     "default_data_dir",
     "require_order",
 ]
@@ -369,12 +372,20 @@ class RagSettings(BaseModel):
     """Judge calls at once for one answer."""
 
 
+FeedbackScope = Literal["model", "key"]
+
+
 class FeedbackSettings(BaseModel):
     """Learning each model's Trust_OV from its labelled records (``scoring.learning``).
 
-    Every ``refit_every`` new labels of a model group the gateway refits it, off
-    the event loop; the fit scores new records once it has ``min_labels`` labels
-    and beats the default combination's cross-validated AUROC on them.
+    Labels teach a model's shared fit only when the master key or a key marked
+    ``labeller`` gave them (``scoring.learning.teachers``). Every ``refit_every``
+    records newly labelled by them (a relabel does not count) the gateway refits
+    the model in a process of its own, niced and bounded in CPU time; the fit
+    scores new records once it has ``min_labels`` labels, beats the default
+    combination's cross-validated AUROC on them, and passes the refit guard
+    (``scoring.learning.guard``): a fit that flips a component's sign, or ranks
+    the labelled answers against the one in use, is held for the operator.
     """
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -387,9 +398,30 @@ class FeedbackSettings(BaseModel):
     """Labels a model group needs before its fit may score records."""
     max_labels: int = Field(default=10_000, ge=10, le=100_000)
     """The newest labels a refit reads."""
+    scope: FeedbackScope = "model"
+    """What the labels of keys that are not labellers teach. model: nothing (they are kept and shown, and only the
+    master key's and labellers' labels teach a model's one shared fit). key: a fit of that key's own, from its
+    labels on its own records, used for its own records only, and never for a key whose answers an
+    ``on_low_trust`` policy acts on (it could teach its fit to let its own answers through)."""
+    labels_per_minute: int | None = Field(default=60, ge=1)
+    """Labels one key may send per minute (each key counted apart, the master key included); past it
+    ``POST /v1/trust/{id}/feedback`` answers 429 with ``retry-after``. None: no limit."""
+    guard_min_agreement: float = Field(default=-0.25, ge=-1.0, le=1.0)
+    """The refit guard: a new fit whose values have a rank correlation (Spearman) below this with the
+    combination in use, on the labelled answers both have seen, is held for the operator rather than served. A
+    fit that gives a component (bc, fc, sc, lp, their per-claim means, the log-probability figures) a weight of
+    the other sign than the combination in use (the default's are positive) is held whatever this says."""
+    min_refit_interval_s: float = Field(default=30.0, ge=0.0)
+    """Seconds between two refits of one fit at least: labels that come in meanwhile wait for the next, which
+    reads them all, so that a storm of labels costs one refit per interval. 0: a refit as soon as one is due."""
+    refit_timeout_s: float = Field(default=300.0, gt=0)
+    """Seconds a refit process may run; past them it is stopped, its fits not stored, and the fits in use stay."""
+    max_refit_cpu_s: float = Field(default=120.0, ge=1.0)
+    """CPU seconds a refit process may use (``RLIMIT_CPU``); past them the kernel stops it and the fits in use
+    stay."""
     fits_path: ConfigPath | None = None
-    """The embedded store's fits (one JSON file); None: ``<data_dir>/learning/calibration.json``. With the Redis
-    backend the fits live in Redis, shared by every gateway and worker."""
+    """No longer read: a store's fits live beside its labels (in the SQLite record store's own database, or in
+    Redis). A config that still sets it is read with a warning."""
 
     @model_validator(mode="after")
     def _a_refit_can_have_enough_labels(self) -> FeedbackSettings:
@@ -402,6 +434,8 @@ class FeedbackSettings(BaseModel):
 
 
 LowTrustAction = Literal["annotate", "block", "escalate"]
+UnscoredAction = Literal["pass", "block", "escalate"]
+NotApplicableAction = Literal["pass", "block"]
 
 
 class LowTrustPolicy(BaseModel):
@@ -429,21 +463,34 @@ class LowTrustPolicy(BaseModel):
     """What a blocked client reads, in the endpoint's own reply shape; None: the level below's (a sentence
     saying the gateway cannot give a reliable answer)."""
     escalate_to: str | None = None
-    """The model group (or alias) an escalation asks (action: escalate); every key the policy covers must be
-    allowed to use it."""
+    """The model group (or alias) an escalation asks (action: escalate, or unscored: escalate); every key the
+    policy covers must be allowed to use it."""
     streams: Literal["pass", "hold"] | None = None
     """pass: a stream is sent as it comes and only annotated; hold: it is read whole, scored and acted on
-    before the client sees a byte. None: the level below's (pass at the bottom)."""
+    before the client sees a byte. None: the level below's; at the bottom, hold for a policy that may block an
+    answer (its action, ``unscored`` or ``not_applicable`` is block), else pass."""
     prefer: Literal["higher", "escalated"] | None = None
     """higher: the escalated answer only if it scores at least as high as the first; escalated: it always.
     None: the level below's (higher at the bottom)."""
     escalation_timeout_s: float | None = Field(default=None, gt=0)
     """Seconds the escalation's call and its scoring may take together; past them the first answer goes back
     marked ``escalation_failed``. None: the level below's (30 at the bottom)."""
+    unscored: UnscoredAction | None = None
+    """What happens to an answer the policy covers that has no value to compare: skipped (too long, a refusal
+    that says nothing else, only tool calls, nothing to score), pending past ``sync_timeout_s``, shed (queue
+    full, budget spent) or failed; with ``on: probability``, one without a probability; and an answer with tool
+    calls, whose arguments are not scored. pass: it goes out as it is; block: the client gets ``message``;
+    escalate: it is asked again of ``escalate_to``. None: the level below's; at the bottom, block for a block
+    policy, else pass."""
+    not_applicable: NotApplicableAction | None = None
+    """What happens to an answer triage found nothing to check in (a poem, code, small talk: status
+    not_applicable). pass: it goes out as it is (an answer that is not applicable is no scoring failure);
+    block: the client gets ``message``. None: the level below's (pass at the bottom)."""
     unknown: Literal["pass", "act"] | None = None
     """What the action does with an answer labelled unknown: one whose model's labels show its scores carry no
     information (x-trust-informative: false). pass: it is left alone, whatever its value; act: its value is
-    compared with ``below`` like any other score. None: the level below's (pass at the bottom)."""
+    compared with ``below`` like any other score. It has a value, so ``unscored`` is never its rule. None: the
+    level below's (pass at the bottom)."""
 
 
 def _kind_list(value: Any) -> Any:
@@ -536,6 +583,10 @@ class QueueSettings(BaseModel):
     max_size: int = Field(default=1000, ge=1)
     """The backlog's bound (memory: queued jobs; redis: approximate stream length); beyond it new jobs are
     shed, never old ones dropped."""
+    key_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    """The share of ``max_size`` one key's jobs may hold (waiting, and on Redis also in a worker's hands); past
+    it that key's new jobs are shed (``shed_reason: key_share``), never another key's. 1: no share, the first
+    to come may fill the queue."""
     concurrency: int = Field(default=4, ge=1, le=256)
     """Jobs scored at once, per process."""
     scorer_timeout_s: float = Field(default=25.0, gt=0)
@@ -593,6 +644,10 @@ class BudgetSettings(BudgetLimits):
 
     per_model: dict[str, BudgetLimits] = Field(default_factory=dict)
     """Limits by model group (not alias), each over these; an explicit null lifts that limit there."""
+    key_share: float = Field(default=0.5, gt=0.0, le=1.0)
+    """The share of a model group's budget (calls and tokens per minute) the jobs of one key may spend; past it
+    that key's jobs are shed and their further calls refused (``shed_reason``: key_call_budget,
+    key_token_budget), while other keys spend the rest. 1: no share, the first to come may spend it all."""
 
     def for_model(self, model: str) -> BudgetLimits:
         override = self.per_model.get(model)

@@ -59,6 +59,7 @@ __all__ = [
     "FeedbackRefused",
     "JobPolicy",
     "LPDetails",
+    "Labelled",
     "MissingReason",
     "OVDetails",
     "RAGCitationCheck",
@@ -104,10 +105,21 @@ UNKNOWN_LABEL = "unknown"
 # returned), escalation_failed (the escalation timed out or failed: this answer was returned).
 TrustAction = Literal["blocked", "escalated", "kept", "escalation_failed"]
 # Why a job was shed, not scored: the bounded label of trustgate_scoring_shed_jobs_total. queue_full and
-# queue_unavailable: at hand-off; call_budget and token_budget: the model group's scoring budget was spent;
-# spend_share and spend_per_hour: what scoring spent on the group's answers this past hour reached its share of
-# what the answers cost, or its dollars per hour.
-ShedReason = Literal["queue_full", "queue_unavailable", "call_budget", "token_budget", "spend_share", "spend_per_hour"]
+# queue_unavailable: at hand-off; key_share: its key held its share of the queue already; call_budget and
+# token_budget: the model group's scoring budget was spent; key_call_budget and key_token_budget: its key's share
+# of that budget was; spend_share and spend_per_hour: what scoring spent on the group's answers this past hour
+# reached its share of what the answers cost, or its dollars per hour.
+ShedReason = Literal[
+    "queue_full",
+    "queue_unavailable",
+    "key_share",
+    "call_budget",
+    "token_budget",
+    "key_call_budget",
+    "key_token_budget",
+    "spend_share",
+    "spend_per_hour",
+]
 FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge's verdict on an answer
 # Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
 # worker: a scoring CPU worker process died mid-job; cpu_time: the job used more than its CPU time (scoring.cpu_pool).
@@ -812,6 +824,10 @@ class Feedback(BaseModel):
     score: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False, strict=True)
     comment: str | None = Field(default=None, max_length=MAX_FEEDBACK_COMMENT)
     labelled_at: float  # Unix seconds, set by the gateway when the label arrived
+    # The name of the key that gave the label (never the key), set by the gateway: whether a label teaches a fit
+    # is decided from it when the fit is made (``scoring.learning.teachers``). None on labels kept before the
+    # gateway recorded who gave them: they teach nothing, since nobody can say who gave them.
+    by: str | None = None
 
 
 class FeedbackRefused(Exception):
@@ -889,6 +905,15 @@ class TrustRecord(BaseModel):
     @property
     def upstream_calls(self) -> int:
         return sum(c.upstream_calls for c in self.components.values())
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A record as a store labelled it, and the label it carried before (None: its first label), so that a
+    relabel is told from a new label: only a record's first label from a teacher counts toward a refit."""
+
+    record: TrustRecord
+    previous: Feedback | None
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ talks to a real provider. Its answer is chosen by ``responder(messages)``
     [reset]         send half of the body, then drop the connection
     [bad-chunk]     stream a chunk whose ``delta`` is a string among the good ones ([bad-chunk:not-json]: an
                     event whose data is not JSON)
-    [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text (``calls_tools``: a
-                    call beside the responder's text, for the conversations it says yes to)
+    [tool-call]     answer (not streamed) with a call of a ``lookup`` tool instead of text; [tool-call:answer]: the
+                    text as the call's argument ``answer``, no content; [tool-call:beside]: the text as content,
+                    the call beside it (``calls_tools``: a call beside the responder's text, for the
+                    conversations it says yes to)
     [too-long:gpt-4o-mini]  refuse (400) a request for that model as too long for its context window
     [filtered:gpt-4o-mini]  refuse (400) a request for that model by its content policy
 
@@ -206,14 +208,16 @@ class FakeUpstream:
                 stream = _drip_after_first(stream, float(directives["drip"]))
             return StreamingResponse(stream, media_type="text/event-stream")
         completion = self._completion(body, text, logprobs)
-        if "tool-call" in directives or self.calls_tools(messages):
+        how = directives.get("tool-call")
+        if how is not None or self.calls_tools(messages):
+            arguments = orjson.dumps({"answer": text}).decode() if how == "answer" else "{}"
             for choice in completion["choices"]:
                 choice["finish_reason"] = "tool_calls"
                 choice["message"] = {
                     "role": "assistant",
-                    "content": None if "tool-call" in directives else text or None,
+                    "content": (text if how == "beside" else None) if how is not None else text or None,
                     "tool_calls": [
-                        {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+                        {"id": "call-1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}
                     ],
                 }
         if self.record:

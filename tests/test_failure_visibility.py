@@ -1,4 +1,4 @@
-"""Every failure kind is logged once (with its traceback, rate-limited, secrets masked) and counted.
+"""Every failure kind is logged once (rate-limited, secrets masked; a bug with its traceback) and counted.
 
 The scorers' own tests show where each kind arises (an upstream error in
 Trust_BC, a dead SPARQL endpoint, a failing RAG judge); here each kind goes
@@ -10,6 +10,7 @@ queue's ``wait`` are logged and counted by the queue.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from redis.asyncio import Redis
 
 from exporters import build_metrics
 from proxy.base.errors import UpstreamError, UpstreamUnavailable
+from proxy.base.log_format import line_formatter
 from proxy.trust.ask import UpstreamAsk
 from proxy.upstream.errors import MALFORMED_REPLY
 from proxy.upstream.prices import PriceList
@@ -27,6 +29,7 @@ from proxy.upstream.slots import Priority
 from scoring.failures import FailureLog, mask_secrets
 from scoring.pipeline import ScoringPipeline
 from scoring.redis_queue import RedisJobQueue
+from scoring.request_context import working_for
 from scoring.settings import QueueSettings, ScoringSettings
 from scoring.types import (
     Ask,
@@ -89,7 +92,7 @@ async def _never_asked(messages: list[dict[str, Any]], **options: Any) -> Any:
 
 @pytest.mark.unit
 @pytest.mark.parametrize("reason", ["timeout", "upstream", "parse", "internal", "knowledge_graph", "judge"])
-def test_each_failure_kind_is_logged_once_with_its_traceback_and_counted_every_time(
+def test_each_failure_kind_is_logged_once_and_counted_every_time_a_bug_with_its_traceback(
     reason: FailureReason, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="trustgate.scoring"):
@@ -97,10 +100,31 @@ def test_each_failure_kind_is_logged_once_with_its_traceback_and_counted_every_t
     assert counted == 3  # the counter has every one
     lines = [r.getMessage() for r in caplog.records if r.name == "trustgate.scoring"]
     assert len(lines) == 1, lines  # the log, one per interval
-    assert lines[0].startswith(f"scorer fc failed ({reason})") and "Traceback (most recent call last)" in lines[0]
+    assert lines[0].startswith(f"scorer fc failed ({reason})")
+    # a failure of a known kind is one line saying what the error said; a bug keeps its traceback
+    assert ("Traceback (most recent call last)" in lines[0]) is (reason == "internal")
+    assert "\n" not in lines[0] or reason == "internal"
     assert SECRET not in lines[0] and SECRET not in str(records[0].model_dump())
     assert [f.reason for f in records[0].components["fc"].failures] == [reason]
     assert "failures" not in records[0].model_dump()["components"]["fc"]  # not part of the record's JSON
+
+
+@pytest.mark.unit
+def test_an_expected_scorer_fault_is_one_line_with_the_request_id(caplog: pytest.LogCaptureFixture) -> None:
+    """As the gateway's log format writes it: the line, the error's words, the request whose answer was scored."""
+    written = io.StringIO()
+    handler = logging.StreamHandler(written)
+    handler.setFormatter(line_formatter("text"))
+    scoring_log = logging.getLogger("trustgate.scoring")
+    scoring_log.addHandler(handler)
+    try:
+        with working_for("req-42"), caplog.at_level(logging.WARNING, logger="trustgate.scoring"):
+            _run(BrokenScorer("upstream"), times=1)
+    finally:
+        scoring_log.removeHandler(handler)
+    [line] = written.getvalue().splitlines()
+    assert "Traceback" not in line and line.endswith("request_id=req-42")
+    assert "scorer fc failed (upstream): UpstreamFailure: upstream refused key" in line and SECRET not in line
 
 
 @pytest.mark.unit

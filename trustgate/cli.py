@@ -171,9 +171,20 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from proxy.calibrate import calibrate, describe_report
+    from proxy.calibrate import accept, calibrate, describe_report
+    from scoring import FitKey, HeldFitMismatch
 
     settings = load_settings(_config_path(args))
+    if args.accept is not None:
+        if args.fit is None:
+            print("trustgate calibrate --accept MODEL needs --fit FIT_ID (the held fit's id)", file=sys.stderr)
+            return 2
+        try:
+            print(describe_report(asyncio.run(accept(settings, FitKey(args.accept, args.key), args.fit))))
+        except HeldFitMismatch as exc:
+            print(f"trustgate calibrate: {exc}", file=sys.stderr)
+            return 1
+        return 0
     reports = asyncio.run(calibrate(settings, args.model or None))
     for report in reports:
         print(describe_report(report))
@@ -293,6 +304,11 @@ def _parser(app_commands: Sequence[AddCommand]) -> argparse.ArgumentParser:
         "--config", help=f"YAML config (the gateway's: its record store and fit store; default: ${CONFIG_VARIABLE})"
     )
     calibrate.add_argument("--model", action="append", help="a model group (repeatable; default: every one)")
+    calibrate.add_argument(
+        "--accept", metavar="MODEL", help="serve the fit the refit guard held for MODEL instead of refitting"
+    )
+    calibrate.add_argument("--fit", metavar="FIT_ID", help="with --accept: the held fit's id, as calibrate shows it")
+    calibrate.add_argument("--key", help="with --accept: the key whose own fit it is (feedback.scope: key)")
     calibrate.set_defaults(handler=_calibrate)
 
     add_keys_parser(commands, f"YAML config (the gateway's: its address and master key; default: ${CONFIG_VARIABLE})")

@@ -26,7 +26,14 @@ from typing import Literal, TextIO
 
 from scoring.request_context import NO_REQUEST, current_request_id
 
-__all__ = ["LOG_FORMATS", "LogFormat", "configure_logging", "configured_log_format", "route_litellm_logs_to_root"]
+__all__ = [
+    "LOG_FORMATS",
+    "LogFormat",
+    "configure_logging",
+    "configured_log_format",
+    "line_formatter",
+    "route_litellm_logs_to_root",
+]
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
@@ -78,6 +85,12 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False)
 
 
+def line_formatter(log_format: LogFormat, *, keep_colour: bool = False) -> logging.Formatter:
+    """The formatter of one log line in ``log_format``, the request id included (``keep_colour``: text for a
+    terminal)."""
+    return _JsonFormatter() if log_format == "json" else _TextFormatter(keep_colour=keep_colour)
+
+
 def configure_logging(log_format: LogFormat, level: int = logging.INFO, stream: TextIO | None = None) -> None:
     """The root logger's one handler (called once, by the CLI, before anything logs). Like
     ``logging.basicConfig``, it leaves a root logger that already has handlers alone: a host that runs the
@@ -87,7 +100,7 @@ def configure_logging(log_format: LogFormat, level: int = logging.INFO, stream: 
         return
     stream = stream or sys.stderr
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(_JsonFormatter() if log_format == "json" else _TextFormatter(keep_colour=stream.isatty()))
+    handler.setFormatter(line_formatter(log_format, keep_colour=stream.isatty()))
     root.addHandler(handler)
     root.setLevel(level)
     # A library's warning is an event like any other: one line in this format (the py.warnings logger), not

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from scoring import PolicySettings, ScoringSettings, low_trust, resolved_mode
+from scoring import LowTrust, PolicySettings, ScoringSettings, low_trust, resolved_mode
 
 __all__ = ["low_trust_problem"]
 
@@ -53,14 +53,15 @@ def low_trust_problem(
             mode = resolved_mode(scoring, model=group, key_name=name, key_policy=key_policy)
             if mode == "async":  # off: nothing is scored, so nothing is acted on; that is no contradiction
                 return (
-                    f"{where}: action {policy.action} for {who} needs sync scoring "
+                    f"{where}: {_acting(policy)} for {who} needs sync scoring "
                     f"(the verdict must exist before the response leaves), but that scoring mode is {mode}"
                 )
-            if policy.action != "escalate":
+            if "escalate" not in (policy.action, policy.unscored):
                 continue
             target = policy.escalate_to
             if target is None:
-                return f"{where}: action escalate for {who} needs escalate_to"
+                escalates = "action escalate" if policy.action == "escalate" else "unscored: escalate"
+                return f"{where}: {escalates} for {who} needs escalate_to"
             if target not in groups and target not in aliases:
                 return f"{where}.escalate_to: unknown model group `{target}` (for {who})"
             if aliases.get(target, target) == group:  # the target's own answers are annotated only
@@ -72,3 +73,10 @@ def low_trust_problem(
                     f"(not in its models), so it cannot escalate model `{group}` there"
                 )
     return None
+
+
+def _acting(policy: LowTrust) -> str:
+    """What makes ``policy`` act, as the config says it."""
+    if policy.action != "annotate":
+        return f"action {policy.action}"
+    return f"unscored: {policy.unscored}" if policy.unscored != "pass" else f"not_applicable: {policy.not_applicable}"

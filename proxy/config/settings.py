@@ -260,7 +260,8 @@ class _Section(BaseModel):
 
 
 # Names the gateway gives callers itself; a client key named so would read their records.
-RESERVED_KEY_NAMES = ("master", "anonymous")
+MASTER_NAME, ANONYMOUS_NAME = "master", "anonymous"
+RESERVED_KEY_NAMES = (MASTER_NAME, ANONYMOUS_NAME)
 
 
 class ApiKey(_Section):
@@ -278,6 +279,11 @@ class ApiKey(_Section):
     """The model groups or aliases the key may use; None: every one."""
     admin: bool = False
     """Read every key's trust records, not only this key's own."""
+    labeller: bool = False
+    """Its labels (``POST /v1/trust/{id}/feedback``) teach the models' shared learned Trust_OV, as the master
+    key's do. Other keys' labels are kept and shown, and teach nothing shared (``scoring.feedback.scope``). An
+    admin key is no labeller unless marked: reading every record is not being trusted to say which answers were
+    right."""
     rpm: int | None = Field(default=None, ge=1)
     """LiteLLM's per-key requests per minute (``proxy.endpoints.limits``), shared by replicas through Redis
     when there is one; None: no limit."""
@@ -678,6 +684,14 @@ class GatewaySettings(BaseModel):
             (d.model_name, self.trustgate.passthrough and d.is_openai_compatible) for d in self.model_list
         )
 
+    def labellers(self) -> frozenset[str]:
+        """The names of the callers whose labels teach the models' shared fits: the master key, the keys marked
+        ``labeller`` and, on an open gateway (no key at all, every caller anonymous), its one caller."""
+        names = {MASTER_NAME, *(key.name for key in self.trustgate.keys if key.labeller)}
+        if self.trustgate.allow_unauthenticated and not self.trustgate.keys and self.master_key is None:
+            names.add(ANONYMOUS_NAME)
+        return frozenset(names)
+
     def secrets(self) -> list[str]:
         """Every configured secret, so that error text can be scrubbed of them."""
         found = [k.key.get_secret_value() for k in self.trustgate.keys]
@@ -758,6 +772,12 @@ def settings_from_dict(
             "%sLiteLLM settings TrustGate does not implement, ignored: %s",
             _where(source),
             ", ".join(map(str, split.ignored)),
+        )
+    if settings.trustgate.scoring.feedback.fits_path is not None:
+        log.warning(
+            "%strustgate.scoring.feedback.fits_path is no longer read: a store's learned fits live beside its labels "
+            "(in the record store's own database, or in Redis); remove it from the config",
+            _where(source),
         )
     return settings
 

@@ -1,7 +1,11 @@
-"""Act on a low-trust answer before it leaves (sync mode): block it, or escalate the request once.
+"""Act on an answer before it leaves (sync mode): block it, or escalate the request once.
 
 The route has the answer, its record and a way to ask another model group
-(``Ask``); this module decides what the client gets (``Served``) and marks the
+(``Ask``); the policy decides what happens (``scoring.policy.outcome``): a
+low-trust answer gets the policy's action, an answer with no score (skipped,
+pending past the sync wait, shed, failed, or with tool calls, whose arguments
+are not scored) its ``unscored`` rule, a not applicable one its
+``not_applicable`` rule. This module serves that (``Served``) and marks the
 records (``TrustService.mark``): the action, and each escalation record naming
 the other. An escalation goes through the same key checks as any request: the
 key's model list, its rpm / tpm / parallel limits (the second call is admitted
@@ -22,7 +26,7 @@ from typing import Any
 import orjson
 
 from exporters import trust_headers
-from scoring import CallCost, LowTrust, ThrottledLog, TrustAction, TrustRecord, is_low_trust, trust_value
+from scoring import CallCost, LowTrust, ThrottledLog, TrustAction, TrustRecord, outcome, trust_value
 
 from ..base.errors import GatewayError
 from ..base.sdk_params import Endpoint
@@ -133,9 +137,10 @@ async def act_on(
 ) -> Served:
     """What the client gets for ``first``, whose record is ``record``: as is, blocked, or escalated."""
     policy = plan.decision.on_low_trust
-    if plan.decision.mode != "sync" or not policy.acts or not is_low_trust(policy, record):
+    decided = outcome(policy, record, tool_calls=first.answer.has_tool_calls)
+    if plan.decision.mode != "sync" or decided == "pass":
         return Served(first.raw, trust_headers(record), record)
-    if policy.action == "block":
+    if decided == "block":
         marked = _mark(gateway, plan, record, "blocked")
         return Served(
             orjson.dumps(blocked_reply(endpoint, first.data, policy.message)),

@@ -19,13 +19,12 @@ from scoring import PolicySettings, RecordScope, StoreUnavailable
 from ..base.budgets import KeyBudget, key_budget
 from ..base.errors import AuthenticationFailed, PermissionDenied, ServiceUnavailable
 from ..base.limits import KeyLimits
+from ..config.settings import ANONYMOUS_NAME as ANONYMOUS
+from ..config.settings import MASTER_NAME as MASTER
 from ..config.settings import GatewaySettings
 from .key_store import KeyCache, KeyHash, StoredKey
 
-__all__ = ["Caller", "GeneratedCaller", "KeyRing", "generated_caller"]
-
-MASTER = "master"  # the master key's caller name (config.RESERVED_KEY_NAMES keeps it from client keys)
-ANONYMOUS = "anonymous"  # every caller's name on a gateway run without keys (allow_unauthenticated)
+__all__ = ["ANONYMOUS", "MASTER", "Caller", "GeneratedCaller", "KeyRing", "generated_caller"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,7 @@ class Caller:
     models: frozenset[str] | None  # None: every model
     admin: bool = False  # reads every key's trust records (the master key, keys marked admin)
     master: bool = False  # the master key itself: the operator's endpoints (GET /v1/trust/calibration)
+    labeller: bool = False  # its labels teach the models' shared fits (the master key, keys marked labeller)
     limits: KeyLimits = field(default_factory=KeyLimits)
     # may name objects in the operator's upstream account (proxy.endpoints.account_refs)
     account_references: bool = False
@@ -104,6 +104,7 @@ class KeyRing:
                     k.name,
                     frozenset(k.models) if k.models is not None else None,
                     admin=k.admin,
+                    labeller=k.labeller,
                     limits=KeyLimits(k.rpm, k.tpm, k.max_parallel_requests),
                     account_references=k.allow_account_references,
                     budget=k.budget,
@@ -112,7 +113,7 @@ class KeyRing:
             for k in settings.trustgate.keys
         ]
         if settings.master_key is not None:
-            master = Caller(MASTER, None, admin=True, master=True)
+            master = Caller(MASTER, None, admin=True, master=True, labeller=True)
             self._entries.append((settings.master_key.get_secret_value().encode(), master))
         self._open = settings.trustgate.allow_unauthenticated and not self._entries
         self._configured = {caller.name for _, caller in self._entries}
@@ -135,7 +136,7 @@ class KeyRing:
 
     async def authenticate(self, authorization: str | None) -> Caller:
         if self.open:
-            return Caller(ANONYMOUS, None)
+            return Caller(ANONYMOUS, None, labeller=True)
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthenticationFailed(

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 from exporters import GatewayMetrics, Telemetry
 from exporters.calibration_metrics import CalibrationMetrics
-from scoring.learning.learner import Learner
+from scoring import FitStore
 
 from ..base.limits import Limiter
 from ..config.settings import GatewaySettings
+from ..trust.refits import Refits
 from ..trust.service import TrustService
 from ..upstream.client import DeploymentHealth, UpstreamClient
 from .auth import KeyRing
@@ -40,5 +41,7 @@ class Gateway:
     calibration_metrics: CalibrationMetrics
     health: CachedProbe[list[DeploymentHealth]]  # LiteLLM's /health: every deployment called, results reused
     spending: Spending
-    learning: Learner | None = None  # None: the gateway does not learn from feedback (feedback.learn: false)
+    # None: the gateway does not learn from feedback (feedback.learn: false)
+    fits: FitStore | None = None  # the learned fits, beside the records they were learned from
+    refits: Refits | None = None  # counts labels and runs refits in a process of their own
     key_manager: KeyManager | None = None  # None: no keys are made at run time (trustgate.generated_keys)

@@ -71,8 +71,8 @@ def reply_from_completion(data: dict[str, Any]) -> Reply:
 
 
 class UpstreamAsk:
-    """An ``Ask`` of one scorer (``purpose``) at one model group, within the group's scoring budget if given,
-    for a job of ``lane``."""
+    """An ``Ask`` of one scorer (``purpose``) at one model group, within the group's scoring budget if given
+    (and the share of it of the key named ``owner``), for a job of ``lane``."""
 
     def __init__(
         self,
@@ -84,10 +84,12 @@ class UpstreamAsk:
         prices: PriceList,
         budget: ScoringBudget | None = None,
         lane: Lane = "async",
+        owner: str | None = None,
     ) -> None:
         self._upstream = upstream
         self._prices = prices
         self._priority = scoring_priority(lane)
+        self._owner = owner  # the name of the key whose answer is scored: its share of the budget pays
         self._metrics = metrics
         self._model = model
         self._purpose = purpose
@@ -112,7 +114,7 @@ class UpstreamAsk:
             seed=seed,
         )
         if self._budget is not None:
-            await self._budget.take_call(self._model)  # BudgetSpent: not made, and the scorer is told why
+            await self._budget.take_call(self._model, self._owner)  # BudgetSpent: not made, the scorer told why
         self._metrics.upstream_calls.labels(model=self._model, purpose=self._purpose).inc()
         try:
             completion = await self._upstream.complete(self._model, body, priority=self._priority)
@@ -137,4 +139,4 @@ class UpstreamAsk:
             completion_tokens=usage.completion_tokens,
         )
         if self._budget is not None:
-            await self._budget.add_tokens(group, usage.prompt_tokens + usage.completion_tokens)
+            await self._budget.add_tokens(group, usage.prompt_tokens + usage.completion_tokens, self._owner)

@@ -30,9 +30,10 @@ Publishing is split so that ``/metrics``, OpenTelemetry and
   too large to send) are failed and published here (``publish``).
 
 A child that dies (killed, out of memory) fails the jobs it held with the
-reason, is logged once and counted (``trustgate_scoring_worker_restarts_total``),
-and a fresh one takes the next jobs; restarts back off up to 30 s while one
-cannot start. At shutdown the queue drains through the child for its grace
+reason, is logged once, and a fresh one takes the next jobs; restarts back off
+up to 30 s while one cannot start. Every start of a child to replace one that
+ended is counted (``trustgate_scoring_worker_restarts_total``), one killed
+while it was still starting included. At shutdown the queue drains through the child for its grace
 period; then the child is told to stop (its socket closes), cancels what it
 still holds and exits, killed if it has not within ``STOP_WAIT_S``.
 """
@@ -258,7 +259,11 @@ class LocalScoringWorker:
         process.stdin.close()
         reader, writer = await asyncio.open_connection(sock=sock)
         child = _Child(process, reader, writer, self._shared)
-        failure = await self._await_ready(child)
+        try:
+            failure = await self._await_ready(child)
+        except BaseException:  # cancelled while it starts (the gateway stopping): its connection goes with it
+            writer.close()
+            raise
         if failure is None:
             return child, ""
         writer.close()
@@ -336,13 +341,14 @@ class LocalScoringWorker:
             forget_child(child.process.pid)
             reason = child.describe_end()
             failed = child.fail_held(f"{reason} while scoring")
-            self._restarts.inc()
             log.warning("%s holding %d job(s), recorded as failed; starting a new one", reason, failed)
             await self._restart()
 
     async def _restart(self) -> None:
+        """Start workers until one is ready, each start counted: one killed while it starts is a restart too."""
         backoff = 1.0
         while True:
+            self._restarts.inc()
             child, failure = await self._spawn()
             if child is not None:
                 self._adopt(child)
@@ -363,8 +369,8 @@ async def local_scoring_worker(
     """A started local worker for the block's duration (its restarts counted on the gateway's registry)."""
     restarts = Counter(
         "scoring_worker_restarts",
-        "Local scoring worker processes that ended unasked (killed, "
-        "crashed) and were started again; the jobs each held were recorded as failed.",
+        "Local scoring worker processes started to replace one that ended unasked (killed, crashed, "
+        "whether it was scoring or still starting); the jobs each held were recorded as failed.",
         namespace=NAMESPACE,
         registry=metrics.registry,
     )

@@ -18,7 +18,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -35,6 +35,7 @@ from scoring import (
     FeedbackRefused,
     JobPolicy,
     JobQueue,
+    Labelled,
     LowTrust,
     PolicySettings,
     Process,
@@ -46,7 +47,9 @@ from scoring import (
     ScoringMode,
     ScoringPipeline,
     ScoringSettings,
+    ShedReason,
     StoreUnavailable,
+    SubmitResult,
     ThrottledLog,
     TrustAction,
     TrustRecord,
@@ -88,6 +91,14 @@ _LOGPROBS_ABSENT = {
     "asked": "upstream_returned_none",
     "not_asked": "not_asked",
     "provider_gives_none": "provider_gives_none",
+}
+
+
+# A job the queue did not accept: its record's shed reason and error.
+_NOT_ACCEPTED: dict[SubmitResult, tuple[ShedReason, str]] = {
+    "shed": ("queue_full", "scoring queue full"),
+    "key_share": ("key_share", "this key holds its share of the scoring queue (queue.key_share)"),
+    "unavailable": ("queue_unavailable", "scoring queue unavailable"),
 }
 
 
@@ -387,15 +398,8 @@ class TrustService:
         )
         outcome = await self._queue.submit(job)
         if outcome != "accepted":
-            full = outcome == "shed"
-            return self._publish_later(
-                TrustRecord.for_job(
-                    job,
-                    "shed",
-                    shed_reason="queue_full" if full else "queue_unavailable",
-                    error="scoring queue full" if full else "scoring queue unavailable",
-                )
-            )
+            reason, error = _NOT_ACCEPTED[outcome]
+            return self._publish_later(TrustRecord.for_job(job, "shed", shed_reason=reason, error=error))
         return TrustRecord.for_job(job, "pending")
 
     def _triaged(self, plan: TrustPlan, messages: list[dict[str, Any]], answer: Answer) -> Applicability | None:
@@ -439,15 +443,35 @@ class TrustService:
 
     def mark(self, record: TrustRecord, action: TrustAction | None, **links: str) -> TrustRecord:
         """The record as a low-trust policy acted on it (``action``, counted; None: only linked to another):
-        stored again in the background so that its readers see the action and the escalation's link; a
-        record still pending is not stored again."""
-        marked = record.model_copy(update={"action": action or record.action, **links})
+        stored again in the background so that its readers see the action and the escalation's link. A record
+        still pending (its answer went out past the sync wait) gets them once it is scored: its worker's
+        record would otherwise replace the one that says what was done."""
+        update = {"action": action or record.action, **links}
+        marked = record.model_copy(update=update)
         if action is not None:
             self._metrics.trust_actions.labels(model=record.model or "unknown", action=action).inc()
             self._publisher.alert(marked)
         if record.status != "pending":
             self._put_later(marked)
+        else:
+            self._in_background(self._mark_when_scored(record.id, update))
         return marked
+
+    async def _mark_when_scored(self, record_id: str, update: dict[str, Any]) -> None:
+        """Store the action on a pending record once its job finishes (for up to twice the scorers' timeout;
+        one that finished meanwhile is read from the store)."""
+        finished = await self._queue.wait(record_id, 2 * self._settings.queue.scorer_timeout_s)
+        if finished is None:
+            with contextlib.suppress(StoreUnavailable):
+                finished = await self._publisher.store.get(record_id, scope=RecordScope.everyone())
+        if finished is None or finished.status == "pending":
+            self._store_log.warning(
+                "unmarked",
+                "trust record %s was not scored in time to carry the action taken on its answer",
+                record_id,
+            )
+            return
+        await self._put_quietly(finished.model_copy(update=update))
 
     async def queue_depth(self) -> int:
         """Jobs waiting to be scored: this process's queue, or the Redis stream's backlog."""
@@ -465,8 +489,9 @@ class TrustService:
             found = await self._publisher.store.get(record_id, scope=scope)
         return scope.shown(found) if found is not None else None
 
-    async def label(self, record_id: str, feedback: Feedback, scope: RecordScope) -> TrustRecord | None:
-        """Keep a user's label on a record ``scope`` may read; None when there is none it may read (a 404).
+    async def label(self, record_id: str, feedback: Feedback, scope: RecordScope) -> Labelled | None:
+        """Keep a user's label on a record ``scope`` may read, with the label it replaced; None when there is
+        none it may read (a 404).
 
         Raises FeedbackRefused, storing nothing, for a record that takes no label: one still being scored
         (which may not be in the store yet) or one never scored. Each label is counted.
@@ -477,10 +502,10 @@ class TrustService:
         if current.status not in FEEDBACK_STATUSES:
             raise FeedbackRefused(current.status)
         with self._store_read("feedback"):
-            record = await self._publisher.store.set_feedback(record_id, feedback, scope=scope)
-        if record is not None:
-            self._metrics.observe_feedback(record)
-        return record
+            labelled = await self._publisher.store.set_feedback(record_id, feedback, scope=scope)
+        if labelled is not None:
+            self._metrics.observe_feedback(labelled.record)
+        return labelled
 
     async def list_records(self, query: RecordQuery, scope: RecordScope) -> RecordPage:
         """A page of the stored records ``scope`` may read (a pending one is listed once it is stored)."""
@@ -492,10 +517,11 @@ class TrustService:
         with self._store_read("summary"):
             return await self._publisher.store.summary(scope=scope, since=since, until=until, buckets=buckets)
 
-    async def label_counts(self) -> list[LabelCount]:
-        """Every model group's labelled records in the store, and how many say correct (every key's)."""
+    async def label_counts(self, *, by: frozenset[str] | None = None) -> list[LabelCount]:
+        """Every model group's labelled records in the store, and how many say correct (every key's; with ``by``,
+        those labelled by one of these names)."""
         with self._store_read("labels"):
-            return await self._publisher.store.label_counts()
+            return await self._publisher.store.label_counts(by=by)
 
     @contextlib.contextmanager
     def _store_read(self, operation: str) -> Iterator[None]:
@@ -509,19 +535,21 @@ class TrustService:
                 "The trust record store is unavailable; retry later", code="trust_store_unavailable"
             ) from None
 
-    def _publish_later(self, record: TrustRecord) -> TrustRecord:
-        self._unstored[record.id] = record
-        task = asyncio.create_task(self._publish_quietly(record))
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` beside the request; ``stop`` waits for it."""
+        task = asyncio.create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _publish_later(self, record: TrustRecord) -> TrustRecord:
+        self._unstored[record.id] = record
+        self._in_background(self._publish_quietly(record))
         return record
 
     def _put_later(self, record: TrustRecord) -> None:
         """Store a record again (already published, so not counted twice); readers find it meanwhile."""
         self._unstored[record.id] = record
-        task = asyncio.create_task(self._put_quietly(record))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._in_background(self._put_quietly(record))
 
     async def _put_quietly(self, record: TrustRecord) -> None:
         try:

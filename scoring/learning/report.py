@@ -1,9 +1,11 @@
 """A model's learned combination and what its labels say about every score: the seam between fit, store and API.
 
-One ``CalibrationReport`` per model group: written by a refit (the gateway's,
-or ``trustgate calibrate``), kept by a fit store (a file under data_dir, or
-Redis for replicas), read by the scoring pipeline (which combination a new
-record gets) and by ``GET /v1/trust/calibration``, Prometheus and the console.
+One ``CalibrationReport`` per fit (a model group's shared one, or a key's own):
+written by a refit (the gateway's, or ``trustgate calibrate``), kept by a fit
+store beside the labels it was learned from (the SQLite record store's
+database, or Redis for replicas), read by the scoring pipeline (which
+combination a new record gets) and by ``GET /v1/trust/calibration``,
+Prometheus and the console.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CalibrationReport", "Combination", "LearnedFit", "ScoreQuality", "Standing"]
+__all__ = ["CalibrationReport", "Combination", "HeldFit", "LearnedFit", "ScoreQuality", "Standing"]
 
 Combination = Literal["default", "fitted"]
 
@@ -50,12 +52,24 @@ class ScoreQuality(BaseModel):
     reliability: list[tuple[float, float, int]] = Field(default_factory=list)  # (mean score, accuracy, count)
 
 
+class HeldFit(BaseModel):
+    """A refit's report the refit guard held back (``scoring.learning.guard``): not served until the operator
+    accepts it (``POST /v1/trust/calibration/accept``, ``trustgate calibrate --accept``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str  # why it was held, in words
+    report: CalibrationReport
+
+
 class CalibrationReport(BaseModel):
     """What a model's labels say, and which combination its new records get."""
 
     model_config = ConfigDict(extra="forbid")
 
     model: str
+    # None: the model's shared fit, from the labellers' labels; a key's name: that key's own (feedback.scope: key)
+    key: str | None = None
     labels: int
     positives: int  # labelled correct
     combination: Combination
@@ -64,12 +78,16 @@ class CalibrationReport(BaseModel):
     fit: LearnedFit | None = None  # set when combination is "fitted"
     scores: dict[str, ScoreQuality] = Field(default_factory=dict)  # "ov" (the default), "fitted", "bc", "lp", ...
     fitted_at: float
+    held: HeldFit | None = None  # a newer fit, held for the operator; this report stays in use meanwhile
 
     def auroc(self) -> dict[str, float | None]:
         return {name: quality.auroc for name, quality in self.scores.items()}
 
     def ece(self) -> dict[str, float | None]:
         return {name: quality.ece for name, quality in self.scores.items()}
+
+
+HeldFit.model_rebuild()  # it holds a CalibrationReport, defined after it
 
 
 def _labels(count: int) -> str:
@@ -83,12 +101,13 @@ class Standing:
     and why, long before a refit has anything to say."""
 
     model: str
-    labels: int  # labelled records in the record store now
+    labels: int  # labelled records in the record store now that teach this fit
     positives: int  # of them, labelled correct
     report: CalibrationReport | None
     min_labels: int  # trustgate.scoring.feedback.min_labels
     refit_every: int  # trustgate.scoring.feedback.refit_every
     learns: bool = True  # trustgate.scoring.feedback.learn
+    key: str | None = None  # None: the model's shared fit; a key's name: that key's own (feedback.scope: key)
 
     @property
     def combination(self) -> Combination:

@@ -16,6 +16,7 @@ class LabelledAnswer:
     features: FeatureVector
     correct: bool
     default: float | None  # the default Trust_OV of the same components (None: it gave none)
+    labelled_at: float | None = None  # when its label arrived: which fits have seen it (the refit guard)
 
 
 @dataclass(frozen=True)
@@ -29,3 +30,6 @@ class LearningRule:
     presence: float = 0.9  # a feature is a candidate when this share of the labelled answers has it
     c: float = 1.0  # inverse L2 strength, on standardised features
     seed: int = 0
+    # The refit guard (scoring.learning.guard): a new fit ranking the labelled answers both have seen with a rank
+    # correlation below this against the combination in use is held for the operator.
+    min_agreement: float = -0.25

@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 import console
+from scoring.learning.guard import held_back
 from scoring.learning.report import CalibrationReport, LearnedFit, ScoreQuality
-from scoring.learning.store import FileFitStore
+from scoring.learning.store import SqliteFitStore
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.servers import ServerThread
@@ -52,20 +53,26 @@ def _reports() -> list[CalibrationReport]:
         scores={"ov": _quality(0.5)},
         fitted_at=1.0,
     )
-    return [fitted, noise]
+    flipped = fitted.model_copy(
+        update={"fit": LearnedFit(id="fit_flipped", features=("bc",), weights=(-3.0,), intercept=1.0)}
+    )
+    return [fitted, held_back(flipped, noise, "it gives bc a negative weight")]
 
 
 def test_the_calibration_page_shows_each_model_and_flags_noise(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
 ) -> None:
-    fits = tmp_path / "fits.json"
-    for report in _reports():
-        asyncio.run(FileFitStore(fits).put(report))
+    records = tmp_path / "records.sqlite3"  # the fits live in the record store's own database
+
+    async def keep() -> None:
+        fits = SqliteFitStore(records)
+        for report in _reports():
+            await fits.put(report)
+        await fits.close()
+
+    asyncio.run(keep())
     config = gateway_config(fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"] = {
-        "keys": [{"key": "sk-admin", "name": "ops", "admin": True}],
-        "scoring": {"feedback": {"fits_path": str(fits)}},
-    }
+    config["trustgate"] = {"keys": [{"key": "sk-admin", "name": "ops", "admin": True}], "store": {"path": str(records)}}
     gateway = start_gateway(config, mounts=[console.mount])
     assert httpx.get(f"{gateway.url}/ui/calibration").status_code == 200  # the shell, no data
     page = httpx.get(f"{gateway.url}/ui/partials/calibration", headers={"authorization": f"Bearer {MASTER_KEY}"})
@@ -74,5 +81,7 @@ def test_the_calibration_page_shows_each_model_and_flags_noise(
     assert "fit_1" in capable and "bc +6.800, fc +2.400" in capable and 'class="roc fitted"' in capable
     assert "Not informative" not in capable
     assert "Not informative" in tiny and "x-trust-informative: false" in tiny
+    assert "A new fit is held" in tiny and "it gives bc a negative weight" in tiny and "--fit fit_flipped" in tiny
+    assert "is held" not in capable
     admin = httpx.get(f"{gateway.url}/ui/partials/calibration", headers={"authorization": "Bearer sk-admin"})
     assert admin.status_code == 403  # the master key only, as the API

@@ -30,7 +30,7 @@ import console
 from exporters import SqliteRecordStore
 from proxy import create_app, server_options, settings_from_dict
 from scoring.learning.report import CalibrationReport, LearnedFit, ScoreQuality
-from scoring.learning.store import FileFitStore
+from scoring.learning.store import SqliteFitStore
 from scoring.types import TrustRecord
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.console.browser import PHONE, chromium, log_in, missing_browser, phone, screenshot, wait_for
@@ -139,20 +139,22 @@ def learned_report() -> CalibrationReport:
     )
 
 
-async def _seed(store_path: Path, fits_path: Path, records: list[TrustRecord]) -> None:
+async def _seed(store_path: Path, records: list[TrustRecord]) -> None:
     store = SqliteRecordStore(store_path, max_age_s=7 * 86400, max_records=10_000)
     await store.open()
     for record in records:
         await store.put(record)
     await store.close()
-    await FileFitStore(fits_path).put(learned_report())
+    fits = SqliteFitStore(store_path)  # a store's fits live beside its labels
+    await fits.put(learned_report())
+    await fits.close()
 
 
 @pytest.fixture(scope="module")
 def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     """The gateway with the console, its history seeded, and two answers just scored by the real scorers."""
     workdir = tmp_path_factory.mktemp("console")
-    asyncio.run(_seed(workdir / "records.sqlite3", workdir / "fits.json", history(time.time())))
+    asyncio.run(_seed(workdir / "records.sqlite3", history(time.time())))
     fake = FakeUpstream()
     fake.responder = model_behaviour
     with ServerThread(fake.app()) as upstream:
@@ -165,7 +167,6 @@ def console_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerT
                     "mode": "sync",
                     "combine": "paper",
                     "consistency": {"max_checks": 4, "seed": 7},
-                    "feedback": {"fits_path": str(workdir / "fits.json")},
                 },
             },
         )

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from redis.asyncio import Redis
 
 from exporters.record_query import RecordQuery
+from exporters.record_summary import LabelCount
 from exporters.redis_store import RedisRecordStore
 from exporters.store import SqliteRecordStore
 from scoring.types import Feedback, FeedbackRefused, RecordScope, TrustRecord, TrustStatus
@@ -87,7 +88,8 @@ def test_a_label_is_kept_with_its_time_and_read_back_everywhere(run: Callable[[S
         await store.put(record("a"))
         given = label(False, score=0.2, comment="Lyon is not the capital")
         labelled = await store.set_feedback("a", given, scope=ALICE)
-        assert labelled is not None and labelled.feedback == given and labelled.score == 0.7
+        assert labelled is not None and labelled.record.feedback == given and labelled.record.score == 0.7
+        assert labelled.previous is None  # its first label
         for scope in (ALICE, EVERYONE):
             got = await store.get("a", scope=scope)
             assert got is not None and got.feedback == given
@@ -101,9 +103,11 @@ def test_a_label_is_kept_with_its_time_and_read_back_everywhere(run: Callable[[S
 def test_the_latest_label_wins_and_a_rewritten_record_keeps_it(run: Callable[[Scenario], None]) -> None:
     async def scenario(store: Store) -> None:
         await store.put(record("a"))
-        await store.set_feedback("a", label(True, at=100.0), scope=ALICE)
+        first = label(True, at=100.0)
+        await store.set_feedback("a", first, scope=ALICE)
         latest = label(False, at=200.0)
-        await store.set_feedback("a", latest, scope=EVERYONE)  # the master key labels any record
+        relabelled = await store.set_feedback("a", latest, scope=EVERYONE)  # the master key labels any record
+        assert relabelled is not None and relabelled.previous == first  # a relabel says what it replaced
         await store.put(record("a"))  # a redelivered job writes the record again
         got = await store.get("a", scope=ALICE)
         assert got is not None and got.feedback == latest
@@ -174,6 +178,28 @@ def test_labelled_lists_one_models_labelled_records_newest_label_first(run: Call
         assert [r.id for r in await store.labelled("m", limit=2)] == ["a", "b"]
         assert [r.id for r in await store.labelled("other")] == ["d"]
         assert await store.labelled("unknown") == []
+
+    run(scenario)
+
+
+@pytest.mark.integration
+def test_labelled_by_reads_the_labels_those_keys_gave_and_still_give(run: Callable[[Scenario], None]) -> None:
+    async def scenario(store: Store) -> None:
+        for record_id in "abcd":
+            await store.put(record(record_id))
+        await store.set_feedback("a", label(True, at=100.0, by="master"), scope=EVERYONE)
+        await store.set_feedback("b", label(True, at=200.0, by="alice"), scope=ALICE)
+        await store.set_feedback("c", label(True, at=300.0, by="ops"), scope=EVERYONE)
+        await store.set_feedback("d", label(True, at=400.0, by="master"), scope=EVERYONE)
+        await store.set_feedback("d", label(False, at=500.0, by="alice"), scope=ALICE)  # its owner relabels it
+        assert [r.id for r in await store.labelled("m", by=frozenset({"master", "ops"}))] == ["c", "a"]
+        assert [r.id for r in await store.labelled("m", by=frozenset({"alice"}))] == ["d", "b"]
+        assert [r.id for r in await store.labelled("m", limit=1, by=frozenset({"master", "ops"}))] == ["c"]
+        assert [r.id for r in await store.labelled("m")] == ["d", "c", "b", "a"]
+        assert await store.label_counts(by=frozenset({"master", "ops"})) == [LabelCount("m", 2, 2)]
+        assert await store.label_counts(by=frozenset({"alice"})) == [LabelCount("m", 2, 1)]
+        assert await store.label_counts(by=frozenset({"bob"})) == []
+        assert await store.label_counts() == [LabelCount("m", 4, 3)]
 
     run(scenario)
 

@@ -93,6 +93,38 @@ def test_a_worker_killed_mid_job_fails_that_job_with_the_reason_and_its_successo
     assert metric(gateway, "trustgate_scoring_jobs_total", model="fake", status="done") == 1
 
 
+def test_every_restart_is_counted_kills_during_start_up_included(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    """Five SIGKILLs: the running worker's, then each successor's as soon as it exists, while it still starts."""
+    gateway = start_gateway(sc_config(fake_upstream.url), scorers=None)  # type: ignore[attr-defined]
+    killed: list[int] = []
+    for _ in range(5):
+        assert wait_until(lambda: bool(set(local_workers(os.getpid())) - set(killed)), timeout=60)
+        [worker] = set(local_workers(os.getpid())) - set(killed)
+        os.kill(worker, signal.SIGKILL)
+        killed.append(worker)
+    assert wait_until(lambda: bool(set(local_workers(os.getpid())) - set(killed)), timeout=60)  # the sixth
+    assert metric(gateway, "trustgate_scoring_worker_restarts_total") == 5
+
+
+def test_a_stalled_worker_leaves_a_blocked_key_blocked(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+) -> None:
+    """The worker stopped (SIGSTOP): every sync wait runs out, the answers have no score, and the block holds."""
+    config = sc_config(fake_upstream.url, mode="sync", sync_timeout_s=2.0, queue={"scorer_timeout_s": 1.0})  # type: ignore[attr-defined]
+    config["trustgate"]["scoring"]["on_low_trust"] = {"action": "block", "message": "Not now."}
+    gateway = start_gateway(config, scorers=None)
+    [worker] = local_workers(os.getpid())
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        stalled = ask(gateway)
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    assert stalled.headers["x-trust-status"] == "pending" and stalled.headers["x-trust-action"] == "blocked"
+    assert stalled.json()["choices"][0]["message"]["content"] == "Not now."
+
+
 def test_the_workers_calls_count_on_the_gateways_rate_limits(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:

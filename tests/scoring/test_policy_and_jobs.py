@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from scoring.jobs import scoring_job
-from scoring.policy import decide, in_sample, scoring_reachable, skip_reason
+from scoring.policy import LowTrust, decide, in_sample, low_trust, outcome, scoring_reachable, skip_reason
 from scoring.settings import ScoringSettings
+from scoring.types import TrustRecord
 
 pytestmark = pytest.mark.unit
 
@@ -117,3 +120,57 @@ def test_job_takes_the_last_user_message_as_question() -> None:
     job = scoring_job("j1", "m", messages, "Shakespeare")
     assert job.question == "Who wrote Hamlet?"
     assert job.context == messages[:3] and job.answer == "Shakespeare"
+
+
+def _policy(**levels: Any) -> ScoringSettings:
+    return ScoringSettings.model_validate(levels)
+
+
+def test_a_block_policy_blocks_unscored_answers_and_holds_streams_unless_told_otherwise() -> None:
+    block = low_trust(_policy(on_low_trust={"action": "block"}), model="m", key_name="k")
+    assert (block.unscored, block.not_applicable, block.streams) == ("block", "pass", "hold")
+    escalate = low_trust(_policy(on_low_trust={"action": "escalate", "escalate_to": "x"}), model="m", key_name="k")
+    assert (escalate.unscored, escalate.streams) == ("pass", "pass")
+    assert (low_trust(_policy(), model="m", key_name="k").unscored, LowTrust().acts) == ("pass", False)
+    # an opt-out at one level holds under a block set at another, field by field
+    opted = _policy(
+        on_low_trust={"unscored": "pass", "streams": "pass"}, per_key={"k": {"on_low_trust": {"action": "block"}}}
+    )
+    resolved = low_trust(opted, model="m", key_name="k")
+    assert (resolved.action, resolved.unscored, resolved.streams) == ("block", "pass", "pass")
+    # a policy that blocks only not applicable answers acts, and holds streams too
+    strict = low_trust(_policy(on_low_trust={"not_applicable": "block"}), model="m", key_name="k")
+    assert strict.acts and strict.streams == "hold" and strict.unscored == "pass"
+
+
+@pytest.mark.parametrize(
+    ("record", "tool_calls", "expected"),
+    [
+        (TrustRecord(id="r", status="done", score=0.9), False, "pass"),
+        (TrustRecord(id="r", status="done", score=0.1), False, "block"),
+        (TrustRecord(id="r", status="skipped", error="skipped: too_long"), False, "escalate"),
+        (TrustRecord(id="r", status="pending"), False, "escalate"),
+        (TrustRecord(id="r", status="shed", shed_reason="key_share"), False, "escalate"),
+        (TrustRecord(id="r", status="failed"), False, "escalate"),
+        (TrustRecord(id="r", status="done", score=0.9), True, "escalate"),  # the calls' arguments are unscored
+        (TrustRecord(id="r", status="done", score=0.1), True, "block"),  # the stricter of the two
+        (TrustRecord(id="r", status="not_applicable"), False, "block"),
+    ],
+)
+def test_what_a_policy_does_with_each_answer(record: TrustRecord, tool_calls: bool, expected: str) -> None:
+    policy = LowTrust(action="block", unscored="escalate", not_applicable="block", escalate_to="strong")
+    assert outcome(policy, record, tool_calls=tool_calls) == expected
+
+
+def test_on_probability_an_answer_without_one_is_unscored() -> None:
+    policy = LowTrust(action="block", on="probability", unscored="block")
+    assert outcome(policy, TrustRecord(id="r", status="done", score=0.9)) == "block"
+    assert outcome(policy, TrustRecord(id="r", status="done", score=0.1, probability=0.8)) == "pass"
+
+
+def test_a_policy_that_acts_on_unscored_answers_scores_every_one_whatever_the_sample_rate() -> None:
+    settings = _policy(mode="sync", sample_rate=0.0, on_low_trust={"action": "block"})
+    decided = decide(settings, model="m", key_name="k", request_key=lambda: "r", mode_header=None)
+    assert decided.sampled
+    annotate = _policy(mode="sync", sample_rate=0.0)
+    assert not decide(annotate, model="m", key_name="k", request_key=lambda: "r", mode_header=None).sampled

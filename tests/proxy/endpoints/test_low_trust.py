@@ -84,6 +84,19 @@ def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
 
 
 @pytest.mark.unit
+def test_rules_for_unscored_and_not_applicable_answers_need_sync_scoring_and_a_target() -> None:
+    settings = config("http://127.0.0.1:9", "passthrough", unscored="block")
+    settings["trustgate"]["scoring"]["mode"] = "async"
+    with pytest.raises(ConfigError, match=r"unscored: block for model `cheap` needs sync scoring"):
+        settings_from_dict(settings, {})
+    settings["trustgate"]["scoring"]["on_low_trust"] = {"not_applicable": "block"}
+    with pytest.raises(ConfigError, match=r"not_applicable: block for model `cheap` needs sync scoring"):
+        settings_from_dict(settings, {})
+    with pytest.raises(ConfigError, match="unscored: escalate for model `cheap` needs escalate_to"):
+        settings_from_dict(config("http://127.0.0.1:9", "passthrough", unscored="escalate"), {})
+
+
+@pytest.mark.unit
 def test_an_escalation_target_the_config_does_not_serve_is_refused() -> None:
     with pytest.raises(ConfigError, match="unknown model group `nowhere`"):
         settings_from_dict(config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="nowhere"), {})
@@ -550,7 +563,8 @@ def test_a_held_block_keeps_the_usage_a_client_asked_for(
 def test_pass_streams_as_ever_and_only_annotates(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
 ) -> None:
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)  # streams: pass
+    # streams: pass, asked for (a block policy holds streams by default): the stream goes out as it comes
+    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="pass")
     raw = sdk(server).chat.completions.with_raw_response.create(
         model="cheap", messages=[{"role": "user", "content": LOW}], stream=True
     )

@@ -71,6 +71,7 @@ def test_a_model_is_listed_from_its_first_label_with_the_default_combination_and
     (entry,) = calibration(server)
     assert entry == {
         "model": "fake",
+        "key": None,  # the model's shared fit
         "labels": 1,
         "positives": 1,
         "combination": "default",
@@ -81,6 +82,7 @@ def test_a_model_is_listed_from_its_first_label_with_the_default_combination_and
         "ece": {},
         "fitted_at": None,
         "refit_labels": None,
+        "held": None,
     }
     second = scored_record(server, redis_url, "Who built the second temple?")
     label(server, second, False)

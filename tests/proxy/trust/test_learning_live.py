@@ -30,7 +30,7 @@ from tests.servers import ServerThread
 pytestmark = pytest.mark.integration
 
 AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
-LEARNING = {"refit_every": 10, "min_labels": 20}
+LEARNING = {"refit_every": 10, "min_labels": 20, "min_refit_interval_s": 0}  # each refit as soon as due
 WORDS = "alpha bravo charlie delta echo foxtrot".split()
 
 

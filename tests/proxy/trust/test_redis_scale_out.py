@@ -123,7 +123,8 @@ def test_graceful_shutdown_finishes_the_job_in_hand(
 def test_a_full_stream_sheds_new_jobs(
     fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url, max_size=3)  # type: ignore[attr-defined]
+    # one key fills it: the whole bound is what is looked at (queue.key_share has tests of its own)
+    config = redis_config(fake_upstream.url, redis_server.url, max_size=3, key_share=1.0)  # type: ignore[attr-defined]
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])  # no worker: the backlog only grows
     statuses = [chat(gateway, f"q{i}").headers["x-trust-status"] for i in range(5)]
     assert statuses == ["pending"] * 3 + ["shed"] * 2

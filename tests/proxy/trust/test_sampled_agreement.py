@@ -80,7 +80,8 @@ def test_the_same_answer_gets_the_same_samples(sc_gateway: ServerThread, fake_up
 def test_samples_beyond_the_scoring_budget_are_not_asked(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
 ) -> None:
-    config = sc_config(fake_upstream.url, budget={"calls_per_minute": 2})  # type: ignore[attr-defined]
+    # one key's calls only: the group's budget is what is looked at (budget.key_share has tests of its own)
+    config = sc_config(fake_upstream.url, budget={"calls_per_minute": 2, "key_share": 1.0})  # type: ignore[attr-defined]
     server = start_gateway(config, scorers=None)
     fake_upstream.responder = scripted("Paris", ["Paris", "Lyon"])
     in_one_window(15)

@@ -1,8 +1,9 @@
 """What every score rests on, over real sockets on both upstream paths, whole and streamed, chat and Responses:
 the components missing from it and why, its basis, whether its model's scores are informative, and ``unknown``.
 
-The model's calibration report is written to the gateway's fit file between
-requests, as a refit (the gateway's, or ``trustgate calibrate``) writes it.
+The model's calibration report is written to the gateway's fit store (beside
+its records) between requests, as a refit (the gateway's, or ``trustgate
+calibrate``) writes it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from scoring.learning.report import CalibrationReport, LearnedFit
-from scoring.learning.store import FileFitStore
+from scoring.learning.store import SqliteFitStore
 from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
@@ -55,27 +56,33 @@ def report(*, informative: bool | None, fitted: bool = False) -> CalibrationRepo
     return calibration_report("fake", informative=informative, fit=fit)
 
 
-def grounds_config(fake: FakeUpstream, path: str, fits: Path) -> dict[str, Any]:
+def grounds_config(fake: FakeUpstream, path: str, records: Path) -> dict[str, Any]:
     config = gateway_config(fake.url)  # type: ignore[attr-defined]
     config["trustgate"] = {
         "passthrough": path == "passthrough",
         "keys": [{"key": "sk-acts", "name": "acts"}],
+        "store": {"path": str(records)},
         "scoring": {
             "mode": "sync",
             "combine": "paper",
             "queue": {"scorer_timeout_s": 0.5},
-            "feedback": {"fits_path": str(fits)},
-            "on_low_trust": {"below": 0.5, "action": "block", "message": "Blocked."},
+            # streams pass: each stream's trust event is read as it comes (a block policy's held streams are tried in
+            # tests/proxy/endpoints/test_blocks_hold.py)
+            "on_low_trust": {"below": 0.5, "action": "block", "message": "Blocked.", "streams": "pass"},
             "per_key": {"acts": {"on_low_trust": {"unknown": "act"}}},
         },
     }
     return config
 
 
-def _stream(server: ServerThread, endpoint: str, body: dict[str, Any], headers: dict[str, str]) -> list[dict[str, Any]]:
+def _stream(
+    server: ServerThread, endpoint: str, body: dict[str, Any], headers: dict[str, str]
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The stream's events, and the action its headers say (a held stream is acted on before it is sent)."""
     with httpx.stream("POST", f"{server.url}{endpoint}", headers=headers, json=body, timeout=20) as response:
         assert response.status_code == 200
-        return [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        return events, response.headers.get("x-trust-action")
 
 
 def _from_headers(response: httpx.Response) -> dict[str, Any]:
@@ -91,7 +98,7 @@ def _from_headers(response: httpx.Response) -> dict[str, Any]:
     }
 
 
-def _from_trust(trust: dict[str, Any]) -> dict[str, Any]:
+def _from_trust(trust: dict[str, Any], action: str | None) -> dict[str, Any]:
     informative = trust.get("informative")
     return {
         "label": trust["label"],
@@ -99,7 +106,7 @@ def _from_trust(trust: dict[str, Any]) -> dict[str, Any]:
         "missing": ",".join(sorted(trust.get("missing", {}))) or None,
         "informative": None if informative is None else str(informative).lower(),
         "kind": trust["applicability"]["kind"],
-        "action": None,
+        "action": action,
     }
 
 
@@ -113,21 +120,22 @@ def grounds(server: ServerThread, surface: str, key: str = MASTER_KEY) -> dict[s
     if surface == "responses":
         return _from_headers(httpx.post(f"{server.url}/v1/responses", headers=headers, json=responses, timeout=20))
     if surface == "chat stream":
-        return _from_trust(_stream(server, "/v1/chat/completions", {**chat, "stream": True}, headers)[-1]["trust"])
-    events = _stream(server, "/v1/responses", {**responses, "stream": True}, headers)
+        chunks, action = _stream(server, "/v1/chat/completions", {**chat, "stream": True}, headers)
+        return _from_trust(chunks[-1]["trust"], action)
+    events, action = _stream(server, "/v1/responses", {**responses, "stream": True}, headers)
     trust = next(event for event in events if event["type"] == "trustgate.trust")["trust"]
     completed = next(event for event in events if event["type"] == "response.completed")
     assert completed["response"]["trust"] == trust
-    return _from_trust(trust)
+    return _from_trust(trust, action)
 
 
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_missing_basis_informative_and_unknown_on_every_surface(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path, path: str
 ) -> None:
-    fits = FileFitStore(tmp_path / "fits.json")
+    fits = SqliteFitStore(tmp_path / "records.sqlite3")
     server = start_gateway(
-        grounds_config(fake_upstream, path, tmp_path / "fits.json"),
+        grounds_config(fake_upstream, path, tmp_path / "records.sqlite3"),
         scorers=[AskingScorer("bc", 0.1), Hanging(), OverBudget()],
     )
     # No label yet: the shipped combination, nothing known of the model's scores; fc and sc missing, with why.
@@ -152,13 +160,14 @@ def test_missing_basis_informative_and_unknown_on_every_surface(
         found = grounds(server, surface)
         assert (found["basis"], found["informative"], found["missing"]) == ("learned", "true", "fc,sc"), surface
         assert (found["label"], found["action"]) == ("trusted", None), surface  # 1 / (1 + e^-(1 + 4 * 0.1))
+    asyncio.run(fits.close())
 
 
 def test_the_record_keeps_each_missing_components_reason(
     fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], tmp_path: Path
 ) -> None:
     server = start_gateway(
-        grounds_config(fake_upstream, "passthrough", tmp_path / "fits.json"),
+        grounds_config(fake_upstream, "passthrough", tmp_path / "records.sqlite3"),
         scorers=[AskingScorer("bc", 0.9), Hanging(), OverBudget()],
     )
     response = httpx.post(

@@ -47,10 +47,14 @@ class ThriceAskingScorer(Scorer):
 
 
 def two_models(upstream_url: str, budget: dict[str, Any], **trustgate: Any) -> dict[str, Any]:
-    """Models ``a`` and ``b`` on the fake upstream, scored in sync mode (each answer waits for its record)."""
+    """Models ``a`` and ``b`` on the fake upstream, scored in sync mode (each answer waits for its record).
+
+    One key asks here: the budget is given to it whole (``key_share: 1``) unless ``budget`` says otherwise, so that
+    what is looked at is the group's budget (the shares between keys have tests of their own)."""
     config = gateway_config(upstream_url)
     deployment = config["model_list"][0]
     config["model_list"] = [{**deployment, "model_name": name} for name in ("a", "b")]
+    budget = {"key_share": 1.0, **budget}
     config["trustgate"] = {"scoring": {"mode": "sync", "queue": {"scorer_timeout_s": 5}, "budget": budget}, **trustgate}
     return config
 
@@ -187,7 +191,7 @@ def test_the_budget_holds_on_the_worker_path(
     start_worker: Callable[..., subprocess.Popen[bytes]],
 ) -> None:
     config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
-    config["trustgate"]["scoring"]["budget"] = {"calls_per_minute": 2}
+    config["trustgate"]["scoring"]["budget"] = {"calls_per_minute": 2, "key_share": 1.0}  # one key asks
     gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
     port = free_port()
     start_worker(config, 0.0, "--metrics-port", str(port))
@@ -268,7 +272,7 @@ def test_the_window_turning_restores_the_budget(tmp_path: Path) -> None:
     now = [120.0]
     refused: list[tuple[str, str]] = []
     budget = ScoringBudget(
-        BudgetSettings(calls_per_minute=2, tokens_per_minute=100),
+        BudgetSettings(calls_per_minute=2, tokens_per_minute=100, key_share=1.0),
         Limiter(MemoryCounters(clock=lambda: now[0]), clock=lambda: now[0]),
         SpendLedger(SqliteSpendStore(tmp_path / "spend.sqlite3")),  # no spend limit: never read
         on_call_refused=lambda group, reason: refused.append((group, reason)),

@@ -1,4 +1,4 @@
-"""Evidence agreement and claims feed the per-model fit: labelled records replayed through the learner's own
+"""Evidence agreement and claims feed the per-model fit: labelled records replayed through a refit's own
 path (their features, the default of their components, the fit), one model whose judge is strong and whose
 evidence never speaks, one whose judge says "neutral" to everything and whose evidence does."""
 
@@ -13,7 +13,7 @@ from scoring.combine import paper_trust
 from scoring.learning.apply import learned_overall
 from scoring.learning.features import features_of, record_features
 from scoring.learning.fit import assess
-from scoring.learning.learner import labelled_answers
+from scoring.learning.refit import labelled_answers
 from scoring.learning.report import CalibrationReport
 from scoring.learning.rule import LearningRule
 from scoring.types import (

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -13,11 +9,9 @@ from exporters.headers import trust_headers, trust_summary
 from scoring.learning.apply import learned_overall
 from scoring.learning.features import features_of
 from scoring.learning.fit import assess
-from scoring.learning.learner import Learner
 from scoring.learning.report import CalibrationReport, LearnedFit
 from scoring.learning.rule import LabelledAnswer, LearningRule
-from scoring.learning.store import FileFitStore
-from scoring.types import ComponentResult, Feedback, LPDetails, OVDetails, TrustRecord
+from scoring.types import ComponentResult, LPDetails, OVDetails, TrustRecord
 
 pytestmark = pytest.mark.unit
 
@@ -157,70 +151,3 @@ def test_an_uninformative_model_flags_its_records() -> None:
     assert trust_summary(record)["informative"] is False  # the in-band trust object of a stream says so too
     informative = learned_overall(_report("default"), _default(), {}, "Paris")
     assert informative.model_dump()["details"]["informative"] is True
-
-
-def test_the_file_store_keeps_reports_across_instances(tmp_path: Path) -> None:
-    path = tmp_path / "learning" / "calibration.json"
-    asyncio.run(FileFitStore(path).put(_report("fitted")))
-    again = asyncio.run(FileFitStore(path).get("m"))
-    assert again is not None and again.fit is not None and again.fit.id == "fit_abc"
-    assert (path.stat().st_mode & 0o777) == 0o600
-
-
-class _Labels:
-    """A label source over labelled records built here; counts the reads."""
-
-    def __init__(self, records: list[TrustRecord]) -> None:
-        self.records = records
-        self.reads = 0
-
-    async def labelled(self, model: str, limit: int = 10_000) -> list[TrustRecord]:
-        self.reads += 1
-        await asyncio.sleep(0)
-        return self.records[:limit]
-
-
-def _records(n: int) -> list[TrustRecord]:
-    rng = np.random.default_rng(1)
-    out = []
-    for i in range(n):
-        correct = i % 2 == 0
-        mean = (-0.2 if correct else -1.2) + float(rng.normal(0, 0.3))
-        out.append(
-            TrustRecord(
-                id=f"r{i}",
-                status="done",
-                model="m",
-                components={"lp": _lp(mean)},
-                answer="x y",
-                feedback=Feedback(correct=correct, labelled_at=time.time()),
-            )
-        )
-    return out
-
-
-def test_the_learner_refits_every_refit_every_labels_and_stores_the_report(tmp_path: Path) -> None:
-    asyncio.run(_refits_every_refit_every_labels(tmp_path))
-
-
-async def _refits_every_refit_every_labels(tmp_path: Path) -> None:
-    labels = _Labels(_records(60))
-    store = FileFitStore(tmp_path / "calibration.json")
-    seen: list[CalibrationReport] = []
-    learner = Learner(
-        labels,
-        store,
-        LearningRule(min_labels=50),
-        refit_every=25,
-        default=lambda components: ComponentResult(component="ov", value=0.5),
-        on_report=seen.append,
-    )
-    for _ in range(24):
-        learner.note_label("m")
-    await learner.idle()
-    assert labels.reads == 0 and await store.get("m") is None
-    learner.note_label("m")
-    await learner.idle()
-    stored = await store.get("m")
-    assert labels.reads == 1 and stored is not None and stored.combination == "fitted"
-    assert stored.fit is not None and stored.fit.features == ("lp_mean",) and seen == [stored]
