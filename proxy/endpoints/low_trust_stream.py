@@ -21,6 +21,7 @@ import orjson
 from fastapi.responses import StreamingResponse
 
 from exporters import TRUST_FIELD, trust_summary
+from exporters import trust_event as trust_event_payload
 from scoring import CallCost, TrustRecord
 
 from ..base.sdk_params import Endpoint
@@ -99,10 +100,10 @@ def reply_chunks(endpoint: Endpoint, data: dict[str, Any], record: TrustRecord) 
     return [*events, sse_event(closing), DONE_EVENT]
 
 
-def response_events(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
+def response_events(data: dict[str, Any], record: TrustRecord, *, trust_event: bool = False) -> list[bytes]:
     """A whole Responses object as the events a Responses stream sends for one message, its text in one
     delta; ``response.completed`` carries the response (its status as it is: ``incomplete`` when blocked)
-    with the trust object."""
+    with the trust object, after the ``trustgate.trust`` event where the client asked for it (``trust_event``)."""
     texts = [
         part.get("text") or ""
         for item in data.get("output") or []
@@ -135,6 +136,7 @@ def response_events(data: dict[str, Any], record: TrustRecord) -> list[bytes]:
         {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
         {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
         {"type": "response.output_item.done", "output_index": 0, "item": item},
+        *([trust_event_payload(record, sequence_number=0)] if trust_event else []),
         {"type": "response.completed", "response": {**data, "output": [item], TRUST_FIELD: trust_summary(record)}},
     ]
     return [
@@ -231,7 +233,7 @@ async def held_response(
     if served.replaced:  # blocked or escalated: a whole reply, sent as a stream
         data = orjson.loads(served.content)
         sent = (
-            response_events(data, served.record)
+            response_events(data, served.record, trust_event=tap.trust_event_asked)
             if endpoint == "responses"
             else reply_chunks(endpoint, data, served.record)
         )

@@ -67,6 +67,8 @@ Place = Literal["pass", "hold", "drop"]
 class StreamTap(ABC):
     """Forward a stream's events as they pass, keep its answer, and hold back its end (``closing``)."""
 
+    trust_event_asked = False  # the client asked for a trustgate.trust event before the end (Responses streams)
+
     def __init__(self) -> None:
         self._events = EventReader()
         self._text: list[str] = []
@@ -253,7 +255,7 @@ class ResponsesTap(StreamTap):
 
     def __init__(self, *, send_trust_event: bool = False) -> None:
         super().__init__()
-        self._trust_event = send_trust_event  # the client asked for the trustgate.trust event too
+        self.trust_event_asked = send_trust_event
         self._sequence = 0
 
     def _place(self, event: bytes) -> Place:
@@ -286,7 +288,7 @@ class ResponsesTap(StreamTap):
         if trust is None:
             return b"".join(self._held)
         ending = b"".join(with_trust(event, trust, inside="response") for event in self._held)
-        if self._trust_event:
+        if self.trust_event_asked:
             ending = sse_event(trust_event(trust, sequence_number=self._sequence), name=TRUST_EVENT) + ending
         return ending
 

@@ -11,12 +11,15 @@ scores 0.1, any other 0.9).
 from __future__ import annotations
 
 import concurrent.futures
+import json
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 
 from scoring.types import Ask, ComponentResult, ScoringJob
+from tests.conftest import MASTER_KEY
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.endpoints.low_trust import HIGH, LOW, VerdictScorer, ask_chat, config, sdk
 from tests.proxy.scored_gateway import wait_for_record
@@ -208,3 +211,27 @@ def test_a_block_policy_holds_streams_by_default(
     )
     text = "".join(chunk.choices[0].delta.content or "" for chunk in raw.parse() if chunk.choices)
     assert text == f"You said: {HIGH}" and "x-trust-action" not in raw.headers
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_held_responses_stream_sends_the_trust_event_it_was_asked_for(
+    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+) -> None:
+    """Blocked or kept, a held Responses stream carries the ``trustgate.trust`` event before its terminal event
+    when the client asked for it, as a passed stream does, with the terminal response's trust."""
+    server = blocking(start_gateway, fake_upstream, path=path)
+    for question, action in ((LOW, "blocked"), (HIGH, None)):
+        with httpx.stream(
+            "POST",
+            f"{server.url}/v1/responses",
+            headers={"authorization": f"Bearer {MASTER_KEY}", "x-trustgate-trust-event": "true"},
+            json={"model": "cheap", "input": question, "stream": True},
+            timeout=30,
+        ) as response:
+            assert response.status_code == 200 and response.headers.get("x-trust-action") == action
+            events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        kinds = [event["type"] for event in events]
+        assert kinds[-2:] == ["trustgate.trust", "response.completed"], kinds
+        assert events[-2]["trust"] == events[-1]["response"]["trust"]
+        numbers = [event["sequence_number"] for event in events]
+        assert len(set(numbers)) == len(numbers)  # the trust event takes a number of its own
