@@ -76,7 +76,6 @@ from .upstream.slots import PrioritySlots
 __all__ = [
     "Parts",
     "Role",
-    "build_fit_store",
     "build_processor",
     "build_publisher",
     "build_record_store",
@@ -85,6 +84,7 @@ __all__ = [
     "build_telemetry",
     "http_client",
     "load_calibrator",
+    "open_fit_store",
     "open_key_table",
     "open_parts",
     "open_redis",
@@ -357,7 +357,7 @@ async def build_processor(
     return budget.gate(traced(pipeline, telemetry)), pipeline.has_scorers
 
 
-def build_fit_store(
+async def open_fit_store(
     settings: GatewaySettings, redis: Redis | None, stack: contextlib.AsyncExitStack
 ) -> FitStore | None:
     """Where learned fits live: beside the labels they come from (in Redis with the records, shared by replicas
@@ -370,6 +370,7 @@ def build_fit_store(
         return RedisFitStore(redis, prefix=scoring.queue.redis_prefix)
     fits = SqliteFitStore(records_path(settings))
     stack.push_async_callback(fits.close)
+    await fits.open()
     return fits
 
 
@@ -505,7 +506,7 @@ async def open_parts(
         local_slots=local_slots,
     )
     publisher = await build_publisher(settings, metrics, redis, stack, spend)
-    fits = build_fit_store(settings, redis, stack)
+    fits = await open_fit_store(settings, redis, stack)
     if role == "gateway" and (redis is not None or scores_in_child(settings, redis, scorers, telemetry)):
         has_scorers = bool(scorers) if scorers is not None else scoring_configured(scoring)
         return Parts(

@@ -36,7 +36,7 @@ from scoring import (
 )
 from scoring.learning.rule import LearningRule
 
-from .assembly import build_fit_store, build_record_store, build_teachers, load_calibrator, open_redis
+from .assembly import build_record_store, build_teachers, load_calibrator, open_fit_store, open_redis
 from .base.log_format import configure_logging
 from .config.settings import ConfigError, GatewaySettings
 from .trust.refits import RefitLine, RefitOrder
@@ -51,7 +51,7 @@ async def _opened(settings: GatewaySettings) -> AsyncIterator[tuple[LabelSource,
     """The record store the labels are in, and the fit store beside it, for the block's duration."""
     async with contextlib.AsyncExitStack() as stack:
         redis = await open_redis(settings, stack)
-        fits = build_fit_store(settings, redis, stack)
+        fits = await open_fit_store(settings, redis, stack)
         if fits is None:
             raise ConfigError("learning is off (trustgate.scoring.feedback.learn: false): nothing to calibrate")
         yield await build_record_store(settings, redis, stack), fits

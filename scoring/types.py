@@ -124,7 +124,7 @@ FactLabel = Literal["support", "contradict", "neutral"]  # the fact-check judge'
 # Why a scorer (or a part of one) failed: the bounded label set of trustgate_scorer_errors_total.
 # worker: a scoring CPU worker process died mid-job; cpu_time: the job used more than its CPU time (scoring.cpu_pool).
 FailureReason = Literal[
-    "timeout", "upstream", "parse", "knowledge_graph", "judge", "budget", "worker", "cpu_time", "internal"
+    "timeout", "upstream", "parse", "knowledge_graph", "judge", "budget", "worker", "cpu_time", "store", "internal"
 ]
 FAILURE_REASONS: tuple[FailureReason, ...] = get_args(FailureReason)
 
@@ -172,6 +172,8 @@ class Failure:
         """The failure an exception stands for: its own reason, a timeout, or internal (a bug)."""
         if isinstance(error, ScoringFailure):
             return cls(error.reason, error)
+        if isinstance(error, StoreUnavailable):  # the fit store cannot answer now: an outage, not a bug
+            return cls("store", error)
         return cls("timeout" if isinstance(error, TimeoutError) else "internal", error)
 
     def __repr__(self) -> str:

@@ -89,8 +89,14 @@ class SqliteFitStore:
         it (POSIX locks are per process), so it is not touched but through SQLite."""
         if self._db is None:
             db = sqlite3.connect(self._path, timeout=_BUSY_TIMEOUT_S)
-            with db:
-                db.execute(_SCHEMA)
+            # Created only where missing: a read needs no write lock, so a database another writer holds (a
+            # store that cannot keep up) still serves the fits instead of holding every job for the busy timeout.
+            if (
+                db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'trust_fits'").fetchone()
+                is None
+            ):
+                with db:
+                    db.execute(_SCHEMA)
             self._db = db
         return self._db
 
@@ -121,6 +127,11 @@ class SqliteFitStore:
             return await asyncio.get_running_loop().run_in_executor(self._thread, work)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"fit store failed: {exc}") from exc
+
+    async def open(self) -> None:
+        """Connect and create the table now, at start-up: a first job must not be the one to write the schema
+        into a database another writer may hold by then."""
+        await self._run(self._connection)
 
     async def get(self, model: str, key: str | None = None) -> CalibrationReport | None:
         return (await self._run(self._fresh)).get((model, key or _SHARED))
