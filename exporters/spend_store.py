@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol, TypeVar
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from scoring import StoreUnavailable, private_file
+from scoring import StoreUnavailable, open_beside_records
 
 __all__ = [
     "MINUTE",
@@ -162,12 +162,7 @@ class SqliteSpendStore:
         await asyncio.get_running_loop().run_in_executor(self._thread, self._open)
 
     def _open(self) -> None:
-        private_file(self._path)
-        db = sqlite3.connect(self._path, timeout=5.0)
-        db.execute("PRAGMA journal_mode=WAL")  # the record store's mode: readers and one writer at once
-        with db:
-            db.executescript(_SCHEMA)
-        self._db = db
+        self._db = open_beside_records(self._path, _SCHEMA)
 
     async def _run(self, work: str, call: Callable[..., T], *args: Any) -> T:
         try:

@@ -62,7 +62,7 @@ from .policy import (
     skip_reason,
     trust_value,
 )
-from .private_files import private_file
+from .private_files import open_beside_records, private_file
 from .queue import JobQueue, MemoryJobQueue, Process, SubmitResult, key_cap
 from .rag import InvalidRagField, RagRequest, RagScorer, build_rag_scorer, prepare_rag_request, rag_report
 from .redis_queue import RedisJobQueue, RedisStreamWorker
@@ -239,6 +239,7 @@ __all__ = [
     "load_calibration",
     "logprob_component",
     "low_trust",
+    "open_beside_records",
     "open_scorers",
     "outcome",
     "own_fit_allowed",

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import stat
 from pathlib import Path
 
-__all__ = ["DIRECTORY_MODE", "FILE_MODE", "private_directory", "private_file"]
+__all__ = ["DIRECTORY_MODE", "FILE_MODE", "open_beside_records", "private_directory", "private_file"]
 
 log = logging.getLogger("trustgate.files")
 
@@ -73,3 +74,15 @@ def private_file(path: Path) -> Path:
             log.warning("%s was open to other users (mode %o, from an older trustgate?); now 0600", path, mode)
         os.chmod(path, FILE_MODE)
     return path
+
+
+def open_beside_records(path: Path, schema: str) -> sqlite3.Connection:
+    """A connection to the record store's SQLite database (or a file of its own at ``path``), with ``schema``
+    applied: the file private, and in the record store's WAL mode, so that its readers and one writer at a time
+    share it with every other table kept beside the records (spend, keys made at run time)."""
+    private_file(path)
+    db = sqlite3.connect(path, timeout=5.0)
+    db.execute("PRAGMA journal_mode=WAL")
+    with db:
+        db.executescript(schema)
+    return db

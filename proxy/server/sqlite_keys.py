@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scoring import StoreUnavailable, private_file
+from scoring import StoreUnavailable, open_beside_records
 
 from .key_store import KeyConflict, StoredKey
 
@@ -48,12 +48,7 @@ class SqliteKeyTable:
         await asyncio.get_running_loop().run_in_executor(self._thread, self._open)
 
     def _open(self) -> None:
-        private_file(self._path)
-        db = sqlite3.connect(self._path, timeout=5.0)
-        db.execute("PRAGMA journal_mode=WAL")  # the record store's mode: readers and one writer at once
-        with db:
-            db.executescript(_SCHEMA)
-        self._db = db
+        self._db = open_beside_records(self._path, _SCHEMA)
 
     def _connection(self) -> sqlite3.Connection:
         if self._db is None:
