@@ -1,6 +1,7 @@
 """The gateway app's own CPU per request, in-process, for two or more versions side by side.
 
     .venv/bin/python -m bench.app_cpu --checkout /tmp/before --checkout . --rounds 4
+    .venv/bin/python -m bench.app_cpu --unpriced . --checkout . --rounds 4   # what spend tracking costs
 
 ``bench.gateway_ab`` measures whole gateways under load: its CPU per request
 includes the server, the sockets and every wake-up, and on a small shared
@@ -18,7 +19,8 @@ as the gateway's own protocol gives it.
 
 Each version runs in a process of its own (its sources on ``PYTHONPATH``), the
 versions taking turns in every round, the order reversed every other round.
-Read the medians, and whether the rounds agree.
+Read the medians, and whether the rounds agree. An ``--unpriced`` version runs
+with no price on its deployment (spend tracking off; ``bench.gateway_ab``).
 """
 
 from __future__ import annotations
@@ -45,40 +47,50 @@ UPSTREAM_JITTER_MS = 1.0
 
 def main(argv: Sequence[str] | None = None) -> int:
     # Imported here: the child (``_measure``) runs from another version's sources, where these may differ.
-    from bench.gateway_ab import versions_parser
+    from bench.gateway_ab import versions, versions_parser
     from bench.harness.processes import free_port, running
     from bench.harness.servers import GROUP, MASTER_KEY, fake_upstream, trustgate_config, write_yaml
 
     parser = versions_parser("bench.app_cpu", __doc__, rounds=4)
     parser.add_argument("--requests", type=int, default=6000, help="measured requests per version, round and mode")
     args = parser.parse_args(argv)
-    checkouts = [c.resolve() for c in args.checkout]
-    results: dict[tuple[Path, str], list[float]] = {}
+    measured = versions(parser, args)
+    results: dict[tuple[int, str], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="trustgate-app-cpu-") as tmp:
         workdir = Path(tmp)
         upstream_port = free_port()
-        config = write_yaml(workdir / "trustgate.yaml", trustgate_config(free_port(), upstream_port, workdir))
+        configs = {
+            priced: write_yaml(
+                workdir / f"trustgate-{'priced' if priced else 'unpriced'}.yaml",
+                trustgate_config(free_port(), upstream_port, workdir, priced),
+            )
+            for priced in (True, False)
+        }
         with running(
             fake_upstream(upstream_port, UPSTREAM_DELAY_MS, workdir, UPSTREAM_JITTER_MS),
             f"http://127.0.0.1:{upstream_port}/v1/models",
             timeout=30,
         ):
             for round_ in range(args.rounds):
-                order = checkouts if round_ % 2 == 0 else checkouts[::-1]
+                order = list(enumerate(measured))
                 for mode in MODES:
-                    for checkout in order:
-                        cpu_us = _run_child(checkout, [str(config), mode, str(args.requests), GROUP, MASTER_KEY])
-                        results.setdefault((checkout, mode), []).append(cpu_us)
-                        print(f"round {round_ + 1} {mode:10} {checkout}: {cpu_us:.1f} µs", flush=True)
+                    for index, version in order if round_ % 2 == 0 else order[::-1]:
+                        config = configs[version.priced]
+                        cpu_us = _run_child(
+                            version.checkout, [str(config), mode, str(args.requests), GROUP, MASTER_KEY]
+                        )
+                        results.setdefault((index, mode), []).append(cpu_us)
+                        print(f"round {round_ + 1} {mode:10} {version}: {cpu_us:.1f} µs", flush=True)
     print()
-    print("| version | mode | app CPU µs per request, median | rounds |")
-    print("|---|---|---|---|")
+    print("| version | mode | app CPU µs per request, median | vs 1 | rounds |")
+    print("|---|---|---|---|---|")
     for mode in MODES:
-        for index, checkout in enumerate(checkouts):
-            values = results[(checkout, mode)]
+        first = statistics.median(results[(0, mode)])
+        for index, version in enumerate(measured):
+            values = results[(index, mode)]
             print(
-                f"| {index + 1} ({checkout.name}) | {mode} | {statistics.median(values):.1f} | "
-                f"{', '.join(f'{v:.1f}' for v in values)} |"
+                f"| {index + 1} ({version}) | {mode} | {statistics.median(values):.1f} | "
+                f"{statistics.median(values) / first:.2f} | {', '.join(f'{v:.1f}' for v in values)} |"
             )
     return 0
 

@@ -33,6 +33,7 @@ MASTER_KEY = "sk-bench-master"
 UPSTREAM_KEY = "sk-bench-upstream"
 GROUP = "fake"
 WIRE_MODEL = "gpt-4o-mini"
+UNPRICED_WIRE_MODEL = "trustgate-bench-unpriced"  # in no price list
 MESSAGES = [{"role": "user", "content": "Say hello in one short sentence."}]
 
 # The fake upstream's answer time: its mean, and how far either side of it each answer's is drawn.
@@ -57,21 +58,23 @@ class Target:
         return {"authorization": f"Bearer {self.api_key}"}
 
 
-def model_list(upstream_port: int) -> list[dict[str, object]]:
+def model_list(upstream_port: int, priced: bool = True) -> list[dict[str, object]]:
     """The one deployment both gateways get: model group ``fake`` → the fake upstream.
 
     It has a price, so that each gateway prices every answer and keeps its spend on the measured path, as a
-    deployment of a listed model does (an unpriced one skips the ledger)."""
+    deployment of a listed model does (an unpriced one skips the ledger). ``priced=False`` takes the price
+    away, and names a wire model that litellm's cost map does not list (it lists ``WIRE_MODEL``): spend
+    tracking off, to measure what it costs (``bench.gateway_ab --unpriced``)."""
+    prices = {"input_cost_per_token": 0.00000015, "output_cost_per_token": 0.0000006} if priced else {}
     return [
         {
             "model_name": GROUP,
             "litellm_params": {
-                "model": f"openai/{WIRE_MODEL}",
+                "model": f"openai/{WIRE_MODEL if priced else UNPRICED_WIRE_MODEL}",
                 "api_base": f"http://127.0.0.1:{upstream_port}/v1",
                 "api_key": UPSTREAM_KEY,
                 "timeout": 30,
-                "input_cost_per_token": 0.00000015,
-                "output_cost_per_token": 0.0000006,
+                **prices,
             },
         }
     ]
@@ -106,22 +109,22 @@ def fake_upstream(port: int, delay_ms: float, workdir: Path, jitter_ms: float = 
     return ServerProcess("fake upstream", argv, workdir / "upstream.log")
 
 
-def trustgate_server(port: int, upstream_port: int, workdir: Path) -> ServerProcess:
+def trustgate_server(port: int, upstream_port: int, workdir: Path, priced: bool = True) -> ServerProcess:
     """The gateway core alone (``trustgate_config``), served on ``port``."""
-    config = write_yaml(workdir / "trustgate.yaml", trustgate_config(port, upstream_port, workdir))
+    config = write_yaml(workdir / "trustgate.yaml", trustgate_config(port, upstream_port, workdir, priced))
     trustgate = Path(sys.executable).with_name("trustgate")
     argv = [str(trustgate), "serve", "--config", str(config), "--log-level", "warning", "--no-access-log"]
     return ServerProcess("trustgate", argv, workdir / "trustgate.log")
 
 
-def trustgate_config(port: int, upstream_port: int, workdir: Path) -> dict[str, object]:
+def trustgate_config(port: int, upstream_port: int, workdir: Path, priced: bool = True) -> dict[str, object]:
     """The gateway core alone: pass-through path, scoring off, its record store in the temp dir.
 
     Scoring is off because this measures what the proxy itself adds, like for
     like with LiteLLM's proxy, which does not score.
     """
     return {
-        "model_list": model_list(upstream_port),
+        "model_list": model_list(upstream_port, priced),
         "general_settings": {"master_key": MASTER_KEY},
         "trustgate": {
             "server": {"host": "127.0.0.1", "port": port},

@@ -3,11 +3,17 @@ and its upstream's varying answer times, as ``bench.gateway_load`` names them.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from bench.gateway_ab import Version, ratios_table, versions, versions_parser
 from bench.gateway_load import method
 from bench.harness.load import LoadResult, Options
+from bench.harness.servers import GROUP, trustgate_config, write_yaml
 from bench.harness.tables import rounds_table
+from proxy import load_settings
+from proxy.upstream.prices import PriceList
 from tests.fake_upstream import FakeUpstream
 
 pytestmark = pytest.mark.unit
@@ -57,3 +63,30 @@ def test_the_benchmark_names_its_upstreams_answer_times() -> None:
     varying = Options(10, 5.0, 20.0, 10.0, 12.0, 90.0, 4, delay_jitter_ms=6.0)
     assert varying.upstream_delay == "12 ± 6 ms (uniform, seeded)"
     assert "--delay-jitter-ms 6 --http h11" in method(varying)
+
+
+def test_the_benchmarks_deployment_is_priced_unless_asked_not_to_be(tmp_path: Path) -> None:
+    """``--unpriced`` must turn spend tracking off: no configured price, and none from litellm's cost map."""
+    for priced in (True, False):
+        config = write_yaml(tmp_path / f"{priced}.yaml", trustgate_config(4000, 4001, tmp_path, priced))
+        assert PriceList.of(load_settings(config)).priced(GROUP) is priced
+
+
+def test_checkouts_and_unpriced_versions_keep_the_order_they_were_given_in(tmp_path: Path) -> None:
+    parser = versions_parser("bench.test", None, rounds=1)
+    args = parser.parse_args(["--unpriced", str(tmp_path), "--checkout", str(tmp_path)])
+    assert versions(parser, args) == [Version(tmp_path, priced=False), Version(tmp_path, priced=True)]
+    with pytest.raises(SystemExit):
+        versions(parser, parser.parse_args(["--rounds", "2"]))
+
+
+def test_each_version_is_compared_with_the_first_round_by_round() -> None:
+    figures = {
+        (0, "non-stream"): [(100.0, 1.0), (100.0, 1.0)],
+        (0, "stream"): [(50.0, 2.0), (50.0, 2.0)],
+        (1, "non-stream"): [(90.0, 1.1), (110.0, 1.3)],
+        (1, "stream"): [(50.0, 2.0), (40.0, 3.0)],
+    }
+    table = ratios_table(figures, 2)
+    assert "| 2 | non-stream | 0.90, 1.10 | 1.00 | 1.10, 1.30 | 1.20 |" in table
+    assert "| 2 | stream | 1.00, 0.80 | 0.90 | 1.00, 1.50 | 1.25 |" in table
