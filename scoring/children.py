@@ -22,6 +22,11 @@ caller) and belongs to this user.
 A process-pool worker (``scoring.cpu_pool``) arms the same signal itself as it
 starts (``die_with``) and registers itself, naming the gateway as its parent.
 
+Reaps run one at a time across processes (an exclusive ``flock`` on the
+registry's ``REAP_LOCK``): two starts at once (a gateway and its scoring worker,
+two gateways) would otherwise race, and the one that found the stale entry
+already taken would go on to bind a port the killed child still held.
+
 A process is identified by its pid *and* its start time, so a recycled pid is
 never mistaken for a registered one. The parent-death signal follows the
 *thread* that forked the child: spawn from the event-loop thread that lives as
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import functools
 import logging
 import os
@@ -40,12 +46,22 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import orjson
 
-__all__ = ["die_with", "die_with_parent", "forget_child", "reap_stale_children", "register_child", "registry_dir"]
+__all__ = [
+    "REAP_LOCK",
+    "die_with",
+    "die_with_parent",
+    "forget_child",
+    "reap_stale_children",
+    "register_child",
+    "registry_dir",
+]
+
+REAP_LOCK = ".reaping"  # in the registry directory: held by the process reaping
 
 log = logging.getLogger("trustgate.children")
 
@@ -204,11 +220,44 @@ def _still_the_child(pid: int, entry: dict[str, object]) -> bool:
     )
 
 
+@contextlib.contextmanager
+def _one_reap_at_a_time(folder: Path, wait_s: float) -> Iterator[None]:
+    """Hold the registry's reap lock; a reap in progress elsewhere is waited for, up to ``wait_s``.
+
+    Past that (a reaper stopped, not dead: a dead one's lock is released with it) the reap goes on
+    without the lock, logged: a stuck process must not keep a gateway from starting.
+    """
+    descriptor = os.open(folder / REAP_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    log.warning("another process has been reaping stale children for %.0f s; reaping anyway", wait_s)
+                    break
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
 def reap_stale_children(wait_s: float = 5.0) -> list[int]:
-    """Kill registered children whose parent has died; returns their pids."""
-    killed: list[int] = []
+    """Kill registered children whose parent has died, and wait up to ``wait_s`` for them to be gone; returns
+    their pids. A reap in progress in another process is waited for first (up to twice ``wait_s``: its own
+    wait, and its scan), so that whatever it killed is gone too when this returns."""
     folder = _private_registry()
-    for file in sorted(folder.glob("*.json")) if folder is not None else []:
+    if folder is None:
+        return []
+    with _one_reap_at_a_time(folder, 2 * wait_s):
+        return _reap(folder, wait_s)
+
+
+def _reap(folder: Path, wait_s: float) -> list[int]:
+    killed: list[int] = []
+    for file in sorted(folder.glob("*.json")):
         try:
             entry = orjson.loads(file.read_bytes())
         except (OSError, orjson.JSONDecodeError):

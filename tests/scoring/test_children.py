@@ -7,6 +7,8 @@ parent, so no clean-up code of the parent runs.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -14,11 +16,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from scoring.children import reap_stale_children, register_child, registry_dir
+from scoring.children import REAP_LOCK, reap_stale_children, register_child, registry_dir
 from tests.waiting import alive, wait_gone
 
 PARENT = """
@@ -75,6 +79,48 @@ def test_a_restart_kills_the_children_of_a_dead_parent(temp_registry: dict[str, 
         live_parent.kill()
         live_parent.wait()
         os.kill(live_child, signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def another_reap_in_progress() -> Iterator[None]:
+    """The registry's reap lock, held as another process's reap holds it while its kills die."""
+    folder = registry_dir()
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+    with (folder / REAP_LOCK).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.mark.integration
+def test_a_reap_waits_for_one_in_progress_elsewhere(temp_registry: dict[str, str]) -> None:
+    """Two starts at once: the one that finds the stale entry already taken must not return while the child the
+    other killed may still hold its port (it would bind that port, find it in use, and fail to start)."""
+    parent, child = start_parent("no-signal", temp_registry)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    with ThreadPoolExecutor(1) as pool:
+        with another_reap_in_progress():
+            reaping = pool.submit(reap_stale_children)
+            time.sleep(0.3)
+            assert not reaping.done()  # waits for the other reap
+            os.kill(child, signal.SIGKILL)  # what the other reap does with the entry it took
+            (registry_dir() / f"{child}.json").unlink()
+            assert wait_gone(child)
+        assert reaping.result(timeout=10) == []
+
+
+@pytest.mark.integration
+def test_a_reap_held_up_past_its_bound_goes_on_without_the_lock(
+    temp_registry: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reaper that is stopped (not dead: a dead one's lock goes with it) must not keep a gateway from starting."""
+    parent, child = start_parent("no-signal", temp_registry)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    with another_reap_in_progress():
+        assert reap_stale_children(wait_s=0.5) == [child]
+        assert wait_gone(child)
+    assert "reaping anyway" in caplog.text
 
 
 @pytest.mark.integration
