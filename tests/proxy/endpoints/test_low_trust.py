@@ -51,6 +51,12 @@ def gateway(fake_upstream: FakeUpstream, start_gateway: Gateway) -> Gateway:
     return start
 
 
+def escalate_low_chat(gateway: Gateway, path: str, scorer: Scorer, **policy: Any) -> tuple[ServerThread, Any]:
+    """A gateway that escalates to ``strong`` with ``scorer`` judging both answers, and its reply to a low question."""
+    server = gateway(path, scorer, **ESCALATE, **policy)
+    return server, ask_chat(server, LOW)
+
+
 def stored(server: ServerThread, record_id: str, action: str | None = None) -> dict[str, Any]:
     """The record once its action (if any) has reached the store."""
     for _ in range(100):
@@ -67,19 +73,24 @@ PATHS = ["passthrough", "litellm"]
 # --- config load -----------------------------------------------------------------------------------------------
 
 
+def async_config(**policy: Any) -> dict[str, Any]:
+    """The groups with ``policy`` and scoring that runs async, which an acting policy contradicts."""
+    settings = config("http://127.0.0.1:9", "passthrough", **policy)
+    settings["trustgate"]["scoring"]["mode"] = "async"
+    return settings
+
+
 @pytest.mark.unit
 def test_an_action_with_async_scoring_is_refused_at_load() -> None:
-    settings = config("http://127.0.0.1:9", "passthrough", action="block")
-    settings["trustgate"]["scoring"]["mode"] = "async"
+    settings = async_config(action="block")
     with pytest.raises(ConfigError, match=r"action block for model `cheap` needs sync scoring.*async"):
         settings_from_dict(settings, {})
 
 
 @pytest.mark.unit
 def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
-    settings = config("http://127.0.0.1:9", "passthrough", keys=[{"key": "sk-a", "name": "a"}])
+    settings = async_config(keys=[{"key": "sk-a", "name": "a"}])
     scoring = settings["trustgate"]["scoring"]
-    scoring["mode"] = "async"
     scoring["per_key"] = {"a": {"on_low_trust": {"action": "block"}}}
     with pytest.raises(ConfigError, match="model `cheap`, key `a` needs sync scoring"):
         settings_from_dict(settings, {})
@@ -92,8 +103,7 @@ def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
 
 @pytest.mark.unit
 def test_rules_for_unscored_and_not_applicable_answers_need_sync_scoring_and_a_target() -> None:
-    settings = config("http://127.0.0.1:9", "passthrough", unscored="block")
-    settings["trustgate"]["scoring"]["mode"] = "async"
+    settings = async_config(unscored="block")
     with pytest.raises(ConfigError, match=r"unscored: block for model `cheap` needs sync scoring"):
         settings_from_dict(settings, {})
     settings["trustgate"]["scoring"]["on_low_trust"] = {"not_applicable": "block"}
@@ -206,8 +216,7 @@ def test_block_on_responses(gateway: Gateway, path: str) -> None:
 def test_escalation_returns_the_better_answer_and_links_the_records(
     gateway: Gateway, fake_upstream: FakeUpstream, path: str
 ) -> None:
-    server = gateway(path, VerdictScorer({"strong": 0.8}), **ESCALATE)
-    raw = ask_chat(server, LOW)
+    server, raw = escalate_low_chat(gateway, path, VerdictScorer({"strong": 0.8}))
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
     assert len(fake_upstream.requests) == 2
     first_id, second_id = raw.headers["x-trust-escalated-from"], raw.headers["x-trust-id"]
@@ -262,8 +271,7 @@ def test_a_policy_for_one_model_group_acts_on_that_group_only(
 def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower(
     gateway: Gateway, fake_upstream: FakeUpstream, path: str
 ) -> None:
-    server = gateway(path, VerdictScorer({"strong": 0.05}), **ESCALATE)
-    raw = ask_chat(server, LOW)
+    server, raw = escalate_low_chat(gateway, path, VerdictScorer({"strong": 0.05}))
     assert raw.headers["x-trust-action"] == "kept" and raw.headers["x-trust-score"] == "0.1000"
     assert stored(server, raw.headers["x-trust-id"], "kept")["escalated_to"] == raw.headers["x-trust-escalated-to"]
     assert len(fake_upstream.requests) == 2
@@ -271,16 +279,15 @@ def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower
 
 @pytest.mark.integration
 def test_prefer_escalated_returns_the_escalation_even_when_it_scores_lower(gateway: Gateway) -> None:
-    server = gateway("passthrough", VerdictScorer({"strong": 0.05}), **ESCALATE, prefer="escalated")
-    raw = ask_chat(server, LOW)
+    _, raw = escalate_low_chat(gateway, "passthrough", VerdictScorer({"strong": 0.05}), prefer="escalated")
     assert raw.headers["x-trust-action"] == "escalated" and raw.headers["x-trust-score"] == "0.0500"
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_an_escalation_past_its_timeout_returns_the_first_answer(gateway: Gateway, path: str) -> None:
-    server = gateway(path, VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), **ESCALATE, escalation_timeout_s=0.5)
-    raw = ask_chat(server, LOW)
+    scorer = VerdictScorer({"strong": 0.9}, delay={"strong": 3.0})
+    server, raw = escalate_low_chat(gateway, path, scorer, escalation_timeout_s=0.5)
     assert raw.headers["x-trust-action"] == "escalation_failed" and raw.headers["x-trust-score"] == "0.1000"
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
     metrics = httpx.get(f"{server.url}/metrics").text
