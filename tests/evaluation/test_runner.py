@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +39,34 @@ class Interrupted(BaseException):
     """Stands in for a killed process: not an ``Exception``, so nothing on the way catches it."""
 
 
-def run(
-    gateway: GatewaySettings,
-    settings: ScoringSettings,
-    scorers: dict[str, Scorer],
-    cache: Path,
-    items: list[EvalItem],
-    spec: RunSpec = SPEC,
-    calls_allowed: int | None = None,
-) -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
-    async def scenario() -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
-        async with open_upstream(gateway) as complete:
-            with EvalCache(cache) as store:
-                evaluator = Evaluator(spec, limited(complete, calls_allowed), store, scorers, settings)
-                outcomes, failures = await evaluate_items(evaluator, items)
-                return outcomes, failures, evaluator
+Evaluate = Callable[..., tuple[list[ItemOutcome], list[ItemFailure], Evaluator]]
 
-    return asyncio.run(scenario())
+
+@pytest.fixture
+def evaluate(
+    gateway: GatewaySettings,
+    evidence_settings: ScoringSettings,
+    scorers: dict[str, Scorer],
+    fake_upstream: FakeUpstream,
+) -> Evaluate:
+    """Evaluates items against the fake upstream answering as the scripted albums model: the tests here differ only
+    in the items, the run's spec, the cache, and how many upstream calls it may make before it is cut off."""
+    fake_upstream.responder = ScriptedModel(ALBUMS)
+
+    def run(
+        cache: Path, items: list[EvalItem], spec: RunSpec = SPEC, calls_allowed: int | None = None
+    ) -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
+        async def scenario() -> tuple[list[ItemOutcome], list[ItemFailure], Evaluator]:
+            async with open_upstream(gateway) as complete:
+                with EvalCache(cache) as store:
+                    limit = limited(complete, calls_allowed)
+                    evaluator = Evaluator(spec, limit, store, scorers, evidence_settings)
+                    outcomes, failures = await evaluate_items(evaluator, items)
+                    return outcomes, failures, evaluator
+
+        return asyncio.run(scenario())
+
+    return run
 
 
 def limited(complete: Complete, calls_allowed: int | None) -> Complete:
@@ -79,14 +91,9 @@ def timeless(outcome: ItemOutcome) -> dict[str, Any]:
 
 
 def test_answer_and_score_with_hand_computed_metrics(
-    gateway: GatewaySettings,
-    evidence_settings: ScoringSettings,
-    scorers: dict[str, Scorer],
-    fake_upstream: FakeUpstream,
-    tmp_path: Path,
+    evaluate: Evaluate, fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    fake_upstream.responder = ScriptedModel(ALBUMS)
-    outcomes, failures, evaluator = run(gateway, evidence_settings, scorers, tmp_path / "cache.sqlite3", ITEMS)
+    outcomes, failures, evaluator = evaluate(tmp_path / "cache.sqlite3", ITEMS)
     assert not failures
     assert [o.answer for o in outcomes] == [s.answer for s in ALBUMS]  # the continuation is cut off
     assert [(o.label, o.label_source) for o in outcomes] == [(1, "gold-match"), (0, "gold-match")] * 2
@@ -119,36 +126,26 @@ def test_answer_and_score_with_hand_computed_metrics(
 
 
 def test_rerun_after_interruption_repeats_no_upstream_call(
-    gateway: GatewaySettings,
-    evidence_settings: ScoringSettings,
-    scorers: dict[str, Scorer],
-    fake_upstream: FakeUpstream,
-    tmp_path: Path,
+    evaluate: Evaluate, fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    fake_upstream.responder = ScriptedModel(ALBUMS)
     cache = tmp_path / "cache.sqlite3"
-    first, _, _ = run(gateway, evidence_settings, scorers, cache, ITEMS[:2])  # stopped after two items
+    first, _, _ = evaluate(cache, ITEMS[:2])  # stopped after two items
     assert len(first) == 2 and len(fake_upstream.requests) == 10
     with pytest.raises(Interrupted):  # killed in the middle of the third item's Trust_BC checks
-        run(gateway, evidence_settings, scorers, cache, ITEMS, calls_allowed=3)
+        evaluate(cache, ITEMS, calls_allowed=3)
     assert len(fake_upstream.requests) == 13
-    outcomes, failures, evaluator = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    outcomes, failures, evaluator = evaluate(cache, ITEMS)
     assert not failures and len(outcomes) == 4
     bodies = [orjson.dumps(body, option=orjson.OPT_SORT_KEYS) for body in fake_upstream.requests]
     assert len(bodies) == len(set(bodies)) == 4 * sum(CALLS_PER_ITEM.values())  # every call made exactly once
     assert sum(c.made for c in evaluator.counters.values()) == 7  # the rest of item 3, and item 4
-    fresh, _, _ = run(gateway, evidence_settings, scorers, tmp_path / "fresh.sqlite3", ITEMS)
+    fresh, _, _ = evaluate(tmp_path / "fresh.sqlite3", ITEMS)
     assert [timeless(o) for o in outcomes] == [timeless(o) for o in fresh]  # resuming changes no result
 
 
 def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(
-    gateway: GatewaySettings,
-    evidence_settings: ScoringSettings,
-    scorers: dict[str, Scorer],
-    fake_upstream: FakeUpstream,
-    tmp_path: Path,
+    evaluate: Evaluate, fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    fake_upstream.responder = ScriptedModel(ALBUMS)
     items = [
         EvalItem(
             dataset="albums",
@@ -163,13 +160,8 @@ def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(
         )
         for n, s in enumerate(ALBUMS)
     ]
-    outcomes, failures, _ = run(
-        gateway,
-        evidence_settings,
-        scorers,
-        tmp_path / "c.sqlite3",
-        items,
-        RunSpec(mode="given", model="fake", components=("fc",)),
+    outcomes, failures, _ = evaluate(
+        tmp_path / "c.sqlite3", items, RunSpec(mode="given", model="fake", components=("fc",))
     )
     assert not failures and [o.value("fc") for o in outcomes] == [1.0, 0.0, 1.0, 0.5]
     assert {o.answerer for o in outcomes} == {"someone"} and {o.label_source for o in outcomes} == {"human"}
@@ -181,50 +173,32 @@ def test_given_answers_mode_scores_the_datasets_answers_with_its_labels(
     assert group["label_agreement"] == {"items": 4, "accuracy": 1.0, "kappa": 1.0, "matched_correct_rate": 0.5}
 
 
-def test_an_item_whose_answer_call_fails_is_reported_and_retried(
-    gateway: GatewaySettings,
-    evidence_settings: ScoringSettings,
-    scorers: dict[str, Scorer],
-    fake_upstream: FakeUpstream,
-    tmp_path: Path,
-) -> None:
-    fake_upstream.responder = ScriptedModel(ALBUMS)
+def test_an_item_whose_answer_call_fails_is_reported_and_retried(evaluate: Evaluate, tmp_path: Path) -> None:
     broken = EvalItem(dataset="albums", id="broken", question_id="9", question="[fail:500] Who?", gold=("x",))
-    outcomes, failures, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", [ITEMS[0], broken])
+    outcomes, failures, _ = evaluate(tmp_path / "c.sqlite3", [ITEMS[0], broken])
     assert [o.item_id for o in outcomes] == ["0"]
     assert [f.item_id for f in failures] == ["broken"] and "500" in failures[0].error
 
 
 def test_without_logprobs_the_answer_call_asks_for_none(
-    gateway: GatewaySettings,
-    evidence_settings: ScoringSettings,
-    scorers: dict[str, Scorer],
-    fake_upstream: FakeUpstream,
-    tmp_path: Path,
+    evaluate: Evaluate, fake_upstream: FakeUpstream, tmp_path: Path
 ) -> None:
-    fake_upstream.responder = ScriptedModel(ALBUMS)
     spec = RunSpec(mode="answer", model="fake", components=(), verbal_confidence=False, answer_logprobs=False)
-    (outcome,), _, _ = run(gateway, evidence_settings, scorers, tmp_path / "c.sqlite3", ITEMS[:1], spec)
+    (outcome,), _, _ = evaluate(tmp_path / "c.sqlite3", ITEMS[:1], spec)
     assert "logprobs" not in fake_upstream.requests[0] and len(fake_upstream.requests) == 1
     assert (outcome.answer_details() or AnswerDetails()).mean_logprob is None and outcome.value("ov") is None
 
 
 def test_results_of_changed_scorer_code_are_recomputed_from_cached_replies(
-    gateway: GatewaySettings,
-    evidence_settings: ScoringSettings,
-    scorers: dict[str, Scorer],
-    fake_upstream: FakeUpstream,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    evaluate: Evaluate, fake_upstream: FakeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_upstream.responder = ScriptedModel(ALBUMS)
     cache = tmp_path / "cache.sqlite3"
-    first, _, _ = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    first, _, _ = evaluate(cache, ITEMS)
     calls = len(fake_upstream.requests)
-    _, _, unchanged = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    _, _, unchanged = evaluate(cache, ITEMS)
     assert unchanged.reused == 4 * 4  # answer, verbal, bc and fc of each item
     monkeypatch.setattr(runner, "_source_digest", lambda module: "the scorers' code after an edit")
-    again, _, changed = run(gateway, evidence_settings, scorers, cache, ITEMS)
+    again, _, changed = evaluate(cache, ITEMS)
     assert changed.reused == 4 * 2  # only answer and verbal: bc and fc are scored again ...
     assert len(fake_upstream.requests) == calls  # ... from the cached replies
     assert sum(c.cached for c in changed.counters.values()) == 4 * (CALLS_PER_ITEM["bc"] + CALLS_PER_ITEM["fc"])

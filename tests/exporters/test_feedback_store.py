@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from redis.asyncio import Redis
 
 from exporters.record_query import RecordQuery
 from exporters.record_summary import LabelCount
 from exporters.redis_store import RedisRecordStore
 from exporters.store import SqliteRecordStore
 from scoring.types import Feedback, FeedbackRefused, RecordScope, TrustRecord, TrustStatus
+from tests.exporters.stores import Scenario, Store, emptied_redis
 from tests.redis_server import RedisServer
 
-Store = SqliteRecordStore | RedisRecordStore
-Scenario = Callable[[Store], Coroutine[Any, Any, None]]
 EVERYONE = RecordScope.everyone()
 ALICE = RecordScope.owned_by("alice")
 
@@ -45,41 +42,6 @@ def record(
 
 def label(correct: bool, at: float | None = None, **fields: Any) -> Feedback:
     return Feedback(correct=correct, labelled_at=time.time() if at is None else at, **fields)
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Scenario], None]:
-    """Run a scenario against a fresh store of the parametrised kind."""
-
-    @contextlib.asynccontextmanager
-    async def opened() -> AsyncIterator[Store]:
-        if request.param == "sqlite":
-            sqlite = SqliteRecordStore(tmp_path / "records.db", max_age_s=86400, max_records=1000)
-            await sqlite.open()
-            yield sqlite
-            await sqlite.close()
-            return
-        server: RedisServer = request.getfixturevalue("redis_server")
-        redis = Redis.from_url(server.url, decode_responses=True)
-        await redis.flushdb()
-        yield RedisRecordStore(redis, prefix="t", ttl_s=86400, max_records=1000)
-        await redis.aclose()
-
-    def go(scenario: Scenario) -> None:
-        async def main() -> None:
-            async with opened() as store:
-                await scenario(store)
-
-        asyncio.run(main())
-
-    return go
 
 
 @pytest.mark.integration
@@ -259,14 +221,12 @@ def test_an_sqlite_store_from_before_feedback_is_migrated(tmp_path: Path) -> Non
 @pytest.mark.integration
 def test_redis_skips_a_labelled_record_that_expired(redis_server: RedisServer) -> None:
     async def scenario() -> None:
-        redis = Redis.from_url(redis_server.url, decode_responses=True)
-        await redis.flushdb()
-        store = RedisRecordStore(redis, prefix="x", ttl_s=3600)
-        for record_id in ("a", "b"):
-            await store.put(record(record_id))
-            await store.set_feedback(record_id, label(True), scope=ALICE)
-        await redis.delete("x:record:a")  # as its TTL would
-        assert [r.id for r in await store.labelled("m")] == ["b"]
-        await redis.aclose()
+        async with emptied_redis(redis_server.url) as redis:
+            store = RedisRecordStore(redis, prefix="x", ttl_s=3600)
+            for record_id in ("a", "b"):
+                await store.put(record(record_id))
+                await store.set_feedback(record_id, label(True), scope=ALICE)
+            await redis.delete("x:record:a")  # as its TTL would
+            assert [r.id for r in await store.labelled("m")] == ["b"]
 
     asyncio.run(scenario())

@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from redis.asyncio import Redis
 
 from exporters import redis_store
 from exporters.record_query import RecordPage, RecordQuery, decode_cursor
 from exporters.redis_store import RedisRecordStore
 from exporters.store import SqliteRecordStore
 from scoring.types import ComponentResult, RecordScope, TrustRecord
+from tests.exporters.stores import Scenario, Store, emptied_redis
 from tests.redis_server import RedisServer
 
 NOW = time.time()
 EVERYONE = RecordScope.everyone()
-Store = SqliteRecordStore | RedisRecordStore
-Scenario = Callable[[Store], Coroutine[Any, Any, None]]
 
 
 def record(
@@ -52,49 +49,6 @@ def record(
         components=components,
         created_at=NOW - (age_s if age_s is not None else 1000 - i),
     )
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def run(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[Scenario], None]:
-    """Run a scenario against a fresh store of the parametrised kind."""
-    kind = request.param
-
-    @contextlib.asynccontextmanager
-    async def opened(**limits: Any) -> AsyncIterator[Store]:
-        if kind == "sqlite":
-            sqlite = SqliteRecordStore(
-                tmp_path / "records.db",
-                max_age_s=limits.get("ttl_s", 86400),
-                max_records=limits.get("max_records", 100_000),
-            )
-            await sqlite.open()
-            yield sqlite
-            await sqlite.close()
-            return
-        server: RedisServer = request.getfixturevalue("redis_server")
-        redis = Redis.from_url(server.url, decode_responses=True)
-        await redis.flushdb()
-        yield RedisRecordStore(
-            redis, prefix="t", ttl_s=limits.get("ttl_s", 86400), max_records=limits.get("max_records", 100_000)
-        )
-        await redis.aclose()
-
-    def go(scenario: Scenario) -> None:
-        async def main() -> None:
-            async with opened() as store:
-                await scenario(store)
-
-        asyncio.run(main())
-
-    go.kind = kind  # type: ignore[attr-defined]
-    return go
 
 
 async def fill(store: Store, records: list[TrustRecord]) -> None:
@@ -292,14 +246,12 @@ def test_a_redis_scan_stops_at_its_limit_and_the_cursor_goes_on(
     monkeypatch.setattr(redis_store, "SCAN_LIMIT", 7)
 
     async def scenario() -> None:
-        redis = Redis.from_url(redis_server.url, decode_responses=True)
-        await redis.flushdb()
-        store = RedisRecordStore(redis, prefix="s", ttl_s=3600)
-        await fill(store, [record(i, label="untrusted" if i in (2, 17) else "trusted") for i in range(20)])
-        first = await store.list_records(RecordQuery(label="untrusted"), scope=EVERYONE)
-        assert [r.id for r in first.data] == ids(17) and first.next_cursor is not None  # read 7 of 20, then stopped
-        assert flat(await all_pages(store, label="untrusted")) == ids(17, 2)
-        await redis.aclose()
+        async with emptied_redis(redis_server.url) as redis:
+            store = RedisRecordStore(redis, prefix="s", ttl_s=3600)
+            await fill(store, [record(i, label="untrusted" if i in (2, 17) else "trusted") for i in range(20)])
+            first = await store.list_records(RecordQuery(label="untrusted"), scope=EVERYONE)
+            assert [r.id for r in first.data] == ids(17) and first.next_cursor is not None  # read 7 of 20, then stopped
+            assert flat(await all_pages(store, label="untrusted")) == ids(17, 2)
 
     asyncio.run(scenario())
 
@@ -307,17 +259,15 @@ def test_a_redis_scan_stops_at_its_limit_and_the_cursor_goes_on(
 @pytest.mark.integration
 def test_redis_index_is_bounded_by_max_records_and_skips_expired_records(redis_server: RedisServer) -> None:
     async def scenario() -> None:
-        redis = Redis.from_url(redis_server.url, decode_responses=True)
-        await redis.flushdb()
-        store = RedisRecordStore(redis, prefix="b", ttl_s=3600, max_records=5)
-        await fill(store, [record(i, owner="alice") for i in range(8)])
-        assert await redis.zcard("b:records-by-time") == 5
-        assert await redis.zcard("b:records-by-time:owner:alice") == 5
-        await redis.delete("b:record:r00007")  # as if its TTL ran out before the index was trimmed
-        page = await store.list_records(RecordQuery(), scope=RecordScope.owned_by("alice"))
-        assert [r.id for r in page.data] == ids(6, 5, 4, 3)
-        await store.put(record(99, owner="alice", age_s=7200))  # older than the TTL: trimmed at once
-        assert await redis.zscore("b:records-by-time", "r00099") is None
-        await redis.aclose()
+        async with emptied_redis(redis_server.url) as redis:
+            store = RedisRecordStore(redis, prefix="b", ttl_s=3600, max_records=5)
+            await fill(store, [record(i, owner="alice") for i in range(8)])
+            assert await redis.zcard("b:records-by-time") == 5
+            assert await redis.zcard("b:records-by-time:owner:alice") == 5
+            await redis.delete("b:record:r00007")  # as if its TTL ran out before the index was trimmed
+            page = await store.list_records(RecordQuery(), scope=RecordScope.owned_by("alice"))
+            assert [r.id for r in page.data] == ids(6, 5, 4, 3)
+            await store.put(record(99, owner="alice", age_s=7200))  # older than the TTL: trimmed at once
+            assert await redis.zscore("b:records-by-time", "r00099") is None
 
     asyncio.run(scenario())

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.fake_upstream import FakeUpstream
+from tests.proxy.redis_gateway import RedisDeployment, StartGateway, StartWorker
 from tests.redis_server import RedisServer
 
 
@@ -41,3 +43,12 @@ def start_worker(tmp_path: Path) -> Iterator[Callable[..., subprocess.Popen[byte
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_deployment(
+    fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: StartGateway, start_worker: StartWorker
+) -> RedisDeployment:
+    """This test's Redis and the session's fake upstream, with the starters that stop what they start when the test
+    ends."""
+    return RedisDeployment(fake_upstream.url, redis_server.url, start_gateway, start_worker)  # type: ignore[attr-defined]

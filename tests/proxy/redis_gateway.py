@@ -6,12 +6,13 @@ import contextlib
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from tests.conftest import gateway_config
-from tests.proxy.scored_gateway import AUTH
+from tests.proxy.scored_gateway import AUTH, AskingScorer
 from tests.redis_server import free_port
 from tests.servers import ServerThread
 
@@ -36,6 +37,28 @@ def redis_config(upstream_url: str, redis_url: str, **queue: Any) -> dict[str, A
         }
     }
     return config
+
+
+StartGateway = Callable[..., ServerThread]
+StartWorker = Callable[..., subprocess.Popen[bytes]]
+
+
+@dataclass
+class RedisDeployment:
+    """A test's scale-out deployment: gateways and worker processes on one real Redis, before the session's fake
+    upstream. Its tests differ in the queue's settings and in what they start, not in how they start it."""
+
+    upstream_url: str
+    redis_url: str
+    start_gateway: StartGateway
+    start_worker: StartWorker
+
+    def config(self, **queue: Any) -> dict[str, Any]:
+        return redis_config(self.upstream_url, self.redis_url, **queue)
+
+    def gateway(self, config: dict[str, Any], bc: float = 0.1) -> ServerThread:
+        """A gateway whose own scorer gives Trust_BC ``bc``: on the worker path it never runs, the workers score."""
+        return self.start_gateway(config, scorers=[AskingScorer("bc", bc)])
 
 
 def start_ready_worker(

@@ -34,14 +34,27 @@ AUTH = {"authorization": f"Bearer {MASTER_KEY}"}
 MESSAGE = "No reliable answer, sorry."
 
 
-def start(
-    start_gateway: Callable[..., ServerThread],
-    fake: FakeUpstream,
-    path: str,
-    scorer: Scorer | None = None,
-    **kwargs: Any,
-) -> ServerThread:
-    return start_gateway(config(fake.url, path, **kwargs), scorers=[scorer or VerdictScorer()])  # type: ignore[attr-defined]
+Gateway = Callable[..., ServerThread]
+BLOCK: dict[str, Any] = {"action": "block", "message": MESSAGE}
+ESCALATE: dict[str, Any] = {"action": "escalate", "escalate_to": "strong"}
+
+
+@pytest.fixture
+def gateway(fake_upstream: FakeUpstream, start_gateway: Gateway) -> Gateway:
+    """Starts a gateway on the fake upstream for a path and a policy, scored by ``VerdictScorer`` unless a test
+    brings its own scorer: most tests here differ only in those."""
+
+    def start(path: str, scorer: Scorer | None = None, **policy: Any) -> ServerThread:
+        settings = config(fake_upstream.url, path, **policy)  # type: ignore[attr-defined]
+        return start_gateway(settings, scorers=[scorer or VerdictScorer()])
+
+    return start
+
+
+def escalate_low_chat(gateway: Gateway, path: str, scorer: Scorer, **policy: Any) -> tuple[ServerThread, Any]:
+    """A gateway that escalates to ``strong`` with ``scorer`` judging both answers, and its reply to a low question."""
+    server = gateway(path, scorer, **ESCALATE, **policy)
+    return server, ask_chat(server, LOW)
 
 
 def stored(server: ServerThread, record_id: str, action: str | None = None) -> dict[str, Any]:
@@ -60,19 +73,24 @@ PATHS = ["passthrough", "litellm"]
 # --- config load -----------------------------------------------------------------------------------------------
 
 
+def async_config(**policy: Any) -> dict[str, Any]:
+    """The groups with ``policy`` and scoring that runs async, which an acting policy contradicts."""
+    settings = config("http://127.0.0.1:9", "passthrough", **policy)
+    settings["trustgate"]["scoring"]["mode"] = "async"
+    return settings
+
+
 @pytest.mark.unit
 def test_an_action_with_async_scoring_is_refused_at_load() -> None:
-    settings = config("http://127.0.0.1:9", "passthrough", action="block")
-    settings["trustgate"]["scoring"]["mode"] = "async"
+    settings = async_config(action="block")
     with pytest.raises(ConfigError, match=r"action block for model `cheap` needs sync scoring.*async"):
         settings_from_dict(settings, {})
 
 
 @pytest.mark.unit
 def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
-    settings = config("http://127.0.0.1:9", "passthrough", keys=[{"key": "sk-a", "name": "a"}])
+    settings = async_config(keys=[{"key": "sk-a", "name": "a"}])
     scoring = settings["trustgate"]["scoring"]
-    scoring["mode"] = "async"
     scoring["per_key"] = {"a": {"on_low_trust": {"action": "block"}}}
     with pytest.raises(ConfigError, match="model `cheap`, key `a` needs sync scoring"):
         settings_from_dict(settings, {})
@@ -85,8 +103,7 @@ def test_an_action_for_one_key_needs_sync_scoring_for_that_key_only() -> None:
 
 @pytest.mark.unit
 def test_rules_for_unscored_and_not_applicable_answers_need_sync_scoring_and_a_target() -> None:
-    settings = config("http://127.0.0.1:9", "passthrough", unscored="block")
-    settings["trustgate"]["scoring"]["mode"] = "async"
+    settings = async_config(unscored="block")
     with pytest.raises(ConfigError, match=r"unscored: block for model `cheap` needs sync scoring"):
         settings_from_dict(settings, {})
     settings["trustgate"]["scoring"]["on_low_trust"] = {"not_applicable": "block"}
@@ -106,13 +123,9 @@ def test_an_escalation_target_the_config_does_not_serve_is_refused() -> None:
 def test_an_escalation_a_key_may_not_make_is_refused_at_load() -> None:
     keys = [{"key": "sk-a", "name": "a", "models": ["cheap"]}]
     with pytest.raises(ConfigError, match="key `a` may not use `strong`"):
-        settings_from_dict(
-            config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong", keys=keys), {}
-        )
+        settings_from_dict(config("http://127.0.0.1:9", "passthrough", **ESCALATE, keys=keys), {})
     keys[0]["models"] = ["cheap", "strong"]
-    settings_from_dict(
-        config("http://127.0.0.1:9", "passthrough", action="escalate", escalate_to="strong", keys=keys), {}
-    )
+    settings_from_dict(config("http://127.0.0.1:9", "passthrough", **ESCALATE, keys=keys), {})
 
 
 # --- block -----------------------------------------------------------------------------------------------------
@@ -120,11 +133,9 @@ def test_an_escalation_a_key_may_not_make_is_refused_at_load() -> None:
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
+def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(gateway: Gateway, path: str) -> None:
     keys = [{"key": "sk-a", "name": "a"}, {"key": "sk-b", "name": "b"}, {"key": "sk-ops", "name": "ops", "admin": True}]
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, keys=keys)
+    server = gateway(path, **BLOCK, keys=keys)
     raw = ask_chat(server, LOW, key="sk-a")
     reply = raw.parse()
     assert reply.choices[0].message.content == MESSAGE and reply.choices[0].finish_reason == "content_filter"
@@ -158,18 +169,9 @@ def test_block_replaces_a_low_chat_answer_and_the_record_keeps_the_original(
 
 
 @pytest.mark.integration
-def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
-) -> None:
+def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(gateway: Gateway) -> None:
     # allow_client_mode: lower (the default) lets a client choose async or off, which would skip the block
-    server = start(
-        start_gateway,
-        fake_upstream,
-        "passthrough",
-        action="block",
-        message=MESSAGE,
-        keys=[{"key": "sk-a", "name": "a"}],
-    )
+    server = gateway("passthrough", **BLOCK, keys=[{"key": "sk-a", "name": "a"}])
     for mode in ("async", "off"):
         raw = sdk(server, "sk-a").chat.completions.with_raw_response.create(
             model="cheap", messages=[{"role": "user", "content": LOW}], extra_headers={"x-trustgate-mode": mode}
@@ -182,10 +184,8 @@ def test_a_client_cannot_lower_its_mode_out_of_an_acting_policy(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_block_on_legacy_completions(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)
+def test_block_on_legacy_completions(gateway: Gateway, path: str) -> None:
+    server = gateway(path, **BLOCK)
     raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
     choice = raw.parse().choices[0]
     assert (choice.text, choice.finish_reason) == (MESSAGE, "content_filter")
@@ -197,8 +197,8 @@ def test_block_on_legacy_completions(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str) -> None:
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE)
+def test_block_on_responses(gateway: Gateway, path: str) -> None:
+    server = gateway(path, **BLOCK)
     raw = sdk(server).responses.with_raw_response.create(model="cheap", input=LOW)
     response = raw.parse()
     assert response.output_text == MESSAGE and response.status == "incomplete"
@@ -214,12 +214,9 @@ def test_block_on_responses(fake_upstream: FakeUpstream, start_gateway: Callable
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_escalation_returns_the_better_answer_and_links_the_records(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+    gateway: Gateway, fake_upstream: FakeUpstream, path: str
 ) -> None:
-    server = start(
-        start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate", escalate_to="strong"
-    )
-    raw = ask_chat(server, LOW)
+    server, raw = escalate_low_chat(gateway, path, VerdictScorer({"strong": 0.8}))
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
     assert len(fake_upstream.requests) == 2
     first_id, second_id = raw.headers["x-trust-escalated-from"], raw.headers["x-trust-id"]
@@ -245,13 +242,7 @@ def test_the_worked_config_escalates_for_one_key_and_blocks_for_another(
         {"key": "sk-app", "name": "app", "models": ["cheap", "strong"]},
         {"key": "sk-kiosk", "name": "kiosk", "models": ["cheap"]},
     ]
-    settings = config(
-        fake_upstream.url,
-        "passthrough",
-        action="escalate",
-        escalate_to="strong",  # type: ignore[attr-defined]
-        keys=keys,
-    )
+    settings = config(fake_upstream.url, "passthrough", **ESCALATE, keys=keys)  # type: ignore[attr-defined]
     settings["trustgate"]["scoring"]["per_key"] = {"kiosk": {"on_low_trust": {"action": "block", "message": MESSAGE}}}
     server = start_gateway(settings, scorers=[VerdictScorer({"strong": 0.8})])
     app = ask_chat(server, LOW, key="sk-app")
@@ -278,49 +269,25 @@ def test_a_policy_for_one_model_group_acts_on_that_group_only(
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_prefer_higher_returns_the_first_answer_when_the_escalation_scores_lower(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+    gateway: Gateway, fake_upstream: FakeUpstream, path: str
 ) -> None:
-    server = start(
-        start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.05}), action="escalate", escalate_to="strong"
-    )
-    raw = ask_chat(server, LOW)
+    server, raw = escalate_low_chat(gateway, path, VerdictScorer({"strong": 0.05}))
     assert raw.headers["x-trust-action"] == "kept" and raw.headers["x-trust-score"] == "0.1000"
     assert stored(server, raw.headers["x-trust-id"], "kept")["escalated_to"] == raw.headers["x-trust-escalated-to"]
     assert len(fake_upstream.requests) == 2
 
 
 @pytest.mark.integration
-def test_prefer_escalated_returns_the_escalation_even_when_it_scores_lower(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
-) -> None:
-    server = start(
-        start_gateway,
-        fake_upstream,
-        "passthrough",
-        VerdictScorer({"strong": 0.05}),
-        action="escalate",
-        escalate_to="strong",
-        prefer="escalated",
-    )
-    raw = ask_chat(server, LOW)
+def test_prefer_escalated_returns_the_escalation_even_when_it_scores_lower(gateway: Gateway) -> None:
+    _, raw = escalate_low_chat(gateway, "passthrough", VerdictScorer({"strong": 0.05}), prefer="escalated")
     assert raw.headers["x-trust-action"] == "escalated" and raw.headers["x-trust-score"] == "0.0500"
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_an_escalation_past_its_timeout_returns_the_first_answer(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(
-        start_gateway,
-        fake_upstream,
-        path,
-        VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}),
-        action="escalate",
-        escalate_to="strong",
-        escalation_timeout_s=0.5,
-    )
-    raw = ask_chat(server, LOW)
+def test_an_escalation_past_its_timeout_returns_the_first_answer(gateway: Gateway, path: str) -> None:
+    scorer = VerdictScorer({"strong": 0.9}, delay={"strong": 3.0})
+    server, raw = escalate_low_chat(gateway, path, scorer, escalation_timeout_s=0.5)
     assert raw.headers["x-trust-action"] == "escalation_failed" and raw.headers["x-trust-score"] == "0.1000"
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
     metrics = httpx.get(f"{server.url}/metrics").text
@@ -329,40 +296,24 @@ def test_an_escalation_past_its_timeout_returns_the_first_answer(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_an_escalation_upstream_error_returns_the_first_answer(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(
-        start_gateway, fake_upstream, path, action="escalate", escalate_to="strong", strong_base="http://127.0.0.1:9/v1"
-    )
+def test_an_escalation_upstream_error_returns_the_first_answer(gateway: Gateway, path: str) -> None:
+    server = gateway(path, **ESCALATE, strong_base="http://127.0.0.1:9/v1")
     raw = ask_chat(server, LOW)
     assert raw.status_code == 200 and raw.headers["x-trust-action"] == "escalation_failed"
     assert raw.parse().choices[0].message.content == f"You said: {LOW}"
 
 
 @pytest.mark.integration
-def test_an_escalation_counts_on_the_keys_rate_limit(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
-) -> None:
+def test_an_escalation_counts_on_the_keys_rate_limit(gateway: Gateway, fake_upstream: FakeUpstream) -> None:
     keys = [{"key": "sk-a", "name": "a", "rpm": 1}]
-    server = start(
-        start_gateway,
-        fake_upstream,
-        "passthrough",
-        VerdictScorer({"strong": 0.9}),
-        action="escalate",
-        escalate_to="strong",
-        keys=keys,
-    )
+    server = gateway("passthrough", VerdictScorer({"strong": 0.9}), **ESCALATE, keys=keys)
     raw = ask_chat(server, LOW, key="sk-a")
     assert raw.headers["x-trust-action"] == "escalation_failed"  # the second call would be the minute's second
     assert len(fake_upstream.requests) == 1
 
 
 @pytest.mark.integration
-def test_the_tokens_of_both_calls_count_on_the_keys_tpm(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
-) -> None:
+def test_the_tokens_of_both_calls_count_on_the_keys_tpm(gateway: Gateway, fake_upstream: FakeUpstream) -> None:
     one_call = httpx.post(
         f"{fake_upstream.url}/v1/chat/completions",
         timeout=10,  # type: ignore[attr-defined]
@@ -370,15 +321,7 @@ def test_the_tokens_of_both_calls_count_on_the_keys_tpm(
     ).json()
     tokens = one_call["usage"]["total_tokens"]
     keys = [{"key": "sk-a", "name": "a", "tpm": tokens + 1}]  # room for one call's tokens, not for two
-    server = start(
-        start_gateway,
-        fake_upstream,
-        "passthrough",
-        VerdictScorer({"strong": 0.9}),
-        action="escalate",
-        escalate_to="strong",
-        keys=keys,
-    )
+    server = gateway("passthrough", VerdictScorer({"strong": 0.9}), **ESCALATE, keys=keys)
     assert ask_chat(server, LOW, key="sk-a").headers["x-trust-action"] == "escalated"
     with pytest.raises(openai.RateLimitError, match="tokens per minute"):
         ask_chat(server, HIGH, key="sk-a")
@@ -387,10 +330,8 @@ def test_the_tokens_of_both_calls_count_on_the_keys_tpm(
 
 
 @pytest.mark.integration
-def test_the_escalation_target_itself_is_only_annotated(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
-) -> None:
-    server = start(start_gateway, fake_upstream, "passthrough", action="escalate", escalate_to="strong")
+def test_the_escalation_target_itself_is_only_annotated(gateway: Gateway, fake_upstream: FakeUpstream) -> None:
+    server = gateway("passthrough", **ESCALATE)
     raw = sdk(server).chat.completions.with_raw_response.create(
         model="strong", messages=[{"role": "user", "content": LOW}]
     )
@@ -406,13 +347,9 @@ def test_the_action_reaches_opentelemetry_and_the_console(
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     telemetry = Telemetry(TracerProvider().get_tracer("test"), logger_provider.get_logger("test"))
+    settings = config(fake_upstream.url, "passthrough", **ESCALATE)  # type: ignore[attr-defined]
     server = start_gateway(
-        config(
-            fake_upstream.url,
-            "passthrough",
-            action="escalate",  # type: ignore[attr-defined]
-            escalate_to="strong",
-        ),
+        settings,
         scorers=[VerdictScorer({"strong": 0.8})],
         telemetry=telemetry,
         mounts=[console.mount],
@@ -456,10 +393,8 @@ def stream_chat(server: ServerThread, question: str, model: str = "cheap") -> tu
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
+def test_hold_blocks_a_low_stream_before_any_of_it_leaves(gateway: Gateway, path: str) -> None:
+    server = gateway(path, **BLOCK, streams="hold")
     raw, chunks, text = stream_chat(server, LOW)
     assert text == MESSAGE and raw.headers["x-trust-action"] == "blocked"
     assert chunks[-1].choices[0].finish_reason == "content_filter"
@@ -476,18 +411,8 @@ def test_hold_blocks_a_low_stream_before_any_of_it_leaves(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_escalates_a_low_stream(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(
-        start_gateway,
-        fake_upstream,
-        path,
-        VerdictScorer({"strong": 0.8}),
-        action="escalate",
-        escalate_to="strong",
-        streams="hold",
-    )
+def test_hold_escalates_a_low_stream(gateway: Gateway, fake_upstream: FakeUpstream, path: str) -> None:
+    server = gateway(path, VerdictScorer({"strong": 0.8}), **ESCALATE, streams="hold")
     raw, chunks, text = stream_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalated" and text == f"You said: {LOW}"
     assert chunks[-1].model_extra["trust"]["id"] == raw.headers["x-trust-id"] != raw.headers["x-trust-escalated-from"]
@@ -498,18 +423,8 @@ def test_hold_escalates_a_low_stream(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_returns_the_first_stream_when_the_escalation_fails(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(
-        start_gateway,
-        fake_upstream,
-        path,
-        action="escalate",
-        escalate_to="strong",
-        streams="hold",
-        strong_base="http://127.0.0.1:9/v1",
-    )
+def test_hold_returns_the_first_stream_when_the_escalation_fails(gateway: Gateway, path: str) -> None:
+    server = gateway(path, **ESCALATE, streams="hold", strong_base="http://127.0.0.1:9/v1")
     raw, chunks, text = stream_chat(server, LOW)
     assert raw.headers["x-trust-action"] == "escalation_failed" and text == f"You said: {LOW}"
     assert all(chunk.choices for chunk in chunks)
@@ -518,23 +433,14 @@ def test_hold_returns_the_first_stream_when_the_escalation_fails(
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
 def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_out_of_time(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
+    gateway: Gateway, path: str
 ) -> None:
     cases = (
         (VerdictScorer({"strong": 0.05}), {}, "kept"),
         (VerdictScorer({"strong": 0.9}, delay={"strong": 3.0}), {"escalation_timeout_s": 0.5}, "escalation_failed"),
     )
     for scorer, timeout, action in cases:
-        server = start(
-            start_gateway,
-            fake_upstream,
-            path,
-            scorer,
-            action="escalate",
-            escalate_to="strong",
-            streams="hold",
-            **timeout,
-        )
+        server = gateway(path, scorer, **ESCALATE, streams="hold", **timeout)
         raw, chunks, text = stream_chat(server, LOW)  # the SDK's plain loop runs to the end
         assert raw.headers["x-trust-action"] == action and text == f"You said: {LOW}"
         assert all(chunk.choices for chunk in chunks) and len(chunks) > 2  # the upstream's own stream, replayed
@@ -544,10 +450,8 @@ def test_hold_returns_the_first_stream_when_the_escalation_scores_lower_or_runs_
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_a_held_block_keeps_the_usage_a_client_asked_for(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="hold")
+def test_a_held_block_keeps_the_usage_a_client_asked_for(gateway: Gateway, path: str) -> None:
+    server = gateway(path, **BLOCK, streams="hold")
     raw = sdk(server).chat.completions.with_raw_response.create(
         model="cheap", messages=[{"role": "user", "content": LOW}], stream=True, stream_options={"include_usage": True}
     )
@@ -560,11 +464,9 @@ def test_a_held_block_keeps_the_usage_a_client_asked_for(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_pass_streams_as_ever_and_only_annotates(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
+def test_pass_streams_as_ever_and_only_annotates(gateway: Gateway, path: str) -> None:
     # streams: pass, asked for (a block policy holds streams by default): the stream goes out as it comes
-    server = start(start_gateway, fake_upstream, path, action="block", message=MESSAGE, streams="pass")
+    server = gateway(path, **BLOCK, streams="pass")
     raw = sdk(server).chat.completions.with_raw_response.create(
         model="cheap", messages=[{"role": "user", "content": LOW}], stream=True
     )
@@ -578,12 +480,8 @@ def test_pass_streams_as_ever_and_only_annotates(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_escalation_on_completions_and_responses(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
-    server = start(
-        start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), action="escalate", escalate_to="strong"
-    )
+def test_escalation_on_completions_and_responses(gateway: Gateway, path: str) -> None:
+    server = gateway(path, VerdictScorer({"strong": 0.8}), **ESCALATE)
     text = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW)
     assert text.headers["x-trust-action"] == "escalated" and text.headers["x-trust-score"] == "0.8000"
     assert LOW in text.parse().choices[0].text
@@ -598,14 +496,12 @@ def test_escalation_on_completions_and_responses(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_on_legacy_completions_blocks_and_escalates(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
+def test_hold_on_legacy_completions_blocks_and_escalates(gateway: Gateway, path: str) -> None:
     for policy, action, expected in (
-        (dict(action="block", message=MESSAGE), "blocked", MESSAGE),
-        (dict(action="escalate", escalate_to="strong"), "escalated", None),
+        (BLOCK, "blocked", MESSAGE),
+        (ESCALATE, "escalated", None),
     ):
-        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold", **policy)
+        server = gateway(path, VerdictScorer({"strong": 0.8}), streams="hold", **policy)
         raw = sdk(server).completions.with_raw_response.create(model="cheap", prompt=LOW, stream=True)
         chunks, text = [], ""
         for chunk in raw.parse():
@@ -618,9 +514,7 @@ def test_hold_on_legacy_completions_blocks_and_escalates(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", PATHS)
-def test_hold_on_responses_streams_keeps_blocks_and_escalates(
-    fake_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread], path: str
-) -> None:
+def test_hold_on_responses_streams_keeps_blocks_and_escalates(gateway: Gateway, path: str) -> None:
     known = {
         "response.created",
         "response.in_progress",
@@ -633,12 +527,12 @@ def test_hold_on_responses_streams_keeps_blocks_and_escalates(
         "response.completed",
     }
     cases = (
-        (dict(action="block", message=MESSAGE), LOW, "blocked", MESSAGE),
-        (dict(action="escalate", escalate_to="strong"), LOW, "escalated", f"You said: {LOW}"),
-        (dict(action="block", message=MESSAGE), HIGH, None, f"You said: {HIGH}"),
+        (BLOCK, LOW, "blocked", MESSAGE),
+        (ESCALATE, LOW, "escalated", f"You said: {LOW}"),
+        (BLOCK, HIGH, None, f"You said: {HIGH}"),
     )
     for policy, question, action, expected in cases:
-        server = start(start_gateway, fake_upstream, path, VerdictScorer({"strong": 0.8}), streams="hold", **policy)
+        server = gateway(path, VerdictScorer({"strong": 0.8}), streams="hold", **policy)
         raw = sdk(server).responses.with_raw_response.create(model="cheap", input=question, stream=True)
         events = list(raw.parse())
         assert {event.type for event in events} <= known and events[-1].type == "response.completed"

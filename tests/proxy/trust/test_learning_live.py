@@ -10,7 +10,6 @@ records must be scored by the fit and name it.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +21,8 @@ import pytest
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.labels import calibration, label
-from tests.proxy.redis_gateway import redis_config, start_ready_worker
+from tests.proxy.redis_gateway import RedisDeployment, start_ready_worker
 from tests.proxy.scored_gateway import AskingScorer, wait_for_record
-from tests.redis_server import RedisServer
 from tests.servers import ServerThread
 
 pytestmark = pytest.mark.integration
@@ -134,16 +132,11 @@ def test_the_calibration_endpoint_is_for_the_master_key_only(
     assert calibration(gateway) == []
 
 
-def test_two_gateways_on_one_redis_share_the_fit(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
-) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
+def test_two_gateways_on_one_redis_share_the_fit(redis_deployment: RedisDeployment) -> None:
+    config = redis_deployment.config()
     config["trustgate"]["scoring"]["feedback"] = LEARNING
-    one, two = (start_gateway(config, scorers=[AskingScorer("bc", 0.1)]) for _ in range(2))  # workers score
-    start_ready_worker(start_worker, config, 0.0)  # scores every job with Trust_BC 0.8
+    one, two = (redis_deployment.gateway(config) for _ in range(2))  # workers score
+    start_ready_worker(redis_deployment.start_worker, config, 0.0)  # scores every job with Trust_BC 0.8
     teach(one, two, range(20))  # asked through one gateway, labelled through the other
     entry = wait_for_fit(two, 20)
     assert entry["combination"] == "fitted"

@@ -4,7 +4,6 @@ worker), the worker's own metrics and probes, and the sync-timeout counter."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Callable
 
@@ -18,9 +17,9 @@ from scoring.settings import QueueSettings
 from scoring.types import ScoringJob, TrustRecord
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.metric_samples import samples
-from tests.proxy.redis_gateway import chat, redis_config
-from tests.proxy.scored_gateway import AskingScorer, one_after_the_other, scoring_config
+from tests.proxy.redis_gateway import RedisDeployment, chat
 from tests.proxy.scored_gateway import chat as memory_chat
+from tests.proxy.scored_gateway import one_after_the_other, scoring_config
 from tests.redis_server import RedisServer, free_port
 from tests.servers import ServerThread
 from tests.worker_events import RecordedEvents
@@ -55,14 +54,10 @@ def probe(url: str, path: str) -> int:
         return 0
 
 
-def test_jobs_waiting_with_no_worker_are_the_queue_depth(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
-    replica = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
+def test_jobs_waiting_with_no_worker_are_the_queue_depth(redis_deployment: RedisDeployment) -> None:
+    config = redis_deployment.config()
+    gateway = redis_deployment.gateway(config)
+    replica = redis_deployment.gateway(config)
     assert samples(gateway)[DEPTH] == 0  # no stream yet
     for i in range(7):
         assert chat(gateway, f"wait {i}").headers["x-trust-status"] == "pending"
@@ -111,19 +106,14 @@ def test_the_backlog_counts_jobs_in_hand_until_they_are_acknowledged(redis_serve
     assert asyncio.run(scenario()) == [5, 5, 5, 0]
 
 
-def test_worker_metrics_and_probes(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
-) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout_s=0.5)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
+def test_worker_metrics_and_probes(redis_deployment: RedisDeployment, redis_server: RedisServer) -> None:
+    config = redis_deployment.config(redis_timeout_s=0.5)
+    gateway = redis_deployment.gateway(config)
     for i in range(3):
         chat(gateway, f"before the worker {i}")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    start_worker(config, 0.2, "--metrics-port", str(port))
+    redis_deployment.start_worker(config, 0.2, "--metrics-port", str(port))
     wait_for(lambda: probe(url, "/health/readiness") == 200, "worker readiness")
     assert probe(url, "/health/liveness") == 200
     wait_for(lambda: metric(url, "trustgate_worker_jobs_total", outcome="done") == 3, "three jobs done")

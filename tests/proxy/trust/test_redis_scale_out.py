@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -19,12 +17,10 @@ from scoring.redis_queue import RedisStreamWorker, StreamKeys
 from scoring.settings import QueueSettings
 from scoring.types import RecordScope, ScoringJob, TrustRecord
 from tests.conftest import MASTER_KEY
-from tests.fake_upstream import FakeUpstream
 from tests.proxy.metric_samples import samples
-from tests.proxy.redis_gateway import chat, redis_config, start_ready_worker
-from tests.proxy.scored_gateway import AskingScorer, wait_for_record
+from tests.proxy.redis_gateway import RedisDeployment, chat, start_ready_worker
+from tests.proxy.scored_gateway import wait_for_record
 from tests.redis_server import RedisServer, free_port
-from tests.servers import ServerThread
 from tests.worker_events import RecordedEvents
 
 pytestmark = pytest.mark.integration
@@ -49,14 +45,11 @@ def wait_until_a_worker_holds_a_job(server: RedisServer) -> None:
 
 
 def test_jobs_flow_through_the_stream_to_a_worker_and_back(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
+    redis_deployment: RedisDeployment, redis_server: RedisServer
 ) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])  # the gateway's own scorers never run
-    worker = start_worker(config)
+    config = redis_deployment.config()
+    gateway = redis_deployment.gateway(config)  # the gateway's own scorers never run
+    worker = redis_deployment.start_worker(config)
     response = chat(gateway, "flow", mode="sync")
     assert response.headers["x-trust-status"] == "done" and response.headers["x-trust-score"] == "0.8000"
     record = wait_for_record(gateway, response.headers["x-trust-id"])
@@ -64,40 +57,30 @@ def test_jobs_flow_through_the_stream_to_a_worker_and_back(
         "worker_pid": worker.pid,
         "heard": "You said: check: You said: flow",
     }
-    replica = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])  # any replica reads the shared record
+    replica = redis_deployment.gateway(config)  # any replica reads the shared record
     assert httpx.get(f"{replica.url}/v1/trust/{record['id']}", headers=AUTH).json() == record
     assert redis_server.client().xlen(StreamKeys("trustgate").stream) == 0  # acknowledged and removed
 
 
-def test_two_workers_share_the_load(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
-) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
-    workers = {start_ready_worker(start_worker, config, 0.3) for _ in range(2)}
+def test_two_workers_share_the_load(redis_deployment: RedisDeployment) -> None:
+    config = redis_deployment.config()
+    gateway = redis_deployment.gateway(config)
+    workers = {start_ready_worker(redis_deployment.start_worker, config, 0.3) for _ in range(2)}
     ids = [chat(gateway, f"job {i}").headers["x-trust-id"] for i in range(12)]
     scored_by = [wait_for_record(gateway, i, timeout=30)["components"]["bc"]["details"]["worker_pid"] for i in ids]
     assert set(scored_by) == workers
     assert min(scored_by.count(pid) for pid in workers) >= 3
 
 
-def test_a_killed_worker_loses_nothing(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
-) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
-    doomed = start_worker(config, 30.0)  # takes a job and sits on it
+def test_a_killed_worker_loses_nothing(redis_deployment: RedisDeployment, redis_server: RedisServer) -> None:
+    config = redis_deployment.config()
+    gateway = redis_deployment.gateway(config)
+    doomed = redis_deployment.start_worker(config, 30.0)  # takes a job and sits on it
     ids = [chat(gateway, f"job {i}").headers["x-trust-id"] for i in range(3)]
     wait_until_a_worker_holds_a_job(redis_server)
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.wait(timeout=10)
-    survivor = start_worker(config, 0.0)
+    survivor = redis_deployment.start_worker(config, 0.0)
     records = [wait_for_record(gateway, i, timeout=30) for i in ids]
     assert all(r["status"] == "done" and r["score"] == 0.8 for r in records)
     assert {r["components"]["bc"]["details"]["worker_pid"] for r in records} == {survivor.pid}
@@ -105,14 +88,11 @@ def test_a_killed_worker_loses_nothing(
 
 
 def test_graceful_shutdown_finishes_the_job_in_hand(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
+    redis_deployment: RedisDeployment, redis_server: RedisServer
 ) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
-    worker = start_worker(config, 1.5)
+    config = redis_deployment.config()
+    gateway = redis_deployment.gateway(config)
+    worker = redis_deployment.start_worker(config, 1.5)
     record_id = chat(gateway, "finish me").headers["x-trust-id"]
     wait_until_a_worker_holds_a_job(redis_server)
     worker.send_signal(signal.SIGTERM)
@@ -120,27 +100,20 @@ def test_graceful_shutdown_finishes_the_job_in_hand(
     assert wait_for_record(gateway, record_id, timeout=1)["status"] == "done"
 
 
-def test_a_full_stream_sheds_new_jobs(
-    fake_upstream: FakeUpstream, redis_server: RedisServer, start_gateway: Callable[..., ServerThread]
-) -> None:
+def test_a_full_stream_sheds_new_jobs(redis_deployment: RedisDeployment, redis_server: RedisServer) -> None:
     # one key fills it: the whole bound is what is looked at (queue.key_share has tests of its own)
-    config = redis_config(fake_upstream.url, redis_server.url, max_size=3, key_share=1.0)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])  # no worker: the backlog only grows
+    config = redis_deployment.config(max_size=3, key_share=1.0)
+    gateway = redis_deployment.gateway(config)  # no worker: the backlog only grows
     statuses = [chat(gateway, f"q{i}").headers["x-trust-status"] for i in range(5)]
     assert statuses == ["pending"] * 3 + ["shed"] * 2
     assert redis_server.client().xlen(StreamKeys("trustgate").stream) == 3
 
 
-def test_worker_serves_its_own_metrics(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
-) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
+def test_worker_serves_its_own_metrics(redis_deployment: RedisDeployment) -> None:
+    config = redis_deployment.config()
+    gateway = redis_deployment.gateway(config)
     port = free_port()
-    start_worker(config, 0.0, "--metrics-port", str(port))
+    redis_deployment.start_worker(config, 0.0, "--metrics-port", str(port))
     chat(gateway, "count me", mode="sync")
     text = httpx.get(f"http://127.0.0.1:{port}/metrics").text
     assert 'trustgate_scoring_jobs_total{model="fake",status="done"} 1.0' in text
@@ -200,15 +173,11 @@ def test_repeatedly_failing_jobs_go_to_the_dead_letter_stream(redis_server: Redi
 
 
 def test_redis_restart_degrades_scoring_but_never_user_traffic(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
-    tmp_path: Path,
+    redis_deployment: RedisDeployment, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url, redis_timeout_s=0.5)  # type: ignore[attr-defined]
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.1)])
-    start_worker(config)
+    config = redis_deployment.config(redis_timeout_s=0.5)
+    gateway = redis_deployment.gateway(config)
+    redis_deployment.start_worker(config)
     assert chat(gateway, "before", mode="sync").headers["x-trust-status"] == "done"
     redis_server.stop()
     during = [chat(gateway, f"during {i}", mode="sync") for i in range(3)]

@@ -8,7 +8,6 @@ turn (``in_one_window``), so its counts are exact.
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +25,7 @@ from scoring.types import Ask, BudgetSpent, ComponentResult, Scorer, ScoringJob
 from tests.conftest import MASTER_KEY, gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.proxy.metric_samples import metric
-from tests.proxy.redis_gateway import redis_config
+from tests.proxy.redis_gateway import RedisDeployment
 from tests.proxy.scored_gateway import AskingScorer, record
 from tests.proxy.trust.budget_window import in_one_window
 from tests.redis_server import RedisServer, free_port
@@ -184,17 +183,12 @@ def test_a_model_over_its_token_budget_sheds_jobs(
 
 
 @pytest.mark.integration
-def test_the_budget_holds_on_the_worker_path(
-    fake_upstream: FakeUpstream,
-    redis_server: RedisServer,
-    start_gateway: Callable[..., ServerThread],
-    start_worker: Callable[..., subprocess.Popen[bytes]],
-) -> None:
-    config = redis_config(fake_upstream.url, redis_server.url)  # type: ignore[attr-defined]
+def test_the_budget_holds_on_the_worker_path(redis_deployment: RedisDeployment, redis_server: RedisServer) -> None:
+    config = redis_deployment.config()
     config["trustgate"]["scoring"]["budget"] = {"calls_per_minute": 2, "key_share": 1.0}  # one key asks
-    gateway = start_gateway(config, scorers=[AskingScorer("bc", 0.9)])
+    gateway = redis_deployment.gateway(config, bc=0.9)
     port = free_port()
-    start_worker(config, 0.0, "--metrics-port", str(port))
+    redis_deployment.start_worker(config, 0.0, "--metrics-port", str(port))
     worker = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while not _answers(f"{worker}/health/liveness"):

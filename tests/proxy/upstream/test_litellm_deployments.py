@@ -89,22 +89,44 @@ def slow_upstream(_second_server: tuple[FakeUpstream, ServerThread]) -> FakeUpst
     return fake
 
 
+StartDeployments = Callable[..., ServerThread]
+WEIGHTED_ENV = {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER}
+
+
+@pytest.fixture
+def start_deployments(
+    tmp_path: Path,
+    fake_upstream: FakeUpstream,
+    slow_upstream: FakeUpstream,
+    start_gateway: Callable[..., ServerThread],
+    caplog: pytest.LogCaptureFixture,
+) -> StartDeployments:
+    """Starts a gateway on one of ``litellm_configs/``, its ``{upstream}`` and ``{fast}`` deployments on the
+    session's fake upstream and ``{slow}`` on the slow one, with the config's warnings captured for ``warned``.
+    ``passthrough`` picks the path where a test asks for one; otherwise the config's own choice stands."""
+    caplog.set_level(logging.WARNING, logger="trustgate.config")
+
+    def start(
+        name: str, environ: dict[str, str] | None = None, passthrough: bool | None = None, **values: str
+    ) -> ServerThread:
+        upstreams = {"upstream": fake_upstream.url, "fast": fake_upstream.url, "slow": slow_upstream.url}  # type: ignore[attr-defined]
+        config = load(tmp_path, name, **upstreams, **values)
+        if passthrough is not None:
+            config["trustgate"]["passthrough"] = passthrough
+        return start_gateway(config, environ)
+
+    return start
+
+
 # --- os.environ/, environment_variables, ignored references -------------------------------------------------
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_environment_references_reach_both_upstream_paths(
-    path: str,
-    tmp_path: Path,
-    fake_upstream: FakeUpstream,
-    start_gateway: Callable[..., ServerThread],
-    caplog: pytest.LogCaptureFixture,
+    path: str, start_deployments: StartDeployments, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="trustgate.config")
-    config = load(tmp_path, "env_references", upstream=fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"]["passthrough"] = path == "passthrough"
-    server = start_gateway(config, PROCESS_ENV)
+    server = start_deployments("env_references", PROCESS_ENV, passthrough=path == "passthrough")
     for model, key in (("chat", "sk-chat-from-the-process"), ("assistant", "sk-from-the-config")):
         reply = chat(server, model)
         assert reply.status_code == 200, reply.text
@@ -379,14 +401,9 @@ def test_only_unimplemented_strategies_are_named(
 
 @pytest.mark.integration
 def test_weights_split_the_traffic(
-    tmp_path: Path,
-    fake_upstream: FakeUpstream,
-    start_gateway: Callable[..., ServerThread],
-    caplog: pytest.LogCaptureFixture,
+    start_deployments: StartDeployments, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="trustgate.config")
-    config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
-    server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
+    server = start_deployments("weighted", WEIGHTED_ENV)
     assert warned(caplog) == [
         [
             "model_list[0].model_info",
@@ -405,15 +422,9 @@ def test_weights_split_the_traffic(
 
 @pytest.mark.integration
 def test_litellms_router_honours_the_weights_on_the_litellm_path(
-    tmp_path: Path,
-    fake_upstream: FakeUpstream,
-    start_gateway: Callable[..., ServerThread],
-    caplog: pytest.LogCaptureFixture,
+    start_deployments: StartDeployments, fake_upstream: FakeUpstream, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="trustgate.config")
-    config = load(tmp_path, "weighted", upstream=fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"]["passthrough"] = False
-    server = start_gateway(config, {"UPSTREAM_KEY": "sk-up", "LITELLM_MASTER_KEY": MASTER})
+    server = start_deployments("weighted", WEIGHTED_ENV, passthrough=False)
     # litellm takes every litellm_params key (organization too); model_info, on either path, no one reads.
     assert warned(caplog) == [["model_list[0].model_info", "model_list[1].model_info", "litellm_settings.drop_params"]]
     with ThreadPoolExecutor(8) as pool, httpx.Client() as client:  # fewer than above: litellm costs more per call
@@ -425,12 +436,9 @@ def test_litellms_router_honours_the_weights_on_the_litellm_path(
 
 @pytest.mark.integration
 def test_latency_based_routing_settles_on_the_fast_deployment(
-    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+    start_deployments: StartDeployments, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream
 ) -> None:
-    config = load(
-        tmp_path, "slow_and_fast", strategy="latency-based-routing", slow=slow_upstream.url, fast=fake_upstream.url
-    )  # type: ignore[attr-defined]
-    server = start_gateway(config)
+    server = start_deployments("slow_and_fast", strategy="latency-based-routing")
     slow_upstream.delay_ms = 1500  # far beyond the fast one's time on a busy machine
     for n in range(20):
         assert chat(server, "chat", f"q{n}").status_code == 200
@@ -440,10 +448,9 @@ def test_latency_based_routing_settles_on_the_fast_deployment(
 
 @pytest.mark.integration
 def test_least_busy_sends_most_requests_to_the_deployment_that_frees_up_first(
-    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+    start_deployments: StartDeployments, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream
 ) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="least-busy", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
-    server = start_gateway(config)
+    server = start_deployments("slow_and_fast", strategy="least-busy")
     slow_upstream.delay_ms = 1500  # far beyond the fast one's time on a busy machine
     with ThreadPoolExecutor(4) as pool:
         statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}").status_code, range(80)))
@@ -455,15 +462,10 @@ def test_least_busy_sends_most_requests_to_the_deployment_that_frees_up_first(
 @pytest.mark.integration
 @pytest.mark.parametrize("path", ["passthrough", "litellm"])
 def test_a_deployment_at_max_parallel_requests_is_a_429_until_a_call_ends(
-    path: str,
-    tmp_path: Path,
-    fake_upstream: FakeUpstream,
-    slow_upstream: FakeUpstream,
-    start_gateway: Callable[..., ServerThread],
+    path: str, start_deployments: StartDeployments, slow_upstream: FakeUpstream
 ) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="simple-shuffle", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"]["passthrough"] = path == "passthrough"  # litellm's Router refuses the same way
-    server = start_gateway(config)
+    # litellm's Router refuses the same way
+    server = start_deployments("slow_and_fast", strategy="simple-shuffle", passthrough=path == "passthrough")
     first: list[httpx.Response] = []
     worker = threading.Thread(target=lambda: first.append(chat(server, "single")))
     worker.start()
@@ -495,10 +497,9 @@ def test_a_deployment_at_max_parallel_requests_is_a_429_until_a_call_ends(
 
 @pytest.mark.integration
 def test_a_full_deployment_is_passed_over_for_one_with_room(
-    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+    start_deployments: StartDeployments, slow_upstream: FakeUpstream
 ) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="simple-shuffle", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
-    server = start_gateway(config)
+    server = start_deployments("slow_and_fast", strategy="simple-shuffle")
     for _ in range(3):
         slow_upstream.requests.clear()
         with ThreadPoolExecutor(2) as pool:
@@ -509,13 +510,9 @@ def test_a_full_deployment_is_passed_over_for_one_with_room(
 
 @pytest.mark.integration
 def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
-    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+    start_deployments: StartDeployments, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream
 ) -> None:
-    config = load(
-        tmp_path, "slow_and_fast", strategy="latency-based-routing", slow=slow_upstream.url, fast=fake_upstream.url
-    )  # type: ignore[attr-defined]
-    config["trustgate"]["passthrough"] = False
-    server = start_gateway(config)
+    server = start_deployments("slow_and_fast", strategy="latency-based-routing", passthrough=False)
     slow_upstream.delay_ms = 1500
     assert [chat(server, "chat", f"q{n}").status_code for n in range(20)] == [200] * 20
     # Shuffled, the slow one would answer about 10 of 20.
@@ -524,11 +521,9 @@ def test_litellms_router_follows_latency_based_routing_on_the_litellm_path(
 
 @pytest.mark.integration
 def test_litellms_router_follows_least_busy_on_the_litellm_path(
-    tmp_path: Path, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream, start_gateway: Callable[..., ServerThread]
+    start_deployments: StartDeployments, fake_upstream: FakeUpstream, slow_upstream: FakeUpstream
 ) -> None:
-    config = load(tmp_path, "slow_and_fast", strategy="least-busy", slow=slow_upstream.url, fast=fake_upstream.url)  # type: ignore[attr-defined]
-    config["trustgate"]["passthrough"] = False
-    server = start_gateway(config)
+    server = start_deployments("slow_and_fast", strategy="least-busy", passthrough=False)
     slow_upstream.delay_ms = 1500
     with ThreadPoolExecutor(4) as pool:
         statuses = list(pool.map(lambda n: chat(server, "chat", f"q{n}").status_code, range(40)))

@@ -33,6 +33,14 @@ from tests.trustgate_command import main
 from .judging import marker_judge, with_gateway_ask
 
 CASES = Path(__file__).parent / "fixtures" / "cases.jsonl"
+CASE_IDS = ["cited", "wrong-refusal", "right-refusal", "parametric", "over-cited", "uncited"]  # in the file's order
+
+
+def eval_rag(cases: Path, config: Path, cache: Path, out: Path, *extra: str) -> list[str]:
+    """The arguments of ``trustgate eval rag`` judging with model ``fake``: the tests vary the files and the rest."""
+    command = ["eval", "rag", "--file", str(cases), "--config", str(config), "--model", "fake"]
+    return [*command, "--cache", str(cache), "--out", str(out), *extra]
+
 
 EXPECTED = {
     "num_samples": 6,
@@ -76,14 +84,7 @@ def test_the_report_on_the_labelled_fixture(fake_upstream: FakeUpstream) -> None
     jobs = load_cases(CASES, "fake")
     cases = with_gateway_ask(fake_upstream, lambda ask: score_cases(jobs, RagScorer(), lambda job: ask, concurrency=2))
 
-    assert [c["id"] for c in cases] == [
-        "cited",
-        "wrong-refusal",
-        "right-refusal",
-        "parametric",
-        "over-cited",
-        "uncited",
-    ]
+    assert [c["id"] for c in cases] == CASE_IDS
     assert [c["answerable_from"] for c in cases] == ["label"] * 5 + ["claims"]
     assert rag_report(cases) == pytest.approx(EXPECTED)
     assert len(fake_upstream.requests) == EXPECTED["judge_calls"]
@@ -138,36 +139,12 @@ def test_trustgate_eval_rag_writes_the_report_and_resumes_from_its_cache(
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(gateway_config(fake_upstream.url)))  # type: ignore[attr-defined]
     out, cache = tmp_path / "report", tmp_path / "cache.sqlite3"
-    arguments = [
-        "eval",
-        "rag",
-        "--file",
-        str(CASES),
-        "--config",
-        str(config),
-        "--model",
-        "fake",
-        "--cache",
-        str(cache),
-        "--out",
-        str(out),
-        "--concurrency",
-        "2",
-        "--note",
-        "a fixture",
-    ]
+    arguments = eval_rag(CASES, config, cache, out, "--concurrency", "2", "--note", "a fixture")
 
     assert main(arguments) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["report"] == pytest.approx(EXPECTED)
-    assert [c["id"] for c in results["cases"]] == [
-        "cited",
-        "wrong-refusal",
-        "right-refusal",
-        "parametric",
-        "over-cited",
-        "uncited",
-    ]
+    assert [c["id"] for c in results["cases"]] == CASE_IDS
     assert (results["run"]["calls_made"], results["run"]["calls_cached"]) == (11, 0)
     markdown = (out / "report.md").read_text()
     assert markdown.startswith("# RAG trust (Trust-Eval): cases.jsonl, judge fake")
@@ -241,25 +218,7 @@ def test_eval_rag_says_so_when_the_judge_failed_on_every_case(
     cases = tmp_path / "cases.jsonl"
     # the directive in the document reaches the judge's prompt: the fake upstream answers it with a 400
     cases.write_text('{"question": "q?", "answer": "ALPHA is the answer [1].", "documents": ["ALPHA [fail:400]"]}\n')
-    assert (
-        main(
-            [
-                "eval",
-                "rag",
-                "--file",
-                str(cases),
-                "--config",
-                str(config),
-                "--model",
-                "fake",
-                "--cache",
-                str(tmp_path / "cache.sqlite3"),
-                "--out",
-                str(tmp_path / "out"),
-            ]
-        )
-        == 0
-    )
+    assert main(eval_rag(cases, config, tmp_path / "cache.sqlite3", tmp_path / "out")) == 0
     assert json.loads((tmp_path / "out" / "results.json").read_text())["report"]["judge_failures"] == 1
     assert "failed on every case" in capsys.readouterr().err
 
@@ -274,23 +233,5 @@ def test_eval_rag_with_an_nli_judge_whose_model_is_missing_exits_with_a_message(
     )
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(settings))
-    assert (
-        main(
-            [
-                "eval",
-                "rag",
-                "--file",
-                str(CASES),
-                "--config",
-                str(config),
-                "--model",
-                "fake",
-                "--cache",
-                str(tmp_path / "cache.sqlite3"),
-                "--out",
-                str(tmp_path / "out"),
-            ]
-        )
-        == 2
-    )
+    assert main(eval_rag(CASES, config, tmp_path / "cache.sqlite3", tmp_path / "out")) == 2
     assert "cannot load the RAG judge's NLI model" in capsys.readouterr().err
