@@ -83,6 +83,9 @@ def test_real_model_gets_real_trust_scores(start_gateway: Callable[..., ServerTh
         "data_dir": str(DATA_DIR),
         "mode": "sync",
         "sync_timeout_s": 240,
+        # Every component shares the one model server: on a busy 2-core machine Trust_BC's checks wait behind the
+        # others' calls past the default 25 s. This asks whether each component scores, not how fast.
+        "queue": {"scorer_timeout_s": 200},
         "combine": "paper",
         "consistency": {"max_checks": 3, "seed": 1},
         "calibration_path": str(calibration),

@@ -21,6 +21,7 @@ from tests.conftest import gateway_config
 from tests.fake_upstream import FakeUpstream
 from tests.redis_server import RedisServer
 from tests.servers import ServerThread
+from tests.waiting import in_a_fresh_limit_window
 
 
 class Clock:
@@ -87,6 +88,7 @@ def test_rpm_is_shared_by_two_replicas_on_one_redis(
 ) -> None:
     config = limited_config(fake_upstream.url, redis_server.url, rpm=3)  # type: ignore[attr-defined]
     first, second = start_gateway(config), start_gateway(config)
+    in_a_fresh_limit_window()
     statuses = [ask(server).status_code for server in (first, second, first)]
     assert statuses == [200, 200, 200]
     refused = ask(second)
@@ -128,6 +130,7 @@ def test_deployment_rpm_is_a_429_with_retry_after(
     server = start_gateway(config)
     auth = {"authorization": f"Bearer {config['general_settings']['master_key']}"}
     body = {"model": "fake", "messages": [{"role": "user", "content": "x"}]}
+    in_a_fresh_limit_window()
     assert httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=auth).status_code == 200
     second = httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=auth)
     assert second.status_code == 429 and int(second.headers["retry-after"]) >= 1
@@ -144,6 +147,7 @@ def test_deployment_tpm_counts_reported_usage(
     server = start_gateway(config)
     auth = {"authorization": f"Bearer {config['general_settings']['master_key']}"}
     body = {"model": "fake", "messages": [{"role": "user", "content": "one two three"}]}
+    in_a_fresh_limit_window()
     assert httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=auth).status_code == 200
     second = httpx.post(f"{server.url}/v1/chat/completions", json=body, headers=auth)
     assert second.status_code == 429 and "tpm" in second.json()["error"]["message"]
